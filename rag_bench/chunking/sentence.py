@@ -1,0 +1,23 @@
+"""Sentence packing: consecutive sentences up to a character budget; never cuts a sentence."""
+
+from __future__ import annotations
+
+from rag_bench.chunking.base import DocumentChunker, make_chunks, positive_int
+from rag_bench.chunking.spans import pack, sentence_spans
+from rag_bench.records import Chunk, Document
+
+
+class SentenceChunker(DocumentChunker):
+    """Packs whole sentences into chunks of at most ``max_chars`` (a longer sentence stands alone).
+
+    ``overlap`` is counted in sentences: that many trailing sentences repeat at the start of the
+    next chunk.
+    """
+
+    def __init__(self, max_chars: int = 600, overlap: int = 0) -> None:
+        self.max_chars = positive_int("max_chars", max_chars)
+        self.overlap = positive_int("overlap", overlap, minimum=0)
+
+    def chunk_document(self, doc: Document) -> list[Chunk]:
+        """Sentence groups over the whole document."""
+        return make_chunks(doc, pack(sentence_spans(doc.text), self.max_chars, self.overlap))

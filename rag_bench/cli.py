@@ -1,0 +1,179 @@
+"""The ``rag-bench`` command line (ARCHITECTURE §8).
+
+Exit codes: 0 success, 1 a gate failed, 2 bad input or configuration (the message names the
+file, line and field and says how to fix it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from rag_bench.errors import RagBenchError
+
+USAGE = """\
+rag-bench COMMAND ...
+
+commands:
+  run [hydra overrides]            evaluate one cell; with -m a sweep (rag-bench run --help)
+  validate DATASET                 check a dataset; every problem listed; exit 2 if any
+  chunks DATASET chunker=NAME ...  print chunks as JSON lines (stdout) and stats (stderr)
+  score-run QRELS RUN [-m ..]      trec_eval-compatible scoring of TREC files
+  leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment
+
+exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
+"""
+
+
+def _fail(exc: BaseException) -> int:
+    print(f"error: {exc}", file=sys.stderr)
+    return 2
+
+
+def _config_message(exc: BaseException) -> str:
+    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
+    parts = [str(exc).strip()]
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and len(parts) < 4:
+        text = str(cause).strip()
+        if text and text not in parts[-1] and "$VALUE" not in text:
+            parts.append(text)
+        cause = cause.__cause__ or cause.__context__
+    msg = "\n  ".join(parts)
+    if "Could not override" in msg:
+        msg += "\n  (no such key: check its spelling; use +key=value only to add a new key on purpose)"
+    return msg
+
+
+def _run(args: list[str]) -> int:
+    """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rag_bench.runner.hydra_app import main as hydra_main
+    from rag_bench.tracking.mlflow_tracker import finish_all
+
+    # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    sys.argv = ["rag-bench run", *args]
+    try:
+        hydra_main()
+    except RagBenchError as exc:
+        finish_all(ok=False)
+        return _fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:
+        finish_all(ok=False)
+        return _fail(f"configuration: {_config_message(exc)}\n  -- fix: see `rag-bench run --help` for groups "
+                     "and options (`rag-bench run --cfg job` prints every key), conf/ for the files")
+    except BaseException:
+        finish_all(ok=False)
+        raise
+    return 0
+
+
+def _validate(argv: list[str]) -> int:
+    from rag_bench.data.loader import load_dataset
+
+    p = argparse.ArgumentParser(prog="rag-bench validate", description="Check a dataset folder (native or "
+                                "BEIR layout) and list every problem with file:line, field and a fix.")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    a = p.parse_args(argv)
+    try:
+        ds = load_dataset(a.dataset, split=a.split)
+    except RagBenchError as exc:
+        return _fail(exc)
+    qs = ds.questions
+    n_ans = sum(q.answerable for q in qs)
+    print(f"ok: {ds.name} ({ds.layout}): {len(ds.documents)} documents, "
+          f"{sum(len(d.text) for d in ds.documents.values())} characters, {len(qs)} questions "
+          f"({n_ans} answerable, {len(qs) - n_ans} unanswerable), "
+          f"{sum(len(q.evidence) for q in qs)} evidence spans; fingerprint {ds.fingerprint}")
+    return 0
+
+
+def _chunks(argv: list[str]) -> int:
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rag_bench.data.loader import load_dataset
+    from rag_bench.runner.config import CONF_DIR, build, register_configs
+
+    p = argparse.ArgumentParser(prog="rag-bench chunks", description="Chunk a dataset with one chunker config "
+                                "and print the chunks as JSON lines (stdout) and their stats (stderr).",
+                                epilog="example: rag-bench chunks datasets/kettleby chunker=section "
+                                "chunker.max_chars=600")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. chunker=fixed chunker.size=500")
+    p.add_argument("--stats-only", action="store_true", help="print only the stats")
+    p.add_argument("--tiny", type=int, default=50, help="chunks shorter than this many chars count as tiny")
+    a = p.parse_args(argv)
+    register_configs()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=a.overrides)
+        chunker = build(cfg.chunker, "chunker")
+        ds = load_dataset(a.dataset)
+    except RagBenchError as exc:
+        return _fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:
+        return _fail(f"configuration: {exc} -- fix: options are in {CONF_DIR}/chunker/")
+    chunks = chunker.chunk(list(ds.documents.values()))
+    out = sys.stdout
+    if not a.stats_only:
+        for c in chunks:
+            out.write(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
+                                  "heading_path": list(c.heading_path), "parent_id": c.parent_id,
+                                  "is_parent": c.is_parent, "text": c.text}, ensure_ascii=False) + "\n")
+    searchable = [c.length for c in chunks if not c.is_parent]
+    stats = {"chunker": cfg.chunker.name, "count": len(searchable), "parents": sum(c.is_parent for c in chunks),
+             "min": min(searchable, default=0), "median": statistics.median(searchable) if searchable else 0,
+             "max": max(searchable, default=0), f"tiny(<{a.tiny})": sum(n < a.tiny for n in searchable)}
+    print("stats: " + " ".join(f"{k}={v}" for k, v in stats.items()), file=sys.stderr)
+    return 0
+
+
+def _leaderboard(argv: list[str]) -> int:
+    from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
+
+    p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
+                                "experiment folder, best first.")
+    p.add_argument("experiment_dir")
+    p.add_argument("--sort-by", default="retrieval/ndcg@10", help="metric as section/name")
+    a = p.parse_args(argv)
+    cells = load_cells(a.experiment_dir)
+    if cells.empty:
+        return _fail(f"{a.experiment_dir}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
+    print(format_leaderboard(cells, sort_by=a.sort_by))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rag-bench`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if cmd == "run":
+        return _run(rest)
+    if cmd == "score-run":
+        from rag_bench.metrics.trec_cli import main as score_main
+
+        return score_main(rest)
+    handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard}
+    if cmd not in handlers:
+        print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return handlers[cmd](rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

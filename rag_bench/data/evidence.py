@@ -1,0 +1,103 @@
+"""Resolve evidence locators (quote / section / explicit offsets) to character spans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_bench.records import Document, EvidenceSpan, Section
+
+
+def _path_parts(section: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in section.split(">") if p.strip())
+
+
+def find_sections(doc: Document, section: str) -> list[Section]:
+    """Sections whose heading path ends with ``section`` (written ``A > B`` or just ``B``)."""
+    want = _path_parts(section)
+    if not want:
+        return []
+    return [s for s in doc.sections if s.heading_path[-len(want):] == want]
+
+
+def section_span(doc: Document, sec: Section) -> tuple[int, int]:
+    """Body span of a section *including* its sub-sections (what a user means by "the section")."""
+    end = sec.end
+    for other in doc.sections:
+        if other.heading_start >= sec.end and other.heading_path[: len(sec.heading_path)] == \
+                sec.heading_path and len(other.heading_path) > len(sec.heading_path):
+            end = other.end
+        elif other.heading_start >= sec.end:
+            break
+    return sec.body_start, end
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | None, str, str, str]:
+    """Resolve one locator of ``doc``.
+
+    Returns ``(span, field, message, hint)``; ``span`` is None when the locator cannot be resolved
+    and the other three describe why.
+    """
+    text = doc.text
+    section = loc.get("section")
+    quote = loc.get("quote")
+    lo, hi, path = 0, len(text), ()
+    if section is not None:
+        if not isinstance(section, str) or not section.strip():
+            return None, "section", "must be a non-empty string", 'write e.g. "Returns > Opened items"'
+        found = find_sections(doc, section)
+        if not found:
+            names = sorted({" > ".join(s.heading_path) for s in doc.sections if s.heading_path})
+            shown = "; ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+            return (None, "section", f"no section {section!r} in document {doc.doc_id!r}",
+                    f"use a heading text or path from the document: {shown}")
+        if len(found) > 1:
+            paths = "; ".join(" > ".join(s.heading_path) for s in found)
+            return (None, "section", f"section {section!r} is ambiguous ({len(found)} matches: {paths})",
+                    "write more of the heading path, e.g. 'Parent > Child'")
+        lo, hi = section_span(doc, found[0])
+        path = found[0].heading_path
+    if quote is not None:
+        if not isinstance(quote, str) or not quote.strip():
+            return None, "quote", "must be a non-empty string", "copy the exact sentence from the document"
+        first = text.find(quote, lo, hi)
+        where = f"section {section!r} of " if section is not None else ""
+        if first == -1:
+            hint = "copy the text exactly (whitespace, punctuation and Markdown such as ** count)"
+            if section is not None and text.find(quote) != -1:
+                hint = "the quote exists elsewhere in the document: fix or drop 'section'"
+            return None, "quote", f"quote not found in {where}document {doc.doc_id!r}: {quote[:60]!r}", hint
+        second = text.find(quote, first + 1, hi)
+        if second != -1:
+            count = text.count(quote, lo, hi)
+            return (None, "quote", f"quote is ambiguous: {count} occurrences in {where}document {doc.doc_id!r}",
+                    "make the quote longer or add 'section' to say which one")
+        return EvidenceSpan(doc.doc_id, first, first + len(quote), path or _path_at(doc, first)), "", "", ""
+    if section is not None:
+        s, e = _trimmed(text, lo, hi)
+        if s == e:
+            return None, "section", f"section {section!r} has an empty body", "point at a section with text"
+        return EvidenceSpan(doc.doc_id, s, e, path), "", "", ""
+    start, end = loc.get("start"), loc.get("end")
+    if start is None and end is None:
+        return None, "", "locator needs 'quote', 'section' or 'start'/'end'", 'add e.g. "quote": "..."'
+    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
+        return None, "start/end", "'start' and 'end' must both be integers", "give character offsets"
+    if not 0 <= start < end <= len(text):
+        return (None, "start/end", f"span [{start}, {end}) is outside document {doc.doc_id!r} "
+                f"(length {len(text)}) or empty", "use 0 <= start < end <= document length")
+    return EvidenceSpan(doc.doc_id, start, end, _path_at(doc, start)), "", "", ""
+
+
+def _path_at(doc: Document, offset: int) -> tuple[str, ...]:
+    for sec in doc.sections:
+        if sec.heading_start <= offset < sec.end:
+            return sec.heading_path
+    return ()

@@ -1,0 +1,50 @@
+"""Load a dataset folder (native or BEIR layout), validate it all, and fingerprint it."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from rag_bench.data.beir import is_beir, load_beir
+from rag_bench.data.native import load_documents, load_questions, read_manifest
+from rag_bench.data.problems import ProblemLog
+from rag_bench.errors import DataError, Problem
+from rag_bench.records import Dataset
+
+
+def fingerprint(root: Path) -> str:
+    """sha256 over every file of the dataset (relative path + bytes): changes when anything does."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
+    """Load and validate a dataset; raise :class:`DataError` listing *every* problem found."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise DataError(Problem(str(root), 0, "dataset.path", "dataset folder does not exist",
+                                "pass dataset.path=DIR with docs/ + questions.jsonl (or a BEIR folder)"))
+    return _load_cached(str(root.resolve()), split, fingerprint(root))
+
+
+@lru_cache(maxsize=4)
+def _load_cached(root_s: str, split: str, fp: str) -> Dataset:
+    # Keyed by fingerprint: a sweep in one process parses the dataset once, an edit reloads it.
+    root = Path(root_s)
+    log = ProblemLog(root)
+    manifest = read_manifest(root, log)
+    if is_beir(root):
+        documents, questions = load_beir(root, split, log)
+        layout = "beir"
+    else:
+        documents = load_documents(root, log)
+        questions = load_questions(root / "questions.jsonl", documents, log)
+        layout = "native"
+    log.raise_if_any(f"dataset {log.rel(root)} is invalid")
+    return Dataset(name=str(manifest.get("name") or root.name), root=root_s, layout=layout,
+                   documents=documents, questions=tuple(questions), fingerprint=fp)

@@ -1,0 +1,256 @@
+"""Native dataset layout: docs/*.md|*.txt, optional docs.jsonl metadata, questions.jsonl."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rag_bench.data.evidence import resolve_locator
+from rag_bench.data.markdown import parse_sections
+from rag_bench.data.problems import ProblemLog, read_jsonl
+from rag_bench.records import Asker, Document, EvidenceSpan, Question
+
+_DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
+_Q_FIELDS = {"id", "question", "answerable", "evidence", "facts", "answers", "asker", "tags"}
+_LOC_FIELDS = {"doc_id", "quote", "section", "start", "end"}
+_BAD_ID = re.compile(r"\s")
+
+
+def read_text(path: Path, log: ProblemLog) -> str | None:
+    """Read a UTF-8 text file; a BOM is dropped and CRLF/CR become LF (offsets index the result)."""
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        log.add(path, line, "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                "convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8")
+        return None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
+    """Read docs/ and merge docs.jsonl metadata; problems go to ``log``."""
+    docs_dir = root / "docs"
+    if not docs_dir.is_dir():
+        log.add(root, 0, "docs/", "folder docs/ is missing", "put one .md or .txt file per document in docs/")
+        return {}
+    texts: dict[str, tuple[Path, str]] = {}
+    on_disk: set[str] = set()  # ids of files that exist, even if unreadable (no double report)
+    for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
+        if path.suffix not in (".md", ".txt"):
+            continue
+        doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
+        on_disk.add(doc_id)
+        if _BAD_ID.search(doc_id):
+            log.add(path, 0, "doc_id", f"document id {doc_id!r} contains whitespace",
+                    "rename the file: TREC run files cannot hold ids with spaces")
+            continue
+        if doc_id in texts:
+            log.add(path, 0, "doc_id", f"duplicate document id {doc_id!r} (also {texts[doc_id][0].name})",
+                    "keep one of docs/<id>.md and docs/<id>.txt")
+            continue
+        text = read_text(path, log)
+        if text is None:
+            continue
+        if not text.strip():
+            log.add(path, 0, "", "document is empty", "write the document or delete the file")
+            continue
+        texts[doc_id] = (path, text)
+    if not texts and not log.problems:
+        log.add(docs_dir, 0, "", "no documents (.md or .txt) found", "add at least one document")
+
+    meta: dict[str, dict[str, Any]] = {}
+    meta_path = root / "docs.jsonl"
+    if meta_path.exists():
+        for lineno, obj in read_jsonl(meta_path, log):
+            m = _check_doc_meta(meta_path, lineno, obj, log)
+            if m is None:
+                continue
+            doc_id = m["doc_id"]
+            if doc_id in meta:
+                log.add(meta_path, lineno, "doc_id", f"duplicate entry for document {doc_id!r} "
+                        f"(first at line {meta[doc_id]['_line']})", "keep one line per document")
+            elif doc_id not in on_disk:
+                log.add(meta_path, lineno, "doc_id", f"unknown document {doc_id!r}: no docs/{doc_id}.md",
+                        "fix the id or add the document")
+            else:
+                meta[doc_id] = {**m, "_line": lineno}
+
+    documents = {}
+    for doc_id, (path, text) in texts.items():
+        m = meta.get(doc_id, {})
+        documents[doc_id] = Document(
+            doc_id=doc_id, text=text, title=m.get("title") or _title(text, doc_id),
+            version=m.get("version"), effective_at=m.get("effective_at"),
+            status=m.get("status", "current"), tenant=m.get("tenant"), acl=tuple(m.get("acl", ())),
+            source_uri=m.get("source_uri"), path=str(path), sections=parse_sections(text))
+    return documents
+
+
+def _title(text: str, doc_id: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return doc_id
+
+
+def _check_doc_meta(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> dict[str, Any] | None:
+    ok = True
+    for key in obj.keys() - _DOC_FIELDS:
+        log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_DOC_FIELDS))}")
+        ok = False
+    if not isinstance(obj.get("doc_id"), str) or not obj.get("doc_id"):
+        log.add(path, lineno, "doc_id", "missing or not a string", 'add "doc_id": "<file name without .md>"')
+        return None
+    for key in ("title", "version", "effective_at", "tenant", "source_uri"):
+        if key in obj and obj[key] is not None and not isinstance(obj[key], str):
+            log.add(path, lineno, key, f"must be a string, got {type(obj[key]).__name__}", "quote the value")
+            ok = False
+    if obj.get("status", "current") not in ("current", "archived"):
+        log.add(path, lineno, "status", f"must be 'current' or 'archived', got {obj['status']!r}",
+                "mark superseded versions 'archived'")
+        ok = False
+    acl = obj.get("acl", [])
+    if not isinstance(acl, list) or not all(isinstance(g, str) for g in acl):
+        log.add(path, lineno, "acl", "must be a list of group names", 'e.g. "acl": ["staff"]')
+        ok = False
+    return obj if ok else None
+
+
+def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog) -> list[Question]:
+    """Read and validate questions.jsonl, resolving every evidence locator."""
+    if not path.exists():
+        log.add(path, 0, "", "questions.jsonl is missing", "add the golden questions, one JSON object per line")
+        return []
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for lineno, obj in read_jsonl(path, log):
+        q = _check_question(path, lineno, obj, documents, log)
+        if q is None:
+            continue
+        if q.qid in seen:
+            log.add(path, lineno, "id", f"duplicate question id {q.qid!r} (first at line {seen[q.qid]})",
+                    "give every question a unique id")
+            continue
+        seen[q.qid] = lineno
+        questions.append(q)
+    if not questions and not log.problems:
+        log.add(path, 0, "", "no questions", "add at least one question")
+    return questions
+
+
+def _str_list(path: Path, lineno: int, obj: dict[str, Any], key: str, log: ProblemLog) -> tuple[str, ...] | None:
+    val = obj.get(key, [])
+    if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
+        log.add(path, lineno, key, "must be a list of strings", f'e.g. "{key}": ["..."]')
+        return None
+    return tuple(val)
+
+
+def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dict[str, Document],
+                    log: ProblemLog) -> Question | None:
+    n_before = len(log.problems)
+    for key in sorted(obj.keys() - _Q_FIELDS):
+        log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_Q_FIELDS))}")
+    qid = obj.get("id")
+    if isinstance(qid, (int, float)) and not isinstance(qid, bool) and math.isfinite(qid):
+        qid = str(qid)
+    if not isinstance(qid, str) or not qid.strip():
+        log.add(path, lineno, "id", "missing or not a string", 'add "id": "q001"')
+    elif _BAD_ID.search(qid):
+        log.add(path, lineno, "id", f"question id {qid!r} contains whitespace", "TREC files need ids without spaces")
+    text = obj.get("question")
+    if not isinstance(text, str) or not text.strip():
+        log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
+    answerable = obj.get("answerable")
+    if not isinstance(answerable, bool):
+        log.add(path, lineno, "answerable", f"must be true or false, got {answerable!r}",
+                'add "answerable": true (or false for questions the corpus cannot answer)')
+    facts = _str_list(path, lineno, obj, "facts", log)
+    answers = _str_list(path, lineno, obj, "answers", log)
+    tags = _str_list(path, lineno, obj, "tags", log)
+    asker = _check_asker(path, lineno, obj.get("asker"), log)
+    raw_ev = obj.get("evidence", [])
+    spans: list[EvidenceSpan] = []
+    if not isinstance(raw_ev, list):
+        log.add(path, lineno, "evidence", "must be a list of locators", 'e.g. [{"doc_id": "..", "quote": ".."}]')
+        raw_ev = []
+    if answerable is True and not raw_ev:
+        log.add(path, lineno, "evidence", "answerable question without evidence",
+                "add at least one locator, or set answerable to false")
+    if answerable is False and raw_ev:
+        log.add(path, lineno, "evidence", "unanswerable question has evidence",
+                "remove the evidence or set answerable to true")
+    for i, loc in enumerate(raw_ev):
+        field = f"evidence[{i}]"
+        if not isinstance(loc, dict):
+            log.add(path, lineno, field, "must be an object", 'e.g. {"doc_id": "..", "quote": ".."}')
+            continue
+        for key in sorted(loc.keys() - _LOC_FIELDS):
+            log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
+                    f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
+        doc_id = loc.get("doc_id")
+        if not isinstance(doc_id, str) or doc_id not in documents:
+            known = ", ".join(sorted(documents)[:10])
+            log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}",
+                    f"use an id of a file in docs/ (e.g. {known})")
+            continue
+        doc = documents[doc_id]
+        span, sub, message, hint = resolve_locator(doc, loc)
+        if span is None:
+            log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
+            continue
+        if doc.archived:
+            log.add(path, lineno, f"{field}.doc_id", f"evidence in archived document {doc_id!r}",
+                    "point at the current version; archived versions are excluded from retrieval")
+        if not doc.readable_by(asker):
+            log.add(path, lineno, f"{field}.doc_id", f"the asker may not read document {doc_id!r} "
+                    f"(acl {list(doc.acl)}, tenant {doc.tenant!r})",
+                    "such a question is unanswerable for this asker: set answerable false, evidence []")
+        spans.append(span)
+    if len(log.problems) > n_before:
+        return None
+    return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
+                    facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno)
+
+
+def _check_asker(path: Path, lineno: int, raw: Any, log: ProblemLog) -> Asker | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        log.add(path, lineno, "asker", "must be an object", '{"tenant": "acme", "groups": ["customers"]}')
+        return None
+    for key in sorted(raw.keys() - {"tenant", "groups"}):
+        log.add(path, lineno, f"asker.{key}", f"unknown field {key!r}", "allowed: tenant, groups")
+    tenant = raw.get("tenant")
+    if tenant is not None and not isinstance(tenant, str):
+        log.add(path, lineno, "asker.tenant", "must be a string", '"tenant": "acme"')
+    groups = raw.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        log.add(path, lineno, "asker.groups", "must be a list of group names", '"groups": ["customers"]')
+        groups = []
+    return Asker(tenant if isinstance(tenant, str) else None, tuple(groups))
+
+
+def read_manifest(root: Path, log: ProblemLog) -> dict[str, Any]:
+    """dataset.yaml (optional): name, description, license, source."""
+    path = root / "dataset.yaml"
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        log.add(path, mark.line + 1 if mark else 0, "", f"invalid YAML: {exc}", "fix the YAML syntax")
+        return {}
+    if not isinstance(data, dict):
+        log.add(path, 1, "", "must be a mapping (name: ..., license: ...)", "write key: value lines")
+        return {}
+    return data

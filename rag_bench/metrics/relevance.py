@@ -1,0 +1,131 @@
+"""Chunk relevance derived from evidence spans, and chunk-invariant evidence coverage.
+
+Relevance of a chunk for one evidence span (same document)::
+
+    overlap = |chunk ∩ span| / min(|chunk|, |span|)
+
+so a large chunk containing a short quote and a small chunk inside a long evidence section both
+count. A chunk is relevant to a question when it is relevant to any of its spans. Because labels
+come from character offsets, they survive any change of chunker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag_bench.records import Chunk, EvidenceSpan, Question
+
+RELEVANCE_MODES = ("overlap", "section", "facts")
+
+
+def _normalise(text: str) -> str:
+    import re
+
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+class ChunkIndex:
+    """Chunk offsets grouped by document, for fast span-overlap queries."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = chunks
+        by_doc: dict[str, list[int]] = {}
+        for i, c in enumerate(chunks):
+            by_doc.setdefault(c.doc_id, []).append(i)
+        self._idx = {d: np.asarray(v, np.int64) for d, v in by_doc.items()}
+        self._start = {d: np.asarray([chunks[i].start for i in v], np.int64) for d, v in by_doc.items()}
+        self._end = {d: np.asarray([chunks[i].end for i in v], np.int64) for d, v in by_doc.items()}
+
+    def overlap(self, span: EvidenceSpan) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk indices of the span's document, overlap ratio of each)."""
+        if span.doc_id not in self._idx:
+            return np.empty(0, np.int64), np.empty(0)
+        s, e = self._start[span.doc_id], self._end[span.doc_id]
+        inter = np.clip(np.minimum(e, span.end) - np.maximum(s, span.start), 0, None)
+        denom = np.minimum(e - s, span.length).clip(min=1)
+        return self._idx[span.doc_id], inter / denom
+
+    def within(self, doc_id: str, start: int, end: int) -> np.ndarray:
+        """Indices of chunks of ``doc_id`` lying entirely inside ``[start, end)``."""
+        if doc_id not in self._idx:
+            return np.empty(0, np.int64)
+        s, e = self._start[doc_id], self._end[doc_id]
+        return self._idx[doc_id][(s >= start) & (e <= end)]
+
+
+def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: float = 0.5,
+                    mode: str = "overlap", section_spans: Sequence[tuple[int, int]] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Relevant chunk indices for ``question`` and, per evidence span, whether any chunk covers it.
+
+    Parameters
+    ----------
+    mode:
+        ``overlap`` (default, see module doc), ``section`` (chunk lies inside the evidence's
+        section; needs ``section_spans``, one ``(start, end)`` per evidence span) or ``facts``
+        (chunk text contains all the question's facts, normalised).
+
+    Returns
+    -------
+    relevant : sorted unique chunk indices
+    span_found : bool array, one per evidence span (False = no chunk of the corpus is relevant
+        to that span, i.e. the chunker split the evidence)
+    """
+    if mode not in RELEVANCE_MODES:
+        raise ValueError(f"mode must be one of {RELEVANCE_MODES}, got {mode!r}")
+    if not 0 < min_coverage <= 1:
+        raise ValueError(f"min_coverage must be in (0, 1], got {min_coverage!r}")
+    found = np.zeros(len(question.evidence), bool)
+    rel: list[np.ndarray] = []
+    if mode == "facts":
+        facts = [_normalise(f) for f in question.facts]
+        if facts:
+            hits = np.asarray([i for i, c in enumerate(index.chunks)
+                               if all(f in _normalise(c.text) for f in facts)], np.int64)
+            rel.append(hits)
+            found[:] = hits.size > 0
+    else:
+        for j, span in enumerate(question.evidence):
+            if mode == "overlap":
+                idx, ov = index.overlap(span)
+                hit = idx[ov >= min_coverage]
+            else:
+                lo, hi = section_spans[j] if section_spans is not None else (span.start, span.end)
+                hit = index.within(span.doc_id, lo, hi)
+            found[j] = hit.size > 0
+            rel.append(hit)
+    out = np.unique(np.concatenate(rel)) if rel else np.empty(0, np.int64)
+    return out, found
+
+
+def covered_fraction(span: EvidenceSpan, intervals: Sequence[tuple[str, int, int]]) -> float:
+    """Fraction of ``span``'s characters covered by the union of ``(doc_id, start, end)`` intervals."""
+    pieces = sorted((max(s, span.start), min(e, span.end)) for d, s, e in intervals
+                    if d == span.doc_id and s < span.end and e > span.start)
+    covered, cur_s, cur_e = 0, None, None
+    for s, e in pieces:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                covered += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        covered += cur_e - cur_s
+    return covered / span.length if span.length else 0.0
+
+
+def evidence_coverage(question: Question, top: Sequence[Chunk], *, min_coverage: float = 0.5) -> tuple[float, float]:
+    """(evidence recall, complete) for one question given its top chunks.
+
+    evidence recall = share of evidence spans whose characters are covered >= ``min_coverage`` by
+    the union of ``top``; complete = 1.0 when every span is. NaN for questions without evidence.
+    """
+    if not question.evidence:
+        return float("nan"), float("nan")
+    intervals = [(c.doc_id, c.start, c.end) for c in top]
+    ok = [covered_fraction(s, intervals) >= min_coverage for s in question.evidence]
+    return float(np.mean(ok)), float(all(ok))

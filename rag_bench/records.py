@@ -1,0 +1,151 @@
+"""Records that flow between stages. All frozen: a stage never mutates what it was given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asks a question: retrieval only returns chunks this asker may read."""
+
+    tenant: str | None = None
+    groups: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Stable identity used to cache per-asker access masks."""
+        return f"{self.tenant or '*'}|{','.join(sorted(self.groups))}"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A Markdown section: heading path and the character span of its own body.
+
+    ``body_start``/``end`` exclude the heading line and stop at the next heading of any level, so
+    sections never overlap; a parent section's body holds only the text before its first child.
+    """
+
+    heading_path: tuple[str, ...]
+    level: int
+    heading_start: int
+    body_start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Document:
+    """A corpus document and its access/freshness metadata (from docs.jsonl when present)."""
+
+    doc_id: str
+    text: str
+    title: str = ""
+    version: str | None = None
+    effective_at: str | None = None
+    status: str = "current"
+    tenant: str | None = None
+    acl: tuple[str, ...] = ()
+    source_uri: str | None = None
+    path: str = ""
+    sections: tuple[Section, ...] = ()
+
+    @property
+    def archived(self) -> bool:
+        """True for superseded versions, which retrieval excludes by default."""
+        return self.status == "archived"
+
+    def readable_by(self, asker: Asker | None) -> bool:
+        """Tenant must match (when both are set) and the asker must share a group with the ACL.
+
+        An empty ACL means every member of the tenant may read; no asker means unrestricted.
+        """
+        if asker is None:
+            return True
+        if self.tenant is not None and asker.tenant is not None and self.tenant != asker.tenant:
+            return False
+        return not self.acl or bool(set(self.acl) & set(asker.groups))
+
+
+@dataclass(frozen=True)
+class EvidenceSpan:
+    """A resolved evidence locator: characters ``[start, end)`` of document ``doc_id``."""
+
+    doc_id: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+
+    @property
+    def length(self) -> int:
+        """Number of characters in the span."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Question:
+    """A golden question with its evidence resolved to character spans."""
+
+    qid: str
+    question: str
+    answerable: bool
+    evidence: tuple[EvidenceSpan, ...] = ()
+    facts: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()
+    asker: Asker | None = None
+    tags: tuple[str, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document. ``document.text[start:end] == body`` always holds.
+
+    ``text`` is what gets indexed and embedded: the body, optionally preceded by ``prefix`` (a
+    heading path). Parents of the parent-child chunker carry ``is_parent=True`` and are kept for
+    context expansion only; retrieval never searches them.
+    """
+
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    body: str
+    prefix: str = ""
+    heading_path: tuple[str, ...] = ()
+    parent_id: str | None = None
+    is_parent: bool = False
+
+    @property
+    def text(self) -> str:
+        """Indexed text: prefix + body."""
+        return self.prefix + self.body
+
+    @property
+    def length(self) -> int:
+        """Length of the body in characters."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Retrieval output for one question: chunk indices (into the searched chunk list) and scores.
+
+    Scores are strictly decreasing; ties from the scorer are broken by chunk order and then made
+    strict (see :func:`rag_bench.retrieval.base.strictly_decreasing`).
+    """
+
+    qid: str
+    indices: tuple[int, ...]
+    scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded, validated dataset."""
+
+    name: str
+    root: str
+    layout: str
+    documents: dict[str, Document] = field(default_factory=dict)
+    questions: tuple[Question, ...] = ()
+    fingerprint: str = ""

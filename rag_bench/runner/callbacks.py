@@ -1,0 +1,48 @@
+"""Hydra callbacks: sweep identity before the first cell, leaderboard and run closing after the last."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from rag_bench.runner.main import SWEEP_ENV, argv_overrides, sweep_id_from_argv
+
+
+class SweepCallbacks(Callback):
+    """Sets the sweep id (shared with launcher worker processes through the environment), then
+    closes the parent MLflow run and prints the experiment's leaderboard."""
+
+    def _start(self, config: DictConfig) -> None:
+        os.environ[SWEEP_ENV] = sweep_id_from_argv(str(config.experiment.name), argv_overrides())
+
+    def _end(self, config: DictConfig) -> None:
+        from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
+        from rag_bench.tracking.mlflow_tracker import finish_all
+
+        finish_all(ok=True)
+        exp_dir = Path(config.output.root) / str(config.experiment.name)
+        cells = load_cells(exp_dir)
+        if not cells.empty:
+            print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
+            print(format_leaderboard(cells), file=sys.stdout, flush=True)
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Single run: a sweep of one cell."""
+        self._start(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Before the first cell of a sweep."""
+        self._start(config)
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """After a single run."""
+        self._end(config)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """After the last cell of a sweep."""
+        self._end(config)

@@ -1,0 +1,17 @@
+"""The Hydra application behind ``rag-bench run`` (config folder: the repository's conf/)."""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from rag_bench.runner.config import CONF_DIR, register_configs
+from rag_bench.runner.main import run_cell
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+def main(cfg: DictConfig) -> None:
+    """Run one cell (Hydra calls this once per cell of a sweep)."""
+    run_cell(cfg)

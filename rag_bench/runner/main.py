@@ -1,0 +1,107 @@
+"""Run one cell from a composed config: validate, skip if done, compute, write, track, mark DONE."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rag_bench.data.loader import load_dataset
+from rag_bench.errors import ConfigError
+from rag_bench.runner.cell import discard, flat_metrics, is_done, mark_done, write_cell
+from rag_bench.runner.config import build, cell_id, dataset_path, validate
+from rag_bench.runner.pipeline import run_pipeline
+
+log = logging.getLogger("rag_bench")
+
+SWEEP_ENV = "RAG_BENCH_SWEEP_ID"
+
+
+def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
+    """Identity of a sweep: experiment name + the command-line overrides, order-insensitive.
+
+    Re-running the same command (to resume) finds the same parent run.
+    """
+    args = sorted(a for a in argv if not a.startswith("-"))
+    return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
+
+
+def git_sha() -> str:
+    """Commit of the code that produced a result (``unknown`` outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _flat_params(cfg: DictConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = node
+
+    walk("", OmegaConf.to_container(cfg, resolve=True))
+    return out
+
+
+def run_cell(cfg: DictConfig) -> Path:
+    """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input."""
+    validate(cfg)
+    for group in ("chunker", "retriever"):
+        build(cfg[group], group)  # fail on a bad parameter before loading anything
+    tracker = build(cfg.tracking, "tracking")
+    dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
+    cid = cell_id(cfg, dataset.fingerprint)
+    root = Path(cfg.output.root)
+    cell_dir = root / cfg.experiment.name / cid
+    if is_done(cell_dir):
+        log.info("cell %s already done, skipping (%s)", cid, cell_dir)
+        return cell_dir
+    try:
+        cell_dir.parent.mkdir(parents=True, exist_ok=True)
+        probe = cell_dir.parent / f".write-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"output.root: cannot write to {cell_dir.parent} ({exc.strerror}) "
+                          "-- fix: pass output.root=<writable folder>") from exc
+    sweep = os.environ.get(SWEEP_ENV) or sweep_id_from_argv(cfg.experiment.name, [])
+    tracker.bind(output_root=root, experiment=cfg.experiment.name, sweep_id=sweep)
+    tracker.check()
+
+    discard(cell_dir)
+    stored = cfg.copy()
+    OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
+    result = run_pipeline(cfg, dataset, cid)
+    write_cell(cell_dir, stored, result)
+    tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
+            "chunker": str(cfg.chunker.get("name", "")), "retriever": str(cfg.retriever.get("name", ""))}
+    tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
+                     metrics=flat_metrics(result.metrics), tags=tags)
+    mark_done(cell_dir)
+    m = result.metrics["retrieval"]
+    log.info("cell %s done: chunker=%s retriever=%s k=%s chunks=%d hit@5=%s mrr=%s",
+             cid, tags["chunker"], tags["retriever"], cfg.pipeline.k, result.metrics["counts"]["chunks"],
+             _fmt(m.get("hit@5")), _fmt(m.get("mrr")))
+    return cell_dir
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def argv_overrides() -> list[str]:
+    """Overrides from the command line that launched this process (for the sweep identity)."""
+    return [a for a in sys.argv[1:] if "=" in a]

@@ -1,0 +1,144 @@
+"""Compute one cell: chunk, index, retrieve, score. Pure computation; writing is elsewhere.
+
+Work shared between cells of a sweep is cached in-process, keyed by the config that determines
+it (chunks per dataset+chunker, indexes per chunks+retriever), so a sweep over ``k`` or
+``eval.*`` re-chunks and re-indexes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from rag_bench.records import Chunk, Dataset
+from rag_bench.retrieval.base import AccessFilter
+from rag_bench.runner.config import build
+from rag_bench.runner.scoring import RETRIEVAL_LABELS, aggregate, score_retrieval
+
+log = logging.getLogger(__name__)
+
+
+class _Lru(OrderedDict):
+    """A tiny LRU cache: explicit, bounded, process-local."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get_or(self, key: str, make: Any) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = make()
+        self[key] = value
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+_CHUNKS = _Lru(4)
+_INDEXES = _Lru(2)
+
+
+def _key(*nodes: Any) -> str:
+    return json.dumps([OmegaConf.to_container(n, resolve=True) if isinstance(n, DictConfig) else n
+                       for n in nodes], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """Everything a cell folder holds, computed."""
+
+    records: pd.DataFrame
+    metrics: dict[str, Any]
+    run_trec: str
+    qrels_trec: str
+
+
+def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
+    """Run the retrieval pipeline of one cell on ``dataset`` and score it."""
+    timings: dict[str, float] = {}
+    docs = list(dataset.documents.values())
+
+    t0 = time.perf_counter()
+    chunks: list[Chunk] = _CHUNKS.get_or(_key(dataset.fingerprint, cfg.chunker),
+                                         lambda: build(cfg.chunker, "chunker").chunk(docs))
+    timings["chunk_s"] = time.perf_counter() - t0
+
+    include_archived = bool(cfg.pipeline.include_archived)
+    t0 = time.perf_counter()
+
+    def make_index() -> tuple[Any, list[Chunk], AccessFilter]:
+        searchable = [c for c in chunks if not c.is_parent
+                      and (include_archived or not dataset.documents[c.doc_id].archived)]
+        retriever = build(cfg.retriever, "retriever")
+        retriever.fit(searchable)
+        return retriever, searchable, AccessFilter(searchable, dataset.documents)
+
+    retriever, searchable, access = _INDEXES.get_or(
+        _key(dataset.fingerprint, cfg.chunker, cfg.retriever, include_archived), make_index)
+    timings["index_s"] = time.perf_counter() - t0
+
+    ks = sorted(set(cfg.eval.ks))
+    depth = max(ks + [int(cfg.pipeline.k)])
+    questions = list(dataset.questions)
+    per_q_ms = []
+    rankings = []
+    for q in questions:
+        t = time.perf_counter()
+        rankings.extend(retriever.search([q], depth, access))
+        per_q_ms.append((time.perf_counter() - t) * 1000)
+    timings["retrieve_s"] = sum(per_q_ms) / 1000
+
+    t0 = time.perf_counter()
+    frame, qrels = score_retrieval(questions=questions, chunks=searchable, rankings=rankings,
+                                   documents=dataset.documents, ks=ks, k=int(cfg.pipeline.k),
+                                   min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance))
+    frame["retrieve_ms"] = per_q_ms
+    timings["score_s"] = time.perf_counter() - t0
+
+    cut = sorted(set(ks) | {int(cfg.pipeline.k)})
+    retrieval_cols = [f"{m}@{kk}" for m in ("hit", "precision", "recall", "mrr", "ndcg") for kk in ks] + \
+        ["mrr", "ndcg", "map"]
+    evidence_cols = [f"{m}@{kk}" for m in ("evidence_recall", "complete") for kk in cut]
+    metrics = aggregate(frame, {"retrieval": retrieval_cols, "evidence": evidence_cols},
+                        n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    answerable = frame["answerable"].to_numpy(bool)
+    evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
+    metrics["security"] = {"unauthorized_retrievals": int(frame["unauthorized_retrievals"].sum()),
+                           "stale_retrievals": int(frame["stale_retrievals"].sum())}
+    lat = np.asarray(per_q_ms)
+    metrics["latency"] = {**{k: round(v, 6) for k, v in timings.items()},
+                          "retrieve_p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+                          "retrieve_p95_ms": float(np.percentile(lat, 95)) if lat.size else None}
+    labels = frame.loc[answerable, "failure"].value_counts()
+    metrics["failures"] = {label: int(labels.get(label, 0)) for label in RETRIEVAL_LABELS}
+    metrics["counts"] = {
+        "documents": len(docs), "chunks": sum(not c.is_parent for c in chunks),
+        "searchable_chunks": len(searchable), "questions": len(questions),
+        "answerable": int(answerable.sum()), "unanswerable": int((~answerable).sum()),
+        "evaluated": evaluated, "excluded_no_relevant_chunk": int(answerable.sum()) - evaluated,
+        "depth": depth, "k": int(cfg.pipeline.k),
+    }
+    return CellResult(frame, metrics, _run_trec(frame, cell_id), _qrels_trec(questions, searchable, qrels))
+
+
+def _run_trec(frame: pd.DataFrame, tag: str) -> str:
+    lines = []
+    for qid, ids, scores in zip(frame["qid"], frame["chunk_ids"], frame["scores"]):
+        for rank, (cid, score) in enumerate(zip(ids, scores), start=1):
+            lines.append(f"{qid} Q0 {cid} {rank} {score!r} {tag}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _qrels_trec(questions: list[Any], chunks: list[Chunk], qrels: dict[int, list[int]]) -> str:
+    lines = [f"{questions[i].qid} 0 {chunks[j].chunk_id} 1" for i, rel in qrels.items() for j in rel]
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,45 @@
+"""Tracker protocol: where a cell's results are logged besides its folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Tracker(Protocol):
+    """Logs one run per cell, nested under one parent run per sweep."""
+
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
+        """Tell the tracker where results live and which sweep the cell belongs to."""
+        ...
+
+    def check(self) -> None:
+        """Raise TrackingError before any work when the backend cannot be reached."""
+        ...
+
+    def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
+                 tags: dict[str, str]) -> str | None:
+        """Create the cell's run, log params/metrics/tags/artifacts, finish it; return its id."""
+        ...
+
+    def finish_sweep(self, ok: bool) -> None:
+        """Close the sweep's parent run (FINISHED or FAILED)."""
+        ...
+
+
+class NullTracker:
+    """``tracking=none``: results live only in the cell folders."""
+
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
+        """Nothing to bind."""
+
+    def check(self) -> None:
+        """Always reachable."""
+
+    def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
+                 tags: dict[str, str]) -> str | None:
+        """Log nothing."""
+        return None
+
+    def finish_sweep(self, ok: bool) -> None:
+        """Nothing to close."""

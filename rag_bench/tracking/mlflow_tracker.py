@@ -1,0 +1,159 @@
+"""MLflow tracking: one parent run per sweep, one nested run per cell, artifacts = the cell folder.
+
+Uses ``MlflowClient`` (no fluent global "active run"), so a crash in one cell cannot leave
+another cell's run active. Re-running a cell replaces any earlier run of the same cell in the
+experiment (an interrupted RUNNING run is first marked FAILED), so resumed sweeps never hold
+duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rag_bench.errors import TrackingError
+
+log = logging.getLogger(__name__)
+
+_PARENTS: dict[tuple[str, str, str], str] = {}  # (uri, experiment, sweep_id) -> parent run id
+
+
+def metric_name(key: str) -> str:
+    """MLflow forbids ``@`` in metric names: ``retrieval/hit@5`` -> ``retrieval.hit_at_5``."""
+    return key.replace("@", "_at_").replace("/", ".")
+
+
+class MlflowTracker:
+    """Parameters
+    ----------
+    uri:
+        Tracking URI. None = ``$MLFLOW_TRACKING_URI`` if set, else a local SQLite file
+        ``<output.root>/mlflow.db`` (no server needed).
+    required:
+        When False and the server is unreachable, the run goes on and results stay in the cell
+        folders only (a warning says so).
+    """
+
+    def __init__(self, uri: str | None = None, required: bool = True) -> None:
+        self.uri_setting = uri
+        self.required = bool(required)
+        self.uri = ""
+        self.experiment = "default"
+        self.sweep_id = ""
+        self.output_root = Path("experiments")
+        self._client: Any = None
+        self._disabled = False
+
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
+        """Resolve the URI and remember the experiment and sweep."""
+        self.output_root = output_root.resolve()
+        self.experiment = experiment
+        self.sweep_id = sweep_id
+        env = os.environ.get("MLFLOW_TRACKING_URI")
+        self.uri = self.uri_setting or env or f"sqlite:///{self.output_root / 'mlflow.db'}"
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            from mlflow.tracking import MlflowClient
+
+            if self.uri.startswith("sqlite:///"):
+                Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            self._client = MlflowClient(tracking_uri=self.uri)
+        return self._client
+
+    def check(self) -> None:
+        """Probe an HTTP server's /health with a short timeout before any work starts."""
+        if not self.uri.startswith(("http://", "https://")):
+            return
+        try:
+            with urllib.request.urlopen(self.uri.rstrip("/") + "/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return
+                reason = f"HTTP {resp.status}"
+        except (urllib.error.URLError, OSError) as exc:
+            reason = str(getattr(exc, "reason", exc))
+        msg = (f"MLflow tracking server {self.uri} is unreachable ({reason}) -- fix: start it, point "
+               "MLFLOW_TRACKING_URI elsewhere, or run with tracking.required=false (results stay in "
+               "the cell folders) or tracking=none")
+        if self.required:
+            raise TrackingError(msg)
+        log.warning("%s; continuing without MLflow", msg)
+        self._disabled = True
+
+    def _experiment_id(self) -> str:
+        client = self._get_client()
+        exp = client.get_experiment_by_name(self.experiment)
+        if exp is not None:
+            return exp.experiment_id
+        artifact_location = None
+        if self.uri.startswith("sqlite:///"):
+            artifact_location = (self.output_root / "mlartifacts").as_uri()
+        return client.create_experiment(self.experiment, artifact_location=artifact_location)
+
+    def _parent(self, exp_id: str) -> str:
+        key = (self.uri, self.experiment, self.sweep_id)
+        if key in _PARENTS:
+            return _PARENTS[key]
+        client = self._get_client()
+        found = client.search_runs([exp_id], filter_string=f"tags.sweep_id = '{self.sweep_id}'",
+                                   max_results=1)
+        if found:
+            run_id = found[0].info.run_id
+            client.update_run(run_id, status="RUNNING")
+        else:
+            run_id = client.create_run(exp_id, run_name=f"sweep-{self.sweep_id[:8]}",
+                                       tags={"sweep_id": self.sweep_id, "rag_bench.role": "sweep"}).info.run_id
+        _PARENTS[key] = run_id
+        return run_id
+
+    def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
+                 tags: dict[str, str]) -> str | None:
+        """Create, fill and finish the cell's nested run (FAILED if anything goes wrong)."""
+        if self._disabled:
+            return None
+        from mlflow.entities import Metric, Param, RunTag
+
+        client = self._get_client()
+        exp_id = self._experiment_id()
+        parent = self._parent(exp_id)
+        for old in client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}'"):
+            if old.info.status == "RUNNING":
+                client.set_terminated(old.info.run_id, "FAILED")
+            client.delete_run(old.info.run_id)
+        run = client.create_run(exp_id, run_name=cell_id,
+                                tags={**tags, "cell_id": cell_id, "mlflow.parentRunId": parent})
+        run_id = run.info.run_id
+        try:
+            plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+            mlist = [Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
+            for i in range(0, len(plist), 100):
+                client.log_batch(run_id, params=plist[i:i + 100])
+            for i in range(0, len(mlist), 1000):
+                client.log_batch(run_id, metrics=mlist[i:i + 1000])
+            client.log_batch(run_id, tags=[RunTag("rag_bench.role", "cell")])
+            client.log_artifacts(run_id, str(cell_dir))
+        except BaseException:
+            client.set_terminated(run_id, "FAILED")
+            raise
+        client.set_terminated(run_id, "FINISHED")
+        return run_id
+
+    def finish_sweep(self, ok: bool) -> None:
+        """Mark this sweep's parent run FINISHED (or FAILED)."""
+        key = (self.uri, self.experiment, self.sweep_id)
+        run_id = _PARENTS.pop(key, None)
+        if run_id is not None:
+            self._get_client().set_terminated(run_id, "FINISHED" if ok else "FAILED")
+
+
+def finish_all(ok: bool) -> None:
+    """Close every parent run this process opened (called once the sweep ends or fails)."""
+    from mlflow.tracking import MlflowClient
+
+    for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
+        MlflowClient(tracking_uri=uri).set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    _PARENTS.clear()
