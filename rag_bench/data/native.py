@@ -132,15 +132,17 @@ def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog) 
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for lineno, obj in read_jsonl(path, log):
-        q = _check_question(path, lineno, obj, documents, log)
-        if q is None:
-            continue
-        if q.qid in seen:
-            log.add(path, lineno, "id", f"duplicate question id {q.qid!r} (first at line {seen[q.qid]})",
+        raw_id = obj.get("id")
+        # Duplicates are checked on the raw id, so a bad first line still claims its id.
+        if isinstance(raw_id, str) and raw_id in seen:
+            log.add(path, lineno, "id", f"duplicate question id {raw_id!r} (first at line {seen[raw_id]})",
                     "give every question a unique id")
             continue
-        seen[q.qid] = lineno
-        questions.append(q)
+        if isinstance(raw_id, str):
+            seen[raw_id] = lineno
+        q = _check_question(path, lineno, obj, documents, log)
+        if q is not None:
+            questions.append(q)
     if not questions and not log.problems:
         log.add(path, 0, "", "no questions", "add at least one question")
     return questions

@@ -1,0 +1,52 @@
+"""Shared fixtures: the demo and tiny datasets, config composition, the shared/ folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from rag_bench.data.loader import load_dataset
+from rag_bench.records import Dataset
+from rag_bench.runner.config import CONF_DIR, DEMO_DATASET, register_configs
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "fixtures" / "tiny"
+SHARED = REPO.parent / "shared"
+
+register_configs()
+
+
+def compose_config(overrides: list[str] | None = None) -> DictConfig:
+    """The config `rag-bench run` would see for these overrides (without Hydra's runtime)."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=overrides or [])
+
+
+@pytest.fixture
+def compose_cfg() -> Callable[..., DictConfig]:
+    """Function composing the project config from overrides."""
+    return compose_config
+
+
+@pytest.fixture(scope="session")
+def demo_dataset() -> Dataset:
+    """The built-in demo dataset, loaded and validated."""
+    return load_dataset(DEMO_DATASET)
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset() -> Dataset:
+    """Three hand-made documents, six questions."""
+    return load_dataset(TINY)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared (conformance vectors, external datasets); tests skip when it is absent."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: it holds the external conformance data and datasets")
+    return SHARED

@@ -1,0 +1,145 @@
+"""One cell end to end in-process (tracking=none): folder layout, resume, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rag_bench.errors import ConfigError, DataError
+from rag_bench.runner.cell import is_done
+from rag_bench.runner.config import cell_id
+from rag_bench.runner.main import run_cell
+from rag_bench.runner.scoring import RETRIEVAL_LABELS
+from tests.conftest import TINY, compose_config
+
+
+def run(tmp_path: Path, *overrides: str, dataset: Path | None = TINY) -> Path:
+    ov = ["tracking=none", f"output.root={tmp_path}", *overrides]
+    if dataset is not None:
+        ov.append(f"dataset.path={dataset}")
+    return run_cell(compose_config(ov))
+
+
+def without_timings(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k != "latency"}
+
+
+def test_cell_folder_layout(tmp_path):
+    cell = run(tmp_path, "chunker=section")
+    assert cell.parent.name == "default" and is_done(cell)
+    assert {p.name for p in cell.iterdir()} == {"config.yaml", "metrics.json", "records.parquet", "run.trec",
+                                                "qrels.trec", "DONE"}
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert metrics["counts"]["questions"] == 6 and metrics["counts"]["answerable"] == 4
+    assert metrics["n"]["retrieval/hit@5"] == 4
+    lo, hi = metrics["ci"]["retrieval/ndcg@10"]
+    assert lo <= metrics["retrieval"]["ndcg@10"] <= hi
+    assert metrics["security"] == {"unauthorized_retrievals": 0, "stale_retrievals": 0}
+    assert sum(metrics["failures"].values()) == 4 and set(metrics["failures"]) == set(RETRIEVAL_LABELS)
+    records = pd.read_parquet(cell / "records.parquet")
+    assert len(records) == 6 and {"qid", "chunk_ids", "scores", "relevant", "failure", "hit@5",
+                                  "evidence_recall@5", "retrieve_ms"} <= set(records.columns)
+    # Unanswerable questions take no part in ranking metrics.
+    assert records.loc[~records["answerable"], "hit@5"].isna().all()
+    # q1 (14-day refund) is answered by the first section chunk of the current billing doc.
+    q1 = records.set_index("qid").loc["q1"]
+    assert q1["chunk_ids"][0] == "billing#0000" and q1["hit@1"] == 1.0 and q1["failure"] == "in_context"
+
+
+def test_run_trec_is_strict_and_qrels_match_records(tmp_path):
+    cell = run(tmp_path, "chunker=fixed", "chunker.size=60", "chunker.overlap=10")
+    rows = [line.split() for line in (cell / "run.trec").read_text().splitlines()]
+    by_q: dict[str, list[float]] = {}
+    for qid, q0, _docno, _rank, score, tag in rows:
+        assert q0 == "Q0" and tag == cell.name
+        by_q.setdefault(qid, []).append(float(score))
+    assert all(np.all(np.diff(s) < 0) for s in by_q.values())
+    assert max(len(s) for s in by_q.values()) == 10  # depth D = max(eval.ks); fewer only if fewer readable
+    qrels = {(q, d) for q, _, d, _ in (line.split() for line in (cell / "qrels.trec").read_text().splitlines())}
+    records = pd.read_parquet(cell / "records.parquet")
+    for _, r in records.iterrows():
+        for cid, rel in zip(r["chunk_ids"], r["relevant"]):
+            assert ((r["qid"], cid) in qrels) == rel
+
+
+def test_done_cell_is_skipped(tmp_path):
+    cell = run(tmp_path)
+    stamp = (cell / "metrics.json").stat().st_mtime_ns
+    assert run(tmp_path) == cell
+    assert (cell / "metrics.json").stat().st_mtime_ns == stamp
+
+
+def test_unfinished_cell_is_redone(tmp_path):
+    cell = run(tmp_path)
+    (cell / "DONE").unlink()
+    (cell / "metrics.json").write_text("{half")
+    run(tmp_path)
+    assert is_done(cell) and json.loads((cell / "metrics.json").read_text())["counts"]["questions"] == 6
+
+
+def test_same_cell_twice_is_identical(tmp_path):
+    a = run(tmp_path / "a", "chunker=parent_child")
+    b = run(tmp_path / "b", "chunker=parent_child")
+    assert a.name == b.name
+    assert without_timings(json.loads((a / "metrics.json").read_text())) == \
+        without_timings(json.loads((b / "metrics.json").read_text()))
+    assert (a / "run.trec").read_bytes() == (b / "run.trec").read_bytes()
+    assert (a / "qrels.trec").read_bytes() == (b / "qrels.trec").read_bytes()
+
+
+def test_cell_id_ignores_where_results_go_but_not_what_is_computed(tiny_dataset):
+    fp = tiny_dataset.fingerprint
+    base = cell_id(compose_config([]), fp)
+    assert cell_id(compose_config(["experiment.name=x", "output.root=/elsewhere", "tracking=none"]), fp) == base
+    assert cell_id(compose_config([f"dataset.path={TINY}"]), fp) == base  # path replaced by fingerprint
+    assert cell_id(compose_config(["pipeline.k=3"]), fp) != base
+    assert cell_id(compose_config(["chunker=fixed"]), fp) != base
+    assert cell_id(compose_config([]), "other-fingerprint") != base
+
+
+def test_bad_dataset_leaves_nothing(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with pytest.raises(DataError):
+        run(tmp_path / "out", dataset=bad)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("override", "needle"), [("pipeline.k=0", "pipeline.k"), ("eval.ks=[]", "eval.ks"),
+                                                  ("eval.min_coverage=1.5", "eval.min_coverage"),
+                                                  ("eval.relevance=vibes", "eval.relevance")])
+def test_bad_config_leaves_nothing(tmp_path, override, needle):
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
+        run(tmp_path / "out", override)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unwritable_output_is_a_config_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError, match="output.root"):
+        run(blocker / "sub")
+
+
+@pytest.mark.parametrize("chunker", ["fixed", "fixed_words", "sentence", "section", "recursive", "parent_child"])
+def test_demo_cells_never_leak_or_go_stale(tmp_path, chunker):
+    cell = run(tmp_path, f"chunker={chunker}", dataset=None)
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert metrics["security"] == {"unauthorized_retrievals": 0, "stale_retrievals": 0}
+    assert metrics["counts"]["evaluated"] >= 45
+    assert metrics["retrieval"]["hit@10"] > 0.6
+
+
+def test_including_archived_versions_counts_stale_retrievals(tmp_path):
+    cell = run(tmp_path, "pipeline.include_archived=true", dataset=None)
+    assert json.loads((cell / "metrics.json").read_text())["security"]["stale_retrievals"] > 0
+
+
+@pytest.mark.parametrize("relevance", ["section", "facts"])
+def test_other_relevance_modes(tmp_path, relevance):
+    cell = run(tmp_path, f"eval.relevance={relevance}", dataset=None)
+    assert json.loads((cell / "metrics.json").read_text())["counts"]["evaluated"] > 30
