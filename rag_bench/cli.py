@@ -30,7 +30,7 @@ exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
 
 
-def _fail(exc: BaseException) -> int:
+def _fail(exc: BaseException | str) -> int:
     print(f"error: {exc}", file=sys.stderr)
     return 2
 

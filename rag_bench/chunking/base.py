@@ -48,7 +48,7 @@ def make_chunks(doc: Document, spans: Sequence[tuple[int, int]], *, prefix_headi
                 id_prefix: str = "", parent_ids: Sequence[str | None] | None = None,
                 is_parent: bool = False) -> list[Chunk]:
     """Build chunks from spans: trims whitespace, drops empty spans, numbers them in order."""
-    chunks = []
+    chunks: list[Chunk] = []
     for i, (s0, e0) in enumerate(spans):
         s, e = trim(doc.text, s0, e0)
         if s >= e:

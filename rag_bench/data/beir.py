@@ -31,7 +31,7 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
         if not isinstance(body, str) or not body.strip():
             log.add(corpus, lineno, "text", "missing or empty document text", "add the text or drop the line")
             continue
-        doc_id = str(doc_id)
+        doc_id = str(doc_id)  # type: ignore[assignment]  # int ids are valid BEIR
         if doc_id in documents:
             log.add(corpus, lineno, "_id", f"duplicate document id {doc_id!r}", "keep one line per document")
             continue
@@ -46,14 +46,14 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
         log.add(qpath, 0, "", "queries.jsonl is missing", "BEIR folders need corpus.jsonl, queries.jsonl, qrels/")
     else:
         for lineno, obj in read_jsonl(qpath, log):
-            qid, text = obj.get("_id"), obj.get("text")
-            if qid is None or not isinstance(text, str) or not text.strip():
+            qid, qtext = obj.get("_id"), obj.get("text")
+            if qid is None or not isinstance(qtext, str) or not qtext.strip():
                 log.add(qpath, lineno, "_id/text", "query needs '_id' and non-empty 'text'", "fix the line")
                 continue
             if str(qid) in queries:
                 log.add(qpath, lineno, "_id", f"duplicate query id {qid!r}", "keep one line per query")
                 continue
-            queries[str(qid)] = (lineno, text)
+            queries[str(qid)] = (lineno, qtext)
 
     qrels_path = root / "qrels" / f"{split}.tsv"
     rel: dict[str, list[str]] = {}
@@ -86,9 +86,9 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
                 rel.setdefault(qid, [])
 
     questions = []
-    for qid, (lineno, text) in queries.items():
+    for qid, (lineno, qtext) in queries.items():
         if qid not in rel:
             continue  # not judged in this split
         spans = tuple(EvidenceSpan(d, 0, len(documents[d].text)) for d in sorted(rel[qid]))
-        questions.append(Question(qid=qid, question=text, answerable=bool(spans), evidence=spans, line=lineno))
+        questions.append(Question(qid=qid, question=qtext, answerable=bool(spans), evidence=spans, line=lineno))
     return documents, questions

@@ -48,7 +48,8 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
     text = doc.text
     section = loc.get("section")
     quote = loc.get("quote")
-    lo, hi, path = 0, len(text), ()
+    lo, hi = 0, len(text)
+    path: tuple[str, ...] = ()
     if section is not None:
         if not isinstance(section, str) or not section.strip():
             return None, "section", "must be a non-empty string", 'write e.g. "Returns > Opened items"'

@@ -105,16 +105,15 @@ def covered_fraction(span: EvidenceSpan, intervals: Sequence[tuple[str, int, int
     """Fraction of ``span``'s characters covered by the union of ``(doc_id, start, end)`` intervals."""
     pieces = sorted((max(s, span.start), min(e, span.end)) for d, s, e in intervals
                     if d == span.doc_id and s < span.end and e > span.start)
-    covered, cur_s, cur_e = 0, None, None
+    covered = 0
+    cur_s, cur_e = -1, -1  # current merged interval; empty at start
     for s, e in pieces:
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                covered += cur_e - cur_s
+        if s > cur_e:
+            covered += cur_e - cur_s
             cur_s, cur_e = s, e
         else:
             cur_e = max(cur_e, e)
-    if cur_e is not None:
-        covered += cur_e - cur_s
+    covered += cur_e - cur_s
     return covered / span.length if span.length else 0.0
 
 

@@ -46,6 +46,7 @@ class EvalConf:
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     min_coverage: float = 0.5
     relevance: str = "overlap"
+    gain: str = "linear"  # nDCG gain: linear (level) or exponential (2^level - 1)
     bootstrap_resamples: int = 1000
     seed: int = 0
 
@@ -89,6 +90,8 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.min_coverage must be in (0, 1], got {mc} -- fix: eval.min_coverage=0.5")
     if cfg.eval.relevance not in ("overlap", "section", "facts"):
         raise ConfigError(f"eval.relevance must be overlap, section or facts, got {cfg.eval.relevance!r}")
+    if cfg.eval.gain not in ("linear", "exponential"):
+        raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
     if cfg.eval.bootstrap_resamples < 1:
         raise ConfigError(f"eval.bootstrap_resamples must be >= 1, got {cfg.eval.bootstrap_resamples}")
     for group in ("chunker", "retriever", "tracking"):
@@ -114,8 +117,7 @@ def build(node: DictConfig, group: str) -> Any:
     ``name`` is metadata (the option's name) and is not passed on. Unknown keys and values of
     the wrong basic type raise :class:`ConfigError` naming ``group.key``.
     """
-    params = OmegaConf.to_container(node, resolve=True)
-    assert isinstance(params, dict)
+    params: dict[str, Any] = {str(k): v for k, v in OmegaConf.to_container(node, resolve=True).items()}  # type: ignore[union-attr]
     target = params.pop("_target_", None)
     params.pop("name", None)
     cls = _import_target(target, group)
@@ -143,8 +145,7 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
     The dataset *path* is replaced by its fingerprint: moving a dataset keeps cell ids, editing
     it changes them.
     """
-    data = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(data, dict)
+    data: dict[str, Any] = {str(k): v for k, v in OmegaConf.to_container(cfg, resolve=True).items()}  # type: ignore[union-attr]
     for key in NON_IDENTITY_KEYS:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}

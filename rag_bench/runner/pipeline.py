@@ -101,7 +101,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     t0 = time.perf_counter()
     frame, qrels = score_retrieval(questions=questions, chunks=searchable, rankings=rankings,
                                    documents=dataset.documents, ks=ks, k=int(cfg.pipeline.k),
-                                   min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance))
+                                   min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance),
+                                   gain=str(cfg.eval.gain))
     frame["retrieve_ms"] = per_q_ms
     timings["score_s"] = time.perf_counter() - t0
 

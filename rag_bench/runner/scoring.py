@@ -31,7 +31,7 @@ def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple
 
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
-                    relevance: str) -> tuple[pd.DataFrame, dict[int, list[int]]]:
+                    relevance: str, gain: str = "linear") -> tuple[pd.DataFrame, dict[int, list[int]]]:
     """One row per question with ranked chunk ids, relevance, metrics and failure label.
 
     Also returns the derived qrels: question index → relevant chunk indices.
@@ -67,7 +67,7 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
         row["failure"] = _label(q, found, first, k)
         rows.append(row)
     ideal = (np.arange(max(int(n_rel.max(initial=0)), 1))[None, :] < n_rel[:, None]).astype(float)
-    per_q = ranking_metrics(levels=levels, n_relevant=n_rel, ideal=ideal, ks=list(ks))
+    per_q = ranking_metrics(levels=levels, n_relevant=n_rel, ideal=ideal, ks=list(ks), gain=gain)
     evaluated = np.array([q.answerable for q in questions]) & (n_rel > 0)
     frame = pd.DataFrame(rows)
     for name, values in per_q.items():
