@@ -20,6 +20,20 @@ SHARED = REPO.parent / "shared"
 register_configs()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_cache(tmp_path_factory):
+    """Tests never write to the user's ~/.cache: one embedding cache per test session."""
+    import os
+
+    old = os.environ.get("RAG_BENCH_CACHE")
+    os.environ["RAG_BENCH_CACHE"] = str(tmp_path_factory.mktemp("embedding-cache"))
+    yield
+    if old is None:
+        os.environ.pop("RAG_BENCH_CACHE", None)
+    else:
+        os.environ["RAG_BENCH_CACHE"] = old
+
+
 def compose_config(overrides: list[str] | None = None) -> DictConfig:
     """The config `rag-bench run` would see for these overrides (without Hydra's runtime)."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -19,6 +19,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.errors import ConfigError
 
@@ -27,6 +28,7 @@ CONF_DIR = REPO_ROOT / "conf"
 DEMO_DATASET = REPO_ROOT / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
+COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "tracking")
 
 
 @dataclass
@@ -69,7 +71,10 @@ class RagBenchConf:
     experiment: ExperimentConf = field(default_factory=ExperimentConf)
     output: OutputConf = field(default_factory=OutputConf)
     chunker: Any = None
+    embedder: Any = None
+    index: Any = None
     retriever: Any = None
+    reranker: Any = None
     tracking: Any = None
 
 
@@ -94,7 +99,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
     if cfg.eval.bootstrap_resamples < 1:
         raise ConfigError(f"eval.bootstrap_resamples must be >= 1, got {cfg.eval.bootstrap_resamples}")
-    for group in ("chunker", "retriever", "tracking"):
+    for group in COMPONENT_GROUPS:
         node = cfg.get(group)
         if not isinstance(node, DictConfig) or "_target_" not in node:
             raise ConfigError(f"config group {group!r} is not set -- fix: add {group}=<name> (see conf/{group}/)")
@@ -111,20 +116,33 @@ def _import_target(target: str, group: str) -> Any:
         raise ConfigError(f"{group}._target_ {target!r} cannot be imported ({exc}) -- fix: check the spelling")
 
 
-def build(node: DictConfig, group: str) -> Any:
+def wants(node: DictConfig, group: str, name: str) -> bool:
+    """Whether the component of ``node`` takes a ``name`` argument (e.g. an injected embedder)."""
+    cls = _import_target(node.get("_target_"), group)
+    return name in inspect.signature(cls).parameters
+
+
+def build(node: DictConfig, group: str, **inject: Any) -> Any:
     """Construct the component described by ``node`` (``_target_`` + keyword arguments).
 
     ``name`` is metadata (the option's name) and is not passed on. Unknown keys and values of
-    the wrong basic type raise :class:`ConfigError` naming ``group.key``.
+    the wrong basic type raise :class:`ConfigError` naming ``group.key``. ``inject`` holds
+    objects built from other groups (``embedder=``, ``index=``), passed only to components whose
+    signature asks for them.
     """
-    params: dict[str, Any] = {str(k): v for k, v in OmegaConf.to_container(node, resolve=True).items()}  # type: ignore[union-attr]
+    try:
+        raw = OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as exc:
+        key = getattr(exc, "full_key", "") or group
+        raise ConfigError(f"{key} must be set (it is ??? in conf/{group}/) -- fix: pass {key}=<value>") from exc
+    params: dict[str, Any] = {str(k): v for k, v in raw.items()}  # type: ignore[union-attr]
     target = params.pop("_target_", None)
     params.pop("name", None)
     cls = _import_target(target, group)
     sig = inspect.signature(cls)
     valid = [p for p in sig.parameters if p != "self"]
     for key, value in params.items():
-        if key not in sig.parameters:
+        if key not in sig.parameters or key in inject:
             raise ConfigError(f"{group}.{key} is not a parameter of {target} -- fix: use one of {valid}")
         default = sig.parameters[key].default
         if default is not inspect.Parameter.empty and default is not None and value is not None:
@@ -136,6 +154,7 @@ def build(node: DictConfig, group: str) -> Any:
                                   f"-- fix: e.g. {group}.{key}={default!r}")
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"{group}.{key} must be finite, got {value!r}")
+    params.update({k: v for k, v in inject.items() if k in sig.parameters})
     return cls(**params)
 
 

@@ -59,8 +59,8 @@ def _flat_params(cfg: DictConfig) -> dict[str, Any]:
 def run_cell(cfg: DictConfig) -> Path:
     """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input."""
     validate(cfg)
-    for group in ("chunker", "retriever"):
-        build(cfg[group], group)  # fail on a bad parameter before loading anything
+    for group in ("chunker", "embedder", "index", "retriever", "reranker"):
+        build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
     tracker = build(cfg.tracking, "tracking")
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
     cid = cell_id(cfg, dataset.fingerprint)
@@ -87,13 +87,14 @@ def run_cell(cfg: DictConfig) -> Path:
     result = run_pipeline(cfg, dataset, cid)
     write_cell(cell_dir, stored, result)
     tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
-            "chunker": str(cfg.chunker.get("name", "")), "retriever": str(cfg.retriever.get("name", ""))}
+            **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker")}}
     tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
                      metrics=flat_metrics(result.metrics), tags=tags)
     mark_done(cell_dir)
     m = result.metrics["retrieval"]
-    log.info("cell %s done: chunker=%s retriever=%s k=%s chunks=%d hit@5=%s mrr=%s",
-             cid, tags["chunker"], tags["retriever"], cfg.pipeline.k, result.metrics["counts"]["chunks"],
+    log.info("cell %s done: chunker=%s retriever=%s reranker=%s index=%s k=%s chunks=%d hit@5=%s mrr=%s",
+             cid, tags["chunker"], tags["retriever"], tags["reranker"], tags["index"], cfg.pipeline.k,
+             result.metrics["counts"]["chunks"],
              _fmt(m.get("hit@5")), _fmt(m.get("mrr")))
     return cell_dir
 

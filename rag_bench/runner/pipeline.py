@@ -7,6 +7,7 @@ it (chunks per dataset+chunker, indexes per chunks+retriever), so a sweep over `
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -17,10 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
 
 from rag_bench.records import Chunk, Dataset
 from rag_bench.retrieval.base import AccessFilter
-from rag_bench.runner.config import build
+from rag_bench.reranking.base import apply_rerank
+from rag_bench.runner.config import build, wants
 from rag_bench.runner.scoring import RETRIEVAL_LABELS, aggregate, score_retrieval
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ class _Lru(OrderedDict):
 
 _CHUNKS = _Lru(4)
 _INDEXES = _Lru(2)
+_EMBEDDERS = _Lru(2)
 
 
 def _key(*nodes: Any) -> str:
@@ -63,14 +67,23 @@ class CellResult:
     qrels_trec: str
 
 
+def _embedder(cfg: DictConfig) -> Any:
+    # One embedder object per config and process: its model stays loaded across cells.
+    return _EMBEDDERS.get_or(_key(cfg.embedder), lambda: build(cfg.embedder, "embedder"))
+
+
 def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     """Run the retrieval pipeline of one cell on ``dataset`` and score it."""
     timings: dict[str, float] = {}
     docs = list(dataset.documents.values())
+    embedder = _embedder(cfg)
+    before = dataclasses.replace(embedder.stats)
 
     t0 = time.perf_counter()
-    chunks: list[Chunk] = _CHUNKS.get_or(_key(dataset.fingerprint, cfg.chunker),
-                                         lambda: build(cfg.chunker, "chunker").chunk(docs))
+    chunk_key = [dataset.fingerprint, cfg.chunker] + ([cfg.embedder] if wants(cfg.chunker, "chunker", "embedder")
+                                                      else [])
+    chunks: list[Chunk] = _CHUNKS.get_or(_key(*chunk_key),
+                                         lambda: build(cfg.chunker, "chunker", embedder=embedder).chunk(docs))
     timings["chunk_s"] = time.perf_counter() - t0
 
     include_archived = bool(cfg.pipeline.include_archived)
@@ -79,31 +92,50 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     def make_index() -> tuple[Any, list[Chunk], AccessFilter]:
         searchable = [c for c in chunks if not c.is_parent
                       and (include_archived or not dataset.documents[c.doc_id].archived)]
-        retriever = build(cfg.retriever, "retriever")
+        retriever = build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"))
         retriever.fit(searchable)
         return retriever, searchable, AccessFilter(searchable, dataset.documents)
 
+    uses = [cfg[g] for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)]
     retriever, searchable, access = _INDEXES.get_or(
-        _key(dataset.fingerprint, cfg.chunker, cfg.retriever, include_archived), make_index)
+        _key(dataset.fingerprint, chunk_key, cfg.retriever, *uses, include_archived), make_index)
     timings["index_s"] = time.perf_counter() - t0
 
+    reranker = build(cfg.reranker, "reranker", embedder=embedder)
+    reranker = reranker if reranker.depth > 0 else None
     ks = sorted(set(cfg.eval.ks))
-    depth = max(ks + [int(cfg.pipeline.k)])
+    depth = max(ks + [int(cfg.pipeline.k)] + ([reranker.depth] if reranker else []))
     questions = list(dataset.questions)
     per_q_ms = []
     rankings = []
-    for q in questions:
+    for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
         t = time.perf_counter()
         rankings.extend(retriever.search([q], depth, access))
         per_q_ms.append((time.perf_counter() - t) * 1000)
     timings["retrieve_s"] = sum(per_q_ms) / 1000
+    retrieved = [list(r.indices) for r in rankings]
+
+    rerank_ms: list[float] = []
+    if reranker is not None:
+        reranked = []
+        for q, r in zip(questions, rankings):
+            t = time.perf_counter()
+            shortlist = [searchable[i] for i in r.indices[: reranker.depth]]
+            (scores,) = reranker.scores([q], [shortlist])
+            reranked.append(apply_rerank(r, scores))
+            rerank_ms.append((time.perf_counter() - t) * 1000)
+        rankings = reranked
+        timings["rerank_s"] = sum(rerank_ms) / 1000
 
     t0 = time.perf_counter()
     frame, qrels = score_retrieval(questions=questions, chunks=searchable, rankings=rankings,
                                    documents=dataset.documents, ks=ks, k=int(cfg.pipeline.k),
                                    min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance),
                                    gain=str(cfg.eval.gain))
+    frame["retrieved_ids"] = [[searchable[i].chunk_id for i in r] for r in retrieved]
     frame["retrieve_ms"] = per_q_ms
+    if rerank_ms:
+        frame["rerank_ms"] = rerank_ms
     timings["score_s"] = time.perf_counter() - t0
 
     cut = sorted(set(ks) | {int(cfg.pipeline.k)})
@@ -112,6 +144,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     evidence_cols = [f"{m}@{kk}" for m in ("evidence_recall", "complete") for kk in cut]
     metrics = aggregate(frame, {"retrieval": retrieval_cols, "evidence": evidence_cols},
                         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    if hasattr(retriever, "ann_report"):
+        metrics["ann"] = retriever.ann_report(questions, ks, access)
     answerable = frame["answerable"].to_numpy(bool)
     evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
     metrics["security"] = {"unauthorized_retrievals": int(frame["unauthorized_retrievals"].sum()),
@@ -120,6 +154,14 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     metrics["latency"] = {**{k: round(v, 6) for k, v in timings.items()},
                           "retrieve_p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
                           "retrieve_p95_ms": float(np.percentile(lat, 95)) if lat.size else None}
+    if rerank_ms:
+        metrics["latency"].update(rerank_p50_ms=float(np.percentile(rerank_ms, 50)),
+                                  rerank_p95_ms=float(np.percentile(rerank_ms, 95)))
+    after = embedder.stats
+    metrics["cost"] = {"embedding_requests": after.requested - before.requested,
+                       "embedding_cache_hits": after.cache_hits - before.cache_hits,
+                       "embeddings_computed": after.encoded - before.encoded,
+                       "embed_s": round(after.encode_s - before.encode_s, 6)}
     labels = frame.loc[answerable, "failure"].value_counts()
     metrics["failures"] = {label: int(labels.get(label, 0)) for label in RETRIEVAL_LABELS}
     metrics["counts"] = {

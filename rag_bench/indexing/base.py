@@ -1,0 +1,114 @@
+"""Vector index protocol and the filtered search every index shares.
+
+The asker's access filter goes *into* the FAISS search (an ``IDSelectorBitmap``), so forbidden
+vectors are never candidates. Approximate indexes can still come back short under a selective
+filter (HNSW's beam or IVF's probed lists hold too few allowed vectors); then the search is
+retried with a wider beam / more lists, and finally answered exactly over the allowed vectors,
+so a query gets k results whenever k allowed vectors exist. Every such fallback is counted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rag_bench.errors import ConfigError
+
+
+def _selector(mask: np.ndarray) -> Any:
+    import faiss
+
+    bits = np.packbits(mask.astype(np.uint8), bitorder="little")
+    sel = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+    sel._bits = bits  # keep the buffer alive as long as the selector
+    return sel
+
+
+class FaissIndex:
+    """Base for FAISS inner-product indexes over L2-normalised vectors (score = cosine)."""
+
+    name = "base"
+
+    def __init__(self) -> None:
+        self.index: Any = None
+        self.n = 0
+        self.build_s = 0.0
+        self.fallbacks = 0  # queries that needed a wider search or the exact answer
+
+    def _make(self, dim: int, n: int) -> Any:
+        raise NotImplementedError
+
+    def _params(self, sel: Any, widen: int) -> Any:
+        """Search parameters at widening step ``widen`` (0 = as configured)."""
+        import faiss
+
+        return faiss.SearchParameters(sel=sel) if sel is not None else None
+
+    def _max_widen(self) -> int:
+        return 0
+
+    def build(self, vectors: np.ndarray) -> None:
+        """Index ``vectors`` (n, dim) float32; ids are row numbers."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        t0 = time.perf_counter()
+        self.n = vectors.shape[0]
+        self.index = self._make(vectors.shape[1], self.n)
+        if not self.index.is_trained:
+            self.index.train(vectors)
+        self.index.add(vectors)
+        self._vectors = vectors
+        self.build_s = time.perf_counter() - t0
+
+    def nbytes(self) -> int:
+        """Size of the serialised index in bytes."""
+        import faiss
+
+        return int(faiss.serialize_index(self.index).nbytes)
+
+    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, ids) per query among allowed vectors; ids are -1 only when fewer than
+        ``k`` vectors are allowed in total."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        allowed = self.n if mask is None else int(mask.sum())
+        k_eff = min(k, self.n)
+        if k_eff == 0 or queries.shape[0] == 0:
+            return np.zeros((queries.shape[0], k), np.float32), -np.ones((queries.shape[0], k), np.int64)
+        sel = _selector(mask) if mask is not None else None
+        scores, ids = self.index.search(queries, k_eff, params=self._params(sel, 0))
+        want = min(k_eff, allowed)
+        short = np.flatnonzero((ids >= 0).sum(axis=1) < want)
+        self.fallbacks += int(short.size)
+        widen = 1
+        while short.size and widen <= self._max_widen():
+            s2, i2 = self.index.search(queries[short], k_eff, params=self._params(sel, widen))
+            scores[short], ids[short] = s2, i2
+            short = short[(i2 >= 0).sum(axis=1) < want]
+            widen += 1
+        if short.size:
+            s2, i2 = _exact(self._vectors, queries[short], k_eff, mask)
+            scores[short], ids[short] = s2, i2
+        if k_eff < k:
+            pad = k - k_eff
+            scores = np.hstack([scores, np.zeros((scores.shape[0], pad), np.float32)])
+            ids = np.hstack([ids, -np.ones((ids.shape[0], pad), np.int64)])
+        return scores, ids
+
+
+def _exact(vectors: np.ndarray, queries: np.ndarray, k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-k over allowed rows (ties by row number)."""
+    sims = queries @ vectors.T
+    if mask is not None:
+        sims = np.where(mask[None, :], sims, -np.inf)
+    order = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(sims, order, axis=1)
+    ids = np.where(np.isfinite(top), order, -1)
+    return np.where(np.isfinite(top), top, 0).astype(np.float32), ids.astype(np.int64)
+
+
+def positive(name: str, value: Any) -> int:
+    """Validate a positive integer index parameter."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"index.{name} must be an integer >= 1, got {value!r} -- fix: e.g. index.{name}=16")
+    return value

@@ -1,0 +1,1 @@
+"""Rerankers over a retrieved shortlist."""

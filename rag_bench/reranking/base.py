@@ -1,0 +1,46 @@
+"""Reranker protocol and how a reranked shortlist becomes the cell's final ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from rag_bench.errors import ConfigError
+from rag_bench.records import Chunk, Question, Ranking
+from rag_bench.retrieval.base import strictly_decreasing
+
+
+class Reranker(Protocol):
+    """Scores each question's shortlist (higher = better); batch in, batch out, same order."""
+
+    depth: int
+
+    def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
+        """One score per shortlist item."""
+        ...
+
+
+def check_depth(depth: object) -> int:
+    """Rerank depth must be a positive integer."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ConfigError(f"reranker.depth must be an integer >= 1, got {depth!r} -- fix: reranker.depth=20")
+    return depth
+
+
+def apply_rerank(ranking: Ranking, scores: np.ndarray) -> Ranking:
+    """Reorder the head of ``ranking`` (``len(scores)`` items) by ``scores``; keep the tail.
+
+    Head order: score descending, then original rank. The tail keeps retrieval order with scores
+    placed below the head's lowest (``min - 1 - i``), so the run stays strictly decreasing.
+    """
+    n = len(scores)
+    head = np.asarray(ranking.indices[:n])
+    order = np.lexsort((np.arange(n), -np.asarray(scores, dtype=np.float64)))
+    head_scores = np.asarray(scores, dtype=np.float64)[order]
+    tail = ranking.indices[n:]
+    floor = float(head_scores.min()) if n else 0.0
+    all_scores = np.concatenate([head_scores, floor - 1 - np.arange(len(tail), dtype=np.float64)])
+    return Ranking(ranking.qid, tuple(int(i) for i in head[order]) + tuple(tail),
+                   tuple(strictly_decreasing(all_scores).tolist()))

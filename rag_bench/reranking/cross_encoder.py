@@ -1,0 +1,74 @@
+"""Cross-encoder reranking with sentence-transformers' CrossEncoder from a local folder or hub id.
+
+No cross-encoder ships on PyPI, so there is no offline default: ``reranker.model`` must name a
+model folder (or a hub id when downloads are allowed with HF_HUB_OFFLINE=0). Scores of
+(question, chunk text) pairs are kept per process, so each pair is scored once across cells.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from rag_bench.embedding.sentence_transformer import resolve_model, weights_hash
+from rag_bench.errors import ConfigError
+from rag_bench.records import Chunk, Question
+from rag_bench.reranking.base import check_depth
+
+_PAIR_SCORES: dict[tuple[str, str, str], float] = {}
+
+
+@lru_cache(maxsize=2)
+def _load(path: str, device: str, max_length: int | None) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import CrossEncoder
+
+    try:
+        return CrossEncoder(path, device=device, max_length=max_length)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"reranker.model: cannot load cross-encoder {path!r} ({exc}) -- fix: point "
+                          "reranker.model at a local cross-encoder folder") from exc
+
+
+class CrossEncoderReranker:
+    """Parameters
+    ----------
+    model:
+        Local folder (or hub id) of a sentence-transformers CrossEncoder.
+    depth:
+        Shortlist size.
+    batch_size, max_length, device:
+        Passed to the model.
+    """
+
+    def __init__(self, model: str | None = None, depth: int = 20, batch_size: int = 32,
+                 max_length: int | None = 512, device: str = "cpu") -> None:
+        if not model:
+            raise ConfigError("reranker.model is not set -- fix: reranker.model=/path/to/cross-encoder (no "
+                              "cross-encoder ships offline; use reranker=dense or reranker=mmr otherwise)")
+        self.path = resolve_model(model)
+        self.depth, self.batch_size, self.max_length, self.device = (check_depth(depth), batch_size,
+                                                                     max_length, device)
+        self.pairs_scored = 0
+
+    def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
+        """Cross-encoder score per (question, chunk); pairs already scored are reused."""
+        ident = f"{self.path}@{weights_hash(self.path)}"
+        keys = [(ident, q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
+        todo = list(dict.fromkeys(k for k in keys if k not in _PAIR_SCORES))
+        if todo:
+            model = _load(self.path, self.device, self.max_length)
+            values = model.predict([(q, t) for _, q, t in todo], batch_size=self.batch_size,
+                                   show_progress_bar=False, convert_to_numpy=True)
+            self.pairs_scored += len(todo)
+            for k, v in zip(todo, np.asarray(values, dtype=np.float64).reshape(len(todo), -1)[:, -1]):
+                _PAIR_SCORES[k] = float(v)
+        out, pos = [], 0
+        for s in shortlists:
+            out.append(np.array([_PAIR_SCORES[k] for k in keys[pos:pos + len(s)]]))
+            pos += len(s)
+        return out

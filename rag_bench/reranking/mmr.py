@@ -1,0 +1,64 @@
+"""Maximal marginal relevance: trade relevance to the question against redundancy with picks so far."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rag_bench.errors import ConfigError
+from rag_bench.records import Chunk, Question
+from rag_bench.reranking.base import check_depth
+
+
+def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
+    """Greedy MMR selection order of ``docs`` rows (all normalised).
+
+    Next pick = argmax ``lam * sim(q, d) - (1 - lam) * max_{s picked} sim(d, s)``; ties by row.
+
+    >>> q = np.array([1.0, 0.0]); d = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])
+    >>> mmr_order(q, d, 0.5)
+    [0, 2, 1]
+    """
+    rel = docs @ query
+    sim = docs @ docs.T
+    picked: list[int] = []
+    left = list(range(len(docs)))
+    while left:
+        red = sim[np.ix_(left, picked)].max(axis=1) if picked else np.zeros(len(left))
+        val = lam * rel[left] - (1 - lam) * red
+        best = left[int(np.argmax(val))]  # argmax takes the first max: ties by row
+        picked.append(best)
+        left.remove(best)
+    return picked
+
+
+class MmrReranker:
+    """Parameters
+    ----------
+    lambda_:
+        1.0 = pure relevance (dense rerank), 0.0 = pure diversity. Config key ``lambda_``.
+    depth:
+        Shortlist size.
+    """
+
+    def __init__(self, embedder: Any = None, lambda_: float = 0.7, depth: int = 20) -> None:
+        if not (isinstance(lambda_, (int, float)) and 0 <= lambda_ <= 1):
+            raise ConfigError(f"reranker.lambda_ must be in [0, 1], got {lambda_!r} -- fix: reranker.lambda_=0.7")
+        self.embedder, self.lam, self.depth = embedder, float(lambda_), check_depth(depth)
+
+    def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
+        """Score = 1 / (1 + MMR selection position): earlier pick, higher score."""
+        qv = self.embedder.embed_queries([q.question for q in questions])
+        out = []
+        for i, s in enumerate(shortlists):
+            if not s:
+                out.append(np.zeros(0))
+                continue
+            dv = self.embedder.embed_documents([c.text for c in s])
+            order = mmr_order(qv[i], dv, self.lam)
+            sc = np.empty(len(s))
+            sc[order] = 1.0 / (1.0 + np.arange(len(s)))
+            out.append(sc)
+        return out

@@ -1,0 +1,112 @@
+"""Dense retrieval: embed chunks and questions, search a FAISS index with the access filter inside.
+
+Every non-flat index is measured against an exact flat index over the same vectors, with the
+same filter, in the same cell (:meth:`DenseRetriever.ann_report`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rag_bench.indexing.base import FaissIndex
+from rag_bench.indexing.flat import FlatIndex
+from rag_bench.records import Chunk, Question, Ranking
+from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
+
+
+def _group_by_asker(questions: Sequence[Question], access: AccessFilter) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(q.asker.key if q.asker else "", []).append(i)
+    return groups
+
+
+def _tie_break(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Same order rule as BM25: score descending, then chunk index ascending.
+    keep = ids >= 0
+    s, i = scores[keep].astype(np.float64), ids[keep]
+    order = np.lexsort((i, -s))
+    return i[order], s[order]
+
+
+class DenseRetriever:
+    """Parameters (injected by the pipeline from the ``embedder`` and ``index`` groups)
+    ----------
+    embedder:
+        Object with ``embed_documents`` / ``embed_queries`` returning normalised vectors.
+    index:
+        A fresh :class:`FaissIndex` to build.
+    """
+
+    def __init__(self, embedder: Any = None, index: FaissIndex | None = None) -> None:
+        self.embedder = embedder
+        self.index = index if index is not None else FlatIndex()
+        self.exact: FlatIndex | None = None
+        self.latency_ms: list[float] = []
+
+    def fit(self, chunks: Sequence[Chunk]) -> None:
+        """Embed the chunks (through the cache) and build the index (plus flat for reference)."""
+        vectors = self.embedder.embed_documents([c.text for c in chunks])
+        self.index.build(vectors)
+        if self.index.name != "flat":
+            self.exact = FlatIndex()
+            self.exact.build(vectors)
+
+    def query_vectors(self, questions: Sequence[Question]) -> np.ndarray:
+        """Normalised question vectors (cached)."""
+        return self.embedder.embed_queries([q.question for q in questions])
+
+    def search(self, questions: Sequence[Question], depth: int, access: AccessFilter) -> list[Ranking]:
+        """Top-``depth`` readable chunks per question; per-query latency recorded."""
+        qv = self.query_vectors(questions)
+        out: list[Ranking | None] = [None] * len(questions)
+        for rows in _group_by_asker(questions, access).values():
+            mask = access.mask(questions[rows[0]].asker)
+            for r in rows:
+                t0 = time.perf_counter()
+                scores, ids = self.index.search(qv[r:r + 1], depth, mask)
+                self.latency_ms.append((time.perf_counter() - t0) * 1000)
+                idx, sc = _tie_break(scores[0], ids[0])
+                out[r] = Ranking(questions[r].qid, tuple(int(i) for i in idx),
+                                 tuple(strictly_decreasing(sc).tolist()))
+        return [r for r in out if r is not None]
+
+    def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
+        """ANN vs exact on the same vectors and filter: recall@k per k, latencies, build, bytes.
+
+        ``ann_recall@k`` = mean over questions of |ANN top-k ∩ exact top-k| / k (k capped at the
+        number of readable chunks). For a flat index the reference is itself: recall 1.
+        """
+        reference = self.exact or self.index
+        qv = self.query_vectors(questions)
+        kmax = max(ks)
+        recalls: dict[int, list[float]] = {k: [] for k in ks}
+        ann_ms, exact_ms = [], []
+        for rows in _group_by_asker(questions, access).values():
+            mask = access.mask(questions[rows[0]].asker)
+            for r in rows:
+                t0 = time.perf_counter()
+                _, a = self.index.search(qv[r:r + 1], kmax, mask)
+                t1 = time.perf_counter()
+                _, e = reference.search(qv[r:r + 1], kmax, mask)
+                t2 = time.perf_counter()
+                ann_ms.append((t1 - t0) * 1000)
+                exact_ms.append((t2 - t1) * 1000)
+                for k in ks:
+                    want = e[0, :k][e[0, :k] >= 0]
+                    if want.size:
+                        got = a[0, :k][a[0, :k] >= 0]
+                        recalls[k].append(len(set(got.tolist()) & set(want.tolist())) / want.size)
+        report: dict[str, Any] = {f"ann_recall@{k}": float(np.mean(v)) if v else None for k, v in recalls.items()}
+        report.update({
+            "index": self.index.name, "ann_p50_ms": float(np.percentile(ann_ms, 50)),
+            "ann_p95_ms": float(np.percentile(ann_ms, 95)), "exact_p50_ms": float(np.percentile(exact_ms, 50)),
+            "exact_p95_ms": float(np.percentile(exact_ms, 95)), "build_s": self.index.build_s,
+            "exact_build_s": (self.exact or self.index).build_s, "index_bytes": self.index.nbytes(),
+            "exact_index_bytes": (self.exact or self.index).nbytes(), "filter_fallbacks": self.index.fallbacks,
+        })
+        return report
