@@ -118,7 +118,7 @@ def _chunks(argv: list[str]) -> int:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=a.overrides)
-        chunker = build(cfg.chunker, "chunker")
+        chunker = build(cfg.chunker, "chunker", embedder=build(cfg.embedder, "embedder"))
         ds = load_dataset(a.dataset)
     except RagBenchError as exc:
         return _fail(exc)

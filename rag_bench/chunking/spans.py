@@ -12,6 +12,7 @@ _WORD = re.compile(r"\S+")
 # A sentence ends at . ! or ? (plus closing quotes/brackets/emphasis) followed by whitespace and
 # something that can start a sentence.
 _BOUNDARY = re.compile(r"[.!?][\"')\]*_]*(?=\s+[\"'(\[*_]*[A-Z0-9])")
+_MARKER = re.compile(r"\s*(?:\d+[.)]|[-*+])[\"')\]*_]*")
 _ABBREV = {"e.g", "i.e", "etc", "mr", "mrs", "ms", "dr", "no", "vs", "approx", "inc", "ltd", "st", "ext",
            "fig", "min", "max", "incl", "dept", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
            "sept", "oct", "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"}
@@ -40,6 +41,8 @@ def _split_sentences(text: str, start: int, end: int) -> list[Span]:
         last = word[-1].lower().lstrip("(\"'") if word else ""
         if last in _ABBREV or (len(last) == 1 and last.isalpha()):
             continue  # "e.g. Foo" or an initial: not a sentence end
+        if _MARKER.fullmatch(text[pos:m.end()]):
+            continue  # "1. Check..." : a list marker, not a sentence
         s, e = trim(text, pos, m.end())
         if s < e:
             out.append((s, e))

@@ -18,7 +18,7 @@ def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
     Next pick = argmax ``lam * sim(q, d) - (1 - lam) * max_{s picked} sim(d, s)``; ties by row.
 
     >>> q = np.array([1.0, 0.0]); d = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])
-    >>> mmr_order(q, d, 0.5)
+    >>> mmr_order(q, d, 0.3)
     [0, 2, 1]
     """
     rel = docs @ query

@@ -1,0 +1,107 @@
+"""Embedding cache: round trip, checksums, verify/repair, two concurrent writers, SIGKILL mid-write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from rag_bench.embedding.cache import EmbeddingCache, text_key
+
+
+def vec_for(key: str, dim: int = 64) -> np.ndarray:
+    """Deterministic vector of a key: any reader can check what it got."""
+    return np.random.default_rng(int(key[:8], 16)).normal(size=dim).astype(np.float32)
+
+
+def test_round_trip_and_keys(tmp_path):
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    keys = [text_key("m@1", "", f"text {i}") for i in range(1200)]  # > one SQL batch
+    cache.put_many((k, vec_for(k)) for k in keys)
+    got = cache.get_many(keys + ["absent"])
+    assert len(got) == 1200 and "absent" not in got
+    assert all(np.array_equal(got[k], vec_for(k)) for k in keys)
+    assert text_key("m@1", "query: ", "x") != text_key("m@1", "", "query: x")  # prefix is its own part
+    assert text_key("m@1", "", "x") != text_key("m@2", "", "x")
+
+
+def test_corrupt_row_is_never_returned_and_verify_repairs(tmp_path):
+    path = tmp_path / "c.sqlite"
+    cache = EmbeddingCache(path)
+    keys = [text_key("m", "", str(i)) for i in range(10)]
+    cache.put_many((k, vec_for(k)) for k in keys)
+    with sqlite3.connect(path) as conn:  # flip bytes behind the cache's back
+        data = bytearray(conn.execute("SELECT data FROM vectors WHERE key=?", (keys[3],)).fetchone()[0])
+        data[0] ^= 0xFF
+        conn.execute("UPDATE vectors SET data=? WHERE key=?", (bytes(data), keys[3]))
+    assert EmbeddingCache(path).verify() == (9, 1)
+    fresh = EmbeddingCache(path)
+    got = fresh.get_many(keys)
+    assert keys[3] not in got and len(got) == 9 and fresh.corrupt == 1
+    assert EmbeddingCache(path).verify() == (9, 0)  # the corrupt row was dropped on read
+
+
+WRITER = textwrap.dedent("""
+    import sys, numpy as np
+    from rag_bench.embedding.cache import EmbeddingCache, text_key
+    from tests.embedding.test_cache import vec_for
+    path, start, n, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    cache = EmbeddingCache(path)
+    keys = [text_key("m", "", str(i)) for i in range(start, start + n)]
+    for i in range(0, n, batch):
+        cache.put_many((k, vec_for(k, 384)) for k in keys[i:i + batch])
+    print("done", flush=True)
+""")
+
+
+def spawn(tmp_path, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "c.sqlite"), *map(str, args)],
+                            cwd=os.getcwd(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_write_at_once(tmp_path):
+    a, b = spawn(tmp_path, 0, 3000, 50), spawn(tmp_path, 1500, 3000, 70)  # 1,500 keys overlap
+    for p in (a, b):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "done" in out, err
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    assert len(cache) == 4500 and cache.verify() == (4500, 0)
+    keys = [text_key("m", "", str(i)) for i in range(4500)]
+    got = cache.get_many(keys)
+    assert all(np.array_equal(got[k], vec_for(k, 384)) for k in keys)
+
+
+def test_kill_during_writes_leaves_no_corrupt_entry(tmp_path):
+    p = spawn(tmp_path, 0, 200_000, 2000)
+    deadline = time.time() + 60
+    path = tmp_path / "c.sqlite"
+    while time.time() < deadline:  # kill once some batches have landed, mid-stream
+        if path.exists() and path.stat().st_size + (path.with_name("c.sqlite-wal").stat().st_size
+                                                    if path.with_name("c.sqlite-wal").exists() else 0) > 4_000_000:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+    cache = EmbeddingCache(path)
+    ok, bad = cache.verify()
+    assert bad == 0 and 0 < ok < 200_000 and ok % 2000 == 0, ok  # whole batches only
+    keys = [text_key("m", "", str(i)) for i in range(ok + 2000)]
+    got = cache.get_many(keys)
+    assert len(got) == ok and all(np.array_equal(v, vec_for(k, 384)) for k, v in got.items())
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_empty_and_single(tmp_path, n):
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    cache.put_many([])
+    keys = [text_key("m", "", "a")][:n]
+    cache.put_many((k, vec_for(k)) for k in keys)
+    assert len(cache.get_many(keys)) == n

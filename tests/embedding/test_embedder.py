@@ -1,0 +1,60 @@
+"""The real embedder (packaged all-MiniLM-L6-v2, offline): prefixes, normalisation, cache, local folders."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder, resolve_model
+from rag_bench.errors import ConfigError
+
+pytestmark = pytest.mark.slow
+TEXTS = ["The dishwasher shows error E21.", "Refunds take up to 14 days.", "The dishwasher shows error E21."]
+
+
+def test_vectors_are_normalised_and_match_the_model(tmp_path):
+    emb = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    v = emb.embed_documents(TEXTS)
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    raw = emb.encode_raw(TEXTS[:2])
+    assert np.allclose(v[:2], raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-5)
+    assert emb.stats.encoded == 2  # the repeated text was encoded once
+
+
+def test_prefixes_are_applied_to_their_side_only(tmp_path):
+    emb = SentenceTransformerEmbedder(cache_dir=str(tmp_path), query_prefix="query: ", document_prefix="passage: ")
+    q = emb.embed_queries([TEXTS[1]])[0]
+    d = emb.embed_documents([TEXTS[1]])[0]
+    raw_q, raw_d, raw_plain = emb.encode_raw(["query: " + TEXTS[1], "passage: " + TEXTS[1], TEXTS[1]])
+    assert np.allclose(q, raw_q / np.linalg.norm(raw_q), atol=1e-5)
+    assert np.allclose(d, raw_d / np.linalg.norm(raw_d), atol=1e-5)
+    assert not np.allclose(q, d, atol=1e-3) and not np.allclose(d, raw_plain / np.linalg.norm(raw_plain), atol=1e-3)
+
+
+def test_second_embedder_reads_the_cache(tmp_path):
+    first = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    a = first.embed_documents(TEXTS)
+    second = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    b = second.embed_documents(TEXTS)
+    assert np.array_equal(a, b)
+    assert second.stats.encoded == 0 and second.stats.cache_hits == 3
+    other_prefix = SentenceTransformerEmbedder(cache_dir=str(tmp_path), document_prefix="passage: ")
+    other_prefix.embed_documents(TEXTS[:1])
+    assert other_prefix.stats.encoded == 1  # the prefix is part of the key
+
+
+def test_local_model_folder_loads_and_has_its_own_identity(tmp_path):
+    packaged = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    folder = tmp_path / "my-model"
+    packaged.model.save(str(folder))  # a model folder built by the test, as a user would have one
+    local = SentenceTransformerEmbedder(model=str(folder), cache_dir=str(tmp_path))
+    assert local.model_path == str(folder.resolve()) and local.identity != packaged.identity
+    assert np.allclose(local.embed_documents(TEXTS[:1]), packaged.embed_documents(TEXTS[:1]), atol=1e-5)
+
+
+def test_unknown_model_is_a_config_error(tmp_path):
+    emb = SentenceTransformerEmbedder(model="no-such-org/no-such-model", cache_dir=str(tmp_path))
+    assert resolve_model("no-such-org/no-such-model") == "no-such-org/no-such-model"
+    with pytest.raises(ConfigError, match="embedder.model"):
+        emb.embed_documents(["x"])

@@ -1,0 +1,89 @@
+"""Each reranker on a tiny case; the reranked run stays strictly decreasing; a real cross-encoder
+built in a temporary folder (the real class and code path, offline); each pair scored once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_bench.errors import ConfigError
+from rag_bench.records import Chunk, Question, Ranking
+from rag_bench.reranking.base import apply_rerank
+from rag_bench.reranking.dense import DenseReranker
+from rag_bench.reranking.mmr import MmrReranker, mmr_order
+from tests.fakes import KeywordEmbedder
+
+CHUNKS = [Chunk("c0", "d", 0, 1, "toaster browns bread"), Chunk("c1", "d", 0, 1, "kettle boils water"),
+          Chunk("c2", "d", 0, 1, "kettle boils water"), Chunk("c3", "d", 0, 1, "kettle descaling with vinegar")]
+Q = Question("q", "kettle boils", True)
+
+
+def test_apply_rerank_head_and_tail():
+    r = Ranking("q", (10, 11, 12, 13, 14), (5.0, 4.0, 3.0, 2.0, 1.0))
+    out = apply_rerank(r, np.array([0.1, 0.9, 0.5]))
+    assert out.indices == (11, 12, 10, 13, 14)
+    assert all(a > b for a, b in zip(out.scores, out.scores[1:]))
+    tie = apply_rerank(r, np.array([0.5, 0.5]))
+    assert tie.indices[:2] == (10, 11)  # ties keep retrieval order
+
+
+def test_dense_reranker_orders_by_cosine():
+    (scores,) = DenseReranker(embedder=KeywordEmbedder(), depth=4).scores([Q], [CHUNKS])
+    assert scores[1] == scores[2] > scores[3] > scores[0]
+
+
+def test_mmr_penalises_duplicates():
+    emb = KeywordEmbedder()
+    (pure,) = MmrReranker(embedder=emb, lambda_=1.0).scores([Q], [CHUNKS])
+    (diverse,) = MmrReranker(embedder=emb, lambda_=0.5).scores([Q], [CHUNKS])
+    assert np.argsort(-pure).tolist()[:2] == [1, 2]      # relevance only: the duplicate is second
+    assert np.argsort(-diverse).tolist()[:2] == [1, 3]   # MMR: the duplicate drops below c3
+    assert mmr_order(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]]), 0.3) == [0, 2, 1]
+
+
+@pytest.mark.parametrize(("cls", "kwargs", "key"), [(MmrReranker, {"lambda_": 2}, "lambda_"),
+                                                     (DenseReranker, {"depth": 0}, "reranker.depth")])
+def test_bad_parameters(cls, kwargs, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        cls(embedder=KeywordEmbedder(), **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """A randomly initialised one-layer BERT cross-encoder with MiniLM's tokenizer, saved to disk."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from rag_bench.embedding.sentence_transformer import resolve_model
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tok = AutoTokenizer.from_pretrained(resolve_model("all-MiniLM-L6-v2"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_cross_encoder_scores_each_pair_once(tiny_cross_encoder):
+    from sentence_transformers import CrossEncoder
+
+    from rag_bench.reranking.cross_encoder import CrossEncoderReranker
+
+    rr = CrossEncoderReranker(model=str(tiny_cross_encoder), depth=4, max_length=64)
+    (scores,) = rr.scores([Q], [CHUNKS])
+    direct = CrossEncoder(str(tiny_cross_encoder), max_length=64).predict([(Q.question, c.text) for c in CHUNKS])
+    assert np.allclose(scores, direct, atol=1e-5)
+    assert rr.pairs_scored == 3  # c1 and c2 have the same text: one pair
+    again = CrossEncoderReranker(model=str(tiny_cross_encoder), depth=4, max_length=64)
+    again.scores([Q, Q], [CHUNKS, CHUNKS[:2]])
+    assert again.pairs_scored == 0  # every pair was scored before in this process
+
+
+def test_cross_encoder_needs_a_model():
+    from rag_bench.reranking.cross_encoder import CrossEncoderReranker
+
+    with pytest.raises(ConfigError, match="reranker.model"):
+        CrossEncoderReranker(model=None)
