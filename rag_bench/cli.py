@@ -146,10 +146,19 @@ def _leaderboard(argv: list[str]) -> int:
                                 "experiment folder, best first.")
     p.add_argument("experiment_dir")
     p.add_argument("--sort-by", default="retrieval/ndcg@10", help="metric as section/name")
+    p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
     a = p.parse_args(argv)
     cells = load_cells(a.experiment_dir)
     if cells.empty:
         return _fail(f"{a.experiment_dir}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
+    if a.tag:
+        cols = tuple(c for c in cells.columns if c.startswith(f"tag:{a.tag}/") and not c.endswith("/n"))
+        if not cols:
+            tags = sorted({c.split("/")[0][4:] for c in cells.columns if c.startswith("tag:")})
+            return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {tags}")
+        print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
+        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/ndcg@10", columns=cols))
+        return 0
     print(format_leaderboard(cells, sort_by=a.sort_by))
     return 0
 

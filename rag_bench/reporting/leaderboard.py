@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+IDENTITY_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker")
+ANN_COLUMNS = ("ann/ann_recall@10", "ann/ann_p50_ms", "ann/exact_p50_ms")
 DEFAULT_COLUMNS = ("retrieval/hit@1", "retrieval/hit@5", "retrieval/mrr@10", "retrieval/ndcg@10",
                    "retrieval/recall@10", "evidence/evidence_recall@5", "evidence/complete@5")
 
@@ -34,10 +36,13 @@ def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
         folder = cell.parent
         cfg = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
         metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        row = {"cell": folder.name, "chunker": cfg.get("chunker") or {},
-               "retriever": cfg.get("retriever") or {}, "k": cfg.get("pipeline", {}).get("k")}
+        row = {"cell": folder.name, **{g: cfg.get(g) or {} for g in IDENTITY_GROUPS},
+               "k": cfg.get("pipeline", {}).get("k")}
+        for tag, values in metrics.get("by_tag", {}).items():
+            for key, v in values.items():
+                row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
-            if section in ("ci", "n") or not isinstance(values, dict):
+            if section in ("ci", "n", "by_tag") or not isinstance(values, dict):
                 continue
             for key, v in values.items():
                 row[f"{section}/{key}"] = v
@@ -48,19 +53,22 @@ def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
         rows.append(row)
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        frame["chunker_config"], frame["retriever_config"] = frame["chunker"], frame["retriever"]
-        frame["chunker"] = _labels(list(frame["chunker_config"]))
-        frame["retriever"] = _labels(list(frame["retriever_config"]))
+        for g in IDENTITY_GROUPS:
+            frame[f"{g}_config"] = frame[g]
+            frame[g] = _labels(list(frame[g]))
     return frame
 
 
 def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = "retrieval/ndcg@10",
                        columns: tuple[str, ...] = DEFAULT_COLUMNS) -> str:
     """Plain-text table, best first, with the sort metric's 95% CI and its n."""
-    cols = [c for c in columns if c in cells.columns]
+    cols = [c for c in (*columns, *ANN_COLUMNS) if c in cells.columns]
     key = sort_by if sort_by in cells.columns else cols[0]
     table = cells.sort_values(key, ascending=False, na_position="last")
-    out = table[["cell", "chunker", "retriever", "k"]].copy()
+    # Always name the chunker and retriever; other stages only when they differ between cells.
+    ident = ["cell", "chunker", "retriever"] + [g for g in ("embedder", "index", "reranker")
+                                                if g in table and table[g].nunique() > 1]
+    out = table[[*ident, "k"]].copy()
     for c in cols:
         out[c.split("/", 1)[1]] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
     ci = table.get(f"ci/{key}")

@@ -107,6 +107,6 @@ class DenseRetriever:
             "ann_p95_ms": float(np.percentile(ann_ms, 95)), "exact_p50_ms": float(np.percentile(exact_ms, 50)),
             "exact_p95_ms": float(np.percentile(exact_ms, 95)), "build_s": self.index.build_s,
             "exact_build_s": (self.exact or self.index).build_s, "index_bytes": self.index.nbytes(),
-            "exact_index_bytes": (self.exact or self.index).nbytes(), "filter_fallbacks": self.index.fallbacks,
+            "exact_index_bytes": (self.exact or self.index).nbytes(), "underfill_fallbacks": self.index.fallbacks,
         })
         return report

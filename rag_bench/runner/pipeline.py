@@ -24,7 +24,7 @@ from rag_bench.records import Chunk, Dataset
 from rag_bench.retrieval.base import AccessFilter
 from rag_bench.reranking.base import apply_rerank
 from rag_bench.runner.config import build, wants
-from rag_bench.runner.scoring import RETRIEVAL_LABELS, aggregate, score_retrieval
+from rag_bench.runner.scoring import RETRIEVAL_LABELS, TAG_METRICS, aggregate, by_tag, score_retrieval
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,9 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     evidence_cols = [f"{m}@{kk}" for m in ("evidence_recall", "complete") for kk in cut]
     metrics = aggregate(frame, {"retrieval": retrieval_cols, "evidence": evidence_cols},
                         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    metrics["by_tag"] = by_tag(frame, [m for m in TAG_METRICS if m in frame])
     if hasattr(retriever, "ann_report"):
-        metrics["ann"] = retriever.ann_report(questions, ks, access)
+        metrics["ann"] = {**retriever.ann_report(questions, ks, access), "index": str(cfg.index.name)}
     answerable = frame["answerable"].to_numpy(bool)
     evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
     metrics["security"] = {"unauthorized_retrievals": int(frame["unauthorized_retrievals"].sum()),

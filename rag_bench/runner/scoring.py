@@ -105,3 +105,24 @@ def aggregate(frame: pd.DataFrame, metric_columns: Mapping[str, Sequence[str]], 
             lo, hi = bootstrap_ci(v, n_resamples=n_resamples, seed=seed)
             out["ci"][key] = [lo, hi] if defined.size else None
     return out
+
+
+TAG_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10", "recall@10")
+
+
+def by_tag(frame: pd.DataFrame, metrics: Sequence[str] = TAG_METRICS) -> dict[str, dict[str, Any]]:
+    """Mean of key ranking metrics per question tag (``{tag: {metric: mean, "n": count}}``).
+
+    Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    tags = sorted({t for ts in frame["tags"] for t in ts})
+    for tag in tags:
+        rows = frame[frame["tags"].map(lambda ts, tag=tag: tag in ts)]
+        cols = [m for m in metrics if m in rows]
+        defined = rows[cols].dropna(how="all")
+        if defined.empty:
+            continue
+        out[tag] = {m: float(defined[m].mean()) for m in cols}
+        out[tag]["n"] = int(len(defined))
+    return out
