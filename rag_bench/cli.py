@@ -24,7 +24,8 @@ commands:
   validate DATASET                 check a dataset; every problem listed; exit 2 if any
   chunks DATASET chunker=NAME ...  print chunks as JSON lines (stdout) and stats (stderr)
   score-run QRELS RUN [-m ..]      trec_eval-compatible scoring of TREC files
-  leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment
+  leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment (--tag TAG)
+  cache verify [--repair]          check the embedding cache's checksums
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -163,6 +164,27 @@ def _leaderboard(argv: list[str]) -> int:
     return 0
 
 
+def _cache(argv: list[str]) -> int:
+    from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir
+
+    p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent embedding cache.")
+    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum")
+    p.add_argument("--dir", default=None, help="cache folder (default $RAG_BENCH_CACHE or ~/.cache/rag_bench)")
+    p.add_argument("--repair", action="store_true", help="delete corrupt entries (they are recomputed on use)")
+    a = p.parse_args(argv)
+    path = Path(a.dir).expanduser() if a.dir else default_cache_dir()
+    db = path / "embeddings.sqlite"
+    if not db.exists():
+        return _fail(f"{db}: no embedding cache here -- fix: pass --dir or set RAG_BENCH_CACHE")
+    try:
+        ok, bad = EmbeddingCache(db).verify(repair=a.repair)
+    except Exception as exc:  # sqlite3.DatabaseError and friends: the file itself is damaged
+        return _fail(f"{db}: {exc} -- fix: delete the file; every entry is recomputed on use")
+    state = "repaired: deleted" if a.repair and bad else "corrupt"
+    print(f"{db}: {ok} entries ok, {bad} {state}")
+    return 1 if bad and not a.repair else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rag-bench`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -177,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         from rag_bench.metrics.trec_cli import main as score_main
 
         return score_main(rest)
-    handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard}
+    handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -105,3 +105,19 @@ def test_empty_and_single(tmp_path, n):
     keys = [text_key("m", "", "a")][:n]
     cache.put_many((k, vec_for(k)) for k in keys)
     assert len(cache.get_many(keys)) == n
+
+
+def test_cli_cache_verify(tmp_path, capsys):
+    from rag_bench.cli import main as cli
+
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    keys = [text_key("m", "", str(i)) for i in range(4)]
+    cache.put_many((k, vec_for(k)) for k in keys)
+    assert cli(["cache", "verify", "--dir", str(tmp_path)]) == 0
+    assert "4 entries ok, 0 corrupt" in capsys.readouterr().out
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:
+        conn.execute("UPDATE vectors SET checksum='0' WHERE key=?", (keys[0],))
+    assert cli(["cache", "verify", "--dir", str(tmp_path)]) == 1
+    assert cli(["cache", "verify", "--dir", str(tmp_path), "--repair"]) == 0
+    assert "3 entries ok, 1 repaired" in capsys.readouterr().out
+    assert cli(["cache", "verify", "--dir", str(tmp_path / "none")]) == 2
