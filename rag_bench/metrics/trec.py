@@ -1,0 +1,657 @@
+"""TREC qrels/run files and a trec_eval-compatible evaluator on top of :mod:`.ranking`.
+
+``evaluate`` reproduces ``trec_eval`` 10.0 for the measures it supports (checked against NIST's
+own test vectors in ``tests/metrics/test_trec_conformance.py`` and against pytrec_eval on random
+inputs). What trec_eval does, and therefore what this module does:
+
+* **Order.** The rank column of a run is ignored. Documents are sorted by score descending,
+  ties broken by docno descending in byte (``strcmp``) order. Scores are held as C ``float``
+  (32 bit) by trec_eval, so two scores that differ only beyond single precision are a tie.
+* **-M** (``max_docs``) keeps the first N documents of that order.
+* **Topics evaluated** are those in both the qrels and the run, whether or not they have a
+  relevant document (a topic whose judgments are all non-relevant scores 0 and is averaged in).
+  Run topics without qrels are ignored. With **-c** (``complete``) every qrels topic is
+  evaluated, a topic missing from the run scoring 0 everywhere.
+* **-l** (``relevance_level``) sets the binary threshold for every measure except ``ndcg`` and
+  ``ndcg_cut``, which always use the judged levels as gains (negative levels gain 0) and the
+  ideal ranking of all judged documents.
+* **all** is the mean over evaluated topics, except ``num_*`` counts, which are summed.
+* A value that is undefined for a topic (e.g. ``map`` with no relevant document) is 0.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import Any
+
+import numpy as np
+
+from rag_bench.errors import DataError, Problem
+from rag_bench.metrics.ranking import (
+    average_precision,
+    hit_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    reciprocal_rank,
+)
+
+__all__ = [
+    "DEFAULT_CUTOFFS",
+    "SUPPORTED_MEASURES",
+    "TrecArrays",
+    "evaluate",
+    "format_trec",
+    "read_qrels",
+    "read_run",
+    "to_arrays",
+]
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+
+#: Cutoffs trec_eval uses for ``P``, ``recall`` and ``ndcg_cut`` given without parameters.
+DEFAULT_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+# A broken file (say, a run passed as qrels) would otherwise produce one problem per line.
+_MAX_PROBLEMS = 50
+
+
+# --------------------------------------------------------------------------- file reading
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)`` of the non-blank, non-comment lines of ``path``."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                fields = line.split()
+                if fields and not fields[0].startswith("#"):
+                    yield number, fields
+    except OSError as exc:
+        raise DataError(
+            Problem(file=name, line=0, field="", message=f"cannot read file: {exc.strerror}",
+                    hint="check the path and permissions")
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            Problem(file=name, line=0, field="", message=f"not UTF-8 text ({exc.reason})",
+                    hint="TREC files are plain whitespace-separated text")
+        ) from exc
+
+
+def _raise_if(problems: list[Problem], name: str, what: str) -> None:
+    if problems:
+        shown = problems[:_MAX_PROBLEMS]
+        more = f" (first {_MAX_PROBLEMS} shown)" if len(problems) > _MAX_PROBLEMS else ""
+        raise DataError(shown, summary=f"{name}: {len(problems)} problem(s) in {what}{more}")
+
+
+def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """Read a TREC qrels file: lines ``qid iter docno level``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The qrels file. Blank lines and lines starting with ``#`` are skipped; ``iter`` is ignored.
+
+    Returns
+    -------
+    dict
+        ``{qid: {docno: level}}``; levels are integers and may be negative.
+
+    Raises
+    ------
+    DataError
+        With one :class:`~rag_bench.errors.Problem` (file:line) per line that does not have 4
+        columns, has a non-integer level, or judges a docno twice for the same topic; also when
+        the file is unreadable or holds no judgment.
+    """
+    name = os.fspath(path)
+    qrels: Qrels = {}
+    problems: list[Problem] = []
+    for number, fields in _lines(path):
+        if len(fields) != 4:
+            problems.append(Problem(
+                file=name, line=number, field="",
+                message=f"expected 4 columns 'qid iter docno level', found {len(fields)}",
+                hint="separate the columns with whitespace; docnos cannot contain spaces"))
+            continue
+        qid, _, docno, raw = fields
+        try:
+            level = int(raw)
+        except ValueError:
+            problems.append(Problem(
+                file=name, line=number, field="level",
+                message=f"relevance level {raw!r} is not an integer",
+                hint="use integer levels such as 0, 1, 2 (negative = judged non-relevant)"))
+            continue
+        judged = qrels.setdefault(qid, {})
+        if docno in judged:
+            problems.append(Problem(
+                file=name, line=number, field="docno",
+                message=f"document {docno!r} is judged twice for topic {qid!r}",
+                hint="keep one judgment per (topic, document)"))
+            continue
+        judged[docno] = level
+    if not qrels and not problems:
+        problems.append(Problem(file=name, line=0, field="", message="no judgments in file",
+                                hint="a qrels line reads 'qid 0 docno level'"))
+    _raise_if(problems, name, "qrels")
+    return qrels
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read a TREC run file: lines ``qid Q0 docno rank score tag``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The run file. Blank lines and lines starting with ``#`` are skipped. The ``Q0``, rank and
+        tag columns are ignored, and so is any text after the tag (as trec_eval does).
+
+    Returns
+    -------
+    dict
+        ``{qid: {docno: score}}``, in file order (:func:`to_arrays` does the ranking).
+
+    Raises
+    ------
+    DataError
+        With one :class:`~rag_bench.errors.Problem` (file:line) per line with fewer than 6
+        columns, a score that is not a number (or is NaN), or a docno listed twice for the same
+        topic; also when the file is unreadable or holds no result.
+    """
+    name = os.fspath(path)
+    run: Run = {}
+    problems: list[Problem] = []
+    for number, fields in _lines(path):
+        if len(fields) < 6:
+            problems.append(Problem(
+                file=name, line=number, field="",
+                message=f"expected 6 columns 'qid Q0 docno rank score tag', found {len(fields)}",
+                hint="every result line needs all six columns; docnos cannot contain spaces"))
+            continue
+        qid, _, docno, _, raw, _ = fields[:6]
+        try:
+            score = float(raw)
+        except ValueError:
+            score = math.nan
+        if math.isnan(score):
+            problems.append(Problem(
+                file=name, line=number, field="score",
+                message=f"score {raw!r} is not a number",
+                hint="the 5th column is the retrieval score; higher ranks first"))
+            continue
+        ranking = run.setdefault(qid, {})
+        if docno in ranking:
+            problems.append(Problem(
+                file=name, line=number, field="docno",
+                message=f"document {docno!r} is retrieved twice for topic {qid!r}",
+                hint="list each document at most once per topic"))
+            continue
+        ranking[docno] = score
+    if not run and not problems:
+        problems.append(Problem(file=name, line=0, field="", message="no results in file",
+                                hint="a run line reads 'qid Q0 docno rank score tag'"))
+    _raise_if(problems, name, "run")
+    return run
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+@dataclass(frozen=True)
+class TrecArrays:
+    """A run joined with its qrels, in the array form the ranking kernels take.
+
+    Attributes
+    ----------
+    qids : list of str
+        Topic of each row, in trec_eval's order (string order).
+    levels : ndarray of int64, shape (n_topics, depth)
+        Qrels level of each retrieved document in trec_eval rank order; 0 for unjudged
+        documents and padding.
+    n_relevant : ndarray of int64, shape (n_topics,)
+        Judged documents with ``level >= relevance_level`` (trec_eval ``num_rel``).
+    ideal : ndarray of int64, shape (n_topics, m)
+        Positive judged levels, descending, padded with 0 (non-positive levels gain nothing).
+    n_retrieved : ndarray of int64, shape (n_topics,)
+        Documents ranked after ``max_docs`` truncation (trec_eval ``num_ret``).
+    """
+
+    qids: list[str]
+    levels: np.ndarray
+    n_relevant: np.ndarray
+    ideal: np.ndarray
+    n_retrieved: np.ndarray
+
+
+def _descending_float32_key(scores: np.ndarray) -> np.ndarray:
+    """uint32 keys whose ascending order is the descending order of ``float32(scores)``."""
+    # trec_eval keeps scores as C float (beyond its range they become +-inf, as in C);
+    # `+ 0.0` folds -0.0 into 0.0 so that they tie as they compare equal in C.
+    with np.errstate(over="ignore"):
+        bits = (scores.astype(np.float32) + np.float32(0.0)).view(np.uint32)
+    # Standard order-preserving map of IEEE floats onto unsigned ints, then inverted.
+    ascending = np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+    return ~ascending
+
+
+def _rank_order(
+    row: np.ndarray, scores: np.ndarray, docnos_at: Callable[[np.ndarray], list[str]]
+) -> np.ndarray:
+    """Permutation putting the flat results in trec_eval order within each row.
+
+    ``row`` is non-decreasing (results come grouped by topic), so one sort on the 64-bit key
+    ``row << 32 | score_key`` orders topics and scores at once. Docnos, the costly tie-break,
+    are fetched (``docnos_at(flat_indices)``) only for the results whose key is tied.
+    """
+    key = (row.astype(np.uint64) << np.uint64(32)) | _descending_float32_key(scores).astype(
+        np.uint64
+    )
+    # Stable sort: timsort/radix beats quicksort here and stability is not needed for
+    # correctness (ties are settled below).
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    tied_next = sorted_key[1:] == sorted_key[:-1]
+    if not tied_next.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= tied_next
+    tied[:-1] |= tied_next
+    positions = np.flatnonzero(tied)
+    members = order[positions]
+    _, docno_rank = np.unique(np.array(docnos_at(members)), return_inverse=True)
+    # Tied groups occupy contiguous positions in key order, so re-sorting the tied members by
+    # (key, docno descending) and writing them back to the same positions fixes every group.
+    regroup = np.lexsort((-docno_rank.ravel(), key[members]))
+    order[positions] = members[regroup]
+    return order
+
+
+def _check_max_docs(max_docs: Any) -> int | None:
+    if max_docs is None:
+        return None
+    if isinstance(max_docs, bool) or not isinstance(max_docs, (int, np.integer)) or max_docs < 1:
+        raise ValueError(f"max_docs must be a positive integer or None, got {max_docs!r}")
+    return int(max_docs)
+
+
+def _check_relevance_level(relevance_level: Any) -> int:
+    if (
+        isinstance(relevance_level, bool)
+        or not isinstance(relevance_level, (int, np.integer))
+        or relevance_level < 1
+    ):
+        raise ValueError(
+            f"relevance_level must be an integer >= 1, got {relevance_level!r} "
+            "(level 0 also marks unjudged documents)"
+        )
+    return int(relevance_level)
+
+
+def _scatter(
+    row: np.ndarray, col: np.ndarray, values: np.ndarray, shape: tuple[int, int]
+) -> np.ndarray:
+    out = np.zeros(shape, dtype=np.int64)
+    out[row, col] = values
+    return out
+
+
+def _positions(counts: np.ndarray) -> np.ndarray:
+    """Position of every flat item inside its row, for rows of the given lengths."""
+    starts = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts).astype(
+        np.int64
+    )
+
+
+def to_arrays(
+    qrels: Qrels,
+    run: Run,
+    *,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    complete: bool = False,
+) -> TrecArrays:
+    """Join a run with its qrels into the arrays of :mod:`rag_bench.metrics.ranking`.
+
+    Applies trec_eval's ordering (score descending as 32-bit float, ties by docno descending;
+    no rank column is used) and its ``-M`` truncation.
+
+    Parameters
+    ----------
+    qrels : dict
+        ``{qid: {docno: level}}`` as returned by :func:`read_qrels`.
+    run : dict
+        ``{qid: {docno: score}}`` as returned by :func:`read_run`. Not modified.
+    relevance_level : int, default 1
+        Minimum level counted in ``n_relevant`` (trec_eval ``-l``); must be >= 1.
+    max_docs : int or None, default None
+        Keep only the first ``max_docs`` documents of each ranking (trec_eval ``-M``).
+    complete : bool, default False
+        Include every qrels topic, an absent one with an empty ranking (trec_eval ``-c``);
+        otherwise only topics present in both (a topic with an empty ranking is absent).
+
+    Returns
+    -------
+    TrecArrays
+
+    Examples
+    --------
+    >>> a = to_arrays({"q1": {"a": 1, "b": 2, "c": 0}},
+    ...               {"q1": {"a": 0.5, "b": 0.5, "x": 0.9}, "q9": {"a": 1.0}})
+    >>> a.qids, a.levels.tolist(), a.n_relevant.tolist(), a.ideal.tolist()
+    (['q1'], [[0, 2, 1]], [2], [[2, 1]])
+    """
+    rl = _check_relevance_level(relevance_level)
+    limit = _check_max_docs(max_docs)
+    # A topic is in a run file only through its result lines, so an empty ranking in a dict
+    # counts as absent, as it would in trec_eval.
+    qids = sorted(qrels.keys() if complete else qrels.keys() & {q for q, r in run.items() if r})
+    n_q = len(qids)
+    empty: dict[str, float] = {}
+    rankings = [run.get(q, empty) for q in qids]
+    judgments = [qrels[q] for q in qids]
+
+    # Retrieved documents, flattened topic by topic; their levels come from one dict lookup
+    # per document (unjudged -> 0), which is the only per-document Python work.
+    n_ret = np.fromiter(map(len, rankings), dtype=np.int64, count=n_q)
+    total = int(n_ret.sum())
+    scores = np.fromiter(
+        chain.from_iterable(r.values() for r in rankings), dtype=np.float64, count=total
+    )
+    if np.isnan(scores).any():
+        raise ValueError("run contains NaN scores; give every retrieved document a number")
+    found = np.fromiter(
+        chain.from_iterable(map(j.get, r, repeat(0)) for j, r in zip(judgments, rankings)),
+        dtype=np.int64,
+        count=total,
+    )
+    row = np.repeat(np.arange(n_q, dtype=np.int64), n_ret)
+    position = _positions(n_ret)
+
+    def docnos_at(flat: np.ndarray) -> list[str]:
+        # Only topics with tied scores pay for listing their docnos.
+        rows = row[flat]
+        names = {r: list(rankings[r]) for r in np.unique(rows).tolist()}
+        return [names[r][i] for r, i in zip(rows.tolist(), position[flat].tolist())]
+
+    # The order keeps each topic's block in place, so sorted slot j still belongs to row[j]
+    # at rank position[j] + 1.
+    ranked = found[_rank_order(row, scores, docnos_at)]
+    if limit is not None:
+        keep = position < limit
+        row, position, ranked = row[keep], position[keep], ranked[keep]
+        n_ret = np.minimum(n_ret, limit)
+    depth = int(n_ret.max()) if n_q else 0
+    levels = _scatter(row, position, ranked, (n_q, depth))
+
+    # Judgments: counts above the threshold, and the ideal ordering of positive levels.
+    n_judged = np.fromiter(map(len, judgments), dtype=np.int64, count=n_q)
+    judged = np.fromiter(
+        chain.from_iterable(j.values() for j in judgments),
+        dtype=np.float64,
+        count=int(n_judged.sum()),
+    )
+    if np.any(judged != np.round(judged)):
+        raise ValueError("qrels levels must be integers")
+    judged_row = np.repeat(np.arange(n_q, dtype=np.int64), n_judged)
+    n_relevant = np.bincount(judged_row[judged >= rl], minlength=n_q).astype(np.int64)
+    positive = judged > 0
+    pos_row, pos_level = judged_row[positive], judged[positive].astype(np.int64)
+    by_level = np.lexsort((-pos_level, pos_row))
+    n_positive = np.bincount(pos_row, minlength=n_q).astype(np.int64)
+    width = int(n_positive.max()) if n_q else 0
+    ideal = _scatter(pos_row[by_level], _positions(n_positive), pos_level[by_level], (n_q, width))
+    return TrecArrays(qids=qids, levels=levels, n_relevant=n_relevant, ideal=ideal,
+                      n_retrieved=n_ret)
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def _num_ret(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return a.n_retrieved
+
+
+def _num_rel(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return a.n_relevant
+
+
+def _num_rel_ret(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return np.asarray(np.count_nonzero(a.levels >= rl, axis=1))
+
+
+def _map(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return average_precision(a.levels, n_relevant=a.n_relevant, relevance_level=rl)
+
+
+def _rprec(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return r_precision(a.levels, n_relevant=a.n_relevant, relevance_level=rl)
+
+
+def _recip_rank(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return reciprocal_rank(a.levels, n_relevant=a.n_relevant, relevance_level=rl)
+
+
+def _precision(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return precision_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+
+
+def _recall(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return recall_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+
+
+def _ndcg(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    # trec_eval's nDCG ignores -l: gains are the judged levels (verified on qrels.rel_level).
+    return ndcg_at_k(a.levels, a.ideal, k=k)
+
+
+def _success(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
+    return hit_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Measure:
+    compute: Callable[[TrecArrays, int | None, int], np.ndarray]
+    #: Cutoffs used when the measure is named without parameters; empty = takes no cutoff.
+    default_cutoffs: tuple[int, ...] = ()
+    #: Counts: printed as integers and summed (not averaged) over topics.
+    integer: bool = False
+
+
+# In trec_eval's own table order, which is also its output order.
+_MEASURES: dict[str, _Measure] = {
+    "num_ret": _Measure(_num_ret, integer=True),
+    "num_rel": _Measure(_num_rel, integer=True),
+    "num_rel_ret": _Measure(_num_rel_ret, integer=True),
+    "map": _Measure(_map),
+    "Rprec": _Measure(_rprec),
+    "recip_rank": _Measure(_recip_rank),
+    "P": _Measure(_precision, default_cutoffs=DEFAULT_CUTOFFS),
+    "recall": _Measure(_recall, default_cutoffs=DEFAULT_CUTOFFS),
+    "ndcg": _Measure(_ndcg),
+    "ndcg_cut": _Measure(_ndcg, default_cutoffs=DEFAULT_CUTOFFS),
+    "success": _Measure(_success, default_cutoffs=(1, 5, 10)),
+}
+
+#: trec_eval measure names understood by :func:`evaluate`.
+SUPPORTED_MEASURES: tuple[str, ...] = tuple(_MEASURES)
+
+_INTEGER_MEASURES = frozenset(name for name, m in _MEASURES.items() if m.integer)
+
+
+def _unsupported(spec: str, why: str) -> ValueError:
+    usage = ", ".join(
+        f"{name}[.k1,k2,...]" if m.default_cutoffs else name for name, m in _MEASURES.items()
+    )
+    return ValueError(f"measures: {why} in {spec!r}; supported (trec_eval syntax): {usage}")
+
+
+def _parse_measures(measures: Iterable[str] | str) -> list[tuple[str, str, int | None]]:
+    """``["P.10,5", "map"]`` -> ``[("map", "map", None), ("P_5", "P", 5), ("P_10", "P", 10)]``.
+
+    Output follows trec_eval's table order; cutoffs are sorted and merged across requests.
+    """
+    specs = [measures] if isinstance(measures, str) else list(measures)
+    if not specs:
+        raise _unsupported("", "no measure given")
+    wanted: dict[str, set[int]] = {}
+    for spec in specs:
+        if not isinstance(spec, str):
+            raise _unsupported(repr(spec), "not a string")
+        name, dot, params = spec.partition(".")
+        measure = _MEASURES.get(name)
+        if measure is None:
+            raise _unsupported(spec, f"unknown measure {name!r}")
+        if dot and not measure.default_cutoffs:
+            raise _unsupported(spec, f"{name!r} takes no parameters")
+        if dot and not all(p.isdigit() and int(p) > 0 for p in params.split(",")):
+            raise _unsupported(spec, "cutoffs must be positive integers separated by commas")
+        cutoffs = {int(p) for p in params.split(",")} if dot else set(measure.default_cutoffs)
+        wanted.setdefault(name, set()).update(cutoffs)
+    columns: list[tuple[str, str, int | None]] = []
+    for name, measure in _MEASURES.items():
+        if name not in wanted:
+            continue
+        if measure.default_cutoffs:
+            columns.extend((f"{name}_{k}", name, k) for k in sorted(wanted[name]))
+        else:
+            columns.append((name, name, None))
+    return columns
+
+
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    *,
+    measures: Iterable[str] | str,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    complete: bool = False,
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Evaluate a run like ``trec_eval -q [-c] [-l L] [-M N] -m ... qrels run``.
+
+    Parameters
+    ----------
+    qrels : dict
+        ``{qid: {docno: level}}``.
+    run : dict
+        ``{qid: {docno: score}}``.
+    measures : iterable of str
+        trec_eval names and syntax: ``map``, ``Rprec``, ``recip_rank``, ``ndcg``, ``num_ret``,
+        ``num_rel``, ``num_rel_ret`` and, with cutoffs, ``P.5,10`` (-> ``P_5``, ``P_10``),
+        ``recall.k``, ``success.k``, ``ndcg_cut.k``. Without cutoffs ``P``, ``recall`` and
+        ``ndcg_cut`` use 5,10,15,20,30,100,200,500,1000 and ``success`` 1,5,10.
+    relevance_level : int, default 1
+        ``-l``: minimum level that counts as relevant (not used by ``ndcg``/``ndcg_cut``).
+    max_docs : int or None, default None
+        ``-M``: evaluate only the first ``max_docs`` documents of each ranking.
+    complete : bool, default False
+        ``-c``: average over every qrels topic; topics missing from the run score 0.
+
+    Returns
+    -------
+    per_query : dict
+        ``{qid: {measure: value}}`` for every evaluated topic, in trec_eval's order.
+    all : dict
+        ``{measure: value}``: mean over evaluated topics, sum for ``num_*``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown measure or bad parameter, or when no topic can be evaluated.
+
+    Examples
+    --------
+    Relevant doc ``b`` ranks 2nd (``x`` scores higher); 2 relevant docs in the qrels.
+
+    >>> per_query, summary = evaluate({"q1": {"a": 1, "b": 1}},
+    ...                               {"q1": {"x": 0.9, "b": 0.5}},
+    ...                               measures=["recip_rank", "P.2", "num_rel_ret"])
+    >>> per_query["q1"]
+    {'num_rel_ret': 1.0, 'recip_rank': 0.5, 'P_2': 0.5}
+    """
+    columns = _parse_measures(measures)
+    arrays = to_arrays(
+        qrels, run, relevance_level=relevance_level, max_docs=max_docs, complete=complete
+    )
+    if not arrays.qids:
+        raise ValueError(
+            "no topic to evaluate: no qid appears in both the qrels and the run "
+            "(use complete=True to score missing topics as 0)"
+        )
+    rl = int(relevance_level)
+    values = [
+        # trec_eval reports an undefined value (e.g. AP without relevant docs) as 0.
+        np.nan_to_num(_MEASURES[name].compute(arrays, k, rl).astype(np.float64), nan=0.0)
+        for _, name, k in columns
+    ]
+    names = [column for column, _, _ in columns]
+    per_query = {
+        qid: dict(zip(names, row))
+        for qid, row in zip(arrays.qids, np.stack(values, axis=1).tolist())
+    }
+    summary = {
+        column: float(v.sum() if _MEASURES[name].integer else v.mean())
+        for (column, name, _), v in zip(columns, values)
+    }
+    return per_query, summary
+
+
+def _base_name(column: str) -> str:
+    base, _, suffix = column.rpartition("_")
+    return base if base in _MEASURES and suffix.isdigit() else column
+
+
+def format_trec(
+    per_query: dict[str, dict[str, float]],
+    all: dict[str, float],  # noqa: A002 - named after trec_eval's "all" row
+    per_query_output: bool,
+) -> str:
+    """Render results exactly as trec_eval prints them.
+
+    One line per value, ``"%-22s\\t%s\\t%.4f"`` (measure, topic, value), counts (``num_*``)
+    as integers; per-topic lines first (when ``per_query_output``), then the ``all`` lines.
+
+    Parameters
+    ----------
+    per_query : dict
+        ``{qid: {measure: value}}`` from :func:`evaluate`.
+    all : dict
+        ``{measure: value}`` from :func:`evaluate`.
+    per_query_output : bool
+        Print the per-topic lines too (trec_eval ``-q``).
+
+    Returns
+    -------
+    str
+        The text, each line ending in a newline.
+
+    Examples
+    --------
+    >>> print(format_trec({"q1": {"map": 0.5, "num_ret": 3.0}},
+    ...                   {"map": 0.5, "num_ret": 3.0}, per_query_output=True),
+    ...       end="")  # doctest: +NORMALIZE_WHITESPACE
+    map                   	q1	0.5000
+    num_ret               	q1	3
+    map                   	all	0.5000
+    num_ret               	all	3
+    """
+    topics = [*per_query.items(), ("all", all)] if per_query_output else [("all", all)]
+    lines = []
+    for qid, values in topics:
+        for column, value in values.items():
+            if _base_name(column) in _INTEGER_MEASURES:
+                lines.append(f"{column:<22}\t{qid}\t{int(value)}\n")
+            else:
+                lines.append(f"{column:<22}\t{qid}\t{value:.4f}\n")
+    return "".join(lines)
