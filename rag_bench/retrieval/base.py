@@ -67,13 +67,15 @@ def top_k(scores: np.ndarray, depth: int, mask: np.ndarray | None) -> tuple[np.n
 
 
 def strictly_decreasing(scores: np.ndarray) -> np.ndarray:
-    """Lower each tied score by the smallest float step so scores strictly decrease.
+    """Scores rounded to float32 and made strictly decreasing, one float32 step at a time.
 
-    TREC tools re-sort runs by score (ties by docno descending); strict scores make them keep our
-    order exactly. Values change by at most a few ulps.
+    trec_eval keeps scores as C ``float`` and re-sorts runs by score (ties by docno descending):
+    scores strictly decreasing *in float32* make it keep our order exactly. Tied values move
+    down by a few float32 ulps; the result is returned as float64 holding float32 values, so
+    its ``repr`` in run.trec parses back to the same float.
     """
-    out = np.array(scores, dtype=np.float64)
+    out = np.array(scores, dtype=np.float32)
     for i in range(1, out.size):
         if out[i] >= out[i - 1]:
-            out[i] = np.nextafter(out[i - 1], -np.inf)
-    return out
+            out[i] = np.nextafter(out[i - 1], np.float32(-np.inf))
+    return out.astype(np.float64)

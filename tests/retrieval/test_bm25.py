@@ -96,3 +96,11 @@ def test_scores_strictly_decrease(demo_dataset):
 def test_bad_parameters(kwargs, needle):
     with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
         Bm25Retriever(**kwargs)
+
+
+def test_strict_in_float32_as_trec_eval_reads_scores():
+    # 1.0 and 1.0 + 1e-12 are different doubles but the same C float: they must still be split.
+    out = strictly_decreasing(np.array([1.0 + 1e-12, 1.0, 1.0, 0.5]))
+    as_float = out.astype(np.float32)
+    assert np.all(np.diff(as_float) < 0)
+    assert np.array_equal(np.array([repr(float(v)) for v in out], dtype=float).astype(np.float32), as_float)

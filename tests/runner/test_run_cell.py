@@ -143,3 +143,33 @@ def test_including_archived_versions_counts_stale_retrievals(tmp_path):
 def test_other_relevance_modes(tmp_path, relevance):
     cell = run(tmp_path, f"eval.relevance={relevance}", dataset=None)
     assert json.loads((cell / "metrics.json").read_text())["counts"]["evaluated"] > 30
+
+
+@pytest.mark.parametrize("chunker", ["fixed", "section", "parent_child"])
+def test_cell_metrics_equal_trec_eval_on_the_cell_files(tmp_path, chunker):
+    """The cell's own run.trec + qrels.trec, scored by the trec_eval-exact engine and by
+    pytrec_eval, give the numbers metrics.json reports."""
+    import pytrec_eval
+
+    from rag_bench.metrics.trec import evaluate, read_qrels, read_run
+
+    cell = run(tmp_path, f"chunker={chunker}", dataset=None)
+    m = json.loads((cell / "metrics.json").read_text())
+    qrels, trec_run = read_qrels(cell / "qrels.trec"), read_run(cell / "run.trec")
+    ks = [1, 3, 5, 10]
+    measures = ["map", "recip_rank"] + [f"{p}.{','.join(map(str, ks))}" for p in ("P", "recall", "success",
+                                                                                    "ndcg_cut")]
+    _, overall = evaluate(qrels, trec_run, measures=measures)
+    names = {"P": "precision", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg"}
+    for trec_name, ours in names.items():
+        for k in ks:
+            assert overall[f"{trec_name}_{k}"] == pytest.approx(m["retrieval"][f"{ours}@{k}"], abs=1e-9)
+    assert overall["map"] == pytest.approx(m["retrieval"]["map"], abs=1e-9)
+    assert overall["recip_rank"] == pytest.approx(m["retrieval"]["mrr"], abs=1e-9)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"map", "recip_rank", "ndcg_cut_10", "P_5"})
+    per_q = evaluator.evaluate(trec_run)
+    ref = {k: np.mean([v[k] for v in per_q.values()]) for k in ("map", "recip_rank", "ndcg_cut_10", "P_5")}
+    assert ref["map"] == pytest.approx(m["retrieval"]["map"], abs=1e-9)
+    assert ref["recip_rank"] == pytest.approx(m["retrieval"]["mrr"], abs=1e-9)
+    assert ref["ndcg_cut_10"] == pytest.approx(m["retrieval"]["ndcg@10"], abs=1e-9)
+    assert ref["P_5"] == pytest.approx(m["retrieval"]["precision@5"], abs=1e-9)
