@@ -19,6 +19,7 @@ venv: $(STAMP)
 
 demo: venv
 	$(VENV)/bin/rag-bench run -m +experiment=demo
+	$(VENV)/bin/rag-bench report experiments/demo
 
 test: venv
 	$(PY) -m pytest -q

@@ -24,6 +24,10 @@ commands:
   validate DATASET                 check a dataset; every problem listed; exit 2 if any
   chunks DATASET chunker=NAME ...  print chunks as JSON lines (stdout) and stats (stderr)
   score-run QRELS RUN [-m ..]      trec_eval-compatible scoring of TREC files
+  compare CELL_A CELL_B            paired statistics + per-question differences (--json)
+  report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
+  gate CELL --policy FILE [--baseline CELL] [--junit FILE]
+                                   release gate: exit 0 pass, 1 fail, 2 cannot evaluate
   leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment (--tag TAG)
   cache verify [--repair]          check the embedding cache's checksums
 
@@ -164,6 +168,83 @@ def _leaderboard(argv: list[str]) -> int:
     return 0
 
 
+def _compare(argv: list[str]) -> int:
+    from rag_bench.reporting.cells import load_cell
+    from rag_bench.reporting.compare import compare_cells, format_compare
+
+    p = argparse.ArgumentParser(prog="rag-bench compare", description="Paired comparison of two cells over the "
+                                "same questions: difference B - A per metric with a paired bootstrap CI, a paired "
+                                "randomisation-test p-value (Holm-corrected across metrics), and the questions "
+                                "that flipped.")
+    p.add_argument("cell_a", help="cell folder or MLflow run id (the reference)")
+    p.add_argument("cell_b", help="cell folder or MLflow run id")
+    p.add_argument("-m", "--metric", action="append", help="per-question metric (repeatable), e.g. hit@5; "
+                   "default: all")
+    p.add_argument("--flip-metric", help="metric whose right/wrong flips are listed (default hit@<pipeline.k>)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--tracking-uri", help="MLflow URI for run ids (default $MLFLOW_TRACKING_URI)")
+    a = p.parse_args(argv)
+    try:
+        ca, cb = load_cell(a.cell_a, tracking_uri=a.tracking_uri), load_cell(a.cell_b, tracking_uri=a.tracking_uri)
+        result = compare_cells(ca, cb, metrics=a.metric, n_resamples=a.resamples, seed=a.seed, alpha=a.alpha,
+                               flip_metric=a.flip_metric)
+    except RagBenchError as exc:
+        return _fail(exc)
+    print(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))
+    return 0
+
+
+def _gate(argv: list[str]) -> int:
+    from rag_bench.reporting.cells import load_cell
+    from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy, markdown
+
+    p = argparse.ArgumentParser(prog="rag-bench gate", description="Check a cell against a release policy "
+                                "(absolute thresholds; regression rules against a baseline). Exit 0 pass, "
+                                "1 fail, 2 cannot evaluate.", epilog="policy format: conf/gate/release.yaml")
+    p.add_argument("cell", help="cell folder or MLflow run id")
+    p.add_argument("--policy", required=True, help="policy YAML, e.g. conf/gate/release.yaml")
+    p.add_argument("--baseline", help="cell folder or run id to check regressions against")
+    p.add_argument("--junit", help="also write JUnit XML here (one test per rule)")
+    p.add_argument("--tracking-uri", help="MLflow URI for run ids (default $MLFLOW_TRACKING_URI)")
+    a = p.parse_args(argv)
+    try:
+        policy = load_policy(a.policy)
+        cell = load_cell(a.cell, tracking_uri=a.tracking_uri)
+        baseline = load_cell(a.baseline, tracking_uri=a.tracking_uri) if a.baseline else None
+    except RagBenchError as exc:
+        return _fail(exc)
+    results = evaluate_gate(cell, policy, baseline)
+    print(markdown(cell, results, baseline))
+    if a.junit:
+        Path(a.junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.junit).write_text(junit_xml(results), encoding="utf-8")
+    return exit_code(results)
+
+
+def _report(argv: list[str]) -> int:
+    from rag_bench.reporting.report import render_report
+
+    p = argparse.ArgumentParser(prog="rag-bench report", description="Render an experiment's cells as an HTML "
+                                "page of charts (reports/<experiment>/index.html), readable without a server; also "
+                                "logged to the sweep's MLflow parent run.")
+    p.add_argument("experiment_dir", help="e.g. experiments/demo")
+    p.add_argument("--out", default="reports", help="output root (default reports/)")
+    p.add_argument("--metric", default="retrieval/ndcg@10", help="metric that ranks cells (section/name)")
+    p.add_argument("--baseline", help="cell folder to compare the best cell against (default: the worst cell)")
+    p.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
+    a = p.parse_args(argv)
+    try:
+        index = render_report(a.experiment_dir, out_root=a.out, metric=a.metric, baseline=a.baseline,
+                              log_to_mlflow=not a.no_mlflow)
+    except RagBenchError as exc:
+        return _fail(exc)
+    print(f"report: {index}")
+    return 0
+
+
 def _cache(argv: list[str]) -> int:
     from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir
 
@@ -199,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         from rag_bench.metrics.trec_cli import main as score_main
 
         return score_main(rest)
-    handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache}
+    handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
+                "compare": _compare, "gate": _gate, "report": _report}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

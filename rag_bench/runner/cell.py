@@ -66,9 +66,9 @@ def write_cell(cell_dir: Path, cfg: DictConfig, result: CellResult) -> None:
         raise
 
 
-def mark_done(cell_dir: Path) -> None:
-    """Write DONE atomically: the last step of a cell."""
-    _atomic_write(cell_dir / "DONE", "done\n")
+def mark_done(cell_dir: Path, info: dict[str, Any] | None = None) -> None:
+    """Write DONE atomically: the last step of a cell. ``info`` (e.g. the MLflow run id) is its JSON body."""
+    _atomic_write(cell_dir / "DONE", json.dumps(info or {}, sort_keys=True) + "\n")
 
 
 def discard(cell_dir: Path) -> None:

@@ -85,12 +85,13 @@ def run_cell(cfg: DictConfig) -> Path:
     stored = cfg.copy()
     OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
     result = run_pipeline(cfg, dataset, cid)
+    result.metrics["dataset_fingerprint"] = dataset.fingerprint
     write_cell(cell_dir, stored, result)
     tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
             **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker")}}
-    tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
-                     metrics=flat_metrics(result.metrics), tags=tags)
-    mark_done(cell_dir)
+    run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
+                              metrics=flat_metrics(result.metrics), tags=tags)
+    mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
     m = result.metrics["retrieval"]
     log.info("cell %s done: chunker=%s retriever=%s reranker=%s index=%s k=%s chunks=%d hit@5=%s mrr=%s",
              cid, tags["chunker"], tags["retriever"], tags["reranker"], tags["index"], cfg.pipeline.k,

@@ -26,6 +26,10 @@ class Tracker(Protocol):
         """Close the sweep's parent run (FINISHED or FAILED)."""
         ...
 
+    def describe(self) -> dict[str, str | None]:
+        """Where results went (stored in the cell's DONE), e.g. tracking URI and parent run id."""
+        ...
+
 
 class NullTracker:
     """``tracking=none``: results live only in the cell folders."""
@@ -43,3 +47,7 @@ class NullTracker:
 
     def finish_sweep(self, ok: bool) -> None:
         """Nothing to close."""
+
+    def describe(self) -> dict[str, str | None]:
+        """No tracking."""
+        return {"tracking": "none"}

@@ -142,6 +142,12 @@ class MlflowTracker:
         client.set_terminated(run_id, "FINISHED")
         return run_id
 
+    def describe(self) -> dict[str, str | None]:
+        """Tracking URI, experiment and the sweep's parent run id (None when MLflow was skipped)."""
+        parent = _PARENTS.get((self.uri, self.experiment, self.sweep_id))
+        return {"tracking": "none" if self._disabled else "mlflow", "tracking_uri": self.uri,
+                "mlflow_experiment": self.experiment, "parent_run_id": parent}
+
     def finish_sweep(self, ok: bool) -> None:
         """Mark this sweep's parent run FINISHED (or FAILED)."""
         key = (self.uri, self.experiment, self.sweep_id)

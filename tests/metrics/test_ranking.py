@@ -217,7 +217,8 @@ def test_bad_k_raises_for_optional_cutoffs(k: int) -> None:
 
 
 def test_bad_gain_raises() -> None:
-    with pytest.raises(ValueError, match=r"gain must be one of \['exponential', 'linear'\], got 'log'"):
+    expected = r"gain must be one of \['exponential', 'linear'\], got 'log'"
+    with pytest.raises(ValueError, match=expected):
         ndcg_at_k(LEVELS, IDEAL, gain="log")
 
 

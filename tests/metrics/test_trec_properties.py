@@ -44,7 +44,10 @@ def qrels_and_run(draw: st.DrawFn, *, ties: bool) -> tuple[dict, dict]:
         else:
             values = draw(st.permutations(range(len(retrieved))))
             run[topic] = {doc: float(v) * 0.37 - 1.0 for doc, v in zip(retrieved, values)}
-    qrels = {t: j for t, j in qrels.items() if j} or {"1": {"d1": 1}}
+    # trec_eval cannot evaluate a topic whose judgments are all negative (it sizes its level
+    # table by the maximum level and fails on a zero-size table; pytrec_eval then returns
+    # zeros and its caches go bad), so every topic keeps at least one level >= 0.
+    qrels = {t: j for t, j in qrels.items() if j and max(j.values()) >= 0} or {"1": {"d1": 1}}
     if not run.keys() & qrels.keys():
         run[next(iter(qrels))] = {"d1": 1.0}
     return qrels, run

@@ -1,0 +1,1 @@
+"""Statistics over per-question results: paired comparisons and multiple-testing correction."""
