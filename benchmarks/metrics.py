@@ -97,7 +97,9 @@ def main() -> None:
         f"{m}_{k}" for m in ("P", "recall", "success", "ndcg_cut") for k in KS
     ]
     ks = ",".join(map(str, KS))
-    our_measures = ["map", "recip_rank"] + [f"{m}.{ks}" for m in ("P", "recall", "success", "ndcg_cut")]
+    our_measures = ["map", "recip_rank"] + [
+        f"{m}.{ks}" for m in ("P", "recall", "success", "ndcg_cut")
+    ]
 
     t_pytrec, theirs = best_of(
         lambda: pytrec_eval.RelevanceEvaluator(qrels, set(trec_names)).evaluate(run)

@@ -225,7 +225,9 @@ def reciprocal_rank(
 ) -> np.ndarray:
     """``1 / rank`` of the first relevant item within the top ``k`` (MRR@k per question).
 
-    .. math:: RR@k = \\frac{1}{\\min\\{r \\le k : \\ell_r \\ge \\lambda\\}}, \\quad 0 \\text{ if none}
+    .. math::
+
+        RR@k = \\frac{1}{\\min\\{r \\le k : \\ell_r \\ge \\lambda\\}}, \\quad 0 \\text{ if none}
 
     ``k=None`` uses the whole ranking and equals trec_eval ``recip_rank``; a cutoff ``k``
     equals ``recip_rank`` on the run truncated to ``k`` items.

@@ -442,12 +442,12 @@ def _recip_rank(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
     return reciprocal_rank(a.levels, n_relevant=a.n_relevant, relevance_level=rl)
 
 
-def _precision(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
-    return precision_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+def _precision(a: TrecArrays, k: int, rl: int) -> np.ndarray:
+    return precision_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)
 
 
-def _recall(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
-    return recall_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+def _recall(a: TrecArrays, k: int, rl: int) -> np.ndarray:
+    return recall_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)
 
 
 def _ndcg(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
@@ -455,13 +455,14 @@ def _ndcg(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
     return ndcg_at_k(a.levels, a.ideal, k=k)
 
 
-def _success(a: TrecArrays, k: int | None, rl: int) -> np.ndarray:
-    return hit_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)  # type: ignore[arg-type]
+def _success(a: TrecArrays, k: int, rl: int) -> np.ndarray:
+    return hit_at_k(a.levels, n_relevant=a.n_relevant, k=k, relevance_level=rl)
 
 
 @dataclass(frozen=True)
 class _Measure:
-    compute: Callable[[TrecArrays, int | None, int], np.ndarray]
+    #: (arrays, cutoff or None, relevance_level) -> one value per topic.
+    compute: Callable[[TrecArrays, Any, int], np.ndarray]
     #: Cutoffs used when the measure is named without parameters; empty = takes no cutoff.
     default_cutoffs: tuple[int, ...] = ()
     #: Counts: printed as integers and summed (not averaged) over topics.
