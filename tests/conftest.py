@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hypothesis import settings as hypothesis_settings
 from omegaconf import DictConfig
 
 from rag_bench.data.loader import load_dataset
@@ -18,6 +19,10 @@ TINY = REPO / "tests" / "fixtures" / "tiny"
 SHARED = REPO.parent / "shared"
 
 register_configs()
+
+# Property tests draw the same examples on every run: CI results do not depend on luck.
+hypothesis_settings.register_profile("rag_bench", derandomize=True, deadline=None)
+hypothesis_settings.load_profile("rag_bench")
 
 
 @pytest.fixture(scope="session", autouse=True)
