@@ -98,6 +98,19 @@ def test_sweep_lands_on_server(mlflow_server, tmp_path):
         local = client.download_artifacts(run.info.run_id, "metrics.json", str(tmp_path / "dl" / run.info.run_id))
         assert json.loads(Path(local).read_text()) == metrics
 
+    # The report's charts land as artifacts of the sweep's parent run.
+    report = rag_bench(["report", str(tmp_path / "exp" / "e2e"), "--out", str(tmp_path / "reports")],
+                       mlflow_server, tmp_path)
+    assert report.returncode == 0, report.stderr[-2000:]
+    logged = {a.path for a in client.list_artifacts(parents[0].info.run_id, "report")}
+    assert {"report/index.html", "report/leaderboard.png", "report/failures.png"} <= logged
+
+    # Cells can be named by their MLflow run id: compare downloads them from the server.
+    ids = [r.info.run_id for r in cells]
+    cmp = rag_bench(["compare", ids[0], ids[1], "--json"], mlflow_server, tmp_path)
+    assert cmp.returncode == 0, cmp.stderr[-2000:]
+    assert json.loads(cmp.stdout)["questions"] == 6
+
     again = rag_bench(args, mlflow_server, tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("already done, skipping") + again.stdout.count("already done, skipping") == 2
