@@ -1,0 +1,121 @@
+"""A persistent key → bytes store in one SQLite file, safe for concurrent writers and kills.
+
+SQLite in WAL mode gives what every rag_bench cache must guarantee: several processes may read
+and write at once (writers queue on the lock), and a process killed mid-write leaves either the
+whole transaction or nothing. Each row also stores a checksum of its bytes; a row whose bytes do
+not match is never returned (it is treated as a miss and deleted), and :meth:`verify` finds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500  # SQLite's default limit on host parameters is 999
+
+
+def checksum(data: bytes) -> str:
+    """Row checksum: the first 128 bits of sha256."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def default_cache_dir() -> Path:
+    """``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``."""
+    env = os.environ.get("RAG_BENCH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "rag_bench"
+
+
+class BlobStore:
+    """Bytes by key; subclasses add the value encoding and a per-row validity check."""
+
+    table = "blobs"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.corrupt = 0
+
+    def _conn(self) -> sqlite3.Connection:
+        # One connection per process and thread: SQLite handles must not cross a fork.
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=120, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key TEXT PRIMARY KEY, data BLOB NOT NULL, "
+                         "checksum TEXT NOT NULL)")
+            self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def _valid(self, data: bytes) -> bool:
+        """Extra per-value check beyond the checksum (e.g. vector length)."""
+        return True
+
+    def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """Stored bytes for ``keys`` (missing and corrupt keys are absent)."""
+        out: dict[str, bytes] = {}
+        bad: list[str] = []
+        conn = self._conn()
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), _BATCH):
+            part = unique[i:i + _BATCH]
+            marks = ",".join("?" * len(part))
+            for key, data, check in conn.execute(
+                    f"SELECT key, data, checksum FROM {self.table} WHERE key IN ({marks})", part):
+                if checksum(data) != check or not self._valid(data):
+                    bad.append(key)
+                else:
+                    out[key] = data
+        if bad:
+            self.corrupt += len(bad)
+            log.warning("cache %s: %d corrupt entr%s dropped and recomputed", self.path, len(bad),
+                        "y" if len(bad) == 1 else "ies")
+            self._delete(bad)
+        return out
+
+    def put_bytes(self, items: Iterable[tuple[str, bytes]]) -> None:
+        """Store values in one transaction: a kill leaves all of them or none."""
+        rows = [(k, d, checksum(d)) for k, d in items]
+        if not rows:
+            return
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(f"INSERT OR REPLACE INTO {self.table}(key, data, checksum) VALUES (?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _delete(self, keys: Sequence[str]) -> None:
+        conn = self._conn()
+        for i in range(0, len(keys), _BATCH):
+            part = list(keys[i:i + _BATCH])
+            conn.execute(f"DELETE FROM {self.table} WHERE key IN ({','.join('?' * len(part))})", part)
+
+    def verify(self, *, repair: bool = False) -> tuple[int, int]:
+        """Check every row: ``(ok, corrupt)``; with ``repair`` corrupt rows are deleted."""
+        conn = self._conn()
+        check = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            raise RuntimeError(f"{self.path}: SQLite integrity check failed: {check}")
+        ok, bad = 0, []
+        for key, data, check in conn.execute(f"SELECT key, data, checksum FROM {self.table}"):
+            if checksum(data) == check and self._valid(data):
+                ok += 1
+            else:
+                bad.append(key)
+        if repair and bad:
+            self._delete(bad)
+        return ok, len(bad)
+
+    def __len__(self) -> int:
+        return int(self._conn().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
