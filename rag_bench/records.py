@@ -149,3 +149,34 @@ class Dataset:
     documents: dict[str, Document] = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     fingerprint: str = ""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A numbered source handed to the generator: one chunk, or a parent section it expands to."""
+
+    number: int
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    heading_path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A parsed generator output with its citations validated against the context.
+
+    ``citations`` holds only passage numbers that exist; ``invalid_citations`` counts the rest.
+    ``parse_error`` is set when the output was not the JSON contract (the answer is then empty
+    and counted as unparseable, never repaired); ``error`` is set when the call itself failed.
+    """
+
+    text: str
+    citations: tuple[int, ...] = ()
+    invalid_citations: int = 0
+    refused: bool = False
+    parse_error: str | None = None
+    error: str | None = None
+    raw: str = ""

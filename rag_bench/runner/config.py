@@ -28,7 +28,7 @@ CONF_DIR = REPO_ROOT / "conf"
 DEMO_DATASET = REPO_ROOT / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
-COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "tracking")
+COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "tracking")
 
 
 @dataclass
@@ -41,6 +41,8 @@ class DatasetConf:
 class PipelineConf:
     k: int = 5  # passages handed to the generator; a sweep axis
     include_archived: bool = False
+    expand_parents: bool = False  # parent_child: hand the parent section instead of the child
+    token_budget: int = 2000  # context budget (words + punctuation); passages are never cut
 
 
 @dataclass
@@ -75,6 +77,7 @@ class RagBenchConf:
     index: Any = None
     retriever: Any = None
     reranker: Any = None
+    generator: Any = None
     tracking: Any = None
 
 
@@ -88,6 +91,8 @@ def validate(cfg: DictConfig) -> None:
     ks = list(cfg.eval.ks)
     if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k <= 0 for k in ks):
         raise ConfigError(f"eval.ks must be a non-empty list of integers > 0, got {ks} -- fix: eval.ks=[1,3,5,10]")
+    if cfg.pipeline.token_budget <= 0:
+        raise ConfigError(f"pipeline.token_budget must be > 0, got {cfg.pipeline.token_budget} -- fix: 2000")
     if cfg.pipeline.k <= 0:
         raise ConfigError(f"pipeline.k must be > 0, got {cfg.pipeline.k} -- fix: pipeline.k=5")
     mc = cfg.eval.min_coverage

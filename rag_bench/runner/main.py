@@ -59,7 +59,7 @@ def _flat_params(cfg: DictConfig) -> dict[str, Any]:
 def run_cell(cfg: DictConfig) -> Path:
     """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input."""
     validate(cfg)
-    for group in ("chunker", "embedder", "index", "retriever", "reranker"):
+    for group in ("chunker", "embedder", "index", "retriever", "reranker", "generator"):
         build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
     tracker = build(cfg.tracking, "tracking")
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
@@ -88,15 +88,23 @@ def run_cell(cfg: DictConfig) -> Path:
     result.metrics["dataset_fingerprint"] = dataset.fingerprint
     write_cell(cell_dir, stored, result)
     tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
-            **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker")}}
+            **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker",
+                                                        "generator")}}
     run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
                               metrics=flat_metrics(result.metrics), tags=tags)
     mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
-    m = result.metrics["retrieval"]
-    log.info("cell %s done: chunker=%s retriever=%s reranker=%s index=%s k=%s chunks=%d hit@5=%s mrr=%s",
-             cid, tags["chunker"], tags["retriever"], tags["reranker"], tags["index"], cfg.pipeline.k,
-             result.metrics["counts"]["chunks"],
-             _fmt(m.get("hit@5")), _fmt(m.get("mrr")))
+    m = result.metrics
+    gen = ""
+    if "generation" in m:
+        g, c, a = m["generation"], m["citation"], m["abstention"]
+        gen = (f" | correct={_fmt(g.get('correct'))} cite_p={_fmt(c.get('citation_precision'))} "
+               f"cite_r={_fmt(c.get('citation_recall'))} correct_refusal={_fmt(a.get('correct_refusal_rate'))} "
+               f"false_refusal={_fmt(a.get('false_refusal_rate'))} failures="
+               + ",".join(f"{k}:{v}" for k, v in m["failures"].items() if v))
+    log.info("cell %s done: chunker=%s retriever=%s reranker=%s index=%s generator=%s k=%s chunks=%d hit@5=%s "
+             "mrr=%s%s", cid, tags["chunker"], tags["retriever"], tags["reranker"], tags["index"], tags["generator"],
+             cfg.pipeline.k, m["counts"]["chunks"], _fmt(m["retrieval"].get("hit@5")), _fmt(m["retrieval"].get("mrr")),
+             gen)
     return cell_dir
 
 

@@ -22,7 +22,16 @@ from tqdm import tqdm
 
 from rag_bench.records import Chunk, Dataset
 from rag_bench.retrieval.base import AccessFilter
+from rag_bench.generation.none import NoGenerator
 from rag_bench.reranking.base import apply_rerank
+from rag_bench.runner.generation_stage import (
+    ANSWERABLE_LABELS,
+    GENERATION_COLUMNS,
+    UNANSWERABLE_LABELS,
+    conditional_table,
+    run_generation,
+    threshold_analysis,
+)
 from rag_bench.runner.config import build, wants
 from rag_bench.runner.scoring import RETRIEVAL_LABELS, TAG_METRICS, aggregate, by_tag, score_retrieval
 
@@ -133,6 +142,14 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
                                    min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance),
                                    gain=str(cfg.eval.gain))
     frame["retrieved_ids"] = [[searchable[i].chunk_id for i in r] for r in retrieved]
+    generator = build(cfg.generator, "generator")
+    gen_info: dict[str, Any] | None = None
+    if not isinstance(generator, NoGenerator):
+        gen_info = run_generation(
+            generator=generator, questions=questions, rankings=rankings, searchable=searchable,
+            parents={c.chunk_id: c for c in chunks if c.is_parent}, k=int(cfg.pipeline.k),
+            expand_parents=bool(cfg.pipeline.expand_parents), token_budget=int(cfg.pipeline.token_budget),
+            min_coverage=float(cfg.eval.min_coverage), frame=frame)
     frame["retrieve_ms"] = per_q_ms
     if rerank_ms:
         frame["rerank_ms"] = rerank_ms
@@ -142,8 +159,13 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     retrieval_cols = [f"{m}@{kk}" for m in ("hit", "precision", "recall", "mrr", "ndcg") for kk in ks] + \
         ["mrr", "ndcg", "map"]
     evidence_cols = [f"{m}@{kk}" for m in ("evidence_recall", "complete") for kk in cut]
-    metrics = aggregate(frame, {"retrieval": retrieval_cols, "evidence": evidence_cols},
-                        n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    sections = {"retrieval": retrieval_cols, "evidence": evidence_cols}
+    if gen_info is not None:
+        sections.update(GENERATION_COLUMNS)
+    metrics = aggregate(frame, sections, n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
+    if gen_info is not None:
+        metrics["conditional"] = conditional_table(frame, int(cfg.pipeline.k))
     metrics["by_tag"] = by_tag(frame, [m for m in TAG_METRICS if m in frame])
     if hasattr(retriever, "ann_report"):
         metrics["ann"] = {**retriever.ann_report(questions, ks, access), "index": str(cfg.index.name)}
@@ -163,8 +185,12 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
                        "embedding_cache_hits": after.cache_hits - before.cache_hits,
                        "embeddings_computed": after.encoded - before.encoded,
                        "embed_s": round(after.encode_s - before.encode_s, 6)}
-    labels = frame.loc[answerable, "failure"].value_counts()
-    metrics["failures"] = {label: int(labels.get(label, 0)) for label in RETRIEVAL_LABELS}
+    labels = frame["failure"].value_counts()
+    names = RETRIEVAL_LABELS if gen_info is None else ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
+    metrics["failures"] = {label: int(labels.get(label, 0)) for label in names}
+    if gen_info is not None:
+        metrics["latency"].update(generate_s=round(gen_info["generate_wall_s"], 6),
+                                  seconds_per_question=gen_info["seconds_per_question"])
     metrics["counts"] = {
         "documents": len(docs), "chunks": sum(not c.is_parent for c in chunks),
         "searchable_chunks": len(searchable), "questions": len(questions),
@@ -172,6 +198,9 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
         "evaluated": evaluated, "excluded_no_relevant_chunk": int(answerable.sum()) - evaluated,
         "depth": depth, "k": int(cfg.pipeline.k),
     }
+    if gen_info is not None:
+        metrics["counts"].update({k: v for k, v in gen_info.items() if not k.endswith("_s") and
+                                  k != "seconds_per_question"})
     return CellResult(frame, metrics, _run_trec(frame, cell_id), _qrels_trec(questions, searchable, qrels))
 
 

@@ -60,7 +60,7 @@ def test_not_worse_than(tmp_path, demo_cells):
 
 
 def test_missing_metric_cannot_evaluate(tmp_path, demo_cells, capsys):
-    policy = write(tmp_path, "thresholds:\n  generation/correct: {min: 0.5}\n")
+    policy = write(tmp_path, "thresholds:\n  generation/no_such_metric: {min: 0.5}\n")
     assert cli(["gate", str(demo_cells["baseline"].path), "--policy", str(policy)]) == 2
     assert "ERROR" in capsys.readouterr().out
 

@@ -29,10 +29,10 @@ def without_timings(metrics: dict) -> dict:
 
 
 def test_cell_folder_layout(tmp_path):
-    cell = run(tmp_path, "chunker=section")
+    cell = run(tmp_path, "chunker=section", "generator=none")
     assert cell.parent.name == "default" and is_done(cell)
     assert {p.name for p in cell.iterdir()} == {"config.yaml", "metrics.json", "records.parquet", "run.trec",
-                                                "qrels.trec", "DONE"}
+                                                "qrels.trec", "failures.csv", "DONE"}
     metrics = json.loads((cell / "metrics.json").read_text())
     assert metrics["counts"]["questions"] == 6 and metrics["counts"]["answerable"] == 4
     assert metrics["n"]["retrieval/hit@5"] == 4
@@ -173,3 +173,35 @@ def test_cell_metrics_equal_trec_eval_on_the_cell_files(tmp_path, chunker):
     assert ref["recip_rank"] == pytest.approx(m["retrieval"]["mrr"], abs=1e-9)
     assert ref["ndcg_cut_10"] == pytest.approx(m["retrieval"]["ndcg@10"], abs=1e-9)
     assert ref["P_5"] == pytest.approx(m["retrieval"]["precision@5"], abs=1e-9)
+
+
+def test_generation_cell(tmp_path):
+    """Default generator (extractive) on the demo set: answer columns, metrics with n and CIs,
+    full failure attribution, failures.csv and the hit-vs-correct table."""
+    cell = run(tmp_path, dataset=None)
+    m = json.loads((cell / "metrics.json").read_text())
+    for section, key in (("generation", "correct"), ("generation", "faithfulness"), ("citation", "citation_precision"),
+                         ("citation", "citation_recall"), ("abstention", "correct_refusal_rate"),
+                         ("abstention", "false_refusal_rate"), ("abstention", "unsupported_answer_rate")):
+        assert 0 <= m[section][key] <= 1 and f"{section}/{key}" in m["ci"]
+    assert m["n"]["generation/correct"] == m["counts"]["answerable"]
+    assert m["n"]["abstention/correct_refusal_rate"] == m["counts"]["unanswerable"]
+    assert sum(m["failures"].values()) == m["counts"]["questions"]
+    assert m["counts"]["endpoint_calls"] == 0  # extractive calls no model
+    cond = m["conditional"]
+    assert cond["hit"]["n"] + cond["miss"]["n"] == m["counts"]["answerable"]
+    assert cond["hit"]["rate"] >= (cond["miss"]["rate"] or 0)
+    assert 0.5 <= m["abstention"]["top1_auroc"] <= 1
+    records = pd.read_parquet(cell / "records.parquet")
+    assert {"answer", "citations", "context_ids", "refused", "correct", "citation_precision"} <= set(records.columns)
+    assert set(records["failure"]) <= {"chunking", "retrieval_miss", "ranking", "false_refusal", "generation",
+                                       "citation", "correct", "correct_refusal", "hallucinated_answer"}
+    failures = pd.read_csv(cell / "failures.csv")
+    assert len(failures) == len(records) and {"qid", "failure", "answer"} <= set(failures.columns)
+    # the prompt-injection review never changes the output format: every answer parsed
+    assert records["parse_error"].isna().all()
+
+
+def test_retrieval_only_cell_has_no_generation_sections(tmp_path):
+    m = json.loads((run(tmp_path, "generator=none") / "metrics.json").read_text())
+    assert "generation" not in m and "conditional" not in m and "top1_auroc" in m["abstention"]

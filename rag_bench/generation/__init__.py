@@ -1,0 +1,1 @@
+"""Generation stage: context, prompt contract, generators, answer parsing."""

@@ -1,0 +1,41 @@
+"""Parse a generator's raw output into an :class:`Answer`, validating citations in code."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rag_bench.generation.prompt import REFUSAL
+from rag_bench.records import Answer
+
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+def is_refusal(text: str) -> bool:
+    """The fixed refusal sentence (case and surrounding punctuation/space ignored), or nothing."""
+    norm = re.sub(r"[^a-z ]", "", text.lower()).strip()
+    return norm == re.sub(r"[^a-z ]", "", REFUSAL.lower()).strip()
+
+
+def parse_answer(raw: str, n_passages: int) -> Answer:
+    """Apply the answer contract to ``raw``.
+
+    Output must be a JSON object with a string ``answer`` and an integer list ``sources``.
+    Citations are the union of ``sources`` and ``[n]`` markers in the answer; numbers outside
+    ``1..n_passages`` are dropped and counted in ``invalid_citations``. Anything else is recorded
+    as a parse error with an empty answer — never repaired.
+    """
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, TypeError) as exc:
+        return Answer("", parse_error=f"not JSON: {exc}", raw=str(raw))
+    if not isinstance(obj, dict) or not isinstance(obj.get("answer"), str):
+        return Answer("", parse_error="JSON lacks a string 'answer'", raw=raw)
+    sources = obj.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sources):
+        return Answer("", parse_error="'sources' is not a list of integers", raw=raw)
+    text = obj["answer"].strip()
+    cited = list(dict.fromkeys([*sources, *(int(m) for m in _CITE.findall(text))]))
+    valid = tuple(sorted(c for c in cited if 1 <= c <= n_passages))
+    refused = is_refusal(text) or not text
+    return Answer(text, valid if not refused else (), len(cited) - len(valid), refused, raw=raw)

@@ -1,0 +1,79 @@
+"""Extractive generator: a deterministic, model-free baseline that makes every generation metric
+meaningful offline.
+
+It scores each sentence of each passage by the share of the question's content words it
+contains, answers with the best sentence (plus the runner-up from another passage when it is
+nearly as good — two-part questions), cites their passages, and says the refusal sentence when
+the best support is under ``threshold``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rag_bench.chunking.spans import sentence_spans
+from rag_bench.errors import ConfigError
+from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.generation.context import count_tokens
+from rag_bench.generation.prompt import REFUSAL
+from rag_bench.retrieval.tokenize import ENGLISH_STOPWORDS, tokenize
+
+
+class ExtractiveGenerator:
+    """Parameters
+    ----------
+    threshold:
+        Minimum share of question content words a sentence must contain to be an answer.
+    max_sentences:
+        1 or 2: add the runner-up sentence (from a different passage) when its support is at
+        least ``second_ratio`` of the best.
+    second_ratio:
+        See ``max_sentences``.
+    """
+
+    cacheable = False  # cheaper to recompute than to look up
+
+    def __init__(self, threshold: float = 0.5, max_sentences: int = 2, second_ratio: float = 0.8) -> None:
+        if not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+            raise ConfigError(f"generator.threshold must be in [0, 1], got {threshold!r}")
+        if max_sentences not in (1, 2):
+            raise ConfigError(f"generator.max_sentences must be 1 or 2, got {max_sentences!r}")
+        self.threshold, self.max_sentences, self.second_ratio = float(threshold), max_sentences, float(second_ratio)
+        self.identity: dict[str, Any] = {"generator": "extractive", "threshold": self.threshold,
+                                         "max_sentences": max_sentences, "second_ratio": self.second_ratio}
+
+    def _answer(self, item: GenerationInput) -> dict[str, Any]:
+        q = {t for t in tokenize(item.question, ENGLISH_STOPWORDS)}
+        scored: list[tuple[float, int, int, str]] = []  # (support, passage, order, sentence)
+        for p in item.passages:
+            for order, (s, e) in enumerate(sentence_spans(p.text)):
+                sent = p.text[s:e]
+                words = set(tokenize(sent, ENGLISH_STOPWORDS))
+                support = len(q & words) / len(q) if q else 0.0
+                scored.append((support, p.number, order, sent))
+        if not scored:
+            return {"answer": REFUSAL, "sources": []}
+        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+        best = scored[0]
+        if best[0] < self.threshold:
+            return {"answer": REFUSAL, "sources": []}
+        picks = [best]
+        if self.max_sentences == 2:
+            for cand in scored[1:]:
+                if cand[1] != best[1] and cand[0] >= self.second_ratio * best[0]:
+                    picks.append(cand)
+                    break
+        text = " ".join(f"{sent} [{num}]" for _, num, _, sent in picks)
+        return {"answer": text, "sources": sorted({num for _, num, _, _ in picks})}
+
+    def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
+        """Deterministic answers, as JSON in the contract's format."""
+        out = []
+        for item in items:
+            raw = json.dumps(self._answer(item))
+            # attempts=0: no model or endpoint was called (nothing to count as an endpoint call).
+            out.append(Generation(raw, None, count_tokens(item.prompt.system + item.prompt.user), count_tokens(raw),
+                                  attempts=0))
+        return out

@@ -1,0 +1,81 @@
+"""Answer metrics and failure labels on hand-made cases, including refusals and empty answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_bench.generation.prompt import REFUSAL
+from rag_bench.metrics.generation import (
+    citation_precision,
+    citation_recall,
+    exact_match,
+    faithfulness,
+    is_correct,
+    normalize,
+    token_f1,
+)
+from rag_bench.records import Answer, EvidenceSpan, Passage
+from rag_bench.runner.generation_stage import final_label
+
+P = [Passage(1, "d#0", "d", 0, 100, "Refunds are paid within 14 days. The fee is $1,250."),
+     Passage(2, "e#0", "e", 0, 50, "Stores open at 9am on Sundays.")]
+EV = (EvidenceSpan("d", 10, 40),)
+
+
+def ans(text, cites=(), refused=False):
+    return Answer(text, tuple(cites), refused=refused)
+
+
+def test_normalisation_and_string_metrics():
+    assert normalize("The fee: $1,250!") == "fee $1250"
+    assert exact_match("14 Days.", ["14 days"]) == 1.0 and exact_match("14", ["14 days"]) == 0.0
+    assert token_f1("within 14 days", ["14 days"]) == pytest.approx(0.8)  # p=2/3, r=1
+    assert token_f1("", ["x"]) == 0.0
+
+
+def test_correct_uses_facts_then_answers():
+    assert is_correct(ans("Paid within 14 days [1]."), ["14 days"], [])
+    assert not is_correct(ans("Paid within 14 weeks."), ["14 days"], ["14 days"])
+    assert is_correct(ans("The fee is $1250."), ["$1,250"], [])  # digit grouping
+    assert is_correct(ans("within 14 days"), [], ["14 days"])  # F1 0.8 >= 0.5
+    assert not is_correct(ans(REFUSAL, refused=True), ["14 days"], [])
+    assert not is_correct(ans(""), [], ["14 days"])
+
+
+def test_faithfulness():
+    assert faithfulness(ans("Refunds are paid within 14 days.", [1]), P) == 1.0
+    # second sentence is not in the cited passage (it is in passage 2, which is not cited)
+    assert faithfulness(ans("Refunds are paid within 14 days. Stores open at 9am on Sundays.", [1]), P) == 0.5
+    assert faithfulness(ans("Refunds are paid within 14 days."), P) == 0.0  # cites nothing
+    assert math.isnan(faithfulness(ans(REFUSAL, refused=True), P))
+    assert math.isnan(faithfulness(ans(""), P))
+
+
+def test_citation_precision_and_recall():
+    assert citation_precision(ans("x", [1]), P, EV) == 1.0
+    assert citation_precision(ans("x", [1, 2]), P, EV) == 0.5
+    assert math.isnan(citation_precision(ans("x"), P, EV))
+    assert citation_recall(ans("x", [1]), P, EV) == 1.0
+    assert citation_recall(ans("x", [2]), P, EV) == 0.0
+    assert citation_recall(ans("x", [1]), P, EV + (EvidenceSpan("z", 0, 5),)) == 0.5
+    assert math.isnan(citation_recall(ans("x", [1]), P, ()))
+
+
+@pytest.mark.parametrize(("answerable", "retrieval", "answer", "correct", "cp", "label"), [
+    (True, "chunking", ans("x", [1]), True, 1.0, "chunking"),
+    (True, "retrieval_miss", ans("x", [1]), True, 1.0, "retrieval_miss"),
+    (True, "ranking", ans("x", [1]), False, 0.0, "ranking"),
+    (True, "in_context", Answer("", error="timeout"), False, float("nan"), "error"),
+    (True, "in_context", ans(REFUSAL, refused=True), False, float("nan"), "false_refusal"),
+    (True, "in_context", ans("wrong", [1]), False, 1.0, "generation"),
+    (True, "in_context", ans("right", []), True, float("nan"), "citation"),
+    (True, "in_context", ans("right", [2]), True, 0.0, "citation"),
+    (True, "in_context", ans("right", [1]), True, 1.0, "correct"),
+    (False, None, ans(REFUSAL, refused=True), False, float("nan"), "correct_refusal"),
+    (False, None, ans("made up", [1]), False, 0.0, "hallucinated_answer"),
+    (False, None, Answer("", error="HTTP 500"), False, float("nan"), "error"),
+])
+def test_failure_labels(answerable, retrieval, answer, correct, cp, label):
+    assert final_label(answerable, retrieval, answer, correct, cp) == label
