@@ -50,3 +50,7 @@ class ConfigError(RagBenchError):
 
 class TrackingError(RagBenchError):
     """The experiment tracker (MLflow) cannot be reached or refused a write."""
+
+
+class EndpointError(RagBenchError):
+    """A generator or judge endpoint failed too often for the cell's numbers to be trusted."""

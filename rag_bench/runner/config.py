@@ -28,7 +28,7 @@ CONF_DIR = REPO_ROOT / "conf"
 DEMO_DATASET = REPO_ROOT / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
-COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "tracking")
+COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge", "tracking")
 
 
 @dataclass
@@ -78,6 +78,7 @@ class RagBenchConf:
     retriever: Any = None
     reranker: Any = None
     generator: Any = None
+    judge: Any = None
     tracking: Any = None
 
 

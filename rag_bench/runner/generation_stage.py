@@ -3,6 +3,7 @@ failure labels from the full attribution order, and the hit-vs-correct table."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,7 +49,8 @@ def run_generation(*, generator: Any, questions: Sequence[Question], rankings: S
         right = is_correct(a, q.facts, q.answers) if ok else False
         cp = citation_precision(a, it.passages, q.evidence, min_coverage=min_coverage) if ok else np.nan
         row = {
-            "context_ids": [p.chunk_id for p in it.passages], "answer": a.text, "citations": list(a.citations),
+            "context_ids": [p.chunk_id for p in it.passages], "context_texts": [p.text for p in it.passages],
+            "answer": a.text, "citations": list(a.citations),
             "refused": a.refused, "parse_error": a.parse_error, "generation_error": a.error, "raw_output": a.raw,
             "correct": float(right) if ok and q.answerable else np.nan,
             "faithfulness": faithfulness(a, it.passages) if ok and not a.parse_error else np.nan,
@@ -116,3 +118,22 @@ def threshold_analysis(frame: pd.DataFrame) -> dict[str, float | None]:
     t, f1 = best_f1_threshold(top[keep], y[keep])
     clean = {"top1_auroc": a, "top1_best_f1_threshold": t, "top1_best_f1": f1}
     return {k: (None if v is None or np.isnan(v) else float(v)) for k, v in clean.items()}
+
+
+def run_judge(*, judge: Any, questions: Sequence[Question], frame: pd.DataFrame) -> dict[str, Any]:
+    """Judge every answered question (refusals, failed calls and unparseable outputs are not
+    judged); add ``judge_<metric>`` and ``judge_failures`` columns; return counts."""
+    from rag_bench.judging.ragas_judge import JudgeSample
+
+    samples = []
+    for q, row in zip(questions, frame.itertuples(index=False)):
+        answered = (pd.isna(row.generation_error) and pd.isna(row.parse_error) and not row.refused
+                    and bool(row.answer))
+        samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts)) if answered else None)
+    results = judge.judge(samples)
+    for m in judge.metrics:
+        frame[f"judge_{m}"] = [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
+    frame["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
+    attempted = sum(len(r.scores) for r in results)
+    failed = sum(len(r.failures) for r in results)
+    return {"judge_attempted": attempted, "judge_failures": failed, "judge_calls": sum(r.calls for r in results)}

@@ -59,7 +59,7 @@ def _flat_params(cfg: DictConfig) -> dict[str, Any]:
 def run_cell(cfg: DictConfig) -> Path:
     """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input."""
     validate(cfg)
-    for group in ("chunker", "embedder", "index", "retriever", "reranker", "generator"):
+    for group in ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge"):
         build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
     tracker = build(cfg.tracking, "tracking")
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)

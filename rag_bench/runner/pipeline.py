@@ -30,8 +30,11 @@ from rag_bench.runner.generation_stage import (
     UNANSWERABLE_LABELS,
     conditional_table,
     run_generation,
+    run_judge,
     threshold_analysis,
 )
+from rag_bench.errors import EndpointError
+from rag_bench.judging.none import NoJudge
 from rag_bench.runner.config import build, wants
 from rag_bench.runner.scoring import RETRIEVAL_LABELS, TAG_METRICS, aggregate, by_tag, score_retrieval
 
@@ -150,6 +153,15 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
             parents={c.chunk_id: c for c in chunks if c.is_parent}, k=int(cfg.pipeline.k),
             expand_parents=bool(cfg.pipeline.expand_parents), token_budget=int(cfg.pipeline.token_budget),
             min_coverage=float(cfg.eval.min_coverage), frame=frame)
+        judge = build(cfg.judge, "judge", embedder=embedder)
+        if not isinstance(judge, NoJudge):
+            gen_info.update(run_judge(judge=judge, questions=questions, frame=frame))
+            rate = gen_info["judge_failures"] / max(1, gen_info["judge_attempted"])
+            if rate > judge.max_failure_rate:
+                raise EndpointError(f"judge: {gen_info['judge_failures']} of {gen_info['judge_attempted']} judgements "
+                                    f"failed ({rate:.0%} > judge.max_failure_rate={judge.max_failure_rate}); first "
+                                    f"reason: {next(f for f in frame['judge_failures'] if f)} -- fix: check the judge "
+                                    "endpoint or raise judge.max_failure_rate")
     frame["retrieve_ms"] = per_q_ms
     if rerank_ms:
         frame["rerank_ms"] = rerank_ms
@@ -162,10 +174,14 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     sections = {"retrieval": retrieval_cols, "evidence": evidence_cols}
     if gen_info is not None:
         sections.update(GENERATION_COLUMNS)
+        judged = [c for c in frame.columns if c.startswith("judge_") and c != "judge_failures"]
+        if judged:
+            sections["judge"] = judged
     metrics = aggregate(frame, sections, n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
     metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
     if gen_info is not None:
         metrics["conditional"] = conditional_table(frame, int(cfg.pipeline.k))
+        metrics["methods"] = {"faithfulness": "lexical_support_proxy", "judge": str(cfg.judge.name)}
     metrics["by_tag"] = by_tag(frame, [m for m in TAG_METRICS if m in frame])
     if hasattr(retriever, "ann_report"):
         metrics["ann"] = {**retriever.ann_report(questions, ks, access), "index": str(cfg.index.name)}

@@ -1,0 +1,1 @@
+"""LLM judges over generated answers (optional; results recorded beside the deterministic metrics)."""
