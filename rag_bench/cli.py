@@ -30,6 +30,7 @@ commands:
                                    release gate: exit 0 pass, 1 fail, 2 cannot evaluate
   leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment (--tag TAG)
   cache verify [--repair]          check the embedding cache's checksums
+  sync EXPERIMENT_DIR              upload finished cells to MLflow after an outage (no duplicates)
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -245,6 +246,25 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
+def _sync(argv: list[str]) -> int:
+    from rag_bench.tracking.sync import sync_experiment
+
+    p = argparse.ArgumentParser(prog="rag-bench sync", description="Upload an experiment's finished cells to "
+                                "MLflow (after a tracking outage or tracking=none). Cells already tracked are "
+                                "skipped, so running it twice adds nothing.")
+    p.add_argument("experiment_dir")
+    p.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else <experiments root>/mlflow.db")
+    a = p.parse_args(argv)
+    if not Path(a.experiment_dir).is_dir():
+        return _fail(f"{a.experiment_dir}: no such experiment folder -- fix: pass experiments/<name>")
+    try:
+        counts = sync_experiment(a.experiment_dir, tracking_uri=a.tracking_uri)
+    except RagBenchError as exc:
+        return _fail(exc)
+    print(f"sync: {counts['uploaded']} cell(s) uploaded, {counts['already_tracked']} already tracked")
+    return 0
+
+
 def _cache(argv: list[str]) -> int:
     from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir
 
@@ -281,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
-                "compare": _compare, "gate": _gate, "report": _report}
+                "compare": _compare, "gate": _gate, "report": _report, "sync": _sync}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

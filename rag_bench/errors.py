@@ -54,3 +54,7 @@ class TrackingError(RagBenchError):
 
 class EndpointError(RagBenchError):
     """A generator or judge endpoint failed too often for the cell's numbers to be trusted."""
+
+
+class OutputError(RagBenchError):
+    """Results cannot be written (disk full, permissions); nothing partial is kept."""

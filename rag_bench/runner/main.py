@@ -13,7 +13,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench.data.loader import load_dataset
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, OutputError
+from rag_bench.faults import failpoint
 from rag_bench.runner.cell import discard, flat_metrics, is_done, mark_done, write_cell
 from rag_bench.runner.config import build, cell_id, dataset_path, validate
 from rag_bench.runner.pipeline import run_pipeline
@@ -86,12 +87,18 @@ def run_cell(cfg: DictConfig) -> Path:
     OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
     result = run_pipeline(cfg, dataset, cid)
     result.metrics["dataset_fingerprint"] = dataset.fingerprint
-    write_cell(cell_dir, stored, result)
+    try:
+        write_cell(cell_dir, stored, result)
+    except OSError as exc:  # disk full, quota, permissions: nothing half-written is left behind
+        raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
+                          "space or pass output.root=<another folder>; no partial cell was kept") from exc
+    failpoint("cell_written")
     tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
             **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker",
                                                         "generator")}}
     run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
                               metrics=flat_metrics(result.metrics), tags=tags)
+    failpoint("before_done")
     mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
     m = result.metrics
     gen = ""

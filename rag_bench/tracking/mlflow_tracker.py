@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import TrackingError
+from rag_bench.faults import failpoint
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class MlflowTracker:
                                 tags={**tags, "cell_id": cell_id, "mlflow.parentRunId": parent})
         run_id = run.info.run_id
         try:
+            failpoint("mlflow_run_created")
             plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
             mlist = [Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
             for i in range(0, len(plist), 100):
