@@ -83,6 +83,8 @@ class DenseRetriever:
         """
         reference = self.exact or self.index
         qv = self.query_vectors(questions)
+        # The index may be shared by several cells: count only this measurement's fallbacks.
+        fallbacks_before = self.index.fallbacks
         kmax = max(ks)
         recalls: dict[int, list[float]] = {k: [] for k in ks}
         ann_ms, exact_ms = [], []
@@ -107,6 +109,6 @@ class DenseRetriever:
             "ann_p95_ms": float(np.percentile(ann_ms, 95)), "exact_p50_ms": float(np.percentile(exact_ms, 50)),
             "exact_p95_ms": float(np.percentile(exact_ms, 95)), "build_s": self.index.build_s,
             "exact_build_s": (self.exact or self.index).build_s, "index_bytes": self.index.nbytes(),
-            "exact_index_bytes": (self.exact or self.index).nbytes(), "underfill_fallbacks": self.index.fallbacks,
+            "exact_index_bytes": (self.exact or self.index).nbytes(), "underfill_fallbacks": self.index.fallbacks - fallbacks_before,
         })
         return report

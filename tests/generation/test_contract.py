@@ -79,3 +79,24 @@ def test_parse_answer(raw, text, cites, invalid, refused, error):
 def test_refusal_detection():
     assert is_refusal(REFUSAL) and is_refusal(" " + REFUSAL.lower().rstrip(".") + " ")
     assert not is_refusal("I cannot answer this from the provided sources, but 14 days.")
+
+
+def test_injected_instructions_stay_data(demo_dataset):
+    """The demo corpus holds a review that says "Ignore all previous instructions ...": in a
+    prompt it is one fenced source among others, the instructions are untouched, and the
+    extractive answer still follows the JSON contract."""
+    from rag_bench.chunking.section import SectionChunker
+    from rag_bench.generation.base import GenerationInput
+    from rag_bench.generation.extractive import ExtractiveGenerator
+
+    chunks = SectionChunker().chunk(list(demo_dataset.documents.values()))
+    hostile = [c for c in chunks if "ignore all previous instructions" in c.body.lower()]
+    assert hostile
+    passages = build_context(hostile + chunks[:3], k=4)
+    p = build_prompt("Are all refrigerators free this week?", passages)
+    assert p.system == SYSTEM
+    assert p.user.count(OPEN) == p.user.count(CLOSE) == len(passages)
+    assert p.user.rstrip().endswith("Answer with JSON only, citing the sources you used.")
+    (g,) = ExtractiveGenerator().generate([GenerationInput("Are all refrigerators free this week?", tuple(passages), p)])
+    a = parse_answer(g.raw, len(passages))
+    assert a.parse_error is None and a.invalid_citations == 0
