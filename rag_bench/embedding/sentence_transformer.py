@@ -171,7 +171,7 @@ class SentenceTransformerEmbedder:
                         for i in range(len(texts))]).astype(np.float32, copy=False)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out = out / np.where(norms == 0, 1, norms)
+            out = (out / np.where(norms == 0, 1, norms)).astype(np.float32)
         return out
 
     @property

@@ -22,7 +22,7 @@ def _selector(mask: np.ndarray) -> Any:
 
     bits = np.packbits(mask.astype(np.uint8), bitorder="little")
     sel = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
-    sel._bits = bits  # keep the buffer alive as long as the selector
+    sel._bits = bits  # type: ignore[attr-defined]  # keep the buffer alive as long as the selector
     return sel
 
 
@@ -44,7 +44,7 @@ class FaissIndex:
         """Search parameters at widening step ``widen`` (0 = as configured)."""
         import faiss
 
-        return faiss.SearchParameters(sel=sel) if sel is not None else None
+        return faiss.SearchParameters(sel=sel) if sel is not None else None  # type: ignore[call-arg]
 
     def _max_widen(self) -> int:
         return 0

@@ -36,7 +36,7 @@ class HnswIndex(FaissIndex):
     def _params(self, sel: Any, widen: int) -> Any:
         import faiss
 
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # missing from faiss' stubs
         params.efSearch = self.ef_search * 4 ** widen
         if sel is not None:
             params.sel = sel

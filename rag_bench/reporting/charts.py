@@ -148,7 +148,7 @@ def top1_scores(cell: Cell, path: Path) -> tuple[Path, dict[str, float]] | None:
     a = auroc(top[keep], y[keep])
     t, f1 = best_f1_threshold(top[keep], y[keep])
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    bins = np.linspace(top[keep].min(), top[keep].max(), 25)
+    bins = np.linspace(top[keep].min(), top[keep].max(), 25).tolist()
     ax.hist(top[keep & y], bins=bins, alpha=0.6, label=f"answerable (n={int((keep & y).sum())})")
     ax.hist(top[keep & ~y], bins=bins, alpha=0.6, label=f"unanswerable (n={int((keep & ~y).sum())})")
     ax.axvline(t, color="black", ls="--", label=f"best-F1 threshold {t:.3g} (F1 {f1:.2f})")

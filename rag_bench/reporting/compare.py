@@ -48,7 +48,7 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": float((y[both] - x[both]).mean()) if both.any() else None,
                      "ci": [lo, hi], "p": randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)})
-    for row, p_adj in zip(rows, holm([r["p"] for r in rows])):
+    for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):  # type: ignore[arg-type]
         row["p_holm"] = p_adj
         row["significant"] = bool(p_adj <= alpha)
     k = int((a.config.get("pipeline") or {}).get("k", 5))

@@ -124,8 +124,9 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     regressions = policy.get("regressions") or {}
     if regressions and baseline is None:
         results.append(RuleResult("regressions", "pass", "skipped", "", "no --baseline given"))
-    for metric, rule in regressions.items() if baseline is not None else ():
-        results.append(_regression(cell, baseline, metric, rule, seed))
+    if baseline is not None:
+        for metric, rule in regressions.items():
+            results.append(_regression(cell, baseline, metric, rule, seed))
     max_rate = (policy.get("errors") or {}).get("max_error_rate")
     if max_rate is not None:
         counts = cell.metrics.get("counts", {})

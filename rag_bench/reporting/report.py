@@ -137,7 +137,7 @@ def _log(cells: list[Cell], folder: Path) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        MlflowClient(tracking_uri=uri).log_artifacts(parent, str(folder), artifact_path="report")
+        MlflowClient(tracking_uri=uri).log_artifacts(str(parent), str(folder), artifact_path="report")
         log.info("report logged to MLflow run %s (%s)", parent, uri)
     except Exception as exc:  # the report on disk is the product; tracking is best effort here
         log.warning("could not log the report to MLflow run %s at %s: %s", parent, uri, exc)
