@@ -17,7 +17,8 @@ from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
 FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking": "#ff7f0e",
                   "false_refusal": "#9467bd", "generation": "#e377c2", "citation": "#bcbd22",
-                  "in_context": "#2ca02c", "correct": "#2ca02c"}
+                  "in_context": "#2ca02c", "correct": "#2ca02c", "error": "#7f7f7f",
+                  "correct_refusal": "#1f77b4", "hallucinated_answer": "#17becf"}
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -122,7 +123,7 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
 def failures(cells: Sequence[Cell], path: Path) -> Path:
     """Stacked bars: how many answerable questions each cell lost at each stage."""
     labels = list(dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {})))
-    cells = sorted(cells, key=lambda c: c.metrics.get("failures", {}).get("in_context", 0))
+    cells = sorted(cells, key=lambda c: sum(c.metrics.get("failures", {}).get(k, 0) for k in ("in_context", "correct")))
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(cells) + 1.8))
     left = np.zeros(len(cells))
     for lab in labels:
@@ -130,9 +131,9 @@ def failures(cells: Sequence[Cell], path: Path) -> Path:
         ax.barh(range(len(cells)), vals, left=left, label=lab, color=FAILURE_COLORS.get(lab))
         left += vals
     ax.set_yticks(range(len(cells)), [c.label for c in cells], fontsize=8)
-    ax.set_xlabel("answerable questions")
+    ax.set_xlabel("questions (answerable: first stage that lost them; unanswerable: refused or not)")
     ax.legend(fontsize=8, ncol=min(4, len(labels)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    ax.set_title("Failure attribution per cell (first stage that lost the evidence)")
+    ax.set_title("Failure attribution per cell")
     return _save(fig, path)
 
 

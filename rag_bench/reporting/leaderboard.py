@@ -11,7 +11,9 @@ import yaml
 IDENTITY_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker")
 ANN_COLUMNS = ("ann/ann_recall@10", "ann/ann_p50_ms", "ann/exact_p50_ms")
 DEFAULT_COLUMNS = ("retrieval/hit@1", "retrieval/hit@5", "retrieval/mrr@10", "retrieval/ndcg@10",
-                   "retrieval/recall@10", "evidence/evidence_recall@5", "evidence/complete@5")
+                   "retrieval/recall@10", "evidence/evidence_recall@5", "evidence/complete@5",
+                   "generation/correct", "citation/citation_precision", "abstention/false_refusal_rate",
+                   "abstention/correct_refusal_rate")
 
 
 def _labels(nodes: list[dict]) -> list[str]:

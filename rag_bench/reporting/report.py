@@ -48,7 +48,8 @@ def _leaderboard_frame(cells: list[Cell], metric: str) -> pd.DataFrame:
         ci = c.metrics.get("ci", {}).get(metric)
         row: dict[str, Any] = {"cell": c.label}
         for key in ("retrieval/hit@1", "retrieval/hit@5", "retrieval/mrr@10", "retrieval/ndcg@10",
-                    "evidence/evidence_recall@5", "evidence/complete@5", "ann/ann_recall@10"):
+                    "evidence/evidence_recall@5", "evidence/complete@5", "ann/ann_recall@10", "generation/correct",
+                    "citation/citation_precision", "abstention/false_refusal_rate", "abstention/correct_refusal_rate"):
             v = c.metric(key)
             if v is not None:
                 row[key.split("/", 1)[1]] = f"{v:.3f}"
@@ -98,8 +99,21 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append(f"<p>AUROC of 'answerable' from the top-1 score alone: <b>{s['auroc']:.3f}</b>; best-F1 "
                         f"threshold {s['threshold']:.4g} gives F1 {s['f1']:.3f}. Below ~0.8 a score threshold cannot "
                         "reliably decide when to abstain.</p>")
-    sections.append("<h2>Retrieval hit vs answer correct</h2><p class='note'>These cells have no generation "
-                    "stage, so there is no answer to be correct; this table appears once a generator runs.</p>")
+    sections.append("<h2>Retrieval hit vs answer correct</h2>")
+    generated = [c for c in cells if c.metrics.get("conditional")]
+    if generated:
+        rows = []
+        for c in sorted(generated, key=lambda c: -(c.metric(metric) or 0)):
+            cond = c.metrics["conditional"]
+            rows.append({"cell": c.label, "k": cond["k"],
+                         **{f"correct when {h} (n)": (f"{cond[h]['rate']:.3f} ({cond[h]['correct']}/{cond[h]['n']})"
+                                                     if cond[h]["n"] else "n/a (0)") for h in ("hit", "miss")}})
+        sections.append("<p>Answerable questions, split by whether a relevant chunk was in the top k handed to the "
+                        "generator. A low rate on hits points at generation; misses cap what any generator can do."
+                        "</p>" + _table(pd.DataFrame(rows)))
+    else:
+        sections.append("<p class='note'>These cells have no generation stage (generator=none), so there is no "
+                        "answer to be correct.</p>")
     if base is not best:
         diff = compare_cells(base, best, metrics=[m for m in ("hit@1", "hit@5", "mrr@10", "ndcg@10", "recall@10")
                                                   if m in best.records and m in base.records])

@@ -75,3 +75,8 @@ def test_notebook_executes(demo_cells, tmp_path):
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2
     assert any("ndcg@10" in o.get("text", "") for o in outputs)
     assert (tmp_path / "rag_bench_notebook" / "leaderboard.png").exists()
+
+
+def test_report_shows_hit_vs_correct_when_cells_generated(report):
+    page = report.read_text()
+    assert "correct when hit (n)" in page and "correct when miss (n)" in page
