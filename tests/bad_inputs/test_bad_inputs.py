@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import pytest
 
 from rag_bench.cli import main as cli
 from tests.conftest import TINY
+from tests.servers import free_port
 
 
 def copy_tiny(tmp: Path) -> Path:
@@ -34,12 +34,6 @@ def edit_questions(root: Path, fn: Callable[[list[dict]], None]) -> None:
 def append_line(path: Path, line: str) -> None:
     with open(path, "a") as fh:
         fh.write(line + "\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # (id, how to break the dataset (or None), extra overrides, expected exit, needles in stderr)

@@ -7,27 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.conftest import TINY
+from tests.servers import free_port, running
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -39,28 +31,11 @@ def gguf(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llm_server(gguf, tmp_path_factory):
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("llm") / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-                             "--port", str(port), "--chat_format", "gemma", "--n_ctx", "4096"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/models", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail("llama_cpp.server did not start")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+           "--port", url.split(":")[2].split("/")[0], "--chat_format", "gemma", "--n_ctx", "4096"]
+    with running(cmd, url + "/models", tmp_path_factory.mktemp("llm") / "server.log"):
+        yield url
 
 
 def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_path):
