@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,9 +87,3 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
             out.append(Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0))
     return out
 
-
-def timed(fn: Any) -> tuple[Any, float]:
-    """Call ``fn()`` and return its result with the wall time it took."""
-    t0 = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - t0

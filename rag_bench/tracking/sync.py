@@ -5,7 +5,6 @@ target experiment is skipped."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,3 @@ def sync_experiment(experiment_dir: str | Path, *, tracking_uri: str | None = No
     tracker.finish_sweep(ok=True)
     return counts
 
-
-def default_uri() -> str | None:
-    """The tracking URI sync uses when none is given."""
-    return os.environ.get("MLFLOW_TRACKING_URI")
