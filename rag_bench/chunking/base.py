@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from rag_bench.chunking.spans import trim
+from rag_bench.data.markdown import heading_path_at
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Document
 
@@ -33,17 +34,6 @@ class DocumentChunker:
         raise NotImplementedError
 
 
-def heading_path_at(doc: Document, offset: int) -> tuple[str, ...]:
-    """Heading path of the section containing ``offset``."""
-    path: tuple[str, ...] = ()
-    for sec in doc.sections:
-        if sec.heading_start <= offset:
-            path = sec.heading_path
-        else:
-            break
-    return path
-
-
 def make_chunks(doc: Document, spans: Sequence[tuple[int, int]], *, prefix_headings: bool = False,
                 id_prefix: str = "", parent_ids: Sequence[str | None] | None = None,
                 is_parent: bool = False) -> list[Chunk]:
@@ -53,7 +43,7 @@ def make_chunks(doc: Document, spans: Sequence[tuple[int, int]], *, prefix_headi
         s, e = trim(doc.text, s0, e0)
         if s >= e:
             continue
-        path = heading_path_at(doc, s)
+        path = heading_path_at(doc.sections, s)
         prefix = " > ".join(path) + "\n\n" if prefix_headings and path else ""
         chunks.append(Chunk(
             chunk_id=f"{doc.doc_id}#{id_prefix}{len(chunks):04d}", doc_id=doc.doc_id, start=s, end=e,

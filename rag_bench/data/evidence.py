@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_bench.data.markdown import heading_path_at
 from rag_bench.records import Document, EvidenceSpan, Section
 
 
@@ -80,7 +81,7 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
             count = text.count(quote, lo, hi)
             return (None, "quote", f"quote is ambiguous: {count} occurrences in {where}document {doc.doc_id!r}",
                     "make the quote longer or add 'section' to say which one")
-        return EvidenceSpan(doc.doc_id, first, first + len(quote), path or _path_at(doc, first)), "", "", ""
+        return EvidenceSpan(doc.doc_id, first, first + len(quote), path or heading_path_at(doc.sections, first)), "", "", ""
     if section is not None:
         s, e = _trimmed(text, lo, hi)
         if s == e:
@@ -94,11 +95,5 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
     if not 0 <= start < end <= len(text):
         return (None, "start/end", f"span [{start}, {end}) is outside document {doc.doc_id!r} "
                 f"(length {len(text)}) or empty", "use 0 <= start < end <= document length")
-    return EvidenceSpan(doc.doc_id, start, end, _path_at(doc, start)), "", "", ""
+    return EvidenceSpan(doc.doc_id, start, end, heading_path_at(doc.sections, start)), "", "", ""
 
-
-def _path_at(doc: Document, offset: int) -> tuple[str, ...]:
-    for sec in doc.sections:
-        if sec.heading_start <= offset < sec.end:
-            return sec.heading_path
-    return ()

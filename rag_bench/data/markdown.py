@@ -66,6 +66,17 @@ def parse_sections(text: str) -> tuple[Section, ...]:
     return tuple(sections)
 
 
+def heading_path_at(sections: tuple[Section, ...], offset: int) -> tuple[str, ...]:
+    """Heading path of the section containing character ``offset`` (``()`` before any heading)."""
+    path: tuple[str, ...] = ()
+    for sec in sections:
+        if sec.heading_start <= offset:
+            path = sec.heading_path
+        else:
+            break
+    return path
+
+
 @dataclass(frozen=True)
 class Block:
     """A structural block: ``kind`` in {paragraph, list, table, code, heading}."""
