@@ -19,6 +19,14 @@ class SweepCallbacks(Callback):
 
     def _start(self, config: DictConfig) -> None:
         os.environ[SWEEP_ENV] = sweep_id_from_argv(str(config.experiment.name), argv_overrides())
+        tracking = config.get("tracking")
+        if tracking is not None and tracking.get("name") == "mlflow" and "${" not in str(config.experiment.name):
+            from rag_bench.runner.config import build
+
+            tracker = build(tracking, "tracking")
+            tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
+                         sweep_id=os.environ[SWEEP_ENV])
+            tracker.prepare()
 
     def _end(self, config: DictConfig) -> None:
         from rag_bench.reporting.leaderboard import format_leaderboard, load_cells

@@ -21,6 +21,7 @@ from rag_bench.faults import failpoint
 log = logging.getLogger(__name__)
 
 _PARENTS: dict[tuple[str, str, str], str] = {}  # (uri, experiment, sweep_id) -> parent run id
+PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 
 
 def metric_name(key: str) -> str:
@@ -95,10 +96,25 @@ class MlflowTracker:
             artifact_location = (self.output_root / "mlartifacts").as_uri()
         return client.create_experiment(self.experiment, artifact_location=artifact_location)
 
+    def prepare(self) -> str | None:
+        """Create the store, the experiment and the sweep's parent run up front (in the launching
+        process), so parallel launcher workers neither race to initialise a SQLite store nor
+        create two parents. Workers find the parent through ``RAG_BENCH_PARENT_RUN_ID``."""
+        self.check()
+        if self._disabled:
+            return None
+        parent = self._parent(self._experiment_id())
+        os.environ[PARENT_ENV] = f"{self.uri}|{self.experiment}|{self.sweep_id}|{parent}"
+        return parent
+
     def _parent(self, exp_id: str) -> str:
         key = (self.uri, self.experiment, self.sweep_id)
         if key in _PARENTS:
             return _PARENTS[key]
+        uri, exp, sweep, run_id = (os.environ.get(PARENT_ENV, "").split("|") + ["", "", "", ""])[:4]
+        if (uri, exp, sweep) == key and run_id:
+            _PARENTS[key] = run_id  # created by the launching process
+            return run_id
         client = self._get_client()
         found = client.search_runs([exp_id], filter_string=f"tags.sweep_id = '{self.sweep_id}'",
                                    max_results=1)
