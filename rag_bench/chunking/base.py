@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from rag_bench.chunking.spans import trim
-from rag_bench.data.markdown import heading_path_at
+from rag_bench.data.markdown import heading_path_at, trim
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Document
 

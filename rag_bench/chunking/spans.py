@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag_bench.data.markdown import parse_blocks
+from rag_bench.data.markdown import parse_blocks, trim
 
 Span = tuple[int, int]
 
@@ -16,15 +16,6 @@ _MARKER = re.compile(r"\s*(?:\d+[.)]|[-*+])[\"')\]*_]*")
 _ABBREV = {"e.g", "i.e", "etc", "mr", "mrs", "ms", "dr", "no", "vs", "approx", "inc", "ltd", "st", "ext",
            "fig", "min", "max", "incl", "dept", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
            "sept", "oct", "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"}
-
-
-def trim(text: str, start: int, end: int) -> Span:
-    """Shrink ``[start, end)`` so it neither starts nor ends with whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def word_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:

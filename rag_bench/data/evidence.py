@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_bench.data.markdown import heading_path_at
+from rag_bench.data.markdown import heading_path_at, trim
 from rag_bench.records import Document, EvidenceSpan, Section
 
 
@@ -30,14 +30,6 @@ def section_span(doc: Document, sec: Section) -> tuple[int, int]:
         elif other.heading_start >= sec.end:
             break
     return sec.body_start, end
-
-
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | None, str, str, str]:
@@ -83,7 +75,7 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
                     "make the quote longer or add 'section' to say which one")
         return EvidenceSpan(doc.doc_id, first, first + len(quote), path or heading_path_at(doc.sections, first)), "", "", ""
     if section is not None:
-        s, e = _trimmed(text, lo, hi)
+        s, e = trim(text, lo, hi)
         if s == e:
             return None, "section", f"section {section!r} has an empty body", "point at a section with text"
         return EvidenceSpan(doc.doc_id, s, e, path), "", "", ""

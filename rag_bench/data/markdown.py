@@ -66,6 +66,15 @@ def parse_sections(text: str) -> tuple[Section, ...]:
     return tuple(sections)
 
 
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink ``[start, end)`` so it neither starts nor ends with whitespace."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def heading_path_at(sections: tuple[Section, ...], offset: int) -> tuple[str, ...]:
     """Heading path of the section containing character ``offset`` (``()`` before any heading)."""
     path: tuple[str, ...] = ()
