@@ -15,16 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.metrics.generation import facts_present
 from rag_bench.records import Chunk, EvidenceSpan, Question
 
 RELEVANCE_MODES = ("overlap", "section", "facts")
-
-
-def _normalise(text: str) -> str:
-    import re
-
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
-    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
 class ChunkIndex:
@@ -81,10 +75,10 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
     found = np.zeros(len(question.evidence), bool)
     rel: list[np.ndarray] = []
     if mode == "facts":
-        facts = [_normalise(f) for f in question.facts]
-        if facts:
-            hits = np.asarray([i for i, c in enumerate(index.chunks)
-                               if all(f in _normalise(c.text) for f in facts)], np.int64)
+        if question.facts:
+            # Same normalisation as answer correctness, so "relevant by facts" means what "correct" means.
+            hits = np.asarray([i for i, c in enumerate(index.chunks) if facts_present(c.text, question.facts)],
+                              np.int64)
             rel.append(hits)
             found[:] = hits.size > 0
     else:
