@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from rag_bench.runner.main import SWEEP_ENV, argv_overrides, sweep_id_from_argv
+
+log = logging.getLogger(__name__)
 
 
 class SweepCallbacks(Callback):
@@ -26,7 +29,12 @@ class SweepCallbacks(Callback):
             tracker = build(tracking, "tracking")
             tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
                          sweep_id=os.environ[SWEEP_ENV])
-            tracker.prepare()
+            try:
+                tracker.prepare()
+            except Exception as exc:  # noqa: BLE001
+                # Each cell checks tracking again and reports the problem with exit 2 (TrackingError,
+                # OutputError); Hydra would only turn a raise here into a warning.
+                log.debug("tracking not prepared before the sweep: %s", exc)
 
     def _end(self, config: DictConfig) -> None:
         from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
