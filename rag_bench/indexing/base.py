@@ -9,6 +9,7 @@ so a query gets k results whenever k allowed vectors exist. Every such fallback 
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -60,6 +61,11 @@ class FaissIndex:
         self.index.add(vectors)
         self._vectors = vectors
         self.build_s = time.perf_counter() - t0
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters (what determines the built index besides the vectors)."""
+        names = inspect.signature(type(self)).parameters
+        return {k: v for k, v in vars(self).items() if k in names}
 
     def nbytes(self) -> int:
         """Size of the serialised index in bytes."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench import memo
 from rag_bench.indexing.base import FaissIndex
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.records import Chunk, Question, Ranking
@@ -33,6 +34,10 @@ def _tie_break(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndar
     return i[order], s[order]
 
 
+_VECTORS = memo.Lru(2)
+_BUILT = memo.Lru(3)
+
+
 class DenseRetriever:
     """Parameters (injected by the pipeline from the ``embedder`` and ``index`` groups)
     ----------
@@ -49,12 +54,27 @@ class DenseRetriever:
         self.latency_ms: list[float] = []
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
-        """Embed the chunks (through the cache) and build the index (plus flat for reference)."""
-        vectors = self.embedder.embed_documents([c.text for c in chunks])
-        self.index.build(vectors)
-        if self.index.name != "flat":
-            self.exact = FlatIndex()
-            self.exact.build(vectors)
+        """Embed the chunks (through the cache) and build the index (plus flat for reference).
+
+        Indexes built earlier in this process over the same vectors with the same parameters (a
+        dense and a hybrid cell over one chunking) are reused, not rebuilt.
+        """
+        texts = [c.text for c in chunks]
+        ident = getattr(self.embedder, "identity", None)
+        vkey = memo.key(ident, getattr(self.embedder, "document_prefix", None), memo.digest(texts)) if ident else None
+
+        def built(index: FaissIndex) -> FaissIndex:
+            index.build(_VECTORS.get_or(vkey, lambda: self.embedder.embed_documents(texts)) if vkey
+                        else self.embedder.embed_documents(texts))
+            return index
+
+        def shared(index: FaissIndex) -> FaissIndex:
+            if vkey is None:
+                return built(index)
+            return _BUILT.get_or(memo.key(vkey, type(index).__name__, index.params()), lambda: built(index))
+
+        self.index = shared(self.index)
+        self.exact = shared(FlatIndex()) if self.index.name != "flat" else None
 
     def query_vectors(self, questions: Sequence[Question]) -> np.ndarray:
         """Normalised question vectors (cached)."""

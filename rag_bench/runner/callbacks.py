@@ -47,6 +47,15 @@ class SweepCallbacks(Callback):
             print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
             print(format_leaderboard(cells), file=sys.stdout, flush=True)
 
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        """After each cell, in whichever process ran it: advance the sweep's progress bar."""
+        from hydra.core.utils import JobStatus
+
+        from rag_bench.runner.sweeper import record_progress
+
+        ok = job_return is None or job_return.status == JobStatus.COMPLETED
+        record_progress("done" if ok else "failed")
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Single run: a sweep of one cell."""
         self._start(config)

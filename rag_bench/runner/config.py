@@ -83,8 +83,13 @@ class RagBenchConf:
 
 
 def register_configs() -> None:
-    """Register the schema so ``conf/config.yaml`` can list ``base_config`` in its defaults."""
-    ConfigStore.instance().store(name="base_config", node=RagBenchConf)
+    """Register the schema (``base_config``) and the sweeper (``hydra/sweeper=rag_bench``) that
+    ``conf/config.yaml`` lists in its defaults."""
+    from rag_bench.runner.sweeper import RagBenchSweeperConf
+
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=RagBenchConf)
+    store.store(group="hydra/sweeper", name="rag_bench", node=RagBenchSweeperConf, provider="rag_bench")
 
 
 def validate(cfg: DictConfig) -> None:

@@ -1,8 +1,13 @@
 """Compute one cell: chunk, index, retrieve, score. Pure computation; writing is elsewhere.
 
 Work shared between cells of a sweep is cached in-process, keyed by the config that determines
-it (chunks per dataset+chunker, indexes per chunks+retriever), so a sweep over ``k`` or
-``eval.*`` re-chunks and re-indexes nothing.
+it: chunks per (dataset, chunker), an index per (chunks, retriever, embedder, index params),
+rankings per (index, depth D), reranked rankings per (rankings, reranker), the ANN report per
+index. A sweep over ``k`` or ``eval.*`` re-chunks, re-indexes, re-retrieves and re-ranks nothing.
+Each cache is a small LRU, so memory stays bounded; the sweeper
+(:mod:`rag_bench.runner.sweeper`) orders cells so that those sharing work run back to back.
+Across processes the persistent caches (embeddings, generations, judge verdicts) share the
+expensive work.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ import dataclasses
 import json
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +24,8 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from rag_bench.records import Chunk, Dataset
+from rag_bench.memo import Lru
+from rag_bench.records import Chunk, Dataset, Ranking
 from rag_bench.retrieval.base import AccessFilter
 from rag_bench.generation.none import NoGenerator
 from rag_bench.reranking.base import apply_rerank
@@ -41,27 +46,13 @@ from rag_bench.runner.scoring import RETRIEVAL_LABELS, TAG_METRICS, aggregate, b
 log = logging.getLogger(__name__)
 
 
-class _Lru(OrderedDict):
-    """A tiny LRU cache: explicit, bounded, process-local."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def get_or(self, key: str, make: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = make()
-        self[key] = value
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
-
-
-_CHUNKS = _Lru(4)
-_INDEXES = _Lru(2)
-_EMBEDDERS = _Lru(2)
+_CHUNKS = Lru(4)
+_INDEXES = Lru(2)
+_EMBEDDERS = Lru(2)
+# Per (index, depth): rankings and their measured latencies; per (rankings, reranker): reranked.
+_RANKINGS = Lru(8)
+_RERANKED = Lru(8)
+_ANN = Lru(8)
 
 
 def _key(*nodes: Any) -> str:
@@ -109,8 +100,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
         return retriever, searchable, AccessFilter(searchable, dataset.documents)
 
     uses = [cfg[g] for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)]
-    retriever, searchable, access = _INDEXES.get_or(
-        _key(dataset.fingerprint, chunk_key, cfg.retriever, *uses, include_archived), make_index)
+    index_key = _key(dataset.fingerprint, chunk_key, cfg.retriever, *uses, include_archived)
+    retriever, searchable, access = _INDEXES.get_or(index_key, make_index)
     timings["index_s"] = time.perf_counter() - t0
 
     reranker = build(cfg.reranker, "reranker", embedder=embedder)
@@ -118,25 +109,37 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     ks = sorted(set(cfg.eval.ks))
     depth = max(ks + [int(cfg.pipeline.k)] + ([reranker.depth] if reranker else []))
     questions = list(dataset.questions)
-    per_q_ms = []
-    rankings = []
-    for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
-        t = time.perf_counter()
-        rankings.extend(retriever.search([q], depth, access))
-        per_q_ms.append((time.perf_counter() - t) * 1000)
+
+    def retrieve() -> tuple[list[Ranking], list[float]]:
+        per_q: list[float] = []
+        out: list[Ranking] = []
+        for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
+            t = time.perf_counter()
+            out.extend(retriever.search([q], depth, access))
+            per_q.append((time.perf_counter() - t) * 1000)
+        return out, per_q
+
+    # Cells that differ only in k (or in eval/generation settings) share one retrieval at depth D,
+    # and one rerank of it; latencies are those measured when the work was done.
+    ranking_key = _key(index_key, depth)
+    rankings, per_q_ms = _RANKINGS.get_or(ranking_key, retrieve)
     timings["retrieve_s"] = sum(per_q_ms) / 1000
     retrieved = [list(r.indices) for r in rankings]
 
     rerank_ms: list[float] = []
     if reranker is not None:
-        reranked = []
-        for q, r in zip(questions, rankings):
-            t = time.perf_counter()
-            shortlist = [searchable[i] for i in r.indices[: reranker.depth]]
-            (scores,) = reranker.scores([q], [shortlist])
-            reranked.append(apply_rerank(r, scores))
-            rerank_ms.append((time.perf_counter() - t) * 1000)
-        rankings = reranked
+        def rerank() -> tuple[list[Ranking], list[float]]:
+            reranked, ms = [], []
+            for q, r in zip(questions, rankings):
+                t = time.perf_counter()
+                shortlist = [searchable[i] for i in r.indices[: reranker.depth]]
+                (scores,) = reranker.scores([q], [shortlist])
+                reranked.append(apply_rerank(r, scores))
+                ms.append((time.perf_counter() - t) * 1000)
+            return reranked, ms
+
+        rankings, rerank_ms = _RERANKED.get_or(_key(ranking_key, cfg.reranker, *(
+            [cfg.embedder] if wants(cfg.reranker, "reranker", "embedder") else [])), rerank)
         timings["rerank_s"] = sum(rerank_ms) / 1000
 
     t0 = time.perf_counter()
@@ -184,7 +187,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
         metrics["methods"] = {"faithfulness": "lexical_support_proxy", "judge": str(cfg.judge.name)}
     metrics["by_tag"] = by_tag(frame, [m for m in TAG_METRICS if m in frame])
     if hasattr(retriever, "ann_report"):
-        metrics["ann"] = {**retriever.ann_report(questions, ks, access), "index": str(cfg.index.name)}
+        report = _ANN.get_or(_key(index_key, ks), lambda: retriever.ann_report(questions, ks, access))
+        metrics["ann"] = {**report, "index": str(cfg.index.name)}
     answerable = frame["answerable"].to_numpy(bool)
     evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
     metrics["security"] = {"unauthorized_retrievals": int(frame["unauthorized_retrievals"].sum()),

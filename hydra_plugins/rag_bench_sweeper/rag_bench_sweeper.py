@@ -1,0 +1,52 @@
+"""rag_bench's Hydra sweeper: :class:`BasicSweeper` + stage ordering, covering validation and a
+progress bar (see :mod:`rag_bench.runner.sweeper`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+
+from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, expand, log
+
+
+class RagBenchSweeper(BasicSweeper):
+    """Hydra's basic sweeper with stage ordering, covering validation and a progress bar."""
+
+    def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
+        super().__init__(max_batch_size=max_batch_size, params=params)
+
+    @staticmethod
+    def split_arguments(overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:
+        """The ordered grid, cut into batches of ``max_batch_size`` (one batch by default)."""
+        jobs = expand(overrides)
+        n = len(jobs) if max_batch_size in (None, -1) else int(max_batch_size)  # type: ignore[arg-type]
+        return [jobs[i:i + n] for i in range(0, len(jobs), max(n, 1))]
+
+    def validate_batch_is_legal(self, batch: Any) -> None:
+        """Compose a covering subset of the batch (see the module doc)."""
+        subset = covering_subset([list(job) for job in batch])
+        log.debug("validating %d of %d jobs (every override covered)", len(subset), len(batch))
+        super().validate_batch_is_legal(subset)
+
+    def sweep(self, arguments: list[str]) -> Any:
+        """Run the grid with a progress bar over all its cells."""
+        assert self.config is not None and self.hydra_context is not None
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        total = sum(len(b) for b in self.split_arguments(
+            parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size))
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        progress = sweep_dir / f"progress-{os.getpid()}.log"
+        progress.write_bytes(b"")
+        os.environ[PROGRESS_ENV] = str(progress.resolve())
+        try:
+            with Progress(progress, total):
+                return super().sweep(arguments)
+        finally:
+            os.environ.pop(PROGRESS_ENV, None)
+            progress.unlink(missing_ok=True)

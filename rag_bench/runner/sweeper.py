@@ -1,0 +1,135 @@
+"""The sweeper behind ``rag-bench run -m``: Hydra's basic grid, ordered for sharing, with progress.
+
+The class lives in ``hydra_plugins.rag_bench_sweeper`` (Hydra only loads plugins from that
+namespace); its logic is here. It is Hydra's :class:`BasicSweeper` (same override syntax, ``hydra.sweeper.params`` presets,
+``max_batch_size``) with three changes:
+
+* **Order.** The grid is expanded stage by stage — dataset, chunker, embedder, index,
+  retriever, reranker, generator, judge, then everything else (k, eval settings) innermost —
+  whatever order the overrides were typed in. Cells that share chunks, an index or rankings then
+  run back to back, so the pipeline's small in-process LRU caches hit and memory stays bounded.
+* **Validation.** Hydra composes every job twice (once to validate the batch, once to run it);
+  at ~0.1 s per composition that is minutes for a large grid. Here the batch is validated on a
+  covering subset: every ``key=value`` of the sweep appears in at least one validated job, so a
+  misspelt option still fails before the first cell runs.
+* **Progress.** A ``sweep`` progress bar (cells finished / total, ETA), fed by a progress file
+  that every cell appends to when it ends (:class:`~rag_bench.runner.callbacks.SweepCallbacks`),
+  so it also counts cells finished by joblib workers or submitit jobs. Quiet when stderr is not
+  a terminal.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
+from tqdm import tqdm
+
+log = logging.getLogger(__name__)
+
+PROGRESS_ENV = "RAG_BENCH_PROGRESS"
+# Outermost first: the stages whose work is most expensive to redo.
+STAGE_ORDER = ("dataset", "chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
+
+
+@dataclass
+class RagBenchSweeperConf:
+    """Hydra config of the sweeper (``hydra/sweeper=rag_bench``, the default)."""
+
+    _target_: str = "hydra_plugins.rag_bench_sweeper.rag_bench_sweeper.RagBenchSweeper"
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
+
+
+def stage_rank(key: str) -> int:
+    """Position of an override key in :data:`STAGE_ORDER` (others after every stage).
+
+    >>> [stage_rank(k) for k in ("pipeline.k", "chunker", "chunker.max_chars", "+dataset.path")]
+    [8, 1, 1, 0]
+    """
+    head = key.lstrip("+~").split(".")[0].split("/")[0]
+    return STAGE_ORDER.index(head) if head in STAGE_ORDER else len(STAGE_ORDER)
+
+
+def expand(overrides: list[Override]) -> list[list[str]]:
+    """The grid as one override list per cell, stages outermost (see the module doc)."""
+    axes: OrderedDict[str, list[str]] = OrderedDict()
+    for override in overrides:
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                raise HydraException(f"the rag_bench sweeper takes value lists (a,b,c), not {override.input_line!r}")
+            axes[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
+        else:
+            axes[key] = [f"{key}={override.get_value_element_as_str()}"]
+    ordered = sorted(axes, key=stage_rank)  # stable: ties keep the order they were typed in
+    return [list(job) for job in itertools.product(*(axes[k] for k in ordered))]
+
+
+def covering_subset(batch: list[list[str]]) -> list[list[str]]:
+    """Jobs such that every override of ``batch`` occurs in at least one of them.
+
+    >>> covering_subset([["a=1", "b=1"], ["a=1", "b=2"], ["a=2", "b=1"], ["a=2", "b=2"]])
+    [['a=1', 'b=1'], ['a=1', 'b=2'], ['a=2', 'b=1']]
+    """
+    seen: set[str] = set()
+    chosen = []
+    for job in batch:
+        if not seen.issuperset(job):
+            chosen.append(job)
+            seen.update(job)
+    return chosen
+
+
+class Progress:
+    """A tqdm bar over cells, advanced by lines appended to a progress file."""
+
+    def __init__(self, path: Path, total: int) -> None:
+        self.path, self.total = path, total
+        self.stop = threading.Event()
+        self.bar = tqdm(total=total, desc="sweep", unit="cell", disable=None, dynamic_ncols=True)
+        self.thread = threading.Thread(target=self._poll, name="rag_bench-progress", daemon=True)
+
+    def _count(self) -> int:
+        try:
+            with open(self.path, "rb") as fh:
+                return min(self.total, fh.read().count(b"\n"))
+        except OSError:
+            return 0
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.5):
+            self.bar.update(self._count() - self.bar.n)
+
+    def __enter__(self) -> Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.bar.update(self._count() - self.bar.n)
+        self.bar.close()
+
+
+def record_progress(status: str, cell: str = "") -> None:
+    """Append one line for a finished cell to the sweep's progress file (no-op outside a sweep)."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{status} {cell}\n".encode())  # one write with O_APPEND: lines never interleave
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
