@@ -220,7 +220,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str) -> CellResult:
     }
     if gen_info is not None:
         metrics["counts"].update({k: v for k, v in gen_info.items() if not k.endswith("_s") and
-                                  k != "seconds_per_question"})
+                                  k not in ("seconds_per_question", "generations_cached")})
+        metrics["cost"]["generations_cached"] = gen_info["generations_cached"]  # depends on the cache, not the config
     return CellResult(frame, metrics, _run_trec(frame, cell_id), _qrels_trec(questions, searchable, qrels))
 
 

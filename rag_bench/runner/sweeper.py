@@ -92,10 +92,10 @@ def covering_subset(batch: list[list[str]]) -> list[list[str]]:
 class Progress:
     """A tqdm bar over cells, advanced by lines appended to a progress file."""
 
-    def __init__(self, path: Path, total: int) -> None:
+    def __init__(self, path: Path, total: int, disable: bool | None = None, file: Any = None) -> None:
         self.path, self.total = path, total
         self.stop = threading.Event()
-        self.bar = tqdm(total=total, desc="sweep", unit="cell", disable=None, dynamic_ncols=True)
+        self.bar = tqdm(total=total, desc="sweep", unit="cell", disable=disable, dynamic_ncols=True, file=file)
         self.thread = threading.Thread(target=self._poll, name="rag_bench-progress", daemon=True)
 
     def _count(self) -> int:

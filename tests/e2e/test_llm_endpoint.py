@@ -81,7 +81,7 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
     assert again.returncode == 0, again.stderr[-3000:]
     (cell2,) = [p.parent for p in (tmp_path / "exp" / "again").glob("*/DONE")]
     m2 = json.loads((cell2 / "metrics.json").read_text())
-    assert m2["counts"]["endpoint_calls"] == 0 and m2["counts"]["generations_cached"] == 6
+    assert m2["counts"]["endpoint_calls"] == 0 and m2["cost"]["generations_cached"] == 6
 
 
 def test_in_process_llama_cpp_generator(gguf, tmp_path):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag_bench.chunking.section import SectionChunker
 from rag_bench.errors import ConfigError
 from rag_bench.records import Asker, Question
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
-from rag_bench.retrieval.bm25 import Bm25Retriever
-from rag_bench.retrieval.tokenize import tokenize
+from rag_bench.retrieval.bm25 import Bm25Retriever, SparseBm25
+from rag_bench.retrieval.tokenize import ENGLISH_STOPWORDS, tokenize
 
 CUSTOMER = Asker("kettleby", ("customers",))
 
@@ -104,3 +106,36 @@ def test_strict_in_float32_as_trec_eval_reads_scores():
     as_float = out.astype(np.float32)
     assert np.all(np.diff(as_float) < 0)
     assert np.array_equal(np.array([repr(float(v)) for v in out], dtype=float).astype(np.float32), as_float)
+
+
+# --- the sparse backend is rank-bm25's BM25Okapi, bit for bit ---------------------------------
+
+_WORDS = st.sampled_from(["kettle", "toaster", "refund", "days", "the", "oven", "fee", "kb-dw-4410", "x"])
+
+
+@given(corpus=st.lists(st.lists(_WORDS, max_size=12), min_size=1, max_size=25),
+       query=st.lists(_WORDS, max_size=6), k1=st.floats(0.01, 3), b=st.floats(0, 1))
+def test_sparse_backend_scores_equal_rank_bm25_bitwise(corpus, query, k1, b):
+    # k1 = 0 is excluded: rank-bm25 computes 0/0 = NaN for documents without the term there;
+    # the sparse backend gives them 0 (their limit), which test_sparse_k1_zero checks.
+    from rank_bm25 import BM25Okapi
+
+    if not any(corpus):
+        return  # rank-bm25 divides by a zero average length
+    ref = np.asarray(BM25Okapi(corpus, k1=k1, b=b).get_scores(query), dtype=np.float64)
+    assert np.array_equal(SparseBm25(corpus, k1, b).scores(query), ref)
+
+
+def test_sparse_backend_equals_rank_bm25_on_the_demo_chunks(demo_dataset):
+    from rank_bm25 import BM25Okapi
+
+    corpus = [tokenize(c.text, ENGLISH_STOPWORDS) for c in SectionChunker().chunk(list(demo_dataset.documents.values()))]
+    ref, ours = BM25Okapi(corpus), SparseBm25(corpus, 1.5, 0.75)
+    for q in demo_dataset.questions:
+        t = tokenize(q.question, ENGLISH_STOPWORDS)
+        assert np.array_equal(ours.scores(t), np.asarray(ref.get_scores(t), dtype=np.float64)), q.qid
+
+
+def test_sparse_k1_zero_scores_absent_terms_zero():
+    scores = SparseBm25([[], ["kettle"], ["oven", "oven"]], 0.0, 0.75).scores(["kettle"])
+    assert scores[0] == 0.0 and scores[2] == 0.0 and scores[1] > 0

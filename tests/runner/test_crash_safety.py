@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,12 +21,30 @@ pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 
 
-def rag_bench(out: Path, failpoint: str | None = None) -> subprocess.CompletedProcess:
+GRID = ["chunker=fixed,section"]
+BIG_GRID = ["chunker=fixed,section", "pipeline.k=3,5,10"]
+
+
+def command(out: Path, grid: list[str]) -> list[str]:
+    return [str(BIN / "rag-bench"), "run", "-m", *grid, f"dataset.path={TINY}", f"output.root={out}"]
+
+
+def environ(failpoint: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     if failpoint:
         env["RAG_BENCH_FAILPOINT"] = failpoint
-    return subprocess.run([str(BIN / "rag-bench"), "run", "-m", "chunker=fixed,section", f"dataset.path={TINY}",
-                           f"output.root={out}"], env=env, capture_output=True, text=True, timeout=600)
+    return env
+
+
+def rag_bench(out: Path, failpoint: str | None = None, grid: list[str] = GRID) -> subprocess.CompletedProcess:
+    return subprocess.run(command(out, grid), env=environ(failpoint), capture_output=True, text=True, timeout=600)
+
+
+def mlflow_cells(out: Path) -> dict[str, dict[str, float]]:
+    """MLflow metrics of each cell run (timings and cache counts left out), keyed by cell id."""
+    return {r.data.tags["cell_id"]: {k: v for k, v in r.data.metrics.items()
+                                     if not k.startswith(("latency.", "cost.", "ann.")) or k.startswith("ann.ann_recall")}
+            for r in cell_runs(out)}
 
 
 def cell_runs(out: Path) -> list:
@@ -37,6 +58,7 @@ def metrics_by_cell(out: Path) -> dict[str, dict]:
     for done in (out / "default").glob("*/DONE"):
         m = json.loads((done.parent / "metrics.json").read_text())
         m.pop("latency")
+        m.pop("cost")  # cache hits depend on what earlier runs left in the cache
         result[done.parent.name] = m
     return result
 
@@ -66,3 +88,45 @@ def test_kill_then_resume(tmp_path, reference, point):
     exp = client.get_experiment_by_name("default")
     assert not [r for r in client.search_runs([exp.experiment_id]) if r.info.status == "RUNNING"]
     assert metrics_by_cell(out) == reference
+
+
+@pytest.fixture(scope="module")
+def big_reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bigref")
+    assert rag_bench(out, grid=BIG_GRID).returncode == 0
+    return out
+
+
+def test_sigkill_at_a_random_cell_then_resume(tmp_path, big_reference):
+    """kill -9 the whole sweep after a random number of finished cells (plus a random delay, so
+    the kill lands anywhere inside the next cell), run the same command again: same cells, same
+    metrics and MLflow runs as the uninterrupted sweep; nothing duplicated, nothing left RUNNING."""
+    seed = int(os.environ.get("RAG_BENCH_KILL_SEED", time.time_ns() % 100_000))
+    rng = random.Random(seed)
+    after, delay = rng.randint(1, 5), rng.uniform(0, 0.5)
+    why = f"RAG_BENCH_KILL_SEED={seed} (kill after {after} cells + {delay:.2f} s)"
+    out = tmp_path / "out"
+    proc = subprocess.Popen(command(out, BIG_GRID), env=environ(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while len(list((out / "default").glob("*/DONE"))) < after and proc.poll() is None:
+        assert time.monotonic() < deadline, why
+        time.sleep(0.02)
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, f"the sweep ended before the kill: {why}"
+    done_before = {p.parent.name: p.stat().st_mtime_ns for p in (out / "default").glob("*/DONE")}
+    assert after <= len(done_before) < 6, why
+
+    again = rag_bench(out, grid=BIG_GRID)
+    assert again.returncode == 0, again.stderr[-2000:]
+    for cell, mtime in done_before.items():  # finished cells were skipped, not redone
+        assert (out / "default" / cell / "DONE").stat().st_mtime_ns == mtime, why
+    assert metrics_by_cell(out) == metrics_by_cell(big_reference), why
+    assert mlflow_cells(out) == mlflow_cells(big_reference), why
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("default").experiment_id])
+    assert not [r for r in runs if r.info.status == "RUNNING"], why
+    parents = [r for r in runs if r.data.tags.get("rag_bench.role") == "sweep"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED", why
+    assert all(r.info.status == "FINISHED" for r in cell_runs(out)), why

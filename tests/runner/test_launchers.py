@@ -1,5 +1,7 @@
-"""The same 4-cell sweep through Hydra's basic launcher (one process) and the joblib launcher
-(parallel worker processes sharing the SQLite MLflow store): identical metrics, one parent run."""
+"""The same 4-cell sweep through Hydra's basic launcher (one process), the joblib launcher
+(parallel worker processes) and the submitit_local launcher (one subprocess per cell), all
+sharing the SQLite MLflow store and the cache folder: identical metrics, one parent run. And
+the same sweep with all in-process sharing off (RAG_BENCH_SHARE=0): identical metrics."""
 
 from __future__ import annotations
 
@@ -18,26 +20,43 @@ pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
 
 
-def sweep(out: Path, *launcher: str) -> dict[str, dict]:
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    done = subprocess.run([str(BIN / "rag-bench"), "run", "-m", *launcher, "chunker=fixed,section", "pipeline.k=3,5",
-                           f"dataset.path={TINY}", f"output.root={out}"], env=env, capture_output=True, text=True,
-                          timeout=600)
+def sweep(out: Path, *launcher: str, env: dict[str, str] | None = None, grid: tuple[str, ...] = ()) -> dict[str, dict]:
+    env = {**{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}, **(env or {})}
+    done = subprocess.run([str(BIN / "rag-bench"), "run", "-m", *launcher, *(grid or ("chunker=fixed,section",
+                           "pipeline.k=3,5")), f"dataset.path={TINY}", f"output.root={out}"], env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = {}
     for d in (out / "default").glob("*/DONE"):
         m = json.loads((d.parent / "metrics.json").read_text())
+        ann = m.pop("ann", {})
+        m["ann_recall"] = {k: v for k, v in ann.items() if k.startswith("ann_recall")}  # not its timings
         result[d.parent.name] = {k: v for k, v in m.items() if k not in ("latency", "cost")}
     return result
 
 
-def test_joblib_equals_basic(tmp_path):
-    basic = sweep(tmp_path / "basic")
-    parallel = sweep(tmp_path / "joblib", "hydra/launcher=joblib")
+@pytest.fixture(scope="module")
+def basic(tmp_path_factory):
+    return sweep(tmp_path_factory.mktemp("basic"))
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+def test_launcher_equals_basic(tmp_path, basic, launcher):
+    parallel = sweep(tmp_path / launcher, f"hydra/launcher={launcher}")
     assert len(basic) == 4 and basic == parallel
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'joblib' / 'mlflow.db'}")
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / launcher / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("default").experiment_id])
     parents = [r for r in runs if r.data.tags.get("rag_bench.role") == "sweep"]
     cells = [r for r in runs if r.data.tags.get("rag_bench.role") == "cell"]
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert len(cells) == 4 and {r.data.tags["mlflow.parentRunId"] for r in cells} == {parents[0].info.run_id}
+
+
+def test_sharing_off_changes_no_result(tmp_path):
+    """Dense + hybrid + reranked cells over two chunkers and two k: the in-process sharing of
+    chunks, vectors, indexes and rankings gives exactly what building every cell alone gives."""
+    grid = ("chunker=fixed,section", "retriever=dense,hybrid", "reranker=none,mmr", "pipeline.k=3,5", "index=hnsw",
+            "tracking=none")
+    shared = sweep(tmp_path / "shared", grid=grid)
+    alone = sweep(tmp_path / "alone", grid=grid, env={"RAG_BENCH_SHARE": "0"})
+    assert len(shared) == 16 and shared == alone

@@ -1,0 +1,206 @@
+"""How much a sweep costs against the distinct work it contains (issue: sweeps that scale).
+
+A grid of 4 chunkers x 3 retrievers (bm25, dense, hybrid) x 2 rerankers (none, dense) x 3 values
+of k = 72 cells, extractive generator, over the demo dataset and over a synthetic corpus
+(>= 20,000 chunks per chunker, generated here). Printed from one run, per corpus:
+
+  naive  every cell built from scratch: RAG_BENCH_SHARE=0 (no in-process sharing of chunks,
+         vectors, indexes, rankings) and embedder.cache=false (no persistent cache). One process,
+         so the model loads once -- the naive figure is a lower bound. With --naive-sample N only
+         N cells (one per retriever x reranker, first chunker, first k, repeated) are run and the
+         time is scaled to 72 cells; the output says so.
+  sweep  `rag-bench run -m <grid>` with an empty cache folder (cold).
+  floor  the distinct work alone, timed in this process: load the model and embed each distinct
+         text once (every chunker's searchable chunks + the questions), score each distinct
+         (question, chunk) rerank pair once (cosine of the cached vectors), generate each
+         distinct (question, context) once with the extractive generator.
+  warm   the same grid again into a fresh output folder with the caches the sweep filled.
+
+Tracking is off (tracking=none) in every arm: MLflow logging is I/O, not shared work. Each arm
+runs in a fresh `rag-bench` process; wall time includes Python start-up and Hydra.
+
+    python benchmarks/sweep.py                       # both corpora, full naive arm on demo
+    python benchmarks/sweep.py --corpus synthetic --naive-sample 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent / "rag-bench"
+RETRIEVERS = ["bm25", "dense", "hybrid"]
+RERANKERS = ["none", "dense"]
+KS = ["3", "5", "10"]
+DEMO_CHUNKERS = ["fixed", "fixed_words", "sentence", "section"]
+SYN_CHUNKERS = ["section", "syn_sentence", "syn_fixed", "syn_words"]
+SYN_CONF = {  # benchmark-only chunker presets: short chunks, so 20,000+ of them embed in minutes
+    "syn_sentence": "defaults: [sentence]\nname: syn_sentence\nmax_chars: 100\n",
+    "syn_fixed": "defaults: [fixed]\nname: syn_fixed\nsize: 80\noverlap: 10\n",
+    "syn_words": "defaults: [fixed_words]\nname: syn_words\nsize: 16\noverlap: 2\n",
+}
+
+
+def grid(chunkers: list[str], retrievers: list[str] = RETRIEVERS, rerankers: list[str] = RERANKERS,
+         ks: list[str] = KS) -> list[str]:
+    return [f"chunker={','.join(chunkers)}", f"retriever={','.join(retrievers)}",
+            f"reranker={','.join(rerankers)}", f"pipeline.k={','.join(ks)}"]
+
+
+def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | None = None) -> float:
+    """One `rag-bench run -m` process; its wall time in seconds."""
+    cmd = [str(BIN), "run", "-m", *overrides, "tracking=none", "generator=extractive", f"output.root={out}",
+           "experiment.name=bench"]
+    e = {**os.environ, "RAG_BENCH_CACHE": str(cache), "TQDM_DISABLE": "1", **(env or {})}
+    e.pop("MLFLOW_TRACKING_URI", None)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=e, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    return wall
+
+
+def cells(out: Path) -> list[tuple[dict, pd.DataFrame]]:
+    found = []
+    for done in sorted((out / "bench").glob("*/DONE")):
+        cfg = yaml.safe_load((done.parent / "config.yaml").read_text())
+        found.append((cfg, pd.read_parquet(done.parent / "records.parquet")))
+    return found
+
+
+def floor(dataset: Path, chunkers: list[str], common: list[str], sweep_out: Path) -> dict[str, float]:
+    """Time of the distinct work of the grid (see the module doc), measured here."""
+    from hydra import compose, initialize_config_dir
+
+    from rag_bench.data.loader import load_dataset
+    from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder, load_model
+    from rag_bench.generation.base import GenerationInput
+    from rag_bench.generation.extractive import ExtractiveGenerator
+    from rag_bench.generation.prompt import build_prompt
+    from rag_bench.records import Passage
+    from rag_bench.runner.config import CONF_DIR, build, register_configs
+
+    register_configs()
+    ds = load_dataset(dataset)
+    texts_by_chunker: dict[str, dict[str, str]] = {}
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        for name in chunkers:
+            cfg = compose("config", overrides=[f"chunker={name}", *common])
+            chunks = build(cfg.chunker, "chunker").chunk(list(ds.documents.values()))
+            texts_by_chunker[name] = {c.chunk_id: c.text for c in chunks
+                                      if not c.is_parent and not ds.documents[c.doc_id].archived}
+    distinct = list(dict.fromkeys([t for m in texts_by_chunker.values() for t in m.values()]))
+    questions = list(dict.fromkeys(q.question for q in ds.questions))
+    emb = SentenceTransformerEmbedder(cache=False)
+    load_model.cache_clear()
+    t0 = time.perf_counter()
+    _ = emb.model
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    vecs = emb.encode_raw(distinct)
+    qvecs = emb.encode_raw(questions)
+    embed_s = time.perf_counter() - t0
+    index = {t: i for i, t in enumerate(distinct)}
+    qindex = {q: i for i, q in enumerate(questions)}
+
+    pairs: set[tuple[str, str]] = set()
+    prompts: dict[tuple[str, tuple[str, ...]], GenerationInput] = {}
+    for cfg, rec in cells(sweep_out):
+        texts = texts_by_chunker[cfg["chunker"]["name"]]
+        depth = int(cfg["reranker"].get("depth", 0)) if cfg["reranker"]["name"] != "none" else 0
+        for q, ids, ctx_ids, ctx_texts in zip(rec["question"], rec["retrieved_ids"], rec["context_ids"],
+                                              rec["context_texts"]):
+            pairs.update((q, texts[c]) for c in list(ids)[:depth])
+            key = (q, tuple(ctx_texts))
+            if key not in prompts:
+                passages = tuple(Passage(i + 1, c, c.split("#")[0], 0, len(t), t)
+                                 for i, (c, t) in enumerate(zip(ctx_ids, ctx_texts)))
+                prompts[key] = GenerationInput(q, passages, build_prompt(q, passages))
+    norm = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    qnorm = qvecs / np.maximum(np.linalg.norm(qvecs, axis=1, keepdims=True), 1e-12)
+    t0 = time.perf_counter()
+    for q, t in pairs:
+        float(norm[index[t]] @ qnorm[qindex[q]])
+    rerank_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ExtractiveGenerator().generate(list(prompts.values()))
+    generate_s = time.perf_counter() - t0
+    return {"load_s": load_s, "embed_s": embed_s, "rerank_s": rerank_s, "generate_s": generate_s,
+            "texts": len(distinct) + len(questions), "pairs": len(pairs), "prompts": len(prompts),
+            "total": load_s + embed_s + rerank_s + generate_s}
+
+
+def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work: Path,
+          naive_sample: int | None) -> dict[str, float]:
+    print(f"\n== {name}: {dataset} -- grid {len(chunkers)} chunkers x 3 retrievers x 2 rerankers x 3 k = 72 cells",
+          flush=True)
+    full = [*grid(chunkers), *common]
+    sweep_s = run(full, out=work / "sweep", cache=work / "cache")
+    print(f"sweep (cold): {sweep_s:8.1f} s", flush=True)
+    warm_s = run(full, out=work / "warm", cache=work / "cache")
+    print(f"warm:         {warm_s:8.1f} s", flush=True)
+    f = floor(dataset, chunkers, common, work / "sweep")
+    print(f"floor:        {f['total']:8.1f} s  (model load {f['load_s']:.1f} + embed {f['texts']} distinct texts "
+          f"{f['embed_s']:.1f} + {f['pairs']} rerank pairs {f['rerank_s']:.2f} + {f['prompts']} distinct "
+          f"prompts {f['generate_s']:.1f})", flush=True)
+    naive_env = {"RAG_BENCH_SHARE": "0"}
+    if naive_sample:
+        sample = grid(chunkers[:1], ks=KS[:1])
+        reps = max(1, naive_sample // 6)
+        t = sum(run([*sample, *common, "embedder.cache=false"], out=work / f"naive{i}", cache=work / "nocache",
+                    env=naive_env) for i in range(reps))
+        naive_s = t / (6 * reps) * 72
+        how = f"(scaled from {6 * reps} cells measured in {t:.1f} s)"
+    else:
+        naive_s = run([*full, "embedder.cache=false"], out=work / "naive", cache=work / "nocache", env=naive_env)
+        how = "(all 72 cells)"
+    print(f"naive:        {naive_s:8.1f} s {how}", flush=True)
+    r = {"naive_s": naive_s, "sweep_s": sweep_s, "floor_s": f["total"], "warm_s": warm_s}
+    print(f"ratios: sweep/floor = {sweep_s / f['total']:.2f} (target <= 1.3)   naive/sweep = {naive_s / sweep_s:.1f} "
+          f"(target >= 5)   warm/cold = {warm_s / sweep_s:.1%} (target <= 15%)", flush=True)
+    return r
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", choices=["demo", "synthetic", "both"], default="both")
+    p.add_argument("--sections", type=int, default=20_000, help="synthetic corpus size (one section = one chunk)")
+    p.add_argument("--questions", type=int, default=200, help="synthetic questions")
+    p.add_argument("--naive-sample", type=int, default=None,
+                   help="measure only this many naive cells (rounded to multiples of 6) and scale to 72")
+    p.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
+    a = p.parse_args()
+    work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
+    try:
+        if a.corpus in ("demo", "both"):
+            bench("demo", ROOT / "datasets" / "kettleby", DEMO_CHUNKERS, [], work / "demo", a.naive_sample)
+        if a.corpus in ("synthetic", "both"):
+            from benchmarks.synthetic import make_dataset
+
+            syn = make_dataset(work / "synthetic-data", sections=a.sections, questions=a.questions)
+            conf = work / "synthetic-conf" / "chunker"
+            conf.mkdir(parents=True, exist_ok=True)
+            for n, text in SYN_CONF.items():
+                (conf / f"{n}.yaml").write_text(text)
+            common = [f"dataset.path={syn}", f"hydra.searchpath=[file://{conf.parent}]"]
+            bench("synthetic", syn, SYN_CHUNKERS, common, work / "synthetic", a.naive_sample)
+    finally:
+        if a.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
