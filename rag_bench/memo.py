@@ -1,9 +1,10 @@
 """Process-wide sharing of built work (chunks, vectors, indexes, rankings) between sweep cells.
 
 Each kind of work has a small LRU, so memory stays bounded; the sweeper orders cells so those
-sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all in-process sharing off (every cell
-built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and a test that sharing never
-changes a result).
+sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off — the in-process caches
+and the persistent generation cache (pass ``embedder.cache=false`` for embeddings) — so every
+cell is built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and a test that sharing
+never changes a result.
 """
 
 from __future__ import annotations

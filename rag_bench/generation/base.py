@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from rag_bench.generation.prompt import Prompt
 from rag_bench.records import Passage
+from rag_bench import memo
 from rag_bench.storage import BlobStore, default_cache_dir
 
 
@@ -63,7 +64,7 @@ def cache_key(identity: dict[str, Any], prompt: Prompt) -> str:
 def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir: str | Path | None = None,
                     use_cache: bool = True) -> list[Generation]:
     """Serve what the cache has, generate the rest once per distinct prompt, store successes."""
-    if not getattr(generator, "cacheable", True) or not use_cache:
+    if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
         return list(generator.generate(items))
     cache = GenerationCache(Path(cache_dir or default_cache_dir()) / "generations.sqlite")
     keys = [cache_key(generator.identity, it.prompt) for it in items]
