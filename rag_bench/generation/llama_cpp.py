@@ -14,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import ANSWER_SCHEMA
@@ -93,7 +95,7 @@ class LlamaCppGenerator:
             self._path = resolve_gguf(self.model, self.cache_dir)
         llm = _load(str(self._path), self.n_ctx, self.chat_format, self.n_threads, self.seed)
         out = []
-        for item in items:
+        for item in tqdm(items, desc="generate", unit="q", disable=None, leave=False):
             t0 = time.perf_counter()
             try:
                 resp = llm.create_chat_completion(

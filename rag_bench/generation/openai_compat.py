@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from tqdm import tqdm
+
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import ANSWER_SCHEMA
@@ -107,4 +109,5 @@ class OpenAICompatibleGenerator:
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """Calls in parallel up to ``concurrency``; results in input order."""
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self._call, items))
+            return list(tqdm(pool.map(self._call, items), total=len(items), desc="generate", unit="q", disable=None,
+                             leave=False))
