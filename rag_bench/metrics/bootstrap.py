@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+
+
+@lru_cache(maxsize=16)
+def _resample_indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    # The draws depend only on (n, n_resamples, seed): every metric over the same questions reuses
+    # them (the same numbers a fresh default_rng(seed) would give, without drawing them again).
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    idx.setflags(write=False)
+    return idx
 
 
 def bootstrap_ci(values: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
@@ -23,8 +34,7 @@ def bootstrap_ci(values: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
     v = v[~np.isnan(v)]
     if v.size == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, v.size, size=(n_resamples, v.size))].mean(axis=1)
+    means = v[_resample_indices(v.size, n_resamples, seed)].mean(axis=1)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)

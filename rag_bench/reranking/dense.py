@@ -18,6 +18,12 @@ class DenseReranker:
         self.embedder = embedder
         self.depth = check_depth(depth)
 
+    def prefetch(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
+        """Embed every shortlist text and question in one batched pass (chunk vectors are index-time
+        work for a bi-encoder; per-question scoring then reads them from the cache)."""
+        self.embedder.embed_documents(list(dict.fromkeys(c.text for s in shortlists for c in s)))
+        self.embedder.embed_queries(list(dict.fromkeys(q.question for q in questions)))
+
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Cosine per (question, chunk)."""
         qv = self.embedder.embed_queries([q.question for q in questions])

@@ -48,6 +48,11 @@ class MmrReranker:
             raise ConfigError(f"reranker.lambda_ must be in [0, 1], got {lambda_!r} -- fix: reranker.lambda_=0.7")
         self.embedder, self.lam, self.depth = embedder, float(lambda_), check_depth(depth)
 
+    def prefetch(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
+        """Embed every shortlist text and question in one batched pass (see DenseReranker.prefetch)."""
+        self.embedder.embed_documents(list(dict.fromkeys(c.text for s in shortlists for c in s)))
+        self.embedder.embed_queries(list(dict.fromkeys(q.question for q in questions)))
+
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Score = 1 / (1 + MMR selection position): earlier pick, higher score."""
         qv = self.embedder.embed_queries([q.question for q in questions])

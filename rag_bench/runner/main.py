@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,13 @@ def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
     return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
 
 
+@lru_cache(maxsize=1)
 def git_sha() -> str:
-    """Commit of the code that produced a result (``unknown`` outside a git checkout)."""
+    """Commit of the code that produced a result (``unknown`` outside a git checkout).
+
+    Asked once per process: forking ``git`` from a process holding a loaded model costs ~0.1 s,
+    which every cell of a sweep would pay.
+    """
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                              text=True, timeout=5)

@@ -116,13 +116,17 @@ def by_tag(frame: pd.DataFrame, metrics: Sequence[str] = TAG_METRICS) -> dict[st
     Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
     """
     out: dict[str, dict[str, Any]] = {}
-    tags = sorted({t for ts in frame["tags"] for t in ts})
-    for tag in tags:
-        rows = frame[frame["tags"].map(lambda ts, tag=tag: tag in ts)]
-        cols = [m for m in metrics if m in rows]
-        defined = rows[cols].dropna(how="all")
-        if defined.empty:
+    cols = [m for m in metrics if m in frame]
+    values = frame[cols].to_numpy(dtype=np.float64) if cols else np.empty((len(frame), 0))
+    any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(frame), bool)
+    tag_lists = list(frame["tags"])
+    for tag in sorted({t for ts in tag_lists for t in ts}):
+        rows = np.fromiter((tag in ts for ts in tag_lists), bool, len(tag_lists)) & any_defined
+        if not rows.any():
             continue
-        out[tag] = {m: float(defined[m].mean()) for m in cols}
-        out[tag]["n"] = int(len(defined))
+        v = values[rows]
+        # Same arithmetic as aggregate(): the mean of the defined values (NaN when none is defined).
+        out[tag] = {m: float(x[~np.isnan(x)].mean()) if (~np.isnan(x)).any() else float("nan")
+                    for m, x in zip(cols, v.T)}
+        out[tag]["n"] = int(rows.sum())
     return out

@@ -176,6 +176,8 @@ class MlflowTracker:
 
 def finish_all(ok: bool) -> None:
     """Close every parent run this process opened (called once the sweep ends or fails)."""
+    if not _PARENTS:
+        return  # nothing opened (tracking=none): do not pay for importing mlflow
     from mlflow.tracking import MlflowClient
 
     for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
