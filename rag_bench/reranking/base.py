@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,6 +20,13 @@ class Reranker(Protocol):
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """One score per shortlist item."""
         ...
+
+
+def prefetch_embeddings(embedder: Any, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
+    """Embed every distinct shortlist text and question in one batched pass, so a bi-encoder
+    reranker's per-question calls read cached vectors (chunk vectors are index-time work)."""
+    embedder.embed_documents(list(dict.fromkeys(c.text for s in shortlists for c in s)))
+    embedder.embed_queries(list(dict.fromkeys(q.question for q in questions)))
 
 
 def check_depth(depth: object) -> int:

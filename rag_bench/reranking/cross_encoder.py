@@ -2,24 +2,40 @@
 
 No cross-encoder ships on PyPI, so there is no offline default: ``reranker.model`` must name a
 model folder (or a hub id when downloads are allowed with HF_HUB_OFFLINE=0). Scores of
-(question, chunk text) pairs are kept per process, so each pair is scored once across cells.
+(question, chunk text) pairs are kept per process and in a persistent cache
+(``$RAG_BENCH_CACHE/rerank_pairs.sqlite``), so each pair is scored once across cells, sweeps and
+processes (joblib / submitit workers sharing the cache folder).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from rag_bench import memo
 from rag_bench.embedding.sentence_transformer import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
+from rag_bench.storage import BlobStore, default_cache_dir
 
 _PAIR_SCORES: dict[tuple[str, str, str], float] = {}
+
+
+class PairScoreCache(BlobStore):
+    """Cross-encoder scores by (model identity, question, chunk text)."""
+
+    table = "rerank_pairs"
+
+
+def _pair_key(ident: str, question: str, text: str) -> str:
+    return hashlib.sha256(f"{ident}\0{question}\0{text}".encode()).hexdigest()
 
 
 @lru_cache(maxsize=2)
@@ -43,10 +59,12 @@ class CrossEncoderReranker:
         Shortlist size.
     batch_size, max_length, device:
         Passed to the model.
+    cache:
+        Keep pair scores in ``$RAG_BENCH_CACHE/rerank_pairs.sqlite`` for other processes and runs.
     """
 
     def __init__(self, model: str | None = None, depth: int = 20, batch_size: int = 32,
-                 max_length: int | None = 512, device: str = "cpu") -> None:
+                 max_length: int | None = 512, device: str = "cpu", cache: bool = True) -> None:
         if not model:
             raise ConfigError("reranker.model is not set -- fix: reranker.model=/path/to/cross-encoder (no "
                               "cross-encoder ships offline; use reranker=dense or reranker=mmr otherwise)")
@@ -54,21 +72,33 @@ class CrossEncoderReranker:
         self.depth, self.batch_size, self.max_length, self.device = (check_depth(depth), batch_size,
                                                                      max_length, device)
         self.pairs_scored = 0
+        self._store = PairScoreCache(default_cache_dir() / "rerank_pairs.sqlite") if cache else None
 
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Cross-encoder score per (question, chunk); pairs already scored are reused."""
         ident = f"{self.path}@{weights_hash(self.path)}"
         keys = [(ident, q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
-        todo = list(dict.fromkeys(k for k in keys if k not in _PAIR_SCORES))
+        share = memo.sharing_enabled()
+        known = _PAIR_SCORES if share else {}
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        if todo and self._store is not None and share:
+            stored = self._store.get_bytes([_pair_key(*k) for k in todo])
+            for k in todo:
+                hit = stored.get(_pair_key(*k))
+                if hit is not None and len(hit) == 8:
+                    known[k] = struct.unpack("<d", hit)[0]
+            todo = [k for k in todo if k not in known]
         if todo:
             model = _load(self.path, self.device, self.max_length)
             values = model.predict([(q, t) for _, q, t in todo], batch_size=self.batch_size,
                                    show_progress_bar=False, convert_to_numpy=True)
             self.pairs_scored += len(todo)
             for k, v in zip(todo, np.asarray(values, dtype=np.float64).reshape(len(todo), -1)[:, -1]):
-                _PAIR_SCORES[k] = float(v)
+                known[k] = float(v)
+            if self._store is not None:
+                self._store.put_bytes((_pair_key(*k), struct.pack("<d", known[k])) for k in todo)
         out, pos = [], 0
         for s in shortlists:
-            out.append(np.array([_PAIR_SCORES[k] for k in keys[pos:pos + len(s)]]))
+            out.append(np.array([known[k] for k in keys[pos:pos + len(s)]]))
             pos += len(s)
         return out

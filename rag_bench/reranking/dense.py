@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.records import Chunk, Question
-from rag_bench.reranking.base import check_depth
+from rag_bench.reranking.base import check_depth, prefetch_embeddings
 
 
 class DenseReranker:
@@ -19,10 +19,8 @@ class DenseReranker:
         self.depth = check_depth(depth)
 
     def prefetch(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
-        """Embed every shortlist text and question in one batched pass (chunk vectors are index-time
-        work for a bi-encoder; per-question scoring then reads them from the cache)."""
-        self.embedder.embed_documents(list(dict.fromkeys(c.text for s in shortlists for c in s)))
-        self.embedder.embed_queries(list(dict.fromkeys(q.question for q in questions)))
+        """Embed all shortlists and questions in one batched pass (:func:`prefetch_embeddings`)."""
+        prefetch_embeddings(self.embedder, questions, shortlists)
 
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Cosine per (question, chunk)."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question
-from rag_bench.reranking.base import check_depth
+from rag_bench.reranking.base import check_depth, prefetch_embeddings
 
 
 def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
@@ -49,9 +49,8 @@ class MmrReranker:
         self.embedder, self.lam, self.depth = embedder, float(lambda_), check_depth(depth)
 
     def prefetch(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
-        """Embed every shortlist text and question in one batched pass (see DenseReranker.prefetch)."""
-        self.embedder.embed_documents(list(dict.fromkeys(c.text for s in shortlists for c in s)))
-        self.embedder.embed_queries(list(dict.fromkeys(q.question for q in questions)))
+        """Embed all shortlists and questions in one batched pass (:func:`prefetch_embeddings`)."""
+        prefetch_embeddings(self.embedder, questions, shortlists)
 
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Score = 1 / (1 + MMR selection position): earlier pick, higher score."""

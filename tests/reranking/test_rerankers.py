@@ -82,6 +82,29 @@ def test_cross_encoder_scores_each_pair_once(tiny_cross_encoder):
     assert again.pairs_scored == 0  # every pair was scored before in this process
 
 
+@pytest.mark.slow
+def test_cross_encoder_pairs_are_scored_once_across_processes(tiny_cross_encoder, tmp_path):
+    """A second process with the same cache folder scores no pair again and gets the same scores."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = f"""
+import json, sys
+from rag_bench.records import Asker, Chunk, Question
+from rag_bench.reranking.cross_encoder import CrossEncoderReranker
+rr = CrossEncoderReranker(model={str(tiny_cross_encoder)!r}, depth=4, max_length=64)
+(s,) = rr.scores([{Q!r}], [{CHUNKS!r}])
+print(json.dumps({{"scored": rr.pairs_scored, "scores": s.tolist()}}))
+"""
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True, timeout=300).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["scored"] == 3 and runs[1]["scored"] == 0
+    assert runs[0]["scores"] == runs[1]["scores"]
+
+
 def test_cross_encoder_needs_a_model():
     from rag_bench.reranking.cross_encoder import CrossEncoderReranker
 
