@@ -11,7 +11,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 
-from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, expand, log
+from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
 
 
 class RagBenchSweeper(BasicSweeper):
@@ -23,9 +23,7 @@ class RagBenchSweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:
         """The ordered grid, cut into batches of ``max_batch_size`` (one batch by default)."""
-        jobs = expand(overrides)
-        n = len(jobs) if max_batch_size in (None, -1) else int(max_batch_size)  # type: ignore[arg-type]
-        return [jobs[i:i + n] for i in range(0, len(jobs), max(n, 1))]
+        return BasicSweeper.split_arguments(stage_order(overrides), max_batch_size)
 
     def validate_batch_is_legal(self, batch: Any) -> None:
         """Compose a covering subset of the batch (see the module doc)."""

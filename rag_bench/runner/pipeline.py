@@ -13,7 +13,6 @@ expensive work.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from rag_bench import memo
 from rag_bench.memo import Lru
 from rag_bench.records import Chunk, Dataset, Ranking
 from rag_bench.retrieval.base import AccessFilter
@@ -56,8 +56,7 @@ _ANN = Lru(8)
 
 
 def _key(*nodes: Any) -> str:
-    return json.dumps([OmegaConf.to_container(n, resolve=True) if isinstance(n, DictConfig) else n
-                       for n in nodes], sort_keys=True, default=str)
+    return memo.key(*(OmegaConf.to_container(n, resolve=True) if isinstance(n, DictConfig) else n for n in nodes))
 
 
 @dataclass(frozen=True)

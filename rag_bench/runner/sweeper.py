@@ -20,17 +20,15 @@ namespace); its logic is here. It is Hydra's :class:`BasicSweeper` (same overrid
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
 from tqdm import tqdm
 
 log = logging.getLogger(__name__)
@@ -59,19 +57,16 @@ def stage_rank(key: str) -> int:
     return STAGE_ORDER.index(head) if head in STAGE_ORDER else len(STAGE_ORDER)
 
 
+def stage_order(overrides: list[Override]) -> list[Override]:
+    """Overrides sorted by :func:`stage_rank`; stable, so ties keep the order they were typed in
+    (and a repeated key still lets the last value win)."""
+    return sorted(overrides, key=lambda o: stage_rank(o.get_key_element()))
+
+
 def expand(overrides: list[Override]) -> list[list[str]]:
-    """The grid as one override list per cell, stages outermost (see the module doc)."""
-    axes: OrderedDict[str, list[str]] = OrderedDict()
-    for override in overrides:
-        key = override.get_key_element()
-        if override.is_sweep_override():
-            if not override.is_discrete_sweep():
-                raise HydraException(f"the rag_bench sweeper takes value lists (a,b,c), not {override.input_line!r}")
-            axes[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
-        else:
-            axes[key] = [f"{key}={override.get_value_element_as_str()}"]
-    ordered = sorted(axes, key=stage_rank)  # stable: ties keep the order they were typed in
-    return [list(job) for job in itertools.product(*(axes[k] for k in ordered))]
+    """The grid as one override list per cell, stages outermost: Hydra's own expansion of the
+    stage-ordered overrides (its product varies the last axis fastest)."""
+    return BasicSweeper.split_arguments(stage_order(overrides), None)[0]
 
 
 def covering_subset(batch: list[list[str]]) -> list[list[str]]:
