@@ -4,6 +4,15 @@
 own test vectors in ``tests/metrics/test_trec_conformance.py`` and against pytrec_eval on random
 inputs). What trec_eval does, and therefore what this module does:
 
+* **Reading** (trec_eval's ``get_qrels.c`` and ``get_trec_results.c``). Columns are separated
+  by C whitespace; qids and docnos are opaque strings. The score is read with C's ``atof`` and
+  the relevance level with ``atol`` (:func:`c_atof`, :func:`c_atol`): the longest numeric
+  prefix counts and the rest of the field is ignored, so ``"1_0"`` is 1 (Python would say 10),
+  ``"0.5.1"`` is 0.5, ``"inf"`` and ``"0x1p3"`` are numbers. Lines trec_eval refuses (wrong
+  column count, duplicates, NUL bytes) are refused with file:line; so are the few fields that
+  trec_eval would silently turn into a number the file does not say (a score or level with
+  no number at all, a NaN score, a level such as ``"0.5"`` that ``atol`` truncates): see
+  :func:`read_qrels` and :func:`read_run`.
 * **Order.** The rank column of a run is ignored. Documents are sorted by score descending,
   ties broken by docno descending in byte (``strcmp``) order. Scores are held as C ``float``
   (32 bit) by trec_eval, so two scores that differ only beyond single precision are a tie.
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -43,8 +53,11 @@ from rag_bench.metrics.ranking import (
 
 __all__ = [
     "DEFAULT_CUTOFFS",
+    "MAX_RELEVANCE_LEVEL",
     "SUPPORTED_MEASURES",
     "TrecArrays",
+    "c_atof",
+    "c_atol",
     "evaluate",
     "format_trec",
     "read_qrels",
@@ -62,27 +75,200 @@ DEFAULT_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _MAX_PROBLEMS = 50
 
 
+# --------------------------------------------------------------------------- C number parsing
+
+# C's isspace() in the "C" locale (trec_eval never calls setlocale): exactly the bytes that
+# bytes.split() splits on. str.split() would also split on \x1c-\x1f, U+00A0, U+3000, ...
+_C_SPACE = " \t\n\v\f\r"
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1  # C long on LP64 (Linux, macOS)
+# re.ASCII: [0-9] and the letters must not match Unicode look-alikes ("١", "ınf").
+_HEX = re.compile(
+    r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?", re.ASCII
+)
+_INF_NAN = re.compile(r"([+-]?)(?:(inf(?:inity)?)|nan(?:\([0-9a-z_]*\))?)",
+                      re.ASCII | re.IGNORECASE)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_INTEGER = re.compile(r"([+-]?)0*([0-9]*)", re.ASCII)
+
+
+def _skip_space(text: str) -> int:
+    return len(text) - len(text.lstrip(_C_SPACE))
+
+
+def _strtod(text: str) -> tuple[float, int]:
+    """glibc ``strtod(text, &end)``: the value and how many characters it used (0: none).
+
+    Leading C whitespace is skipped; then the longest prefix that is a hexadecimal float
+    (``0x1.8p3``), ``inf``/``infinity``/``nan``/``nan(chars)`` (any case) or a decimal float is
+    converted, correctly rounded (CPython's ``float`` and ``float.fromhex`` round exactly as
+    glibc does). Out of range values become +-inf or (+-)0, as glibc returns them.
+    """
+    # Fast path for the usual field: printable ASCII without "_" or spaces that float() accepts
+    # (a decimal, "inf", "infinity" or "nan" with a sign) is read by strtod in full, to the same
+    # value (float() and strtod both round correctly).
+    if text.isascii() and text.isprintable() and "_" not in text and " " not in text:
+        try:
+            return float(text), len(text)
+        except ValueError:
+            pass
+    start = _skip_space(text)
+    match = _HEX.match(text, start)
+    if match:
+        digits = match.group()
+        try:
+            return float.fromhex(digits), match.end()
+        except OverflowError:  # glibc returns +-HUGE_VAL (and sets errno, unread by atof)
+            return (-math.inf if digits[0] == "-" else math.inf), match.end()
+    match = _INF_NAN.match(text, start)
+    if match:
+        value = math.inf if match.group(2) else math.nan
+        return (-value if match.group(1) == "-" else value), match.end()
+    match = _DECIMAL.match(text, start)  # "0x" without hex digits lands here and reads "0"
+    if match:
+        return float(match.group()), match.end()
+    return 0.0, 0
+
+
+def _strtol(text: str) -> tuple[int, int]:
+    """glibc ``strtol(text, &end, 10)``: the value (saturated to C long) and characters used."""
+    if len(text) <= 18 and text.isascii() and text.isdigit():  # the usual field: "0", "12"
+        return int(text), len(text)
+    match = _INTEGER.match(text, _skip_space(text))
+    assert match is not None  # the pattern matches the empty string
+    sign, digits = match.groups()
+    if not digits:
+        if match.end() - match.start() > len(sign):  # only zeros: "0", "-000"
+            return 0, match.end()
+        return 0, 0
+    if len(digits) > 19:  # beyond any C long; also keeps int() off megabyte-long digit strings
+        return (_LONG_MIN if sign == "-" else _LONG_MAX), match.end()
+    value = -int(digits) if sign == "-" else int(digits)
+    return min(max(value, _LONG_MIN), _LONG_MAX), match.end()
+
+
+def c_atof(text: str) -> float:
+    """Read a number as C's ``atof`` (glibc ``strtod``) does, which is how trec_eval reads scores.
+
+    Leading whitespace (C's: space, tab, newline, vertical tab, form feed, carriage return) is
+    skipped, then the longest prefix that is a number is read and the rest ignored; with no
+    such prefix the result is 0.0. Besides decimal floats, glibc reads ``inf``, ``infinity``,
+    ``nan``, ``nan(...)`` in any case and C99 hexadecimal floats (``0x1.8p3``). A value too large
+    for a double is +-inf. Unlike :func:`float`, no ``_`` separators, Unicode digits or
+    trailing whitespace are special: they simply end the number.
+
+    Parameters
+    ----------
+    text : str
+        The field as found in the file.
+
+    Returns
+    -------
+    float
+        What ``atof(text)`` returns (a double; trec_eval then stores it as a C ``float``).
+
+    Examples
+    --------
+    >>> c_atof("1_0"), float("1_0")
+    (1.0, 10.0)
+    >>> c_atof(" 1.5x"), c_atof(".5"), c_atof("-.5e-1z"), c_atof("1e"), c_atof("1e+")
+    (1.5, 0.5, -0.05, 1.0, 1.0)
+    >>> c_atof("0x10"), c_atof("0x1p3"), c_atof("0x"), c_atof("0xg")
+    (16.0, 8.0, 0.0, 0.0)
+    >>> c_atof("inf"), c_atof("-Infinity"), c_atof("nAn(1)"), c_atof("1e400")
+    (inf, -inf, nan, inf)
+    >>> c_atof(""), c_atof("abc"), c_atof("+"), c_atof("."), c_atof("\u0661")
+    (0.0, 0.0, 0.0, 0.0, 0.0)
+    """
+    return _strtod(text)[0]
+
+
+def c_atol(text: str) -> int:
+    """Read an integer as C's ``atol`` (glibc ``strtol(text, NULL, 10)``), as trec_eval reads
+    relevance levels.
+
+    Leading C whitespace is skipped, then an optional sign and the longest run of decimal digits
+    are read and the rest ignored; with no digit the result is 0. A value beyond the range of a
+    64-bit C ``long`` saturates at -2**63 or 2**63 - 1, as glibc does. There is no octal or hex:
+    ``"0x10"`` reads as 0 and ``"010"`` as 10.
+
+    Parameters
+    ----------
+    text : str
+        The field as found in the file.
+
+    Returns
+    -------
+    int
+        What ``atol(text)`` returns.
+
+    Examples
+    --------
+    >>> c_atol("1_0"), int("1_0")
+    (1, 10)
+    >>> c_atol(" -2x"), c_atol("0.9"), c_atol("1e3"), c_atol("0x10"), c_atol("010")
+    (-2, 0, 1, 0, 10)
+    >>> c_atol(""), c_atol("high"), c_atol("+"), c_atol("- 1")
+    (0, 0, 0, 0)
+    >>> c_atol("99999999999999999999"), c_atol("-99999999999999999999")
+    (9223372036854775807, -9223372036854775808)
+    """
+    return _strtol(text)[0]
+
+
 # --------------------------------------------------------------------------- file reading
 
+#: Relevance levels accepted by :func:`read_qrels`: trec_eval keeps a table of ``max level + 1``
+#: counters per topic, which cannot be allocated (16 GiB and more) beyond this.
+MAX_RELEVANCE_LEVEL = 2**31 - 1
 
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line_number, fields)`` of the non-blank, non-comment lines of ``path``."""
+
+def _show(value: str) -> str:
+    """``repr(value)``, shortened so that a megabyte-long field cannot flood the terminal."""
+    if len(value) <= 60:
+        return repr(value)
+    return f"{value[:40]!r}... ({len(value)} characters)"
+
+
+def _lines(
+    path: str | os.PathLike[str], problems: list[Problem]
+) -> Iterator[tuple[int, list[bytes]]]:
+    """Yield ``(line_number, fields)`` of the non-blank, non-comment lines of ``path``.
+
+    Fields are split on C whitespace, as trec_eval splits them, and left as UTF-8 bytes for the
+    caller to decode (each decodes: the line is valid UTF-8 and splitting on ASCII bytes never
+    cuts a UTF-8 sequence). A line that is not UTF-8 or holds a NUL byte is reported in
+    ``problems`` (with its line number) and not yielded.
+    """
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as handle:
+        with open(name, "rb") as handle:
+            # Binary lines end at b"\n" only: a stray "\r" is whitespace inside the line, as in C.
             for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                if fields and not fields[0].startswith("#"):
-                    yield number, fields
+                raw = line.split()
+                if not raw or raw[0].startswith(b"#"):
+                    continue
+                try:
+                    if not line.isascii():
+                        line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problems.append(Problem(
+                        file=name, line=number, field="",
+                        message=f"not UTF-8 text ({exc.reason} at byte {exc.start + 1})",
+                        hint="TREC files are plain whitespace-separated text; re-encode as UTF-8"))
+                    continue
+                if 0 in line:
+                    problems.append(Problem(
+                        file=name, line=number, field="",
+                        message=f"NUL byte at byte {line.index(0) + 1}",
+                        hint="trec_eval reads C strings and forbids NUL characters; "
+                             "the file is probably binary or truncated"))
+                    continue
+                # Splitting on ASCII bytes never cuts a UTF-8 sequence, so each field decodes.
+                yield number, raw
     except OSError as exc:
         raise DataError(
             Problem(file=name, line=0, field="", message=f"cannot read file: {exc.strerror}",
                     hint="check the path and permissions")
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            Problem(file=name, line=0, field="", message=f"not UTF-8 text ({exc.reason})",
-                    hint="TREC files are plain whitespace-separated text")
         ) from exc
 
 
@@ -93,13 +279,46 @@ def _raise_if(problems: list[Problem], name: str, what: str) -> None:
         raise DataError(shown, summary=f"{name}: {len(problems)} problem(s) in {what}{more}")
 
 
+def _level(raw: str) -> tuple[int, str]:
+    """The relevance level of ``raw`` as trec_eval reads it, or ``(0, why it is refused)``."""
+    if len(raw) <= 9 and raw.isascii() and raw.lstrip("-").isdigit() and raw.count("-") <= 1:
+        return int(raw), ""  # the usual field: "0", "1", "-1" (within MAX_RELEVANCE_LEVEL)
+    level, used = _strtol(raw)
+    if not used:
+        return 0, f"relevance level {_show(raw)} is not an integer (trec_eval would read it as 0)"
+    if not -MAX_RELEVANCE_LEVEL <= level <= MAX_RELEVANCE_LEVEL:
+        return 0, (f"relevance level {_show(raw)} is out of range "
+                   f"(|level| <= {MAX_RELEVANCE_LEVEL})")
+    number, _ = _strtod(raw)
+    if number != level:  # "0.5", "1e3", "0x1", "inf", "nan": atol truncates what they say
+        return 0, (f"relevance level {_show(raw)} is not an integer "
+                   f"(trec_eval would read it as {level})")
+    return level, ""
+
+
+def _score(raw: str) -> tuple[float, str]:
+    """The score of ``raw`` as trec_eval reads it, or ``(nan, why it is refused)``."""
+    score, used = _strtod(raw)
+    if not used:
+        return math.nan, f"score {_show(raw)} is not a number (trec_eval would read it as 0)"
+    if math.isnan(score):
+        return math.nan, (f"score {_show(raw)} is not a number (NaN; trec_eval's ranking of "
+                          "NaN scores is undefined)")
+    return score, ""
+
+
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """Read a TREC qrels file: lines ``qid iter docno level``.
+    """Read a TREC qrels file: lines ``qid iter docno level``, as trec_eval reads them.
+
+    Fields are separated by C whitespace (space, tab, vertical tab, form feed, carriage
+    return); ``qid`` and ``docno`` are taken byte for byte (UTF-8), ``iter`` is ignored and the
+    level is read with C's ``atol`` (:func:`c_atol`): ``"1_0"`` is 1, ``"2x"`` is 2.
 
     Parameters
     ----------
     path : str or path-like
-        The qrels file. Blank lines and lines starting with ``#`` are skipped; ``iter`` is ignored.
+        The qrels file. Blank lines and lines starting with ``#`` are skipped (trec_eval
+        accepts comment lines but fails on blank ones).
 
     Returns
     -------
@@ -109,34 +328,46 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     Raises
     ------
     DataError
-        With one :class:`~rag_bench.errors.Problem` (file:line) per line that does not have 4
-        columns, has a non-integer level, or judges a docno twice for the same topic; also when
-        the file is unreadable or holds no judgment.
+        With one :class:`~rag_bench.errors.Problem` (file:line) per line that trec_eval would
+        also refuse: not 4 columns (trec_eval: "Malformed line"), a docno judged twice for a
+        topic ("duplicate docs"), a NUL byte ("File may contain no NULL characters"), a level
+        above :data:`MAX_RELEVANCE_LEVEL` (trec_eval cannot allocate its table of levels), and
+        per line where trec_eval would silently read a level the file does not say: no digits
+        at all (``"high"``, which ``atol`` reads as 0), a number that is not an integer
+        (``"0.5"``, ``"1e3"``, ``"0x1"``, ``"inf"``: ``atol`` truncates them to 0 or 1), or
+        below ``-MAX_RELEVANCE_LEVEL``. Also when a line is not UTF-8, the file is unreadable or
+        it holds no judgment.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "qrels"
+    >>> _ = path.write_text("1 0 a 1_0\\n1 0 b 2\\r\\n1 0 c -1\\n")
+    >>> read_qrels(path)
+    {'1': {'a': 1, 'b': 2, 'c': -1}}
     """
     name = os.fspath(path)
     qrels: Qrels = {}
     problems: list[Problem] = []
-    for number, fields in _lines(path):
+    for number, fields in _lines(path, problems):
         if len(fields) != 4:
             problems.append(Problem(
                 file=name, line=number, field="",
                 message=f"expected 4 columns 'qid iter docno level', found {len(fields)}",
                 hint="separate the columns with whitespace; docnos cannot contain spaces"))
             continue
-        qid, _, docno, raw = fields
-        try:
-            level = int(raw)
-        except ValueError:
+        qid, docno, raw = fields[0].decode(), fields[2].decode(), fields[3].decode()
+        level, refused = _level(raw)
+        if refused:
             problems.append(Problem(
-                file=name, line=number, field="level",
-                message=f"relevance level {raw!r} is not an integer",
+                file=name, line=number, field="level", message=refused,
                 hint="use integer levels such as 0, 1, 2 (negative = judged non-relevant)"))
             continue
         judged = qrels.setdefault(qid, {})
         if docno in judged:
             problems.append(Problem(
                 file=name, line=number, field="docno",
-                message=f"document {docno!r} is judged twice for topic {qid!r}",
+                message=f"document {_show(docno)} is judged twice for topic {_show(qid)}",
                 hint="keep one judgment per (topic, document)"))
             continue
         judged[docno] = level
@@ -148,13 +379,18 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
-    """Read a TREC run file: lines ``qid Q0 docno rank score tag``.
+    """Read a TREC run file: lines ``qid Q0 docno rank score tag``, as trec_eval reads them.
+
+    Fields are separated by C whitespace; ``qid`` and ``docno`` are taken byte for byte
+    (UTF-8); the ``Q0``, rank and tag columns are ignored (the tag must be present), and so is
+    any text after the tag. The score is read with C's ``atof`` (:func:`c_atof`): ``"1_0"`` is
+    1.0, ``"2.5e"`` is 2.5, ``"0x1p3"`` is 8.0, ``"inf"``/``"-inf"`` are infinite (they rank
+    first/last, as in trec_eval) and ``"1e400"`` is inf.
 
     Parameters
     ----------
     path : str or path-like
-        The run file. Blank lines and lines starting with ``#`` are skipped. The ``Q0``, rank and
-        tag columns are ignored, and so is any text after the tag (as trec_eval does).
+        The run file. Blank lines and lines starting with ``#`` are skipped.
 
     Returns
     -------
@@ -164,36 +400,45 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     Raises
     ------
     DataError
-        With one :class:`~rag_bench.errors.Problem` (file:line) per line with fewer than 6
-        columns, a score that is not a number (or is NaN), or a docno listed twice for the same
-        topic; also when the file is unreadable or holds no result.
+        With one :class:`~rag_bench.errors.Problem` (file:line) per line that trec_eval would
+        also refuse: fewer than 6 columns ("Malformed line"), a docno retrieved twice for a
+        topic ("duplicate docs"), a NUL byte; and per line where trec_eval would silently use a
+        score the file does not hold: no number at all (``"high"``, ``""``: ``atof`` gives 0.0,
+        which usually means shifted columns) or NaN (``"nan"``: trec_eval's sort comparator is
+        then inconsistent and its ranking undefined). Also when a line is not UTF-8, the file
+        is unreadable or it holds no result.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> _ = path.write_text("1 Q0 a 1 1_0 t\\n1 Q0 b 2 2.5e t extra\\n1 Q0 c 3 -inf t\\n")
+    >>> read_run(path)
+    {'1': {'a': 1.0, 'b': 2.5, 'c': -inf}}
     """
     name = os.fspath(path)
     run: Run = {}
     problems: list[Problem] = []
-    for number, fields in _lines(path):
+    for number, fields in _lines(path, problems):
         if len(fields) < 6:
             problems.append(Problem(
                 file=name, line=number, field="",
                 message=f"expected 6 columns 'qid Q0 docno rank score tag', found {len(fields)}",
                 hint="every result line needs all six columns; docnos cannot contain spaces"))
             continue
-        qid, _, docno, _, raw, _ = fields[:6]
-        try:
-            score = float(raw)
-        except ValueError:
-            score = math.nan
-        if math.isnan(score):
+        qid, docno, raw = fields[0].decode(), fields[2].decode(), fields[4].decode()
+        score, refused = _score(raw)
+        if refused:
             problems.append(Problem(
-                file=name, line=number, field="score",
-                message=f"score {raw!r} is not a number",
-                hint="the 5th column is the retrieval score; higher ranks first"))
+                file=name, line=number, field="score", message=refused,
+                hint="the 5th column is the retrieval score (a finite or infinite number, "
+                     "not NaN); higher ranks first"))
             continue
         ranking = run.setdefault(qid, {})
         if docno in ranking:
             problems.append(Problem(
                 file=name, line=number, field="docno",
-                message=f"document {docno!r} is retrieved twice for topic {qid!r}",
+                message=f"document {_show(docno)} is retrieved twice for topic {_show(qid)}",
                 hint="list each document at most once per topic"))
             continue
         ranking[docno] = score
