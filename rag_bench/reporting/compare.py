@@ -9,16 +9,12 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError, Problem
-from rag_bench.reporting.cells import Cell, question_metrics
+from rag_bench.reporting.cells import Cell, check_same_dataset, question_metrics
 from rag_bench.stats.paired import holm, paired_bootstrap_ci, randomisation_p
 
 
 def _aligned(a: Cell, b: Cell) -> tuple[pd.DataFrame, pd.DataFrame]:
-    fa = (a.config.get("dataset") or {}).get("fingerprint") or a.metrics.get("dataset_fingerprint")
-    fb = (b.config.get("dataset") or {}).get("fingerprint") or b.metrics.get("dataset_fingerprint")
-    if fa and fb and fa != fb:
-        raise DataError(Problem(str(b.path), 0, "dataset", "the two cells were computed on different datasets",
-                                "compare cells of the same dataset version"))
+    check_same_dataset(a, b)
     ra, rb = a.records.set_index("qid"), b.records.set_index("qid")
     common = ra.index.intersection(rb.index)
     if common.empty:

@@ -11,13 +11,20 @@ A policy (YAML) has three parts, all optional:
                  / ``counts.endpoint_calls``); such failures never enter quality denominators,
                  but too many fail the gate.
 
-Every rule ends ``pass``, ``fail`` or ``error`` (cannot evaluate: metric absent, no
-per-question values). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
+Every rule ends ``pass``, ``fail`` or ``error`` (cannot evaluate: metric absent or not a number,
+no per-question values). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
+
+The whole policy is validated before anything is evaluated, and every problem is reported at once
+(``file:line: [key] message -- fix: hint``, exit 2): types, metric names, ranges, unknown keys and
+sections, duplicate keys, empty policies, and hostile files (not UTF-8, too large, alias bombs).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+import os
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +33,18 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 import yaml
 
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.reporting.cells import Cell
 from rag_bench.stats.paired import randomisation_p
 
 _TOP = {"thresholds", "regressions", "errors"}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
+MAX_POLICY_BYTES = 1 << 20  # a policy is a few lines; refuse anything that could be an attack
+MAX_POLICY_NODES = 100_000  # YAML nodes after expanding aliases (a "billion laughs" file stops here)
+_EXAMPLE = "e.g. thresholds: {retrieval/hit@5: {min: 0.8}}"
+# libyaml when present (fast; it caps nesting depth itself), else pure Python (deep nesting is a
+# RecursionError, caught below).
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -46,81 +59,300 @@ class RuleResult:
 
 
 def load_policy(path: str | Path) -> dict[str, Any]:
-    """Read and validate a policy file; problems name the line and key."""
+    """Read and validate a whole policy file; every problem is reported at once (one ConfigError),
+    each as ``file:line: [key] message -- fix: hint``."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: policy file not found -- fix: pass --policy conf/gate/release.yaml")
-    text = p.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"{p}:{mark.line + 1 if mark else 0}: invalid YAML ({exc}) -- fix: the syntax") from exc
-    lines = _key_lines(root)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}:1: a policy is a mapping of thresholds/regressions/errors")
-
-    def bad(key: str, msg: str, fix: str) -> ConfigError:
-        return ConfigError(f"{p}:{lines.get(key, 0)}: [{key}] {msg} -- fix: {fix}")
-
-    for key in data:
-        if key not in _TOP:
-            raise bad(key, f"unknown section {key!r}", f"use {sorted(_TOP)}")
-    for metric, rule in (data.get("thresholds") or {}).items():
-        if "/" not in str(metric):
-            raise bad(metric, "metric must be written section/name", "e.g. retrieval/hit@5")
-        if not isinstance(rule, dict) or not rule or set(rule) - {"min", "max"}:
-            raise bad(metric, f"threshold must be {{min: x}} and/or {{max: y}}, got {rule!r}", "e.g. {min: 0.8}")
-        for bound, v in rule.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise bad(metric, f"{bound} must be a finite number, got {v!r}", "e.g. {min: 0.8}")
-    for metric, rule in (data.get("regressions") or {}).items():
-        if not isinstance(rule, dict) or rule.get("rule") not in _RULES:
-            raise bad(metric, f"regression rule must be one of {sorted(_RULES)}", "e.g. {rule: not_worse_than, "
-                      "max_drop: 0.02}")
-        extra = set(rule) - {"rule"} - _RULES[rule["rule"]]
-        need = _RULES[rule["rule"]] - set(rule)
-        if extra or need:
-            raise bad(metric, f"{rule['rule']} takes {sorted(_RULES[rule['rule']])}", f"remove {sorted(extra)} / "
-                      f"add {sorted(need)}")
-        for v in (rule.get("alpha"), rule.get("max_drop")):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
-                raise bad(metric, f"alpha/max_drop must be in [0, 1], got {v!r}", "e.g. alpha: 0.05")
-    errors = data.get("errors") or {}
-    if set(errors) - {"max_error_rate"}:
-        raise bad("errors", f"unknown keys {sorted(set(errors) - {'max_error_rate'})}", "use max_error_rate")
+    text = _read_policy(p)
+    lines: dict[tuple[Any, ...], int] = {}
+    problems: list[Problem] = []
+    root, data = _parse(p, text, lines, problems)
+    problems += _validate(p, data, lines, root.start_mark.line + 1 if root is not None else 1)
+    if problems:
+        raise _policy_error(p, sorted(problems, key=lambda x: x.line))
     return data
 
 
-def _key_lines(node: Any, out: dict[str, int] | None = None) -> dict[str, int]:
-    out = {} if out is None else out
-    if isinstance(node, yaml.MappingNode):
+def _policy_error(p: Path, problems: list[Problem]) -> ConfigError:
+    if len(problems) == 1:
+        return ConfigError(str(problems[0]))
+    return ConfigError(f"{p}: {len(problems)} problems in the policy:\n" + "\n".join(f"  {x}" for x in problems))
+
+
+def _read_policy(p: Path) -> str:
+    """The policy's text; a missing, special, huge or non-UTF-8 file is a ConfigError."""
+    fix = "pass --policy conf/gate/release.yaml"
+    if not p.exists():
+        raise ConfigError(str(Problem(str(p), 0, "--policy", "policy file not found", fix)))
+    if not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file"
+        raise ConfigError(str(Problem(str(p), 0, "--policy", f"policy path is {kind}", fix)))
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(str(Problem(str(p), 0, "--policy", f"cannot read the policy ({exc.strerror})",
+                                      "check the file's permissions"))) from exc
+    if len(raw) > MAX_POLICY_BYTES:
+        raise ConfigError(str(Problem(str(p), 0, "--policy", f"policy is larger than {MAX_POLICY_BYTES} bytes",
+                                      "a policy lists a few rules; pass the right file")))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(str(Problem(str(p), line, "encoding", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+                                      f"offset {exc.start})", "save the policy as UTF-8"))) from exc
+
+
+def _parse(p: Path, text: str, lines: dict[tuple[Any, ...], int],
+           problems: list[Problem]) -> tuple[yaml.Node | None, Any]:
+    """Compose, check the size (aliases expanded at most MAX_POLICY_NODES times) and duplicate keys
+    on the raw nodes, then construct. Fills ``lines`` and ``problems``."""
+    loader: Any = None
+    try:
+        loader = _Loader(text)
+        root = loader.get_single_node()
+        if root is not None:
+            _check_size(p, root)
+            problems += _duplicates(p, root, lines)  # before construction, which flattens merge keys
+            data = loader.construct_document(root)
+        else:
+            data = None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else text[:getattr(exc, "position", 0)].count("\n") + 1
+        msg = " ".join(str(exc).split())
+        raise ConfigError(str(Problem(str(p), line, "yaml", f"invalid YAML ({msg[:300]})",
+                                      "fix the syntax (YAML: key: value, two-space indents)"))) from exc
+    except RecursionError as exc:
+        raise ConfigError(str(Problem(str(p), 1, "yaml", "policy is nested too deeply",
+                                      "a policy is three levels deep: section, metric, rule"))) from exc
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return root, data
+
+
+def _check_size(p: Path, root: yaml.Node) -> None:
+    """Refuse a policy whose aliases expand to more than MAX_POLICY_NODES nodes (billion laughs)."""
+    stack, seen = [root], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_POLICY_NODES:
+            raise ConfigError(str(Problem(str(p), node.start_mark.line + 1, "yaml", f"policy has more than "
+                                          f"{MAX_POLICY_NODES} YAML nodes once aliases are expanded",
+                                          "a policy lists a few rules; do not nest anchors/aliases")))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                stack += [k, v]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+
+
+def _duplicates(p: Path, root: yaml.Node, lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    """Fill ``lines`` (key path -> 1-based line, first three levels) and report keys written twice
+    (YAML would silently keep only the last one)."""
+    problems: list[Problem] = []
+    ctor = yaml.SafeLoader("")
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        if not isinstance(node, yaml.MappingNode) or len(path) >= 3:
+            return
+        seen: set[Any] = set()
         for k, v in node.value:
-            out.setdefault(str(k.value), k.start_mark.line + 1)
-            _key_lines(v, out)
-    return out
+            if not isinstance(k, yaml.ScalarNode) or k.tag == "tag:yaml.org,2002:merge":
+                continue  # an unhashable key fails at construction; merged keys may be overridden
+            key = ctor.construct_object(k, deep=True)
+            here = path + (key,)
+            if key in seen:
+                problems.append(Problem(str(p), k.start_mark.line + 1, _field(here), f"{key!r} is written twice "
+                                        f"(first on line {lines[here]}); YAML keeps only the last one",
+                                        "keep one entry"))
+            else:
+                seen.add(key)
+                lines[here] = k.start_mark.line + 1
+            walk(v, here)
+
+    walk(root, ())
+    ctor.dispose()
+    return problems
+
+
+def _field(path: tuple[Any, ...]) -> str:
+    """The key a problem is about: the metric for rules, else the innermost key."""
+    return str(path[1] if len(path) >= 2 else path[0]) if path else "policy"
+
+
+def _show(v: Any) -> str:
+    """A short, safe rendering of a user's value with its YAML type."""
+    kind = {dict: "a mapping", list: "a list", str: "text", bool: "a bool", type(None): "empty"}.get(type(v), "")
+    return f"{reprlib.repr(v)} ({kind})" if kind else reprlib.repr(v)
+
+
+def _number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: int) -> list[Problem]:
+    """Every problem of a constructed policy (types, names, ranges), each with its line and key."""
+    problems: list[Problem] = []
+
+    def add(path: tuple[Any, ...], msg: str, fix: str) -> None:
+        line = next((lines[path[:i]] for i in range(len(path), 0, -1) if path[:i] in lines), root_line)
+        problems.append(Problem(str(p), line, _field(path), msg, fix))
+
+    if data is None:
+        add((), "policy is empty: it has no rules, so it would pass anything",
+            f"write at least one rule, {_EXAMPLE}")
+        return problems
+    if not isinstance(data, dict):
+        add((), f"a policy is a mapping of thresholds/regressions/errors, got {_show(data)}", _EXAMPLE)
+        return problems
+    rules = 0
+    for key in data:
+        if key not in _TOP:
+            near = difflib.get_close_matches(str(key), sorted(_TOP), n=1)
+            add((key,), f"unknown section {str(key)!r}",
+                f"did you mean {near[0]!r}?" if near else f"use {sorted(_TOP)}")
+    for section in ("thresholds", "regressions"):
+        body = data.get(section)
+        if body is not None and not isinstance(body, dict):
+            add((section,), f"{section} must be a mapping of section/metric: rule, got {_show(body)}",
+                _EXAMPLE if section == "thresholds" else "e.g. regressions: {retrieval/hit@5: {rule: not_worse_than, "
+                "max_drop: 0.02}}")
+            continue
+        for metric, rule in (body or {}).items():
+            rules += 1
+            where = (section, metric)
+            if not isinstance(metric, str) or metric.count("/") < 1 or not all(metric.partition("/")[::2]):
+                add(where, f"metric must be written section/name (the stage is missing in {str(metric)!r})",
+                    "e.g. retrieval/hit@5 (the section as in metrics.json)")
+            (_threshold if section == "thresholds" else _regression_rule)(where, rule, add)
+    errors = data.get("errors")
+    if errors is not None and not isinstance(errors, dict):
+        add(("errors",), f"errors must be a mapping, got {_show(errors)}", "e.g. errors: {max_error_rate: 0.05}")
+    elif errors:
+        for key in errors:
+            if key != "max_error_rate":
+                add(("errors", key), f"unknown key {str(key)!r} in errors", "use max_error_rate")
+        if "max_error_rate" in errors:
+            rules += 1
+            v = errors["max_error_rate"]
+            if not _number(v) or not 0 <= v <= 1:
+                add(("errors", "max_error_rate"), f"max_error_rate must be a number in [0, 1], got {_show(v)}",
+                    "e.g. max_error_rate: 0.05 (a share of calls, not a percentage)")
+    if not rules and not problems:
+        add((), "policy has no rules, so it would pass anything", f"write at least one rule, {_EXAMPLE}")
+    return problems
+
+
+def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
+    fix = "e.g. {min: 0.8} and/or {max: 0.1}"
+    if not isinstance(rule, dict) or not rule:
+        add(where, f"threshold must be {{min: x}} and/or {{max: y}}, got {_show(rule)}", fix)
+        return
+    for bound, v in rule.items():
+        if bound not in ("min", "max"):
+            add(where + (bound,), f"threshold must be {{min: x}} and/or {{max: y}}: unknown key {str(bound)!r}", fix)
+        elif not _number(v):
+            add(where + (bound,), f"{bound} must be a finite number, got {_show(v)}", fix)
+    lo, hi = rule.get("min"), rule.get("max")
+    if _number(lo) and _number(hi) and lo > hi:
+        add(where, f"min {lo} is above max {hi}: the rule can never pass", "swap them or drop one")
+
+
+def _regression_rule(where: tuple[Any, ...], rule: Any, add: Any) -> None:
+    fix = "e.g. {rule: not_worse_than, max_drop: 0.02} or {rule: no_significant_regression, alpha: 0.05}"
+    if not isinstance(rule, dict) or "rule" not in rule:
+        add(where, f"regression rule must be one of {sorted(_RULES)}, given as rule: NAME; got {_show(rule)}", fix)
+        return
+    name = rule["rule"]
+    if not isinstance(name, str) or name not in _RULES:
+        add(where + ("rule",), f"regression rule must be one of {sorted(_RULES)}, got {_show(name)}", fix)
+        return
+    extra = sorted(str(k) for k in set(rule) - {"rule"} - _RULES[name])
+    need = sorted(_RULES[name] - set(rule))
+    if extra or need:
+        add(where, f"{name} takes {sorted(_RULES[name])}",
+            " and ".join(([f"remove {extra}"] if extra else []) + ([f"add {need}"] if need else [])))
+    for key in sorted(_RULES[name] & set(rule)):
+        v = rule[key]
+        if not _number(v) or not 0 <= v <= 1:
+            add(where + (key,), f"{key} must be a number in [0, 1], got {_show(v)}", f"e.g. {key}: 0.05")
+
+
+def check_junit_target(path: str | Path, keep: list[Path]) -> Path:
+    """Check before evaluating that ``--junit`` can be written: not a folder, writable, not a file the
+    gate reads (``keep``: the policy and cell folders). Nothing is created here."""
+    p = Path(path)
+
+    def bad(msg: str, fix: str = "pass a writable file path such as reports/gate.xml") -> ConfigError:
+        return ConfigError(str(Problem(str(p), 0, "--junit", msg, fix)))
+
+    if p.is_dir():
+        raise bad("is a directory, not a file", f"pass a file inside it, e.g. {p / 'gate.xml'}")
+    if p.exists() and not p.is_file():
+        raise bad("is not a regular file")
+    target = p.resolve()
+    for k in keep:
+        k = k.resolve()
+        if target == k or k in target.parents:
+            raise bad(f"would overwrite {k}, which the gate reads", "write the JUnit report outside cell folders")
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise bad(f"{ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise bad(f"cannot write there ({ancestor} is not writable)")
+    return p
+
+
+def write_junit(path: Path, xml: str) -> None:
+    """Write the JUnit file atomically (a temporary file renamed), creating its folder."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(xml, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(str(Problem(str(path), 0, "--junit", f"cannot write the JUnit report ({exc.strerror or exc})",
+                                      "free disk space or pass another --junit path"))) from exc
 
 
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
+def _block(metrics: dict[str, Any], name: str) -> dict[str, Any]:
+    """A section of metrics.json, or {} when absent or not a mapping."""
+    block = metrics.get(name)
+    return block if isinstance(block, dict) else {}
+
+
+def _ci_detail(cell: Cell, metric: str) -> str:
+    ci = _block(cell.metrics, "ci").get(metric)
+    if not (isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)):
+        return ""
+    return f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={_block(cell.metrics, 'n').get(metric)}"
+
+
 def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = None, *,
                   seed: int = 0) -> list[RuleResult]:
-    """Apply every rule of ``policy`` to ``cell`` (and ``baseline`` for regression rules)."""
+    """Apply every rule of ``policy`` (as returned by :func:`load_policy`) to ``cell`` (and
+    ``baseline`` for regression rules). A value that is absent or not a number is an ``error``."""
     results: list[RuleResult] = []
     for metric, rule in (policy.get("thresholds") or {}).items():
         value = cell.metric(metric)
         for bound, limit in rule.items():
             name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
             if value is None:
-                results.append(RuleResult(name, "error", "n/a", str(limit), f"{metric} is not in metrics.json"))
+                results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue
             ok = value >= limit if bound == "min" else value <= limit
-            ci = cell.metrics.get("ci", {}).get(metric)
-            detail = f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={cell.metrics.get('n', {}).get(metric)}" if ci else ""
-            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value), str(limit), detail))
+            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value), str(limit),
+                                      _ci_detail(cell, metric)))
     regressions = policy.get("regressions") or {}
     if regressions and baseline is None:
         results.append(RuleResult("regressions", "pass", "skipped", "", "no --baseline given"))
@@ -129,16 +361,22 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
             results.append(_regression(cell, baseline, metric, rule, seed))
     max_rate = (policy.get("errors") or {}).get("max_error_rate")
     if max_rate is not None:
-        counts = cell.metrics.get("counts", {})
-        calls, failures = counts.get("endpoint_calls", 0), counts.get("endpoint_failures", 0)
-        name = f"endpoint error rate <= {max_rate}"
-        if not calls:
-            results.append(RuleResult(name, "pass", "0 calls", str(max_rate), "no judge/endpoint calls in this cell"))
-        else:
-            rate = failures / calls
-            results.append(RuleResult(name, "pass" if rate <= max_rate else "fail", f"{rate:.3f}", str(max_rate),
-                                      f"{failures} of {calls} calls failed"))
+        results.append(_error_rate(cell, max_rate))
     return results
+
+
+def _error_rate(cell: Cell, max_rate: float) -> RuleResult:
+    counts = _block(cell.metrics, "counts")
+    calls, failures = counts.get("endpoint_calls", 0), counts.get("endpoint_failures", 0)
+    name = f"endpoint error rate <= {max_rate}"
+    if not all(_number(v) and v >= 0 for v in (calls, failures)):
+        return RuleResult(name, "error", "n/a", str(max_rate), "counts.endpoint_calls/endpoint_failures in "
+                          f"metrics.json are not counts ({calls!r}, {failures!r})")
+    if not calls:
+        return RuleResult(name, "pass", "0 calls", str(max_rate), "no judge/endpoint calls in this cell")
+    rate = failures / calls
+    return RuleResult(name, "pass" if rate <= max_rate else "fail", f"{rate:.3f}", str(max_rate),
+                      f"{failures} of {calls} calls failed")
 
 
 def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], seed: int) -> RuleResult:
@@ -146,7 +384,9 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
     if rule["rule"] == "not_worse_than":
         name = f"{metric} not worse than baseline - {rule['max_drop']}"
         if value is None or base is None:
-            return RuleResult(name, "error", _fmt(value), _fmt(base), f"{metric} missing in cell or baseline")
+            why = cell.metric_problem(metric) if value is None else baseline.metric_problem(metric)
+            return RuleResult(name, "error", _fmt(value), _fmt(base),
+                              f"{'cell' if value is None else 'baseline'}: {why}")
         ok = value >= base - rule["max_drop"]
         return RuleResult(name, "pass" if ok else "fail", f"{value:.4f}", f">= {base - rule['max_drop']:.4f}",
                           f"baseline {base:.4f}, change {value - base:+.4f}")
@@ -154,9 +394,17 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
     col = metric.split("/", 1)[1]
     if col not in cell.records or col not in baseline.records:
         return RuleResult(name, "error", "n/a", "", f"no per-question values for {col}")
-    ra, rb = baseline.records.set_index("qid"), cell.records.set_index("qid")
-    common = ra.index.intersection(rb.index)
-    x, y = ra.loc[common, col].to_numpy(np.float64), rb.loc[common, col].to_numpy(np.float64)
+    try:
+        ra, rb = baseline.records.set_index("qid"), cell.records.set_index("qid")
+        if not (ra.index.is_unique and rb.index.is_unique):
+            raise ValueError("question ids (qid) are not unique")
+        common = ra.index.intersection(rb.index)
+        x, y = ra.loc[common, col].to_numpy(np.float64), rb.loc[common, col].to_numpy(np.float64)
+    except (KeyError, ValueError, TypeError) as exc:
+        return RuleResult(name, "error", "n/a", "", f"per-question values of {col} are unusable "
+                          f"(records.parquet: {' '.join(str(exc).split())[:200]})")
+    if np.isinf(x).any() or np.isinf(y).any():
+        return RuleResult(name, "error", "n/a", "", f"per-question values of {col} include infinity")
     both = ~(np.isnan(x) | np.isnan(y))
     if not both.any():
         return RuleResult(name, "error", "n/a", "", "no question has the metric in both cells")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from rag_bench.cli import main as cli
 from rag_bench.errors import ConfigError
+from rag_bench.reporting.cells import load_cell
 from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy
 
 REGRESSION_ONLY = """
@@ -105,3 +108,76 @@ def test_junit_marks_failures_and_errors():
     assert cases[1].find("failure") is not None and "x & y" in cases[1].find("failure").get("message")
     assert cases[2].find("error") is not None and suite.get("failures") == "1" and suite.get("errors") == "1"
     assert exit_code([RuleResult("a", "fail", "", "")]) == 1
+
+
+def test_every_policy_problem_is_reported_at_once(tmp_path):
+    text = ("thresholds:\n  retrieval/hit@5: {min: '0.8'}\n  hit@10: {min: 0.5}\n"
+            "regressions: [retrieval/hit@5]\nerrors:\n  max_error_rate: -1\n")
+    with pytest.raises(ConfigError) as info:
+        load_policy(write(tmp_path, text))
+    msg = str(info.value)
+    assert "4 problems in the policy" in msg
+    for needle in (":2: [retrieval/hit@5] min must be a finite number",
+                   ":3: [hit@10] metric must be written section/name",
+                   ":4: [regressions] regressions must be a mapping", ":6: [max_error_rate] max_error_rate must"):
+        assert needle in msg
+
+
+def test_yaml_anchors_and_merge_keys_still_work(tmp_path):
+    policy = load_policy(write(tmp_path, "thresholds:\n  retrieval/hit@5: &r {min: 0.5}\n  retrieval/mrr: *r\n"
+                                         "  retrieval/map: {<<: *r, max: 1}\n"))
+    assert policy["thresholds"]["retrieval/map"] == {"min": 0.5, "max": 1}
+
+
+@pytest.mark.parametrize(("value", "kind"), [({"hit@5": 1.0}, "a mapping"), ([0.1, 0.2], "a list"), ("0.9", "text"),
+                                             (True, "a bool"), (None, "null"), (float("nan"), "not finite")])
+def test_metric_that_is_not_a_number_cannot_be_evaluated(demo_cells, value, kind):
+    import dataclasses
+
+    cell = dataclasses.replace(demo_cells["baseline"], metrics={**demo_cells["baseline"].metrics, "odd": {"x": value}})
+    assert cell.metric("odd/x") is None and cell.metric("retrieval/hit@5") is not None
+    (result,) = evaluate_gate(cell, {"thresholds": {"odd/x": {"min": 0.5}}})
+    assert result.status == "error" and f"odd/x in metrics.json is {kind}, not a number" in result.detail
+
+
+def test_gate_and_compare_refuse_a_baseline_of_another_dataset(demo_cells, tmp_path, capsys):
+    from tests.conftest import TINY
+    from tests.runner.test_run_cell import run
+
+    tiny = str(run(tmp_path, dataset=TINY))
+    demo = str(demo_cells["baseline"].path)
+    policy = write(tmp_path, "regressions:\n  retrieval/hit@5: {rule: not_worse_than, max_drop: 1}\n")
+    assert cli(["gate", demo, "--policy", str(policy), "--baseline", tiny]) == 2
+    err = capsys.readouterr().err
+    fps = [demo_cells["baseline"].dataset_fingerprint, json.loads((Path(tiny) / "metrics.json").read_text())[
+        "dataset_fingerprint"]]
+    assert "[dataset_fingerprint] the two cells were computed on different datasets" in err
+    assert all(fp and fp in err for fp in fps) and "fix: pass a --baseline evaluated on the same dataset" in err
+    assert cli(["compare", tiny, demo]) == 2
+    assert "computed on different datasets" in capsys.readouterr().err
+
+
+def test_cell_named_by_a_finished_mlflow_run_id(tmp_path, capsys, monkeypatch):
+    """Artifacts are logged before DONE is written, so a downloaded run has no DONE: a FINISHED run
+    counts as done (and only such a run)."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.runner.main import run_cell
+    from rag_bench.tracking.mlflow_tracker import finish_all
+    from tests.conftest import TINY, compose_config
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    try:
+        folder = run_cell(compose_config([f"dataset.path={TINY}", f"output.root={tmp_path / 'exp'}",
+                                          "tracking=mlflow", f"tracking.uri={uri}"]))
+    finally:
+        finish_all(ok=True)
+    run_id = json.loads((folder / "DONE").read_text())["mlflow_run_id"]
+    assert "DONE" not in {a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(run_id)}
+    policy = write(tmp_path, "thresholds:\n  retrieval/hit@5: {min: 0.5}\n")
+    assert cli(["gate", run_id, "--policy", str(policy), "--tracking-uri", uri, "--baseline", str(folder)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    cell = load_cell(run_id, tracking_uri=uri)
+    assert cell.cell_id == folder.name and cell.done["mlflow_run_id"] == run_id
+    assert cell.metrics == json.loads((folder / "metrics.json").read_text())
