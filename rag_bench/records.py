@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 
@@ -13,9 +14,25 @@ class Asker:
     groups: tuple[str, ...] = ()
 
     @property
-    def key(self) -> str:
-        """Stable identity used to cache per-asker access masks."""
-        return f"{self.tenant or '*'}|{','.join(sorted(self.groups))}"
+    def key(self) -> tuple[str | None, frozenset[str]]:
+        """Identity of the asker's access rights, used to cache per-asker access masks.
+
+        A structural value, never a joined string: ``tenant=None`` (no tenant) and ``tenant=""``
+        or ``"*"`` differ, and so do ``groups=["a,b"]`` and ``["a", "b"]``. Two askers with
+        equal keys read exactly the same documents (group order and repeats do not matter).
+
+        >>> Asker(None, ("a,b",)).key == Asker("", ("a", "b")).key
+        False
+        >>> Asker("t", ("b", "a", "a")).key == Asker("t", ("a", "b")).key
+        True
+        """
+        return (self.tenant, frozenset(self.groups))
+
+    @property
+    def label(self) -> str:
+        """Unambiguous display form (JSON), e.g. ``{"groups": ["staff"], "tenant": "acme"}``."""
+        return json.dumps({"tenant": self.tenant, "groups": sorted(set(self.groups))}, sort_keys=True,
+                          ensure_ascii=False)
 
 
 @dataclass(frozen=True)

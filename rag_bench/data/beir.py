@@ -7,11 +7,28 @@ the chunk). A document's text is its title, a blank line, then its body, as BEIR
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rag_bench.data.markdown import parse_sections
-from rag_bench.data.problems import ProblemLog, read_jsonl
+from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
 from rag_bench.records import Document, EvidenceSpan, Question
+
+
+MAX_GRADE = 1000
+
+
+def _grade(text: str) -> int | None:
+    """An integer grade (``2``, ``-1``; ``1.0`` as written by some tools), else None.
+
+    >>> [_grade(s) for s in ("2", " 1.0", "1.5", "inf", "nan", "1_0", "10000")]
+    [2, 1, None, None, None, None, None]
+    """
+    t = text.strip()
+    if not re.fullmatch(r"[+-]?\d+(\.0*)?", t):
+        return None
+    value = int(t.split(".")[0])
+    return value if -MAX_GRADE <= value <= MAX_GRADE else None
 
 
 def is_beir(root: Path) -> bool:
@@ -24,14 +41,15 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
     documents: dict[str, Document] = {}
     corpus = root / "corpus.jsonl"
     for lineno, obj in read_jsonl(corpus, log):
-        doc_id, body = obj.get("_id"), obj.get("text")
-        if not isinstance(doc_id, (str, int)) or str(doc_id).strip() == "" or any(c.isspace() for c in str(doc_id)):
-            log.add(corpus, lineno, "_id", f"missing or invalid id {doc_id!r}", "ids are non-empty, without spaces")
+        doc_id, body = check_id(obj.get("_id"), corpus, lineno, "_id", log, "document id"), obj.get("text")
+        if doc_id is None:
             continue
         if not isinstance(body, str) or not body.strip():
             log.add(corpus, lineno, "text", "missing or empty document text", "add the text or drop the line")
             continue
-        doc_id = str(doc_id)  # type: ignore[assignment]  # int ids are valid BEIR
+        if obj.get("title") is not None and not isinstance(obj.get("title"), str):
+            log.add(corpus, lineno, "title", "must be a string", "quote the title")
+            continue
         if doc_id in documents:
             log.add(corpus, lineno, "_id", f"duplicate document id {doc_id!r}", "keep one line per document")
             continue
@@ -46,14 +64,17 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
         log.add(qpath, 0, "", "queries.jsonl is missing", "BEIR folders need corpus.jsonl, queries.jsonl, qrels/")
     else:
         for lineno, obj in read_jsonl(qpath, log):
-            qid, qtext = obj.get("_id"), obj.get("text")
-            if qid is None or not isinstance(qtext, str) or not qtext.strip():
-                log.add(qpath, lineno, "_id/text", "query needs '_id' and non-empty 'text'", "fix the line")
+            qid, qtext = check_id(obj.get("_id"), qpath, lineno, "_id", log, "query id"), obj.get("text")
+            if qid is None:
                 continue
-            if str(qid) in queries:
-                log.add(qpath, lineno, "_id", f"duplicate query id {qid!r}", "keep one line per query")
+            if not isinstance(qtext, str) or not qtext.strip():
+                log.add(qpath, lineno, "text", "query needs a non-empty 'text'", "fix the line")
                 continue
-            queries[str(qid)] = (lineno, qtext)
+            if qid in queries:
+                log.add(qpath, lineno, "_id", f"duplicate query id {qid!r} (first at line {queries[qid][0]})",
+                        "keep one line per query")
+                continue
+            queries[qid] = (lineno, qtext)
 
     qrels_path = root / "qrels" / f"{split}.tsv"
     rel: dict[str, list[str]] = {}
@@ -62,7 +83,8 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
         log.add(qrels_path, 0, "", f"qrels for split {split!r} missing",
                 f"set dataset.split to one of {have}" if have else "add qrels/<split>.tsv")
     else:
-        for lineno, line in enumerate(qrels_path.read_text(encoding="utf-8").splitlines(), start=1):
+        qindex, dindex = id_index(queries), id_index(documents)
+        for lineno, line in enumerate((read_text(qrels_path, log) or "").splitlines(), start=1):
             parts = line.split("\t")
             if not line.strip() or (lineno == 1 and parts[0] == "query-id"):
                 continue
@@ -71,15 +93,17 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
                         "query-id<TAB>corpus-id<TAB>score")
                 continue
             qid, did, score = parts
-            try:
-                level = int(float(score))
-            except ValueError:
-                log.add(qrels_path, lineno, "score", f"not a number: {score!r}", "use an integer grade")
+            level = _grade(score)
+            if level is None:
+                log.add(qrels_path, lineno, "score", f"not an integer grade: {score[:40]!r}",
+                        f"use an integer between {-MAX_GRADE} and {MAX_GRADE} (0 = judged not relevant)")
                 continue
             if qid not in queries:
-                log.add(qrels_path, lineno, "query-id", f"unknown query {qid!r}", "add it to queries.jsonl")
+                log.add(qrels_path, lineno, "query-id", f"unknown query {qid!r}" + did_you_mean(qid, queries, qindex),
+                        "add it to queries.jsonl")
             elif did not in documents:
-                log.add(qrels_path, lineno, "corpus-id", f"unknown document {did!r}", "add it to corpus.jsonl")
+                log.add(qrels_path, lineno, "corpus-id", f"unknown document {did!r}"
+                        + did_you_mean(did, documents, dindex), "add it to corpus.jsonl")
             elif level > 0:
                 rel.setdefault(qid, []).append(did)
             else:

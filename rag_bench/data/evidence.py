@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from rag_bench.data.markdown import heading_path_at, trim
@@ -30,6 +31,29 @@ def section_span(doc: Document, sec: Section) -> tuple[int, int]:
         elif other.heading_start >= sec.end:
             break
     return sec.body_start, end
+
+
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+def _invisible_difference(quote: str, text: str) -> str:
+    """What separates a quote from the text when it is invisible: zero-width characters (incl.
+    soft hyphens and BOMs) or Unicode normalisation (``é`` vs ``e`` + combining accent). Empty
+    when the quote is not in the text even so.
+
+    >>> _invisible_difference("caf\u00e9", "a cafe\u0301 here")
+    'Unicode normalisation (NFC/NFD/NFKC forms)'
+    >>> _invisible_difference("ab", "a\u200bb")
+    'zero-width characters (U+200B, U+200D, soft hyphen, ...)'
+    """
+    stripped_q, stripped_t = quote.translate(_ZERO_WIDTH), text.translate(_ZERO_WIDTH)
+    if stripped_q and stripped_q in stripped_t:
+        return "zero-width characters (U+200B, U+200D, soft hyphen, ...)"
+    for form in ("NFC", "NFKC"):
+        nq = unicodedata.normalize(form, stripped_q)
+        if nq and nq in unicodedata.normalize(form, stripped_t):
+            return "Unicode normalisation (NFC/NFD/NFKC forms)"
+    return ""
 
 
 def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | None, str, str, str]:
@@ -67,7 +91,12 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
             hint = "copy the text exactly (whitespace, punctuation and Markdown such as ** count)"
             if section is not None and text.find(quote) != -1:
                 hint = "the quote exists elsewhere in the document: fix or drop 'section'"
-            return None, "quote", f"quote not found in {where}document {doc.doc_id!r}: {quote[:60]!r}", hint
+            message = f"quote not found in {where}document {doc.doc_id!r}: {quote[:60]!r}"
+            near = _invisible_difference(quote, text[lo:hi])
+            if near:
+                message += f"; it differs from the document only by {near}"
+                hint = "copy the text from the document file itself (offsets count its exact characters)"
+            return None, "quote", message, hint
         second = text.find(quote, first + 1, hi)
         if second != -1:
             count = text.count(quote, lo, hi)

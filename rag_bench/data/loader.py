@@ -7,16 +7,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from rag_bench.data.beir import is_beir, load_beir
+from rag_bench.data.files import dataset_files
 from rag_bench.data.native import load_documents, load_questions, read_manifest
 from rag_bench.data.problems import ProblemLog
 from rag_bench.errors import DataError, Problem
 from rag_bench.records import Dataset
 
 
-def fingerprint(root: Path) -> str:
+def fingerprint(root: Path, files: list[Path] | None = None) -> str:
     """sha256 over every file of the dataset (relative path + bytes): changes when anything does."""
     h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(files if files is not None else (p for p in root.rglob("*") if p.is_file())):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -29,7 +30,10 @@ def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
     if not root.is_dir():
         raise DataError(Problem(str(root), 0, "dataset.path", "dataset folder does not exist",
                                 "pass dataset.path=DIR with docs/ + questions.jsonl (or a BEIR folder)"))
-    return _load_cached(str(root.resolve()), split, fingerprint(root))
+    log = ProblemLog(root)
+    files = dataset_files(root, log)  # links out of the folder, devices, FIFOs: refused before any read
+    log.raise_if_any(f"dataset {log.rel(root)} is invalid")
+    return _load_cached(str(root.resolve()), split, fingerprint(root, files))
 
 
 @lru_cache(maxsize=4)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -11,28 +10,12 @@ import yaml
 
 from rag_bench.data.evidence import resolve_locator
 from rag_bench.data.markdown import parse_sections
-from rag_bench.data.problems import ProblemLog, read_jsonl
+from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
 from rag_bench.records import Asker, Document, EvidenceSpan, Question
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
 _Q_FIELDS = {"id", "question", "answerable", "evidence", "facts", "answers", "asker", "tags"}
 _LOC_FIELDS = {"doc_id", "quote", "section", "start", "end"}
-_BAD_ID = re.compile(r"\s")
-
-
-def read_text(path: Path, log: ProblemLog) -> str | None:
-    """Read a UTF-8 text file; a BOM is dropped and CRLF/CR become LF (offsets index the result)."""
-    raw = path.read_bytes()
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        log.add(path, line, "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                "convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8")
-        return None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
@@ -48,9 +31,7 @@ def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
             continue
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
         on_disk.add(doc_id)
-        if _BAD_ID.search(doc_id):
-            log.add(path, 0, "doc_id", f"document id {doc_id!r} contains whitespace",
-                    "rename the file: TREC run files cannot hold ids with spaces")
+        if check_id(doc_id, path, 0, "doc_id", log, "document id (file name)") is None:
             continue
         if doc_id in texts:
             log.add(path, 0, "doc_id", f"duplicate document id {doc_id!r} (also {texts[doc_id][0].name})",
@@ -78,8 +59,8 @@ def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
                 log.add(meta_path, lineno, "doc_id", f"duplicate entry for document {doc_id!r} "
                         f"(first at line {meta[doc_id]['_line']})", "keep one line per document")
             elif doc_id not in on_disk:
-                log.add(meta_path, lineno, "doc_id", f"unknown document {doc_id!r}: no docs/{doc_id}.md",
-                        "fix the id or add the document")
+                log.add(meta_path, lineno, "doc_id", f"unknown document {doc_id!r}: no docs/{doc_id}.md"
+                        + did_you_mean(doc_id, on_disk), "fix the id or add the document")
             else:
                 meta[doc_id] = {**m, "_line": lineno}
 
@@ -106,8 +87,7 @@ def _check_doc_meta(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLo
     for key in obj.keys() - _DOC_FIELDS:
         log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_DOC_FIELDS))}")
         ok = False
-    if not isinstance(obj.get("doc_id"), str) or not obj.get("doc_id"):
-        log.add(path, lineno, "doc_id", "missing or not a string", 'add "doc_id": "<file name without .md>"')
+    if check_id(obj.get("doc_id"), path, lineno, "doc_id", log, "document id") is None:
         return None
     for key in ("title", "version", "effective_at", "tenant", "source_uri"):
         if key in obj and obj[key] is not None and not isinstance(obj[key], str):
@@ -121,6 +101,13 @@ def _check_doc_meta(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLo
     if not isinstance(acl, list) or not all(isinstance(g, str) for g in acl):
         log.add(path, lineno, "acl", "must be a list of group names", 'e.g. "acl": ["staff"]')
         ok = False
+    elif any(not g.strip() for g in acl):
+        log.add(path, lineno, "acl", "empty group name in the ACL", 'name every group, e.g. "acl": ["staff"]; '
+                "an empty ACL ([]) lets every member of the tenant read")
+        ok = False
+    if isinstance(obj.get("tenant"), str) and not obj["tenant"].strip():
+        log.add(path, lineno, "tenant", "empty tenant name", 'name the tenant or leave the key out (no tenant)')
+        ok = False
     return obj if ok else None
 
 
@@ -131,16 +118,19 @@ def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog) 
         return []
     questions: list[Question] = []
     seen: dict[str, int] = {}
+    known = id_index(documents)
     for lineno, obj in read_jsonl(path, log):
         raw_id = obj.get("id")
-        # Duplicates are checked on the raw id, so a bad first line still claims its id.
-        if isinstance(raw_id, str) and raw_id in seen:
-            log.add(path, lineno, "id", f"duplicate question id {raw_id!r} (first at line {seen[raw_id]})",
+        # Duplicates are checked on the raw id (numbers as their text, so 7 and "7" meet), and a bad
+        # first line still claims its id.
+        key = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+        if key is not None and key in seen:
+            log.add(path, lineno, "id", f"duplicate question id {raw_id!r} (first at line {seen[key]})",
                     "give every question a unique id")
             continue
-        if isinstance(raw_id, str):
-            seen[raw_id] = lineno
-        q = _check_question(path, lineno, obj, documents, log)
+        if key is not None:
+            seen[key] = lineno
+        q = _check_question(path, lineno, obj, documents, log, known)
         if q is not None:
             questions.append(q)
     if not questions and not log.problems:
@@ -157,17 +147,11 @@ def _str_list(path: Path, lineno: int, obj: dict[str, Any], key: str, log: Probl
 
 
 def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dict[str, Document],
-                    log: ProblemLog) -> Question | None:
+                    log: ProblemLog, known: dict[str, list[str]] | None = None) -> Question | None:
     n_before = len(log.problems)
     for key in sorted(obj.keys() - _Q_FIELDS):
         log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_Q_FIELDS))}")
-    qid = obj.get("id")
-    if isinstance(qid, (int, float)) and not isinstance(qid, bool) and math.isfinite(qid):
-        qid = str(qid)
-    if not isinstance(qid, str) or not qid.strip():
-        log.add(path, lineno, "id", "missing or not a string", 'add "id": "q001"')
-    elif _BAD_ID.search(qid):
-        log.add(path, lineno, "id", f"question id {qid!r} contains whitespace", "TREC files need ids without spaces")
+    qid = check_id(obj.get("id"), path, lineno, "id", log, "question id")
     text = obj.get("question")
     if not isinstance(text, str) or not text.strip():
         log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
@@ -200,9 +184,9 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
                     f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
         doc_id = loc.get("doc_id")
         if not isinstance(doc_id, str) or doc_id not in documents:
-            known = ", ".join(sorted(documents)[:10])
-            log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}",
-                    f"use an id of a file in docs/ (e.g. {known})")
+            some = ", ".join(sorted(documents)[:10])
+            log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
+                    + did_you_mean(doc_id, documents, known), f"use an id of a file in docs/ (e.g. {some})")
             continue
         doc = documents[doc_id]
         span, sub, message, hint = resolve_locator(doc, loc)
@@ -234,25 +218,58 @@ def _check_asker(path: Path, lineno: int, raw: Any, log: ProblemLog) -> Asker | 
     tenant = raw.get("tenant")
     if tenant is not None and not isinstance(tenant, str):
         log.add(path, lineno, "asker.tenant", "must be a string", '"tenant": "acme"')
+    elif isinstance(tenant, str) and not tenant.strip():
+        log.add(path, lineno, "asker.tenant", f"empty tenant name {tenant!r}",
+                'name the tenant ("tenant": "acme") or leave the key out for an asker of every tenant')
     groups = raw.get("groups", [])
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         log.add(path, lineno, "asker.groups", "must be a list of group names", '"groups": ["customers"]')
         groups = []
+    for i, g in enumerate(groups):
+        if not g.strip():
+            log.add(path, lineno, f"asker.groups[{i}]", f"empty group name {g!r}",
+                    'remove it; an asker in no group is "groups": []')
     return Asker(tenant if isinstance(tenant, str) else None, tuple(groups))
 
 
+MAX_MANIFEST_BYTES = 64 << 10
+_MANIFEST_STRINGS = ("name", "description", "license", "source")
+
+
 def read_manifest(root: Path, log: ProblemLog) -> dict[str, Any]:
-    """dataset.yaml (optional): name, description, license, source."""
+    """dataset.yaml (optional): name, description, license, source (strings); other keys are kept.
+
+    YAML aliases are refused: a few lines of nested aliases (a "billion laughs") expand to
+    gigabytes once the values are printed or logged as MLflow tags.
+    """
     path = root / "dataset.yaml"
     if not path.exists():
         return {}
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        log.add(path, 0, "", f"dataset.yaml is larger than {MAX_MANIFEST_BYTES >> 10} KiB",
+                "keep name, description, license and source short; put documentation in a README")
+        return {}
+    text = read_text(path, log)
+    if text is None:
+        return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                log.add(path, event.start_mark.line + 1, "", "YAML aliases (*name) are not allowed in dataset.yaml",
+                        "write the values out in full")
+                return {}
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         log.add(path, mark.line + 1 if mark else 0, "", f"invalid YAML: {exc}", "fix the YAML syntax")
         return {}
     if not isinstance(data, dict):
         log.add(path, 1, "", "must be a mapping (name: ..., license: ...)", "write key: value lines")
         return {}
+    for key in _MANIFEST_STRINGS:
+        if key in data and data[key] is not None and not isinstance(data[key], str):
+            log.add(path, 0, key, f"must be a string, got {type(data[key]).__name__}", f"write {key}: some text")
+    name = data.get("name")
+    if isinstance(name, str) and (len(name) > 200 or "\n" in name):
+        log.add(path, 0, "name", "name must be one line of at most 200 characters", "shorten it")
     return data

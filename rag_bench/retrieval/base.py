@@ -31,7 +31,9 @@ class AccessFilter:
 
     def __init__(self, chunks: Sequence[Chunk], documents: Mapping[str, Document]) -> None:
         self._docs = [documents[c.doc_id] for c in chunks]
-        self._cache: dict[str, np.ndarray] = {}
+        # Keyed by Asker.key, a (tenant, frozenset(groups)) value: askers that differ in any way
+        # that matters to readable_by never share a mask (a joined string once did).
+        self._cache: dict[tuple[str | None, frozenset[str]], np.ndarray] = {}
         self.size = len(chunks)
 
     def mask(self, asker: Asker | None) -> np.ndarray | None:

@@ -19,10 +19,11 @@ from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 
 
-def _group_by_asker(questions: Sequence[Question], access: AccessFilter) -> dict[str, list[int]]:
-    groups: dict[str, list[int]] = {}
+def _group_by_asker(questions: Sequence[Question], access: AccessFilter) -> dict[object, list[int]]:
+    # Questions whose askers have the same access rights share one mask (structural key).
+    groups: dict[object, list[int]] = {}
     for i, q in enumerate(questions):
-        groups.setdefault(q.asker.key if q.asker else "", []).append(i)
+        groups.setdefault(q.asker.key if q.asker else None, []).append(i)
     return groups
 
 

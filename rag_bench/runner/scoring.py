@@ -55,7 +55,7 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
         row: dict[str, Any] = {
             "qid": q.qid, "question": q.question, "answerable": q.answerable, "tags": list(q.tags),
-            "asker": q.asker.key if q.asker else None,
+            "asker": q.asker.label if q.asker else None,
             "chunk_ids": [c.chunk_id for c in top], "scores": list(r.scores), "relevant": is_rel.tolist(),
             "n_relevant": int(rel.size), "first_relevant_rank": first,
             "unauthorized_retrievals": sum(not documents[c.doc_id].readable_by(q.asker) for c in top),
