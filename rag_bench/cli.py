@@ -61,6 +61,7 @@ def _run(args: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from rag_bench.runner.config import check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
 
@@ -68,6 +69,7 @@ def _run(args: list[str]) -> int:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["rag-bench run", *args]
     try:
+        check_hydra_targets(args)
         hydra_main()
     except RagBenchError as exc:
         finish_all(ok=False)
@@ -199,8 +201,9 @@ def _compare(argv: list[str]) -> int:
 
 
 def _gate(argv: list[str]) -> int:
-    from rag_bench.reporting.cells import load_cell
-    from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy, markdown
+    from rag_bench.reporting.cells import check_same_dataset, load_cell
+    from rag_bench.reporting.gate import (check_junit_target, evaluate_gate, exit_code, junit_xml, load_policy,
+                                          markdown, write_junit)
 
     p = argparse.ArgumentParser(prog="rag-bench gate", description="Check a cell against a release policy "
                                 "(absolute thresholds; regression rules against a baseline). Exit 0 pass, "
@@ -211,17 +214,30 @@ def _gate(argv: list[str]) -> int:
     p.add_argument("--junit", help="also write JUnit XML here (one test per rule)")
     p.add_argument("--tracking-uri", help="MLflow URI for run ids (default $MLFLOW_TRACKING_URI)")
     a = p.parse_args(argv)
+    # Exit 1 is a verdict: anything that goes wrong before the verdict exits 2, never 1 or a traceback.
+    # Nothing (no JUnit file) is written unless every input was read and the policy is valid.
     try:
         policy = load_policy(a.policy)
         cell = load_cell(a.cell, tracking_uri=a.tracking_uri)
         baseline = load_cell(a.baseline, tracking_uri=a.tracking_uri) if a.baseline else None
+        if baseline is not None:
+            check_same_dataset(baseline, cell, fix="pass a --baseline evaluated on the same dataset version (re-run "
+                               "the baseline's configuration on this dataset)")
+        keep = [Path(a.policy), cell.path] + ([baseline.path] if baseline is not None else [])
+        junit = check_junit_target(a.junit, keep) if a.junit else None  # before evaluating: nothing half-done
+        results = evaluate_gate(cell, policy, baseline)
+        summary = markdown(cell, results, baseline)
+        if junit is not None:
+            write_junit(junit, junit_xml(results))
     except RagBenchError as exc:
         return _fail(exc)
-    results = evaluate_gate(cell, policy, baseline)
-    print(markdown(cell, results, baseline))
-    if a.junit:
-        Path(a.junit).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.junit).write_text(junit_xml(results), encoding="utf-8")
+    except Exception as exc:  # a bug or an input nobody foresaw: still "cannot evaluate", in one line
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        return _fail(f"gate could not evaluate: {msg} -- fix: check the cell, baseline and policy files")
+    print(summary)
+    for r in results:
+        if r.status == "error":
+            print(f"error: cannot evaluate rule {r.name!r}: {r.detail}", file=sys.stderr)
     return exit_code(results)
 
 

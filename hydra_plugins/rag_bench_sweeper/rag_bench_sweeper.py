@@ -11,6 +11,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 
+from rag_bench.runner.config import validate
 from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
 
 
@@ -29,7 +30,11 @@ class RagBenchSweeper(BasicSweeper):
         """Compose a covering subset of the batch (see the module doc)."""
         subset = covering_subset([list(job) for job in batch])
         log.debug("validating %d of %d jobs (every override covered)", len(subset), len(batch))
-        super().validate_batch_is_legal(subset)
+        assert self.config is not None and self.hydra_context is not None
+        for overrides in subset:
+            # As BasicSweeper does, plus rag_bench's range checks: a bad value anywhere in the grid
+            # (k=0, experiment.name=../x) fails before the first cell runs.
+            validate(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
 
     def sweep(self, arguments: list[str]) -> Any:
         """Run the grid with a progress bar over all its cells."""

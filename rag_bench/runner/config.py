@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,21 @@ DEMO_DATASET = REPO_ROOT / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
 COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge", "tracking")
+# The methods each stage's class must have (its protocol's surface); checked on every target.
+STAGE_METHODS: dict[str, tuple[str, ...]] = {
+    "chunker": ("chunk",),
+    "embedder": ("embed_documents", "embed_queries"),
+    "index": ("build", "search", "params", "nbytes"),
+    "retriever": ("fit", "search"),
+    "reranker": ("scores",),
+    "generator": ("generate",),
+    "judge": (),
+    "tracking": ("bind", "check", "log_cell", "finish_sweep", "describe"),
+}
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+MAX_BOOTSTRAP_RESAMPLES = 100_000
+# Bootstrap memory: resample indices (int64) and resampled values (float64), per question.
+MAX_BOOTSTRAP_BYTES = 4 << 30
 
 
 @dataclass
@@ -89,6 +105,10 @@ def register_configs() -> None:
 
     store = ConfigStore.instance()
     store.store(name="base_config", node=RagBenchConf)
+    if not OmegaConf.has_resolver("rag_bench.folder"):
+        # hydra.sweep.dir is ${output.root}/${rag_bench.folder:${experiment.name}}/.hydra: Hydra makes
+        # that folder before any cell runs, so the name is checked as the path is resolved.
+        OmegaConf.register_new_resolver("rag_bench.folder", _folder_name)
     store.store(group="hydra/sweeper", name="rag_bench", node=RagBenchSweeperConf, provider="rag_bench")
 
 
@@ -108,12 +128,100 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance must be overlap, section or facts, got {cfg.eval.relevance!r}")
     if cfg.eval.gain not in ("linear", "exponential"):
         raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
-    if cfg.eval.bootstrap_resamples < 1:
-        raise ConfigError(f"eval.bootstrap_resamples must be >= 1, got {cfg.eval.bootstrap_resamples}")
+    if not 1 <= cfg.eval.bootstrap_resamples <= MAX_BOOTSTRAP_RESAMPLES:
+        raise ConfigError(f"eval.bootstrap_resamples must be in [1, {MAX_BOOTSTRAP_RESAMPLES}], got "
+                          f"{cfg.eval.bootstrap_resamples} -- fix: eval.bootstrap_resamples=1000 (10000 for "
+                          "publication-grade intervals)")
+    if cfg.eval.seed < 0:
+        raise ConfigError(f"eval.seed must be >= 0, got {cfg.eval.seed} -- fix: eval.seed=0")
+    check_experiment_name(cfg.experiment.name)
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
         if not isinstance(node, DictConfig) or "_target_" not in node:
             raise ConfigError(f"config group {group!r} is not set -- fix: add {group}=<name> (see conf/{group}/)")
+
+
+def _folder_name(name: Any) -> str:
+    check_experiment_name(name)
+    return str(name)
+
+
+def check_hydra_targets(overrides: list[str]) -> None:
+    """Command-line overrides under ``hydra.`` may only name Hydra plugin classes as ``_target_``.
+
+    Hydra instantiates ``hydra.callbacks.*``, the launcher and the sweeper before any rag_bench
+    code runs, so ``+hydra.callbacks.x._target_=builtins.open`` would call ``open`` at startup.
+    Such a target must be a class deriving from Hydra's Callback, Launcher or Sweeper. Shape, not
+    intent: the command line is the user's own code, but a mistyped or hostile value from a sweep
+    cannot call an arbitrary function.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from hydra.experimental.callback import Callback
+    from hydra.plugins.launcher import Launcher
+    from hydra.plugins.sweeper import Sweeper
+
+    candidates = [o for o in overrides if o.lstrip("+~").startswith("hydra.") and "_target_" in o]
+    if not candidates:
+        return
+    try:
+        parsed = OverridesParser.create().parse_overrides(candidates)
+    except HydraException:
+        return  # Hydra reports the syntax error itself, before instantiating anything
+    for ov in parsed:
+        key = ov.key_or_group
+        targets: list[tuple[str, Any]] = []
+
+        def walk(path: str, value: Any) -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    walk(f"{path}.{k}", v)
+            elif path.endswith("._target_") or path == "_target_":
+                targets.append((path, value))
+
+        values = list(ov.sweep_string_iterator()) if ov.is_sweep_override() else [ov.value()]
+        for value in values:
+            if isinstance(value, dict):
+                walk(key, value)
+            elif key.endswith("_target_"):
+                targets.append((key, value))
+        for path, target in targets:
+            module, _, name = str(target).rpartition(".")
+            try:
+                cls = getattr(importlib.import_module(module), name) if module else None
+            except (ImportError, AttributeError, ValueError):
+                cls = None
+            if not (inspect.isclass(cls) and issubclass(cls, (Callback, Launcher, Sweeper))):
+                raise ConfigError(f"{path}={target!r} is not a Hydra Callback, Launcher or Sweeper class -- fix: "
+                                  "remove the override; hydra targets must name plugin classes")
+
+
+def check_experiment_name(name: Any) -> None:
+    """``experiment.name`` names one folder under ``output.root``: never a path that leaves it.
+
+    Values arrive from sweeps and presets as well as from the user, so ``../x``, ``/abs``, ``a/b``,
+    ``.`` and hidden names are refused (a folder name of letters, digits, ``.``, ``_``, ``-``).
+    """
+    if not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"experiment.name must be a folder name ({EXPERIMENT_NAME.pattern}: letters, digits, "
+                          f"'.', '_', '-', not starting with '.'), got {name!r} -- fix: experiment.name=my_sweep; "
+                          "choose the parent folder with output.root=DIR")
+
+
+def check_component(cls: Any, group: str, target: str) -> None:
+    """A component target must be a class with its stage's methods (``STAGE_METHODS``).
+
+    Checked before anything is built, so a function (``os.system``, any ``rag_bench`` helper) or a
+    class of the wrong stage is refused with the missing methods named. The check looks at shape,
+    not intent: it is the same rule a user plugin will be held to.
+    """
+    if not inspect.isclass(cls):
+        raise ConfigError(f"{group}._target_ {target!r} is a {type(cls).__name__}, not a class -- fix: name a "
+                          f"{group} class (see conf/{group}/)")
+    missing = [m for m in STAGE_METHODS.get(group, ()) if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(f"{group}._target_ {target!r} does not implement the {group} stage: missing "
+                          f"{', '.join(missing)} -- fix: name a {group} class (see conf/{group}/)")
 
 
 def _import_target(target: str, group: str) -> Any:
@@ -122,9 +230,11 @@ def _import_target(target: str, group: str) -> Any:
                           "-- fix: use one of the configs in conf/" + group)
     module, _, name = target.rpartition(".")
     try:
-        return getattr(importlib.import_module(module), name)
+        cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"{group}._target_ {target!r} cannot be imported ({exc}) -- fix: check the spelling")
+    check_component(cls, group, target)
+    return cls
 
 
 def wants(node: DictConfig, group: str, name: str) -> bool:
