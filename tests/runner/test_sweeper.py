@@ -52,9 +52,17 @@ def test_progress_counts_lines_from_any_process(tmp_path, monkeypatch):
     assert path.read_text().splitlines() == ["done a", "done b", "failed c"]
 
 
-def test_record_progress_outside_a_sweep_is_a_no_op(monkeypatch):
+def test_record_progress_outside_a_sweep_is_a_no_op(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(PROGRESS_ENV, raising=False)
-    record_progress("done")  # nothing to write to, nothing raised
+    assert record_progress("done") is None  # nothing to write to, nothing raised
+    assert list(tmp_path.iterdir()) == []  # and no file appeared anywhere it could have guessed
+    # Inside a sweep the same call appends one line per cell: the no-op is the absence of the env.
+    progress = tmp_path / "progress.log"
+    monkeypatch.setenv(PROGRESS_ENV, str(progress))
+    record_progress("done", "c1")
+    record_progress("failed", "c2")
+    assert progress.read_text() == "done c1\nfailed c2\n"
 
 
 def test_a_misspelt_option_fails_before_any_cell(tmp_path):
