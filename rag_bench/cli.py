@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ def _fail(exc: BaseException | str) -> int:
     return 2
 
 
-def _config_message(exc: BaseException) -> str:
+def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
     """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
     parts = [str(exc).strip()]
     cause = exc.__cause__ or exc.__context__
@@ -53,7 +54,43 @@ def _config_message(exc: BaseException) -> str:
     msg = "\n  ".join(parts)
     if "Could not override" in msg:
         msg += "\n  (no such key: check its spelling; use +key=value only to add a new key on purpose)"
+        missing = re.search(r"Could not override '([^']+)'", msg)
+        listing = _valid_keys(args or [], missing.group(1)) if missing else ""
+        if listing:
+            msg += f"\n  {listing}"
     return msg
+
+
+def _valid_keys(args: list[str], full_key: str) -> str:
+    """``valid keys of chunker: max_chars, overlap (did you mean max_chars?)`` for a key that does
+    not exist, from the config composed without it; empty when that cannot be composed."""
+    import difflib
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import DictConfig, OmegaConf
+
+    from rag_bench.runner.config import CONF_DIR
+
+    parent, _, leaf = full_key.rpartition(".")
+    rest = [a for a in args if not a.startswith("-") and a.lstrip("+~").split("=", 1)[0] != full_key]
+    try:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=rest)
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+    except Exception:  # noqa: BLE001 -- a listing is a courtesy; the error above stands alone
+        return ""
+    finally:
+        GlobalHydra.instance().clear()
+    if not isinstance(node, DictConfig):
+        return ""
+    keys = [str(k) for k in node.keys() if k not in ("_target_", "name") and not str(k).startswith("_")]
+    if not keys:
+        return ""
+    close = difflib.get_close_matches(leaf, keys, n=1)
+    return f"valid keys of {parent or 'the config'}: {', '.join(keys)}" + \
+        (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
 
 
 def _run(args: list[str]) -> int:
@@ -76,7 +113,7 @@ def _run(args: list[str]) -> int:
         return _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
         finish_all(ok=False)
-        return _fail(f"configuration: {_config_message(exc)}\n  -- fix: see `rag-bench run --help` for groups "
+        return _fail(f"configuration: {_config_message(exc, args)}\n  -- fix: see `rag-bench run --help` for groups "
                      "and options (`rag-bench run --cfg job` prints every key), conf/ for the files")
     except BaseException:
         finish_all(ok=False)

@@ -82,7 +82,9 @@ DATASET_CASES = [
 
 CONFIG_CASES = [
     ("unknown-group-value", ["chunker=fixd"], 2, ["Could not find 'chunker/fixd'", "fixed"]),
-    ("typo-key", ["eval.kss=[1]"], 2, ["eval.kss", "no such key"]),
+    ("typo-key", ["eval.kss=[1]"], 2, ["eval.kss", "no such key", "valid keys of eval: ks,", "did you mean eval.ks?"]),
+    ("typo-component-key", ["chunker=fixed", "chunker.sise=3"], 2,
+     ["chunker.sise", "valid keys of chunker: size, overlap", "did you mean chunker.size?"]),
     ("nan-coverage", ["eval.min_coverage=nan"], 2, ["eval.min_coverage"]),
     ("negative-size", ["chunker=fixed", "chunker.size=-5"], 2, ["chunker.size", ">= 1"]),
     ("k-zero", ["pipeline.k=0"], 2, ["pipeline.k must be > 0"]),
