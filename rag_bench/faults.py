@@ -3,16 +3,23 @@
 
 Points: ``cell_written`` (cell files in place, before MLflow), ``mlflow_run_created`` (a cell's
 run exists but is not finished), ``before_done`` (everything logged, DONE not yet written).
-Unset in normal use; costs one environment lookup per point.
+``RAG_BENCH_FAILPOINT=<name>:sleep=<seconds>`` pauses there instead, to widen a race window in
+concurrency tests. Unset in normal use; costs one environment lookup per point.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 
 def failpoint(name: str) -> None:
-    """Die here if the environment asks for it."""
-    if os.environ.get("RAG_BENCH_FAILPOINT") == name:
+    """Die (or pause) here if the environment asks for it."""
+    point = os.environ.get("RAG_BENCH_FAILPOINT")
+    if point is None or not point.startswith(name):
+        return
+    if point == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    elif point.startswith(f"{name}:sleep="):
+        time.sleep(float(point[len(name) + 7:]))

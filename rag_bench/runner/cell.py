@@ -2,6 +2,10 @@
 
 A folder without DONE is unfinished work: it is removed and recomputed on the next run. DONE is
 written through a temporary file and ``os.replace``, so it exists either whole or not at all.
+
+Two processes computing the same cell at once: writing the folder, tracking it and writing DONE
+happen under the cell's lock (``cell_lock``), and the one that gets the lock second finds DONE and
+keeps the finished cell instead of replacing it.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ import json
 import math
 import os
 import shutil
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench.runner.pipeline import CellResult
+from rag_bench.locking import file_lock
 
 FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec")
 
@@ -23,6 +29,13 @@ FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.tr
 def is_done(cell_dir: Path) -> bool:
     """True when the cell finished (DONE marker present)."""
     return (cell_dir / "DONE").is_file()
+
+
+def cell_lock(cell_dir: Path) -> AbstractContextManager[None]:
+    """Exclusive lock (across processes) on the cell folder: hold it from writing the folder to
+    writing DONE, and check ``is_done`` once it is held. Its file, ``.<cell>.lock`` beside the
+    folder, is removed on release."""
+    return file_lock(cell_dir.with_name(f".{cell_dir.name}.lock"))
 
 
 def _clean(obj: Any) -> Any:
@@ -46,7 +59,9 @@ def _atomic_write(path: Path, data: str) -> None:
 
 
 def write_cell(cell_dir: Path, cfg: DictConfig, result: CellResult) -> None:
-    """Write every file of the cell except DONE; replaces any unfinished folder of the same cell."""
+    """Write every file of the cell except DONE; replaces any unfinished folder of the same cell.
+
+    Call it holding ``cell_lock(cell_dir)``, after checking the cell is not DONE."""
     cell_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = cell_dir.with_name(f".{cell_dir.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -75,9 +90,13 @@ def mark_done(cell_dir: Path, info: dict[str, Any] | None = None) -> None:
 
 
 def discard(cell_dir: Path) -> None:
-    """Remove an unfinished cell folder (no DONE) so it is never read as a result."""
-    if cell_dir.exists() and not is_done(cell_dir):
-        shutil.rmtree(cell_dir, ignore_errors=True)
+    """Remove an unfinished cell folder (no DONE) so it is never read as a result; a folder that
+    another process is writing (it holds the cell's lock) is left to that process."""
+    if not cell_dir.exists():
+        return
+    with cell_lock(cell_dir):
+        if not is_done(cell_dir):
+            shutil.rmtree(cell_dir, ignore_errors=True)
 
 
 def flat_metrics(metrics: dict[str, Any]) -> dict[str, float]:

@@ -16,8 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError, OutputError
 from rag_bench.faults import failpoint
-from rag_bench.runner.cell import discard, flat_metrics, is_done, mark_done, write_cell
-from rag_bench.runner.config import build, cell_id, dataset_path, validate
+from rag_bench.runner.cell import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
+from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
 from rag_bench.runner.pipeline import run_pipeline
 
 log = logging.getLogger("rag_bench")
@@ -70,9 +70,19 @@ def run_cell(cfg: DictConfig) -> Path:
         build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
     tracker = build(cfg.tracking, "tracking")
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
+    need = 16 * int(cfg.eval.bootstrap_resamples) * max(len(dataset.questions), 1)
+    if need > MAX_BOOTSTRAP_BYTES:
+        fit = MAX_BOOTSTRAP_BYTES // (16 * max(len(dataset.questions), 1))
+        raise ConfigError(f"eval.bootstrap_resamples={cfg.eval.bootstrap_resamples} over {len(dataset.questions)} "
+                          f"questions needs ~{need / 2**30:.1f} GiB for the bootstrap (limit "
+                          f"{MAX_BOOTSTRAP_BYTES / 2**30:.0f} GiB) -- fix: eval.bootstrap_resamples<={fit}")
     cid = cell_id(cfg, dataset.fingerprint)
     root = Path(cfg.output.root)
     cell_dir = root / cfg.experiment.name / cid
+    # Defence in depth (validate() checked the name): lexically, so a user's own symlink is kept.
+    if not Path(os.path.normpath(cell_dir)).is_relative_to(os.path.normpath(root)) or cell_dir.parent == root:
+        raise ConfigError(f"experiment.name {cfg.experiment.name!r} leads outside output.root {root} "
+                          "-- fix: experiment.name=<folder name>")
     if is_done(cell_dir):
         log.info("cell %s already done, skipping (%s)", cid, cell_dir)
         return cell_dir
@@ -93,19 +103,23 @@ def run_cell(cfg: DictConfig) -> Path:
     OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
     result = run_pipeline(cfg, dataset, cid)
     result.metrics["dataset_fingerprint"] = dataset.fingerprint
-    try:
-        write_cell(cell_dir, stored, result)
-    except OSError as exc:  # disk full, quota, permissions: nothing half-written is left behind
-        raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
-                          "space or pass output.root=<another folder>; no partial cell was kept") from exc
-    failpoint("cell_written")
-    tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
-            **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker",
-                                                        "generator")}}
-    run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
-                              metrics=flat_metrics(result.metrics), tags=tags)
-    failpoint("before_done")
-    mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
+    with cell_lock(cell_dir):  # another process on the same cell waits here, then finds DONE
+        if is_done(cell_dir):
+            log.info("cell %s was finished by another process meanwhile, keeping it (%s)", cid, cell_dir)
+            return cell_dir
+        try:
+            write_cell(cell_dir, stored, result)
+        except OSError as exc:  # disk full, quota, permissions: nothing half-written is left behind
+            raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
+                              "space or pass output.root=<another folder>; no partial cell was kept") from exc
+        failpoint("cell_written")
+        tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
+                **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker",
+                                                            "generator")}}
+        run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
+                                  metrics=flat_metrics(result.metrics), tags=tags)
+        failpoint("before_done")
+        mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
     m = result.metrics
     gen = ""
     if "generation" in m:

@@ -4,10 +4,31 @@ Uses ``MlflowClient`` (no fluent global "active run"), so a crash in one cell ca
 another cell's run active. Re-running a cell replaces any earlier run of the same cell in the
 experiment (an interrupted RUNNING run is first marked FAILED), so resumed sweeps never hold
 duplicates.
+
+Concurrency: every find-or-create against the store runs under an exclusive file lock
+(``fcntl.flock``), so processes started at the same moment (two ``rag-bench run`` of the same
+command, launcher workers, ``rag-bench sync``) neither crash nor duplicate anything:
+
+- store lock: creating the client (which creates and migrates a new SQLite store) and finding or
+  creating the experiment;
+- sweep lock, keyed on (store, experiment, sweep id): finding or creating the sweep's parent run;
+- cell lock, keyed on (store, experiment, cell id): the whole find / delete / create / log /
+  terminate sequence of a cell's run, so a cell ends with exactly one live run, FINISHED.
+
+For a ``sqlite:///`` store the lock files sit next to the database (``<db>.lock`` for the store,
+``.<db>.<kind>-<digest>.lock`` for the others), so every process writing that file shares them
+whatever its output root. For any other URI (an HTTP server) they sit in the output root
+(``.mlflow-<kind>-<digest>.lock``): processes sharing that folder are covered (on another machine
+too, if its file system honours ``flock``, as local disks and NFSv4 do), but processes with
+different output roots -- or on machines that share only the server -- are not; for those
+``create_experiment`` still recovers from losing the race, but two runs of one cell can then exist.
+Lock files are removed when released.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import urllib.error
@@ -16,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import TrackingError
+from rag_bench.locking import file_lock
 from rag_bench.faults import failpoint
 
 log = logging.getLogger(__name__)
@@ -48,6 +70,7 @@ class MlflowTracker:
         self.sweep_id = ""
         self.output_root = Path("experiments")
         self._client: Any = None
+        self._exp_id: str | None = None
         self._disabled = False
 
     def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
@@ -58,13 +81,31 @@ class MlflowTracker:
         env = os.environ.get("MLFLOW_TRACKING_URI")
         self.uri = self.uri_setting or env or f"sqlite:///{self.output_root / 'mlflow.db'}"
 
+    def _sqlite_path(self) -> Path | None:
+        return Path(self.uri[len("sqlite:///"):]) if self.uri.startswith("sqlite:///") else None
+
+    def _lock(self, kind: str, key: str = "") -> contextlib.AbstractContextManager[None]:
+        """The cross-process lock of ``kind`` ("store", "sweep", "cell") for ``key`` in this store
+        and experiment (placement: see the module docstring)."""
+        db = self._sqlite_path()
+        if kind == "store" and db is not None:
+            return file_lock(db.with_name(db.name + ".lock"))
+        digest = hashlib.sha256("\0".join((self.uri, self.experiment, kind, key)).encode()).hexdigest()[:16]
+        if db is not None:
+            return file_lock(db.with_name(f".{db.name}.{kind}-{digest}.lock"))
+        return file_lock(self.output_root / f".mlflow-{kind}-{digest}.lock")
+
     def _get_client(self) -> Any:
         if self._client is None:
             from mlflow.tracking import MlflowClient
 
-            if self.uri.startswith("sqlite:///"):
-                Path(self.uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-            self._client = MlflowClient(tracking_uri=self.uri)
+            db = self._sqlite_path()
+            if db is not None:
+                db.parent.mkdir(parents=True, exist_ok=True)
+            # Creating the client opens the store: for a new SQLite file that creates the tables and
+            # runs the schema migrations, which two processes doing at once break.
+            with self._lock("store"):
+                self._client = MlflowClient(tracking_uri=self.uri)
         return self._client
 
     def check(self) -> None:
@@ -87,14 +128,29 @@ class MlflowTracker:
         self._disabled = True
 
     def _experiment_id(self) -> str:
+        if self._exp_id is not None:
+            return self._exp_id
+        from mlflow.exceptions import MlflowException
+
         client = self._get_client()
-        exp = client.get_experiment_by_name(self.experiment)
-        if exp is not None:
-            return exp.experiment_id
-        artifact_location = None
-        if self.uri.startswith("sqlite:///"):
-            artifact_location = (self.output_root / "mlartifacts").as_uri()
-        return client.create_experiment(self.experiment, artifact_location=artifact_location)
+        with self._lock("store"):
+            exp = client.get_experiment_by_name(self.experiment)
+            if exp is not None:
+                exp_id = str(exp.experiment_id)
+            else:
+                artifact_location = None
+                if self.uri.startswith("sqlite:///"):
+                    artifact_location = (self.output_root / "mlartifacts").as_uri()
+                try:
+                    exp_id = client.create_experiment(self.experiment, artifact_location=artifact_location)
+                except MlflowException:
+                    # Another process not sharing our lock created it meanwhile (an HTTP server).
+                    exp = client.get_experiment_by_name(self.experiment)
+                    if exp is None:
+                        raise
+                    exp_id = str(exp.experiment_id)
+        self._exp_id = exp_id
+        return exp_id
 
     def prepare(self) -> str | None:
         """Create the store, the experiment and the sweep's parent run up front (in the launching
@@ -116,48 +172,53 @@ class MlflowTracker:
             _PARENTS[key] = run_id  # created by the launching process
             return run_id
         client = self._get_client()
-        found = client.search_runs([exp_id], filter_string=f"tags.sweep_id = '{self.sweep_id}'",
-                                   max_results=1)
-        if found:
-            run_id = found[0].info.run_id
-            client.update_run(run_id, status="RUNNING")
-        else:
-            run_id = client.create_run(exp_id, run_name=f"sweep-{self.sweep_id[:8]}",
-                                       tags={"sweep_id": self.sweep_id, "rag_bench.role": "sweep"}).info.run_id
+        with self._lock("sweep", self.sweep_id):  # two processes of one sweep: one parent
+            found = client.search_runs([exp_id], filter_string=f"tags.sweep_id = '{self.sweep_id}'",
+                                       max_results=1)
+            if found:
+                run_id = found[0].info.run_id
+                client.update_run(run_id, status="RUNNING")
+            else:
+                run_id = client.create_run(exp_id, run_name=f"sweep-{self.sweep_id[:8]}",
+                                           tags={"sweep_id": self.sweep_id, "rag_bench.role": "sweep"}).info.run_id
         _PARENTS[key] = run_id
         return run_id
 
     def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
                  tags: dict[str, str]) -> str | None:
-        """Create, fill and finish the cell's nested run (FAILED if anything goes wrong)."""
+        """Create, fill and finish the cell's nested run (FAILED if anything goes wrong).
+
+        The whole sequence holds the cell's lock: a process logging the same cell at the same
+        moment waits, then replaces this run by its own, so one live run remains, FINISHED."""
         if self._disabled:
             return None
         from mlflow.entities import Metric, Param, RunTag
 
         client = self._get_client()
         exp_id = self._experiment_id()
-        parent = self._parent(exp_id)
-        for old in client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}'"):
-            if old.info.status == "RUNNING":
-                client.set_terminated(old.info.run_id, "FAILED")
-            client.delete_run(old.info.run_id)
-        run = client.create_run(exp_id, run_name=cell_id,
-                                tags={**tags, "cell_id": cell_id, "mlflow.parentRunId": parent})
-        run_id = run.info.run_id
-        try:
-            failpoint("mlflow_run_created")
-            plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-            mlist = [Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
-            for i in range(0, len(plist), 100):
-                client.log_batch(run_id, params=plist[i:i + 100])
-            for i in range(0, len(mlist), 1000):
-                client.log_batch(run_id, metrics=mlist[i:i + 1000])
-            client.log_batch(run_id, tags=[RunTag("rag_bench.role", "cell")])
-            client.log_artifacts(run_id, str(cell_dir))
-        except BaseException:
-            client.set_terminated(run_id, "FAILED")
-            raise
-        client.set_terminated(run_id, "FINISHED")
+        parent = self._parent(exp_id)  # before the cell lock: locks are always taken store, sweep, cell
+        with self._lock("cell", cell_id):
+            for old in client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}'"):
+                if old.info.status == "RUNNING":
+                    client.set_terminated(old.info.run_id, "FAILED")
+                client.delete_run(old.info.run_id)
+            run = client.create_run(exp_id, run_name=cell_id,
+                                    tags={**tags, "cell_id": cell_id, "mlflow.parentRunId": parent})
+            run_id = run.info.run_id
+            try:
+                failpoint("mlflow_run_created")
+                plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
+                mlist = [Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
+                for i in range(0, len(plist), 100):
+                    client.log_batch(run_id, params=plist[i:i + 100])
+                for i in range(0, len(mlist), 1000):
+                    client.log_batch(run_id, metrics=mlist[i:i + 1000])
+                client.log_batch(run_id, tags=[RunTag("rag_bench.role", "cell")])
+                client.log_artifacts(run_id, str(cell_dir))
+            except BaseException:
+                client.set_terminated(run_id, "FAILED")
+                raise
+            client.set_terminated(run_id, "FINISHED")
         return run_id
 
     def describe(self) -> dict[str, str | None]:

@@ -319,3 +319,16 @@ def test_hostile_config(tmp_path, capsys, monkeypatch, case, overrides, needles)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"], list(tmp_path.iterdir())
     assert not (work / "PWNED").exists() and not Path("/tmp/rag-bench-escaped").exists()
     assert [p.name for p in work.iterdir() if p.name != "out"] == []
+
+
+def test_bootstrap_memory_is_checked_against_the_question_count(tmp_path, capsys):
+    # 3,000 questions x 100,000 resamples would need ~4.5 GiB for the bootstrap: refused up front.
+    root = copy_tiny(tmp_path)
+    qs = [{"id": f"u{i}", "question": f"What is item {i}?", "answerable": False, "evidence": []} for i in range(3000)]
+    (root / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in qs) + "\n")
+    out = tmp_path / "out"
+    code = cli(["run", f"dataset.path={root}", f"output.root={out}", "eval.bootstrap_resamples=100000"])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert "eval.bootstrap_resamples=100000 over 3000 questions" in err and "eval.bootstrap_resamples<=89478" in err
+    nothing_left(out)
