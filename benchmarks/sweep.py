@@ -186,7 +186,9 @@ def main() -> None:
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus in ("demo", "both"):
-            bench("demo", ROOT / "datasets" / "kettleby", DEMO_CHUNKERS, [], work / "demo", a.naive_sample)
+            from rag_bench.runner.config import DEMO_DATASET
+
+            bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample)
         if a.corpus in ("synthetic", "both"):
             from benchmarks.synthetic import make_dataset
 

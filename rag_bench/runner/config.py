@@ -24,9 +24,11 @@ from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CONF_DIR = REPO_ROOT / "conf"
-DEMO_DATASET = REPO_ROOT / "datasets" / "kettleby"
+# Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
+# top-level conf/ and datasets/kettleby are relative symlinks to these folders.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = PACKAGE_DIR / "conf"
+DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
 COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge", "tracking")

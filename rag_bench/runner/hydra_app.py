@@ -1,4 +1,5 @@
-"""The Hydra application behind ``rag-bench run`` (config folder: the repository's conf/)."""
+"""The Hydra application behind ``rag-bench run`` (config folder: the packaged ``rag_bench/conf/``;
+a checkout links it as ``conf/``)."""
 
 from __future__ import annotations
 

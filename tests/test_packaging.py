@@ -1,0 +1,89 @@
+"""A built wheel is a working install: configs, the demo set and the sweeper plugin are inside it.
+
+The wheel is built from a copy of the sources (so the checkout gets no build/ folder) without
+build isolation or an index (offline), installed with ``pip --target`` into a temporary folder and
+run from an empty folder, where neither the checkout nor its top-level ``conf/`` is visible.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rag_bench.runner.config import CONF_DIR, DEMO_DATASET
+from tests.conftest import REPO
+
+PROBE = """
+import sys
+import hydra_plugins.rag_bench_sweeper, rag_bench
+from rag_bench.runner.config import CONF_DIR, DEMO_DATASET
+print("rag_bench:", rag_bench.__file__)
+print("sweeper:", hydra_plugins.rag_bench_sweeper.__file__)
+print("conf:", CONF_DIR)
+print("demo:", DEMO_DATASET)
+"""
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _rel_files(root: Path) -> set[str]:
+    return {p.relative_to(REPO / "rag_bench").as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    for name in ("rag_bench", "hydra_plugins"):
+        shutil.copytree(REPO / name, src / name, ignore=junk)
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+          "-w", str(dist), str(src)], cwd=tmp_path)
+    (wheel,) = dist.glob("rag_bench-*.whl")
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for must in ("rag_bench/conf/config.yaml", "rag_bench/conf/gate/release.yaml",
+                 "rag_bench/datasets/kettleby/questions.jsonl", "rag_bench/datasets/kettleby/dataset.yaml",
+                 "hydra_plugins/rag_bench_sweeper/__init__.py",
+                 "hydra_plugins/rag_bench_sweeper/rag_bench_sweeper.py"):
+        assert must in names, f"{must} missing from {wheel.name}"
+    # Every config and every file of the demo set, not just a sample (a new extension would be lost).
+    shipped = {f"rag_bench/{rel}" for rel in _rel_files(CONF_DIR) | _rel_files(DEMO_DATASET)}
+    assert shipped - names == set(), f"not in the wheel: {sorted(shipped - names)}"
+
+    site = tmp_path / "site"
+    _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+          str(wheel)], cwd=tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site), "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+
+    probe = _run([sys.executable, "-c", PROBE], cwd=empty, env=env).stdout
+    for line in probe.splitlines():
+        where = line.split(": ", 1)[1]
+        assert Path(where).is_relative_to(site), f"not imported from the installed wheel: {line}\n{probe}"
+
+    demo = site / "rag_bench" / "datasets" / "kettleby"
+    out = _run([sys.executable, "-m", "rag_bench.cli", "validate", str(demo)], cwd=empty, env=env).stdout
+    assert out.startswith("ok: kettleby (native): 20 documents") and "fingerprint" in out, out
+
+    out_root = tmp_path / "out"
+    ran = _run([sys.executable, "-m", "rag_bench.cli", "run", "tracking=none", f"output.root={out_root}"],
+               cwd=empty, env=env)
+    assert " done: " in ran.stdout, ran.stdout + ran.stderr
+    cells = [p for p in (out_root / "default").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(cells) == 1 and (cells[0] / "DONE").exists(), cells
+    assert list(empty.iterdir()) == [], "the run wrote into the working folder"
