@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLM_STAMP := $(VENV)/.installed-llm-stamp
 PYTHON ?= python3
 
-.PHONY: venv llm demo test test-fast bench clean
+.PHONY: venv llm demo test test-fast lint bench clean
 
 # torch goes in FIRST, pinned: it is the CPU wheel on these machines. Letting the resolver pick
 # torch later (sentence-transformers needs it) would pull a multi-GB CUDA build.
@@ -33,6 +33,10 @@ demo: venv
 
 test: venv $(LLM_STAMP)
 	$(PY) -m pytest -q
+
+# ruff: pyflakes, pycodestyle, import order (config in pyproject.toml). mypy is not clean yet.
+lint: venv
+	$(VENV)/bin/ruff check rag_bench hydra_plugins tests benchmarks
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"

@@ -239,8 +239,15 @@ def _compare(argv: list[str]) -> int:
 
 def _gate(argv: list[str]) -> int:
     from rag_bench.reporting.cells import check_same_dataset, load_cell
-    from rag_bench.reporting.gate import (check_junit_target, evaluate_gate, exit_code, junit_xml, load_policy,
-                                          markdown, write_junit)
+    from rag_bench.reporting.gate import (
+        check_junit_target,
+        evaluate_gate,
+        exit_code,
+        junit_xml,
+        load_policy,
+        markdown,
+        write_junit,
+    )
 
     p = argparse.ArgumentParser(prog="rag-bench gate", description="Check a cell against a release policy "
                                 "(absolute thresholds; regression rules against a baseline). Exit 0 pass, "

@@ -14,7 +14,6 @@ from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
 from rag_bench.records import Document, EvidenceSpan, Question
 
-
 MAX_GRADE = 1000
 
 

@@ -116,7 +116,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _depth_ok(text: str) -> bool:
-    depth = deepest = 0
+    depth = 0
     in_str = esc = False
     for ch in text:
         if in_str:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rag_bench import memo
 from rag_bench.generation.prompt import Prompt
 from rag_bench.records import Passage
-from rag_bench import memo
 from rag_bench.storage import BlobStore, default_cache_dir
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rag_bench.runner.pipeline import CellResult
 from rag_bench.locking import file_lock
+from rag_bench.runner.pipeline import CellResult
 
 FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec")
 

@@ -24,11 +24,14 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from rag_bench import memo
+from rag_bench.errors import EndpointError
+from rag_bench.generation.none import NoGenerator
+from rag_bench.judging.none import NoJudge
 from rag_bench.memo import Lru
 from rag_bench.records import Chunk, Dataset, Ranking
-from rag_bench.retrieval.base import AccessFilter
-from rag_bench.generation.none import NoGenerator
 from rag_bench.reranking.base import apply_rerank
+from rag_bench.retrieval.base import AccessFilter
+from rag_bench.runner.config import build, wants
 from rag_bench.runner.generation_stage import (
     ANSWERABLE_LABELS,
     GENERATION_COLUMNS,
@@ -38,9 +41,6 @@ from rag_bench.runner.generation_stage import (
     run_judge,
     threshold_analysis,
 )
-from rag_bench.errors import EndpointError
-from rag_bench.judging.none import NoJudge
-from rag_bench.runner.config import build, wants
 from rag_bench.runner.scoring import RETRIEVAL_LABELS, TAG_METRICS, aggregate, by_tag, score_retrieval
 
 log = logging.getLogger(__name__)

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import TrackingError
-from rag_bench.locking import file_lock
 from rag_bench.faults import failpoint
+from rag_bench.locking import file_lock
 
 log = logging.getLogger(__name__)
 
