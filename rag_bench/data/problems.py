@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +82,14 @@ def normalise_id(value: str) -> str:
     return re.sub(r"\d+", lambda m: str(int(m.group())), "".join(value.split()).casefold())
 
 
-def did_you_mean(value: Any, known: Iterable[str], index: dict[str, list[str]] | None = None) -> str:
-    """`` (did you mean 'X'?)`` for an unknown id whose normalised form, or a close spelling, is known."""
+def did_you_mean(value: Any, known: Collection[str], index: dict[str, list[str]] | None = None) -> str:
+    """`` (did you mean 'X'?)`` for an unknown id whose normalised form, or a close spelling, is known.
+
+    Pass ``index`` (:func:`id_index` of ``known``) when asking many times over a large corpus: a
+    lookup is then one dict access, and the spelling search runs only on corpora of <= 5000 ids.
+    """
     if not isinstance(value, str):
         return ""
-    known = list(known)
     idx = index if index is not None else id_index(known)
     hits = idx.get(normalise_id(value), [])
     if not hits and len(known) <= 5000:
