@@ -34,9 +34,10 @@ demo: venv
 test: venv $(LLM_STAMP)
 	$(PY) -m pytest -q
 
-# ruff: pyflakes, pycodestyle, import order (config in pyproject.toml). mypy is not clean yet.
+# ruff: pyflakes, pycodestyle, import order; mypy over the package (config in pyproject.toml).
 lint: venv
 	$(VENV)/bin/ruff check rag_bench hydra_plugins tests benchmarks
+	$(VENV)/bin/mypy rag_bench
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"

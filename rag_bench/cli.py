@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
+from rag_bench.metrics import measures
 
 USAGE = """\
 rag-bench COMMAND ...
@@ -190,7 +191,8 @@ def _leaderboard(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
                                 "experiment folder, best first.")
     p.add_argument("experiment_dir")
-    p.add_argument("--sort-by", default="retrieval/ndcg@10", help="metric as section/name")
+    p.add_argument("--sort-by", default=measures.PRIMARY.key, help=f"measure as section/name (default "
+                   f"{measures.PRIMARY.key}); lower-is-better measures sort ascending")
     p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
     a = p.parse_args(argv)
     cells = load_cells(a.experiment_dir)
@@ -202,14 +204,14 @@ def _leaderboard(argv: list[str]) -> int:
             tags = sorted({c.split("/")[0][4:] for c in cells.columns if c.startswith("tag:")})
             return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {tags}")
         print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
-        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/ndcg@10", columns=cols))
+        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols))
         return 0
     print(format_leaderboard(cells, sort_by=a.sort_by))
     return 0
 
 
 def _compare(argv: list[str]) -> int:
-    from rag_bench.reporting.cells import load_cell
+    from rag_bench.cells import load_cell
     from rag_bench.reporting.compare import compare_cells, format_compare
 
     p = argparse.ArgumentParser(prog="rag-bench compare", description="Paired comparison of two cells over the "
@@ -238,7 +240,7 @@ def _compare(argv: list[str]) -> int:
 
 
 def _gate(argv: list[str]) -> int:
-    from rag_bench.reporting.cells import check_same_dataset, load_cell
+    from rag_bench.cells import check_same_dataset, load_cell
     from rag_bench.reporting.gate import (
         check_junit_target,
         evaluate_gate,
@@ -293,7 +295,8 @@ def _report(argv: list[str]) -> int:
                                 "logged to the sweep's MLflow parent run.")
     p.add_argument("experiment_dir", help="e.g. experiments/demo")
     p.add_argument("--out", default="reports", help="output root (default reports/)")
-    p.add_argument("--metric", default="retrieval/ndcg@10", help="metric that ranks cells (section/name)")
+    p.add_argument("--metric", default=measures.PRIMARY.key, help="measure that ranks cells (section/name, "
+                   f"default {measures.PRIMARY.key})")
     p.add_argument("--baseline", help="cell folder to compare the best cell against (default: the worst cell)")
     p.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
     a = p.parse_args(argv)

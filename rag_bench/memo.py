@@ -1,26 +1,32 @@
-"""Process-wide sharing of built work (chunks, vectors, indexes, rankings) between sweep cells.
+"""Sharing of built work (chunks, vectors, indexes, rankings) between the cells of a sweep.
 
-Each kind of work has a small LRU, so memory stays bounded; the sweeper orders cells so those
-sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off — the in-process caches
-and the persistent generation cache (pass ``embedder.cache=false`` for embeddings) — so every
-cell is built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and a test that sharing
-never changes a result.
+All of it lives in one :class:`SharedWork` object that the runner creates and passes in: no
+module holds hidden state, its memory can be read (:meth:`SharedWork.stats`) and bounded (each
+kind of work is a small LRU), and a test starts from a clean one. The sweeper orders cells so
+those sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off — the
+in-process caches and the persistent generation cache (pass ``embedder.cache=false`` for
+embeddings) — so every cell is built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and
+a test that sharing never changes a result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import sys
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 SHARE_ENV = "RAG_BENCH_SHARE"
 
 
-class Lru(OrderedDict):
+class Lru(OrderedDict):  # type: ignore[type-arg]
     """A tiny LRU cache: explicit, bounded, process-local."""
 
     def __init__(self, size: int) -> None:
@@ -33,12 +39,77 @@ class Lru(OrderedDict):
             return make()
         if key in self:
             self.move_to_end(key)
-            return self[key]
+            return self[key]  # type: ignore[no-any-return]
         value = make()
         self[key] = value
         while len(self) > self.size:
             self.popitem(last=False)
         return value
+
+
+# Kinds of shared work and how many entries of each are kept (the sweeper's ordering makes the
+# small numbers enough: cells that share work run back to back).
+SIZES: Mapping[str, int] = {
+    "chunks": 4,       # per (dataset, chunker[, embedder])
+    "embedders": 2,    # per embedder config: the loaded model stays across cells
+    "indexes": 2,      # per (chunks, retriever, embedder, index): a fitted retriever
+    "rankings": 8,     # per (index, depth): rankings and their latencies
+    "reranked": 8,     # per (rankings, reranker)
+    "ann": 8,          # per (index, ks): the ANN-vs-exact report
+    "vectors": 2,      # per (embedder, prefix, texts): chunk vectors
+    "faiss": 3,        # per (vectors, index kind, params): a built FAISS index
+    "bm25": 2,         # per (backend, k1, b, stopwords, texts): a BM25 backend
+}
+
+
+class SharedWork:
+    """Work shared between cells in one process, by kind; each kind a bounded LRU (:data:`SIZES`)."""
+
+    def __init__(self, sizes: Mapping[str, int] = SIZES) -> None:
+        self._caches = {kind: Lru(n) for kind, n in sizes.items()}
+
+    def get_or(self, kind: str, key: str, make: Callable[[], T]) -> T:
+        """The ``kind`` of work under ``key``, made when absent (always made when sharing is off)."""
+        return self._caches[kind].get_or(key, make)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        for cache in self._caches.values():
+            cache.clear()
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Entries and approximate bytes held per kind (arrays, texts, FAISS indexes counted)."""
+        seen: dict[int, Any] = {}
+        return {kind: {"entries": len(c), "bytes": sum(approx_bytes(v, seen) for v in c.values())}
+                for kind, c in self._caches.items()}
+
+
+def approx_bytes(value: Any, seen: dict[int, Any] | None = None, depth: int = 0) -> int:
+    """Approximate memory held by ``value``: numpy buffers, strings, a FAISS index's own size,
+    containers, dataclasses and plain objects walked (each object counted once; ``seen`` keeps
+    the objects it has met alive, so an id is never reused within one measurement)."""
+    seen = {} if seen is None else seen
+    if id(value) in seen or depth > 8 or isinstance(value, SharedWork):  # a retriever's link back to the store
+        return 0
+    seen[id(value)] = value
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return 8
+    nbytes = getattr(value, "nbytes", None)
+    if callable(nbytes) and type(value).__module__.startswith("rag_bench"):
+        return int(nbytes())
+    if isinstance(value, Mapping):
+        return sum(approx_bytes(k, seen, depth + 1) + approx_bytes(v, seen, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sum(approx_bytes(v, seen, depth + 1) for v in value) + 8 * len(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(approx_bytes(getattr(value, f.name), seen, depth + 1) for f in dataclasses.fields(value))
+    if hasattr(value, "__dict__") and type(value).__module__.startswith("rag_bench"):
+        return sum(approx_bytes(v, seen, depth + 1) for v in vars(value).values())
+    return sys.getsizeof(value, 64)
 
 
 def sharing_enabled() -> bool:

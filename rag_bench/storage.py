@@ -13,12 +13,15 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
 _BATCH = 500  # SQLite's default limit on host parameters is 999
+V = TypeVar("V")
 
 
 def checksum(data: bytes) -> str:
@@ -119,3 +122,41 @@ class BlobStore:
 
     def __len__(self) -> int:
         return int(self._conn().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Lookup(Generic[V]):
+    """What :func:`get_or_compute` returns: a value per distinct key (found or computed), and
+    which keys the store served."""
+
+    values: dict[str, V]
+    found: frozenset[str]
+
+
+def get_or_compute(store: BlobStore | None, keys: Sequence[str], *,
+                   compute: Callable[[list[str]], Iterable[tuple[str, V]]], encode: Callable[[V], bytes],
+                   decode: Callable[[bytes], V], keep: Callable[[V], bool] = lambda v: True,
+                   each: bool = False) -> Lookup[V]:
+    """The one lookup → dedupe → compute → store sequence under every persistent cache.
+
+    Distinct ``keys`` the store holds are decoded; the rest are handed to ``compute`` once each,
+    which yields ``(key, value)`` pairs (any order, any subset). Values for which ``keep`` is true
+    (successes) are stored: in one transaction at the end, or each as it arrives with ``each``
+    (slow calls such as an LLM judge, so a kill keeps the finished ones). ``store=None``: nothing
+    is looked up or stored; each distinct key is still computed once.
+    """
+    unique = list(dict.fromkeys(keys))
+    values: dict[str, V] = {k: decode(b) for k, b in store.get_bytes(unique).items()} if store is not None else {}
+    found = frozenset(values)
+    todo = [k for k in unique if k not in found]
+    fresh: list[tuple[str, bytes]] = []
+    for k, v in compute(todo) if todo else ():
+        values[k] = v
+        if store is not None and keep(v):
+            if each:
+                store.put_bytes([(k, encode(v))])
+            else:
+                fresh.append((k, encode(v)))
+    if store is not None and fresh:
+        store.put_bytes(fresh)
+    return Lookup(values, found)

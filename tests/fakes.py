@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_bench.embedding.sentence_transformer import EmbedStats
+from rag_bench.embedding.base import EmbedStats
 
 
 class KeywordEmbedder:
@@ -20,7 +20,7 @@ class KeywordEmbedder:
 
     def __init__(self, dim: int = 256, query_prefix: str = "", document_prefix: str = "") -> None:
         self.dim, self.query_prefix, self.document_prefix = dim, query_prefix, document_prefix
-        self.stats = EmbedStats()
+        self.requested = 0
         self.seen: list[str] = []
 
     def _vec(self, text: str) -> np.ndarray:
@@ -31,8 +31,7 @@ class KeywordEmbedder:
         return v / n if n else v
 
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
-        self.stats.requested += len(texts)
-        self.stats.encoded += len(texts)
+        self.requested += len(texts)
         self.seen.extend(prefix + t for t in texts)
         return np.stack([self._vec(prefix + t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
@@ -41,3 +40,6 @@ class KeywordEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self.query_prefix)
+
+    def usage(self) -> EmbedStats:
+        return EmbedStats(requested=self.requested, encoded=self.requested)

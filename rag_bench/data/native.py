@@ -254,7 +254,8 @@ def read_manifest(root: Path, log: ProblemLog) -> dict[str, Any]:
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent):
-                log.add(path, event.start_mark.line + 1, "", "YAML aliases (*name) are not allowed in dataset.yaml",
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                log.add(path, line, "", "YAML aliases (*name) are not allowed in dataset.yaml",
                         "write the values out in full")
                 return {}
         data = yaml.safe_load(text) or {}

@@ -12,7 +12,17 @@ import numpy as np
 
 from rag_bench.storage import BlobStore, default_cache_dir
 
-__all__ = ["EmbeddingCache", "default_cache_dir", "text_key"]
+__all__ = ["EmbeddingCache", "default_cache_dir", "text_key", "vector_bytes", "vector_from_bytes"]
+
+
+def vector_bytes(v: np.ndarray) -> bytes:
+    """A vector as stored: float32, little-endian machine order, contiguous."""
+    return np.ascontiguousarray(v, dtype=np.float32).tobytes()
+
+
+def vector_from_bytes(data: bytes) -> np.ndarray:
+    """The stored vector (a read-only view of ``data``)."""
+    return np.frombuffer(data, dtype=np.float32)
 
 
 def text_key(model_id: str, prefix: str, text: str) -> str:
@@ -35,8 +45,8 @@ class EmbeddingCache(BlobStore):
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors found for ``keys`` (missing and corrupt keys are absent from the result)."""
-        return {k: np.frombuffer(v, dtype=np.float32) for k, v in self.get_bytes(keys).items()}
+        return {k: vector_from_bytes(v) for k, v in self.get_bytes(keys).items()}
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Store vectors; one transaction, so a kill leaves all of them or none."""
-        self.put_bytes((k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items)
+        self.put_bytes((k, vector_bytes(v)) for k, v in items)

@@ -13,16 +13,17 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key
+from rag_bench.embedding.base import EmbedStats
+from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.errors import ConfigError
+from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +73,6 @@ def load_model(path: str, device: str) -> Any:
                           f"one of {sorted(PACKAGED_MODELS)}, or allow downloads with HF_HUB_OFFLINE=0") from exc
 
 
-@dataclass
-class EmbedStats:
-    """What one embedder did: texts requested, served from cache, encoded by the model."""
-
-    requested: int = 0
-    cache_hits: int = 0
-    encoded: int = 0
-    encode_s: float = 0.0
-
-
 class SentenceTransformerEmbedder:
     """Parameters
     ----------
@@ -107,7 +98,8 @@ class SentenceTransformerEmbedder:
         self.batch_size, self.normalize, self.device = batch_size, bool(normalize), device
         self._cache_path = Path(cache_dir or default_cache_dir()) / "embeddings.sqlite" if cache else None
         self._cache: EmbeddingCache | None = None
-        self.stats = EmbedStats()
+        self._requested = self._cache_hits = self._encoded = 0
+        self._encode_s = 0.0
         self._identity: str | None = None
 
     @property
@@ -123,6 +115,10 @@ class SentenceTransformerEmbedder:
         if self._identity is None:
             self._identity = f"{self.model_path}@{weights_hash(self.model_path)}"
         return self._identity
+
+    def usage(self) -> EmbedStats:
+        """Texts requested, served from the cache and encoded so far, and the encoding time."""
+        return EmbedStats(self._requested, self._cache_hits, self._encoded, self._encode_s)
 
     @property
     def model(self) -> Any:
@@ -145,30 +141,25 @@ class SentenceTransformerEmbedder:
         return np.asarray(out, dtype=np.float32)
 
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
-        self.stats.requested += len(texts)
+        self._requested += len(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        keys = [text_key(self.identity, prefix, t) for t in texts] if self.cache is not None else []
-        found = self.cache.get_many(keys) if self.cache is not None else {}
-        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found)) if self.cache is not None \
-            else list(range(len(texts)))
-        # Each distinct missing text is encoded once, even if it repeats in this batch.
-        first: dict[str, int] = {}
-        for i in missing:
-            first.setdefault(texts[i], i)
-        todo = list(first)
-        vecs: dict[str, np.ndarray] = {}
-        if todo:
+        key_of = {t: text_key(self.identity, prefix, t) for t in texts} if self.cache is not None else \
+            {t: t for t in texts}
+        text_of = {k: t for t, k in key_of.items()}
+
+        def encode(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
+            # Each distinct missing text is encoded once, even if it repeats in this batch.
             t0 = time.perf_counter()
-            encoded = self.encode_raw([prefix + t for t in todo])
-            self.stats.encode_s += time.perf_counter() - t0
-            self.stats.encoded += len(todo)
-            vecs = dict(zip(todo, encoded))
-            if self.cache is not None:
-                self.cache.put_many((keys[first[t]], v) for t, v in vecs.items())
-        self.stats.cache_hits += len(texts) - len(missing)
-        out = np.stack([found[keys[i]] if self.cache is not None and keys[i] in found else vecs[texts[i]]
-                        for i in range(len(texts))]).astype(np.float32, copy=False)
+            encoded = self.encode_raw([prefix + text_of[k] for k in todo])
+            self._encode_s += time.perf_counter() - t0
+            self._encoded += len(todo)
+            return zip(todo, encoded)
+
+        got = get_or_compute(self.cache, [key_of[t] for t in texts], compute=encode, encode=vector_bytes,
+                             decode=vector_from_bytes)
+        self._cache_hits += sum(key_of[t] in got.found for t in texts)
+        out = np.stack([got.values[key_of[t]] for t in texts]).astype(np.float32, copy=False)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out = (out / np.where(norms == 0, 1, norms)).astype(np.float32)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from rag_bench import memo
 from rag_bench.generation.prompt import Prompt
 from rag_bench.records import Passage
-from rag_bench.storage import BlobStore, default_cache_dir
+from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 
 @dataclass(frozen=True)
@@ -68,23 +68,21 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
         return list(generator.generate(items))
     cache = GenerationCache(Path(cache_dir or default_cache_dir()) / "generations.sqlite")
     keys = [cache_key(generator.identity, it.prompt) for it in items]
-    found = cache.get_bytes(keys)
-    todo: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        if k not in found:
-            todo.setdefault(k, i)
-    fresh: dict[str, Generation] = {}
-    if todo:
-        outs = generator.generate([items[i] for i in todo.values()])
-        fresh = dict(zip(todo, outs))
-        cache.put_bytes((k, json.dumps({"raw": g.raw, "tokens_in": g.tokens_in, "tokens_out": g.tokens_out,
-                                        "seconds": g.seconds}).encode()) for k, g in fresh.items() if g.error is None)
-    out = []
-    for k in keys:
-        if k in fresh:
-            out.append(fresh[k])
-        else:
-            d = json.loads(found[k])
-            out.append(Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0))
-    return out
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each distinct prompt's first item
 
+    def generate(todo: list[str]) -> Iterable[tuple[str, Generation]]:
+        return zip(todo, generator.generate([items[first[k]] for k in todo]))
+
+    got = get_or_compute(cache, keys, compute=generate, encode=_encode, decode=_decode,
+                         keep=lambda g: g.error is None)
+    return [got.values[k] for k in keys]
+
+
+def _encode(g: Generation) -> bytes:
+    return json.dumps({"raw": g.raw, "tokens_in": g.tokens_in, "tokens_out": g.tokens_out,
+                       "seconds": g.seconds}).encode()
+
+
+def _decode(data: bytes) -> Generation:
+    d = json.loads(data)
+    return Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0)

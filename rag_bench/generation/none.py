@@ -6,14 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.stages import Null
 
 
-class NoGenerator:
-    """Marks a retrieval-only cell; the pipeline skips the generation stage."""
+class NoGenerator(Null):
+    """The null generator: the pipeline skips the generation stage of a retrieval-only cell."""
 
     cacheable = False
     identity: dict[str, Any] = {"generator": "none"}
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
-        """Never called."""
+        """Generates nothing."""
         return []

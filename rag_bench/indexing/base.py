@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,6 +25,35 @@ def _selector(mask: np.ndarray) -> Any:
     sel = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
     sel._bits = bits  # type: ignore[attr-defined]  # keep the buffer alive as long as the selector
     return sel
+
+
+class VectorIndex(Protocol):
+    """A vector index over L2-normalised vectors (score = inner product = cosine).
+
+    ``name`` names the index kind (``flat`` is exact; any other is measured against flat),
+    ``build_s`` the last build's seconds and ``fallbacks`` the queries that needed a wider or
+    exact search to fill ``k`` under an access filter.
+    """
+
+    name: str
+    build_s: float
+    fallbacks: int
+
+    def build(self, vectors: np.ndarray) -> None:
+        """Index ``vectors`` (n, dim) float32; ids are row numbers."""
+        ...
+
+    def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, ids)`` of shape (len(queries), k), ids -1 where fewer allowed vectors exist."""
+        ...
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that change results (part of cache keys)."""
+        ...
+
+    def nbytes(self) -> int:
+        """Size of the index in bytes."""
+        ...
 
 
 class FaissIndex:

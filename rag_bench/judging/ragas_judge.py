@@ -13,33 +13,15 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import ConfigError
-from rag_bench.storage import BlobStore, default_cache_dir
+from rag_bench.judging.base import JudgeResult, JudgeSample
+from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 METRICS = ("faithfulness", "response_relevancy")
-
-
-@dataclass(frozen=True)
-class JudgeSample:
-    """What the judge sees for one question."""
-
-    question: str
-    answer: str
-    contexts: tuple[str, ...]
-
-
-@dataclass
-class JudgeResult:
-    """Scores per metric (None = not judged) and failure reasons per metric."""
-
-    scores: dict[str, float | None] = field(default_factory=dict)
-    failures: dict[str, str] = field(default_factory=dict)
-    calls: int = 0
 
 
 class JudgeCache(BlobStore):
@@ -126,37 +108,43 @@ class RagasJudge:
         """Judge each sample (None = nothing to judge, e.g. a refusal)."""
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
         keys = {(i, m): self._key(m, s) for i, s in enumerate(samples) if s is not None for m in self.metrics}
-        found = cache.get_bytes(list(keys.values()))
         results = [JudgeResult() for _ in samples]
-        todo = [(i, m) for (i, m), k in keys.items() if k not in found]
-        for (i, m), k in keys.items():
-            if k in found:
-                results[i].scores[m] = json.loads(found[k])
-        if todo:
+        first = {k: im for im, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
+        failures: dict[str, str] = {}
+
+        def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
             scorers = self._scorers()
+            loop = asyncio.new_event_loop()  # one loop: the async client is bound to it
+            try:
+                for k in todo:  # sequential: small local judges serve one request at a time
+                    i, m = first[k]
+                    results[i].calls += 1
+                    try:
+                        yield k, loop.run_until_complete(self._score(scorers[m], m, samples[i]))
+                    except Exception as exc:  # any judge failure is recorded with its reason, never raised
+                        failures[k] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                        yield k, None
+            finally:
+                loop.close()
 
-            async def run_one(i: int, m: str) -> None:
-                s = samples[i]
-                assert s is not None
-                results[i].calls += 1
-                try:
-                    if m == "faithfulness":
-                        res = await scorers[m].ascore(user_input=s.question, response=s.answer,
-                                                      retrieved_contexts=list(s.contexts))
-                    else:
-                        res = await scorers[m].ascore(user_input=s.question, response=s.answer)
-                    value = float(res.value)
-                    if value != value:  # NaN: ragas could not score (e.g. no statements extracted)
-                        raise ValueError("judge returned no score (NaN)")
-                    results[i].scores[m] = value
-                    cache.put_bytes([(keys[(i, m)], json.dumps(value).encode())])
-                except Exception as exc:  # any judge failure is recorded with its reason, never raised
-                    results[i].scores[m] = None
-                    results[i].failures[m] = f"{type(exc).__name__}: {str(exc)[:300]}"
-
-            async def run_all() -> None:
-                for i, m in todo:  # sequential: small local judges serve one request at a time
-                    await run_one(i, m)
-
-            asyncio.run(run_all())
+        got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
+                             decode=json.loads, keep=lambda v: v is not None, each=True)
+        for (i, m), k in keys.items():
+            results[i].scores[m] = got.values.get(k)
+            if k in failures:
+                results[i].failures[m] = failures[k]
         return results
+
+    @staticmethod
+    async def _score(scorer: Any, metric: str, sample: JudgeSample | None) -> float:
+        if sample is None:
+            raise ValueError("nothing to judge")
+        if metric == "faithfulness":
+            res = await scorer.ascore(user_input=sample.question, response=sample.answer,
+                                      retrieved_contexts=list(sample.contexts))
+        else:
+            res = await scorer.ascore(user_input=sample.question, response=sample.answer)
+        value = float(res.value)
+        if value != value:  # NaN: ragas could not score (e.g. no statements extracted)
+            raise ValueError("judge returned no score (NaN)")
+        return value

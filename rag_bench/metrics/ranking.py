@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.metrics import measures
+
 __all__ = [
     "GAINS",
     "average_precision",
@@ -497,16 +499,16 @@ def ranking_metrics(
     n_rel = _as_n_relevant(n_relevant, lv.shape[0])
     cutoffs = _check_ks(ks)
     rl = _check_relevance_level(relevance_level)
-    out: dict[str, np.ndarray] = {}
-    for k in cutoffs:
-        out[f"hit@{k}"] = hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl)
-        out[f"precision@{k}"] = precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl)
-        out[f"recall@{k}"] = recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl)
-        out[f"mrr@{k}"] = reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl)
-        out[f"ndcg@{k}"] = ndcg_at_k(lv, ideal, k=k, gain=gain)
-    out["mrr"] = reciprocal_rank(lv, n_relevant=n_rel, relevance_level=rl)
-    out["ndcg"] = ndcg_at_k(lv, ideal, gain=gain)
-    out["map"] = average_precision(lv, n_relevant=n_rel, relevance_level=rl)
+    kernels: dict[str, Callable[[int | None], np.ndarray]] = {
+        "hit": lambda k: hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "precision": lambda k: precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "recall": lambda k: recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "mrr": lambda k: reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl),
+        "ndcg": lambda k: ndcg_at_k(lv, ideal, k=k, gain=gain),
+        "map": lambda k: average_precision(lv, n_relevant=n_rel, relevance_level=rl),
+    }
+    # Names and cutoffs come from the measure registry; the kernels above are the arithmetic.
+    out = {m.name: kernels[m.family](m.cutoff) for m in measures.retrieval_measures(cutoffs)}
     no_relevant = n_rel == 0
     for values in out.values():
         values[no_relevant] = np.nan

@@ -12,7 +12,8 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rag_bench.reporting.cells import Cell  # noqa: E402
+from rag_bench.cells import Cell  # noqa: E402
+from rag_bench.metrics import measures  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
 FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking": "#ff7f0e",
@@ -75,13 +76,16 @@ def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("h
     by_retriever: dict[str, list[Cell]] = {}
     for c in cells:
         by_retriever.setdefault(str((c.config.get("retriever") or {}).get("name", "?")), []).append(c)
-    ks = sorted({int(k.split("@")[1]) for c in cells for k in c.metrics.get("retrieval", {}) if k.startswith("hit@")})
+    hit = measures.family("retrieval", "hit")
+    ks = sorted({m.cutoff for c in cells for name in c.metrics.get("retrieval", {})
+                 if (m := measures.measure(f"retrieval/{name}")) is not None and m.family == hit.family
+                 and m.cutoff is not None})
     if len(ks) < 2:
         return None
     fig, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 3.6), squeeze=False)
     for ax, fam in zip(axes[0], families):
         for r, group in sorted(by_retriever.items()):
-            ys = [np.mean([c.metric(f"retrieval/{fam}@{k}") or 0 for c in group]) for k in ks]
+            ys = [np.mean([c.metric(measures.family("retrieval", fam).at(k).key) or 0 for c in group]) for k in ks]
             ax.plot(ks, ys, marker="o", label=r)
         ax.set_xlabel("k")
         ax.set_ylabel(f"{fam}@k")

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rag_bench.cells import Cell, check_same_dataset, question_metrics
 from rag_bench.errors import DataError, Problem
-from rag_bench.reporting.cells import Cell, check_same_dataset, question_metrics
+from rag_bench.metrics import measures
 from rag_bench.stats.paired import holm, paired_bootstrap_ci, randomisation_p
 
 
@@ -48,7 +49,8 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
         row["p_holm"] = p_adj
         row["significant"] = bool(p_adj <= alpha)
     k = int((a.config.get("pipeline") or {}).get("k", 5))
-    flip = flip_metric or (f"hit@{k}" if f"hit@{k}" in ra.columns else names[0])
+    hit = measures.family("retrieval", "hit").at(k).name
+    flip = flip_metric or (hit if hit in ra.columns else names[0])
     return {"a": a.label, "b": b.label, "a_path": str(a.path), "b_path": str(b.path),
             "questions": int(len(ra)), "alpha": alpha, "metrics": rows, "flips": _flips(ra, rb, flip)}
 

@@ -4,9 +4,11 @@ A policy (YAML) has three parts, all optional:
 
 ``thresholds``   ``section/metric: {min: x}`` and/or ``{max: y}`` on the cell's aggregates.
 ``regressions``  against a baseline cell: ``{rule: no_significant_regression, alpha: a}`` fails
-                 when the paired difference over the same questions is negative and its
-                 randomisation-test p-value is at most ``a``; ``{rule: not_worse_than,
-                 max_drop: d}`` fails when the cell is more than ``d`` below the baseline.
+                 when the paired difference over the same questions goes the measure's worse
+                 way (down, or up for lower-is-better measures such as false_refusal_rate and
+                 latencies; see :mod:`rag_bench.metrics.measures`) and its randomisation-test
+                 p-value is at most ``a``; ``{rule: not_worse_than, max_drop: d}`` fails when the
+                 cell is more than ``d`` worse than the baseline.
 ``errors``       ``max_error_rate``: judge/endpoint failures over calls (``counts.endpoint_failures``
                  / ``counts.endpoint_calls``); such failures never enter quality denominators,
                  but too many fail the gate.
@@ -27,14 +29,15 @@ import os
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import yaml
 
+from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError, OutputError, Problem
-from rag_bench.reporting.cells import Cell
+from rag_bench.metrics import measures
 from rag_bench.stats.paired import randomisation_p
 
 _TOP = {"thresholds", "regressions", "errors"}
@@ -189,7 +192,7 @@ def _show(v: Any) -> str:
     return f"{reprlib.repr(v)} ({kind})" if kind else reprlib.repr(v)
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[float]:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
@@ -227,6 +230,10 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
             if not isinstance(metric, str) or metric.count("/") < 1 or not all(metric.partition("/")[::2]):
                 add(where, f"metric must be written section/name (the stage is missing in {str(metric)!r})",
                     "e.g. retrieval/hit@5 (the section as in metrics.json)")
+            elif metric.partition("/")[0] in measures.registry_sections() and measures.measure(metric) is None:
+                near = difflib.get_close_matches(metric, measures.known_names(metric.partition("/")[0]), n=1)
+                add(where, f"{metric!r} is not a measure of rag_bench",
+                    f"did you mean {near[0]}?" if near else "see the measures in metrics.json (e.g. retrieval/hit@5)")
             (_threshold if section == "thresholds" else _regression_rule)(where, rule, add)
     errors = data.get("errors")
     if errors is not None and not isinstance(errors, dict):
@@ -381,14 +388,18 @@ def _error_rate(cell: Cell, max_rate: float) -> RuleResult:
 
 def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], seed: int) -> RuleResult:
     value, base = cell.metric(metric), baseline.metric(metric)
+    # A regression is a change in the measure's worse direction (down for hit@5, up for latency).
+    up = measures.higher_is_better(metric)
     if rule["rule"] == "not_worse_than":
-        name = f"{metric} not worse than baseline - {rule['max_drop']}"
+        drop = rule["max_drop"]
+        name = f"{metric} not worse than baseline {'-' if up else '+'} {drop}"
         if value is None or base is None:
             why = cell.metric_problem(metric) if value is None else baseline.metric_problem(metric)
             return RuleResult(name, "error", _fmt(value), _fmt(base),
                               f"{'cell' if value is None else 'baseline'}: {why}")
-        ok = value >= base - rule["max_drop"]
-        return RuleResult(name, "pass" if ok else "fail", f"{value:.4f}", f">= {base - rule['max_drop']:.4f}",
+        limit = base - drop if up else base + drop
+        ok = value >= limit if up else value <= limit
+        return RuleResult(name, "pass" if ok else "fail", f"{value:.4f}", f"{'>=' if up else '<='} {limit:.4f}",
                           f"baseline {base:.4f}, change {value - base:+.4f}")
     name = f"{metric}: no regression significant at alpha={rule['alpha']}"
     col = metric.split("/", 1)[1]
@@ -410,7 +421,7 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
         return RuleResult(name, "error", "n/a", "", "no question has the metric in both cells")
     diff = float((y[both] - x[both]).mean())
     p = randomisation_p(x, y, seed=seed)
-    failed = diff < 0 and p <= rule["alpha"]
+    failed = (diff < 0 if up else diff > 0) and p <= rule["alpha"]
     return RuleResult(name, "fail" if failed else "pass", f"{diff:+.4f}", f"p={p:.4f}",
                       f"baseline {float(x[both].mean()):.4f} -> {float(y[both].mean()):.4f} over {int(both.sum())} "
                       "questions, paired randomisation test")

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-IDENTITY_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker")
-ANN_COLUMNS = ("ann/ann_recall@10", "ann/ann_p50_ms", "ann/exact_p50_ms")
-DEFAULT_COLUMNS = ("retrieval/hit@1", "retrieval/hit@5", "retrieval/mrr@10", "retrieval/ndcg@10",
-                   "retrieval/recall@10", "evidence/evidence_recall@5", "evidence/complete@5",
-                   "generation/correct", "citation/citation_precision", "abstention/false_refusal_rate",
-                   "abstention/correct_refusal_rate")
+from rag_bench.cells import experiment_cells
+from rag_bench.metrics import measures
+from rag_bench.stages import LABEL_STAGES, RETRIEVAL_STAGES
+
+DEFAULT_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
 
 
 def _labels(nodes: list[dict]) -> list[str]:
@@ -32,13 +29,14 @@ def _labels(nodes: list[dict]) -> list[str]:
 
 
 def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
-    """One row per DONE cell: identity columns + every metric as ``section/metric``."""
+    """One row per DONE cell: identity columns + every metric as ``section/metric`` (no rows when
+    the folder does not exist: a sweep whose every cell was refused)."""
+    if not Path(experiment_dir).is_dir():
+        return pd.DataFrame()
     rows = []
-    for cell in sorted(Path(experiment_dir).glob("*/DONE")):
-        folder = cell.parent
-        cfg = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
-        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        row = {"cell": folder.name, **{g: cfg.get(g) or {} for g in IDENTITY_GROUPS},
+    for cell in experiment_cells(experiment_dir, records=False):
+        cfg, metrics = cell.config, cell.metrics
+        row = {"cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},
                "k": cfg.get("pipeline", {}).get("k")}
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
@@ -55,21 +53,28 @@ def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
         rows.append(row)
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        for g in IDENTITY_GROUPS:
+        for g in RETRIEVAL_STAGES:
             frame[f"{g}_config"] = frame[g]
             frame[g] = _labels(list(frame[g]))
     return frame
 
 
-def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = "retrieval/ndcg@10",
+def _lower_is_better(column: str) -> bool:
+    """Direction of a leaderboard column: ``section/name``, or ``tag:<tag>/name`` (a ranking measure)."""
+    m = measures.measure(f"retrieval/{column.split('/', 1)[1]}" if column.startswith("tag:") else column)
+    return m is not None and m.higher_is_better is False
+
+
+def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
                        columns: tuple[str, ...] = DEFAULT_COLUMNS) -> str:
-    """Plain-text table, best first, with the sort metric's 95% CI and its n."""
-    cols = [c for c in (*columns, *ANN_COLUMNS) if c in cells.columns]
+    """Plain-text table, best first (by the sort measure's direction), with its 95% CI and n."""
+    cols = [c for c in columns if c in cells.columns]
     key = sort_by if sort_by in cells.columns else cols[0]
-    table = cells.sort_values(key, ascending=False, na_position="last")
+    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last")
     # Always name the chunker and retriever; other stages only when they differ between cells.
-    ident = ["cell", "chunker", "retriever"] + [g for g in ("embedder", "index", "reranker")
-                                                if g in table and table[g].nunique() > 1]
+    always = [g for g in LABEL_STAGES if g != "reranker"]
+    ident = ["cell", *always] + [g for g in RETRIEVAL_STAGES if g not in always
+                                 and g in table and table[g].nunique() > 1]
     out = table[[*ident, "k"]].copy()
     for c in cols:
         out[c.split("/", 1)[1]] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")

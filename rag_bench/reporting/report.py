@@ -15,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from rag_bench.cells import Cell, experiment_cells, load_cell
 from rag_bench.errors import DataError, Problem
+from rag_bench.metrics import measures
 from rag_bench.reporting import charts
-from rag_bench.reporting.cells import Cell, experiment_cells, load_cell
 from rag_bench.reporting.compare import compare_cells
 
 log = logging.getLogger(__name__)
@@ -47,19 +48,17 @@ def _leaderboard_frame(cells: list[Cell], metric: str) -> pd.DataFrame:
     for c in sorted(cells, key=lambda c: -(c.metric(metric) or 0)):
         ci = c.metrics.get("ci", {}).get(metric)
         row: dict[str, Any] = {"cell": c.label}
-        for key in ("retrieval/hit@1", "retrieval/hit@5", "retrieval/mrr@10", "retrieval/ndcg@10",
-                    "evidence/evidence_recall@5", "evidence/complete@5", "ann/ann_recall@10", "generation/correct",
-                    "citation/citation_precision", "abstention/false_refusal_rate", "abstention/correct_refusal_rate"):
-            v = c.metric(key)
+        for m in measures.HEADLINE:
+            v = c.metric(m.key)
             if v is not None:
-                row[key.split("/", 1)[1]] = f"{v:.3f}"
+                row[m.name] = m.format(v)
         row[f"{metric.split('/', 1)[1]} 95% CI"] = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
         row["n"] = c.metrics.get("n", {}).get(metric)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = "retrieval/ndcg@10",
+def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = measures.PRIMARY.key,
                   baseline: str | Path | None = None, log_to_mlflow: bool = True) -> Path:
     """Write the report and return the path of its index.html."""
     exp = Path(experiment_dir)
@@ -115,8 +114,8 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append("<p class='note'>These cells have no generation stage (generator=none), so there is no "
                         "answer to be correct.</p>")
     if base is not best:
-        diff = compare_cells(base, best, metrics=[m for m in ("hit@1", "hit@5", "mrr@10", "ndcg@10", "recall@10")
-                                                  if m in best.records and m in base.records])
+        diff = compare_cells(base, best, metrics=[m.name for m in measures.TAG
+                                                  if m.name in best.records and m.name in base.records])
         sections.append(f"<h2>Best cell vs baseline</h2><p>baseline <b>{html.escape(base.label)}</b> → best "
                         f"<b>{html.escape(best.label)}</b>, {diff['questions']} questions; paired bootstrap CI, "
                         "randomisation test, Holm-adjusted.</p>")

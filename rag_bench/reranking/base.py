@@ -10,6 +10,7 @@ import numpy as np
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import strictly_decreasing
+from rag_bench.stages import optional
 
 
 class Reranker(Protocol):
@@ -20,6 +21,11 @@ class Reranker(Protocol):
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """One score per shortlist item."""
         ...
+
+    @optional
+    def prefetch(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:
+        """Prepare every shortlist in one batched pass before the per-question calls; default: nothing."""
+        return None
 
 
 def prefetch_embeddings(embedder: Any, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,15 +23,19 @@ from rag_bench.embedding.sentence_transformer import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
-from rag_bench.storage import BlobStore, default_cache_dir
+from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
-_PAIR_SCORES: dict[tuple[str, str, str], float] = {}
+# Pair scores of this process by pair key (the persistent store serves other processes).
+_PAIR_SCORES: dict[str, float] = {}
 
 
 class PairScoreCache(BlobStore):
-    """Cross-encoder scores by (model identity, question, chunk text)."""
+    """Cross-encoder scores by (model identity, question, chunk text): one float64 each."""
 
     table = "rerank_pairs"
+
+    def _valid(self, data: bytes) -> bool:
+        return len(data) == 8
 
 
 def _pair_key(ident: str, question: str, text: str) -> str:
@@ -77,26 +81,25 @@ class CrossEncoderReranker:
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
         """Cross-encoder score per (question, chunk); pairs already scored are reused."""
         ident = f"{self.path}@{weights_hash(self.path)}"
-        keys = [(ident, q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
+        flat = [(q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
+        keys = [_pair_key(ident, *pair) for pair in flat]
+        pairs = dict(zip(keys, flat))
         share = memo.sharing_enabled()
         known = _PAIR_SCORES if share else {}
-        todo = list(dict.fromkeys(k for k in keys if k not in known))
-        if todo and self._store is not None and share:
-            stored = self._store.get_bytes([_pair_key(*k) for k in todo])
-            for k in todo:
-                hit = stored.get(_pair_key(*k))
-                if hit is not None and len(hit) == 8:
-                    known[k] = struct.unpack("<d", hit)[0]
-            todo = [k for k in todo if k not in known]
-        if todo:
+        todo = [k for k in dict.fromkeys(keys) if k not in known]
+
+        def predict(missing: list[str]) -> Iterable[tuple[str, float]]:
             model = _load(self.path, self.device, self.max_length)
-            values = model.predict([(q, t) for _, q, t in todo], batch_size=self.batch_size,
+            values = model.predict([pairs[k] for k in missing], batch_size=self.batch_size,
                                    show_progress_bar=False, convert_to_numpy=True)
-            self.pairs_scored += len(todo)
-            for k, v in zip(todo, np.asarray(values, dtype=np.float64).reshape(len(todo), -1)[:, -1]):
-                known[k] = float(v)
-            if self._store is not None:
-                self._store.put_bytes((_pair_key(*k), struct.pack("<d", known[k])) for k in todo)
+            self.pairs_scored += len(missing)
+            scores = np.asarray(values, dtype=np.float64).reshape(len(missing), -1)[:, -1]
+            return zip(missing, (float(v) for v in scores))
+
+        if todo:
+            got = get_or_compute(self._store if share else None, todo, compute=predict,
+                                 encode=lambda v: struct.pack("<d", v), decode=lambda b: struct.unpack("<d", b)[0])
+            known.update(got.values)
         out, pos = [], 0
         for s in shortlists:
             out.append(np.array([known[k] for k in keys[pos:pos + len(s)]]))

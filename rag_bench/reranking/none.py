@@ -7,13 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_bench.records import Chunk, Question
+from rag_bench.stages import Null
 
 
-class NoReranker:
-    """Identity: a shortlist of depth 0, so the pipeline skips reranking."""
+class NoReranker(Null):
+    """The null reranker: a shortlist of depth 0; the pipeline keeps the retrieval order."""
 
     depth = 0
 
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
-        """Never called with a non-empty shortlist."""
+        """Zero for every item (never called by the pipeline)."""
         return [np.zeros(len(s)) for s in shortlists]

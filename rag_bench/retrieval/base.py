@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from rag_bench.records import Asker, Chunk, Document, Question, Ranking
+from rag_bench.stages import optional
 
 
 class Retriever(Protocol):
@@ -20,6 +21,12 @@ class Retriever(Protocol):
     def search(self, questions: Sequence[Question], depth: int, access: AccessFilter) -> list[Ranking]:
         """Top-``depth`` chunks per question among those ``access`` allows for its asker."""
         ...
+
+    @optional
+    def ann_report(self, questions: Sequence[Question], ks: Sequence[int],
+                   access: AccessFilter) -> dict[str, Any] | None:
+        """ANN-vs-exact measurement of an approximate index (metrics.json ``ann``); default: none."""
+        return None
 
 
 class AccessFilter:

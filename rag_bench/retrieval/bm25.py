@@ -78,13 +78,13 @@ class SparseBm25:
         self.vocab = vocab
         idf_by_col = np.array([idf[w] for w in vocab], dtype=np.float64)
         avgdl = float(lengths.sum()) / n if n else 1.0
-        r, c = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        row_ids, col_ids = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
         tf = np.asarray(tfs, np.int64)
         # Same expression and evaluation order as BM25Okapi.get_scores, element by element.
-        weights = idf_by_col[c] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[r] / avgdl)))
-        order = np.lexsort((r, c))  # postings grouped by term
-        self.doc_ids, self.weights = r[order], weights[order]
-        self.starts = np.searchsorted(c[order], np.arange(len(vocab) + 1))
+        weights = idf_by_col[col_ids] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[row_ids] / avgdl)))
+        order = np.lexsort((row_ids, col_ids))  # postings grouped by term
+        self.doc_ids, self.weights = row_ids[order], weights[order]
+        self.starts = np.searchsorted(col_ids[order], np.arange(len(vocab) + 1))
 
     def scores(self, query: list[str]) -> np.ndarray:
         """BM25 score of every document; query terms added in query order, as rank-bm25 does."""
@@ -101,9 +101,6 @@ BACKENDS: dict[str, Callable[[list[list[str]], float, float], Bm25Backend]] = {
     "sparse": SparseBm25, "rank_bm25": _rank_bm25}
 
 
-_BUILT = memo.Lru(2)
-
-
 class Bm25Retriever:
     """Okapi BM25 over the chunks' indexed text (heading prefix included).
 
@@ -115,10 +112,13 @@ class Bm25Retriever:
         Name in :data:`BACKENDS`.
     stopwords:
         ``english`` or ``none``.
+    shared:
+        The runner's :class:`~rag_bench.memo.SharedWork`: an identical index built by another
+        cell is reused through it (None: nothing is shared).
     """
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, backend: str = "sparse",
-                 stopwords: str = "english") -> None:
+                 stopwords: str = "english", shared: memo.SharedWork | None = None) -> None:
         if not (isinstance(k1, (int, float)) and np.isfinite(k1) and k1 >= 0):
             raise ConfigError(f"retriever.k1 must be a finite number >= 0, got {k1!r} -- fix: retriever.k1=1.5")
         if not (isinstance(b, (int, float)) and 0 <= b <= 1):
@@ -130,14 +130,21 @@ class Bm25Retriever:
         self.k1, self.b, self.backend_name = float(k1), float(b), backend
         self.stopwords = STOPWORD_SETS[stopwords]
         self._backend: Bm25Backend | None = None
+        self.shared = shared
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         """Tokenise and index the chunks (an identical index built earlier in this process is reused,
         e.g. by the sparse branch of a hybrid retriever over the same chunks)."""
         texts = [c.text for c in chunks]
-        self._backend = _BUILT.get_or(
-            memo.key(self.backend_name, self.k1, self.b, sorted(self.stopwords), memo.digest(texts)),
-            lambda: BACKENDS[self.backend_name]([tokenize(t, self.stopwords) for t in texts], self.k1, self.b))
+
+        def build() -> Bm25Backend:
+            return BACKENDS[self.backend_name]([tokenize(t, self.stopwords) for t in texts], self.k1, self.b)
+
+        if self.shared is None:
+            self._backend = build()
+            return
+        self._backend = self.shared.get_or(
+            "bm25", memo.key(self.backend_name, self.k1, self.b, sorted(self.stopwords), memo.digest(texts)), build)
 
     def search(self, questions: Sequence[Question], depth: int, access: AccessFilter) -> list[Ranking]:
         """Top-``depth`` readable chunks per question."""

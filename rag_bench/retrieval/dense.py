@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
-from rag_bench.indexing.base import FaissIndex
+from rag_bench.indexing.base import VectorIndex
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
@@ -35,23 +35,24 @@ def _tie_break(scores: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndar
     return i[order], s[order]
 
 
-_VECTORS = memo.Lru(2)
-_BUILT = memo.Lru(3)
-
-
 class DenseRetriever:
     """Parameters (injected by the pipeline from the ``embedder`` and ``index`` groups)
     ----------
     embedder:
         Object with ``embed_documents`` / ``embed_queries`` returning normalised vectors.
     index:
-        A fresh :class:`FaissIndex` to build.
+        A fresh :class:`~rag_bench.indexing.base.VectorIndex` to build.
+    shared:
+        The runner's :class:`~rag_bench.memo.SharedWork`: vectors and built indexes are shared
+        with other cells through it (None: nothing is shared).
     """
 
-    def __init__(self, embedder: Any = None, index: FaissIndex | None = None) -> None:
+    def __init__(self, embedder: Any = None, index: VectorIndex | None = None,
+                 shared: memo.SharedWork | None = None) -> None:
         self.embedder = embedder
-        self.index = index if index is not None else FlatIndex()
-        self.exact: FlatIndex | None = None
+        self.index: VectorIndex = index if index is not None else FlatIndex()
+        self.exact: VectorIndex | None = None
+        self.shared = shared
         self.latency_ms: list[float] = []
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
@@ -61,18 +62,20 @@ class DenseRetriever:
         dense and a hybrid cell over one chunking) are reused, not rebuilt.
         """
         texts = [c.text for c in chunks]
-        ident = getattr(self.embedder, "identity", None)
-        vkey = memo.key(ident, getattr(self.embedder, "document_prefix", None), memo.digest(texts)) if ident else None
+        ident = getattr(self.embedder, "identity", None)  # Embedder protocol: sharing needs an identity
+        work = self.shared
+        vkey = memo.key(ident, getattr(self.embedder, "document_prefix", None), memo.digest(texts)) \
+            if ident and work is not None else None
 
-        def built(index: FaissIndex) -> FaissIndex:
-            index.build(_VECTORS.get_or(vkey, lambda: self.embedder.embed_documents(texts)) if vkey
-                        else self.embedder.embed_documents(texts))
+        def built(index: VectorIndex) -> VectorIndex:
+            index.build(work.get_or("vectors", vkey, lambda: self.embedder.embed_documents(texts))
+                        if work is not None and vkey else self.embedder.embed_documents(texts))
             return index
 
-        def shared(index: FaissIndex) -> FaissIndex:
-            if vkey is None:
+        def shared(index: VectorIndex) -> VectorIndex:
+            if work is None or vkey is None:
                 return built(index)
-            return _BUILT.get_or(memo.key(vkey, type(index).__name__, index.params()), lambda: built(index))
+            return work.get_or("faiss", memo.key(vkey, type(index).__name__, index.params()), lambda: built(index))
 
         self.index = shared(self.index)
         self.exact = shared(FlatIndex()) if self.index.name != "flat" else None

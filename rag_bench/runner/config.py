@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.errors import ConfigError
+from rag_bench.stages import COMPONENT_GROUPS, missing_methods
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
 # top-level conf/ and datasets/kettleby are relative symlinks to these folders.
@@ -31,18 +32,6 @@ CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
-COMPONENT_GROUPS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge", "tracking")
-# The methods each stage's class must have (its protocol's surface); checked on every target.
-STAGE_METHODS: dict[str, tuple[str, ...]] = {
-    "chunker": ("chunk",),
-    "embedder": ("embed_documents", "embed_queries"),
-    "index": ("build", "search", "params", "nbytes"),
-    "retriever": ("fit", "search"),
-    "reranker": ("scores",),
-    "generator": ("generate",),
-    "judge": (),
-    "tracking": ("bind", "check", "log_cell", "finish_sweep", "describe"),
-}
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # Bootstrap memory: resample indices (int64) and resampled values (float64), per question.
@@ -211,7 +200,7 @@ def check_experiment_name(name: Any) -> None:
 
 
 def check_component(cls: Any, group: str, target: str) -> None:
-    """A component target must be a class with its stage's methods (``STAGE_METHODS``).
+    """A component target must be a class with the required methods of its stage's protocol.
 
     Checked before anything is built, so a function (``os.system``, any ``rag_bench`` helper) or a
     class of the wrong stage is refused with the missing methods named. The check looks at shape,
@@ -220,7 +209,7 @@ def check_component(cls: Any, group: str, target: str) -> None:
     if not inspect.isclass(cls):
         raise ConfigError(f"{group}._target_ {target!r} is a {type(cls).__name__}, not a class -- fix: name a "
                           f"{group} class (see conf/{group}/)")
-    missing = [m for m in STAGE_METHODS.get(group, ()) if not callable(getattr(cls, m, None))]
+    missing = missing_methods(cls, group)
     if missing:
         raise ConfigError(f"{group}._target_ {target!r} does not implement the {group} stage: missing "
                           f"{', '.join(missing)} -- fix: name a {group} class (see conf/{group}/)")
@@ -279,6 +268,25 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
                 raise ConfigError(f"{group}.{key} must be finite, got {value!r}")
     params.update({k: v for k, v in inject.items() if k in sig.parameters})
     return cls(**params)
+
+
+def flat_params(config: dict[str, Any]) -> dict[str, Any]:
+    """A resolved config as ``{"chunker.size": 300, ...}`` (MLflow params).
+
+    >>> flat_params({"chunker": {"name": "fixed", "size": 3}, "seed": 0})
+    {'chunker.name': 'fixed', 'chunker.size': 3, 'seed': 0}
+    """
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = node
+
+    walk("", config)
+    return out
 
 
 def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from rag_bench.memo import SharedWork
 from rag_bench.runner.config import CONF_DIR, register_configs
 from rag_bench.runner.main import run_cell
 
 register_configs()
+# The work cells of this process share (Hydra calls main once per cell of a sweep): the one
+# SharedWork of a `rag-bench run`, created here and passed to every cell.
+WORK = SharedWork()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     """Run one cell (Hydra calls this once per cell of a sweep)."""
-    run_cell(cfg)
+    run_cell(cfg, WORK)

@@ -13,12 +13,16 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rag_bench.cells import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError, OutputError
 from rag_bench.faults import failpoint
-from rag_bench.runner.cell import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
-from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
+from rag_bench.memo import SharedWork
+from rag_bench.metrics import measures
+from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, flat_params, validate
 from rag_bench.runner.pipeline import run_pipeline
+from rag_bench.stages import STAGES
+from rag_bench.tracking.base import cell_tags
 
 log = logging.getLogger("rag_bench")
 
@@ -49,24 +53,14 @@ def git_sha() -> str:
         return "unknown"
 
 
-def _flat_params(cfg: DictConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
+    """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input.
 
-    def walk(prefix: str, node: Any) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            out[prefix] = node
-
-    walk("", OmegaConf.to_container(cfg, resolve=True))
-    return out
-
-
-def run_cell(cfg: DictConfig) -> Path:
-    """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input."""
+    ``work`` holds what this cell may share with cells run before it in this process (the Hydra
+    app passes one for the whole sweep); None starts from nothing.
+    """
     validate(cfg)
-    for group in ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge"):
+    for group in STAGES:
         build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
     tracker = build(cfg.tracking, "tracking")
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
@@ -101,8 +95,7 @@ def run_cell(cfg: DictConfig) -> Path:
     discard(cell_dir)
     stored = cfg.copy()
     OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
-    result = run_pipeline(cfg, dataset, cid)
-    result.metrics["dataset_fingerprint"] = dataset.fingerprint
+    result = run_pipeline(cfg, dataset, cid, SharedWork() if work is None else work)
     with cell_lock(cell_dir):  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):
             log.info("cell %s was finished by another process meanwhile, keeping it (%s)", cid, cell_dir)
@@ -113,26 +106,30 @@ def run_cell(cfg: DictConfig) -> Path:
             raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
                               "space or pass output.root=<another folder>; no partial cell was kept") from exc
         failpoint("cell_written")
-        tags = {"dataset_fingerprint": dataset.fingerprint, "dataset": dataset.name, "git_sha": git_sha(),
-                **{g: str(cfg[g].get("name", "")) for g in ("chunker", "embedder", "index", "retriever", "reranker",
-                                                            "generator")}}
-        run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=_flat_params(stored),
+        plain = OmegaConf.to_container(stored, resolve=True)
+        tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name,  # type: ignore[arg-type]
+                         git_sha=git_sha())
+        run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=flat_params(plain),  # type: ignore[arg-type]
                                   metrics=flat_metrics(result.metrics), tags=tags)
         failpoint("before_done")
-        mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, **tracker.describe()})
-    m = result.metrics
-    gen = ""
-    if "generation" in m:
-        g, c, a = m["generation"], m["citation"], m["abstention"]
-        gen = (f" | correct={_fmt(g.get('correct'))} cite_p={_fmt(c.get('citation_precision'))} "
-               f"cite_r={_fmt(c.get('citation_recall'))} correct_refusal={_fmt(a.get('correct_refusal_rate'))} "
-               f"false_refusal={_fmt(a.get('false_refusal_rate'))} failures="
-               + ",".join(f"{k}:{v}" for k, v in m["failures"].items() if v))
-    log.info("cell %s done: chunker=%s retriever=%s reranker=%s index=%s generator=%s k=%s chunks=%d hit@5=%s "
-             "mrr=%s%s", cid, tags["chunker"], tags["retriever"], tags["reranker"], tags["index"], tags["generator"],
-             cfg.pipeline.k, m["counts"]["chunks"], _fmt(m["retrieval"].get("hit@5")), _fmt(m["retrieval"].get("mrr")),
-             gen)
+        mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, "dataset": dataset.name, "git_sha": git_sha(),
+                             **tracker.describe()})
+    log.info("cell %s done: %s", cid, console_line(result.metrics, tags, int(cfg.pipeline.k)))
     return cell_dir
+
+
+def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
+    """The one-line summary of a finished cell: its components, chunk count, headline measures
+    (:data:`~rag_bench.metrics.measures.CONSOLE`) and, when it generates, the answer measures and
+    failure labels."""
+    shown = " ".join(f"{g}={names.get(g, '')}" for g in ("chunker", "retriever", "reranker", "index", "generator"))
+    head = " ".join(f"{m.display}={_fmt(metrics.get(m.section, {}).get(m.name))}" for m in measures.CONSOLE)
+    line = f"{shown} k={k} chunks={metrics['counts']['chunks']} {head}"
+    if "generation" in metrics:
+        gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
+                       for m in measures.CONSOLE_GENERATION)
+        line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
+    return line
 
 
 def _fmt(v: float | None) -> str:

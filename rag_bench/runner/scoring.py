@@ -1,4 +1,4 @@
-"""Per-question retrieval scoring of one cell, then aggregates with n and bootstrap CIs."""
+"""Per-question retrieval scoring of one cell: relevance, ranking and evidence measures, retrieval label."""
 
 from __future__ import annotations
 
@@ -9,15 +9,11 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.data.evidence import section_span
-from rag_bench.metrics.bootstrap import bootstrap_ci
+from rag_bench.metrics import measures
 from rag_bench.metrics.ranking import ranking_metrics
 from rag_bench.metrics.relevance import ChunkIndex, evidence_coverage, relevant_chunks
 from rag_bench.records import Chunk, Document, Question, Ranking
-
-# Failure labels of the retrieval stage, in attribution order (ARCHITECTURE §4). Generation
-# labels (false_refusal, generation, citation, correct) extend this list in the generation stage;
-# until then an answerable question whose evidence reached the top k is labelled "in_context".
-RETRIEVAL_LABELS = ("chunking", "retrieval_miss", "ranking", "in_context")
+from rag_bench.runner.labels import retrieval_label
 
 
 def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple[int, int]]:
@@ -39,6 +35,8 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
     index = ChunkIndex(chunks)
     depth = max(len(r.indices) for r in rankings) if rankings else 0
     nq = len(questions)
+    cut = sorted(set(ks) | {k})
+    evidence_recall, complete = measures.EVIDENCE
     levels = np.zeros((nq, max(depth, 1)))
     n_rel = np.zeros(nq)
     qrels: dict[int, list[int]] = {}
@@ -61,10 +59,10 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
             "unauthorized_retrievals": sum(not documents[c.doc_id].readable_by(q.asker) for c in top),
             "stale_retrievals": sum(documents[c.doc_id].archived for c in top),
         }
-        for kk in sorted(set(ks) | {k}):
+        for kk in cut:
             er, comp = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
-            row[f"evidence_recall@{kk}"], row[f"complete@{kk}"] = er, comp
-        row["failure"] = _label(q, found, first, k)
+            row[evidence_recall.at(kk).name], row[complete.at(kk).name] = er, comp
+        row["failure"] = retrieval_label(q, found, first, k)
         rows.append(row)
     ideal = (np.arange(max(int(n_rel.max(initial=0)), 1))[None, :] < n_rel[:, None]).astype(float)
     per_q = ranking_metrics(levels=levels, n_relevant=n_rel, ideal=ideal, ks=list(ks), gain=gain)
@@ -73,60 +71,3 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
     for name, values in per_q.items():
         frame[name] = np.where(evaluated, values, np.nan)
     return frame, qrels
-
-
-def _label(q: Question, found: np.ndarray, first: int | None, k: int) -> str | None:
-    if not q.answerable:
-        return None
-    if not found.all():
-        return "chunking"
-    if first is None:
-        return "retrieval_miss"
-    if first > k:
-        return "ranking"
-    return "in_context"
-
-
-def aggregate(frame: pd.DataFrame, metric_columns: Mapping[str, Sequence[str]], *, n_resamples: int,
-              seed: int) -> dict[str, Any]:
-    """``{section: {metric: mean}}`` plus ``n`` and ``ci`` keyed ``section/metric``.
-
-    Means skip NaN (undefined) questions; ``n`` is the number of questions averaged.
-    """
-    out: dict[str, Any] = {"n": {}, "ci": {}}
-    for section, cols in metric_columns.items():
-        out[section] = {}
-        for col in cols:
-            v = frame[col].to_numpy(dtype=np.float64)
-            defined = v[~np.isnan(v)]
-            key = f"{section}/{col}"
-            out[section][col] = float(defined.mean()) if defined.size else None
-            out["n"][key] = int(defined.size)
-            lo, hi = bootstrap_ci(v, n_resamples=n_resamples, seed=seed)
-            out["ci"][key] = [lo, hi] if defined.size else None
-    return out
-
-
-TAG_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@10", "recall@10")
-
-
-def by_tag(frame: pd.DataFrame, metrics: Sequence[str] = TAG_METRICS) -> dict[str, dict[str, Any]]:
-    """Mean of key ranking metrics per question tag (``{tag: {metric: mean, "n": count}}``).
-
-    Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    cols = [m for m in metrics if m in frame]
-    values = frame[cols].to_numpy(dtype=np.float64) if cols else np.empty((len(frame), 0))
-    any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(frame), bool)
-    tag_lists = list(frame["tags"])
-    for tag in sorted({t for ts in tag_lists for t in ts}):
-        rows = np.fromiter((tag in ts for ts in tag_lists), bool, len(tag_lists)) & any_defined
-        if not rows.any():
-            continue
-        v = values[rows]
-        # Same arithmetic as aggregate(): the mean of the defined values (NaN when none is defined).
-        out[tag] = {m: float(x[~np.isnan(x)].mean()) if (~np.isnan(x)).any() else float("nan")
-                    for m, x in zip(cols, v.T)}
-        out[tag]["n"] = int(rows.sum())
-    return out

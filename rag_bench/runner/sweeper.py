@@ -31,11 +31,11 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
 from tqdm import tqdm
 
+from rag_bench.stages import SWEEP_ORDER
+
 log = logging.getLogger(__name__)
 
 PROGRESS_ENV = "RAG_BENCH_PROGRESS"
-# Outermost first: the stages whose work is most expensive to redo.
-STAGE_ORDER = ("dataset", "chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
 
 
 @dataclass
@@ -48,13 +48,13 @@ class RagBenchSweeperConf:
 
 
 def stage_rank(key: str) -> int:
-    """Position of an override key in :data:`STAGE_ORDER` (others after every stage).
+    """Position of an override key in :data:`SWEEP_ORDER` (others after every stage).
 
     >>> [stage_rank(k) for k in ("pipeline.k", "chunker", "chunker.max_chars", "+dataset.path")]
     [8, 1, 1, 0]
     """
     head = key.lstrip("+~").split(".")[0].split("/")[0]
-    return STAGE_ORDER.index(head) if head in STAGE_ORDER else len(STAGE_ORDER)
+    return SWEEP_ORDER.index(head) if head in SWEEP_ORDER else len(SWEEP_ORDER)
 
 
 def stage_order(overrides: list[Override]) -> list[Override]:

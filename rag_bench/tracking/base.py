@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+from rag_bench.stages import STAGES, Null, stage_names
+
+
+def cell_tags(config: Mapping[str, Any], *, dataset_fingerprint: str, dataset: str,
+              **extra: str) -> dict[str, str]:
+    """The tags of a cell's run, the same whether it is logged live or uploaded by ``sync``: the
+    dataset, each stage's option name, and ``extra`` (``git_sha``, ``synced``)."""
+    return {"dataset_fingerprint": dataset_fingerprint, "dataset": dataset, **stage_names(config, STAGES), **extra}
 
 
 class Tracker(Protocol):
@@ -31,7 +41,7 @@ class Tracker(Protocol):
         ...
 
 
-class NullTracker:
+class NullTracker(Null):
     """``tracking=none``: results live only in the cell folders."""
 
     def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:

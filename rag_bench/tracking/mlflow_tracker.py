@@ -39,6 +39,7 @@ from typing import Any
 from rag_bench.errors import TrackingError
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
+from rag_bench.metrics.measures import mlflow_name
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,10 @@ _PARENTS: dict[tuple[str, str, str], str] = {}  # (uri, experiment, sweep_id) ->
 PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 
 
-def metric_name(key: str) -> str:
-    """MLflow forbids ``@`` in metric names: ``retrieval/hit@5`` -> ``retrieval.hit_at_5``."""
-    return key.replace("@", "_at_").replace("/", ".")
+def tracking_uri(output_root: Path, setting: str | None = None) -> str:
+    """The tracking URI: ``setting``, else ``$MLFLOW_TRACKING_URI``, else the local SQLite file
+    ``<output_root>/mlflow.db`` (no server needed). Every reader and writer resolves it here."""
+    return setting or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{output_root.resolve() / 'mlflow.db'}"
 
 
 class MlflowTracker:
@@ -78,8 +80,7 @@ class MlflowTracker:
         self.output_root = output_root.resolve()
         self.experiment = experiment
         self.sweep_id = sweep_id
-        env = os.environ.get("MLFLOW_TRACKING_URI")
-        self.uri = self.uri_setting or env or f"sqlite:///{self.output_root / 'mlflow.db'}"
+        self.uri = tracking_uri(self.output_root, self.uri_setting)
 
     def _sqlite_path(self) -> Path | None:
         return Path(self.uri[len("sqlite:///"):]) if self.uri.startswith("sqlite:///") else None
@@ -208,7 +209,7 @@ class MlflowTracker:
             try:
                 failpoint("mlflow_run_created")
                 plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-                mlist = [Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
+                mlist = [Metric(mlflow_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
                 for i in range(0, len(plist), 100):
                     client.log_batch(run_id, params=plist[i:i + 100])
                 for i in range(0, len(mlist), 1000):
@@ -220,6 +221,15 @@ class MlflowTracker:
                 raise
             client.set_terminated(run_id, "FINISHED")
         return run_id
+
+    def finished_run(self, cell_id: str) -> str | None:
+        """Id of a FINISHED run of ``cell_id`` in this experiment, None when there is none."""
+        if self._disabled:
+            return None
+        found = self._get_client().search_runs(
+            [self._experiment_id()], filter_string=f"tags.cell_id = '{cell_id}' and attributes.status = 'FINISHED'",
+            max_results=1)
+        return str(found[0].info.run_id) if found else None
 
     def describe(self) -> dict[str, str | None]:
         """Tracking URI, experiment and the sweep's parent run id (None when MLflow was skipped)."""

@@ -19,7 +19,7 @@ def test_vectors_are_normalised_and_match_the_model(tmp_path):
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
     raw = emb.encode_raw(TEXTS[:2])
     assert np.allclose(v[:2], raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-5)
-    assert emb.stats.encoded == 2  # the repeated text was encoded once
+    assert emb.usage().encoded == 2  # the repeated text was encoded once
 
 
 def test_prefixes_are_applied_to_their_side_only(tmp_path):
@@ -38,10 +38,10 @@ def test_second_embedder_reads_the_cache(tmp_path):
     second = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
     b = second.embed_documents(TEXTS)
     assert np.array_equal(a, b)
-    assert second.stats.encoded == 0 and second.stats.cache_hits == 3
+    assert second.usage().encoded == 0 and second.usage().cache_hits == 3
     other_prefix = SentenceTransformerEmbedder(cache_dir=str(tmp_path), document_prefix="passage: ")
     other_prefix.embed_documents(TEXTS[:1])
-    assert other_prefix.stats.encoded == 1  # the prefix is part of the key
+    assert other_prefix.usage().encoded == 1  # the prefix is part of the key
 
 
 def test_local_model_folder_loads_and_has_its_own_identity(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bench.reporting.cells import load_cell
+from rag_bench.cells import load_cell
 from tests.runner.test_run_cell import run
 
 

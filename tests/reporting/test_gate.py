@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from rag_bench.cells import load_cell
 from rag_bench.cli import main as cli
 from rag_bench.errors import ConfigError
-from rag_bench.reporting.cells import load_cell
 from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy
 
 REGRESSION_ONLY = """
@@ -63,9 +63,36 @@ def test_not_worse_than(tmp_path, demo_cells):
 
 
 def test_missing_metric_cannot_evaluate(tmp_path, demo_cells, capsys):
-    policy = write(tmp_path, "thresholds:\n  generation/no_such_metric: {min: 0.5}\n")
+    """A measure rag_bench knows that this cell did not compute (no judge ran): cannot evaluate."""
+    policy = write(tmp_path, "thresholds:\n  judge/judge_faithfulness: {min: 0.5}\n")
     assert cli(["gate", str(demo_cells["baseline"].path), "--policy", str(policy)]) == 2
     assert "ERROR" in capsys.readouterr().out
+
+
+def test_a_name_that_is_no_measure_is_refused_with_the_closest_one(tmp_path, demo_cells, capsys):
+    policy = write(tmp_path, "thresholds:\n  retrieval/hit@5: {min: 0.5}\n  generation/corect: {min: 0.5}\n")
+    assert cli(["gate", str(demo_cells["baseline"].path), "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err
+    assert "policy.yaml:3: [generation/corect] 'generation/corect' is not a measure" in err
+    assert "did you mean generation/correct?" in err
+
+
+def test_a_regression_of_a_lower_is_better_measure_is_a_rise(demo_cells):
+    """false_refusal_rate going up is the regression; before the measure registry every rule took
+    "down" as worse, so a cell refusing far more often passed and one refusing less failed."""
+    import dataclasses
+
+    base = demo_cells["baseline"]
+    rate = base.metric("abstention/false_refusal_rate")
+    worse = dataclasses.replace(base, metrics={**base.metrics, "abstention": {
+        **base.metrics["abstention"], "false_refusal_rate": rate + 0.2}})
+    better = dataclasses.replace(base, metrics={**base.metrics, "abstention": {
+        **base.metrics["abstention"], "false_refusal_rate": max(0.0, rate - 0.2)}})
+    policy = {"regressions": {"abstention/false_refusal_rate": {"rule": "not_worse_than", "max_drop": 0.05}}}
+    (bad,) = evaluate_gate(worse, policy, base)
+    (good,) = evaluate_gate(better, policy, base)
+    assert (bad.status, good.status) == ("fail", "pass")
+    assert bad.limit == f"<= {rate + 0.05:.4f}"
 
 
 def test_endpoint_error_rate(tmp_path, demo_cells):

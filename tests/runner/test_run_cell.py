@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag_bench.cells import is_done
 from rag_bench.errors import ConfigError, DataError
-from rag_bench.runner.cell import is_done
 from rag_bench.runner.config import cell_id
+from rag_bench.runner.labels import RETRIEVAL_LABELS
 from rag_bench.runner.main import run_cell
-from rag_bench.runner.scoring import RETRIEVAL_LABELS
 from tests.conftest import TINY, compose_config
 
 

@@ -1,9 +1,16 @@
-"""Read finished cells (folders, or MLflow run ids whose artifacts are the cell folder).
+"""The cell folder (ARCHITECTURE §5): the one module that writes, marks done, reads and lists it.
 
-Only finished work is read: a folder must hold ``DONE`` (written last, after the MLflow run's
-artifacts were logged). A cell named by MLflow run id is read when the run's status is FINISHED;
-its downloaded artifacts lack ``DONE`` (the run was logged before DONE was written), so the
-download is marked done here, with the run id, once that status has been checked.
+Writing: the folder is written to a temporary folder, renamed, DONE last. A folder without DONE
+is unfinished work: it is removed and recomputed on the next run. DONE is written through a
+temporary file and ``os.replace``, so it exists either whole or not at all. Two processes
+computing the same cell at once: writing the folder, tracking it and writing DONE happen under
+the cell's lock (``cell_lock``), and the one that gets the lock second finds DONE and keeps the
+finished cell instead of replacing it.
+
+Reading: only finished work is read: a folder must hold ``DONE`` (written last, after the MLflow
+run's artifacts were logged). A cell named by MLflow run id is read when the run's status is
+FINISHED; its downloaded artifacts lack ``DONE`` (the run was logged before DONE was written), so
+the download is marked done here, with the run id, once that status has been checked.
 """
 
 from __future__ import annotations
@@ -12,31 +19,141 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
+from omegaconf import DictConfig, OmegaConf
 
 from rag_bench.errors import DataError, Problem
+from rag_bench.locking import file_lock
+from rag_bench.metrics.measures import is_question_ranking_column
+from rag_bench.runner.results import CellResult
+from rag_bench.stages import LABEL_STAGES, stage_names
+
+# Where cells go unless output.root says otherwise (the schema's default; a cell named by MLflow
+# run id is looked up in <this>/mlflow.db when no tracking URI is set).
+DEFAULT_OUTPUT_ROOT = "experiments"
+
+FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec")
+
+
+def is_done(cell_dir: Path) -> bool:
+    """True when the cell finished (DONE marker present)."""
+    return (cell_dir / "DONE").is_file()
+
+
+def cell_lock(cell_dir: Path) -> AbstractContextManager[None]:
+    """Exclusive lock (across processes) on the cell folder: hold it from writing the folder to
+    writing DONE, and check ``is_done`` once it is held. Its file, ``.<cell>.lock`` beside the
+    folder, is removed on release."""
+    return file_lock(cell_dir.with_name(f".{cell_dir.name}.lock"))
+
+
+def _clean(obj: Any) -> Any:
+    # JSON has no NaN: undefined aggregates are written as null.
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def atomic_write(path: Path, data: str) -> None:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace`` (whole or not at all)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_cell(cell_dir: Path, cfg: DictConfig, result: CellResult) -> None:
+    """Write every file of the cell except DONE; replaces any unfinished folder of the same cell.
+
+    Call it holding ``cell_lock(cell_dir)``, after checking the cell is not DONE."""
+    cell_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cell_dir.with_name(f".{cell_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+        (tmp / "metrics.json").write_text(json.dumps(_clean(result.metrics), indent=2, sort_keys=True) + "\n",
+                                          encoding="utf-8")
+        result.records.to_parquet(tmp / "records.parquet", index=False)
+        (tmp / "run.trec").write_text(result.run_trec, encoding="utf-8")
+        (tmp / "qrels.trec").write_text(result.qrels_trec, encoding="utf-8")
+        cols = [c for c in ("qid", "question", "answerable", "tags", "failure", "first_relevant_rank", "answer",
+                            "citations", "generation_error", "parse_error") if c in result.records]
+        result.records[cols].to_csv(tmp / "failures.csv", index=False)
+        if cell_dir.exists():
+            shutil.rmtree(cell_dir)
+        os.replace(tmp, cell_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def mark_done(cell_dir: Path, info: dict[str, Any] | None = None) -> None:
+    """Write DONE atomically: the last step of a cell. ``info`` (e.g. the MLflow run id) is its JSON body."""
+    atomic_write(cell_dir / "DONE", json.dumps(info or {}, sort_keys=True) + "\n")
+
+
+def discard(cell_dir: Path) -> None:
+    """Remove an unfinished cell folder (no DONE) so it is never read as a result; a folder that
+    another process is writing (it holds the cell's lock) is left to that process."""
+    if not cell_dir.exists():
+        return
+    with cell_lock(cell_dir):
+        if not is_done(cell_dir):
+            shutil.rmtree(cell_dir, ignore_errors=True)
+
+
+def flat_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    """``{"retrieval/hit@5": 0.8, ..., "ci/retrieval/hit@5/lo": ..}`` — numbers only."""
+    out: dict[str, float] = {}
+    for section, values in metrics.items():
+        if not isinstance(values, dict):
+            continue
+        for key, v in values.items():
+            if section == "ci":
+                if isinstance(v, list) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v):
+                    out[f"ci/{key}/lo"], out[f"ci/{key}/hi"] = float(v[0]), float(v[1])
+            elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                out[f"{section}/{key}"] = float(v)
+    return out
+
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-PER_QUESTION_METRIC = re.compile(r"^(?:(?:hit|precision|recall|mrr|ndcg|evidence_recall|complete)@\d+|mrr|ndcg|map)$")
 _MISSING = object()
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One finished cell as stored: config, aggregates, per-question records."""
+    """One finished cell as stored: config, aggregates, per-question records (read on first use
+    when the cell was listed without them)."""
 
     cell_id: str
     path: Path
     config: dict[str, Any]
     metrics: dict[str, Any]
-    records: pd.DataFrame
     done: dict[str, Any]
+    _records: list[pd.DataFrame] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """records.parquet: one row per question."""
+        if not self._records:
+            self._records.append(_read_records(self.path))
+        return self._records[0]
 
     def _raw(self, key: str) -> Any:
         section, _, name = key.partition("/")
@@ -74,8 +191,7 @@ class Cell:
     @property
     def label(self) -> str:
         """Short human label: chunker/retriever/reranker names and the cell id."""
-        names = [str((self.config.get(g) or {}).get("name", "")) if isinstance(self.config.get(g), dict) else ""
-                 for g in ("chunker", "retriever", "reranker")]
+        names = stage_names(self.config, LABEL_STAGES).values() if isinstance(self.config, dict) else []
         return f"{'/'.join(n for n in names if n and n != 'none')} [{self.cell_id}]"
 
 
@@ -99,8 +215,12 @@ def read_done(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_cell(ref: str | Path, *, tracking_uri: str | None = None) -> Cell:
-    """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded)."""
+def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
+    """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded).
+
+    ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
+    (listing many cells for a leaderboard); by default it is read, and checked, now.
+    """
     path = Path(ref)
     if not path.exists() and _RUN_ID.match(str(ref)):
         path = _download(str(ref), tracking_uri)
@@ -116,12 +236,15 @@ def load_cell(ref: str | Path, *, tracking_uri: str | None = None) -> Cell:
                                 "re-run the cell (delete the folder first)"))
     config = _read(path / "config.yaml", lambda t: yaml.safe_load(t) or {}, dict)
     metrics = _read(path / "metrics.json", json.loads, dict)
+    return Cell(path.name, path, config, metrics, read_done(path), [_read_records(path)] if records else [])
+
+
+def _read_records(path: Path) -> pd.DataFrame:
     try:
-        records = pd.read_parquet(path / "records.parquet")
+        return pd.read_parquet(path / "records.parquet")
     except Exception as exc:  # pyarrow raises several types for a truncated or foreign file
         raise DataError(Problem(str(path / "records.parquet"), 0, "records", f"unreadable parquet ({exc})",
                                 "re-run the cell (delete the folder first)")) from exc
-    return Cell(path.name, path, config, metrics, records, read_done(path))
 
 
 def _read(file: Path, parse: Any, kind: type) -> Any:
@@ -142,7 +265,9 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
     """Download a FINISHED run's artifacts (the cell folder) and mark the copy done."""
     from mlflow.tracking import MlflowClient
 
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///experiments/mlflow.db"
+    from rag_bench.tracking.mlflow_tracker import tracking_uri as resolve_uri
+
+    uri = resolve_uri(Path(DEFAULT_OUTPUT_ROOT), tracking_uri)
     client = MlflowClient(tracking_uri=uri)
     try:
         run = client.get_run(run_id)
@@ -162,15 +287,15 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
     return dest
 
 
-def experiment_cells(experiment_dir: str | Path) -> list[Cell]:
-    """Every finished cell of an experiment folder, in folder order."""
+def experiment_cells(experiment_dir: str | Path, *, records: bool = True) -> list[Cell]:
+    """Every finished cell of an experiment folder, in folder order (``records``: see :func:`load_cell`)."""
     root = Path(experiment_dir)
     if not root.is_dir():
         raise DataError(Problem(str(root), 0, "", "experiment folder does not exist",
                                 "pass experiments/<experiment.name> after running a sweep"))
-    return [load_cell(p.parent) for p in sorted(root.glob("*/DONE"))]
+    return [load_cell(p.parent, records=records) for p in sorted(root.glob("*/DONE"))]
 
 
 def question_metrics(cell: Cell) -> list[str]:
     """Per-question metric columns present in the cell's records."""
-    return [c for c in cell.records.columns if PER_QUESTION_METRIC.match(c)]
+    return [c for c in cell.records.columns if is_question_ranking_column(c)]

@@ -1,0 +1,40 @@
+"""Judge protocol: an LLM (or any) judge scoring answered questions, with every failure recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class JudgeSample:
+    """What the judge sees for one question."""
+
+    question: str
+    answer: str
+    contexts: tuple[str, ...]
+
+
+@dataclass
+class JudgeResult:
+    """Scores per metric (None = not judged) and failure reasons per metric."""
+
+    scores: dict[str, float | None] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    calls: int = 0
+
+
+class Judge(Protocol):
+    """Scores answered questions; ``None`` samples (refusals, failed calls) are not judged.
+
+    ``metrics`` names the scores it gives (each becomes ``judge/judge_<metric>``);
+    ``max_failure_rate`` is the share of failed judgements above which the cell fails.
+    """
+
+    metrics: tuple[str, ...]
+    max_failure_rate: float
+
+    def judge(self, samples: Sequence[JudgeSample | None]) -> list[JudgeResult]:
+        """One result per sample, same order."""
+        ...

@@ -1,0 +1,272 @@
+"""The measure registry: every measure a cell reports, declared once.
+
+A :class:`Measure` names a family (``hit``), the metrics.json section it lives in (``retrieval``),
+an optional cutoff, whether higher is better, how it aggregates and how it is displayed. Every
+consumer takes names from here (cf. ir_measures' measure objects and sentence-transformers'
+``primary_metric``/``greater_is_better``): the per-question columns of records.parquet, the keys
+of metrics.json, MLflow metric names, gate policies (a regression is a change in the measure's
+worse direction), the leaderboard's and report's columns, the CLI's defaults and the console
+line. The three spellings of one measure are views of one object:
+
+>>> m = measure("retrieval/hit@5")
+>>> (m.name, m.key, m.mlflow_key, m.higher_is_better)
+('hit@5', 'retrieval/hit@5', 'retrieval.hit_at_5', True)
+>>> measure("abstention/false_refusal_rate").higher_is_better
+False
+>>> measure("retrieval/hit") is None  # hit needs a cutoff
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Aggregate = Literal["mean", "sum", "value"]
+Cut = Literal["required", "optional", "none"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure of a cell.
+
+    Attributes
+    ----------
+    family:
+        Base name (``hit``, ``correct``); with ``cutoff`` it gives :attr:`name` (``hit@5``).
+    section:
+        metrics.json section (``retrieval``, ``evidence``, ``generation``, ...).
+    higher_is_better:
+        Direction: True, False, or None for descriptive figures (a threshold, a count).
+    aggregate:
+        ``mean`` over the questions where the measure is defined, with n and a bootstrap CI;
+        ``sum`` over questions; ``value`` computed once for the cell (no per-question column).
+    cut:
+        Whether the family takes a cutoff (``required``, ``optional`` or ``none``).
+    cutoff:
+        The cutoff of this instance (None for uncut measures and families).
+    description:
+        One line for help texts and reports.
+    """
+
+    family: str
+    section: str
+    higher_is_better: bool | None = True
+    aggregate: Aggregate = "mean"
+    cut: Cut = "none"
+    cutoff: int | None = None
+    description: str = ""
+    short: str = ""  # shorter display name for the console line; the name when empty
+
+    @property
+    def name(self) -> str:
+        """Name inside its section and as a records.parquet column: ``hit@5``, ``map``."""
+        return f"{self.family}@{self.cutoff}" if self.cutoff is not None else self.family
+
+    @property
+    def display(self) -> str:
+        """Name on the console line: ``cite_p`` for citation_precision, else :attr:`name`."""
+        return self.short or self.name
+
+    @property
+    def key(self) -> str:
+        """Canonical name, as in metrics.json, gate policies and ``--metric``: ``retrieval/hit@5``."""
+        return f"{self.section}/{self.name}"
+
+    @property
+    def mlflow_key(self) -> str:
+        """MLflow's spelling (no ``@`` allowed): ``retrieval.hit_at_5``."""
+        return mlflow_name(self.key)
+
+    def at(self, cutoff: int) -> Measure:
+        """This family at ``cutoff`` (``HIT.at(5)`` is ``hit@5``)."""
+        if self.cut == "none":
+            raise ValueError(f"{self.family} takes no cutoff")
+        return replace(self, cutoff=int(cutoff))
+
+    def format(self, value: float | None) -> str:
+        """Display form: three decimals, ``n/a`` when undefined."""
+        return "n/a" if value is None else f"{value:.3f}"
+
+
+def _m(family: str, section: str, description: str, *, up: bool | None = True, agg: Aggregate = "mean",
+       cut: Cut = "none", short: str = "") -> Measure:
+    return Measure(family, section, up, agg, cut, None, description, short)
+
+
+# --- the families, in report order ------------------------------------------------------------
+_RANKING: tuple[tuple[str, str, Cut], ...] = (
+    ("hit", "a relevant chunk in the top k (trec success_k)", "required"),
+    ("precision", "relevant chunks in the top k / k", "required"),
+    ("recall", "relevant chunks in the top k / all relevant chunks", "required"),
+    ("mrr", "1 / rank of the first relevant chunk (within k when cut)", "optional"),
+    ("ndcg", "normalised discounted cumulative gain (within k when cut)", "optional"),
+    ("map", "mean average precision over the whole ranking", "none"),
+)
+RANKING = tuple(_m(f, "retrieval", d, cut=c) for f, d, c in _RANKING)
+EVIDENCE = (
+    _m("evidence_recall", "evidence", "evidence spans covered by the union of the top k chunks", cut="required"),
+    _m("complete", "evidence", "all evidence spans covered by the top k chunks (multi-hop)", cut="required"),
+)
+GENERATION = (
+    _m("correct", "generation", "the answer matches the references / contains the facts"),
+    _m("faithfulness", "generation", "answer sentences supported by the passages they cite"),
+    _m("unparseable", "generation", "outputs that broke the JSON answer contract", up=False),
+)
+CITATION = (
+    _m("citation_precision", "citation", "cited passages that are relevant / cited passages", short="cite_p"),
+    _m("citation_recall", "citation", "evidence spans covered by cited passages / evidence spans", short="cite_r"),
+    _m("invalid_citations", "citation", "citation numbers outside the context", up=False),
+)
+ABSTENTION = (
+    _m("correct_refusal_rate", "abstention", "unanswerable questions answered with the refusal",
+       short="correct_refusal"),
+    _m("unsupported_answer_rate", "abstention", "unanswerable questions answered anyway", up=False),
+    _m("false_refusal_rate", "abstention", "answerable questions refused", up=False, short="false_refusal"),
+)
+THRESHOLD = (
+    _m("top1_auroc", "abstention", "AUROC of the top-1 retrieval score for answerable vs unanswerable",
+       agg="value"),
+    _m("top1_best_f1_threshold", "abstention", "top-1 score threshold with the best F1", up=None, agg="value"),
+    _m("top1_best_f1", "abstention", "F1 of answerable-vs-unanswerable at that threshold", agg="value"),
+)
+SECURITY = (
+    _m("unauthorized_retrievals", "security", "retrieved chunks the asker may not read (must be 0)", up=False,
+       agg="sum"),
+    _m("stale_retrievals", "security", "retrieved chunks of archived documents", up=False, agg="sum"),
+)
+ANN = (
+    _m("ann_recall", "ann", "|ANN top-k ∩ exact top-k| / k", agg="value", cut="required"),
+    *(_m(f, "ann", d, up=False, agg="value") for f, d in (
+        ("ann_p50_ms", "median ANN query latency"), ("ann_p95_ms", "95th percentile ANN query latency"),
+        ("exact_p50_ms", "median exact query latency"), ("exact_p95_ms", "95th percentile exact query latency"),
+        ("build_s", "ANN index build time"), ("exact_build_s", "exact index build time"),
+        ("index_bytes", "ANN index size"), ("exact_index_bytes", "exact index size"),
+        ("underfill_fallbacks", "queries answered by a wider or exact search under the filter"))),
+)
+JUDGE_SECTION = "judge"
+JUDGE_PREFIX = "judge_"
+
+FAMILIES: tuple[Measure, ...] = (*RANKING, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *THRESHOLD, *SECURITY,
+                                 *ANN)
+_BY_FAMILY = {(m.section, m.family): m for m in FAMILIES}
+_NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
+
+# Sections whose measures are means over questions with n and a bootstrap CI (in that order).
+QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention")
+# Sections produced only when the cell generates answers.
+GENERATION_SECTIONS = ("generation", "citation", "abstention")
+
+
+def family(section: str, name: str) -> Measure:
+    """The family ``name`` of ``section`` (``family("retrieval", "hit")``); KeyError when unknown."""
+    return _BY_FAMILY[(section, name)]
+
+
+def judge_measure(metric: str) -> Measure:
+    """The measure of one LLM-judge metric (``faithfulness`` → ``judge/judge_faithfulness``)."""
+    return Measure(JUDGE_PREFIX + metric, JUDGE_SECTION, True, "mean", "none", None, f"LLM judge: {metric}", "")
+
+
+def measure(key: str) -> Measure | None:
+    """The measure named ``section/name`` (``retrieval/ndcg@10``), or None when no such measure exists."""
+    section, _, name = str(key).partition("/")
+    match = _NAME.match(name)
+    if not match:
+        return None
+    fam, cutoff = match["family"], match["cutoff"]
+    if section == JUDGE_SECTION and fam.startswith(JUDGE_PREFIX) and cutoff is None:
+        return judge_measure(fam[len(JUDGE_PREFIX):])
+    base = _BY_FAMILY.get((section, fam))
+    if base is None:
+        return None
+    if cutoff is None:
+        return None if base.cut == "required" else base
+    if base.cut == "none" or int(cutoff) < 1:
+        return None
+    return base.at(int(cutoff))
+
+
+# Sections outside the registry whose numbers are costs: lower is better.
+COST_SECTIONS = ("latency", "cost")
+
+
+def higher_is_better(key: str) -> bool:
+    """Direction of any ``section/name`` of metrics.json: the measure's own, lower for latency and
+    cost figures, higher otherwise.
+
+    >>> higher_is_better("retrieval/ndcg@10"), higher_is_better("citation/invalid_citations")
+    (True, False)
+    >>> higher_is_better("latency/retrieve_p95_ms")
+    False
+    """
+    m = measure(key)
+    if m is not None:
+        return m.higher_is_better is not False
+    return key.partition("/")[0] not in COST_SECTIONS
+
+
+def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[str]:
+    """Canonical names of ``section``'s measures at common cutoffs (for "did you mean" hints)."""
+    out = []
+    for f in FAMILIES:
+        if f.section == section:
+            out += [f.at(k).key for k in cutoffs] if f.cut != "none" else []
+            out += [f.key] if f.cut != "required" else []
+    return out
+
+
+def registry_sections() -> set[str]:
+    """The metrics.json sections whose every name is a registered measure."""
+    return {f.section for f in FAMILIES} | {JUDGE_SECTION}
+
+
+def mlflow_name(key: str) -> str:
+    """MLflow forbids ``@`` in metric names: ``retrieval/hit@5`` → ``retrieval.hit_at_5``.
+
+    Applies to any flattened key (``ci/retrieval/hit@5/lo`` → ``ci.retrieval.hit_at_5.lo``).
+    """
+    return key.replace("@", "_at_").replace("/", ".")
+
+
+def at(families: Iterable[Measure], cutoffs: Iterable[int]) -> list[Measure]:
+    """Each family at each cutoff, family-major (``hit@1, hit@3, precision@1, ...``)."""
+    cuts = list(cutoffs)
+    return [f.at(k) for f in families for k in cuts]
+
+
+def retrieval_measures(ks: Sequence[int]) -> list[Measure]:
+    """The ranking measures of a cell with cutoffs ``ks``: every cut family at every k, then the uncut."""
+    cut = [f for f in RANKING if f.cut != "none"]
+    return at(cut, ks) + [f for f in RANKING if f.cut != "required"]
+
+
+def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
+    """Evidence recall and completeness at each cutoff (``eval.ks`` plus ``pipeline.k``)."""
+    return at(EVIDENCE, cutoffs)
+
+
+def is_question_ranking_column(column: str) -> bool:
+    """Whether a records.parquet column holds a per-question retrieval or evidence measure (the
+    values ``compare`` and the gate's paired tests resample)."""
+    return any(measure(f"{s}/{column}") is not None for s in ("retrieval", "evidence"))
+
+
+# --- what consumers show by default -----------------------------------------------------------
+PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report, CLI defaults
+CONSOLE = (family("retrieval", "hit").at(5), family("retrieval", "mrr"))  # the cell's summary line
+CONSOLE_GENERATION = (family("generation", "correct"), family("citation", "citation_precision"),
+                      family("citation", "citation_recall"), family("abstention", "correct_refusal_rate"),
+                      family("abstention", "false_refusal_rate"))
+# Per-tag means (metrics.json by_tag, leaderboard --tag).
+TAG = (family("retrieval", "hit").at(1), family("retrieval", "hit").at(5), family("retrieval", "mrr").at(10),
+       family("retrieval", "ndcg").at(10), family("retrieval", "recall").at(10))
+# Columns of the leaderboard and the report's table, in order.
+HEADLINE = (*TAG, family("evidence", "evidence_recall").at(5),
+            family("evidence", "complete").at(5), family("ann", "ann_recall").at(10),
+            family("generation", "correct"), family("citation", "citation_precision"),
+            family("abstention", "false_refusal_rate"), family("abstention", "correct_refusal_rate"))
+# The ANN latencies the leaderboard appends when a cell has them.
+ANN_LATENCY = (family("ann", "ann_p50_ms"), family("ann", "exact_p50_ms"))

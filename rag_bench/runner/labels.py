@@ -1,0 +1,60 @@
+"""Failure attribution (ARCHITECTURE §4): one label per question, the first that applies.
+
+Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →
+``false_refusal`` → ``generation`` → ``citation`` → ``correct``; unanswerable ones are
+``correct_refusal`` or ``hallucinated_answer``. ``error`` means the generator call itself failed
+(counted, reported, kept out of quality denominators). A retrieval-only cell stops after the
+retrieval labels: an answerable question whose evidence reached the top k is ``in_context``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag_bench.records import Answer, Question
+
+# Labels of the retrieval stage, in attribution order.
+RETRIEVAL_LABELS = ("chunking", "retrieval_miss", "ranking", "in_context")
+# Every label of a cell that generates, in attribution order.
+ANSWERABLE_LABELS = ("chunking", "retrieval_miss", "ranking", "error", "false_refusal", "generation",
+                     "citation", "correct")
+UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
+# The labels metrics.json ``failures`` counts, in report order.
+GENERATION_CELL_LABELS = ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
+_LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:3]
+
+
+def retrieval_label(question: Question, found: np.ndarray, first_relevant: int | None, k: int) -> str | None:
+    """Label after retrieval: ``found[i]`` says whether any chunk of the corpus is relevant to
+    evidence span ``i``; ``first_relevant`` is the 1-based rank of the first relevant chunk retrieved.
+    None for unanswerable questions (their label comes from the answer)."""
+    if not question.answerable:
+        return None
+    if not found.all():
+        return "chunking"
+    if first_relevant is None:
+        return "retrieval_miss"
+    if first_relevant > k:
+        return "ranking"
+    return "in_context"
+
+
+def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct: bool,
+                cite_precision: float) -> str:
+    """Label after generation, from the retrieval label, the parsed answer, its correctness and
+    its citation precision."""
+    if not answerable:
+        if answer.error:
+            return "error"
+        return "correct_refusal" if answer.refused else "hallucinated_answer"
+    if retrieval in _LOST_IN_RETRIEVAL:
+        return retrieval
+    if answer.error:
+        return "error"
+    if answer.refused:
+        return "false_refusal"
+    if not correct:
+        return "generation"
+    if not answer.citations or not cite_precision > 0:
+        return "citation"  # right answer, but no cited passage holds the evidence
+    return "correct"

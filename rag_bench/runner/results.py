@@ -1,0 +1,115 @@
+"""What each stage of a cell returns: frozen results, never mutated by a later stage.
+
+The per-question columns a stage adds are its own DataFrame (one row per question, the
+questions' order); :func:`rag_bench.runner.summary.records` joins them into records.parquet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rag_bench.records import Chunk, Ranking
+from rag_bench.retrieval.base import AccessFilter, Retriever
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """Every chunk of the corpus (parents included) and the time it took (0 when shared)."""
+
+    chunks: list[Chunk]
+    seconds: float
+
+    @property
+    def parents(self) -> dict[str, Chunk]:
+        """Parent chunks by id (parent-child chunking), for context expansion."""
+        return {c.chunk_id: c for c in self.chunks if c.is_parent}
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """A fitted retriever over the searchable chunks, and the asker filter over them."""
+
+    retriever: Retriever
+    searchable: list[Chunk]
+    access: AccessFilter
+    key: str  # identity of the index: the shared-work key of everything computed from it
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One ranking per question at depth D, with per-question latencies (ms)."""
+
+    rankings: list[Ranking]
+    latency_ms: list[float]
+    depth: int
+    key: str
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """Final rankings after the reranker (the retrieved ones when there is none)."""
+
+    rankings: list[Ranking]
+    latency_ms: list[float] = field(default_factory=list)  # empty: no reranker
+    prefetch_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Per-question retrieval columns (ids, relevance, ranking and evidence measures, retrieval
+    label in ``failure``) and the derived qrels: question index → relevant chunk indices."""
+
+    frame: pd.DataFrame
+    qrels: dict[int, list[int]]
+
+
+@dataclass(frozen=True)
+class GenerationCounts:
+    """What the generation stage did."""
+
+    endpoint_calls: int
+    endpoint_failures: int
+    generations_cached: int
+    unparseable: int
+    retries: int
+    wall_s: float
+    questions: int
+
+    @property
+    def seconds_per_question(self) -> float:
+        """Wall time over questions (not per generated prompt: cached ones count too)."""
+        return self.wall_s / max(1, self.questions)
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Per-question answer columns (``failure`` holds the final label) and counts."""
+
+    frame: pd.DataFrame
+    counts: GenerationCounts
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Per-question ``judge_<metric>`` and ``judge_failures`` columns, and counts."""
+
+    frame: pd.DataFrame
+    metrics: tuple[str, ...]
+    attempted: int
+    failures: int
+    calls: int
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """Everything a cell folder holds, computed."""
+
+    records: pd.DataFrame
+    metrics: dict[str, Any]
+    run_trec: str
+    qrels_trec: str
+

@@ -1,0 +1,201 @@
+"""The stages of one cell, each a function from the previous stage's result to a frozen result.
+
+chunk → index → retrieve → rerank → score → generate → judge. Work that cells of a sweep share
+(chunks, indexes, rankings, reranked rankings, ANN reports) goes through the
+:class:`~rag_bench.memo.SharedWork` passed in, keyed by what determines it: a sweep over ``k`` or
+``eval.*`` re-chunks, re-indexes, re-retrieves and re-ranks nothing. Latencies of shared work are
+those measured when it was done.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from rag_bench import memo
+from rag_bench.errors import EndpointError
+from rag_bench.generation.answer import parse_answer
+from rag_bench.generation.base import GenerationInput, Generator, generate_cached
+from rag_bench.generation.context import build_context
+from rag_bench.generation.prompt import build_prompt
+from rag_bench.judging.base import Judge, JudgeSample
+from rag_bench.memo import SharedWork
+from rag_bench.metrics.generation import citation_precision, citation_recall, faithfulness, is_correct
+from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
+from rag_bench.reranking.base import Reranker, apply_rerank
+from rag_bench.retrieval.base import AccessFilter, Retriever
+from rag_bench.runner.labels import final_label
+from rag_bench.runner.results import (
+    Chunked,
+    Generated,
+    GenerationCounts,
+    Indexed,
+    Judged,
+    Reranked,
+    Retrieved,
+    Scored,
+)
+from rag_bench.runner.scoring import score_retrieval
+from rag_bench.stages import capability, is_null
+
+
+def chunk(*, dataset: Dataset, key: str, make: Callable[[], list[Chunk]], work: SharedWork) -> Chunked:
+    """Every chunk of the corpus, made by ``make`` once per ``key`` (dataset + chunker config)."""
+    t0 = time.perf_counter()
+    chunks = work.get_or("chunks", key, make)
+    return Chunked(chunks, time.perf_counter() - t0)
+
+
+def index(*, dataset: Dataset, chunked: Chunked, key: str, make: Callable[[], Retriever],
+          include_archived: bool, work: SharedWork) -> Indexed:
+    """The retriever ``make`` builds, fitted on the searchable chunks (children, current versions
+    unless ``include_archived``), once per ``key``; plus the access filter over those chunks."""
+    def build() -> tuple[Retriever, list[Chunk], AccessFilter]:
+        searchable = [c for c in chunked.chunks if not c.is_parent
+                      and (include_archived or not dataset.documents[c.doc_id].archived)]
+        retriever = make()
+        retriever.fit(searchable)
+        return retriever, searchable, AccessFilter(searchable, dataset.documents)
+
+    t0 = time.perf_counter()
+    retriever, searchable, access = work.get_or("indexes", key, build)
+    return Indexed(retriever, searchable, access, key, time.perf_counter() - t0)
+
+
+def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork) -> Retrieved:
+    """Top-``depth`` rankings, one question at a time (so each latency is one query's)."""
+    def run() -> tuple[list[Ranking], list[float]]:
+        per_q: list[float] = []
+        out: list[Ranking] = []
+        for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
+            t = time.perf_counter()
+            out.extend(indexed.retriever.search([q], depth, indexed.access))
+            per_q.append((time.perf_counter() - t) * 1000)
+        return out, per_q
+
+    key = memo.key(indexed.key, depth)
+    rankings, latency = work.get_or("rankings", key, run)
+    return Retrieved(rankings, latency, depth, key)
+
+
+def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Indexed,
+           questions: Sequence[Question], work: SharedWork) -> Reranked:
+    """The head (``reranker.depth``) of every ranking reordered by the reranker; the null reranker
+    keeps the retrieved rankings. ``key`` identifies the reranker's config."""
+    if is_null(reranker):
+        return Reranked(retrieved.rankings)
+    searchable = indexed.searchable
+
+    def run() -> tuple[list[Ranking], list[float], float]:
+        shortlists = [[searchable[i] for i in r.indices[: reranker.depth]] for r in retrieved.rankings]
+        t = time.perf_counter()
+        capability(reranker, "reranker", "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
+        prefetch_s = time.perf_counter() - t
+        reranked, ms = [], []
+        for q, r, shortlist in zip(questions, retrieved.rankings, shortlists):
+            t = time.perf_counter()
+            (scores,) = reranker.scores([q], [shortlist])
+            reranked.append(apply_rerank(r, scores))
+            ms.append((time.perf_counter() - t) * 1000)
+        return reranked, ms, prefetch_s
+
+    rankings, ms, prefetch_s = work.get_or("reranked", memo.key(retrieved.key, key), run)
+    return Reranked(rankings, ms, prefetch_s)
+
+
+def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork) -> dict[str, Any] | None:
+    """The retriever's ANN-vs-exact report (once per index and ks), None when it has none."""
+    report = capability(indexed.retriever, "retriever", "ann_report")
+    return work.get_or("ann", memo.key(indexed.key, list(ks)), lambda: report(questions, ks, indexed.access))
+
+
+def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
+          reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
+          gain: str) -> Scored:
+    """Per-question relevance, ranking and evidence measures and the retrieval label."""
+    frame, qrels = score_retrieval(questions=questions, chunks=indexed.searchable, rankings=reranked.rankings,
+                                   documents=dataset.documents, ks=ks, k=k, min_coverage=min_coverage,
+                                   relevance=relevance, gain=gain)
+    searchable = indexed.searchable
+    frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
+    return Scored(frame, qrels)
+
+
+def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
+             parents: Mapping[str, Chunk], retrieval_labels: Sequence[str | None], k: int, expand_parents: bool,
+             token_budget: int, min_coverage: float) -> Generated:
+    """Contexts and prompts from the final rankings, (cached) generation, parsed answers, answer
+    and citation measures per question, and the final failure label."""
+    items = []
+    for q, r in zip(questions, reranked.rankings):
+        passages = build_context([indexed.searchable[i] for i in r.indices], k=k, parents=parents,
+                                 expand_parents=expand_parents, token_budget=token_budget)
+        items.append(GenerationInput(q.question, tuple(passages), build_prompt(q.question, passages)))
+    t0 = time.perf_counter()
+    gens = generate_cached(generator, items)
+    wall = time.perf_counter() - t0
+    answers = [Answer("", error=g.error, raw=g.raw) if g.error else parse_answer(g.raw, len(it.passages))
+               for g, it in zip(gens, items)]
+    rows: list[dict[str, Any]] = []
+    for q, it, a, g, label in zip(questions, items, answers, gens, retrieval_labels):
+        ok = a.error is None
+        right = is_correct(a, q.facts, q.answers) if ok else False
+        cp = citation_precision(a, it.passages, q.evidence, min_coverage=min_coverage) if ok else np.nan
+        rows.append({
+            "context_ids": [p.chunk_id for p in it.passages], "context_texts": [p.text for p in it.passages],
+            "answer": a.text, "citations": list(a.citations),
+            "refused": a.refused, "parse_error": a.parse_error, "generation_error": a.error, "raw_output": a.raw,
+            "correct": float(right) if ok and q.answerable else np.nan,
+            "faithfulness": faithfulness(a, it.passages) if ok and not a.parse_error else np.nan,
+            "unparseable": float(a.parse_error is not None) if ok else np.nan,
+            "citation_precision": cp,
+            "citation_recall": citation_recall(a, it.passages, q.evidence, min_coverage=min_coverage)
+            if ok and q.answerable else np.nan,
+            "invalid_citations": float(a.invalid_citations) if ok else np.nan,
+            "correct_refusal_rate": float(a.refused) if ok and not q.answerable else np.nan,
+            "unsupported_answer_rate": float(not a.refused) if ok and not q.answerable else np.nan,
+            "false_refusal_rate": float(a.refused) if ok and q.answerable else np.nan,
+            "generate_s": g.seconds, "generation_cached": g.cached, "tokens_in": g.tokens_in,
+            "tokens_out": g.tokens_out,
+            "failure": final_label(q.answerable, label, a, right, cp),
+        })
+    calls = [g for g in gens if not g.cached and g.attempts > 0]  # real model/endpoint calls
+    counts = GenerationCounts(
+        endpoint_calls=len(calls), endpoint_failures=sum(g.error is not None for g in calls),
+        generations_cached=sum(g.cached for g in gens), unparseable=int(sum(a.parse_error is not None for a in answers)),
+        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=wall, questions=len(questions))
+    return Generated(pd.DataFrame(rows, index=range(len(rows))), counts)
+
+
+def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) -> Judged | None:
+    """Judge every answered question (refusals, failed calls and unparseable outputs are not
+    judged); None for the null judge. Raises EndpointError when more judgements failed than
+    ``judge.max_failure_rate`` allows: scores over a biased subset are not reported."""
+    if is_null(judge):
+        return None
+    samples: list[JudgeSample | None] = []
+    for q, row in zip(questions, generated.frame.itertuples(index=False)):
+        answered = (pd.isna(row.generation_error) and pd.isna(row.parse_error) and not row.refused
+                    and bool(row.answer))
+        samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts)) if answered else None)
+    results = judge.judge(samples)
+    columns: dict[str, list[Any]] = {
+        f"judge_{m}": [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
+        for m in judge.metrics}
+    columns["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
+    judged = Judged(pd.DataFrame(columns, index=range(len(results))), tuple(judge.metrics),
+                    attempted=sum(len(r.scores) for r in results), failures=sum(len(r.failures) for r in results),
+                    calls=sum(r.calls for r in results))
+    rate = judged.failures / max(1, judged.attempted)
+    if rate > judge.max_failure_rate:
+        first = next(f for f in columns["judge_failures"] if f)
+        raise EndpointError(f"judge: {judged.failures} of {judged.attempted} judgements failed ({rate:.0%} > "
+                            f"judge.max_failure_rate={judge.max_failure_rate}); first reason: {first} -- fix: check "
+                            "the judge endpoint or raise judge.max_failure_rate")
+    return judged

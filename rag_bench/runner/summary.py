@@ -1,0 +1,180 @@
+"""A cell's records.parquet, metrics.json, run.trec and qrels.trec, built from its stage results.
+
+metrics.json sections (ARCHITECTURE §5) hold the measures of :mod:`rag_bench.metrics.measures`:
+each per-question measure is averaged over the questions where it is defined, with its n and a
+95% bootstrap CI keyed by the measure's canonical name (``ci["retrieval/hit@5"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rag_bench.embedding.base import EmbedStats
+from rag_bench.metrics import measures
+from rag_bench.metrics.bootstrap import bootstrap_ci
+from rag_bench.metrics.measures import Measure
+from rag_bench.records import Chunk, Dataset, Question
+from rag_bench.runner.labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
+from rag_bench.runner.results import Chunked, Generated, Indexed, Judged, Reranked, Retrieved, Scored
+from rag_bench.stats.threshold import auroc, best_f1_threshold
+
+
+def records(*, scored: Scored, retrieved: Retrieved, reranked: Reranked, generated: Generated | None,
+            judged: Judged | None) -> pd.DataFrame:
+    """One row per question: the stages' columns side by side (generation's ``failure`` label
+    replaces the retrieval one), then the per-question latencies. A new frame; inputs untouched."""
+    frame = scored.frame
+    for part in (generated.frame if generated else None, judged.frame if judged else None):
+        if part is not None:
+            frame = frame.assign(**{c: part[c] for c in part.columns})
+    extra: dict[str, Any] = {"retrieve_ms": retrieved.latency_ms}
+    if reranked.latency_ms:
+        extra["rerank_ms"] = reranked.latency_ms
+    return frame.assign(**extra)
+
+
+def aggregate(frame: pd.DataFrame, sections: dict[str, list[Measure]], *, n_resamples: int,
+              seed: int) -> dict[str, Any]:
+    """``{section: {name: mean}}`` plus ``n`` and ``ci`` keyed ``section/name``.
+
+    Means skip NaN (undefined) questions; ``n`` is the number of questions averaged.
+    """
+    out: dict[str, Any] = {"n": {}, "ci": {}}
+    for section, ms in sections.items():
+        out[section] = {}
+        for m in ms:
+            v = frame[m.name].to_numpy(dtype=np.float64)
+            defined = v[~np.isnan(v)]
+            out[section][m.name] = float(defined.mean()) if defined.size else None
+            out["n"][m.key] = int(defined.size)
+            lo, hi = bootstrap_ci(v, n_resamples=n_resamples, seed=seed)
+            out["ci"][m.key] = [lo, hi] if defined.size else None
+    return out
+
+
+def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = measures.TAG) -> dict[str, dict[str, Any]]:
+    """Mean of key ranking measures per question tag (``{tag: {name: mean, "n": count}}``).
+
+    Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    cols = [m.name for m in tag_measures if m.name in frame]
+    values = frame[cols].to_numpy(dtype=np.float64) if cols else np.empty((len(frame), 0))
+    any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(frame), bool)
+    tag_lists = list(frame["tags"])
+    for tag in sorted({t for ts in tag_lists for t in ts}):
+        rows = np.fromiter((tag in ts for ts in tag_lists), bool, len(tag_lists)) & any_defined
+        if not rows.any():
+            continue
+        v = values[rows]
+        # Same arithmetic as aggregate(): the mean of the defined values (NaN when none is defined).
+        out[tag] = {m: float(x[~np.isnan(x)].mean()) if (~np.isnan(x)).any() else float("nan")
+                    for m, x in zip(cols, v.T)}
+        out[tag]["n"] = int(rows.sum())
+    return out
+
+
+def conditional_table(frame: pd.DataFrame, k: int) -> dict[str, Any]:
+    """"Answer correct when retrieval hit vs miss" (hit = a relevant chunk in the top k), with denominators."""
+    ans = frame[frame["answerable"] & frame["correct"].notna()]
+    hit = ans["first_relevant_rank"].fillna(np.inf) <= k
+    out = {}
+    for name, part in (("hit", ans[hit]), ("miss", ans[~hit])):
+        n = int(len(part))
+        c = int(part["correct"].sum())
+        out[name] = {"n": n, "correct": c, "rate": c / n if n else None}
+    return {"k": k, **out}
+
+
+def threshold_analysis(frame: pd.DataFrame) -> dict[str, float | None]:
+    """Can the top-1 retrieval score alone separate answerable from unanswerable questions?"""
+    top = np.array([s[0] if len(s) else np.nan for s in frame["scores"]], dtype=float)
+    y = frame["answerable"].to_numpy(bool)
+    keep = ~np.isnan(top)
+    a = auroc(top[keep], y[keep])
+    t, f1 = best_f1_threshold(top[keep], y[keep])
+    auc_m, thr_m, f1_m = measures.THRESHOLD
+    clean = {auc_m.name: a, thr_m.name: t, f1_m.name: f1}
+    return {k: (None if v is None or np.isnan(v) else float(v)) for k, v in clean.items()}
+
+
+def _percentiles(prefix: str, ms: Sequence[float]) -> dict[str, float]:
+    return {f"{prefix}_p50_ms": float(np.percentile(ms, 50)), f"{prefix}_p95_ms": float(np.percentile(ms, 95))}
+
+
+def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexed: Indexed, retrieved: Retrieved,
+              reranked: Reranked, generated: Generated | None, judged: Judged | None, ann: dict[str, Any] | None,
+              embedding: EmbedStats, timings: dict[str, float], ks: Sequence[int], k: int, index_name: str,
+              judge_name: str, n_resamples: int, seed: int) -> dict[str, Any]:
+    """metrics.json of a cell from its records (``frame``) and stage results."""
+    cut = sorted(set(ks) | {k})
+    sections: dict[str, list[Measure]] = {"retrieval": measures.retrieval_measures(ks),
+                                          "evidence": measures.evidence_measures(cut)}
+    if generated is not None:
+        sections.update({"generation": list(measures.GENERATION), "citation": list(measures.CITATION),
+                         "abstention": list(measures.ABSTENTION)})
+        if judged is not None and judged.metrics:
+            sections[measures.JUDGE_SECTION] = [measures.judge_measure(m) for m in judged.metrics]
+    metrics = aggregate(frame, sections, n_resamples=n_resamples, seed=seed)
+    metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
+    if generated is not None:
+        metrics["conditional"] = conditional_table(frame, k)
+        metrics["methods"] = {"faithfulness": "lexical_support_proxy", "judge": judge_name}
+    metrics["by_tag"] = by_tag(frame)
+    if ann is not None:
+        metrics["ann"] = {**ann, "index": index_name}
+    metrics["security"] = {m.name: int(frame[m.name].sum()) for m in measures.SECURITY}
+
+    latency: dict[str, Any] = {name: round(v, 6) for name, v in timings.items()}
+    lat = np.asarray(retrieved.latency_ms)
+    latency.update({"retrieve_p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+                    "retrieve_p95_ms": float(np.percentile(lat, 95)) if lat.size else None})
+    if reranked.latency_ms:
+        latency.update(_percentiles("rerank", reranked.latency_ms))
+    metrics["latency"] = latency
+    metrics["cost"] = {"embedding_requests": embedding.requested, "embedding_cache_hits": embedding.cache_hits,
+                       "embeddings_computed": embedding.encoded, "embed_s": round(embedding.encode_s, 6)}
+
+    labels = frame["failure"].value_counts()
+    names = RETRIEVAL_LABELS if generated is None else GENERATION_CELL_LABELS
+    metrics["failures"] = {label: int(labels.get(label, 0)) for label in names}
+
+    answerable = frame["answerable"].to_numpy(bool)
+    evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
+    counts: dict[str, Any] = {
+        "documents": len(dataset.documents), "chunks": sum(not c.is_parent for c in chunked.chunks),
+        "searchable_chunks": len(indexed.searchable), "questions": len(dataset.questions),
+        "answerable": int(answerable.sum()), "unanswerable": int((~answerable).sum()),
+        "evaluated": evaluated, "excluded_no_relevant_chunk": int(answerable.sum()) - evaluated,
+        "depth": retrieved.depth, "k": k,
+    }
+    if generated is not None:
+        g = generated.counts
+        latency.update(generate_s=round(g.wall_s, 6), seconds_per_question=g.seconds_per_question)
+        counts.update(endpoint_calls=g.endpoint_calls, endpoint_failures=g.endpoint_failures,
+                      unparseable=g.unparseable, retries=g.retries)
+        metrics["cost"]["generations_cached"] = g.generations_cached  # depends on the cache, not the config
+    if judged is not None:
+        counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
+    metrics["counts"] = counts
+    metrics["dataset_fingerprint"] = dataset.fingerprint
+    return metrics
+
+
+def run_trec(frame: pd.DataFrame, tag: str) -> str:
+    """The cell's run in TREC format (chunk ids, strictly decreasing scores), tagged ``tag``."""
+    lines = []
+    for qid, ids, scores in zip(frame["qid"], frame["chunk_ids"], frame["scores"]):
+        for rank, (cid, score) in enumerate(zip(ids, scores), start=1):
+            lines.append(f"{qid} Q0 {cid} {rank} {score!r} {tag}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def qrels_trec(questions: Sequence[Question], chunks: Sequence[Chunk], qrels: dict[int, list[int]]) -> str:
+    """The derived chunk-level qrels in TREC format (level 1 for every relevant chunk)."""
+    lines = [f"{questions[i].qid} 0 {chunks[j].chunk_id} 1" for i, rel in qrels.items() for j in rel]
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,104 @@
+"""The stages of a pipeline, named once, and the protocol each stage's components implement.
+
+Every list of stage names in the package comes from :data:`STAGES`: the config groups the runner
+builds, the sweep's loop order, the identity columns of leaderboards and reports, the MLflow tags
+of a cell (live and synced alike). A stage's *protocol* (``typing.Protocol`` in the stage's
+``base.py``) says what a component must provide; methods decorated :func:`optional` are
+capabilities with a declared no-op default, looked up through :func:`capability` so a component
+that does not offer one still works. "No component" is a null object deriving from :class:`Null`
+(``reranker=none``, ``generator=none``, ``judge=none``, ``tracking=none``), tested with
+:func:`is_null` and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# The pipeline's stages, in data-flow order (ARCHITECTURE §2); each is a config group of conf/.
+STAGES = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
+# Where results go besides the cell folder: a config group too, but not a stage of the pipeline.
+TRACKING = "tracking"
+COMPONENT_GROUPS = (*STAGES, TRACKING)
+# The stages that make up the retrieval pipeline: the identity columns of a leaderboard.
+RETRIEVAL_STAGES = STAGES[:5]
+# The stages a short cell label names (others only when they vary).
+LABEL_STAGES = ("chunker", "retriever", "reranker")
+# Override keys in loop order for the sweeper: the dataset, then every stage; others innermost.
+SWEEP_ORDER = ("dataset", *STAGES)
+
+# Where each group's protocol lives (module, class); imported on demand (no import cycle with
+# the stage packages, which import records and helpers only).
+_PROTOCOLS = {
+    "chunker": ("rag_bench.chunking.base", "Chunker"),
+    "embedder": ("rag_bench.embedding.base", "Embedder"),
+    "index": ("rag_bench.indexing.base", "VectorIndex"),
+    "retriever": ("rag_bench.retrieval.base", "Retriever"),
+    "reranker": ("rag_bench.reranking.base", "Reranker"),
+    "generator": ("rag_bench.generation.base", "Generator"),
+    "judge": ("rag_bench.judging.base", "Judge"),
+    "tracking": ("rag_bench.tracking.base", "Tracker"),
+}
+
+
+class Null:
+    """Marker base of the null objects that stand for "no component" in a stage."""
+
+
+def is_null(component: Any) -> bool:
+    """True for the null object of a stage (``reranker=none``, ``generator=none``, ...)."""
+    return isinstance(component, Null)
+
+
+def optional(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a protocol method as an optional capability; its body is the default behaviour."""
+    method.__rag_bench_optional__ = True  # type: ignore[attr-defined]
+    return method
+
+
+def protocol(group: str) -> type:
+    """The protocol class of a config group (``protocol("reranker")`` is ``Reranker``)."""
+    module, name = _PROTOCOLS[group]
+    cls: type = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def required_methods(group: str) -> tuple[str, ...]:
+    """Public methods of the group's protocol that a component must have (optional ones excluded)."""
+    proto = protocol(group)
+    names = []
+    for klass in reversed(proto.__mro__):
+        for name, value in vars(klass).items():
+            if (name.startswith("_") or not callable(value) or getattr(value, "__rag_bench_optional__", False)
+                    or klass.__module__ in ("typing", "builtins")):
+                continue
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def missing_methods(cls: type, group: str) -> list[str]:
+    """Required methods of ``group``'s protocol that ``cls`` lacks (empty when it implements it)."""
+    return [m for m in required_methods(group) if not callable(getattr(cls, m, None))]
+
+
+def capability(component: Any, group: str, name: str) -> Callable[..., Any]:
+    """The component's optional method ``name``, or the protocol's declared default bound to it."""
+    default = getattr(protocol(group), name, None)
+    if not getattr(default, "__rag_bench_optional__", False):
+        raise AttributeError(f"{name} is not an optional capability of the {group} protocol")
+    own = getattr(component, name, None)
+    if callable(own):
+        return own  # type: ignore[no-any-return]
+    return lambda *args, **kwargs: default(component, *args, **kwargs)  # type: ignore[misc]
+
+
+def stage_names(config: Mapping[str, Any], stages: tuple[str, ...] = STAGES) -> dict[str, str]:
+    """``{stage: option name}`` of a (resolved, plain) config, e.g. ``{"chunker": "section", ...}``."""
+    out = {}
+    for g in stages:
+        node = config.get(g)
+        out[g] = str(node.get("name", "")) if isinstance(node, Mapping) else ""
+    return out
+

@@ -1,0 +1,72 @@
+"""One stage list and one protocol per stage: every shipped option implements its stage."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from rag_bench import stages
+from rag_bench.errors import ConfigError
+from rag_bench.runner.config import CONF_DIR, check_component
+
+
+def _options():
+    for group in stages.COMPONENT_GROUPS:
+        for f in sorted((Path(CONF_DIR) / group).glob("*.yaml")):
+            target = (yaml.safe_load(f.read_text()) or {}).get("_target_")
+            if target:
+                yield group, f.stem, target
+
+
+@pytest.mark.parametrize(("group", "option", "target"), list(_options()))
+def test_every_option_implements_its_stage_protocol(group, option, target):
+    module, _, name = target.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    assert stages.missing_methods(cls, group) == [], f"conf/{group}/{option}.yaml"
+    check_component(cls, group, target)
+    assert stages.is_null(object.__new__(cls)) == (option == "none")
+
+
+def test_every_config_group_is_a_stage_or_tracking():
+    groups = {p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name not in ("experiment", "gate", "hydra",
+                                                                                          "dataset")}
+    assert groups == set(stages.COMPONENT_GROUPS)
+
+
+def test_a_class_missing_a_protocol_method_is_named():
+    class HalfRetriever:
+        def fit(self, chunks):
+            return None
+
+    assert stages.missing_methods(HalfRetriever, "retriever") == ["search"]
+    with pytest.raises(ConfigError, match="missing search"):
+        check_component(HalfRetriever, "retriever", "x.HalfRetriever")
+
+
+def test_optional_capabilities_fall_back_to_the_declared_default():
+    class Plain:
+        depth = 3
+
+        def scores(self, questions, shortlists):
+            return [np.zeros(len(s)) for s in shortlists]
+
+    assert stages.capability(Plain(), "reranker", "prefetch")([], []) is None
+    assert stages.capability(object(), "retriever", "ann_report")([], [1], None) is None
+
+    class Measured:
+        def ann_report(self, questions, ks, access):
+            return {"ann_recall@1": 1.0}
+
+    assert stages.capability(Measured(), "retriever", "ann_report")([], [1], None) == {"ann_recall@1": 1.0}
+    with pytest.raises(AttributeError, match="not an optional capability"):
+        stages.capability(Plain(), "reranker", "scores")
+
+
+def test_optional_methods_are_not_required():
+    assert "prefetch" not in stages.required_methods("reranker")
+    assert "ann_report" not in stages.required_methods("retriever")
+    assert "usage" not in stages.required_methods("embedder")
