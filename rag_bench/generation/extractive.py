@@ -13,12 +13,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rag_bench.chunking.spans import sentence_spans
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.context import count_tokens
 from rag_bench.generation.prompt import REFUSAL
-from rag_bench.retrieval.tokenize import ENGLISH_STOPWORDS, tokenize
+from rag_bench.text.sentences import sentence_spans
+from rag_bench.text.tokenize import ENGLISH_STOPWORDS, tokenize
 
 
 class ExtractiveGenerator:

@@ -7,37 +7,18 @@ confidence intervals happen in the runner, like every other metric.
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from rag_bench.chunking.spans import sentence_spans
+from rag_bench.geometry import covered_fraction, overlap_ratio
 from rag_bench.records import Answer, EvidenceSpan, Passage
-from rag_bench.retrieval.tokenize import ENGLISH_STOPWORDS
+from rag_bench.text.normalize import facts_present, normalize
+from rag_bench.text.sentences import sentence_spans
+from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CITE = re.compile(r"\s*\[\d+\]")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation if c not in "$%"})
-
-
-def normalize(text: str) -> str:
-    """SQuAD-style normalisation plus digit grouping: case, punctuation, articles, whitespace,
-    ``30,000`` = ``30000``. ``$`` and ``%`` are kept (they carry meaning in prices and rates).
-
-    >>> normalize("The fee is $1,250.00!")
-    'fee is $1250 00'
-    """
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
-    text = text.translate(_PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def facts_present(answer: str, facts: Sequence[str]) -> bool:
-    """Every fact appears in the answer (normalised, as a whole-word sequence)."""
-    a = f" {normalize(answer)} "
-    return all(f" {normalize(f)} " in a for f in facts if normalize(f))
 
 
 def exact_match(answer: str, references: Sequence[str]) -> float:
@@ -100,8 +81,7 @@ def faithfulness(answer: Answer, passages: Sequence[Passage], *, support: float 
 
 
 def _overlap(p: Passage, span: EvidenceSpan) -> float:
-    inter = max(0, min(p.end, span.end) - max(p.start, span.start))
-    return inter / max(1, min(p.end - p.start, span.length)) if p.doc_id == span.doc_id else 0.0
+    return overlap_ratio(p.start, p.end, span.start, span.end) if p.doc_id == span.doc_id else 0.0
 
 
 def citation_precision(answer: Answer, passages: Sequence[Passage], evidence: Sequence[EvidenceSpan], *,
@@ -118,8 +98,6 @@ def citation_recall(answer: Answer, passages: Sequence[Passage], evidence: Seque
                     min_coverage: float = 0.5) -> float:
     """Evidence spans whose characters the cited passages cover >= ``min_coverage`` / spans.
     NaN without evidence (unanswerable questions)."""
-    from rag_bench.metrics.relevance import covered_fraction
-
     if not evidence:
         return float("nan")
     cited = [(p.doc_id, p.start, p.end) for p in passages if p.number in answer.citations]

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_bench.metrics.generation import facts_present
+from rag_bench.geometry import covered_fraction
 from rag_bench.records import Chunk, EvidenceSpan, Question
+from rag_bench.text.normalize import facts_present
 
 RELEVANCE_MODES = ("overlap", "section", "facts")
 
@@ -93,22 +94,6 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
             rel.append(hit)
     out = np.unique(np.concatenate(rel)) if rel else np.empty(0, np.int64)
     return out, found
-
-
-def covered_fraction(span: EvidenceSpan, intervals: Sequence[tuple[str, int, int]]) -> float:
-    """Fraction of ``span``'s characters covered by the union of ``(doc_id, start, end)`` intervals."""
-    pieces = sorted((max(s, span.start), min(e, span.end)) for d, s, e in intervals
-                    if d == span.doc_id and s < span.end and e > span.start)
-    covered = 0
-    cur_s, cur_e = -1, -1  # current merged interval; empty at start
-    for s, e in pieces:
-        if s > cur_e:
-            covered += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    covered += cur_e - cur_s
-    return covered / span.length if span.length else 0.0
 
 
 def evidence_coverage(question: Question, top: Sequence[Chunk], *, min_coverage: float = 0.5) -> tuple[float, float]:

@@ -19,7 +19,7 @@ from rag_bench import memo
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
-from rag_bench.retrieval.tokenize import STOPWORD_SETS, tokenize
+from rag_bench.text.tokenize import STOPWORD_SETS, tokenize
 
 
 class Bm25Backend(Protocol):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bench.chunking.spans import sentence_spans
 from rag_bench.data.markdown import parse_blocks
 from rag_bench.errors import ConfigError
 from rag_bench.runner.config import build
+from rag_bench.text.sentences import sentence_spans
 from tests.conftest import compose_config
 from tests.fakes import KeywordEmbedder
 

@@ -13,11 +13,11 @@ from rag_bench.metrics.generation import (
     exact_match,
     faithfulness,
     is_correct,
-    normalize,
     token_f1,
 )
 from rag_bench.records import Answer, EvidenceSpan, Passage
 from rag_bench.runner.labels import final_label
+from rag_bench.text.normalize import normalize
 
 P = [Passage(1, "d#0", "d", 0, 100, "Refunds are paid within 14 days. The fee is $1,250."),
      Passage(2, "e#0", "e", 0, 50, "Stores open at 9am on Sundays.")]

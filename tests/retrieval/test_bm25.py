@@ -12,7 +12,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.records import Asker, Question
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
 from rag_bench.retrieval.bm25 import Bm25Retriever, SparseBm25
-from rag_bench.retrieval.tokenize import ENGLISH_STOPWORDS, tokenize
+from rag_bench.text.tokenize import ENGLISH_STOPWORDS, tokenize
 
 CUSTOMER = Asker("kettleby", ("customers",))
 

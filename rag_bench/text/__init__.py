@@ -1,0 +1,1 @@
+"""Text building blocks below chunking, retrieval and metrics: normalisation, tokens, sentences."""
