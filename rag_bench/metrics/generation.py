@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from rag_bench.geometry import covered_fraction, overlap_ratio
 from rag_bench.records import Answer, EvidenceSpan, Passage
-from rag_bench.text.normalize import facts_present, normalize
+from rag_bench.text.normalize import contains, facts_present, normalize
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 
@@ -44,17 +45,66 @@ def token_f1(answer: str, references: Sequence[str]) -> float:
     return best
 
 
-def is_correct(answer: Answer, facts: Sequence[str], references: Sequence[str], *, f1_threshold: float = 0.5) -> bool:
-    """Facts all present when the question has facts; otherwise the best reference by exact match or
-    token F1 >= ``f1_threshold``. A refusal or an empty answer is never correct."""
-    if answer.refused or not answer.text:
-        return False
+ANSWER_MATCH_MODES = ("auto", "contains", "f1", "em", "facts")
+
+
+@dataclass(frozen=True)
+class AnswerMatch:
+    """How an answer matches a question's references and facts (NaN where the question has none).
+
+    ``answer_recall`` is 1.0 when a normalised reference occurs in the answer (the long-form RAG
+    "accuracy" of Lost in the Middle and ALCE's STR-EM); ``exact_match`` and ``token_f1`` are
+    SQuAD's; ``facts_present`` is 1.0 when every fact occurs. A refusal or an empty answer matches
+    nothing (0.0). ``words`` is the answer's length (NaN for refusals), reported beside
+    correctness because containment rewards long answers.
+    """
+
+    exact_match: float
+    token_f1: float
+    answer_recall: float
+    facts_present: float
+    words: float
+
+
+def match_answer(answer: Answer, facts: Sequence[str], references: Sequence[str]) -> AnswerMatch:
+    """Every answer-matching measure of one answer.
+
+    >>> m = match_answer(Answer("Computational complexity theory is a branch of the theory of computation [1]."),
+    ...                  (), ["Computational complexity theory"])
+    >>> m.answer_recall, m.exact_match, round(m.token_f1, 3), m.facts_present, m.words
+    (1.0, 0.0, 0.5, nan, 11.0)
+    """
+    nan = float("nan")
+    blank = answer.refused or not answer.text
     text = _CITE.sub("", answer.text)
-    if facts:
-        return facts_present(text, facts)
     if references:
-        return exact_match(text, references) == 1.0 or token_f1(text, references) >= f1_threshold
-    return False
+        em, f1 = (0.0, 0.0) if blank else (exact_match(text, references), token_f1(text, references))
+        recall = 0.0 if blank else float(any(contains(text, r) for r in references))
+    else:
+        em = f1 = recall = nan
+    facts_ok = (0.0 if blank else float(facts_present(text, facts))) if facts else nan
+    return AnswerMatch(em, f1, recall, facts_ok, nan if blank else float(len(text.split())))
+
+
+def correctness(match: AnswerMatch, mode: str = "auto", *, f1_threshold: float = 0.5) -> float:
+    """1.0 / 0.0 by the chosen measure, NaN when the question has nothing to match against.
+
+    ``auto``: facts present when the question has facts, else answer recall (containment);
+    ``contains``, ``f1`` (token F1 >= ``f1_threshold``), ``em``, ``facts``: that measure only.
+    """
+    if mode not in ANSWER_MATCH_MODES:
+        raise ValueError(f"mode must be one of {ANSWER_MATCH_MODES}, got {mode!r}")
+    if mode == "auto":
+        mode = "facts" if not np.isnan(match.facts_present) else "contains"
+    value = {"contains": match.answer_recall, "em": match.exact_match, "facts": match.facts_present,
+             "f1": match.token_f1 if np.isnan(match.token_f1) else float(match.token_f1 >= f1_threshold)}[mode]
+    return float(value)
+
+
+def is_correct(answer: Answer, facts: Sequence[str], references: Sequence[str], *, mode: str = "auto",
+               f1_threshold: float = 0.5) -> bool:
+    """True when :func:`correctness` is 1.0 (False also when it is undefined)."""
+    return correctness(match_answer(answer, facts, references), mode, f1_threshold=f1_threshold) == 1.0
 
 
 def _content(text: str) -> set[str]:

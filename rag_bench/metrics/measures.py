@@ -111,7 +111,13 @@ EVIDENCE = (
     _m("complete", "evidence", "all evidence spans covered by the top k chunks (multi-hop)", cut="required"),
 )
 GENERATION = (
-    _m("correct", "generation", "the answer matches the references / contains the facts"),
+    _m("correct", "generation", "the answer is right by eval.answer_match (auto: facts present, else answer recall)"),
+    _m("answer_recall", "generation", "a normalised reference occurs in the answer (long-form accuracy, STR-EM)"),
+    _m("exact_match", "generation", "the normalised answer equals a normalised reference (SQuAD EM)", short="em"),
+    _m("token_f1", "generation", "best token-overlap F1 against the references (SQuAD F1)", short="f1"),
+    _m("facts_present", "generation", "every fact of the question occurs in the answer"),
+    _m("answer_words", "generation", "answer length in words (containment rewards long answers)", up=None,
+       short="words"),
     _m("faithfulness", "generation", "answer sentences supported by the passages they cite"),
     _m("unparseable", "generation", "outputs that broke the JSON answer contract", up=False),
 )
@@ -257,7 +263,8 @@ def is_question_ranking_column(column: str) -> bool:
 # --- what consumers show by default -----------------------------------------------------------
 PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report, CLI defaults
 CONSOLE = (family("retrieval", "hit").at(5), family("retrieval", "mrr"))  # the cell's summary line
-CONSOLE_GENERATION = (family("generation", "correct"), family("citation", "citation_precision"),
+CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exact_match"),
+                      family("generation", "token_f1"), family("citation", "citation_precision"),
                       family("citation", "citation_recall"), family("abstention", "correct_refusal_rate"),
                       family("abstention", "false_refusal_rate"))
 # Per-tag means (metrics.json by_tag, leaderboard --tag).
@@ -266,7 +273,8 @@ TAG = (family("retrieval", "hit").at(1), family("retrieval", "hit").at(5), famil
 # Columns of the leaderboard and the report's table, in order.
 HEADLINE = (*TAG, family("evidence", "evidence_recall").at(5),
             family("evidence", "complete").at(5), family("ann", "ann_recall").at(10),
-            family("generation", "correct"), family("citation", "citation_precision"),
+            family("generation", "correct"), family("generation", "exact_match"), family("generation", "token_f1"),
+            family("generation", "answer_words"), family("citation", "citation_precision"),
             family("abstention", "false_refusal_rate"), family("abstention", "correct_refusal_rate"))
 # The ANN latencies the leaderboard appends when a cell has them.
 ANN_LATENCY = (family("ann", "ann_p50_ms"), family("ann", "exact_p50_ms"))

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.errors import ConfigError
+from rag_bench.metrics.generation import ANSWER_MATCH_MODES
 from rag_bench.stages import COMPONENT_GROUPS, missing_methods
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
@@ -58,6 +59,10 @@ class EvalConf:
     min_coverage: float = 0.5
     relevance: str = "overlap"
     gain: str = "linear"  # nDCG gain: linear (level) or exponential (2^level - 1)
+    # Which answer-matching measure is `correct`: auto (facts when the question has facts, else
+    # contains = a reference occurs in the answer), contains, f1, em or facts.
+    answer_match: str = "auto"
+    f1_threshold: float = 0.5  # token F1 needed for answer_match=f1
     bootstrap_resamples: int = 1000
     seed: int = 0
 
@@ -119,6 +124,12 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance must be overlap, section or facts, got {cfg.eval.relevance!r}")
     if cfg.eval.gain not in ("linear", "exponential"):
         raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
+    if cfg.eval.answer_match not in ANSWER_MATCH_MODES:
+        raise ConfigError(f"eval.answer_match must be one of {', '.join(ANSWER_MATCH_MODES)}, got "
+                          f"{cfg.eval.answer_match!r} -- fix: eval.answer_match=auto")
+    f1 = cfg.eval.f1_threshold
+    if not (math.isfinite(f1) and 0 < f1 <= 1):
+        raise ConfigError(f"eval.f1_threshold must be in (0, 1], got {f1} -- fix: eval.f1_threshold=0.5")
     if not 1 <= cfg.eval.bootstrap_resamples <= MAX_BOOTSTRAP_RESAMPLES:
         raise ConfigError(f"eval.bootstrap_resamples must be in [1, {MAX_BOOTSTRAP_RESAMPLES}], got "
                           f"{cfg.eval.bootstrap_resamples} -- fix: eval.bootstrap_resamples=1000 (10000 for "

@@ -15,8 +15,9 @@ from rag_bench.records import Answer, Question
 
 # Labels of the retrieval stage, in attribution order.
 RETRIEVAL_LABELS = ("chunking", "retrieval_miss", "ranking", "in_context")
-# Every label of a cell that generates, in attribution order.
-ANSWERABLE_LABELS = ("chunking", "retrieval_miss", "ranking", "error", "false_refusal", "generation",
+# Every label of a cell that generates, in attribution order ("in_context": an answer no
+# reference can judge, with its evidence in the context).
+ANSWERABLE_LABELS = ("chunking", "retrieval_miss", "ranking", "error", "false_refusal", "in_context", "generation",
                      "citation", "correct")
 UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
 # The labels metrics.json ``failures`` counts, in report order.
@@ -39,10 +40,14 @@ def retrieval_label(question: Question, found: np.ndarray, first_relevant: int |
     return "in_context"
 
 
-def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct: bool,
+def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct: float,
                 cite_precision: float) -> str:
-    """Label after generation, from the retrieval label, the parsed answer, its correctness and
-    its citation precision."""
+    """Label after generation, from the retrieval label, the parsed answer, its correctness (1.0,
+    0.0, or NaN for a question with neither facts nor references) and its citation precision.
+
+    A question whose correctness is undefined keeps its last retrieval label (``in_context``):
+    nothing says the answer is wrong, so it is never blamed on ``generation``.
+    """
     if not answerable:
         if answer.error:
             return "error"
@@ -53,6 +58,8 @@ def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct
         return "error"
     if answer.refused:
         return "false_refusal"
+    if correct != correct:  # NaN: no reference to judge the answer by
+        return retrieval or "in_context"
     if not correct:
         return "generation"
     if not answer.citations or not cite_precision > 0:

@@ -71,7 +71,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
         generated = stages.generate(
             generator=generator, questions=questions, reranked=reranked, indexed=indexed, parents=chunked.parents,
             retrieval_labels=list(scored.frame["failure"]), k=k, expand_parents=bool(cfg.pipeline.expand_parents),
-            token_budget=int(cfg.pipeline.token_budget), min_coverage=float(cfg.eval.min_coverage))
+            token_budget=int(cfg.pipeline.token_budget), min_coverage=float(cfg.eval.min_coverage),
+            answer_match=str(cfg.eval.answer_match), f1_threshold=float(cfg.eval.f1_threshold))
         judged = stages.judge(judge=build(cfg.judge, "judge", embedder=embedder), questions=questions,
                               generated=generated)
     ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work)

@@ -26,7 +26,14 @@ from rag_bench.generation.context import build_context
 from rag_bench.generation.prompt import build_prompt
 from rag_bench.judging.base import Judge, JudgeSample
 from rag_bench.memo import SharedWork
-from rag_bench.metrics.generation import citation_precision, citation_recall, faithfulness, is_correct
+from rag_bench.metrics.generation import (
+    AnswerMatch,
+    citation_precision,
+    citation_recall,
+    correctness,
+    faithfulness,
+    match_answer,
+)
 from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
@@ -129,9 +136,10 @@ def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, 
 
 def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
              parents: Mapping[str, Chunk], retrieval_labels: Sequence[str | None], k: int, expand_parents: bool,
-             token_budget: int, min_coverage: float) -> Generated:
+             token_budget: int, min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
     """Contexts and prompts from the final rankings, (cached) generation, parsed answers, answer
-    and citation measures per question, and the final failure label."""
+    and citation measures per question, and the final failure label. ``answer_match`` decides
+    which answer-matching measure is ``correct`` (:func:`~rag_bench.metrics.generation.correctness`)."""
     items = []
     for q, r in zip(questions, reranked.rankings):
         passages = build_context([indexed.searchable[i] for i in r.indices], k=k, parents=parents,
@@ -145,13 +153,16 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
     rows: list[dict[str, Any]] = []
     for q, it, a, g, label in zip(questions, items, answers, gens, retrieval_labels):
         ok = a.error is None
-        right = is_correct(a, q.facts, q.answers) if ok else False
+        nan = float("nan")
+        match = match_answer(a, q.facts, q.answers) if ok and q.answerable else AnswerMatch(nan, nan, nan, nan, nan)
+        right = correctness(match, answer_match, f1_threshold=f1_threshold)
         cp = citation_precision(a, it.passages, q.evidence, min_coverage=min_coverage) if ok else np.nan
         rows.append({
             "context_ids": [p.chunk_id for p in it.passages], "context_texts": [p.text for p in it.passages],
             "answer": a.text, "citations": list(a.citations),
             "refused": a.refused, "parse_error": a.parse_error, "generation_error": a.error, "raw_output": a.raw,
-            "correct": float(right) if ok and q.answerable else np.nan,
+            "correct": right, "answer_recall": match.answer_recall, "exact_match": match.exact_match,
+            "token_f1": match.token_f1, "facts_present": match.facts_present, "answer_words": match.words,
             "faithfulness": faithfulness(a, it.passages) if ok and not a.parse_error else np.nan,
             "unparseable": float(a.parse_error is not None) if ok else np.nan,
             "citation_precision": cp,

@@ -47,6 +47,17 @@ def test_release_policy_on_the_demo_baseline(demo_cells, capsys, tmp_path):
     assert suite.get("failures") == "0" and suite.get("errors") == "0"
 
 
+def test_release_policy_fails_a_cell_whose_answers_are_all_wrong(demo_cells):
+    """The example policy used to pass a cell with generation/correct 0.000."""
+    import dataclasses
+
+    base = demo_cells["baseline"]
+    wrong = dataclasses.replace(base, metrics={**base.metrics, "generation": {**base.metrics["generation"],
+                                                                               "correct": 0.0}})
+    failed = [r.name for r in evaluate_gate(wrong, load_policy("conf/gate/release.yaml")) if r.status == "fail"]
+    assert failed == ["generation/correct >= 0.25"]
+
+
 @pytest.mark.parametrize(("rule", "expected"), [
     ("{min: 0.5}", "pass"), ("{min: 0.95}", "fail"), ("{max: 0.95}", "pass"), ("{max: 0.5}", "fail"),
     ("{min: 0.5, max: 0.6}", "fail")])
