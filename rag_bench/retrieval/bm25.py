@@ -19,7 +19,7 @@ from rag_bench import memo
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
-from rag_bench.text.tokenize import STOPWORD_SETS, tokenize
+from rag_bench.text.tokenize import Tokenizer
 
 
 class Bm25Backend(Protocol):
@@ -110,25 +110,28 @@ class Bm25Retriever:
         Okapi BM25 term-frequency saturation and length normalisation.
     backend:
         Name in :data:`BACKENDS`.
+    language:
+        Language of the corpus and questions: its stopword list and stemmer
+        (:class:`~rag_bench.text.tokenize.Tokenizer`; any script tokenises).
     stopwords:
-        ``english`` or ``none``.
+        ``auto`` (the language's list), ``none``, or a language's name.
+    stemmer:
+        ``none`` or ``snowball`` (PyStemmer's stemmer for ``language``).
     shared:
         The runner's :class:`~rag_bench.memo.SharedWork`: an identical index built by another
         cell is reused through it (None: nothing is shared).
     """
 
-    def __init__(self, k1: float = 1.5, b: float = 0.75, backend: str = "sparse",
-                 stopwords: str = "english", shared: memo.SharedWork | None = None) -> None:
+    def __init__(self, k1: float = 1.5, b: float = 0.75, backend: str = "sparse", language: str = "english",
+                 stopwords: str = "auto", stemmer: str = "none", shared: memo.SharedWork | None = None) -> None:
         if not (isinstance(k1, (int, float)) and np.isfinite(k1) and k1 >= 0):
             raise ConfigError(f"retriever.k1 must be a finite number >= 0, got {k1!r} -- fix: retriever.k1=1.5")
         if not (isinstance(b, (int, float)) and 0 <= b <= 1):
             raise ConfigError(f"retriever.b must be in [0, 1], got {b!r} -- fix: retriever.b=0.75")
         if backend not in BACKENDS:
             raise ConfigError(f"retriever.backend {backend!r} is unknown -- fix: one of {sorted(BACKENDS)}")
-        if stopwords not in STOPWORD_SETS:
-            raise ConfigError(f"retriever.stopwords {stopwords!r} is unknown -- fix: one of {sorted(STOPWORD_SETS)}")
         self.k1, self.b, self.backend_name = float(k1), float(b), backend
-        self.stopwords = STOPWORD_SETS[stopwords]
+        self.tokenizer = Tokenizer(language=language, stopwords=stopwords, stemmer=stemmer)
         self._backend: Bm25Backend | None = None
         self.shared = shared
 
@@ -138,13 +141,14 @@ class Bm25Retriever:
         texts = [c.text for c in chunks]
 
         def build() -> Bm25Backend:
-            return BACKENDS[self.backend_name]([tokenize(t, self.stopwords) for t in texts], self.k1, self.b)
+            return BACKENDS[self.backend_name]([self.tokenizer(t) for t in texts], self.k1, self.b)
 
         if self.shared is None:
             self._backend = build()
             return
         self._backend = self.shared.get_or(
-            "bm25", memo.key(self.backend_name, self.k1, self.b, sorted(self.stopwords), memo.digest(texts)), build)
+            "bm25", memo.key(self.backend_name, self.k1, self.b, self.tokenizer.identity,
+                             sorted(self.tokenizer.stopword_set), memo.digest(texts)), build)
 
     def search(self, questions: Sequence[Question], depth: int, access: AccessFilter) -> list[Ranking]:
         """Top-``depth`` readable chunks per question."""
@@ -152,7 +156,7 @@ class Bm25Retriever:
             raise RuntimeError("Bm25Retriever.search called before fit")
         out = []
         for q in questions:
-            scores = self._backend.scores(tokenize(q.question, self.stopwords))
+            scores = self._backend.scores(self.tokenizer(q.question))
             idx, sc = top_k(scores, depth, access.mask(q.asker))
             out.append(Ranking(q.qid, tuple(int(i) for i in idx), tuple(strictly_decreasing(sc).tolist())))
         return out

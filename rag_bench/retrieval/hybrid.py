@@ -47,15 +47,16 @@ class HybridRetriever:
         Branch weights in the fused score.
     sparse_depth, dense_depth:
         How many results each branch contributes before fusion (at least the cell's depth).
-    k1, b:
-        BM25 parameters of the sparse branch.
+    k1, b, language, stopwords, stemmer:
+        BM25 parameters of the sparse branch (see :class:`~rag_bench.retrieval.bm25.Bm25Retriever`).
     shared:
         The runner's shared work, handed to both branches.
     """
 
     def __init__(self, embedder: Any = None, index: VectorIndex | None = None, rrf_k: float = 60.0,
                  sparse_weight: float = 1.0, dense_weight: float = 1.0, sparse_depth: int = 100,
-                 dense_depth: int = 100, k1: float = 1.5, b: float = 0.75, shared: SharedWork | None = None) -> None:
+                 dense_depth: int = 100, k1: float = 1.5, b: float = 0.75, language: str = "english",
+                 stopwords: str = "auto", stemmer: str = "none", shared: SharedWork | None = None) -> None:
         for name, v in (("sparse_weight", sparse_weight), ("dense_weight", dense_weight)):
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
                 raise ConfigError(f"retriever.{name} must be a finite number >= 0, got {v!r}")
@@ -64,7 +65,8 @@ class HybridRetriever:
         for name, v in (("sparse_depth", sparse_depth), ("dense_depth", dense_depth)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"retriever.{name} must be an integer >= 1, got {v!r}")
-        self.sparse = Bm25Retriever(k1=k1, b=b, shared=shared)
+        self.sparse = Bm25Retriever(k1=k1, b=b, language=language, stopwords=stopwords, stemmer=stemmer,
+                                    shared=shared)
         self.dense = DenseRetriever(embedder=embedder, index=index, shared=shared)
         self.rrf_k, self.weights = float(rrf_k), (float(sparse_weight), float(dense_weight))
         self.depths = (sparse_depth, dense_depth)
