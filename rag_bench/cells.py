@@ -91,6 +91,8 @@ def write_cell(cell_dir: Path, cfg: DictConfig, result: CellResult) -> None:
         result.records.to_parquet(tmp / "records.parquet", index=False)
         (tmp / "run.trec").write_text(result.run_trec, encoding="utf-8")
         (tmp / "qrels.trec").write_text(result.qrels_trec, encoding="utf-8")
+        for name, text in result.extra_files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
         cols = [c for c in ("qid", "question", "answerable", "tags", "failure", "first_relevant_rank", "answer",
                             "citations", "generation_error", "parse_error") if c in result.records]
         result.records[cols].to_csv(tmp / "failures.csv", index=False)

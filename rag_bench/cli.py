@@ -136,9 +136,13 @@ def _validate(argv: list[str]) -> int:
         return _fail(exc)
     qs = ds.questions
     n_ans = sum(q.answerable for q in qs)
+    unjudged = sum(q.answerable and not q.evidence for q in qs)
+    grades = sorted({s.grade for q in qs for s in q.evidence})
     print(f"ok: {ds.name} ({ds.layout}): {len(ds.documents)} documents, "
           f"{sum(len(d.text) for d in ds.documents.values())} characters, {len(qs)} questions "
-          f"({n_ans} answerable, {len(qs) - n_ans} unanswerable), "
+          f"({n_ans} answerable, {len(qs) - n_ans} unanswerable"
+          + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
+          + (f"grades {grades}, " if grades != [1] and grades else "") +
           f"{sum(len(q.evidence) for q in qs)} evidence spans; fingerprint {ds.fingerprint}")
     return 0
 

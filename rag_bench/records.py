@@ -85,12 +85,14 @@ class Document:
 
 @dataclass(frozen=True)
 class EvidenceSpan:
-    """A resolved evidence locator: characters ``[start, end)`` of document ``doc_id``."""
+    """A resolved evidence locator: characters ``[start, end)`` of document ``doc_id``, with its
+    relevance grade (1 unless the dataset grades it: BEIR qrels, or a native ``grade``)."""
 
     doc_id: str
     start: int
     end: int
     heading_path: tuple[str, ...] = ()
+    grade: int = 1
 
     @property
     def length(self) -> int:

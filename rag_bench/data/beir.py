@@ -1,8 +1,11 @@
 """BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (document-level relevance).
 
-BEIR has no spans: a relevant document's evidence is the whole document text, so chunk relevance
-reduces to "the chunk comes from a relevant document" (the overlap rule with a span that contains
-the chunk). A document's text is its title, a blank line, then its body, as BEIR models see it.
+BEIR has no spans: a relevant document's evidence is the whole document text with the qrels
+grade, so chunk relevance reduces to "the chunk comes from a relevant document", at that
+document's grade (the overlap rule with a span that contains the chunk). A document's text is its
+title, a blank line, then its body, as BEIR models see it. A query judged with grade 0 only is
+kept as a question with no relevant evidence: excluded from ranking measures and counted, never
+treated as unanswerable.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
             queries[qid] = (lineno, qtext)
 
     qrels_path = root / "qrels" / f"{split}.tsv"
-    rel: dict[str, list[str]] = {}
+    rel: dict[str, dict[str, int]] = {}
     if not qrels_path.exists():
         have = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
         log.add(qrels_path, 0, "", f"qrels for split {split!r} missing",
@@ -104,14 +107,16 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
                 log.add(qrels_path, lineno, "corpus-id", f"unknown document {did!r}"
                         + did_you_mean(did, documents, dindex), "add it to corpus.jsonl")
             elif level > 0:
-                rel.setdefault(qid, []).append(did)
+                rel.setdefault(qid, {})[did] = level
             else:
-                rel.setdefault(qid, [])
+                rel.setdefault(qid, {})
 
     questions = []
     for qid, (lineno, qtext) in queries.items():
         if qid not in rel:
             continue  # not judged in this split
-        spans = tuple(EvidenceSpan(d, 0, len(documents[d].text)) for d in sorted(rel[qid]))
-        questions.append(Question(qid=qid, question=qtext, answerable=bool(spans), evidence=spans, line=lineno))
+        spans = tuple(EvidenceSpan(d, 0, len(documents[d].text), grade=g) for d, g in sorted(rel[qid].items()))
+        # Judged with grade 0 only: still a question to retrieve for, with no relevant document; it is
+        # left out of ranking measures and counted (counts.excluded_no_relevant), never "unanswerable".
+        questions.append(Question(qid=qid, question=qtext, answerable=True, evidence=spans, line=lineno))
     return documents, questions

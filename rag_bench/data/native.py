@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
 from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
@@ -14,7 +16,7 @@ from rag_bench.records import Asker, Document, EvidenceSpan, Question
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
 _Q_FIELDS = {"id", "question", "answerable", "evidence", "facts", "answers", "asker", "tags"}
-_LOC_FIELDS = {"doc_id", "quote", "section", "start", "end"}
+_LOC_FIELDS = {"doc_id", "quote", "section", "start", "end", "grade"}
 
 
 def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
@@ -192,6 +194,12 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         if span is None:
             log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
             continue
+        grade = loc.get("grade", 1)
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
+            log.add(path, lineno, f"{field}.grade", f"grade must be an integer in [1, {MAX_GRADE}], got {grade!r}",
+                    "omit it (grade 1) or give the relevance level, e.g. 2 for highly relevant")
+            continue
+        span = dataclasses.replace(span, grade=grade)
         if doc.archived:
             log.add(path, lineno, f"{field}.doc_id", f"evidence in archived document {doc_id!r}",
                     "point at the current version; archived versions are excluded from retrieval")

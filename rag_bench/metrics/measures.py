@@ -59,6 +59,13 @@ class Measure:
     cutoff: int | None = None
     description: str = ""
     short: str = ""  # shorter display name for the console line; the name when empty
+    prefix: str = ""  # of the records.parquet column, when two sections share family names
+
+    @property
+    def column(self) -> str:
+        """Per-question column in records.parquet: the name, prefixed for document-level measures
+        (``doc_ndcg@10``)."""
+        return self.prefix + self.name
 
     @property
     def name(self) -> str:
@@ -106,6 +113,10 @@ _RANKING: tuple[tuple[str, str, Cut], ...] = (
     ("map", "mean average precision over the whole ranking", "none"),
 )
 RANKING = tuple(_m(f, "retrieval", d, cut=c) for f, d, c in _RANKING)
+# The same measures over the document ranking (eval.unit=document|both): each document ranked by
+# its best chunk, scored against document qrels, comparable with published BEIR figures.
+DOCUMENT = tuple(replace(f, section="document", prefix="doc_", description=f"{f.description} (documents)")
+                 for f in RANKING)
 EVIDENCE = (
     _m("evidence_recall", "evidence", "evidence spans covered by the union of the top k chunks", cut="required"),
     _m("complete", "evidence", "all evidence spans covered by the top k chunks (multi-hop)", cut="required"),
@@ -155,7 +166,7 @@ ANN = (
 JUDGE_SECTION = "judge"
 JUDGE_PREFIX = "judge_"
 
-FAMILIES: tuple[Measure, ...] = (*RANKING, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *THRESHOLD, *SECURITY,
+FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *THRESHOLD, *SECURITY,
                                  *ANN)
 _BY_FAMILY = {(m.section, m.family): m for m in FAMILIES}
 _NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
@@ -243,10 +254,11 @@ def at(families: Iterable[Measure], cutoffs: Iterable[int]) -> list[Measure]:
     return [f.at(k) for f in families for k in cuts]
 
 
-def retrieval_measures(ks: Sequence[int]) -> list[Measure]:
-    """The ranking measures of a cell with cutoffs ``ks``: every cut family at every k, then the uncut."""
-    cut = [f for f in RANKING if f.cut != "none"]
-    return at(cut, ks) + [f for f in RANKING if f.cut != "required"]
+def retrieval_measures(ks: Sequence[int], families: Sequence[Measure] = RANKING) -> list[Measure]:
+    """The ranking measures of a cell with cutoffs ``ks``: every cut family at every k, then the
+    uncut (``families=DOCUMENT`` for the document ranking)."""
+    cut = [f for f in families if f.cut != "none"]
+    return at(cut, ks) + [f for f in families if f.cut != "required"]
 
 
 def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
@@ -254,15 +266,27 @@ def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
     return at(EVIDENCE, cutoffs)
 
 
+def column_measure(column: str) -> Measure | None:
+    """The retrieval, document or evidence measure whose per-question column is ``column``."""
+    for section, prefix in (("retrieval", ""), ("document", "doc_"), ("evidence", "")):
+        if prefix and not column.startswith(prefix):
+            continue
+        m = measure(f"{section}/{column[len(prefix):]}")
+        if m is not None:
+            return m
+    return None
+
+
 def is_question_ranking_column(column: str) -> bool:
-    """Whether a records.parquet column holds a per-question retrieval or evidence measure (the
-    values ``compare`` and the gate's paired tests resample)."""
-    return any(measure(f"{s}/{column}") is not None for s in ("retrieval", "evidence"))
+    """Whether a records.parquet column holds a per-question retrieval, document or evidence
+    measure (the values ``compare`` and the gate's paired tests resample)."""
+    return column_measure(column) is not None
 
 
 # --- what consumers show by default -----------------------------------------------------------
 PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report, CLI defaults
 CONSOLE = (family("retrieval", "hit").at(5), family("retrieval", "mrr"))  # the cell's summary line
+CONSOLE_DOCUMENT = (family("document", "hit").at(5), family("document", "mrr"), family("document", "ndcg").at(10))
 CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exact_match"),
                       family("generation", "token_f1"), family("citation", "citation_precision"),
                       family("citation", "citation_recall"), family("abstention", "correct_refusal_rate"),

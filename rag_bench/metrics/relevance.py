@@ -53,8 +53,9 @@ class ChunkIndex:
 
 def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: float = 0.5,
                     mode: str = "overlap", section_spans: Sequence[tuple[int, int]] | None = None
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Relevant chunk indices for ``question`` and, per evidence span, whether any chunk covers it.
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Relevant chunk indices for ``question``, their grades, and per evidence span whether any
+    chunk covers it.
 
     Parameters
     ----------
@@ -66,6 +67,8 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
     Returns
     -------
     relevant : sorted unique chunk indices
+    grades : the grade of each relevant chunk: the highest grade of the evidence spans it is
+        relevant to (1 in ``facts`` mode)
     span_found : bool array, one per evidence span (False = no chunk of the corpus is relevant
         to that span, i.e. the chunker split the evidence)
     """
@@ -75,12 +78,14 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
         raise ValueError(f"min_coverage must be in (0, 1], got {min_coverage!r}")
     found = np.zeros(len(question.evidence), bool)
     rel: list[np.ndarray] = []
+    grades: list[np.ndarray] = []
     if mode == "facts":
         if question.facts:
             # Same normalisation as answer correctness, so "relevant by facts" means what "correct" means.
             hits = np.asarray([i for i, c in enumerate(index.chunks) if facts_present(c.text, question.facts)],
                               np.int64)
             rel.append(hits)
+            grades.append(np.ones(hits.size, np.int64))
             found[:] = hits.size > 0
     else:
         for j, span in enumerate(question.evidence):
@@ -92,8 +97,14 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
                 hit = index.within(span.doc_id, lo, hi)
             found[j] = hit.size > 0
             rel.append(hit)
-    out = np.unique(np.concatenate(rel)) if rel else np.empty(0, np.int64)
-    return out, found
+            grades.append(np.full(hit.size, span.grade, np.int64))
+    if not rel:
+        return np.empty(0, np.int64), np.empty(0, np.int64), found
+    idx, grade = np.concatenate(rel), np.concatenate(grades)
+    out = np.unique(idx)
+    best = np.zeros(out.size, np.int64)
+    np.maximum.at(best, np.searchsorted(out, idx), grade)
+    return out, best, found
 
 
 def evidence_coverage(question: Question, top: Sequence[Chunk], *, min_coverage: float = 0.5) -> tuple[float, float]:

@@ -402,7 +402,8 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
         return RuleResult(name, "pass" if ok else "fail", f"{value:.4f}", f"{'>=' if up else '<='} {limit:.4f}",
                           f"baseline {base:.4f}, change {value - base:+.4f}")
     name = f"{metric}: no regression significant at alpha={rule['alpha']}"
-    col = metric.split("/", 1)[1]
+    known = measures.measure(metric)
+    col = known.column if known is not None else metric.split("/", 1)[1]
     if col not in cell.records or col not in baseline.records:
         return RuleResult(name, "error", "n/a", "", f"no per-question values for {col}")
     try:

@@ -35,6 +35,8 @@ DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
+# eval.unit: which rankings the ranking measures score.
+UNITS = {"chunk": ("chunk",), "document": ("document",), "both": ("chunk", "document")}
 # Bootstrap memory: resample indices (int64) and resampled values (float64), per question.
 MAX_BOOTSTRAP_BYTES = 4 << 30
 
@@ -63,6 +65,8 @@ class EvalConf:
     # contains = a reference occurs in the answer), contains, f1, em or facts.
     answer_match: str = "auto"
     f1_threshold: float = 0.5  # token F1 needed for answer_match=f1
+    unit: str = "chunk"  # ranking measures over chunks, documents (BEIR-comparable) or both
+    relevance_level: int = 1  # binary measures count grades >= this (trec_eval -l)
     bootstrap_resamples: int = 1000
     seed: int = 0
 
@@ -124,6 +128,12 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance must be overlap, section or facts, got {cfg.eval.relevance!r}")
     if cfg.eval.gain not in ("linear", "exponential"):
         raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
+    if cfg.eval.unit not in UNITS:
+        raise ConfigError(f"eval.unit must be one of {', '.join(UNITS)}, got {cfg.eval.unit!r} -- fix: eval.unit=chunk "
+                          "(eval.unit=document scores the document ranking as BEIR does; both reports the two)")
+    if isinstance(cfg.eval.relevance_level, bool) or not 1 <= cfg.eval.relevance_level <= 1000:
+        raise ConfigError(f"eval.relevance_level must be an integer in [1, 1000], got {cfg.eval.relevance_level} "
+                          "-- fix: eval.relevance_level=1 (binary measures count grades >= it)")
     if cfg.eval.answer_match not in ANSWER_MATCH_MODES:
         raise ConfigError(f"eval.answer_match must be one of {', '.join(ANSWER_MATCH_MODES)}, got "
                           f"{cfg.eval.answer_match!r} -- fix: eval.answer_match=auto")

@@ -13,16 +13,17 @@ import numpy as np
 
 from rag_bench.records import Answer, Question
 
-# Labels of the retrieval stage, in attribution order.
-RETRIEVAL_LABELS = ("chunking", "retrieval_miss", "ranking", "in_context")
+# Labels of the retrieval stage, in attribution order ("unjudged": a question with no relevant
+# evidence at all, e.g. a BEIR query judged only with grade 0: nothing to attribute).
+RETRIEVAL_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "in_context")
 # Every label of a cell that generates, in attribution order ("in_context": an answer no
 # reference can judge, with its evidence in the context).
-ANSWERABLE_LABELS = ("chunking", "retrieval_miss", "ranking", "error", "false_refusal", "in_context", "generation",
-                     "citation", "correct")
+ANSWERABLE_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "error", "false_refusal", "in_context",
+                     "generation", "citation", "correct")
 UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
 # The labels metrics.json ``failures`` counts, in report order.
 GENERATION_CELL_LABELS = ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
-_LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:3]
+_LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]
 
 
 def retrieval_label(question: Question, found: np.ndarray, first_relevant: int | None, k: int) -> str | None:
@@ -31,6 +32,8 @@ def retrieval_label(question: Question, found: np.ndarray, first_relevant: int |
     None for unanswerable questions (their label comes from the answer)."""
     if not question.answerable:
         return None
+    if not question.evidence:
+        return "unjudged"
     if not found.all():
         return "chunking"
     if first_relevant is None:

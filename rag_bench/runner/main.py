@@ -115,6 +115,8 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
         mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, "dataset": dataset.name, "git_sha": git_sha(),
                              **tracker.describe()})
     log.info("cell %s done: %s", cid, console_line(result.metrics, tags, int(cfg.pipeline.k)))
+    for warning in result.metrics.get("warnings", []):
+        log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir
 
 
@@ -123,7 +125,10 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
     (:data:`~rag_bench.metrics.measures.CONSOLE`) and, when it generates, the answer measures and
     failure labels."""
     shown = " ".join(f"{g}={names.get(g, '')}" for g in ("chunker", "retriever", "reranker", "index", "generator"))
-    head = " ".join(f"{m.display}={_fmt(metrics.get(m.section, {}).get(m.name))}" for m in measures.CONSOLE)
+    shown_measures = (measures.CONSOLE if "retrieval" in metrics else ()) + \
+        (tuple(measures.CONSOLE_DOCUMENT) if "document" in metrics else ())
+    head = " ".join(f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
+                    f"{_fmt(metrics.get(m.section, {}).get(m.name))}" for m in shown_measures)
     line = f"{shown} k={k} chunks={metrics['counts']['chunks']} {head}"
     if "generation" in metrics:
         gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"

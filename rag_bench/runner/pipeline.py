@@ -18,7 +18,7 @@ from rag_bench.embedding.base import EmbedStats
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
 from rag_bench.runner import stages, summary
-from rag_bench.runner.config import build, wants
+from rag_bench.runner.config import UNITS, build, wants
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import capability, is_null
 
@@ -63,7 +63,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     t0 = time.perf_counter()
     scored = stages.score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
                           reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
-                          relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain))
+                          relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
+                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)])
     score_s = time.perf_counter() - t0
     generator = build(cfg.generator, "generator")
     generated = judged = None
@@ -84,8 +85,9 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     frame = summary.records(scored=scored, retrieved=retrieved, reranked=reranked, generated=generated, judged=judged)
     metrics = summary.summarize(
         frame=frame, dataset=dataset, chunked=chunked, indexed=indexed, retrieved=retrieved, reranked=reranked,
-        generated=generated, judged=judged, ann=ann, embedding=_usage(embedder).since(before), timings=timings,
+        scored=scored, generated=generated, judged=judged, ann=ann, embedding=_usage(embedder).since(before), timings=timings,
         ks=ks, k=k, index_name=str(cfg.index.name), judge_name=str(cfg.judge.name),
         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    extra = summary.document_trec(frame, questions, scored.qrels, cell_id) if "document" in scored.units else {}
     return CellResult(frame, metrics, summary.run_trec(frame, cell_id),
-                      summary.qrels_trec(questions, indexed.searchable, scored.qrels))
+                      summary.qrels_trec(questions, indexed.searchable, scored.qrels), extra)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from rag_bench.records import Chunk, Ranking
 from rag_bench.retrieval.base import AccessFilter, Retriever
+from rag_bench.runner.scoring import Qrels
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,12 @@ class Reranked:
 
 @dataclass(frozen=True)
 class Scored:
-    """Per-question retrieval columns (ids, relevance, ranking and evidence measures, retrieval
-    label in ``failure``) and the derived qrels: question index → relevant chunk indices."""
+    """Per-question retrieval columns (ids, graded relevance, ranking and evidence measures,
+    retrieval label in ``failure``) and the derived graded qrels."""
 
     frame: pd.DataFrame
-    qrels: dict[int, list[int]]
+    qrels: Qrels
+    units: tuple[str, ...] = ("chunk",)
 
 
 @dataclass(frozen=True)
@@ -112,4 +114,6 @@ class CellResult:
     metrics: dict[str, Any]
     run_trec: str
     qrels_trec: str
+    # Further TREC files by name (document-level run and qrels when eval.unit includes document).
+    extra_files: dict[str, str] = field(default_factory=dict)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,48 @@ def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple
     return spans
 
 
+@dataclass(frozen=True)
+class Qrels:
+    """Derived judgments of one cell: per question index, graded relevant chunks (chunk index →
+    grade) and graded relevant documents (doc id → grade)."""
+
+    chunks: dict[int, dict[int, int]]
+    documents: dict[int, dict[str, int]]
+
+
+def _ideal(grades: list[list[int]]) -> np.ndarray:
+    width = max((len(g) for g in grades), default=0)
+    out = np.zeros((len(grades), max(width, 1)))
+    for i, g in enumerate(grades):
+        out[i, :len(g)] = sorted(g, reverse=True)
+    return out
+
+
+def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[list[str], list[float]]:
+    """The chunk ranking as a document ranking: each document at the rank of its first (best)
+    chunk, with that chunk's score (max score per document, first occurrence order).
+
+    >>> c = [Chunk(f"{d}#{i}", d, 0, 1, "x") for i, d in enumerate("abab")]
+    >>> document_ranking(c, [4.0, 3.0, 2.0, 1.0])
+    (['a', 'b'], [4.0, 3.0])
+    """
+    seen: dict[str, float] = {}
+    for c, sc in zip(ranked, scores):
+        seen.setdefault(c.doc_id, float(sc))
+    return list(seen), list(seen.values())
+
+
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
-                    relevance: str, gain: str = "linear") -> tuple[pd.DataFrame, dict[int, list[int]]]:
-    """One row per question with ranked chunk ids, relevance, metrics and failure label.
+                    relevance: str, gain: str = "linear", relevance_level: int = 1,
+                    units: Sequence[str] = ("chunk",)) -> tuple[pd.DataFrame, Qrels]:
+    """One row per question with ranked chunk ids, graded relevance, measures and failure label.
 
-    Also returns the derived qrels: question index → relevant chunk indices.
+    Chunk grades are the highest grade of the evidence spans a chunk is relevant to; binary
+    measures (hit, precision, recall, MRR, MAP) count grades >= ``relevance_level`` (trec_eval's
+    ``-l``), nDCG uses every positive grade with ``gain``. With ``"document"`` in ``units`` the
+    chunk ranking is also turned into a document ranking (:func:`document_ranking`) and scored
+    against document grades (columns ``doc_*``). Also returns the derived qrels.
     """
     index = ChunkIndex(chunks)
     depth = max(len(r.indices) for r in rankings) if rankings else 0
@@ -38,36 +75,57 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
     cut = sorted(set(ks) | {k})
     evidence_recall, complete = measures.EVIDENCE
     levels = np.zeros((nq, max(depth, 1)))
-    n_rel = np.zeros(nq)
-    qrels: dict[int, list[int]] = {}
+    doc_levels = np.zeros((nq, max(depth, 1)))
+    n_rel, doc_n_rel = np.zeros(nq), np.zeros(nq)
+    grades_all: list[list[int]] = []
+    doc_grades_all: list[list[int]] = []
+    qrels = Qrels({}, {})
     rows: list[dict[str, Any]] = []
     for i, (q, r) in enumerate(zip(questions, rankings, strict=True)):
         sec = _section_spans(q, documents) if relevance == "section" else None
-        rel, found = relevant_chunks(q, index, min_coverage=min_coverage, mode=relevance, section_spans=sec)
-        qrels[i] = rel.tolist()
+        rel, grades, found = relevant_chunks(q, index, min_coverage=min_coverage, mode=relevance, section_spans=sec)
+        grade_of = dict(zip(rel.tolist(), grades.tolist()))
+        qrels.chunks[i] = grade_of
         ranked = np.asarray(r.indices, np.int64)
-        is_rel = np.isin(ranked, rel)
-        levels[i, : ranked.size] = is_rel
-        n_rel[i] = rel.size
+        ranked_grades = np.array([grade_of.get(j, 0) for j in ranked.tolist()], np.float64)
+        levels[i, : ranked.size] = ranked_grades
+        is_rel = ranked_grades >= relevance_level
+        n_rel[i] = int(np.sum(grades >= relevance_level))
+        grades_all.append([g for g in grades.tolist() if g > 0])
         top = [chunks[j] for j in ranked]
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
         row: dict[str, Any] = {
             "qid": q.qid, "question": q.question, "answerable": q.answerable, "tags": list(q.tags),
             "asker": q.asker.label if q.asker else None,
             "chunk_ids": [c.chunk_id for c in top], "scores": list(r.scores), "relevant": is_rel.tolist(),
-            "n_relevant": int(rel.size), "first_relevant_rank": first,
+            "grades": ranked_grades.astype(np.int64).tolist(),
+            "n_relevant": int(n_rel[i]), "first_relevant_rank": first,
             "unauthorized_retrievals": sum(not documents[c.doc_id].readable_by(q.asker) for c in top),
             "stale_retrievals": sum(documents[c.doc_id].archived for c in top),
         }
+        if "document" in units:
+            doc_grade: dict[str, int] = {}
+            for span in q.evidence:
+                doc_grade[span.doc_id] = max(doc_grade.get(span.doc_id, 0), span.grade)
+            qrels.documents[i] = doc_grade
+            doc_ids, doc_scores = document_ranking(top, r.scores)
+            doc_levels[i, : len(doc_ids)] = [doc_grade.get(d, 0) for d in doc_ids]
+            doc_n_rel[i] = sum(g >= relevance_level for g in doc_grade.values())
+            doc_grades_all.append([g for g in doc_grade.values() if g > 0])
+            row.update(doc_ids=doc_ids, doc_scores=doc_scores)
         for kk in cut:
             er, comp = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
             row[evidence_recall.at(kk).name], row[complete.at(kk).name] = er, comp
         row["failure"] = retrieval_label(q, found, first, k)
         rows.append(row)
-    ideal = (np.arange(max(int(n_rel.max(initial=0)), 1))[None, :] < n_rel[:, None]).astype(float)
-    per_q = ranking_metrics(levels=levels, n_relevant=n_rel, ideal=ideal, ks=list(ks), gain=gain)
-    evaluated = np.array([q.answerable for q in questions]) & (n_rel > 0)
     frame = pd.DataFrame(rows)
-    for name, values in per_q.items():
-        frame[name] = np.where(evaluated, values, np.nan)
+    answerable = np.array([q.answerable for q in questions], bool)
+    parts = [("chunk", "", levels, n_rel, grades_all)]
+    if "document" in units:
+        parts.append(("document", "doc_", doc_levels, doc_n_rel, doc_grades_all))
+    for _, prefix, lv, nr, gr in parts:
+        per_q = ranking_metrics(levels=lv, n_relevant=nr, ideal=_ideal(gr), ks=list(ks), gain=gain,
+                                relevance_level=relevance_level)
+        evaluated = answerable & (nr > 0)
+        frame = frame.assign(**{prefix + name: np.where(evaluated, values, np.nan) for name, values in per_q.items()})
     return frame, qrels

@@ -124,14 +124,15 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
 
 def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
           reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
-          gain: str) -> Scored:
-    """Per-question relevance, ranking and evidence measures and the retrieval label."""
+          gain: str, relevance_level: int = 1, units: Sequence[str] = ("chunk",)) -> Scored:
+    """Per-question graded relevance, ranking measures (per unit), evidence measures and the
+    retrieval label."""
     frame, qrels = score_retrieval(questions=questions, chunks=indexed.searchable, rankings=reranked.rankings,
                                    documents=dataset.documents, ks=ks, k=k, min_coverage=min_coverage,
-                                   relevance=relevance, gain=gain)
+                                   relevance=relevance, gain=gain, relevance_level=relevance_level, units=units)
     searchable = indexed.searchable
     frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
-    return Scored(frame, qrels)
+    return Scored(frame, qrels, tuple(units))
 
 
 def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,

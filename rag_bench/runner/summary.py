@@ -20,6 +20,7 @@ from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
 from rag_bench.runner.labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
 from rag_bench.runner.results import Chunked, Generated, Indexed, Judged, Reranked, Retrieved, Scored
+from rag_bench.runner.scoring import Qrels
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
 
@@ -47,7 +48,7 @@ def aggregate(frame: pd.DataFrame, sections: dict[str, list[Measure]], *, n_resa
     for section, ms in sections.items():
         out[section] = {}
         for m in ms:
-            v = frame[m.name].to_numpy(dtype=np.float64)
+            v = frame[m.column].to_numpy(dtype=np.float64)
             defined = v[~np.isnan(v)]
             out[section][m.name] = float(defined.mean()) if defined.size else None
             out["n"][m.key] = int(defined.size)
@@ -62,7 +63,7 @@ def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = measures.TAG) 
     Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
     """
     out: dict[str, dict[str, Any]] = {}
-    cols = [m.name for m in tag_measures if m.name in frame]
+    cols = [m.column for m in tag_measures if m.column in frame]
     values = frame[cols].to_numpy(dtype=np.float64) if cols else np.empty((len(frame), 0))
     any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(frame), bool)
     tag_lists = list(frame["tags"])
@@ -107,13 +108,17 @@ def _percentiles(prefix: str, ms: Sequence[float]) -> dict[str, float]:
 
 
 def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexed: Indexed, retrieved: Retrieved,
-              reranked: Reranked, generated: Generated | None, judged: Judged | None, ann: dict[str, Any] | None,
+              reranked: Reranked, scored: Scored, generated: Generated | None, judged: Judged | None, ann: dict[str, Any] | None,
               embedding: EmbedStats, timings: dict[str, float], ks: Sequence[int], k: int, index_name: str,
               judge_name: str, n_resamples: int, seed: int) -> dict[str, Any]:
     """metrics.json of a cell from its records (``frame``) and stage results."""
     cut = sorted(set(ks) | {k})
-    sections: dict[str, list[Measure]] = {"retrieval": measures.retrieval_measures(ks),
-                                          "evidence": measures.evidence_measures(cut)}
+    sections: dict[str, list[Measure]] = {}
+    if "chunk" in scored.units:
+        sections["retrieval"] = measures.retrieval_measures(ks)
+    if "document" in scored.units:
+        sections["document"] = measures.retrieval_measures(ks, measures.DOCUMENT)
+    sections["evidence"] = measures.evidence_measures(cut)
     if generated is not None:
         sections.update({"generation": list(measures.GENERATION), "citation": list(measures.CITATION),
                          "abstention": list(measures.ABSTENTION)})
@@ -150,8 +155,13 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
         "searchable_chunks": len(indexed.searchable), "questions": len(dataset.questions),
         "answerable": int(answerable.sum()), "unanswerable": int((~answerable).sum()),
         "evaluated": evaluated, "excluded_no_relevant_chunk": int(answerable.sum()) - evaluated,
+        # Answerable questions with no relevant evidence at all (a BEIR query judged only with grade 0).
+        "excluded_no_relevant": int(sum(q.answerable and not q.evidence for q in dataset.questions)),
         "depth": retrieved.depth, "k": k,
     }
+    if "document" in scored.units:
+        doc_eval = int(np.sum(answerable & frame[measures.DOCUMENT[0].at(ks[0]).column].notna().to_numpy()))
+        counts.update(evaluated_documents=doc_eval, excluded_no_relevant_document=int(answerable.sum()) - doc_eval)
     if generated is not None:
         g = generated.counts
         latency.update(generate_s=round(g.wall_s, 6), seconds_per_question=g.seconds_per_question)
@@ -162,7 +172,39 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
         counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
     metrics["counts"] = counts
     metrics["dataset_fingerprint"] = dataset.fingerprint
+    metrics["warnings"] = sanity_warnings(frame, metrics, k)
     return metrics
+
+
+def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int) -> list[str]:
+    """Signs that a number is degenerate for this data, so a user notices before trusting a table:
+    retrieval that matched nothing, answers all wrong although the evidence reached the context,
+    measures averaged over no question."""
+    out = []
+    top = np.array([s[0] if len(s) else np.nan for s in frame["scores"]], dtype=float)
+    zero = int(np.sum(top == 0))
+    if zero:
+        out.append(f"{zero} of {len(frame)} questions have a top retrieval score of 0: the retriever matched nothing "
+                   "for them (BM25: no question token is in the index) -- check retriever.language, or the "
+                   "questions' script and tokenizer")
+    n = metrics.get("n", {})
+    for m in (*measures.TAG[:1], measures.family("document", "ndcg").at(10)):
+        if m.key in n and n[m.key] == 0:
+            out.append(f"{m.key} is averaged over 0 questions: no answerable question has a relevant "
+                       f"{'chunk' if m.section == 'retrieval' else 'document'} -- check the evidence and eval.min_coverage")
+    if "generation" in metrics:
+        for m in (measures.family("generation", "correct"), measures.family("citation", "citation_precision")):
+            if n.get(m.key) == 0:
+                out.append(f"{m.key} is computed on 0 questions"
+                           + (" (no question has facts or references)" if m.section == "generation" else ""))
+        correct = frame["correct"].to_numpy(np.float64)
+        defined = ~np.isnan(correct)
+        in_context = defined & (frame["first_relevant_rank"].fillna(np.inf).to_numpy() <= k)
+        if defined.any() and np.nansum(correct) == 0 and in_context.sum() >= defined.sum() / 2:
+            out.append(f"generation/correct is 0 although the evidence reached the context for {int(in_context.sum())} "
+                       f"of {int(defined.sum())} questions -- check eval.answer_match (contains suits long answers; "
+                       "em and f1 suit short ones) and the generator's output")
+    return out
 
 
 def run_trec(frame: pd.DataFrame, tag: str) -> str:
@@ -174,7 +216,20 @@ def run_trec(frame: pd.DataFrame, tag: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def qrels_trec(questions: Sequence[Question], chunks: Sequence[Chunk], qrels: dict[int, list[int]]) -> str:
-    """The derived chunk-level qrels in TREC format (level 1 for every relevant chunk)."""
-    lines = [f"{questions[i].qid} 0 {chunks[j].chunk_id} 1" for i, rel in qrels.items() for j in rel]
+def qrels_trec(questions: Sequence[Question], chunks: Sequence[Chunk], qrels: Qrels) -> str:
+    """The derived chunk-level qrels in TREC format, each relevant chunk at its grade."""
+    lines = [f"{questions[i].qid} 0 {chunks[j].chunk_id} {g}" for i, rel in qrels.chunks.items()
+             for j, g in sorted(rel.items())]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def document_trec(frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
+    """``run.document.trec`` (each question's document ranking: a document at its best chunk's
+    rank and score) and ``qrels.document.trec`` (document grades): trec_eval on these two files
+    gives the cell's ``document`` section, comparable with published BEIR figures."""
+    run = [f"{qid} Q0 {d} {rank} {score!r} {tag}" for qid, ids, scores in
+           zip(frame["qid"], frame["doc_ids"], frame["doc_scores"]) for rank, (d, score) in
+           enumerate(zip(ids, scores), start=1)]
+    rel = [f"{questions[i].qid} 0 {d} {g}" for i, docs in qrels.documents.items() for d, g in sorted(docs.items())]
+    return {"run.document.trec": "\n".join(run) + ("\n" if run else ""),
+            "qrels.document.trec": "\n".join(rel) + ("\n" if rel else "")}

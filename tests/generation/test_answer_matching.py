@@ -72,3 +72,7 @@ def test_squad2_long_answers_are_not_generation_failures(tmp_path):
     strict = json.loads((run(tmp_path / "em", "chunker=section", "generator=extractive", "eval.answer_match=em",
                              dataset=SQUAD) / "metrics.json").read_text())
     assert strict["generation"]["correct"] == pytest.approx(em) and strict["failures"]["generation"] > 60
+    # Whole-sentence answers never equal a short reference: the cell says so instead of a silent 0.000.
+    assert em == 0 and any("generation/correct is 0 although the evidence reached the context" in w
+                           for w in strict["warnings"])
+    assert not any("generation/correct" in w for w in metrics["warnings"])

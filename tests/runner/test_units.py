@@ -1,0 +1,126 @@
+"""Graded relevance end to end and document-level evaluation on a BEIR-layout set with graded
+qrels (tests/fixtures/beir_graded, written by us): the cell's numbers equal pytrec_eval's on the
+cell's own TREC files, in both units and with exponential gain."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+
+from tests.conftest import REPO
+from tests.runner.test_run_cell import run
+
+GRADED = REPO / "tests" / "fixtures" / "beir_graded"
+# Fixed 80-character windows: several chunks per document, so the document ranking differs from
+# the chunk ranking (a document appears once, at its best chunk).
+GRID = ("chunker=fixed", "chunker.size=80", "chunker.overlap=0", "generator=none", "eval.ks=[1,3,5,10]")
+PAIRS = [("ndcg@10", "ndcg_cut_10"), ("ndcg@5", "ndcg_cut_5"), ("ndcg", "ndcg"), ("map", "map"),
+         ("mrr", "recip_rank"), ("precision@5", "P_5"), ("recall@10", "recall_10"), ("hit@1", "success_1")]
+
+
+def _read(path: Path, run: bool) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if run:
+            out.setdefault(parts[0], {})[parts[2]] = float(parts[4])
+        else:
+            out.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+    return out
+
+
+def _trec(qrels: dict, run_: dict, measures: set[str], **kw: int) -> dict[str, float]:
+    """Means over the evaluated queries of every measure pytrec_eval reports (``ndcg_cut_10``, ...)."""
+    per_q = pytrec_eval.RelevanceEvaluator(qrels, measures, **kw).evaluate(run_)
+    names = next(iter(per_q.values())).keys()
+    return {m: float(np.mean([v[m] for v in per_q.values()])) for m in names}
+
+
+def _check(metrics: dict, section: str, qrels: dict, run_: dict) -> None:
+    ref = _trec(qrels, run_, {"ndcg_cut", "ndcg", "map", "recip_rank", "P", "recall", "success"})
+    for ours, theirs in PAIRS:
+        assert metrics[section][ours] == pytest.approx(ref[theirs], abs=1e-12), (section, ours)
+
+
+def test_graded_ndcg_equals_pytrec_eval_in_both_units(tmp_path):
+    cell = run(tmp_path, *GRID, "eval.unit=both", dataset=GRADED)
+    metrics = json.loads((cell / "metrics.json").read_text())
+    qrels_doc = _read(cell / "qrels.document.trec", run=False)
+    assert qrels_doc["q1"] == {"d1": 2, "d2": 1} and "q5" not in qrels_doc  # grades kept; grade 0 is no judgment
+    _check(metrics, "document", qrels_doc, _read(cell / "run.document.trec", run=True))
+    qrels_chunk = _read(cell / "qrels.trec", run=False)
+    assert set(qrels_chunk["q1"].values()) == {1, 2}  # chunks carry their document's grade
+    _check(metrics, "retrieval", qrels_chunk, _read(cell / "run.trec", run=True))
+    assert metrics["counts"]["excluded_no_relevant"] == 1 and metrics["counts"]["unanswerable"] == 0
+    assert metrics["n"]["document/ndcg@10"] == 4 and metrics["failures"]["unjudged"] == 1
+    records = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    assert records.loc["q5", "failure"] == "unjudged" and math.isnan(records.loc["q5", "doc_ndcg@10"])
+    assert len(records.loc["q1", "doc_ids"]) == len(set(records.loc["q1", "doc_ids"]))
+
+
+def test_exponential_gain_is_graded_ndcg_with_gains_2_pow_grade_minus_1(tmp_path):
+    linear = json.loads((run(tmp_path / "lin", *GRID, "eval.unit=document", dataset=GRADED) / "metrics.json")
+                        .read_text())
+    cell = run(tmp_path / "exp", *GRID, "eval.unit=document", "eval.gain=exponential", dataset=GRADED)
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert "retrieval" not in metrics and metrics["document"]["ndcg@10"] != linear["document"]["ndcg@10"]
+    qrels = {q: {d: 2 ** g - 1 for d, g in docs.items()} for q, docs in
+             _read(cell / "qrels.document.trec", run=False).items()}
+    ref = _trec(qrels, _read(cell / "run.document.trec", run=True), {"ndcg_cut", "ndcg"})
+    assert metrics["document"]["ndcg@10"] == pytest.approx(ref["ndcg_cut_10"], abs=1e-12)
+    assert metrics["document"]["ndcg"] == pytest.approx(ref["ndcg"], abs=1e-12)
+    assert metrics["document"]["map"] == linear["document"]["map"]  # binary measures ignore the gain
+
+
+def test_relevance_level_counts_only_higher_grades_for_binary_measures(tmp_path):
+    cell = run(tmp_path, *GRID, "eval.unit=document", "eval.relevance_level=2", dataset=GRADED)
+    metrics = json.loads((cell / "metrics.json").read_text())
+    qrels = _read(cell / "qrels.document.trec", run=False)
+    ref = _trec(qrels, _read(cell / "run.document.trec", run=True), {"map", "P", "recall"}, relevance_level=2)
+    assert metrics["document"]["map"] == pytest.approx(ref["map"], abs=1e-12)
+    assert metrics["document"]["recall@10"] == pytest.approx(ref["recall_10"], abs=1e-12)
+    assert metrics["document"]["precision@5"] == pytest.approx(ref["P_5"], abs=1e-12)
+
+
+def test_native_evidence_may_carry_a_grade(tmp_path):
+    from rag_bench.cli import main as cli
+
+    src = REPO / "tests" / "fixtures" / "tiny"
+    import shutil
+
+    ds = tmp_path / "graded"
+    shutil.copytree(src, ds)
+    lines = (ds / "questions.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["evidence"][0]["grade"] = 3
+    lines[0] = json.dumps(first)
+    (ds / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    cell = run(tmp_path / "out", "chunker=section", "generator=none", dataset=ds)
+    assert any(line.split()[0] == first["id"] and line.split()[3] == "3"
+               for line in (cell / "qrels.trec").read_text().splitlines())
+    first["evidence"][0]["grade"] = 0
+    lines[0] = json.dumps(first)
+    (ds / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli(["validate", str(ds)]) == 2
+
+
+def test_degenerate_numbers_come_with_a_warning(tmp_path):
+    """A BEIR set has no answers: correctness is averaged over no question, and the cell says so."""
+    cell = run(tmp_path, "chunker=section", "generator=extractive", "eval.unit=both", dataset=GRADED)
+    warnings = json.loads((cell / "metrics.json").read_text())["warnings"]
+    assert warnings == ["generation/correct is computed on 0 questions (no question has facts or references)"]
+
+
+def test_a_retriever_that_matches_nothing_is_flagged():
+    from rag_bench.runner.summary import sanity_warnings
+
+    frame = pd.DataFrame({"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0]], "answerable": [True, True, True],
+                          "first_relevant_rank": [None, 1, None]})
+    (warning,) = sanity_warnings(frame, {"n": {}}, k=5)
+    assert warning.startswith("2 of 3 questions have a top retrieval score of 0") and "retriever.language" in warning
