@@ -36,7 +36,7 @@ test: venv $(LLM_STAMP)
 
 # ruff: pyflakes, pycodestyle, import order; mypy over the package (config in pyproject.toml).
 lint: venv
-	$(VENV)/bin/ruff check rag_bench hydra_plugins tests benchmarks
+	$(VENV)/bin/ruff check rag_bench hydra_plugins tests benchmarks examples
 	$(VENV)/bin/mypy rag_bench
 
 test-fast: venv

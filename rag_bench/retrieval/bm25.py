@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -122,8 +122,9 @@ class Bm25Retriever:
         cell is reused through it (None: nothing is shared).
     """
 
-    def __init__(self, k1: float = 1.5, b: float = 0.75, backend: str = "sparse", language: str = "english",
-                 stopwords: str = "auto", stemmer: str = "none", shared: memo.SharedWork | None = None) -> None:
+    def __init__(self, k1: float = 1.5, b: float = 0.75, backend: Literal["sparse", "rank_bm25"] = "sparse",
+                 language: str = "english", stopwords: str = "auto", stemmer: Literal["none", "snowball"] = "none",
+                 shared: memo.SharedWork | None = None) -> None:
         if not (isinstance(k1, (int, float)) and np.isfinite(k1) and k1 >= 0):
             raise ConfigError(f"retriever.k1 must be a finite number >= 0, got {k1!r} -- fix: retriever.k1=1.5")
         if not (isinstance(b, (int, float)) and 0 <= b <= 1):

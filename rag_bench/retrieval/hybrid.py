@@ -8,7 +8,7 @@ the chunk (rank from 1). BM25 sees the original question; the dense branch its p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class HybridRetriever:
     def __init__(self, embedder: Any = None, index: VectorIndex | None = None, rrf_k: float = 60.0,
                  sparse_weight: float = 1.0, dense_weight: float = 1.0, sparse_depth: int = 100,
                  dense_depth: int = 100, k1: float = 1.5, b: float = 0.75, language: str = "english",
-                 stopwords: str = "auto", stemmer: str = "none", shared: SharedWork | None = None) -> None:
+                 stopwords: str = "auto", stemmer: Literal["none", "snowball"] = "none", shared: SharedWork | None = None) -> None:
         for name, v in (("sparse_weight", sparse_weight), ("dense_weight", dense_weight)):
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
                 raise ConfigError(f"retriever.{name} must be a finite number >= 0, got {v!r}")

@@ -8,21 +8,25 @@ constructing it, so ``chunker.sise=300`` fails before any work with the list of 
 
 from __future__ import annotations
 
+import collections.abc
+import difflib
 import hashlib
 import importlib
 import inspect
 import json
 import math
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.metrics.generation import ANSWER_MATCH_MODES
 from rag_bench.stages import COMPONENT_GROUPS, missing_methods
 
@@ -237,14 +241,17 @@ def check_component(cls: Any, group: str, target: str) -> None:
 
 
 def _import_target(target: str, group: str) -> Any:
-    if not isinstance(target, str) or not target.startswith("rag_bench."):
-        raise ConfigError(f"{group}._target_ must name a class inside rag_bench, got {target!r} "
-                          "-- fix: use one of the configs in conf/" + group)
+    """The class a component ``_target_`` names: any importable class (rag_bench's own or a
+    plugin's) that implements the group's protocol (:func:`check_component`)."""
+    if not isinstance(target, str) or "." not in target or not all(p.isidentifier() for p in target.split(".")):
+        raise ConfigError(f"{group}._target_ must be the dotted path of a class (package.module.Class), got "
+                          f"{target!r} -- fix: use one of the configs in conf/{group}/ or your plugin's class")
     module, _, name = target.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{group}._target_ {target!r} cannot be imported ({exc}) -- fix: check the spelling")
+        raise ConfigError(f"{group}._target_ {target!r} cannot be imported ({exc}) -- fix: check the spelling, and "
+                          "that the plugin's package is installed or on PYTHONPATH")
     check_component(cls, group, target)
     return cls
 
@@ -255,14 +262,65 @@ def wants(node: DictConfig, group: str, name: str) -> bool:
     return name in inspect.signature(cls).parameters
 
 
-def build(node: DictConfig, group: str, **inject: Any) -> Any:
-    """Construct the component described by ``node`` (``_target_`` + keyword arguments).
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is Literal:
+        return " or ".join(repr(v) for v in typing.get_args(hint))
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
-    ``name`` is metadata (the option's name) and is not passed on. Unknown keys and values of
-    the wrong basic type raise :class:`ConfigError` naming ``group.key``. ``inject`` holds
-    objects built from other groups (``embedder=``, ``index=``), passed only to components whose
-    signature asks for them.
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a config value fits a parameter annotation (the JSON-like types configs hold)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or hint is inspect.Parameter.empty or isinstance(hint, (str, typing.TypeVar)):
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is str:
+        return isinstance(value, str)
+    container = origin or hint
+    if container in (list, tuple, collections.abc.Sequence, collections.abc.Iterable):
+        if not isinstance(value, (list, tuple)):
+            return False
+        if container is tuple:
+            item = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
+        else:
+            item = args[0] if args else Any
+        return all(_fits(v, item) for v in value)
+    if container in (dict, collections.abc.Mapping):
+        return isinstance(value, dict)
+    return True  # a type configs cannot express (an object): checked by the component itself
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls.__init__)  # type: ignore[misc]
+    except Exception:  # a plugin's annotation that does not resolve: fall back to defaults below
+        return {}
+
+
+def build(node: DictConfig, group: str, **inject: Any) -> Any:
+    """Construct the component described by ``node`` (``_target_`` + keyword arguments) with
+    Hydra's ``instantiate``, after checking it.
+
+    ``name`` is metadata (the option's name) and is not passed on. A key that is not a parameter
+    of the class, or a value that does not fit the parameter's annotation (``Literal`` choices
+    listed; a default's type where there is no annotation), raises :class:`ConfigError` naming
+    ``group.key`` and the valid keys or values. ``inject`` holds objects built from other groups
+    (``embedder=``, ``index=``, ``shared=``), passed only to components whose signature asks for them.
     """
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
     try:
         raw = OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
     except MissingMandatoryValue as exc:
@@ -273,22 +331,34 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
     params.pop("name", None)
     cls = _import_target(target, group)
     sig = inspect.signature(cls)
-    valid = [p for p in sig.parameters if p != "self"]
+    hints = _hints(cls)
+    valid = [p for p in sig.parameters if p != "self" and p not in inject]
     for key, value in params.items():
         if key not in sig.parameters or key in inject:
-            raise ConfigError(f"{group}.{key} is not a parameter of {target} -- fix: use one of {valid}")
+            near = difflib.get_close_matches(key, valid, n=1)
+            raise ConfigError(f"{group}.{key} is not a parameter of {target} -- fix: use one of {valid}"
+                              + (f" (did you mean {group}.{near[0]}?)" if near else ""))
         default = sig.parameters[key].default
-        if default is not inspect.Parameter.empty and default is not None and value is not None:
-            want = type(default)
-            ok = isinstance(value, want) or (want is float and isinstance(value, int)) or \
-                (want is tuple and isinstance(value, list))
-            if not ok or (want is int and isinstance(value, bool)):
-                raise ConfigError(f"{group}.{key} must be {want.__name__}, got {value!r} "
-                                  f"-- fix: e.g. {group}.{key}={default!r}")
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ConfigError(f"{group}.{key} must be finite, got {value!r}")
-    params.update({k: v for k, v in inject.items() if k in sig.parameters})
-    return cls(**params)
+        hint = hints.get(key, inspect.Parameter.empty)
+        if hint is inspect.Parameter.empty and default is not inspect.Parameter.empty and default is not None:
+            hint = list if type(default) is tuple else type(default)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{group}.{key} must be finite, got {value!r}")
+        if value is not None and not _fits(value, hint):
+            example = f"e.g. {group}.{key}={default!r}" if default is not inspect.Parameter.empty else \
+                f"give {group}.{key} a {_type_name(hint)}"
+            raise ConfigError(f"{group}.{key} must be {_type_name(hint)}, got {value!r} -- fix: {example}")
+    kwargs = {k: v for k, v in inject.items() if k in sig.parameters}
+    try:
+        # Not recursive: a nested {_target_: ...} in a parameter's value is data, never a call.
+        return instantiate({"_target_": target, **params}, **kwargs, _convert_="all", _recursive_=False)
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        if isinstance(cause, RagBenchError):
+            raise cause from None
+        raise ConfigError(f"{group}: {target}({', '.join(f'{k}={v!r}' for k, v in params.items())}) failed: "
+                          f"{type(cause).__name__ if cause else 'error'}: {cause or exc} -- fix: check the {group} "
+                          "parameters") from exc
 
 
 def flat_params(config: dict[str, Any]) -> dict[str, Any]:
