@@ -33,6 +33,8 @@ commands:
   leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment (--tag TAG)
   cache verify [--repair]          check the embedding cache's checksums
   sync EXPERIMENT_DIR              upload finished cells to MLflow after an outage (no duplicates)
+  evaluate OUTPUTS --dataset DIR   score an external system's outputs (or --trec RUN) as a cell
+  export CELL [--out FILE]         a cell's results as OUTPUTS lines (evaluate reads them back)
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -332,6 +334,74 @@ def _sync(argv: list[str]) -> int:
     return 0
 
 
+def _evaluate(argv: list[str]) -> int:
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rag_bench.runner.config import CONF_DIR, check_hydra_targets, register_configs
+    from rag_bench.runner.main import evaluate_cell
+
+    p = argparse.ArgumentParser(
+        prog="rag-bench evaluate", description="Score results an external system already produced (its "
+        "retrieved passages, answers and citations, or a TREC run) as a normal cell folder: metrics.json, "
+        "run.trec, qrels.trec, failures.csv, DONE, logged to MLflow; leaderboard, compare, report and gate "
+        "read it like any cell.",
+        epilog="OUTPUTS format (JSON lines, one per question): {\"id\": .., \"retrieved\": [{\"doc_id\": .., "
+        "\"start\": .., \"end\": ..} | {\"doc_id\": .., \"text\": ..} | {\"text\": ..}, ...], \"answer\": .., "
+        "\"citations\": [1, ..], \"refused\": false, \"latency_ms\": ..}; see rag_bench/runner/external.py. "
+        "example: rag-bench evaluate app_outputs.jsonl --dataset datasets/kettleby --name my_app")
+    p.add_argument("outputs", nargs="?", help="the system's outputs (JSON lines)")
+    p.add_argument("--dataset", required=True, help="dataset folder the outputs answer (native or BEIR)")
+    p.add_argument("--trec", help="score a TREC run (document ids, or chunk ids of chunker=...) instead of OUTPUTS")
+    p.add_argument("--name", default="external", help="the system's name in leaderboards and MLflow")
+    p.add_argument("overrides", nargs="*", default=[], help="config overrides, e.g. eval.unit=both pipeline.k=3 "
+                   "experiment.name=apps tracking=none")
+    a, extra = p.parse_known_args(argv)
+    overrides = [*a.overrides, *extra]
+    if a.outputs and "=" in a.outputs and not Path(a.outputs).exists():  # `--trec RUN key=value`: an override
+        overrides.insert(0, a.outputs)
+        a.outputs = None
+    if (a.outputs is None) == (a.trec is None):
+        return _fail("give OUTPUTS or --trec RUN (one of them) -- fix: rag-bench evaluate outputs.jsonl --dataset DIR")
+    register_configs()
+    try:
+        check_hydra_targets(overrides)
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[*overrides, f"dataset.path={Path(a.dataset).resolve()}"])
+        evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None, trec=Path(a.trec) if a.trec else None,
+                      system=a.name)
+    except RagBenchError as exc:
+        return _fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:
+        return _fail(f"configuration: {_config_message(exc, overrides)}")
+    return 0
+
+
+def _export(argv: list[str]) -> int:
+    from rag_bench.cells import load_cell
+    from rag_bench.runner.external import export_outputs
+
+    p = argparse.ArgumentParser(prog="rag-bench export", description="Write a cell's per-question results as "
+                                "OUTPUTS JSON lines (the format `rag-bench evaluate` reads).")
+    p.add_argument("cell", help="cell folder or MLflow run id")
+    p.add_argument("--out", help="file to write (default: standard output)")
+    a = p.parse_args(argv)
+    try:
+        cell = load_cell(a.cell)
+    except RagBenchError as exc:
+        return _fail(exc)
+    if "chunk_spans" not in cell.records:
+        return _fail(f"{cell.path}: records.parquet has no chunk_spans (written before export existed) -- fix: "
+                     "re-run the cell")
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export_outputs(cell.records))
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _cache(argv: list[str]) -> int:
     from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir
 
@@ -368,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
-                "compare": _compare, "gate": _gate, "report": _report, "sync": _sync}
+                "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
+                "export": _export}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -7,11 +7,12 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_bench.cells import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
 from rag_bench.data.loader import load_dataset
@@ -19,8 +20,10 @@ from rag_bench.errors import ConfigError, OutputError
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
+from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, flat_params, validate
 from rag_bench.runner.pipeline import run_pipeline
+from rag_bench.runner.results import CellResult
 from rag_bench.stages import STAGES
 from rag_bench.tracking.base import cell_tags
 
@@ -62,7 +65,46 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
     validate(cfg)
     for group in STAGES:
         build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
-    tracker = build(cfg.tracking, "tracking")
+    dataset = _load(cfg)
+    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
+                   lambda cid: run_pipeline(cfg, dataset, cid, SharedWork() if work is None else work))
+
+
+def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | None = None,
+                  system: str = "external") -> Path:
+    """The cell of an external system's results (OUTPUTS JSON lines or a TREC run) over the
+    dataset of ``cfg`` (:mod:`rag_bench.runner.external`); its config records the system's name
+    and the file's content hash, so the cell id changes when the file does."""
+    from rag_bench.runner.external import evaluate_outputs, read_outputs, read_trec_run
+
+    validate(cfg)
+    dataset = _load(cfg)
+    source = outputs if outputs is not None else trec
+    assert source is not None
+    try:
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read ({exc.strerror}) -- fix: pass an existing outputs file") from exc
+    if outputs is not None:
+        results = read_outputs(outputs, dataset)
+    else:
+        chunks = build(cfg.chunker, "chunker").chunk(list(dataset.documents.values()))
+        results = read_trec_run(source, dataset, chunks)
+    stored = cfg.copy()
+    with open_dict(stored):
+        # The system's own stages are unknown: name them after it (a TREC run keeps the chunker
+        # whose chunk ids it uses).
+        for group in ("embedder", "index", "reranker") + (("chunker",) if outputs is not None else ()):
+            stored[group] = {"name": "external"}
+        stored.retriever = {"name": system}
+        stored.generator = {"name": system if results.has_answers else "none"}
+        stored.system = {"name": system, "source": str(source.resolve()), "sha256": digest,
+                         "format": "outputs" if outputs is not None else "trec"}
+    return _finish(stored, dataset, cell_id(stored, dataset.fingerprint),
+                   lambda cid: evaluate_outputs(cfg, dataset, results, cid))
+
+
+def _load(cfg: DictConfig) -> Dataset:
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
     need = 16 * int(cfg.eval.bootstrap_resamples) * max(len(dataset.questions), 1)
     if need > MAX_BOOTSTRAP_BYTES:
@@ -70,7 +112,12 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
         raise ConfigError(f"eval.bootstrap_resamples={cfg.eval.bootstrap_resamples} over {len(dataset.questions)} "
                           f"questions needs ~{need / 2**30:.1f} GiB for the bootstrap (limit "
                           f"{MAX_BOOTSTRAP_BYTES / 2**30:.0f} GiB) -- fix: eval.bootstrap_resamples<={fit}")
-    cid = cell_id(cfg, dataset.fingerprint)
+    return dataset
+
+
+def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult]) -> Path:
+    """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE."""
+    tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
     cell_dir = root / cfg.experiment.name / cid
     # Defence in depth (validate() checked the name): lexically, so a user's own symlink is kept.
@@ -95,7 +142,7 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
     discard(cell_dir)
     stored = cfg.copy()
     OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
-    result = run_pipeline(cfg, dataset, cid, SharedWork() if work is None else work)
+    result = compute(cid)
     with cell_lock(cell_dir):  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):
             log.info("cell %s was finished by another process meanwhile, keeping it (%s)", cid, cell_dir)

@@ -60,7 +60,7 @@ def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
                     relevance: str, gain: str = "linear", relevance_level: int = 1,
-                    units: Sequence[str] = ("chunk",)) -> tuple[pd.DataFrame, Qrels]:
+                    units: Sequence[str] = ("chunk",), attribute_chunking: bool = True) -> tuple[pd.DataFrame, Qrels]:
     """One row per question with ranked chunk ids, graded relevance, measures and failure label.
 
     Chunk grades are the highest grade of the evidence spans a chunk is relevant to; binary
@@ -98,6 +98,7 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
             "qid": q.qid, "question": q.question, "answerable": q.answerable, "tags": list(q.tags),
             "asker": q.asker.label if q.asker else None,
             "chunk_ids": [c.chunk_id for c in top], "scores": list(r.scores), "relevant": is_rel.tolist(),
+            "chunk_spans": [{"doc_id": c.doc_id, "start": c.start, "end": c.end} for c in top],
             "grades": ranked_grades.astype(np.int64).tolist(),
             "n_relevant": int(n_rel[i]), "first_relevant_rank": first,
             "unauthorized_retrievals": sum(not documents[c.doc_id].readable_by(q.asker) for c in top),
@@ -116,7 +117,7 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
         for kk in cut:
             er, comp = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
             row[evidence_recall.at(kk).name], row[complete.at(kk).name] = er, comp
-        row["failure"] = retrieval_label(q, found, first, k)
+        row["failure"] = retrieval_label(q, found if attribute_chunking else np.ones_like(found), first, k)
         rows.append(row)
     frame = pd.DataFrame(rows)
     answerable = np.array([q.answerable for q in questions], bool)

@@ -1,0 +1,342 @@
+"""Score what an external system already produced: ``rag-bench evaluate OUTPUTS --dataset DIR``.
+
+OUTPUTS is a JSON-lines file, one line per question of the dataset::
+
+    {"id": "q017",
+     "retrieved": [{"doc_id": "billing", "start": 120, "end": 480, "score": 3.2},   # a span
+                   {"doc_id": "billing", "text": "A full refund is available ..."},  # located in the doc
+                   {"text": "Refunds are paid within 14 days."}],                     # located in the corpus
+     "answer": "Within 14 days of a renewal [1].",      # optional: without it the cell is retrieval-only
+     "citations": [1],                                  # optional: context passage numbers or doc ids
+     "refused": false,                                  # optional: the system declined to answer
+     "latency_ms": 840.0}                               # optional: end-to-end latency of the question
+
+Each passage becomes a span of its document: given, or found by its text (exactly, else with
+whitespace runs matched loosely; the first occurrence, in document order for text-only
+passages). A passage that cannot be located stays in the ranking as an irrelevant placeholder,
+so later ranks keep their positions, and is counted (``counts.unlocated_passages``). The ranking
+is the file's order; scores are taken when given and non-increasing, else ``1/rank``. The
+context handed to the generator is rebuilt from the top ``pipeline.k`` passages exactly as for
+our own pipelines, so citations, faithfulness and answer measures mean the same thing. What
+cannot be known from outputs alone is not reported: the ``chunking`` failure label (it needs the
+whole corpus's chunks), ANN figures, embedding cost.
+
+``--trec RUN`` scores a TREC run instead: document ids (each document as one passage) or chunk
+ids of the configured chunker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig
+
+from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl, read_text
+from rag_bench.embedding.base import EmbedStats
+from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.generation.prompt import REFUSAL
+from rag_bench.records import Chunk, Dataset, Document, Ranking
+from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
+from rag_bench.runner import stages, summary
+from rag_bench.runner.config import UNITS, build, wants
+from rag_bench.runner.results import CellResult, Chunked, Indexed, Reranked, Retrieved
+
+UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
+_FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
+_PASSAGE_FIELDS = {"doc_id", "start", "end", "text", "score"}
+MAX_PASSAGES = 10_000  # per question
+
+
+@dataclass(frozen=True)
+class SystemOutput:
+    """One question's outputs, passages located."""
+
+    qid: str
+    passages: tuple[tuple[str, int, int], ...]  # (doc_id, start, end); UNLOCATED spans are (UNLOCATED, i, i)
+    scores: tuple[float, ...] | None
+    answer: str | None
+    citations: tuple[int | str, ...]
+    refused: bool
+    latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Every question's outputs and what could not be located."""
+
+    records: dict[str, SystemOutput]
+    unlocated: int
+    located_by_text: int
+    has_answers: bool
+
+
+def _locate(text: str, docs: Sequence[Document]) -> tuple[str, int, int] | None:
+    for doc in docs:
+        i = doc.text.find(text)
+        if i >= 0:
+            return doc.doc_id, i, i + len(text)
+    words = text.split()
+    if not words:
+        return None
+    loose = re.compile(r"\s+".join(re.escape(w) for w in words))
+    for doc in docs:
+        m = loose.search(doc.text)
+        if m:
+            return doc.doc_id, m.start(), m.end()
+    return None
+
+
+def read_outputs(path: Path, dataset: Dataset) -> Outputs:
+    """Read and check OUTPUTS against ``dataset``: every problem is reported at once (file:line,
+    field, hint); every question of the dataset must have exactly one line."""
+    log = ProblemLog(path.parent)
+    known = {q.qid for q in dataset.questions}
+    index = id_index(known)
+    docs = list(dataset.documents.values())
+    records: dict[str, SystemOutput] = {}
+    unlocated = by_text = 0
+    answers = 0
+    for lineno, obj in read_jsonl(path, log):
+        for key in sorted(obj.keys() - _FIELDS):
+            log.add(path, lineno, key, f"unknown field {key!r}", f"allowed: {', '.join(sorted(_FIELDS))}")
+        qid = obj.get("id")
+        if not isinstance(qid, str) or qid not in known:
+            log.add(path, lineno, "id", f"unknown question {qid!r}" + did_you_mean(qid, known, index),
+                    "use the ids of the dataset's questions")
+            continue
+        if qid in records:
+            log.add(path, lineno, "id", f"second line for question {qid!r}", "keep one line per question")
+            continue
+        raw = obj.get("retrieved", [])
+        if not isinstance(raw, list) or len(raw) > MAX_PASSAGES:
+            log.add(path, lineno, "retrieved", f"must be a list of at most {MAX_PASSAGES} passages",
+                    'e.g. [{"doc_id": "..", "start": 0, "end": 120}]')
+            continue
+        spans: list[tuple[str, int, int]] = []
+        scores: list[float] = []
+        bad = False
+        for i, p in enumerate(raw):
+            field = f"retrieved[{i}]"
+            if not isinstance(p, dict):
+                log.add(path, lineno, field, "must be an object", '{"doc_id": .., "start": .., "end": ..} or {"text": ..}')
+                bad = True
+                continue
+            for key in sorted(p.keys() - _PASSAGE_FIELDS):
+                log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
+                        f"allowed: {', '.join(sorted(_PASSAGE_FIELDS))}")
+                bad = True
+            score = p.get("score")
+            if score is not None:
+                if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score or \
+                        score in (float("inf"), float("-inf")):
+                    log.add(path, lineno, f"{field}.score", f"must be a finite number, got {score!r}", "or omit it")
+                    bad = True
+                    continue
+                scores.append(float(score))
+            doc_id, start, end, text = p.get("doc_id"), p.get("start"), p.get("end"), p.get("text")
+            if doc_id is not None and doc_id not in dataset.documents:
+                log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
+                        + did_you_mean(doc_id, dataset.documents), "use the ids of the dataset's documents")
+                bad = True
+                continue
+            if doc_id is not None and (start is not None or end is not None):
+                size = len(dataset.documents[doc_id].text)
+                if not (isinstance(start, int) and isinstance(end, int) and not isinstance(start, bool)
+                        and not isinstance(end, bool) and 0 <= start < end <= size):
+                    log.add(path, lineno, f"{field}.start/end", f"span [{start!r}, {end!r}) is not inside document "
+                            f"{doc_id!r} (length {size})", "give character offsets 0 <= start < end <= length")
+                    bad = True
+                    continue
+                spans.append((doc_id, start, end))
+            elif isinstance(text, str) and text.strip():
+                found = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else docs)
+                if found is None:
+                    unlocated += 1
+                    spans.append((UNLOCATED, i, i))
+                else:
+                    by_text += 1
+                    spans.append(found)
+            else:
+                log.add(path, lineno, field, "a passage needs doc_id with start/end, or text",
+                        '{"doc_id": "..", "start": 0, "end": 120} or {"text": ".."}')
+                bad = True
+        if scores and len(scores) != len(raw):
+            log.add(path, lineno, "retrieved", "some passages have a score and some do not", "give all or none")
+            bad = True
+        answer, citations, refused, latency = obj.get("answer"), obj.get("citations", []), obj.get("refused", False), \
+            obj.get("latency_ms")
+        if answer is not None and not isinstance(answer, str):
+            log.add(path, lineno, "answer", "must be a string", "or omit it for a retrieval-only system")
+            bad = True
+        if not isinstance(citations, list) or not all(isinstance(c, str) or (isinstance(c, int) and
+                                                                            not isinstance(c, bool)) for c in citations):
+            log.add(path, lineno, "citations", "must be a list of passage numbers or document ids", "e.g. [1, 3]")
+            bad = True
+        if not isinstance(refused, bool):
+            log.add(path, lineno, "refused", "must be true or false", "or omit it")
+            bad = True
+        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency < 0):
+            log.add(path, lineno, "latency_ms", "must be a number >= 0", "or omit it")
+            bad = True
+        if bad:
+            continue
+        answers += answer is not None or refused
+        records[qid] = SystemOutput(qid, tuple(spans), tuple(scores) if scores else None, answer,
+                                    tuple(citations), refused, float(latency) if latency is not None else None)
+    missing = [q.qid for q in dataset.questions if q.qid not in records]
+    if missing and not log.problems:
+        log.add(path, 0, "id", f"{len(missing)} question(s) of the dataset have no line, e.g. {missing[:3]}",
+                "add a line per question (an empty \"retrieved\" list for a question the system skipped)")
+    if 0 < answers < len(records) and not log.problems:
+        log.add(path, 0, "answer", f"{answers} of {len(records)} lines have an answer",
+                "give every question an answer (or \"refused\": true), or none for a retrieval-only system")
+    log.raise_if_any(f"{path}")
+    return Outputs(records, unlocated, by_text, answers > 0)
+
+
+def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outputs:
+    """A TREC run (``qid Q0 docno rank score tag``) over document ids or the chunk ids of ``chunks``."""
+    log = ProblemLog(path.parent)
+    by_chunk = {c.chunk_id: (c.doc_id, c.start, c.end) for c in chunks}
+    known = {q.qid for q in dataset.questions}
+    rows: dict[str, list[tuple[float, int, tuple[str, int, int]]]] = {}
+    for lineno, line in enumerate((read_text(path, log) or "").splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            log.add(path, lineno, "", f"expected 6 columns, got {len(parts)}", "qid Q0 docno rank score tag")
+            continue
+        qid, _, docno, _, score, _ = parts
+        if qid not in known:
+            log.add(path, lineno, "qid", f"unknown question {qid!r}" + did_you_mean(qid, known), "use the dataset's ids")
+            continue
+        try:
+            value = float(score)
+        except ValueError:
+            log.add(path, lineno, "score", f"not a number: {score!r}", "write a decimal score")
+            continue
+        if docno in dataset.documents:
+            span = (docno, 0, len(dataset.documents[docno].text))
+        elif docno in by_chunk:
+            span = by_chunk[docno]
+        else:
+            log.add(path, lineno, "docno", f"{docno!r} is neither a document id nor a chunk id of the configured "
+                    "chunker", "use document ids, or pass the chunker= that produced the chunk ids")
+            continue
+        rows.setdefault(qid, []).append((value, -lineno, span))
+    log.raise_if_any(f"{path}")
+    records = {}
+    for q in dataset.questions:
+        ranked = sorted(rows.get(q.qid, []), key=lambda r: (-r[0], r[1]))  # score descending, file order on ties
+        records[q.qid] = SystemOutput(q.qid, tuple(r[2] for r in ranked), tuple(r[0] for r in ranked), None, (),
+                                      False, None)
+    return Outputs(records, 0, 0, False)
+
+
+def export_outputs(records: Any) -> list[dict[str, Any]]:
+    """A cell's records.parquet as OUTPUTS lines (spans, scores, answer, citations): ``evaluate``
+    on them reproduces the cell's measures (see the module docstring for what it cannot know)."""
+    out = []
+    for row in records.to_dict("records"):
+        line: dict[str, Any] = {"id": row["qid"], "retrieved": [
+            {"doc_id": str(s["doc_id"]), "start": int(s["start"]), "end": int(s["end"]), "score": float(sc)}
+            for s, sc in zip(row["chunk_spans"], row["scores"])]}
+        if "answer" in row:
+            line.update(answer=row["answer"] or "", citations=[int(c) for c in row["citations"]],
+                        refused=bool(row["refused"]))
+        out.append(line)
+    return out
+
+
+class ReplayGenerator:
+    """Hands back the system's own answers, in question order, as our JSON answer contract."""
+
+    cacheable = False
+
+    def __init__(self, outputs: Sequence[SystemOutput]) -> None:
+        self.outputs = list(outputs)
+        self.identity: dict[str, Any] = {"generator": "replay"}
+
+    def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
+        """One generation per item (the items are the questions, in order)."""
+        out = []
+        for item, o in zip(items, self.outputs, strict=True):
+            numbers = []
+            for c in o.citations:
+                if isinstance(c, int):
+                    numbers.append(c)
+                else:  # a document id: every context passage from that document
+                    numbers.extend(p.number for p in item.passages if p.doc_id == c)
+            text = REFUSAL if o.refused else (o.answer or "")
+            raw = json.dumps({"answer": text, "sources": numbers})
+            out.append(Generation(raw, seconds=(o.latency_ms or 0.0) / 1000, attempts=0))
+        return out
+
+
+def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_id: str) -> CellResult:
+    """The cell of an external system's outputs: the same stages and summary as our pipelines,
+    from located passages instead of a retriever and given answers instead of a generator."""
+    questions = list(dataset.questions)
+    spans: dict[tuple[str, int, int], int] = {}
+    for o in outputs.records.values():
+        for s in o.passages:
+            spans.setdefault(s, len(spans))
+    documents = dict(dataset.documents)
+    if any(d == UNLOCATED for d, _, _ in spans):
+        documents[UNLOCATED] = Document(UNLOCATED, "")
+    chunks = [Chunk(f"{d}@{s}-{e}" if d != UNLOCATED else f"{UNLOCATED}#{s}", d, s, e, documents[d].text[s:e])
+              for d, s, e in spans]
+    placeholder = Dataset(dataset.name, dataset.root, dataset.layout, documents, dataset.questions,
+                          dataset.fingerprint)
+    rankings, latency = [], []
+    for q in questions:
+        o = outputs.records[q.qid]
+        ids = tuple(spans[s] for s in o.passages)
+        given = o.scores
+        ok = given is not None and all(a >= b for a, b in zip(given, given[1:]))
+        scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
+        rankings.append(Ranking(q.qid, ids, tuple(strictly_decreasing(np.asarray(scores, np.float64)).tolist())))
+        latency.append(o.latency_ms or 0.0)
+    ks, k = sorted(set(cfg.eval.ks)), int(cfg.pipeline.k)
+    indexed = Indexed(retriever=None, searchable=chunks, access=AccessFilter(chunks, documents),  # type: ignore[arg-type]
+                      key=cell_id, seconds=0.0)
+    retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id)
+    reranked = Reranked(rankings)
+    scored = stages.score(questions=questions, dataset=placeholder, indexed=indexed, retrieved=retrieved,
+                          reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
+                          relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
+                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)],
+                          attribute_chunking=False)
+    generated = judged = None
+    if outputs.has_answers:
+        generated = stages.generate(
+            generator=ReplayGenerator([outputs.records[q.qid] for q in questions]), questions=questions,
+            reranked=reranked, indexed=indexed, parents={}, retrieval_labels=list(scored.frame["failure"]), k=k,
+            expand_parents=False, token_budget=int(cfg.pipeline.token_budget),
+            min_coverage=float(cfg.eval.min_coverage), answer_match=str(cfg.eval.answer_match),
+            f1_threshold=float(cfg.eval.f1_threshold))
+        embedder = build(cfg.embedder, "embedder") if wants(cfg.judge, "judge", "embedder") else None
+        judged = stages.judge(judge=build(cfg.judge, "judge", embedder=embedder), questions=questions,
+                              generated=generated)
+    frame = summary.records(scored=scored, retrieved=retrieved, reranked=reranked, generated=generated, judged=judged)
+    metrics = summary.summarize(
+        frame=frame, dataset=dataset, chunked=Chunked(chunks, 0.0), indexed=indexed, retrieved=retrieved,
+        reranked=reranked, scored=scored, generated=generated, judged=judged, ann=None, embedding=EmbedStats(),
+        timings={}, ks=ks, k=k, index_name="external", judge_name=str(cfg.judge.name),
+        n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
+    metrics["counts"].update(unlocated_passages=outputs.unlocated, passages_located_by_text=outputs.located_by_text)
+    if any(o.latency_ms is not None for o in outputs.records.values()):
+        metrics["latency"]["system_p50_ms"] = metrics["latency"].pop("retrieve_p50_ms")
+        metrics["latency"]["system_p95_ms"] = metrics["latency"].pop("retrieve_p95_ms")
+    else:
+        metrics["latency"] = {}
+    extra = summary.document_trec(frame, questions, scored.qrels, cell_id) if "document" in scored.units else {}
+    return CellResult(frame, metrics, summary.run_trec(frame, cell_id),
+                      summary.qrels_trec(questions, chunks, scored.qrels), extra)

@@ -1,0 +1,107 @@
+"""`rag-bench evaluate`: an external system's outputs scored as a normal cell.
+
+The strongest check that the two paths agree: a cell of our own, exported as OUTPUTS and read
+back, gives the same metrics.json (timings, cache counts and the corpus's chunk counts aside).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rag_bench.cli import main as cli
+from rag_bench.runner.config import DEMO_DATASET
+from tests.conftest import REPO, TINY
+from tests.runner.test_run_cell import run
+
+UNKNOWABLE_COUNTS = {"chunks", "searchable_chunks", "unlocated_passages", "passages_located_by_text"}
+
+
+def _metrics(cell: Path) -> dict:
+    return json.loads((cell / "metrics.json").read_text())
+
+
+def _comparable(m: dict) -> dict:
+    out = {k: v for k, v in m.items() if k not in ("latency", "cost")}
+    out["counts"] = {k: v for k, v in m["counts"].items() if k not in UNKNOWABLE_COUNTS}
+    return out
+
+
+def _only_cell(folder: Path) -> Path:
+    (cell,) = [p.parent for p in folder.glob("*/DONE")]
+    return cell
+
+
+def test_our_own_cell_read_back_gives_the_same_metrics(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    ours = run(tmp_path, "chunker=section", "generator=extractive", "experiment.name=ours", dataset=None)
+    outputs = tmp_path / "outputs.jsonl"
+    assert cli(["export", str(ours), "--out", str(outputs)]) == 0
+    # Through MLflow (the default tracker, a SQLite store under output.root) like any cell.
+    assert cli(["evaluate", str(outputs), "--dataset", str(DEMO_DATASET), "--name", "replayed",
+                f"output.root={tmp_path}", "experiment.name=theirs"]) == 0
+    theirs = _only_cell(tmp_path / "theirs")
+    assert _comparable(_metrics(theirs)) == _comparable(_metrics(ours))
+    done = json.loads((theirs / "DONE").read_text())
+    assert done["mlflow_run_id"] and done["tracking"] == "mlflow"
+    assert {p.name for p in theirs.iterdir()} >= {"metrics.json", "run.trec", "qrels.trec", "failures.csv", "DONE",
+                                                  "config.yaml", "records.parquet"}
+    capsys.readouterr()
+    assert cli(["leaderboard", str(tmp_path / "theirs")]) == 0 and "replayed" in capsys.readouterr().out
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("thresholds:\n  retrieval/hit@5: {min: 0.8}\n  generation/correct: {min: 0.25}\n")
+    assert cli(["gate", str(theirs), "--policy", str(policy), "--baseline", str(ours)]) == 0
+    assert cli(["compare", str(ours), str(theirs)]) == 0
+
+
+def test_text_only_passages_are_located_in_the_corpus(tmp_path, capsys):
+    ours = run(tmp_path, "chunker=section", "generator=none", "experiment.name=ours", dataset=TINY)
+    records = pd.read_parquet(ours / "records.parquet")
+    from rag_bench.data.loader import load_dataset
+
+    docs = load_dataset(TINY).documents
+    lines = []
+    for row in records.to_dict("records"):
+        spans = list(row["chunk_spans"])
+        passages = [{"text": docs[s["doc_id"]].text[s["start"]:s["end"]]} for s in spans[:3]]
+        passages += [{"doc_id": s["doc_id"], "text": " ".join(docs[s["doc_id"]].text[s["start"]:s["end"]].split())}
+                     for s in spans[3:5]]  # whitespace changed: located loosely
+        passages.append({"text": "This sentence is in no document of the corpus."})
+        lines.append(json.dumps({"id": row["qid"], "retrieved": passages}))
+    outputs = tmp_path / "text.jsonl"
+    outputs.write_text("\n".join(lines) + "\n")
+    assert cli(["evaluate", str(outputs), "--dataset", str(TINY), "tracking=none", f"output.root={tmp_path}",
+                "experiment.name=text"]) == 0
+    metrics = _metrics(_only_cell(tmp_path / "text"))
+    assert metrics["counts"]["unlocated_passages"] == len(lines)
+    assert metrics["counts"]["passages_located_by_text"] == sum(min(5, len(r)) for r in records["chunk_spans"])
+    assert "generation" not in metrics  # no answers: a retrieval-only cell
+    reference = _metrics(ours)
+    for key in ("hit@1", "hit@3", "mrr@3", "ndcg@3"):
+        assert metrics["retrieval"][key] == pytest.approx(reference["retrieval"][key])
+
+
+def test_bad_outputs_are_refused_naming_line_and_field(tmp_path, capsys):
+    outputs = tmp_path / "bad.jsonl"
+    outputs.write_text('{"id": "q-nope", "retrieved": []}\n'
+                       '{"id": "q1", "retrieved": [{"doc_id": "returns", "start": 5, "end": 99999999}]}\n'
+                       '{"id": "q2", "retrieved": [{"score": 1}], "colour": "red"}\n')
+    assert cli(["evaluate", str(outputs), "--dataset", str(TINY), "tracking=none",
+                f"output.root={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1" in err and "unknown question 'q-nope'" in err
+    assert "bad.jsonl:3" in err and "[colour]" in err and "needs doc_id with start/end, or text" in err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("DONE"))
+
+
+def test_a_trec_run_of_documents_is_scored_at_document_level(tmp_path):
+    graded = REPO / "tests" / "fixtures" / "beir_graded"
+    ours = run(tmp_path, "chunker=fixed", "chunker.size=80", "chunker.overlap=0", "generator=none", "eval.unit=document",
+               "experiment.name=ours", dataset=graded)
+    assert cli(["evaluate", "--trec", str(ours / "run.document.trec"), "--dataset", str(graded), "eval.unit=document",
+                "tracking=none", f"output.root={tmp_path}", "experiment.name=trec"]) == 0
+    theirs = _metrics(_only_cell(tmp_path / "trec"))
+    assert theirs["document"] == pytest.approx(_metrics(ours)["document"])
