@@ -3,7 +3,7 @@ offsets, counted in words or characters (no tokenizer download)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from rag_bench.chunking.base import DocumentChunker, make_chunks, positive_int
 from rag_bench.errors import ConfigError
@@ -39,5 +39,5 @@ class SemchunkChunker(DocumentChunker):
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
         """semchunk's chunks of ``doc`` at their offsets."""
-        _, offsets = self._chunker(doc.text, offsets=True, overlap=self.overlap)
-        return make_chunks(doc, [(int(s), int(e)) for s, e in offsets])
+        result: Any = self._chunker(doc.text, offsets=True, overlap=self.overlap)
+        return make_chunks(doc, [(int(s), int(e)) for s, e in result[1]])
