@@ -34,7 +34,7 @@ commands:
   cache verify [--repair]          check the embedding cache's checksums
   sync EXPERIMENT_DIR              upload finished cells to MLflow after an outage (no duplicates)
   evaluate OUTPUTS --dataset DIR   score an external system's outputs (or --trec RUN) as a cell
-  export CELL [--out FILE]         a cell's results as OUTPUTS lines (evaluate reads them back)
+  export CELL [--format F] [--out]  a cell's results as OUTPUTS lines or a ragas EvaluationDataset
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -354,6 +354,8 @@ def _evaluate(argv: list[str]) -> int:
     p.add_argument("outputs", nargs="?", help="the system's outputs (JSON lines)")
     p.add_argument("--dataset", required=True, help="dataset folder the outputs answer (native or BEIR)")
     p.add_argument("--trec", help="score a TREC run (document ids, or chunk ids of chunker=...) instead of OUTPUTS")
+    p.add_argument("--ragas", help="score a ragas EvaluationDataset (JSON lines: user_input, retrieved_contexts, "
+                   "response) instead of OUTPUTS")
     p.add_argument("--name", default="external", help="the system's name in leaderboards and MLflow")
     p.add_argument("overrides", nargs="*", default=[], help="config overrides, e.g. eval.unit=both pipeline.k=3 "
                    "experiment.name=apps tracking=none")
@@ -362,15 +364,16 @@ def _evaluate(argv: list[str]) -> int:
     if a.outputs and "=" in a.outputs and not Path(a.outputs).exists():  # `--trec RUN key=value`: an override
         overrides.insert(0, a.outputs)
         a.outputs = None
-    if (a.outputs is None) == (a.trec is None):
-        return _fail("give OUTPUTS or --trec RUN (one of them) -- fix: rag-bench evaluate outputs.jsonl --dataset DIR")
+    if sum(x is not None for x in (a.outputs, a.trec, a.ragas)) != 1:
+        return _fail("give one of OUTPUTS, --trec RUN or --ragas FILE -- fix: rag-bench evaluate outputs.jsonl "
+                     "--dataset DIR")
     register_configs()
     try:
         check_hydra_targets(overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[*overrides, f"dataset.path={Path(a.dataset).resolve()}"])
         evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None, trec=Path(a.trec) if a.trec else None,
-                      system=a.name)
+                      ragas=Path(a.ragas) if a.ragas else None, system=a.name)
     except RagBenchError as exc:
         return _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -385,16 +388,28 @@ def _export(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="rag-bench export", description="Write a cell's per-question results as "
                                 "OUTPUTS JSON lines (the format `rag-bench evaluate` reads).")
     p.add_argument("cell", help="cell folder or MLflow run id")
+    p.add_argument("--format", choices=["outputs", "ragas"], default="outputs",
+                   help="outputs: rag-bench evaluate's format; ragas: an EvaluationDataset as JSON lines "
+                   "(user_input, retrieved_contexts, response, reference)")
     p.add_argument("--out", help="file to write (default: standard output)")
     a = p.parse_args(argv)
     try:
         cell = load_cell(a.cell)
+        if a.format == "ragas":
+            from rag_bench.data.loader import load_dataset
+            from rag_bench.runner.external import export_ragas
+
+            path = (cell.config.get("dataset") or {}).get("path")
+            dataset = load_dataset(path) if path and Path(path).is_dir() else None
+            lines = export_ragas(cell.records, dataset)
+        elif "chunk_spans" not in cell.records:
+            return _fail(f"{cell.path}: records.parquet has no chunk_spans (written before export existed) -- fix: "
+                         "re-run the cell")
+        else:
+            lines = export_outputs(cell.records)
     except RagBenchError as exc:
         return _fail(exc)
-    if "chunk_spans" not in cell.records:
-        return _fail(f"{cell.path}: records.parquet has no chunk_spans (written before export existed) -- fix: "
-                     "re-run the cell")
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export_outputs(cell.records))
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if a.out:
         Path(a.out).write_text(text, encoding="utf-8")
     else:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,13 +96,47 @@ def read_outputs(path: Path, dataset: Dataset) -> Outputs:
     """Read and check OUTPUTS against ``dataset``: every problem is reported at once (file:line,
     field, hint); every question of the dataset must have exactly one line."""
     log = ProblemLog(path.parent)
+    return _parse(path, read_jsonl(path, log), dataset, log)
+
+
+def read_ragas(path: Path, dataset: Dataset) -> Outputs:
+    """A ragas ``EvaluationDataset`` saved as JSON lines (``to_jsonl``: ``user_input``,
+    ``retrieved_contexts``, ``response``, ``reference``) as OUTPUTS: each sample is matched to the
+    dataset's question by its text, its contexts are located in the corpus, its response is the
+    answer (ragas records no citations). References come from the dataset."""
+    log = ProblemLog(path.parent)
+    by_text: dict[str, list[str]] = {}
+    for q in dataset.questions:
+        by_text.setdefault(" ".join(q.question.split()), []).append(q.qid)
+
+    def lines() -> Iterator[tuple[int, dict[str, Any]]]:
+        for lineno, obj in read_jsonl(path, log):
+            text = obj.get("user_input")
+            ids = by_text.get(" ".join(text.split())) if isinstance(text, str) else None
+            if not ids or len(ids) > 1:
+                log.add(path, lineno, "user_input", f"{str(text)[:80]!r} is " + (
+                    "the text of several questions" if ids else "not the text of a question of the dataset"),
+                        "export the samples from the same dataset (rag-bench export CELL --format ragas)")
+                continue
+            contexts = obj.get("retrieved_contexts") or []
+            out: dict[str, Any] = {"id": ids[0], "retrieved": [{"text": c} for c in contexts]
+                                   if isinstance(contexts, list) and all(isinstance(c, str) for c in contexts)
+                                   else contexts}
+            if obj.get("response") is not None:
+                out["answer"] = obj["response"]
+            yield lineno, out
+
+    return _parse(path, lines(), dataset, log)
+
+
+def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dataset, log: ProblemLog) -> Outputs:
     known = {q.qid for q in dataset.questions}
     index = id_index(known)
     docs = list(dataset.documents.values())
     records: dict[str, SystemOutput] = {}
     unlocated = by_text = 0
     answers = 0
-    for lineno, obj in read_jsonl(path, log):
+    for lineno, obj in lines:
         for key in sorted(obj.keys() - _FIELDS):
             log.add(path, lineno, key, f"unknown field {key!r}", f"allowed: {', '.join(sorted(_FIELDS))}")
         qid = obj.get("id")
@@ -252,6 +286,25 @@ def export_outputs(records: Any) -> list[dict[str, Any]]:
             line.update(answer=row["answer"] or "", citations=[int(c) for c in row["citations"]],
                         refused=bool(row["refused"]))
         out.append(line)
+    return out
+
+
+def export_ragas(records: Any, dataset: Dataset | None) -> list[dict[str, Any]]:
+    """A cell's records as ragas ``EvaluationDataset`` samples: ``user_input`` (the question),
+    ``retrieved_contexts`` (the passages handed to the generator), ``response`` (the answer) and
+    ``reference`` (the question's first reference answer, else its facts joined; omitted when
+    there is neither)."""
+    questions = {q.qid: q for q in dataset.questions} if dataset is not None else {}
+    out = []
+    for row in records.to_dict("records"):
+        sample: dict[str, Any] = {"user_input": row["question"],
+                                  "retrieved_contexts": [str(t) for t in row.get("context_texts", [])]}
+        if "answer" in row:
+            sample["response"] = row["answer"] or ""
+        q = questions.get(row["qid"])
+        if q is not None and (q.answers or q.facts):
+            sample["reference"] = q.answers[0] if q.answers else "; ".join(q.facts)
+        out.append(sample)
     return out
 
 

@@ -71,15 +71,15 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
 
 
 def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | None = None,
-                  system: str = "external") -> Path:
+                  ragas: Path | None = None, system: str = "external") -> Path:
     """The cell of an external system's results (OUTPUTS JSON lines or a TREC run) over the
     dataset of ``cfg`` (:mod:`rag_bench.runner.external`); its config records the system's name
     and the file's content hash, so the cell id changes when the file does."""
-    from rag_bench.runner.external import evaluate_outputs, read_outputs, read_trec_run
+    from rag_bench.runner.external import evaluate_outputs, read_outputs, read_ragas, read_trec_run
 
     validate(cfg)
     dataset = _load(cfg)
-    source = outputs if outputs is not None else trec
+    source = outputs or trec or ragas
     assert source is not None
     try:
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -87,6 +87,8 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
         raise ConfigError(f"{source}: cannot read ({exc.strerror}) -- fix: pass an existing outputs file") from exc
     if outputs is not None:
         results = read_outputs(outputs, dataset)
+    elif ragas is not None:
+        results = read_ragas(ragas, dataset)
     else:
         chunks = build(cfg.chunker, "chunker").chunk(list(dataset.documents.values()))
         results = read_trec_run(source, dataset, chunks)
@@ -94,12 +96,12 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
     with open_dict(stored):
         # The system's own stages are unknown: name them after it (a TREC run keeps the chunker
         # whose chunk ids it uses).
-        for group in ("embedder", "index", "reranker") + (("chunker",) if outputs is not None else ()):
+        for group in ("embedder", "index", "reranker") + (("chunker",) if trec is None else ()):
             stored[group] = {"name": "external"}
         stored.retriever = {"name": system}
         stored.generator = {"name": system if results.has_answers else "none"}
         stored.system = {"name": system, "source": str(source.resolve()), "sha256": digest,
-                         "format": "outputs" if outputs is not None else "trec"}
+                         "format": "outputs" if outputs is not None else "ragas" if ragas is not None else "trec"}
     return _finish(stored, dataset, cell_id(stored, dataset.fingerprint),
                    lambda cid: evaluate_outputs(cfg, dataset, results, cid))
 

@@ -105,3 +105,26 @@ def test_a_trec_run_of_documents_is_scored_at_document_level(tmp_path):
                 "tracking=none", f"output.root={tmp_path}", "experiment.name=trec"]) == 0
     theirs = _metrics(_only_cell(tmp_path / "trec"))
     assert theirs["document"] == pytest.approx(_metrics(ours)["document"])
+
+
+def test_a_ragas_evaluation_dataset_round_trip_keeps_every_field(tmp_path, capsys):
+    """export (ragas) → import (evaluate --ragas) → export again: the same samples; ragas itself
+    reads both files."""
+    ours = run(tmp_path, "chunker=section", "generator=extractive", "experiment.name=ours", dataset=None)
+    first = tmp_path / "ragas.jsonl"
+    assert cli(["export", str(ours), "--format", "ragas", "--out", str(first)]) == 0
+    samples = [json.loads(line) for line in first.read_text().splitlines()]
+    assert set(samples[0]) == {"user_input", "retrieved_contexts", "response", "reference"}
+    assert all(s["retrieved_contexts"] for s in samples)
+    assert cli(["evaluate", "--ragas", str(first), "--dataset", str(DEMO_DATASET), "--name", "from_ragas",
+                "tracking=none", f"output.root={tmp_path}", "experiment.name=ragas"]) == 0
+    theirs = _only_cell(tmp_path / "ragas")
+    again = tmp_path / "again.jsonl"
+    assert cli(["export", str(theirs), "--format", "ragas", "--out", str(again)]) == 0
+    assert [json.loads(line) for line in again.read_text().splitlines()] == samples
+    metrics, reference = _metrics(theirs), _metrics(ours)
+    assert metrics["counts"]["unlocated_passages"] == 0
+    assert metrics["generation"]["correct"] == reference["generation"]["correct"]  # same answers, same references
+    ragas = pytest.importorskip("ragas", reason="the judge extra installs ragas")
+    for path in (first, again):
+        assert len(ragas.EvaluationDataset.from_jsonl(str(path)).samples) == len(samples)
