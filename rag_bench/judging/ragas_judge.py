@@ -1,10 +1,12 @@
-"""ragas LLM judge (Faithfulness, ResponseRelevancy) against any OpenAI-compatible endpoint.
+"""ragas LLM judge against any OpenAI-compatible endpoint: every ragas collection metric that
+needs only that endpoint (and our offline embedder), selected with ``judge.metrics=[...]``.
 
-Each (metric, question, answer, contexts) is judged once and cached (successes only). Every
-failure is recorded per question with its reason and counted; when the failure rate exceeds
-``max_failure_rate`` the cell fails instead of reporting scores computed on a biased subset.
-ragas' own telemetry is off; its tiktoken-based paths (which download a file) are not used.
-Needs ``pip install 'rag_bench[judge]'``.
+Each (metric, question, answer, contexts, reference) is judged once and cached (successes only).
+Every failure is recorded per question with its reason and counted; when the failure rate
+exceeds ``max_failure_rate`` the cell fails instead of reporting scores computed on a biased
+subset. A metric that needs a reference is not attempted for a question without one (it is not
+a failure). ``concurrency`` bounds the judge calls in flight. ragas' own telemetry is off; its
+tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,46 @@ from rag_bench.errors import ConfigError
 from rag_bench.judging.base import JudgeResult, JudgeSample
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
-METRICS = ("faithfulness", "response_relevancy")
+
+@dataclass(frozen=True)
+class RagasMetric:
+    """One ragas collection metric: its class, the sample fields its ``ascore`` takes, and
+    whether it compares embeddings."""
+
+    cls: str
+    inputs: tuple[str, ...]
+    embeddings: bool = False
+
+    @property
+    def needs_reference(self) -> bool:
+        """Whether the question must have a reference answer (or facts)."""
+        return "reference" in self.inputs
+
+
+# Our name -> ragas.metrics.collections class (ragas 0.4.3). Fields: user_input = the question,
+# response = the answer, retrieved_contexts = the passages handed to the generator, reference =
+# the question's first reference answer, else its facts joined.
+RAGAS_METRICS = {
+    "faithfulness": RagasMetric("Faithfulness", ("user_input", "response", "retrieved_contexts")),
+    "response_relevancy": RagasMetric("AnswerRelevancy", ("user_input", "response"), embeddings=True),
+    "context_precision": RagasMetric("ContextPrecision", ("user_input", "reference", "retrieved_contexts")),
+    "context_precision_without_reference": RagasMetric("ContextPrecisionWithoutReference",
+                                                       ("user_input", "response", "retrieved_contexts")),
+    "context_recall": RagasMetric("ContextRecall", ("user_input", "retrieved_contexts", "reference")),
+    "context_entity_recall": RagasMetric("ContextEntityRecall", ("reference", "retrieved_contexts")),
+    "context_relevance": RagasMetric("ContextRelevance", ("user_input", "retrieved_contexts")),
+    "response_groundedness": RagasMetric("ResponseGroundedness", ("response", "retrieved_contexts")),
+    "factual_correctness": RagasMetric("FactualCorrectness", ("response", "reference")),
+    "answer_correctness": RagasMetric("AnswerCorrectness", ("user_input", "response", "reference"), embeddings=True),
+    "answer_accuracy": RagasMetric("AnswerAccuracy", ("user_input", "response", "reference")),
+    "noise_sensitivity": RagasMetric("NoiseSensitivity", ("user_input", "response", "reference", "retrieved_contexts")),
+}
+METRICS = ("faithfulness", "response_relevancy")  # the default selection
+
+
+def _fields(sample: JudgeSample) -> dict[str, Any]:
+    return {"user_input": sample.question, "response": sample.answer, "retrieved_contexts": list(sample.contexts),
+            "reference": sample.reference}
 
 
 class JudgeCache(BlobStore):
@@ -58,9 +100,11 @@ class RagasJudge:
     base_url, model, api_key_env:
         The judge endpoint (key read from the named environment variable).
     metrics:
-        Subset of ``faithfulness``, ``response_relevancy``.
+        Names in :data:`RAGAS_METRICS` (default ``faithfulness``, ``response_relevancy``).
     timeout_s, max_retries:
         Per call.
+    concurrency:
+        Judge calls in flight at once (1 suits a small local server).
     max_failure_rate:
         Share of attempted judgements that may fail before the cell fails.
     embedder:
@@ -69,12 +113,15 @@ class RagasJudge:
 
     def __init__(self, base_url: str | None = None, model: str = "local", api_key_env: str = "OPENAI_API_KEY",
                  metrics: Sequence[str] = METRICS, timeout_s: float = 120.0, max_retries: int = 1,
-                 max_failure_rate: float = 0.2, embedder: Any = None) -> None:
+                 max_failure_rate: float = 0.2, concurrency: int = 1, embedder: Any = None) -> None:
         if not base_url:
             raise ConfigError("judge.base_url is not set -- fix: judge.base_url=http://HOST:PORT/v1")
-        bad = [m for m in metrics if m not in METRICS]
+        bad = [m for m in metrics if m not in RAGAS_METRICS]
         if bad or not metrics:
-            raise ConfigError(f"judge.metrics: unknown {bad} -- fix: a subset of {list(METRICS)}")
+            raise ConfigError(f"judge.metrics: unknown {bad} -- fix: a subset of {sorted(RAGAS_METRICS)}")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
+            raise ConfigError(f"judge.concurrency must be an integer in [1, 64], got {concurrency!r}")
+        self.concurrency = concurrency
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
             raise ConfigError(f"judge.max_failure_rate must be in [0, 1], got {max_failure_rate!r}")
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
@@ -85,29 +132,32 @@ class RagasJudge:
     def _scorers(self) -> dict[str, Any]:
         os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
         try:
+            import ragas.metrics.collections as collections
             from openai import AsyncOpenAI
             from ragas.llms import llm_factory
-            from ragas.metrics.collections import AnswerRelevancy, Faithfulness
         except ImportError as exc:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
         client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
                              timeout=self.timeout_s, max_retries=self.max_retries)
         llm = llm_factory(self.model, client=client)
         out: dict[str, Any] = {}
-        if "faithfulness" in self.metrics:
-            out["faithfulness"] = Faithfulness(llm=llm)
-        if "response_relevancy" in self.metrics:
-            out["response_relevancy"] = AnswerRelevancy(llm=llm, embeddings=_Embeddings(self.embedder).adapter)
+        for name in self.metrics:
+            spec = RAGAS_METRICS[name]
+            kwargs: dict[str, Any] = {"llm": llm}
+            if spec.embeddings:
+                kwargs["embeddings"] = _Embeddings(self.embedder).adapter
+            out[name] = getattr(collections, spec.cls)(**kwargs)
         return out
 
     def _key(self, metric: str, s: JudgeSample) -> str:
-        blob = json.dumps([self.identity, metric, s.question, s.answer, list(s.contexts)], sort_keys=True)
+        blob = json.dumps([self.identity, metric, s.question, s.answer, list(s.contexts), s.reference], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def judge(self, samples: Sequence[JudgeSample | None], cache_dir: str | Path | None = None) -> list[JudgeResult]:
-        """Judge each sample (None = nothing to judge, e.g. a refusal)."""
+        """Judge each sample (None = nothing to judge, e.g. a refusal) on every applicable metric."""
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
-        keys = {(i, m): self._key(m, s) for i, s in enumerate(samples) if s is not None for m in self.metrics}
+        keys = {(i, m): self._key(m, s) for i, s in enumerate(samples) if s is not None for m in self.metrics
+                if s.reference or not RAGAS_METRICS[m].needs_reference}
         results = [JudgeResult() for _ in samples]
         first = {k: im for im, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
         failures: dict[str, str] = {}
@@ -116,14 +166,19 @@ class RagasJudge:
             scorers = self._scorers()
             loop = asyncio.new_event_loop()  # one loop: the async client is bound to it
             try:
-                for k in todo:  # sequential: small local judges serve one request at a time
-                    i, m = first[k]
-                    results[i].calls += 1
-                    try:
-                        yield k, loop.run_until_complete(self._score(scorers[m], m, samples[i]))
-                    except Exception as exc:  # any judge failure is recorded with its reason, never raised
-                        failures[k] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                        yield k, None
+                for start in range(0, len(todo), self.concurrency):  # at most `concurrency` calls in flight
+                    batch = todo[start:start + self.concurrency]
+                    outcomes = loop.run_until_complete(self._gather(scorers, samples, [first[k] for k in batch]))
+                    for k, outcome in zip(batch, outcomes):
+                        results[first[k][0]].calls += 1
+                        if isinstance(outcome, BaseException):
+                            if not isinstance(outcome, Exception):
+                                raise outcome  # KeyboardInterrupt and friends stop the run
+                            # any judge failure is recorded with its reason, never raised
+                            failures[k] = f"{type(outcome).__name__}: {str(outcome)[:300]}"
+                            yield k, None
+                        else:
+                            yield k, outcome
             finally:
                 loop.close()
 
@@ -135,15 +190,16 @@ class RagasJudge:
                 results[i].failures[m] = failures[k]
         return results
 
+    async def _gather(self, scorers: dict[str, Any], samples: Sequence[JudgeSample | None],
+                      jobs: list[tuple[int, str]]) -> list[Any]:
+        return await asyncio.gather(*(self._score(scorers[m], m, samples[i]) for i, m in jobs), return_exceptions=True)
+
     @staticmethod
     async def _score(scorer: Any, metric: str, sample: JudgeSample | None) -> float:
         if sample is None:
             raise ValueError("nothing to judge")
-        if metric == "faithfulness":
-            res = await scorer.ascore(user_input=sample.question, response=sample.answer,
-                                      retrieved_contexts=list(sample.contexts))
-        else:
-            res = await scorer.ascore(user_input=sample.question, response=sample.answer)
+        fields = _fields(sample)
+        res = await scorer.ascore(**{f: fields[f] for f in RAGAS_METRICS[metric].inputs})
         value = float(res.value)
         if value != value:  # NaN: ragas could not score (e.g. no statements extracted)
             raise ValueError("judge returned no score (NaN)")

@@ -105,3 +105,33 @@ def test_unreachable_generator_is_recorded_per_question(tmp_path):
     assert m["counts"]["endpoint_calls"] == 6 and m["counts"]["endpoint_failures"] == 6
     assert records["generation_error"].str.contains("refused", case=False).all()
     assert m["failures"]["error"] == 6 and m["n"]["generation/correct"] == 0  # kept out of the denominator
+
+
+def test_ragas_collection_metrics_against_llama_server(llm_server, tmp_path):
+    """Five ragas metrics (two need the reference) through the real server, two calls in flight:
+    every answered question has a score or a recorded reason for each applicable metric."""
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+    metrics = ["faithfulness", "response_relevancy", "context_precision", "context_recall", "factual_correctness"]
+    args = ["run", f"dataset.path={TINY}", f"output.root={tmp_path / 'exp'}", "tracking=none",
+            "generator=extractive", "judge=ragas", f"judge.base_url={llm_server}", f"judge.metrics=[{','.join(metrics)}]",
+            "judge.concurrency=2", "judge.max_failure_rate=1.0", "judge.timeout_s=60"]
+    done = subprocess.run([str(BIN / "rag-bench"), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (cell,) = [p.parent for p in (tmp_path / "exp" / "default").glob("*/DONE")]
+    records = pd.read_parquet(cell / "records.parquet")
+    m = json.loads((cell / "metrics.json").read_text())
+    assert set(m["judge"]) == {f"judge_{x}" for x in metrics}
+    answered = records[~records["refused"] & records["answer"].str.len().gt(0)]
+    assert len(answered) >= 1
+    attempted = failures = 0
+    for _, row in answered.iterrows():
+        reasons = json.loads(row["judge_failures"]) if row["judge_failures"] else {}
+        for metric in metrics:
+            scored = not pd.isna(row[f"judge_{metric}"])
+            assert scored or metric in reasons or (metric in ("context_precision", "context_recall",
+                                                              "factual_correctness") and not row["answerable"])
+            attempted += scored or metric in reasons
+            failures += metric in reasons
+    assert m["counts"]["judge_attempted"] == attempted and m["counts"]["judge_failures"] == failures
+    assert m["counts"]["judge_calls"] >= attempted
