@@ -33,6 +33,10 @@ class Lru(OrderedDict):  # type: ignore[type-arg]
         super().__init__()
         self.size = size
 
+    def __reduce__(self) -> tuple[type, tuple[int]]:
+        # Shared work is per process: a launcher that ships the app to a worker ships it empty.
+        return (Lru, (self.size,))
+
     def get_or(self, key: str, make: Callable[[], T]) -> T:
         """The value under ``key``, made (and stored, evicting the oldest) when absent."""
         if not sharing_enabled():

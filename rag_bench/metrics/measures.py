@@ -297,8 +297,7 @@ TAG = (family("retrieval", "hit").at(1), family("retrieval", "hit").at(5), famil
 # Columns of the leaderboard and the report's table, in order.
 HEADLINE = (*TAG, family("evidence", "evidence_recall").at(5),
             family("evidence", "complete").at(5), family("ann", "ann_recall").at(10),
-            family("generation", "correct"), family("generation", "exact_match"), family("generation", "token_f1"),
-            family("generation", "answer_words"), family("citation", "citation_precision"),
+            family("generation", "correct"), family("generation", "answer_words"), family("citation", "citation_precision"),
             family("abstention", "false_refusal_rate"), family("abstention", "correct_refusal_rate"))
 # The ANN latencies the leaderboard appends when a cell has them.
 ANN_LATENCY = (family("ann", "ann_p50_ms"), family("ann", "exact_p50_ms"))

@@ -64,3 +64,14 @@ def test_generation_does_not_touch_the_scored_frame():
     pd.testing.assert_frame_equal(scored.frame, before)
     assert list(scored.frame.columns) == list(before.columns)  # no answer columns were added to it
     assert isinstance(scored, Scored) and len(generated.frame) == len(questions)
+
+
+def test_shared_work_pickles_empty_for_worker_processes():
+    """joblib and submitit ship the Hydra app (and its SharedWork) to workers: it must pickle, and
+    a worker starts from nothing rather than a copy of the parent's indexes."""
+    import pickle
+
+    work = SharedWork()
+    work.get_or("chunks", "k", lambda: [1, 2, 3])
+    copy = pickle.loads(pickle.dumps(work))
+    assert copy.stats()["chunks"]["entries"] == 0 and copy.get_or("chunks", "k", lambda: "fresh") == "fresh"
