@@ -25,6 +25,8 @@ COMPONENT_GROUPS = (*STAGES, TRACKING)
 RETRIEVAL_STAGES = STAGES[:5]
 # The stages a short cell label names (others only when they vary).
 LABEL_STAGES = ("chunker", "retriever", "reranker")
+# The stages a cell's console summary line names.
+CONSOLE_STAGES = ("chunker", "retriever", "reranker", "index", "generator")
 # Override keys in loop order for the sweeper: the dataset, then every stage; others innermost.
 SWEEP_ORDER = ("dataset", *STAGES)
 

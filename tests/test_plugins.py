@@ -27,14 +27,16 @@ def _run(args: list[str], pythonpath: Path, cwd: Path) -> subprocess.CompletedPr
 
 def test_the_example_plugin_is_swept_beside_built_in_components(tmp_path):
     out = tmp_path / "out"
-    done = _run(["run", "-m", "retriever=bm25,char_ngram", "hydra.searchpath=[pkg://rag_bench_example_plugin.conf]",
+    done = _run(["run", "-m", "chunker=section,lc_markdown", "retriever=bm25,char_ngram",
+                 "hydra.searchpath=[pkg://rag_bench_example_plugin.conf]",
                  f"dataset.path={TINY}", "tracking=none", f"output.root={out}", "generator=none",
                  "experiment.name=plugins"], EXAMPLES, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     board = _run(["leaderboard", str(out / "plugins")], EXAMPLES, tmp_path)
     assert board.returncode == 0 and " bm25 " in board.stdout and " char_ngram " in board.stdout
+    assert "lc_markdown" in board.stdout and "section" in board.stdout
     configs = sorted((out / "plugins").glob("*/config.yaml"))
-    assert len(configs) == 2
+    assert len(configs) == 4
     assert any("_target_: rag_bench_example_plugin.retriever.CharNgramRetriever" in c.read_text() for c in configs)
 
 

@@ -105,6 +105,8 @@ class RagasJudge:
         Per call.
     concurrency:
         Judge calls in flight at once (1 suits a small local server).
+    max_tokens:
+        Cap on each judge completion (a small model can otherwise ramble to its context limit).
     max_failure_rate:
         Share of attempted judgements that may fail before the cell fails.
     embedder:
@@ -113,7 +115,8 @@ class RagasJudge:
 
     def __init__(self, base_url: str | None = None, model: str = "local", api_key_env: str = "OPENAI_API_KEY",
                  metrics: Sequence[str] = METRICS, timeout_s: float = 120.0, max_retries: int = 1,
-                 max_failure_rate: float = 0.2, concurrency: int = 1, embedder: Any = None) -> None:
+                 max_failure_rate: float = 0.2, concurrency: int = 1, max_tokens: int = 1024,
+                 embedder: Any = None) -> None:
         if not base_url:
             raise ConfigError("judge.base_url is not set -- fix: judge.base_url=http://HOST:PORT/v1")
         bad = [m for m in metrics if m not in RAGAS_METRICS]
@@ -122,12 +125,15 @@ class RagasJudge:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
             raise ConfigError(f"judge.concurrency must be an integer in [1, 64], got {concurrency!r}")
         self.concurrency = concurrency
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
+            raise ConfigError(f"judge.max_tokens must be an integer >= 16, got {max_tokens!r}")
+        self.max_tokens = max_tokens
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
             raise ConfigError(f"judge.max_failure_rate must be in [0, 1], got {max_failure_rate!r}")
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
         self.metrics, self.timeout_s, self.max_retries = tuple(metrics), float(timeout_s), int(max_retries)
         self.max_failure_rate, self.embedder = float(max_failure_rate), embedder
-        self.identity: dict[str, Any] = {"judge": "ragas", "url": base_url, "model": model}
+        self.identity: dict[str, Any] = {"judge": "ragas", "url": base_url, "model": model, "max_tokens": max_tokens}
 
     def _scorers(self) -> dict[str, Any]:
         os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
@@ -139,7 +145,7 @@ class RagasJudge:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
         client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
                              timeout=self.timeout_s, max_retries=self.max_retries)
-        llm = llm_factory(self.model, client=client)
+        llm = llm_factory(self.model, client=client, max_tokens=self.max_tokens)
         out: dict[str, Any] = {}
         for name in self.metrics:
             spec = RAGAS_METRICS[name]

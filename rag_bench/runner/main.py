@@ -24,7 +24,7 @@ from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, flat_params, validate
 from rag_bench.runner.pipeline import run_pipeline
 from rag_bench.runner.results import CellResult
-from rag_bench.stages import STAGES
+from rag_bench.stages import CONSOLE_STAGES, STAGES
 from rag_bench.tracking.base import cell_tags
 
 log = logging.getLogger("rag_bench")
@@ -173,7 +173,7 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
     """The one-line summary of a finished cell: its components, chunk count, headline measures
     (:data:`~rag_bench.metrics.measures.CONSOLE`) and, when it generates, the answer measures and
     failure labels."""
-    shown = " ".join(f"{g}={names.get(g, '')}" for g in ("chunker", "retriever", "reranker", "index", "generator"))
+    shown = " ".join(f"{g}={names.get(g, '')}" for g in CONSOLE_STAGES)
     shown_measures = (measures.CONSOLE if "retrieval" in metrics else ()) + \
         (tuple(measures.CONSOLE_DOCUMENT) if "document" in metrics else ())
     head = " ".join(f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
