@@ -75,6 +75,9 @@ def match_answer(answer: Answer, facts: Sequence[str], references: Sequence[str]
     (1.0, 0.0, 0.5, nan, 11.0)
     """
     nan = float("nan")
+    # References and facts that normalise to nothing ("...", ".") match everything: dropped.
+    references = [r for r in references if normalize(r)]
+    facts = [f for f in facts if normalize(f)]
     blank = answer.refused or not answer.text
     text = _CITE.sub("", answer.text)
     if references:

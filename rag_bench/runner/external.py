@@ -7,7 +7,7 @@ OUTPUTS is a JSON-lines file, one line per question of the dataset::
                    {"doc_id": "billing", "text": "A full refund is available ..."},  # located in the doc
                    {"text": "Refunds are paid within 14 days."}],                     # located in the corpus
      "answer": "Within 14 days of a renewal [1].",      # optional: without it the cell is retrieval-only
-     "citations": [1],                                  # optional: context passage numbers or doc ids
+     "citations": [1],                                  # optional: positions in "retrieved" (from 1) or doc ids
      "refused": false,                                  # optional: the system declined to answer
      "latency_ms": 840.0}                               # optional: end-to-end latency of the question
 
@@ -28,6 +28,7 @@ ids of the configured chunker.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -74,6 +75,16 @@ class Outputs:
     unlocated: int
     located_by_text: int
     has_answers: bool
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number that is a finite float (a 400-digit integer is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _locate(text: str, docs: Sequence[Document]) -> tuple[str, int, int] | None:
@@ -131,7 +142,7 @@ def read_ragas(path: Path, dataset: Dataset) -> Outputs:
 
 def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dataset, log: ProblemLog) -> Outputs:
     known = {q.qid for q in dataset.questions}
-    index = id_index(known)
+    index, doc_index = id_index(known), id_index(dataset.documents)
     docs = list(dataset.documents.values())
     records: dict[str, SystemOutput] = {}
     unlocated = by_text = 0
@@ -167,16 +178,16 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
                 bad = True
             score = p.get("score")
             if score is not None:
-                if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score or \
-                        score in (float("inf"), float("-inf")):
-                    log.add(path, lineno, f"{field}.score", f"must be a finite number, got {score!r}", "or omit it")
+                if not _finite(score):
+                    log.add(path, lineno, f"{field}.score", f"must be a finite number, got {str(score)[:40]}",
+                            "or omit it")
                     bad = True
                     continue
                 scores.append(float(score))
             doc_id, start, end, text = p.get("doc_id"), p.get("start"), p.get("end"), p.get("text")
-            if doc_id is not None and doc_id not in dataset.documents:
+            if doc_id is not None and (not isinstance(doc_id, str) or doc_id not in dataset.documents):
                 log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
-                        + did_you_mean(doc_id, dataset.documents), "use the ids of the dataset's documents")
+                        + did_you_mean(doc_id, dataset.documents, doc_index), "use the ids of the dataset's documents")
                 bad = True
                 continue
             if doc_id is not None and (start is not None or end is not None):
@@ -215,8 +226,8 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         if not isinstance(refused, bool):
             log.add(path, lineno, "refused", "must be true or false", "or omit it")
             bad = True
-        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency < 0):
-            log.add(path, lineno, "latency_ms", "must be a number >= 0", "or omit it")
+        if latency is not None and (not _finite(latency) or latency < 0):
+            log.add(path, lineno, "latency_ms", "must be a finite number >= 0", "or omit it")
             bad = True
         if bad:
             continue
@@ -254,7 +265,9 @@ def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outp
         try:
             value = float(score)
         except ValueError:
-            log.add(path, lineno, "score", f"not a number: {score!r}", "write a decimal score")
+            value = float("nan")
+        if not math.isfinite(value):
+            log.add(path, lineno, "score", f"not a finite number: {score[:40]!r}", "write a decimal score")
             continue
         if docno in dataset.documents:
             span = (docno, 0, len(dataset.documents[docno].text))
@@ -264,7 +277,11 @@ def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outp
             log.add(path, lineno, "docno", f"{docno!r} is neither a document id nor a chunk id of the configured "
                     "chunker", "use document ids, or pass the chunker= that produced the chunk ids")
             continue
-        rows.setdefault(qid, []).append((value, -lineno, span))
+        if any(r[2] == span for r in rows.get(qid, [])):
+            log.add(path, lineno, "docno", f"{docno!r} appears twice for query {qid!r}", "keep one line per "
+                    "(query, docno), as trec_eval requires")
+            continue
+        rows.setdefault(qid, []).append((value, lineno, span))
     log.raise_if_any(f"{path}")
     records = {}
     for q in dataset.questions:
@@ -283,8 +300,12 @@ def export_outputs(records: Any) -> list[dict[str, Any]]:
             {"doc_id": str(s["doc_id"]), "start": int(s["start"]), "end": int(s["end"]), "score": float(sc)}
             for s, sc in zip(row["chunk_spans"], row["scores"])]}
         if "answer" in row:
-            line.update(answer=row["answer"] or "", citations=[int(c) for c in row["citations"]],
-                        refused=bool(row["refused"]))
+            # Citations count the retrieved list from 1: the cell's context passage n is the chunk
+            # context_ids[n - 1], at its position among the ranked chunk ids.
+            position = {cid: i + 1 for i, cid in reversed(list(enumerate(row["chunk_ids"])))}
+            line.update(answer=row["answer"] or "", refused=bool(row["refused"]),
+                        citations=[position[row["context_ids"][int(c) - 1]] for c in row["citations"]
+                                   if 1 <= int(c) <= len(row["context_ids"]) and row["context_ids"][int(c) - 1] in position])
         out.append(line)
     return out
 
@@ -324,7 +345,11 @@ class ReplayGenerator:
             numbers = []
             for c in o.citations:
                 if isinstance(c, int):
-                    numbers.append(c)
+                    # The system's n-th retrieved passage -> the rebuilt context passage holding it
+                    # (dedupe and the token budget renumber the context); outside it: invalid.
+                    d, s0, e0 = o.passages[c - 1] if 1 <= c <= len(o.passages) else ("", 0, 0)
+                    held = [p.number for p in item.passages if p.doc_id == d and p.start <= s0 and e0 <= p.end]
+                    numbers.append(held[0] if held else len(item.passages) + c)
                 else:  # a document id: every context passage from that document
                     numbers.extend(p.number for p in item.passages if p.doc_id == c)
             text = REFUSAL if o.refused else (o.answer or "")
@@ -338,20 +363,29 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
     from located passages instead of a retriever and given answers instead of a generator."""
     questions = list(dataset.questions)
     spans: dict[tuple[str, int, int], int] = {}
+    duplicates = 0
+    ranked: dict[str, list[tuple[str, int, int]]] = {}
     for o in outputs.records.values():
-        for s in o.passages:
+        seen: set[tuple[str, int, int]] = set()
+        ranked[o.qid] = []
+        for i, s in enumerate(o.passages):
+            if s in seen:  # the same span twice in one ranking counts once: the repeat is a placeholder
+                duplicates += 1
+                s = (UNLOCATED, -1 - i, -1 - i)
+            seen.add(s)
+            ranked[o.qid].append(s)
             spans.setdefault(s, len(spans))
     documents = dict(dataset.documents)
     if any(d == UNLOCATED for d, _, _ in spans):
         documents[UNLOCATED] = Document(UNLOCATED, "")
-    chunks = [Chunk(f"{d}@{s}-{e}" if d != UNLOCATED else f"{UNLOCATED}#{s}", d, s, e, documents[d].text[s:e])
-              for d, s, e in spans]
+    chunks = [Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) if d != UNLOCATED else
+              Chunk(f"{UNLOCATED}#{s}", d, 0, 0, "") for d, s, e in spans]
     placeholder = Dataset(dataset.name, dataset.root, dataset.layout, documents, dataset.questions,
                           dataset.fingerprint)
     rankings, latency = [], []
     for q in questions:
         o = outputs.records[q.qid]
-        ids = tuple(spans[s] for s in o.passages)
+        ids = tuple(spans[s] for s in ranked[q.qid])
         given = o.scores
         ok = given is not None and all(a >= b for a, b in zip(given, given[1:]))
         scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
@@ -366,7 +400,7 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
                           reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
                           relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
                           relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)],
-                          attribute_chunking=False)
+                          attribute_chunking=False, min_relevant=1)
     generated = judged = None
     if outputs.has_answers:
         generated = stages.generate(
@@ -384,7 +418,8 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         reranked=reranked, scored=scored, generated=generated, judged=judged, ann=None, embedding=EmbedStats(),
         timings={}, ks=ks, k=k, index_name="external", judge_name=str(cfg.judge.name),
         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
-    metrics["counts"].update(unlocated_passages=outputs.unlocated, passages_located_by_text=outputs.located_by_text)
+    metrics["counts"].update(unlocated_passages=outputs.unlocated, passages_located_by_text=outputs.located_by_text,
+                             duplicate_passages=duplicates)
     if any(o.latency_ms is not None for o in outputs.records.values()):
         metrics["latency"]["system_p50_ms"] = metrics["latency"].pop("retrieve_p50_ms")
         metrics["latency"]["system_p95_ms"] = metrics["latency"].pop("retrieve_p95_ms")

@@ -60,14 +60,17 @@ def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
                     relevance: str, gain: str = "linear", relevance_level: int = 1,
-                    units: Sequence[str] = ("chunk",), attribute_chunking: bool = True) -> tuple[pd.DataFrame, Qrels]:
+                    units: Sequence[str] = ("chunk",), attribute_chunking: bool = True,
+                    min_relevant: int = 0) -> tuple[pd.DataFrame, Qrels]:
     """One row per question with ranked chunk ids, graded relevance, measures and failure label.
 
     Chunk grades are the highest grade of the evidence spans a chunk is relevant to; binary
     measures (hit, precision, recall, MRR, MAP) count grades >= ``relevance_level`` (trec_eval's
     ``-l``), nDCG uses every positive grade with ``gain``. With ``"document"`` in ``units`` the
     chunk ranking is also turned into a document ranking (:func:`document_ranking`) and scored
-    against document grades (columns ``doc_*``). Also returns the derived qrels.
+    against document grades (columns ``doc_*``). ``min_relevant`` (external systems, whose
+    passages are not the corpus's chunks) counts at least that many relevant chunks for an
+    answerable question with evidence at the level, so a miss scores 0. Also returns the derived qrels.
     """
     index = ChunkIndex(chunks)
     depth = max(len(r.indices) for r in rankings) if rankings else 0
@@ -91,7 +94,11 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
         levels[i, : ranked.size] = ranked_grades
         is_rel = ranked_grades >= relevance_level
         n_rel[i] = int(np.sum(grades >= relevance_level))
-        grades_all.append([g for g in grades.tolist() if g > 0])
+        judged = q.answerable and any(s.grade >= relevance_level for s in q.evidence)
+        padding = max(0, min_relevant - int(n_rel[i])) if judged else 0
+        n_rel[i] += padding
+        grades_all.append([g for g in grades.tolist() if g > 0]
+                          + ([max(s.grade for s in q.evidence)] * padding if padding else []))
         top = [chunks[j] for j in ranked]
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
         row: dict[str, Any] = {
@@ -117,7 +124,9 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
         for kk in cut:
             er, comp = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
             row[evidence_recall.at(kk).name], row[complete.at(kk).name] = er, comp
-        row["failure"] = retrieval_label(q, found if attribute_chunking else np.ones_like(found), first, k)
+        # Nothing relevant at eval.relevance_level (e.g. only grade-1 evidence at level 2): unjudged.
+        row["failure"] = "unjudged" if q.answerable and q.evidence and not judged else \
+            retrieval_label(q, found if attribute_chunking else np.ones_like(found), first, k)
         rows.append(row)
     frame = pd.DataFrame(rows)
     answerable = np.array([q.answerable for q in questions], bool)

@@ -125,14 +125,15 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
 def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
           reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
           gain: str, relevance_level: int = 1, units: Sequence[str] = ("chunk",),
-          attribute_chunking: bool = True) -> Scored:
+          attribute_chunking: bool = True, min_relevant: int = 0) -> Scored:
     """Per-question graded relevance, ranking measures (per unit), evidence measures and the
     retrieval label (``attribute_chunking=False`` when the chunks are not the whole corpus's, as
-    for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``)."""
+    for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``; then
+    ``min_relevant=1`` makes a question the system missed score 0 instead of being left out)."""
     frame, qrels = score_retrieval(questions=questions, chunks=indexed.searchable, rankings=reranked.rankings,
                                    documents=dataset.documents, ks=ks, k=k, min_coverage=min_coverage,
                                    relevance=relevance, gain=gain, relevance_level=relevance_level, units=units,
-                                   attribute_chunking=attribute_chunking)
+                                   attribute_chunking=attribute_chunking, min_relevant=min_relevant)
     searchable = indexed.searchable
     frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
     return Scored(frame, qrels, tuple(units))

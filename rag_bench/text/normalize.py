@@ -7,22 +7,30 @@ Shared by answer correctness, facts-mode chunk relevance and the extractive gene
 from __future__ import annotations
 
 import re
-import string
+import unicodedata
 from collections.abc import Sequence
 
+import regex
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation if c not in "$%"})
+# Punctuation and non-currency symbols of any script become spaces ("days—after", “quoted”);
+# `$` (and every currency sign) and `%` are kept: they carry meaning in prices and rates.
+_PUNCT = regex.compile(r"[\p{P}\p{Sm}\p{Sk}\p{So}--[%]]", regex.V1)
+_UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
 
 
 def normalize(text: str) -> str:
     """SQuAD-style normalisation plus digit grouping: case, punctuation, articles, whitespace,
-    ``30,000`` = ``30000``. ``$`` and ``%`` are kept (they carry meaning in prices and rates).
+    ``30,000`` = ``30000``, for text in any script (NFKC first). ``$``, other currency signs and
+    ``%`` are kept (they carry meaning in prices and rates).
 
     >>> normalize("The fee is $1,250.00!")
     'fee is $1250 00'
+    >>> normalize("“Within 14 days—after renewal”")
+    'within 14 days after renewal'
     """
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
-    text = text.translate(_PUNCT)
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", text).lower())
+    text = _PUNCT.sub(" ", text)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -34,12 +42,15 @@ def contains(text: str, phrase: str) -> bool:
     True
     >>> contains("the 10th century", "10")
     False
+    >>> contains("返金は14日以内です。", "14日以内")
+    True
     """
     p = normalize(phrase)
+    if _UNSPACED.search(p):  # scripts written without spaces: containment of the characters
+        return p.replace(" ", "") in normalize(text).replace(" ", "")
     return bool(p) and f" {p} " in f" {normalize(text)} "
 
 
 def facts_present(answer: str, facts: Sequence[str]) -> bool:
     """Every fact appears in the answer (normalised, as a whole-word sequence)."""
-    a = f" {normalize(answer)} "
-    return all(f" {normalize(f)} " in a for f in facts if normalize(f))
+    return all(contains(answer, f) for f in facts if normalize(f))

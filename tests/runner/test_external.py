@@ -17,7 +17,7 @@ from rag_bench.runner.config import DEMO_DATASET
 from tests.conftest import REPO, TINY
 from tests.runner.test_run_cell import run
 
-UNKNOWABLE_COUNTS = {"chunks", "searchable_chunks", "unlocated_passages", "passages_located_by_text"}
+UNKNOWABLE_COUNTS = {"chunks", "searchable_chunks", "unlocated_passages", "passages_located_by_text", "duplicate_passages"}
 
 
 def _metrics(cell: Path) -> dict:
@@ -128,3 +128,60 @@ def test_a_ragas_evaluation_dataset_round_trip_keeps_every_field(tmp_path, capsy
     ragas = pytest.importorskip("ragas", reason="the judge extra installs ragas")
     for path in (first, again):
         assert len(ragas.EvaluationDataset.from_jsonl(str(path)).samples) == len(samples)
+
+
+def _write(tmp_path: Path, lines: list[dict]) -> Path:
+    out = tmp_path / "o.jsonl"
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return out
+
+
+def test_a_question_the_system_missed_scores_zero_and_repeats_count_once(tmp_path):
+    """Review findings: a question whose evidence no returned passage covers was left out of the
+    ranking measures (n_relevant 0), and a passage returned twice counted twice (recall 2.0)."""
+    from rag_bench.data.loader import load_dataset
+
+    ds = load_dataset(TINY)
+    q_hit, q_miss = [q for q in ds.questions if q.answerable][:2]
+    ev = q_hit.evidence[0]
+    other = next(d for d in ds.documents if d != q_miss.evidence[0].doc_id and not ds.documents[d].archived)
+    lines = []
+    for q in ds.questions:
+        if q is q_hit:
+            passages = [{"doc_id": ev.doc_id, "start": ev.start, "end": ev.end}] * 2
+        elif q is q_miss:
+            passages = [{"doc_id": other, "start": 0, "end": 10}]
+        else:
+            passages = []
+        lines.append({"id": q.qid, "retrieved": passages})
+    assert cli(["evaluate", str(_write(tmp_path, lines)), "--dataset", str(TINY), "tracking=none",
+                f"output.root={tmp_path}", "experiment.name=x"]) == 0
+    cell = _only_cell(tmp_path / "x")
+    records = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    assert records.loc[q_hit.qid, "recall@3"] == 1.0 and records.loc[q_hit.qid, "ndcg@3"] <= 1.0
+    assert records.loc[q_miss.qid, "hit@3"] == 0.0 and records.loc[q_miss.qid, "failure"] == "retrieval_miss"
+    assert _metrics(cell)["counts"]["duplicate_passages"] == 1
+
+
+def test_citations_count_the_retrieved_list_and_a_trec_run_may_not_repeat_a_docno(tmp_path, capsys):
+    from rag_bench.data.loader import load_dataset
+
+    ds = load_dataset(TINY)
+    q = next(q for q in ds.questions if q.answerable)
+    ev = q.evidence[0]
+    doc = ds.documents[ev.doc_id]
+    inner = (ev.start, min(ev.end, ev.start + 10))  # inside passage 1: dropped from the rebuilt context
+    lines = [{"id": x.qid, "retrieved": [{"doc_id": ev.doc_id, "start": ev.start, "end": ev.end},
+                                         {"doc_id": ev.doc_id, "start": inner[0], "end": inner[1]},
+                                         {"doc_id": ev.doc_id, "start": 0, "end": min(len(doc.text), 5)}]
+              if x is q else [], "answer": "x", "citations": [1] if x is q else []} for x in ds.questions]
+    assert cli(["evaluate", str(_write(tmp_path, lines)), "--dataset", str(TINY), "tracking=none",
+                f"output.root={tmp_path}", "experiment.name=c"]) == 0
+    row = pd.read_parquet(_only_cell(tmp_path / "c") / "records.parquet").set_index("qid").loc[q.qid]
+    assert list(row["citations"]) == [1] and row["invalid_citations"] == 0
+    run_file = tmp_path / "run.trec"
+    run_file.write_text(f"{q.qid} Q0 {ev.doc_id} 1 2.0 t\n{q.qid} Q0 {ev.doc_id} 2 1.0 t\n{q.qid} Q0 x 3 nan t\n")
+    assert cli(["evaluate", "--trec", str(run_file), "--dataset", str(TINY), "tracking=none",
+                f"output.root={tmp_path / 'bad'}"]) == 2
+    err = capsys.readouterr().err
+    assert "run.trec:2" in err and "appears twice" in err and "run.trec:3" in err and "not a finite number" in err

@@ -124,3 +124,20 @@ def test_a_retriever_that_matches_nothing_is_flagged():
                           "first_relevant_rank": [None, 1, None]})
     (warning,) = sanity_warnings(frame, {"n": {}}, k=5)
     assert warning.startswith("2 of 3 questions have a top retrieval score of 0") and "retriever.language" in warning
+
+
+def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path):
+    """At eval.relevance_level=2 a question whose evidence is all grade 1 is left out and labelled
+    unjudged (it was labelled retrieval_miss although its grade-1 chunk ranked first)."""
+    import shutil
+
+    data = tmp_path / "graded"
+    shutil.copytree(GRADED, data)
+    qrels = data / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text() + "q6\td6\t1\n")
+    (data / "queries.jsonl").write_text((data / "queries.jsonl").read_text()
+                                        + '{"_id": "q6", "text": "stores open at nine on weekdays"}\n')
+    cell = run(tmp_path / "out", *GRID, "eval.relevance_level=2", dataset=data)
+    records = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    assert records.loc["q6", "failure"] == "unjudged" and math.isnan(records.loc["q6", "ndcg@10"])
+    assert records.loc["q1", "failure"] != "unjudged"
