@@ -8,7 +8,7 @@ from rag_bench.cli import main as cli
 from rag_bench.runner.config import DEMO_DATASET
 from tests.conftest import REPO
 
-OUTPUTS = REPO / "examples" / "outputs" / "kettleby_app.jsonl"
+OUTPUTS = REPO / "examples" / "app_outputs" / "kettleby_app.jsonl"
 
 
 def test_the_example_outputs_file_is_scored_as_a_cell(tmp_path, capsys):
