@@ -114,6 +114,12 @@ class Question:
     tags: tuple[str, ...] = ()
     line: int = 0
 
+    @property
+    def reference(self) -> str | None:
+        """One reference text for judges and ragas: the first reference answer, else the facts
+        joined, else None."""
+        return self.answers[0] if self.answers else ("; ".join(self.facts) if self.facts else None)
+
 
 @dataclass(frozen=True)
 class Chunk:

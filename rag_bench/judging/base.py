@@ -14,7 +14,7 @@ class JudgeSample:
     question: str
     answer: str
     contexts: tuple[str, ...]
-    reference: str | None = None  # the first reference answer, else the facts joined
+    reference: str | None = None  # Question.reference: the first reference answer, else the facts joined
 
 
 @dataclass

@@ -173,8 +173,6 @@ _NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
 
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
 QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention")
-# Sections produced only when the cell generates answers.
-GENERATION_SECTIONS = ("generation", "citation", "abstention")
 
 
 def family(section: str, name: str) -> Measure:

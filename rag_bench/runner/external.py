@@ -144,6 +144,7 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
     known = {q.qid for q in dataset.questions}
     index, doc_index = id_index(known), id_index(dataset.documents)
     docs = list(dataset.documents.values())
+    located: dict[tuple[str | None, str], tuple[str, int, int] | None] = {}
     records: dict[str, SystemOutput] = {}
     unlocated = by_text = 0
     answers = 0
@@ -200,7 +201,9 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
                     continue
                 spans.append((doc_id, start, end))
             elif isinstance(text, str) and text.strip():
-                found = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else docs)
+                if (doc_id, text) not in located:  # the same passage recurs across questions: search once
+                    located[(doc_id, text)] = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else docs)
+                found = located[(doc_id, text)]
                 if found is None:
                     unlocated += 1
                     spans.append((UNLOCATED, i, i))
@@ -323,8 +326,8 @@ def export_ragas(records: Any, dataset: Dataset | None) -> list[dict[str, Any]]:
         if "answer" in row:
             sample["response"] = row["answer"] or ""
         q = questions.get(row["qid"])
-        if q is not None and (q.answers or q.facts):
-            sample["reference"] = q.answers[0] if q.answers else "; ".join(q.facts)
+        if q is not None and q.reference is not None:
+            sample["reference"] = q.reference
         out.append(sample)
     return out
 

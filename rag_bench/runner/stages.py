@@ -199,8 +199,8 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
     for q, row in zip(questions, generated.frame.itertuples(index=False)):
         answered = (pd.isna(row.generation_error) and pd.isna(row.parse_error) and not row.refused
                     and bool(row.answer))
-        reference = q.answers[0] if q.answers else ("; ".join(q.facts) if q.facts else None)
-        samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts), reference) if answered else None)
+        samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts), q.reference) if answered
+                       else None)
     results = judge.judge(samples)
     columns: dict[str, list[Any]] = {
         f"judge_{m}": [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
