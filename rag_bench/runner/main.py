@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_bench.cells import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
+from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError, OutputError
 from rag_bench.faults import failpoint
@@ -82,6 +84,11 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
     source = outputs or trec or ragas
     assert source is not None
     try:
+        st = os.stat(source)
+        # Like a dataset file: a device (/dev/zero), FIFO or huge file is refused before it is read.
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            raise ConfigError(f"{source}: not a regular file of at most {MAX_FILE_BYTES >> 30} GiB -- fix: pass the "
+                              "outputs file itself")
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read ({exc.strerror}) -- fix: pass an existing outputs file") from exc

@@ -185,3 +185,10 @@ def test_citations_count_the_retrieved_list_and_a_trec_run_may_not_repeat_a_docn
                 f"output.root={tmp_path / 'bad'}"]) == 2
     err = capsys.readouterr().err
     assert "run.trec:2" in err and "appears twice" in err and "run.trec:3" in err and "not a finite number" in err
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "missing.jsonl"])
+def test_an_outputs_path_that_is_no_file_is_refused_before_reading(tmp_path, capsys, source):
+    path = source if source.startswith("/") else str(tmp_path / source)
+    assert cli(["evaluate", path, "--dataset", str(TINY), "tracking=none", f"output.root={tmp_path}"]) == 2
+    assert path in capsys.readouterr().err
