@@ -119,21 +119,6 @@ def discard(cell_dir: Path) -> None:
             shutil.rmtree(cell_dir, ignore_errors=True)
 
 
-def flat_metrics(metrics: dict[str, Any]) -> dict[str, float]:
-    """``{"retrieval/hit@5": 0.8, ..., "ci/retrieval/hit@5/lo": ..}`` — numbers only."""
-    out: dict[str, float] = {}
-    for section, values in metrics.items():
-        if not isinstance(values, dict):
-            continue
-        for key, v in values.items():
-            if section == "ci":
-                if isinstance(v, list) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v):
-                    out[f"ci/{key}/lo"], out[f"ci/{key}/hi"] = float(v[0]), float(v[1])
-            elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                out[f"{section}/{key}"] = float(v)
-    return out
-
-
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _MISSING = object()
 

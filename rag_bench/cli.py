@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import re
 import statistics
@@ -30,7 +29,8 @@ commands:
   report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
   gate CELL --policy FILE [--baseline CELL] [--junit FILE]
                                    release gate: exit 0 pass, 1 fail, 2 cannot evaluate
-  leaderboard EXPERIMENT_DIR       table of the finished cells of an experiment (--tag TAG)
+  leaderboard EXPERIMENT_DIR       table of the finished cells (--format table|csv|json|markdown,
+                                   --columns, --tag TAG)
   cache verify [--repair]          check the embedding cache's checksums
   sync EXPERIMENT_DIR              upload finished cells to MLflow after an outage (no duplicates)
   evaluate OUTPUTS --dataset DIR   score an external system's outputs (or --trec RUN) as a cell
@@ -192,14 +192,19 @@ def _chunks(argv: list[str]) -> int:
 
 
 def _leaderboard(argv: list[str]) -> int:
-    from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
+    from rag_bench.reporting.leaderboard import FORMATS, format_leaderboard, load_cells, resolve_columns
 
     p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
-                                "experiment folder, best first.")
+                                "experiment folder, best first. Cells are named by the parameters that vary "
+                                "between them (the labels of the report and of the MLflow runs).")
     p.add_argument("experiment_dir")
     p.add_argument("--sort-by", default=measures.PRIMARY.key, help=f"measure as section/name (default "
                    f"{measures.PRIMARY.key}); lower-is-better measures sort ascending")
     p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="table (default, aligned text), csv or "
+                   "json (full precision, for scripts), markdown (for a pull request)")
+    p.add_argument("--columns", help="comma-separated measures (section/name or name, e.g. ndcg@10,correct), or "
+                   "'all'; default: the main measure of each stage")
     a = p.parse_args(argv)
     cells = load_cells(a.experiment_dir)
     if cells.empty:
@@ -209,10 +214,15 @@ def _leaderboard(argv: list[str]) -> int:
         if not cols:
             tags = sorted({c.split("/")[0][4:] for c in cells.columns if c.startswith("tag:")})
             return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {tags}")
-        print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
-        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols))
+        if a.format == "table":
+            print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
+        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))
         return 0
-    print(format_leaderboard(cells, sort_by=a.sort_by))
+    try:
+        columns = resolve_columns(cells, a.columns)
+    except ValueError as exc:
+        return _fail(exc)
+    print(format_leaderboard(cells, sort_by=a.sort_by, columns=columns, fmt=a.format))
     return 0
 
 
@@ -445,7 +455,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from rag_bench.logs import quiet_libraries, setup_console
+
+    quiet_libraries()
+    setup_console()
     if cmd == "run":
         return _run(rest)
     if cmd == "score-run":
@@ -458,7 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    return handlers[cmd](rest)
+    try:
+        return handlers[cmd](rest)
+    except BrokenPipeError:  # `rag-bench leaderboard ... | head`: the reader left, as in any Unix tool
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -297,5 +297,9 @@ HEADLINE = (*TAG, family("evidence", "evidence_recall").at(5),
             family("evidence", "complete").at(5), family("ann", "ann_recall").at(10),
             family("generation", "correct"), family("generation", "answer_words"), family("citation", "citation_precision"),
             family("abstention", "false_refusal_rate"), family("abstention", "correct_refusal_rate"))
+# The main measure(s) of each stage: the leaderboard's default columns, the report's CI columns.
+MAIN = (PRIMARY, family("retrieval", "hit").at(5), family("document", "ndcg").at(10),
+        family("evidence", "complete").at(5), family("generation", "correct"),
+        family("citation", "citation_precision"), family("abstention", "false_refusal_rate"))
 # The ANN latencies the leaderboard appends when a cell has them.
 ANN_LATENCY = (family("ann", "ann_p50_ms"), family("ann", "exact_p50_ms"))

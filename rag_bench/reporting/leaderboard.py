@@ -1,19 +1,33 @@
-"""Leaderboard: one row per finished cell of an experiment, read from the cell folders only."""
+"""Leaderboard: one row per finished cell of an experiment, read from the cell folders only.
+
+Cells are named by the parameters that vary between them (:mod:`rag_bench.naming`), the same
+labels as the report and the MLflow run names. ``format_leaderboard`` prints the table as text,
+CSV, JSON or Markdown.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from rag_bench import naming
 from rag_bench.cells import experiment_cells
 from rag_bench.metrics import measures
-from rag_bench.stages import LABEL_STAGES, RETRIEVAL_STAGES
+from rag_bench.stages import RETRIEVAL_STAGES
 
-DEFAULT_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
+# The main measure of each stage: the leaderboard's default columns (the report adds the rest).
+DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN)
+# ``--columns all``: every headline measure and the ANN latencies.
+ALL_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
+FORMATS = ("table", "csv", "json", "markdown")
 
 
-def _labels(nodes: list[dict]) -> list[str]:
+def _option_labels(nodes: list[dict]) -> list[str]:
     """Option name plus only the parameters that differ between cells of the same option."""
     by_name: dict[str, list[dict]] = {}
     for n in nodes:
@@ -29,14 +43,16 @@ def _labels(nodes: list[dict]) -> list[str]:
 
 
 def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
-    """One row per DONE cell: identity columns + every metric as ``section/metric`` (no rows when
-    the folder does not exist: a sweep whose every cell was refused)."""
+    """One row per DONE cell: ``label`` (its values on the varying parameters), identity columns
+    and every metric as ``section/metric`` (no rows when the folder does not exist: a sweep whose
+    every cell was refused)."""
     if not Path(experiment_dir).is_dir():
         return pd.DataFrame()
     rows = []
-    for cell in experiment_cells(experiment_dir, records=False):
+    cells = experiment_cells(experiment_dir, records=False)
+    for cell, label in zip(cells, naming.labels([c.config for c in cells], [c.cell_id for c in cells])):
         cfg, metrics = cell.config, cell.metrics
-        row = {"cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},
+        row = {"label": label, "cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},
                "k": cfg.get("pipeline", {}).get("k")}
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
@@ -55,7 +71,7 @@ def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
     if not frame.empty:
         for g in RETRIEVAL_STAGES:
             frame[f"{g}_config"] = frame[g]
-            frame[g] = _labels(list(frame[g]))
+            frame[g] = _option_labels(list(frame[g]))
     return frame
 
 
@@ -65,24 +81,101 @@ def _lower_is_better(column: str) -> bool:
     return m is not None and m.higher_is_better is False
 
 
-def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
-                       columns: tuple[str, ...] = DEFAULT_COLUMNS) -> str:
-    """Plain-text table, best first (by the sort measure's direction), with its 95% CI and n."""
+def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--columns``: None → the main measure of each stage; ``all`` → every headline measure;
+    else comma-separated ``section/name`` keys (or bare names, found in the registry's sections).
+    Unknown names raise ValueError naming the choices."""
+    if spec is None:
+        return DEFAULT_COLUMNS
+    if isinstance(spec, str):
+        if spec.strip() == "all":
+            return ALL_COLUMNS
+        spec = [s.strip() for s in spec.split(",") if s.strip()]
+    metric_cols = [c for c in cells.columns if "/" in c and not c.startswith(("ci/", "n/", "tag:"))]
+    out = []
+    for name in spec:
+        if name in metric_cols:
+            out.append(name)
+            continue
+        matches = [c for c in metric_cols if c.split("/", 1)[1] == name]
+        if len(matches) > 1:  # a measure before a tally of the same name (generation/correct, failures/correct)
+            matches = [c for c in matches if measures.measure(c) is not None] or matches
+        if len(matches) != 1:
+            import difflib
+
+            close = difflib.get_close_matches(name, metric_cols + [c.split("/", 1)[1] for c in metric_cols], n=3)
+            raise ValueError(f"--columns: {name!r} is {'ambiguous' if matches else 'not a metric of these cells'}"
+                             f"{' (' + ', '.join(matches) + ')' if matches else ''} -- fix: section/name"
+                             f"{', e.g. ' + ', '.join(close) if close else ''}, or --columns all")
+        out.append(matches[0])
+    return tuple(out)
+
+
+def leaderboard_table(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
+                      columns: Sequence[str] = DEFAULT_COLUMNS) -> pd.DataFrame:
+    """The leaderboard as numbers, best first (by the sort measure's direction): ``label``,
+    ``cell``, ``k``, the measure columns (named ``section/name``), the sort measure's 95% CI as
+    ``ci_lo``/``ci_hi`` and its ``n``."""
     cols = [c for c in columns if c in cells.columns]
-    key = sort_by if sort_by in cells.columns else cols[0]
-    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last")
-    # Always name the chunker and retriever; other stages only when they differ between cells.
-    always = [g for g in LABEL_STAGES if g != "reranker"]
-    ident = ["cell", *always] + [g for g in RETRIEVAL_STAGES if g not in always
-                                 and g in table and table[g].nunique() > 1]
-    out = table[[*ident, "k"]].copy()
+    key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
+    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last") if key else cells
+    out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], "k"]].copy()
     for c in cols:
-        out[c.split("/", 1)[1]] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
+        out[c] = pd.to_numeric(table[c], errors="coerce")
     ci = table.get(f"ci/{key}")
     if ci is not None:
-        out[f"{key.split('/', 1)[1]} 95% CI"] = ci.map(
-            lambda v: f"[{v[0]:.2f}, {v[1]:.2f}]" if isinstance(v, list) else "")
+        out["ci_lo"] = ci.map(lambda v: float(v[0]) if isinstance(v, list) else math.nan)
+        out["ci_hi"] = ci.map(lambda v: float(v[1]) if isinstance(v, list) else math.nan)
     n = table.get(f"n/{key}")
     if n is not None:
         out["n"] = n
-    return out.to_string(index=False)
+    return out.reset_index(drop=True)
+
+
+def _short(column: str) -> str:
+    section, _, name = column.partition("/")
+    m = measures.measure(column)
+    return (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
+
+
+def _text_frame(table: pd.DataFrame, key: str) -> pd.DataFrame:
+    width = int(table["label"].str.len().max()) if len(table) else 0
+    out = pd.DataFrame({"cell": table["label"].str.ljust(width), "id": table["cell"]})
+    for c in table.columns:
+        if "/" in c:
+            out[_short(c)] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
+    if "ci_lo" in table:
+        out[f"{_short(key)} 95% CI"] = [f"[{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi)) else ""
+                                        for lo, hi in zip(table["ci_lo"], table["ci_hi"])]
+    if "n" in table:
+        out["n"] = table["n"].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+    return out
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in frame.columns) + " |",
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(frame.columns))) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
+                       columns: Sequence[str] = DEFAULT_COLUMNS, fmt: str = "table") -> str:
+    """The leaderboard as ``fmt``: ``table`` (aligned text, three decimals), ``csv`` and ``json``
+    (full precision, ``section/name`` column names, for scripts), or ``markdown`` (a pipe table
+    for a pull request or a design doc)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    table = leaderboard_table(cells, sort_by=sort_by, columns=columns)
+    key = sort_by if sort_by in cells.columns else next((c for c in columns if c in cells.columns), sort_by)
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    if fmt == "json":
+        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                for r in table.to_dict(orient="records")]
+        return json.dumps({"sort_by": key, "rows": rows}, indent=1, default=str)
+    text = _text_frame(table, key)
+    return _markdown(text) if fmt == "markdown" else text.to_string(index=False)

@@ -11,9 +11,36 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from rag_bench.runner.main import SWEEP_ENV, argv_overrides, sweep_id_from_argv
+from rag_bench.runner.main import AXES_ENV, SWEEP_ENV, argv_overrides, sweep_id_from_argv
 
 log = logging.getLogger(__name__)
+
+
+def _axes(config: DictConfig) -> list[str]:
+    """The sweep's axes from its overrides: the command line's and a preset's ``hydra.sweeper.params``."""
+    from rag_bench.naming import sweep_axes
+
+    hydra_cfg = config.get("hydra") or {}
+    overrides = list((hydra_cfg.get("overrides") or {}).get("task") or [])
+    params = (hydra_cfg.get("sweeper") or {}).get("params") or {}
+    return sweep_axes([*overrides, *(f"{k}={v}" for k, v in params.items())])
+
+
+def _summarize(cells: Any, axes: list[str]) -> None:
+    """The sweep's parent MLflow run: the leaderboard as a table, the best cell's measures and
+    name, the sweep's axes (when this process opened one)."""
+    from rag_bench.metrics import measures
+    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table
+    from rag_bench.tracking.mlflow_tracker import summarize_sweeps
+
+    table = leaderboard_table(cells, columns=ALL_COLUMNS)
+    best = table.iloc[0]
+    metrics = {f"best/{c}": float(best[c]) for c in table.columns if "/" in c and best[c] == best[c]}
+    params = {"sweep.axes": ",".join(axes) or "none", "sweep.cells": len(table), "best.cell": best["cell"],
+              "best.label": best["label"], "sweep.sort_by": measures.PRIMARY.key}
+    note = (f"{len(table)} cells; best by {measures.PRIMARY.key}: {best['label']} ({best['cell']}) "
+            f"{best.get(measures.PRIMARY.key, float('nan')):.3f}")
+    summarize_sweeps(table, metrics, params, note)
 
 
 class SweepCallbacks(Callback):
@@ -22,6 +49,7 @@ class SweepCallbacks(Callback):
 
     def _start(self, config: DictConfig) -> None:
         os.environ[SWEEP_ENV] = sweep_id_from_argv(str(config.experiment.name), argv_overrides())
+        os.environ[AXES_ENV] = ",".join(_axes(config))
         tracking = config.get("tracking")
         if tracking is not None and tracking.get("name") == "mlflow" and "${" not in str(config.experiment.name):
             from rag_bench.runner.config import build
@@ -40,12 +68,17 @@ class SweepCallbacks(Callback):
         from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
         from rag_bench.tracking.mlflow_tracker import finish_all
 
-        finish_all(ok=True)
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
         if not cells.empty:
+            _summarize(cells, _axes(config))
+        finish_all(ok=True)
+        if not cells.empty:
             print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
             print(format_leaderboard(cells), file=sys.stdout, flush=True)
+            print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
+                  f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
+                  file=sys.stdout, flush=True)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         """After each cell, in whichever process ran it: advance the sweep's progress bar."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rag_bench.cells import cell_lock, discard, flat_metrics, is_done, mark_done, write_cell
+from rag_bench.cells import cell_lock, discard, is_done, mark_done, write_cell
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError, OutputError
@@ -27,11 +27,18 @@ from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset
 from rag_bench.runner.pipeline import run_pipeline
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import CONSOLE_STAGES, STAGES
-from rag_bench.tracking.base import cell_tags
+from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
 log = logging.getLogger("rag_bench")
 
 SWEEP_ENV = "RAG_BENCH_SWEEP_ID"
+AXES_ENV = "RAG_BENCH_AXES"  # the sweep's axes (comma-separated keys), set by the sweep callbacks
+
+
+def sweep_axes() -> list[str]:
+    """The axes of the sweep this cell belongs to (:func:`rag_bench.naming.sweep_axes`); none
+    outside a sweep."""
+    return [k for k in os.environ.get(AXES_ENV, "").split(",") if k]
 
 
 def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
@@ -162,15 +169,17 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
                               "space or pass output.root=<another folder>; no partial cell was kept") from exc
         failpoint("cell_written")
-        plain = OmegaConf.to_container(stored, resolve=True)
-        tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name,  # type: ignore[arg-type]
-                         git_sha=git_sha())
-        run_id = tracker.log_cell(cell_id=cid, cell_dir=cell_dir, params=flat_params(plain),  # type: ignore[arg-type]
-                                  metrics=flat_metrics(result.metrics), tags=tags)
+        plain: dict[str, Any] = OmegaConf.to_container(stored, resolve=True)  # type: ignore[assignment]
+        tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
+        summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
+        run_id = tracker.log_cell(
+            cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
+            tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, sweep_axes()),
+            dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
         failpoint("before_done")
         mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, "dataset": dataset.name, "git_sha": git_sha(),
                              **tracker.describe()})
-    log.info("cell %s done: %s", cid, console_line(result.metrics, tags, int(cfg.pipeline.k)))
+    log.info("cell %s done: %s", cid, summary)
     for warning in result.metrics.get("warnings", []):
         log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
+import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -40,11 +43,37 @@ from rag_bench.errors import TrackingError
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import mlflow_name
+from rag_bench.tracking.base import DatasetInfo
 
 log = logging.getLogger(__name__)
 
 _PARENTS: dict[tuple[str, str, str], str] = {}  # (uri, experiment, sweep_id) -> parent run id
 PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
+# MLflow's tag listing a run's table artifacts (what the UI's artifact and evaluation views read).
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
+QUESTIONS_TABLE = "questions.json"
+LEADERBOARD_TABLE = "leaderboard.json"
+
+
+def _log_batches(client: Any, run_id: str, metrics: list[Any], params: list[Any], tags: list[Any]) -> None:
+    """``log_batch`` in as few calls as MLflow's limits allow (1000 entities, 100 params or tags)."""
+    from mlflow.utils.validation import MAX_ENTITIES_PER_BATCH, MAX_PARAMS_TAGS_PER_BATCH
+
+    while metrics or params or tags:
+        p, params = params[:MAX_PARAMS_TAGS_PER_BATCH], params[MAX_PARAMS_TAGS_PER_BATCH:]
+        t, tags = tags[:MAX_PARAMS_TAGS_PER_BATCH - len(p)], tags[MAX_PARAMS_TAGS_PER_BATCH - len(p):]
+        room = MAX_ENTITIES_PER_BATCH - len(p) - len(t)
+        m, metrics = metrics[:room], metrics[room:]
+        client.log_batch(run_id, metrics=m, params=p, tags=t)
+
+
+def _log_dataset(client: Any, run_id: str, info: DatasetInfo) -> None:
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    entity = Dataset(name=info.name[:500], digest=info.digest[:36], source_type="local",
+                     source=json.dumps({"uri": info.source}), schema=json.dumps(info.schema),
+                     profile=json.dumps(info.profile))
+    client.log_inputs(run_id, datasets=[DatasetInput(dataset=entity, tags=[InputTag("mlflow.data.context", "eval")])])
 
 
 def tracking_uri(output_root: Path, setting: str | None = None) -> str:
@@ -186,40 +215,53 @@ class MlflowTracker:
         return run_id
 
     def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
-                 tags: dict[str, str]) -> str | None:
+                 tags: dict[str, str], run_name: str | None = None, dataset: DatasetInfo | None = None,
+                 table: Any = None) -> str | None:
         """Create, fill and finish the cell's nested run (FAILED if anything goes wrong).
+
+        One run holds: ``params`` (the resolved config), ``metrics`` (timestamped now), ``tags``
+        (plus ``mlflow.parentRunId``), the dataset as an MLflow input, the cell folder as artifacts
+        and ``table`` (per-question results) as ``questions.json``, MLflow's table artifact. It is
+        written in as few calls as the store allows: one batch of metrics, params and tags (a
+        second only past 100 params), the input, the artifacts, the status.
 
         The whole sequence holds the cell's lock: a process logging the same cell at the same
         moment waits, then replaces this run by its own, so one live run remains, FINISHED."""
         if self._disabled:
             return None
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, Param
 
         client = self._get_client()
         exp_id = self._experiment_id()
         parent = self._parent(exp_id)  # before the cell lock: locks are always taken store, sweep, cell
+        now = int(time.time() * 1000)
+        run_tags = {**tags, "cell_id": cell_id, "mlflow.parentRunId": parent, "rag_bench.role": "cell"}
+        if table is not None:
+            run_tags[LOGGED_ARTIFACTS] = json.dumps([{"path": QUESTIONS_TABLE, "type": "table"}])
         with self._lock("cell", cell_id):
             for old in client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}'"):
                 if old.info.status == "RUNNING":
                     client.set_terminated(old.info.run_id, "FAILED")
                 client.delete_run(old.info.run_id)
-            run = client.create_run(exp_id, run_name=cell_id,
-                                    tags={**tags, "cell_id": cell_id, "mlflow.parentRunId": parent})
+            run = client.create_run(exp_id, start_time=now, run_name=run_name or cell_id, tags=run_tags)
             run_id = run.info.run_id
             try:
                 failpoint("mlflow_run_created")
                 plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
-                mlist = [Metric(mlflow_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())]
-                for i in range(0, len(plist), 100):
-                    client.log_batch(run_id, params=plist[i:i + 100])
-                for i in range(0, len(mlist), 1000):
-                    client.log_batch(run_id, metrics=mlist[i:i + 1000])
-                client.log_batch(run_id, tags=[RunTag("rag_bench.role", "cell")])
+                mlist = [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(metrics.items())]
+                _log_batches(client, run_id, mlist, plist, [])
+                if dataset is not None:
+                    _log_dataset(client, run_id, dataset)
                 client.log_artifacts(run_id, str(cell_dir))
+                if table is not None:
+                    with tempfile.TemporaryDirectory(prefix="rag_bench_table_") as tmp:
+                        path = Path(tmp) / QUESTIONS_TABLE
+                        table.to_json(path, orient="split", index=False, date_format="iso", default_handler=str)
+                        client.log_artifact(run_id, str(path))
             except BaseException:
                 client.set_terminated(run_id, "FAILED")
                 raise
-            client.set_terminated(run_id, "FINISHED")
+            client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
         return run_id
 
     def finished_run(self, cell_id: str) -> str | None:
@@ -243,6 +285,32 @@ class MlflowTracker:
         run_id = _PARENTS.pop(key, None)
         if run_id is not None:
             self._get_client().set_terminated(run_id, "FINISHED" if ok else "FAILED")
+
+
+def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str, Any], note: str) -> None:
+    """Fill the parent run of every sweep this process opened: ``params`` (the sweep's axes and
+    size), the best cell's ``best`` metrics, a ``mlflow.note.content`` and the ``leaderboard``
+    (a DataFrame) as the table artifact ``leaderboard.json``. Best effort: a tracking problem is
+    a warning here, every cell's own run is already FINISHED."""
+    if not _PARENTS:
+        return
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.tracking import MlflowClient
+
+    now = int(time.time() * 1000)
+    for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
+        try:
+            client = MlflowClient(tracking_uri=uri)
+            _log_batches(client, run_id, [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(best.items())],
+                         [Param(k, str(v)[:6000]) for k, v in sorted(params.items())],
+                         [RunTag("mlflow.note.content", note),
+                          RunTag(LOGGED_ARTIFACTS, json.dumps([{"path": LEADERBOARD_TABLE, "type": "table"}]))])
+            with tempfile.TemporaryDirectory(prefix="rag_bench_table_") as tmp:
+                path = Path(tmp) / LEADERBOARD_TABLE
+                leaderboard.to_json(path, orient="split", index=False, date_format="iso", default_handler=str)
+                client.log_artifact(run_id, str(path))
+        except Exception as exc:  # noqa: BLE001 -- the cells are tracked; the summary is a courtesy
+            log.warning("could not fill the sweep's MLflow run %s at %s: %s", run_id, uri, exc)
 
 
 def finish_all(ok: bool) -> None:

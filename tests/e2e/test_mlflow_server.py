@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,17 @@ def rag_bench(args: list[str], uri: str, cwd: Path) -> subprocess.CompletedProce
                           timeout=600)
 
 
+def _table(client, run, name: str, tmp_path: Path):
+    """A table artifact as MLflow's UI finds it: listed in the run's mlflow.loggedArtifacts tag, stored
+    in its split-orient JSON. (MlflowClient.load_table searches the fluent API's default store,
+    not the client's server, so it is read here the same way.)"""
+    import pandas as pd
+
+    assert {"path": name, "type": "table"} in json.loads(run.data.tags["mlflow.loggedArtifacts"])
+    local = client.download_artifacts(run.info.run_id, name, str(tmp_path / "tables" / run.info.run_id))
+    return pd.read_json(local, orient="split")
+
+
 def test_sweep_lands_on_server(mlflow_server, tmp_path):
     from mlflow.tracking import MlflowClient
 
@@ -54,21 +66,51 @@ def test_sweep_lands_on_server(mlflow_server, tmp_path):
     assert parents[0].info.status == "FINISHED"
     cell_dirs = {p.name: p for p in (tmp_path / "exp" / "e2e").iterdir() if (p / "DONE").exists()}
     assert len(cell_dirs) == 2
+    started = time.time() * 1000
     for run in cells:
         assert run.info.status == "FINISHED"
         tags = run.data.tags
         assert tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert tags["cell_id"] in cell_dirs and tags["dataset_fingerprint"] and tags["git_sha"]
+        # MLflow's own tags: the commit its UI links, a one-line summary as the run's note.
+        assert tags["mlflow.source.git.commit"] == tags["git_sha"]
+        assert "hit@5=" in tags["mlflow.note.content"] and "chunker=" in tags["mlflow.note.content"]
         assert run.data.params["chunker.name"] in ("fixed", "section")
+        # Named by the swept parameter, not by a hash.
+        assert run.info.run_name == run.data.params["chunker.name"]
         folder = cell_dirs[tags["cell_id"]]
         metrics = json.loads((folder / "metrics.json").read_text())
         assert run.data.metrics["retrieval.hit_at_5"] == pytest.approx(metrics["retrieval"]["hit@5"])
-        assert run.data.metrics["counts.questions"] == 6
-        assert "ci.retrieval.ndcg_at_10.lo" in run.data.metrics
+        assert run.data.metrics["generation.correct"] == pytest.approx(metrics["generation"]["correct"])
+        for tag, values in metrics["by_tag"].items():
+            assert run.data.metrics[f"tag.{tag}.ndcg_at_10"] == pytest.approx(values["ndcg@10"])
+        # Measures only: intervals, n, counts and failure tallies stay in metrics.json.
+        assert not [m for m in run.data.metrics if m.split(".")[0] in ("ci", "n", "counts", "failures")]
+        history = client.get_metric_history(run.info.run_id, "retrieval.hit_at_5")
+        assert len(history) == 1 and abs(history[0].timestamp - started) < 3600_000  # real time, not 1970
+        assert run.info.start_time <= history[0].timestamp <= run.info.end_time
+        # The dataset as an MLflow input: name, digest = fingerprint, source, schema.
+        (inp,) = run.inputs.dataset_inputs
+        assert inp.dataset.name == "tiny" and inp.dataset.digest == tags["dataset_fingerprint"]
+        assert json.loads(inp.dataset.source)["uri"] == str(TINY.resolve())
+        assert {c["name"] for c in json.loads(inp.dataset.schema)["mlflow_colspec"]} >= {"qid", "question"}
+        assert json.loads(inp.dataset.profile)["questions"] == 6
         names = {a.path for a in client.list_artifacts(run.info.run_id)}
-        assert {"config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec"} <= names
+        assert {"config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec", "questions.json"} <= names
         local = client.download_artifacts(run.info.run_id, "metrics.json", str(tmp_path / "dl" / run.info.run_id))
         assert json.loads(Path(local).read_text()) == metrics
+        questions = _table(client, run, "questions.json", tmp_path)
+        assert len(questions) == 6 and {"qid", "failure", "hit@5"} <= set(questions.columns)
+
+    # The parent: the sweep's axes, the best cell's measures, the leaderboard as a table.
+    parent = client.get_run(parents[0].info.run_id)
+    assert parent.data.params["sweep.axes"] == "chunker" and parent.data.params["sweep.cells"] == "2"
+    best = max(cells, key=lambda r: r.data.metrics["retrieval.ndcg_at_10"])
+    assert parent.data.params["best.cell"] == best.data.tags["cell_id"]
+    assert parent.data.metrics["best.retrieval.ndcg_at_10"] == pytest.approx(best.data.metrics["retrieval.ndcg_at_10"])
+    assert "2 cells" in parent.data.tags["mlflow.note.content"]
+    board = _table(client, parent, "leaderboard.json", tmp_path)
+    assert sorted(board["cell"]) == sorted(cell_dirs) and list(board["label"]) != list(board["cell"])
 
     # The report's charts land as artifacts of the sweep's parent run.
     report = rag_bench(["report", str(tmp_path / "exp" / "e2e"), "--out", str(tmp_path / "reports")],

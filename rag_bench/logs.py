@@ -1,0 +1,58 @@
+"""Console and log file: rag_bench's own lines on the console, everything in a log file.
+
+A sweep's console shows one line per cell, warnings and the progress bar; what libraries print
+while they work (Hydra's job list, faiss's CPU-feature notice, model and weight loading, MLflow's
+schema migrations) goes to ``<output.root>/<experiment.name>/.hydra/rag_bench.log`` with timestamps
+and logger names, in the folder where Hydra keeps the sweep's own records (``multirun.yaml``);
+hidden, like Hydra's, so nothing but cells is listed in the experiment folder. ``rag-bench run`` sets this up through Hydra's
+logging configs (``hydra/job_logging=rag_bench``, ``hydra/hydra_logging=rag_bench`` in
+``conf/hydra/``); the other commands call :func:`setup_console`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+OWN = ("rag_bench", "hydra_plugins.rag_bench")
+
+
+def quiet_libraries() -> None:
+    """Before a library is imported: no progress bars of model loading (huggingface), MLflow
+    logging through the root logger (so it reaches the log file, not the console), Python
+    warnings routed to logging. Settings the user made in the environment win."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
+    logging.captureWarnings(True)
+
+
+class OwnRecords(logging.Filter):
+    """Passes rag_bench's records (and plugins of it); drops every library's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name.startswith(OWN)
+
+
+def experiment_file_handler(filename: str, formatter: str | None = None) -> logging.Handler:
+    """An appending file handler for ``filename``, its folder created; a folder that cannot be
+    written gives a handler that drops records (the cell's own write check then names the
+    problem with a fix, instead of a traceback from logging's setup)."""
+    try:
+        Path(filename).parent.mkdir(parents=True, exist_ok=True)
+        return logging.FileHandler(filename, mode="a", encoding="utf-8", delay=True)
+    except OSError:
+        return logging.NullHandler()
+
+
+def setup_console(level: int = logging.INFO) -> None:
+    """Outside a sweep: rag_bench's messages on stderr, libraries' only from WARNING up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda r: r.name.startswith(OWN) or r.levelno >= logging.WARNING)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
