@@ -306,19 +306,29 @@ def _gate(argv: list[str]) -> int:
 def _report(argv: list[str]) -> int:
     from rag_bench.reporting.report import render_report
 
-    p = argparse.ArgumentParser(prog="rag-bench report", description="Render an experiment's cells as an HTML "
-                                "page of charts (reports/<experiment>/index.html), readable without a server; also "
-                                "logged to the sweep's MLflow parent run.")
+    p = argparse.ArgumentParser(prog="rag-bench report", description="Render an experiment's cells as one static "
+                                "folder (reports/<experiment>/index.html) that opens from disk without a server: a "
+                                "sortable, filterable leaderboard with CIs, which axis matters (main effects, an "
+                                "interaction heatmap), the quality-vs-cost Pareto front, per-tag results, failure "
+                                "attribution and a per-question drill-down. Also logged to the sweep's MLflow "
+                                "parent run.")
     p.add_argument("experiment_dir", help="e.g. experiments/demo")
     p.add_argument("--out", default="reports", help="output root (default reports/)")
     p.add_argument("--metric", default=measures.PRIMARY.key, help="measure that ranks cells (section/name, "
                    f"default {measures.PRIMARY.key})")
     p.add_argument("--baseline", help="cell folder to compare the best cell against (default: the worst cell)")
+    p.add_argument("--top", type=int, default=20, help="cells drawn in the per-cell charts (default 20; the "
+                   "table always lists every cell)")
+    p.add_argument("--pair", help="two swept axes for the interaction heatmap, e.g. chunker,retriever (default: the "
+                   "two that move the metric most)")
     p.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
     a = p.parse_args(argv)
+    pair = tuple(x.strip() for x in a.pair.split(",")) if a.pair else None
+    if pair is not None and len(pair) != 2:
+        return _fail(f"--pair {a.pair!r}: give two axes separated by a comma, e.g. --pair chunker,retriever")
     try:
         index = render_report(a.experiment_dir, out_root=a.out, metric=a.metric, baseline=a.baseline,
-                              log_to_mlflow=not a.no_mlflow)
+                              log_to_mlflow=not a.no_mlflow, top=a.top, pair=pair)  # type: ignore[arg-type]
     except RagBenchError as exc:
         return _fail(exc)
     print(f"report: {index}")

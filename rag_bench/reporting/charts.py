@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from rag_bench.cells import Cell  # noqa: E402
 from rag_bench.metrics import measures  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
+
+TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
+MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 
 FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking": "#ff7f0e",
                   "false_refusal": "#9467bd", "generation": "#e377c2", "citation": "#bcbd22",
@@ -22,52 +27,136 @@ FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking":
                   "correct_refusal": "#1f77b4", "hallucinated_answer": "#17becf"}
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def leaderboard(cells: Sequence[Cell], metric: str, path: Path) -> Path:
-    """Horizontal bars of ``metric`` per cell with the 95% bootstrap CI as error bars, best on top."""
-    rows = sorted(((c.metric(metric) or 0.0, c) for c in cells), key=lambda t: t[0])
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
-    vals = [v for v, _ in rows]
-    lo = [v - (c.metrics.get("ci", {}).get(metric) or [v, v])[0] for v, c in rows]
-    hi = [(c.metrics.get("ci", {}).get(metric) or [v, v])[1] - v for v, c in rows]
-    ax.barh(range(len(rows)), vals, xerr=[lo, hi], color="#4c72b0", capsize=3)
-    ax.set_yticks(range(len(rows)), [c.label for _, c in rows], fontsize=8)
+def _names(cells: Sequence[Cell], labels: Sequence[str] | None) -> dict[str, str]:
+    return dict(zip((c.cell_id for c in cells), labels or [c.label for c in cells]))
+
+
+def _height(rows: int) -> float:
+    """Figure height in inches for ``rows`` bars: readable, never taller than a screen."""
+    return min(0.32 * rows + 1.6, MAX_HEIGHT_IN)
+
+
+def _ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
+    better = measures.higher_is_better(metric)
+    ranked = sorted(cells, key=lambda c: (c.metric(metric) is None, -(c.metric(metric) or 0) if better
+                                          else (c.metric(metric) or 0)))
+    return ranked[:top] if top else ranked
+
+
+def leaderboard(cells: Sequence[Cell], metric: str, path: Path, *, labels: Sequence[str] | None = None,
+                top: int | None = TOP) -> Path:
+    """Horizontal bars of ``metric`` for the ``top`` cells with the 95% bootstrap CI as error bars,
+    best on top; the x axis starts at 0."""
+    names = _names(cells, labels)
+    shown = _ranked(cells, metric, top)[::-1]
+    fig, ax = plt.subplots(figsize=(9, _height(len(shown))))
+    vals = [c.metric(metric) or 0.0 for c in shown]
+    lo = [v - (c.metrics.get("ci", {}).get(metric) or [v, v])[0] for v, c in zip(vals, shown)]
+    hi = [(c.metrics.get("ci", {}).get(metric) or [v, v])[1] - v for v, c in zip(vals, shown)]
+    ax.barh(range(len(shown)), vals, xerr=[lo, hi], color="#4c72b0", capsize=3)
+    ax.set_yticks(range(len(shown)), [names[c.cell_id] for c in shown], fontsize=8)
     ax.set_xlabel(f"{metric} (bars: 95% bootstrap CI over questions)")
-    ax.set_xlim(0, 1.05)
-    ax.set_title("Leaderboard")
+    ax.set_xlim(0, max(1.05, max(v + h for v, h in zip(vals, hi)) * 1.05) if vals else 1.05)
+    more = f" (top {len(shown)} of {len(cells)}; all in the table)" if len(shown) < len(cells) else ""
+    ax.set_title(f"Leaderboard{more}")
     return _save(fig, path)
 
 
-def heatmap(cells: Sequence[Cell], metric: str, path: Path) -> Path | None:
-    """Chunker × retriever grid of ``metric`` (the best cell of each pair)."""
-    def name(c: Cell, g: str) -> str:
-        return str((c.config.get(g) or {}).get("name", "?"))
+def _text_color(rgba: Sequence[float]) -> str:
+    """Black or white, whichever reads on a background colour (WCAG relative luminance)."""
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
 
-    chunkers = sorted({name(c, "chunker") for c in cells})
-    retrievers = sorted({name(c, "retriever") for c in cells})
-    if len(chunkers) * len(retrievers) < 2:
+    lum = 0.2126 * lin(rgba[0]) + 0.7152 * lin(rgba[1]) + 0.0722 * lin(rgba[2])
+    return "black" if lum > 0.179 else "white"
+
+
+def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols: str) -> Path | None:
+    """Heatmap of the mean of ``metric`` per (``rows`` level, ``cols`` level), over the other
+    axes. The colour scale starts at 0 (at 1 for measures bounded by it), so the colour of a
+    0.83 and a 0.89 differ as little as the numbers do; each number is printed in black or white,
+    whichever reads on its colour."""
+    if grid.size < 2:
         return None
-    grid = np.full((len(chunkers), len(retrievers)), np.nan)
-    for c in cells:
-        i, j, v = chunkers.index(name(c, "chunker")), retrievers.index(name(c, "retriever")), c.metric(metric)
-        if v is not None and not (grid[i, j] >= v):
-            grid[i, j] = v
-    fig, ax = plt.subplots(figsize=(1.6 * len(retrievers) + 3, 0.6 * len(chunkers) + 1.8))
-    im = ax.imshow(grid, cmap="viridis", vmin=np.nanmin(grid), vmax=np.nanmax(grid), aspect="auto")
-    ax.set_xticks(range(len(retrievers)), retrievers)
-    ax.set_yticks(range(len(chunkers)), chunkers)
-    for i in range(len(chunkers)):
-        for j in range(len(retrievers)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", color="white", fontsize=9)
-    fig.colorbar(im, ax=ax, label=metric)
-    ax.set_title(f"{metric}: chunker × retriever (best cell of each pair)")
+    values = grid.to_numpy(dtype=float)
+    top = np.nanmax(values)
+    vmax = 1.0 if top <= 1.0 else top
+    cmap = plt.get_cmap("viridis")
+    norm = matplotlib.colors.Normalize(vmin=0.0, vmax=vmax)
+    fig, ax = plt.subplots(figsize=(min(max(1.3 * grid.shape[1] + 3, 6.5), 12),
+                                    min(0.5 * grid.shape[0] + 2.2, MAX_HEIGHT_IN)))
+    im = ax.imshow(values, cmap=cmap, norm=norm, aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(grid.shape[0]), [str(r) for r in grid.index], fontsize=8)
+    ax.set_xlabel(cols)
+    ax.set_ylabel(rows)
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            if not np.isnan(values[i, j]):
+                ax.text(j, i, f"{values[i, j]:.3f}", ha="center", va="center", fontsize=8,
+                        color=_text_color(cmap(norm(values[i, j]))))
+    fig.colorbar(im, ax=ax, label=f"{metric} (scale from 0)")
+    ax.set_title(f"{metric}: {rows} × {cols}\n(mean over the other axes)", fontsize=10)
+    return _save(fig, path)
+
+
+def main_effects(effects: Sequence[Any], metric: str, path: Path) -> Path | None:
+    """One row of points per axis level with its 95% CI (over cells), axes ordered by how much
+    they move ``metric``; the vertical line is the mean over every cell."""
+    if not effects:
+        return None
+    rows = sum(len(e.levels) for e in effects)
+    fig, axes_ = plt.subplots(len(effects), 1, figsize=(8, _height(rows + len(effects))), squeeze=False,
+                              sharex=True, gridspec_kw={"height_ratios": [len(e.levels) for e in effects]})
+    lo_all = min(lv.lo for e in effects for lv in e.levels)
+    hi_all = max(lv.hi for e in effects for lv in e.levels)
+    pad = max((hi_all - lo_all) * 0.1, 0.01)
+    grand = np.mean([lv.mean for lv in effects[0].levels])
+    for ax, e in zip(axes_[:, 0], effects):
+        ys = range(len(e.levels))[::-1]
+        means = [lv.mean for lv in e.levels]
+        err = [[lv.mean - lv.lo for lv in e.levels], [lv.hi - lv.mean for lv in e.levels]]
+        ax.errorbar(means, list(ys), xerr=err, fmt="o", color="#4c72b0", capsize=3)
+        ax.set_yticks(list(ys), [f"{lv.value} (n={lv.cells})" for lv in e.levels], fontsize=8)
+        ax.set_ylim(-0.6, len(e.levels) - 0.4)
+        ax.axvline(grand, color="grey", lw=0.8, ls=":")
+        ax.set_title(f"{e.axis}: spread {e.spread:.3f}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
+                     loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes_[-1, 0].set_xlim(lo_all - pad, hi_all + pad)
+    axes_[-1, 0].set_xlabel(f"mean {metric} over the cells at each level (95% CI over cells)")
+    fig.suptitle("Main effects: which choice moves the measure (largest first)", fontsize=10)
+    return _save(fig, path)
+
+
+def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool], names: Sequence[str],
+           path: Path, *, metric: str, cost_label: str) -> Path | None:
+    """Quality against cost, one point per cell: the Pareto front in colour and labelled, the
+    dominated cells grey."""
+    pts = [(q, c, f, n) for q, c, f, n in zip(quality, cost, front, names) if q == q and c == c]
+    if len(pts) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    dom = [(c, q) for q, c, f, _ in pts if not f]
+    if dom:
+        ax.scatter(*zip(*dom), color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
+    best = sorted((c, q, n) for q, c, f, n in pts if f)
+    ax.plot([c for c, _, _ in best], [q for _, q, _ in best], "-o", color="#d62728", ms=5,
+            label=f"Pareto front ({len(best)})")
+    for c, q, n in best[:12]:
+        ax.annotate(n, (c, q), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel(cost_label)
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"{metric} vs {cost_label}: cells worth considering")
     return _save(fig, path)
 
 
@@ -99,9 +188,10 @@ def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("h
 
 def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
     """ANN recall@k against ANN p50 query latency, one point per index setting, flat for reference."""
-    pts = [(c.metrics["ann"], c) for c in cells if c.metrics.get("ann")]
+    pts = [(c.metrics["ann"], c) for c in cells if c.metrics.get("ann")
+           and str(c.metrics["ann"].get("index", "flat")) != "flat"]
     if not pts:
-        return None
+        return None  # flat against flat is one point on the edge: nothing to trade
     kmax = max(int(k.split("@")[1]) for k in pts[0][0] if k.startswith("ann_recall@"))
     fig, ax = plt.subplots(figsize=(7, 4.2))
     seen = set()
@@ -124,24 +214,29 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def failures(cells: Sequence[Cell], path: Path) -> Path:
-    """Stacked bars: how many answerable questions each cell lost at each stage."""
-    labels = list(dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {})))
-    cells = sorted(cells, key=lambda c: sum(c.metrics.get("failures", {}).get(k, 0) for k in ("in_context", "correct")))
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(cells) + 1.8))
-    left = np.zeros(len(cells))
-    for lab in labels:
-        vals = np.array([c.metrics.get("failures", {}).get(lab, 0) for c in cells], dtype=float)
-        ax.barh(range(len(cells)), vals, left=left, label=lab, color=FAILURE_COLORS.get(lab))
+def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None = None, metric: str | None = None,
+             top: int | None = TOP) -> Path:
+    """Stacked bars: how many questions each of the ``top`` cells (by ``metric``) lost at each
+    stage, best cell on top."""
+    names = _names(cells, labels)
+    labs = list(dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {})))
+    shown = _ranked(cells, metric or measures.PRIMARY.key, top)[::-1]
+    fig, ax = plt.subplots(figsize=(9, _height(len(shown)) + 0.6))
+    left = np.zeros(len(shown))
+    for lab in labs:
+        vals = np.array([c.metrics.get("failures", {}).get(lab, 0) for c in shown], dtype=float)
+        if vals.any():
+            ax.barh(range(len(shown)), vals, left=left, label=lab, color=FAILURE_COLORS.get(lab))
         left += vals
-    ax.set_yticks(range(len(cells)), [c.label for c in cells], fontsize=8)
+    ax.set_yticks(range(len(shown)), [names[c.cell_id] for c in shown], fontsize=8)
     ax.set_xlabel("questions (answerable: first stage that lost them; unanswerable: refused or not)")
-    ax.legend(fontsize=8, ncol=min(4, len(labels)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    ax.set_title("Failure attribution per cell")
+    ax.legend(fontsize=8, ncol=min(4, len(labs)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    more = f" (top {len(shown)} of {len(cells)} by {metric or measures.PRIMARY.key})" if len(shown) < len(cells) else ""
+    ax.set_title(f"Failure attribution per cell{more}")
     return _save(fig, path)
 
 
-def top1_scores(cell: Cell, path: Path) -> tuple[Path, dict[str, float]] | None:
+def top1_scores(cell: Cell, path: Path, *, name: str | None = None) -> tuple[Path, dict[str, float]] | None:
     """Histograms of the top-1 retrieval score for answerable vs unanswerable questions, with the
     best-F1 threshold and the AUROC of "answerable" from that score alone."""
     r = cell.records
@@ -160,5 +255,5 @@ def top1_scores(cell: Cell, path: Path) -> tuple[Path, dict[str, float]] | None:
     ax.set_xlabel("top-1 retrieval score")
     ax.set_ylabel("questions")
     ax.legend(fontsize=8)
-    ax.set_title(f"{cell.label}: AUROC {a:.2f}")
+    ax.set_title(f"{name or cell.label}: AUROC {a:.2f}")
     return _save(fig, path), {"auroc": a, "threshold": t, "f1": f1}

@@ -1,66 +1,79 @@
-"""``rag-bench report``: one self-contained HTML page of charts and tables per experiment.
+"""``rag-bench report``: one static folder per experiment that opens from disk without a server.
 
-Reads only the stored cells (never recomputes a pipeline), writes
-``reports/<experiment>/index.html`` plus PNGs, and logs the folder as artifacts of the sweep's
-parent MLflow run when the cells were tracked.
+Reads only the stored cells (never recomputes a pipeline) and writes ``reports/<experiment>/``:
+``index.html``, PNG charts and ``drill/`` (the per-question data, :mod:`rag_bench.reporting.drill`).
+Built for big sweeps: per-cell charts show the ``top`` cells; the table lists every cell, sorts
+and filters in the page; the main-effects view says which axis moves the measure and which does
+not; every cell is named by the parameters that vary (:mod:`rag_bench.naming`). Logged as
+artifacts of the sweep's parent MLflow run when the cells were tracked.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, load_cell
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
-from rag_bench.reporting import charts
+from rag_bench.reporting import charts, drill, effects, page
 from rag_bench.reporting.compare import compare_cells
 
 log = logging.getLogger(__name__)
 
-# Sets body[data-images-ok] once every <img> has loaded with a size: a headless browser check
-# (and a person) can tell a broken report at a glance.
-_CHECK_JS = """<script>
-window.addEventListener('load', function () {
-  var imgs = Array.from(document.images);
-  var ok = imgs.every(function (i) { return i.complete && i.naturalWidth > 0; });
-  document.body.setAttribute('data-images-ok', ok ? 'true' : 'false');
-  document.body.setAttribute('data-images', String(imgs.length));
-});
-</script>"""
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.note{color:#666;font-style:italic}"""
+
+def _ci(c: Cell, key: str) -> list[float] | None:
+    v = c.metrics.get("ci", {}).get(key)
+    return v if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v) else None
 
 
-def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, escape=True, border=0, na_rep="")
+def _latency_ms(c: Cell) -> float | None:
+    """Query-time cost of a cell: retrieval p50 plus rerank p50 (ms per question)."""
+    lat = c.metrics.get("latency", {})
+    r = lat.get("retrieve_p50_ms", lat.get("system_p50_ms"))
+    if not isinstance(r, (int, float)):
+        return None
+    extra = lat.get("rerank_p50_ms")
+    return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
 
 
-def _leaderboard_frame(cells: list[Cell], metric: str) -> pd.DataFrame:
-    rows = []
-    for c in sorted(cells, key=lambda c: -(c.metric(metric) or 0)):
-        ci = c.metrics.get("ci", {}).get(metric)
-        row: dict[str, Any] = {"cell": c.label}
-        for m in measures.HEADLINE:
-            v = c.metric(m.key)
-            if v is not None:
-                row[m.name] = m.format(v)
-        row[f"{metric.split('/', 1)[1]} 95% CI"] = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-        row["n"] = c.metrics.get("n", {}).get(metric)
-        rows.append(row)
-    return pd.DataFrame(rows)
+def _tokens(c: Cell) -> float | None:
+    """Tokens per question sent to and received from the generator (mean), when it generated."""
+    r = c.records
+    if "tokens_in" not in r or not len(r) or "generation" not in c.metrics:
+        return None
+    return float((r["tokens_in"].fillna(0) + r.get("tokens_out", 0)).mean())
+
+
+def _section(title: str, body: str, anchor: str = "") -> str:
+    ident = f" id='{html.escape(anchor)}'" if anchor else ""
+    return f"<h2{ident}>{html.escape(title)}</h2>{body}"
+
+
+def _img(path: Path | None, caption: str, missing: str = "") -> str:
+    if path is None:
+        return f"<p class='note'>{html.escape(missing)}</p>" if missing else ""
+    return f"<img src='{html.escape(path.name)}' alt='{html.escape(caption)}'>"
+
+
+def _drill(cell: Cell, **filters: str) -> str:
+    return "#" + "&".join([f"drill={cell.cell_id}", *(f"{k}={v}" for k, v in filters.items() if v)])
 
 
 def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = measures.PRIMARY.key,
-                  baseline: str | Path | None = None, log_to_mlflow: bool = True) -> Path:
-    """Write the report and return the path of its index.html."""
+                  baseline: str | Path | None = None, log_to_mlflow: bool = True, top: int = charts.TOP,
+                  pair: tuple[str, str] | None = None) -> Path:
+    """Write the report and return the path of its index.html.
+
+    ``top``: cells drawn in per-cell charts; ``pair``: the two axes of the interaction heatmap
+    (default: the two that move ``metric`` most)."""
     exp = Path(experiment_dir)
     cells = experiment_cells(exp)
     if not cells:
@@ -68,77 +81,271 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
                                 "run a sweep first: rag-bench run -m ..."))
     if all(c.metric(metric) is None for c in cells):
         raise DataError(Problem(str(exp), 0, "metric", f"no cell has {metric}", "pass --metric section/name"))
+    if top < 1:
+        raise DataError(Problem(str(exp), 0, "top", f"--top must be >= 1, got {top}", "pass --top 20"))
     out = Path(out_root) / exp.name
     out.mkdir(parents=True, exist_ok=True)
-    best = max(cells, key=lambda c: c.metric(metric) or 0)
-    base = load_cell(baseline) if baseline else min(cells, key=lambda c: c.metric(metric) or 0)
+    better = measures.higher_is_better(metric)
+    names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
+    names = dict(zip((c.cell_id for c in cells), names_list))
+    axes = naming.axes([c.config for c in cells])
+    ranked = charts._ranked(cells, metric, None)
+    best = ranked[0]
+    base = load_cell(baseline) if baseline else ranked[-1]
+    frame = pd.DataFrame([{**{a: naming.value(c.config, a) for a in axes}, "cell": c.cell_id,
+                           metric: c.metric(metric)} for c in cells])
+    found = effects.main_effects(frame, axes, metric, higher_is_better=better) if axes else []
+    if pair is not None and not set(pair) <= set(axes):
+        raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
+                                f"choose two of {', '.join(axes) or '(nothing varies)'}"))
+    chosen = pair or tuple(e.axis for e in found[:2])
 
     sections: list[str] = []
+    nav: list[tuple[str, str]] = []
 
-    def img(name: str, path: Path | None, caption: str, missing: str) -> None:
-        if path is None:
-            sections.append(f"<h2>{html.escape(caption)}</h2><p class='note'>{html.escape(missing)}</p>")
-        else:
-            sections.append(f"<h2>{html.escape(caption)}</h2><img src='{path.name}' alt='{html.escape(caption)}'>")
+    def add(title: str, body: str, anchor: str) -> None:
+        sections.append(_section(title, body, anchor))
+        nav.append((anchor, title))
 
-    img("leaderboard", charts.leaderboard(cells, metric, out / "leaderboard.png"), f"Leaderboard: {metric}", "")
-    sections.append(_table(_leaderboard_frame(cells, metric)))
-    img("heatmap", charts.heatmap(cells, metric, out / "heatmap.png"), f"{metric} by chunker × retriever",
-        "Only one chunker/retriever pair in this experiment.")
-    img("k", charts.metric_vs_k(cells, out / "metric_vs_k.png"), "hit@k and recall@k vs k per retriever",
-        "Fewer than two cutoffs in eval.ks.")
-    img("ann", charts.ann_tradeoff(cells, out / "ann.png"), "ANN recall vs query latency",
-        "No dense-retrieval cells: nothing to measure against flat.")
-    img("failures", charts.failures(cells, out / "failures.png"), "Failure attribution per cell", "")
-    scored = charts.top1_scores(best, out / "top1_scores.png")
-    img("scores", scored[0] if scored else None, f"Top-1 score: answerable vs unanswerable ({best.label})",
-        "The best cell has no unanswerable (or no answerable) questions.")
-    if scored:
-        s = scored[1]
-        sections.append(f"<p>AUROC of 'answerable' from the top-1 score alone: <b>{s['auroc']:.3f}</b>; best-F1 "
-                        f"threshold {s['threshold']:.4g} gives F1 {s['f1']:.3f}. Below ~0.8 a score threshold cannot "
-                        "reliably decide when to abstain.</p>")
-    sections.append("<h2>Retrieval hit vs answer correct</h2>")
-    generated = [c for c in cells if c.metrics.get("conditional")]
-    if generated:
-        rows = []
-        for c in sorted(generated, key=lambda c: -(c.metric(metric) or 0)):
-            cond = c.metrics["conditional"]
-            rows.append({"cell": c.label, "k": cond["k"],
-                         **{f"correct when {h} (n)": (f"{cond[h]['rate']:.3f} ({cond[h]['correct']}/{cond[h]['n']})"
-                                                     if cond[h]["n"] else "n/a (0)") for h in ("hit", "miss")}})
-        sections.append("<p>Answerable questions, split by whether a relevant chunk was in the top k handed to the "
-                        "generator. A low rate on hits points at generation; misses cap what any generator can do."
-                        "</p>" + _table(pd.DataFrame(rows)))
-    else:
-        sections.append("<p class='note'>These cells have no generation stage (generator=none), so there is no "
-                        "answer to be correct.</p>")
+    add("Leaderboard", _leaderboard(cells, names, metric, out, top), "leaderboard")
+    add("Which choice matters", _effects(found, frame, chosen, metric, out, len(cells)), "effects")
+    add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
+    add("Per question tag", _tags(cells, names, ranked), "tags")
+    add("Failure attribution", _failures(cells, names, metric, out, top), "failures")
+    add("Retrieval depth and ANN", _depth(cells, out), "depth")
+    add("Abstention", _abstention(best, names, out), "abstention")
+    add("Retrieval hit vs answer correct", _conditional(ranked[:top], names), "conditional")
     if base is not best:
-        diff = compare_cells(base, best, metrics=[m.name for m in measures.TAG
-                                                  if m.name in best.records and m.name in base.records])
-        sections.append(f"<h2>Best cell vs baseline</h2><p>baseline <b>{html.escape(base.label)}</b> → best "
-                        f"<b>{html.escape(best.label)}</b>, {diff['questions']} questions; paired bootstrap CI, "
-                        "randomisation test, Holm-adjusted.</p>")
-        sections.append(_table(pd.DataFrame([{**{k: r[k] for k in ("metric", "n")},
-                                              "baseline": f"{r['mean_a']:.3f}", "best": f"{r['mean_b']:.3f}",
-                                              "diff": f"{r['diff']:+.3f}",
-                                              "95% CI": f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]",
-                                              "p (Holm)": f"{r['p_holm']:.3f}"} for r in diff["metrics"]])))
-        for key, title in (("wrong_to_right", "fixed by the best cell"), ("right_to_wrong", "broken by the best cell")):
-            items = diff["flips"][key]
-            sections.append(f"<h3>{len(items)} question(s) {title} ({diff['flips']['metric']})</h3>")
-            if items:
-                sections.append(_table(pd.DataFrame(items).rename(columns={"failure_a": "baseline label",
-                                                                             "failure_b": "best label"})))
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
-            f"</title><style>{_CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
-            f"<p class='sub'>{len(cells)} cells from {html.escape(str(exp))}; ranked by {metric}; every aggregate "
-            "with its 95% bootstrap CI over questions.</p>" + "\n".join(sections) + _CHECK_JS + "</body></html>")
+        add("Best cell vs baseline", _versus(base, best, names), "versus")
+    add("Security, judge and errors", _security(cells, names), "security")
+    add("Cost and latency", _costs(ranked, names), "costs")
+    scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
+    labels = sorted({str(x) for c in cells for x in c.records["failure"].dropna()}) if cells else []
+    tags = sorted({str(t) for c in cells[:1] for ts in c.records["tags"] for t in ts})
+    viewer = page.drill_section([(c.cell_id, names[c.cell_id]) for c in ranked], scripts, labels, tags)
+    nav.append(("drill", "Drill-down"))
+
+    q = len(best.records)
+    answerable = int(best.records["answerable"].sum())
+    n = best.metrics.get("n", {}).get(metric)
+    head = (f"<p class='sub'>{len(cells)} cells from {html.escape(str(exp))}; {q} questions ({answerable} answerable, "
+            f"{q - answerable} unanswerable); ranked by {html.escape(metric)}"
+            f"{f' over the n={n} questions it is defined for' if n is not None else ''}; every aggregate with its "
+            "95% bootstrap CI over questions.</p>"
+            f"<p class='sub'>Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}. "
+            f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>")
+    links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
+           f"</title><style>{page.CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
+           + "<div id='rb-main'>" + head + links + "\n".join(sections) + "</div>" + viewer
+           + page.JS  # defines RB, which the data scripts below call
+           + "<script src='drill/questions.js'></script><script src='drill/passages.js'></script></body></html>")
     index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
+    index.write_text(doc, encoding="utf-8")
     if log_to_mlflow:
         _log(cells, out)
     return index
+
+
+def _leaderboard(cells: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+    chart = charts.leaderboard(cells, metric, out / "leaderboard.png", labels=[names[c.cell_id] for c in cells],
+                               top=top)
+    main = [m for m in measures.MAIN if any(c.metric(m.key) is not None for c in cells)]
+    if measures.measure(metric) not in main and measures.measure(metric) is not None:
+        main.insert(0, measures.measure(metric))  # type: ignore[arg-type]
+    rows = []
+    for c in charts._ranked(cells, metric, None):
+        row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)), "id": c.cell_id,
+                               "k": (c.config.get("pipeline") or {}).get("k")}
+        for m in main:
+            row[m.display] = page.with_ci(c.metric(m.key), _ci(c, m.key))
+        lat = _latency_ms(c)
+        row["p50 ms"] = ("" if lat is None else f"{lat:.2f}", lat, None)
+        row["n"] = c.metrics.get("n", {}).get(metric)
+        rows.append(row)
+    return (_img(chart, "leaderboard") +
+            f"<p>All {len(cells)} cells; click a column to sort, type to filter (every word must match), click a "
+            "cell to open its questions. 95% bootstrap CIs in grey.</p>"
+            "<input class='rb-filter' data-table='rb-leaderboard' placeholder='filter, e.g. hybrid k=5'>" +
+            page.table(rows, table_id="rb-leaderboard", sortable=True, left=2))
+
+
+def _effects(found: list[effects.Effect], frame: pd.DataFrame, pair: tuple[str, ...], metric: str, out: Path,
+             n_cells: int) -> str:
+    if not found:
+        return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
+    body = [f"<p>For each swept axis, the mean {html.escape(metric)} of the cells at each level, over all values of "
+            "the other axes (95% CI over those cells). Axes are ranked by spread: the best level's mean minus the "
+            "worst's. A small spread says the choice hardly matters here.</p>",
+            _img(charts.main_effects(found, metric, out / "main_effects.png"), "main effects")]
+    rows = [{"axis": e.axis, "spread": e.spread, "best level": f"{e.levels[0].value} ({e.levels[0].mean:.3f})",
+             "worst level": f"{e.levels[-1].value} ({e.levels[-1].mean:.3f})", "levels": len(e.levels),
+             "balanced": "yes" if e.balanced else "no"} for e in found]
+    body.append(page.table(rows, left=1))
+    if len(pair) == 2:
+        grid = effects.interaction(frame, pair[0], pair[1], metric)
+        body.append(f"<h3>Interaction: {html.escape(pair[0])} × {html.escape(pair[1])}</h3><p>Mean "
+                    f"{html.escape(metric)} per pair of levels over the other axes (choose the pair with "
+                    "<code>rag-bench report --pair A,B</code>). Parallel rows mean the two choices do not "
+                    "interact.</p>")
+        body.append(_img(charts.interaction(grid, metric, out / "interaction.png", rows=pair[0], cols=pair[1]),
+                         "interaction", "Too few levels for a grid."))
+    return "".join(body)
+
+
+def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) -> str:
+    better = measures.higher_is_better(metric)
+    quality = [c.metric(metric) if c.metric(metric) is not None else math.nan for c in cells]
+    body = []
+    for cost, label, file in ((_latency_ms, "retrieval + rerank p50 (ms per question)", "pareto_latency.png"),
+                              (_tokens, "generator tokens per question", "pareto_tokens.png")):
+        values = [cost(c) for c in cells]
+        x = [math.nan if v is None else v for v in values]
+        front = effects.pareto_front(quality, x, higher_is_better=better)
+        chart = charts.pareto(quality, x, front, [names[c.cell_id] for c in cells], out / file, metric=metric,
+                              cost_label=label)
+        if chart is None:
+            continue
+        keep = [names[c.cell_id] for c, f in zip(cells, front) if f]
+        body.append(_img(chart, file) + f"<p>On the front ({len(keep)} of {len(cells)}): "
+                    f"{html.escape('; '.join(keep[:12]))}{' …' if len(keep) > 12 else ''}. Every grey cell is beaten "
+                    f"on both {html.escape(metric)} and cost by a cell on the front.</p>")
+    return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
+
+
+def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
+    tags = sorted({t for c in cells for t in c.metrics.get("by_tag", {})})
+    if not tags:
+        return "<p class='note'>No question has a tag.</p>"
+    key = measures.PRIMARY.name
+    shown = [m.name for m in measures.TAG]
+    top = ranked[0]
+    rows = []
+    for t in tags:
+        have = [c for c in cells if isinstance(c.metrics.get("by_tag", {}).get(t, {}).get(key), (int, float))]
+        if not have:
+            continue
+        win = max(have, key=lambda c: c.metrics["by_tag"][t][key])
+        vals = win.metrics["by_tag"][t]
+        row: dict[str, Any] = {"tag": t, "n": vals.get("n"), "best cell on this tag": (names[win.cell_id],
+                               names[win.cell_id], _drill(win, tag=t))}
+        row.update({f"best {m}": vals.get(m) for m in shown if isinstance(vals.get(m), (int, float))})
+        overall = top.metrics.get("by_tag", {}).get(t, {}).get(key)
+        row[f"overall best: {key}"] = overall if isinstance(overall, (int, float)) else None
+        rows.append(row)
+    return (f"<p>Each tag's best cell by {key} (and its other measures), beside the overall best cell "
+            f"<b>{html.escape(names[top.cell_id])}</b>: where the winner loses, a tag needs a different "
+            "configuration.</p>" + page.table(rows, sortable=True, left=1))
+
+
+def _failures(cells: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+    chart = charts.failures(cells, out / "failures.png", labels=[names[c.cell_id] for c in cells], metric=metric,
+                            top=top)
+    labels = [lab for lab in dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {}))
+              if any(c.metrics.get("failures", {}).get(lab) for c in cells)]
+    rows = []
+    for c in charts._ranked(cells, metric, top):
+        f = c.metrics.get("failures", {})
+        row: dict[str, Any] = {"cell": names[c.cell_id]}
+        for lab in labels:
+            v = int(f.get(lab, 0))
+            row[lab] = (v, v, _drill(c, label=lab) if v else None)
+        rows.append(row)
+    return (_img(chart, "failures") + "<p>The first stage that lost each question. Each count links to its "
+            f"questions in the drill-down (top {min(top, len(cells))} cells by {html.escape(metric)}).</p>"
+            + page.table(rows, sortable=True, left=1))
+
+
+def _depth(cells: list[Cell], out: Path) -> str:
+    body = _img(charts.metric_vs_k(cells, out / "metric_vs_k.png"), "metric vs k", "Fewer than two cutoffs in eval.ks.")
+    ann = charts.ann_tradeoff(cells, out / "ann.png")
+    body += _img(ann, "ANN", "No approximate index (HNSW, IVF) in this sweep: ANN recall is 1 by construction, so "
+                 "there is no ANN chart.")
+    return body
+
+
+def _abstention(best: Cell, names: dict[str, str], out: Path) -> str:
+    scored = charts.top1_scores(best, out / "top1_scores.png", name=names[best.cell_id])
+    if not scored:
+        return "<p class='note'>The best cell has no unanswerable (or no answerable) questions.</p>"
+    s = scored[1]
+    return (_img(scored[0], "top-1 scores") + f"<p>Best cell. AUROC of 'answerable' from the top-1 score alone: "
+            f"<b>{s['auroc']:.3f}</b>; best-F1 threshold {s['threshold']:.4g} gives F1 {s['f1']:.3f}. Below ~0.8 a "
+            "score threshold cannot reliably decide when to abstain.</p>")
+
+
+def _conditional(cells: list[Cell], names: dict[str, str]) -> str:
+    generated = [c for c in cells if c.metrics.get("conditional")]
+    if not generated:
+        return ("<p class='note'>These cells have no generation stage (generator=none), so there is no answer to be "
+                "correct.</p>")
+    rows = []
+    for c in generated:
+        cond = c.metrics["conditional"]
+        rows.append({"cell": names[c.cell_id], "k": cond["k"],
+                     **{f"correct when {h} (n)": (f"{cond[h]['rate']:.3f} ({cond[h]['correct']}/{cond[h]['n']})"
+                                                 if cond[h]["n"] else "n/a (0)") for h in ("hit", "miss")}})
+    return ("<p>Answerable questions, split by whether a relevant chunk was in the top k handed to the generator. A "
+            "low rate on hits points at generation; misses cap what any generator can do.</p>" + page.table(rows))
+
+
+def _versus(base: Cell, best: Cell, names: dict[str, str]) -> str:
+    diff = compare_cells(base, best, metrics=[m.name for m in measures.TAG
+                                              if m.name in best.records and m.name in base.records])
+    name_of = {**names, base.cell_id: names.get(base.cell_id, base.label)}
+    body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> → best <b>{html.escape(names[best.cell_id])}</b>, "
+            f"{diff['questions']} questions; paired bootstrap CI, randomisation test, Holm-adjusted.</p>",
+            page.table([{"metric": r["metric"], "n": r["n"], "baseline": f"{r['mean_a']:.3f}", "best": f"{r['mean_b']:.3f}",
+                         "diff": f"{r['diff']:+.3f}", "95% CI": f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]",
+                         "p (Holm)": f"{r['p_holm']:.3f}"} for r in diff["metrics"]])]
+    for key, title in (("wrong_to_right", "fixed by the best cell"), ("right_to_wrong", "broken by the best cell")):
+        items = diff["flips"][key]
+        body.append(f"<h3>{len(items)} question(s) {title} ({html.escape(diff['flips']['metric'])})</h3>")
+        if items:
+            body.append(page.table([{"qid": (i["qid"], i["qid"], _drill(best, q=i["qid"])), "question": i["question"],
+                                     "baseline label": i["failure_a"], "best label": i["failure_b"]} for i in items],
+                                   left=2))
+    return "".join(body)
+
+
+def _security(cells: list[Cell], names: dict[str, str]) -> str:
+    rows = []
+    for c in cells:
+        sec, counts, gen = c.metrics.get("security", {}), c.metrics.get("counts", {}), c.metrics.get("generation", {})
+        judge = c.records.filter(like=measures.JUDGE_PREFIX)
+        row = {"cell": names[c.cell_id], "unauthorized retrievals": sec.get("unauthorized_retrievals", 0),
+               "stale retrievals": sec.get("stale_retrievals", 0),
+               "unparseable answers": counts.get("unparseable", 0),
+               "generation errors": int(c.records["generation_error"].notna().sum())
+               if "generation_error" in c.records else 0,
+               "endpoint failures": counts.get("endpoint_failures", 0),
+               "judge failures": int(judge.isna().all(axis=1).sum()) if judge.shape[1] and "generation" in c.metrics
+               and gen else 0}
+        rows.append(row)
+    bad = [r for r in rows if any(v for k, v in r.items() if k != "cell")]
+    if not bad:
+        return (f"<p>In all {len(cells)} cells: 0 unauthorized or stale retrievals, 0 unparseable answers, 0 generation, "
+                "endpoint or judge failures.</p>")
+    return ("<p>Cells with a security finding or a failed call (others: none). An unauthorized retrieval is a passage "
+            "the asker may not read; a stale one is archived.</p>" + page.table(bad, sortable=True, left=1))
+
+
+def _costs(cells: list[Cell], names: dict[str, str]) -> str:
+    rows = []
+    for c in cells:
+        lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
+        tokens = _tokens(c)
+        rows.append({"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
+                     "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms"),
+                     "s / question": lat.get("seconds_per_question"), "chunk s": lat.get("chunk_s"),
+                     "index s": lat.get("index_s"), "embeddings computed": cost.get("embeddings_computed"),
+                     "tokens / question": None if tokens is None else round(tokens, 1)})
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, float):
+                r[k] = (f"{v:.3g}", v, None)
+    return ("<p>Measured on the machine that ran the sweep; the first cells of a sweep also pay for loading models "
+            "and filling caches.</p>" + page.table(rows, sortable=True, left=1))
 
 
 def _log(cells: list[Cell], folder: Path) -> None:
@@ -154,3 +361,4 @@ def _log(cells: list[Cell], folder: Path) -> None:
         log.info("report logged to MLflow run %s (%s)", parent, uri)
     except Exception as exc:  # the report on disk is the product; tracking is best effort here
         log.warning("could not log the report to MLflow run %s at %s: %s", parent, uri, exc)
+

@@ -1,0 +1,182 @@
+"""The report's per-question drill-down data: what each cell retrieved and answered, and why it
+was labelled as it was.
+
+Written as small JavaScript files beside the page (``drill/<cell_id>.js``, loaded when a cell is
+opened) so the report opens from disk with no server: browsers refuse ``fetch`` of local files
+but load local scripts. Passage texts and questions are stored once (``drill/passages.js``,
+``drill/questions.js``) and referenced by number, so a sweep of many chunkers over the same
+corpus does not repeat them per cell. Texts come from the dataset the cells were computed on
+(its recorded path); when it is gone, the context texts kept in records.parquet stand in and the
+rest shows ids only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_bench.cells import Cell
+from rag_bench.errors import RagBenchError
+from rag_bench.metrics import measures
+
+log = logging.getLogger(__name__)
+MAX_PASSAGE_CHARS = 4000
+MAX_ANSWER_CHARS = 4000
+
+
+def _plain(v: Any) -> Any:
+    """JSON-ready: numpy scalars and arrays to Python, NaN to None."""
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+class Passages:
+    """Distinct passage texts, numbered in order of first use."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._index: dict[tuple[str, ...], int] = {}
+
+    def add(self, key: tuple[str, ...], text: str) -> int:
+        if key not in self._index:
+            self._index[key] = len(self.texts)
+            self.texts.append(text[:MAX_PASSAGE_CHARS])
+        return self._index[key]
+
+
+class Corpus:
+    """The documents and questions of the datasets the cells name, each loaded once."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Any] = {}
+
+    def get(self, cell: Cell) -> Any:
+        ds = cell.config.get("dataset") if isinstance(cell.config.get("dataset"), dict) else {}
+        path = str((ds or {}).get("path") or "")
+        if path not in self._loaded:
+            self._loaded[path] = None
+            try:
+                from rag_bench.data.loader import load_dataset
+
+                if path and Path(path).is_dir():
+                    self._loaded[path] = load_dataset(path, split=str((ds or {}).get("split") or "test"))
+            except (RagBenchError, OSError) as exc:
+                log.warning("report: dataset %s cannot be read (%s); the drill-down shows ids only", path, exc)
+        return self._loaded[path]
+
+
+def questions(cells: Sequence[Cell], corpus: Corpus) -> dict[str, Any]:
+    """``{qid: {question, answerable, tags, answers, facts, evidence: [{doc, text}]}}`` from the
+    first cell's dataset (every cell of a report is over the same questions)."""
+    out: dict[str, Any] = {}
+    for cell in cells:
+        dataset = corpus.get(cell)
+        if dataset is None:
+            continue
+        for q in dataset.questions:
+            if q.qid in out:
+                continue
+            evidence = []
+            for e in q.evidence:
+                doc = dataset.documents.get(e.doc_id)
+                text = doc.text[e.start:e.end] if doc is not None and e.end is not None else ""
+                evidence.append({"doc": e.doc_id, "text": text[:MAX_PASSAGE_CHARS],
+                                 "grade": getattr(e, "grade", 1)})
+            out[q.qid] = {"question": q.question, "answerable": q.answerable, "tags": list(q.tags),
+                          "answers": list(q.answers), "facts": list(q.facts), "evidence": evidence}
+        break
+    if not out and cells:  # no dataset: the records still hold the questions
+        r = cells[0].records
+        for row in r.itertuples(index=False):
+            out[row.qid] = {"question": row.question, "answerable": bool(row.answerable),
+                            "tags": _plain(row.tags), "answers": [], "facts": [], "evidence": []}
+    return out
+
+
+def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, Any]]:
+    """One entry per question of ``cell``: label, ranked passages ``[passage, chunk, score, grade]``,
+    the context's chunk ids, the answer with each citation checked against the grades, judge
+    scores and the question's measures."""
+    r = cell.records
+    dataset = corpus.get(cell)
+    k = int((cell.config.get("pipeline") or {}).get("k") or 5)
+    shown = [m for m in (measures.family("retrieval", "hit").at(k), measures.PRIMARY,
+                         measures.family("generation", "correct"), measures.family("generation", "token_f1"))
+             if m.column in r.columns]
+    judge_cols = [c for c in r.columns if c.startswith(measures.JUDGE_PREFIX)]
+    rows = []
+    for rec in r.to_dict(orient="records"):
+        ids = list(_plain(rec.get("chunk_ids")) or [])
+        scores = list(_plain(rec.get("scores")) or [])
+        grades = list(_plain(rec.get("grades")) if rec.get("grades") is not None
+                      else [int(bool(x)) for x in (_plain(rec.get("relevant")) or [])])
+        spans = list(_plain(rec.get("chunk_spans")) or [])
+        context_ids = list(_plain(rec.get("context_ids")) or [])
+        context_texts = list(_plain(rec.get("context_texts")) or [])
+        by_id = dict(zip(context_ids, context_texts))
+        ranked = []
+        for i, cid in enumerate(ids):
+            span = spans[i] if i < len(spans) and isinstance(spans[i], dict) else None
+            text = ""
+            if span is not None and dataset is not None and span.get("doc_id") in dataset.documents:
+                text = dataset.documents[span["doc_id"]].text[int(span["start"]):int(span["end"])]
+            text = text or by_id.get(cid, "")
+            key = (span["doc_id"], str(span["start"]), str(span["end"])) if span else ("chunk", cid, text[:64])
+            ranked.append([passages.add(key, text) if text else None, cid,
+                           scores[i] if i < len(scores) else None, grades[i] if i < len(grades) else None])
+        grade_of = {cid: g for cid, _s, g in zip(ids, scores, grades)}
+        citations = []
+        for n in list(_plain(rec.get("citations")) or []):
+            cid = context_ids[n - 1] if isinstance(n, int) and 1 <= n <= len(context_ids) else None
+            citations.append({"n": n, "chunk": cid, "relevant": bool(grade_of.get(cid)) if cid else None})
+        answer = rec.get("answer")
+        rows.append({
+            "qid": rec["qid"], "label": rec.get("failure"), "ranked": ranked, "context": context_ids,
+            "context_extra": [passages.add(("chunk", c, t[:64]), t) for c, t in zip(context_ids, context_texts)
+                              if c not in ids],
+            "answer": None if answer is None else str(answer)[:MAX_ANSWER_CHARS], "refused": _plain(rec.get("refused")),
+            "citations": citations, "error": rec.get("generation_error") or rec.get("parse_error"),
+            "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
+            "measures": {m.name: _plain(rec.get(m.column)) for m in shown},
+        })
+    return rows
+
+
+def write(folder: Path, cells: Sequence[Cell], names: Sequence[str]) -> dict[str, str]:
+    """Write ``drill/``: questions, passages and one script per cell; returns ``{cell_id: script}``."""
+    out = folder / "drill"
+    out.mkdir(parents=True, exist_ok=True)
+    corpus, passages = Corpus(), Passages()
+    scripts = {}
+    for cell, name in zip(cells, names):
+        try:
+            rows = cell_rows(cell, passages, corpus)
+        except RagBenchError as exc:  # an unreadable records.parquet: the rest of the report stands
+            log.warning("report: no drill-down for %s: %s", cell.path, exc)
+            continue
+        script = f"drill/{cell.cell_id}.js"
+        payload = {"id": cell.cell_id, "name": name, "rows": rows}
+        (folder / script).write_text(f"RB.cell({json.dumps(payload, ensure_ascii=False, default=str)});\n",
+                                     encoding="utf-8")
+        scripts[cell.cell_id] = script
+    bank = questions(cells, corpus)
+    (out / "questions.js").write_text(f"RB.questions({json.dumps(_plain(bank), ensure_ascii=False, default=str)});\n",
+                                      encoding="utf-8")
+    (out / "passages.js").write_text(f"RB.passages({json.dumps(passages.texts, ensure_ascii=False)});\n",
+                                     encoding="utf-8")
+    return scripts
