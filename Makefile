@@ -27,9 +27,10 @@ venv: $(STAMP)
 
 llm: $(LLM_STAMP)
 
+# 36 cells (3 chunkers × bm25/dense/hybrid × reranker none/dense × k 3/5), then the report.
 demo: venv
-	$(VENV)/bin/rag-bench run -m +experiment=demo
-	$(VENV)/bin/rag-bench report experiments/demo
+	@$(VENV)/bin/rag-bench run -m +experiment=demo
+	@$(VENV)/bin/rag-bench report experiments/demo
 
 # Two workers (pytest-xdist), one per core: the suite takes ~15 min instead of ~22 serially.
 test: venv $(LLM_STAMP)

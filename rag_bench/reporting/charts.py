@@ -214,12 +214,21 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def failure_labels(cells: Sequence[Cell]) -> list[str]:
+    """The failure labels of ``cells``, in attribution order (retrieval first, then generation)."""
+    from rag_bench.runner.labels import GENERATION_CELL_LABELS
+
+    found = dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {}))
+    order = {lab: i for i, lab in enumerate(GENERATION_CELL_LABELS)}
+    return sorted(found, key=lambda lab: order.get(lab, len(order)))
+
+
 def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None = None, metric: str | None = None,
              top: int | None = TOP) -> Path:
     """Stacked bars: how many questions each of the ``top`` cells (by ``metric``) lost at each
     stage, best cell on top."""
     names = _names(cells, labels)
-    labs = list(dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {})))
+    labs = failure_labels(cells)
     shown = _ranked(cells, metric or measures.PRIMARY.key, top)[::-1]
     fig, ax = plt.subplots(figsize=(9, _height(len(shown)) + 0.6))
     left = np.zeros(len(shown))

@@ -179,3 +179,22 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.k
         return json.dumps({"sort_by": key, "rows": rows}, indent=1, default=str)
     text = _text_frame(table, key)
     return _markdown(text) if fmt == "markdown" else text.to_string(index=False)
+
+
+def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key, top: int = 10) -> str:
+    """The failure table: for the ``top`` cells (by ``sort_by``), how many questions each lost at
+    each stage (labels no cell has are left out)."""
+    from rag_bench.runner.labels import GENERATION_CELL_LABELS
+
+    order = {f"failures/{lab}": i for i, lab in enumerate(GENERATION_CELL_LABELS)}
+    cols = sorted((c for c in cells.columns if c.startswith("failures/")
+                   and pd.to_numeric(cells[c], errors="coerce").fillna(0).any()), key=lambda c: order.get(c, len(order)))
+    if not cols:
+        return ""
+    key = sort_by if sort_by in cells.columns else cols[0]
+    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last").head(top)
+    width = int(table["label"].str.len().max())
+    out = pd.DataFrame({"cell": table["label"].str.ljust(width)})
+    for c in cols:
+        out[c.split("/", 1)[1]] = pd.to_numeric(table[c], errors="coerce").fillna(0).astype(int)
+    return out.to_string(index=False)

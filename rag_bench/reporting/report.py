@@ -241,8 +241,7 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
 def _failures(cells: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
     chart = charts.failures(cells, out / "failures.png", labels=[names[c.cell_id] for c in cells], metric=metric,
                             top=top)
-    labels = [lab for lab in dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {}))
-              if any(c.metrics.get("failures", {}).get(lab) for c in cells)]
+    labels = [lab for lab in charts.failure_labels(cells) if any(c.metrics.get("failures", {}).get(lab) for c in cells)]
     rows = []
     for c in charts._ranked(cells, metric, top):
         f = c.metrics.get("failures", {})

@@ -65,7 +65,7 @@ class SweepCallbacks(Callback):
                 log.debug("tracking not prepared before the sweep: %s", exc)
 
     def _end(self, config: DictConfig) -> None:
-        from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
+        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells
         from rag_bench.tracking.mlflow_tracker import finish_all
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
@@ -76,6 +76,11 @@ class SweepCallbacks(Callback):
         if not cells.empty:
             print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
             print(format_leaderboard(cells), file=sys.stdout, flush=True)
+            failures = format_failures(cells)
+            if failures:
+                shown = min(10, len(cells))
+                print(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}",
+                      file=sys.stdout, flush=True)
             print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
                   f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
                   file=sys.stdout, flush=True)
