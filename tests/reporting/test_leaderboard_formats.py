@@ -1,0 +1,43 @@
+"""``rag-bench leaderboard --format table|csv|json|markdown --columns``, on real cells."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+
+from rag_bench.cli import main as cli
+
+
+def test_formats_and_columns(demo_cells, capsys):
+    exp = str(demo_cells["baseline"].path.parent)
+    assert cli(["leaderboard", exp, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = data["rows"]
+    assert data["sort_by"] == "retrieval/ndcg@10" and len(rows) == 3
+    values = [r["retrieval/ndcg@10"] for r in rows]
+    assert values == sorted(values, reverse=True)
+    assert {"label", "cell", "chunker", "retriever", "k", "ci_lo", "ci_hi", "n"} <= set(rows[0])
+    best = demo_cells["baseline"] if demo_cells["baseline"].cell_id == rows[0]["cell"] else None
+    if best is not None:
+        assert rows[0]["retrieval/ndcg@10"] == best.metrics["retrieval"]["ndcg@10"]  # full precision
+
+    assert cli(["leaderboard", exp, "--format", "csv", "--columns", "ndcg@10,generation/correct"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(frame.columns)[-5:] == ["retrieval/ndcg@10", "generation/correct", "ci_lo", "ci_hi", "n"]
+
+    assert cli(["leaderboard", exp, "--format", "markdown", "--columns", "hit@5"]) == 0
+    md = capsys.readouterr().out.splitlines()
+    assert md[0].startswith("| cell | id |") and md[1].startswith("|---|---|") and len(md) == 5
+
+    assert cli(["leaderboard", exp]) == 0
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) < 140  # fits a terminal
+    assert "k1=1.3" in text  # named by what varies
+
+
+def test_unknown_column_says_what_exists(demo_cells, capsys):
+    exp = str(demo_cells["baseline"].path.parent)
+    assert cli(["leaderboard", exp, "--columns", "ndcgg@10"]) == 2
+    assert "ndcg@10" in capsys.readouterr().err
