@@ -146,7 +146,7 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     fig, ax = plt.subplots(figsize=(8, 4.6))
     dom = [(c, q) for q, c, f, _ in pts if not f]
     if dom:
-        ax.scatter(*zip(*dom), color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
+        ax.scatter([c for c, _ in dom], [q for _, q in dom], color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
     best = sorted((c, q, n) for q, c, f, n in pts if f)
     ax.plot([c for c, _, _ in best], [q for _, q, _ in best], "-o", color="#d62728", ms=5,
             label=f"Pareto front ({len(best)})")

@@ -195,7 +195,7 @@ def _effects(found: list[effects.Effect], frame: pd.DataFrame, pair: tuple[str, 
 
 def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) -> str:
     better = measures.higher_is_better(metric)
-    quality = [c.metric(metric) if c.metric(metric) is not None else math.nan for c in cells]
+    quality = [math.nan if (v := c.metric(metric)) is None else v for c in cells]
     body = []
     for cost, label, file in ((_latency_ms, "retrieval + rerank p50 (ms per question)", "pareto_latency.png"),
                               (_tokens, "generator tokens per question", "pareto_tokens.png")):
