@@ -1,5 +1,6 @@
-"""rag_bench's Hydra sweeper: :class:`BasicSweeper` + stage ordering, covering validation and a
-progress bar (see :mod:`rag_bench.runner.sweeper`)."""
+"""rag_bench's Hydra sweeper: :class:`BasicSweeper` + stage ordering, covering validation, a
+progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
+(:mod:`rag_bench.runner.compose`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
 
+from rag_bench.runner.compose import ComposeOnce
 from rag_bench.runner.config import validate
 from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
 
@@ -20,6 +24,14 @@ class RagBenchSweeper(BasicSweeper):
 
     def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        """Hydra's setup, with the launcher (and the validation) composing through
+        :class:`~rag_bench.runner.compose.ComposeOnce`."""
+        loader = hydra_context.config_loader
+        context = HydraContext(config_loader=loader if isinstance(loader, ComposeOnce) else ComposeOnce(loader),
+                               callbacks=hydra_context.callbacks)
+        super().setup(hydra_context=context, task_function=task_function, config=config)
 
     @staticmethod
     def split_arguments(overrides: list[Override], max_batch_size: int | None) -> list[list[list[str]]]:

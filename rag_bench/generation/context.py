@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from rag_bench.records import Chunk, Passage
 
@@ -14,6 +15,12 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 def count_tokens(text: str) -> int:
     """Approximate token count (words and punctuation marks); model-independent and stable."""
     return len(_TOKEN.findall(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def _passage_tokens(text: str) -> int:
+    # The same chunk texts are costed for every question of every cell of a sweep: once each here.
+    return count_tokens(text)
 
 
 def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chunk] | None = None,
@@ -36,7 +43,7 @@ def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chun
             src = parents[chunk.parent_id]
         if any(d == src.doc_id and s <= src.start and src.end <= e for d, s, e in seen):
             continue  # same text (or a part of it) already in the context
-        cost = count_tokens(src.body)
+        cost = _passage_tokens(src.body)
         if out and used + cost > token_budget:
             break
         used += cost

@@ -15,7 +15,7 @@ import pandas as pd
 
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.metrics import measures
-from rag_bench.metrics.bootstrap import bootstrap_ci
+from rag_bench.metrics.bootstrap import bootstrap_cis
 from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
 from rag_bench.runner.labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
@@ -45,15 +45,20 @@ def aggregate(frame: pd.DataFrame, sections: dict[str, list[Measure]], *, n_resa
     Means skip NaN (undefined) questions; ``n`` is the number of questions averaged.
     """
     out: dict[str, Any] = {"n": {}, "ci": {}}
-    for section, ms in sections.items():
+    listed = [(section, m) for section, ms in sections.items() for m in ms]
+    values = np.empty((len(frame), len(listed)))
+    for j, (_, m) in enumerate(listed):
+        values[:, j] = frame[m.column].to_numpy(dtype=np.float64)
+    # Every CI from one call: measures defined on the same questions share one resample gather.
+    cis = bootstrap_cis(values, n_resamples=n_resamples, seed=seed)
+    for section in sections:
         out[section] = {}
-        for m in ms:
-            v = frame[m.column].to_numpy(dtype=np.float64)
-            defined = v[~np.isnan(v)]
-            out[section][m.name] = float(defined.mean()) if defined.size else None
-            out["n"][m.key] = int(defined.size)
-            lo, hi = bootstrap_ci(v, n_resamples=n_resamples, seed=seed)
-            out["ci"][m.key] = [lo, hi] if defined.size else None
+    for j, (section, m) in enumerate(listed):
+        v = values[:, j]
+        defined = v[~np.isnan(v)]
+        out[section][m.name] = float(defined.mean()) if defined.size else None
+        out["n"][m.key] = int(defined.size)
+        out["ci"][m.key] = [float(cis[j, 0]), float(cis[j, 1])] if defined.size else None
     return out
 
 

@@ -2,7 +2,7 @@
 
 The class lives in ``hydra_plugins.rag_bench_sweeper`` (Hydra only loads plugins from that
 namespace); its logic is here. It is Hydra's :class:`BasicSweeper` (same override syntax, ``hydra.sweeper.params`` presets,
-``max_batch_size``) with three changes:
+``max_batch_size``) with four changes:
 
 * **Order.** The grid is expanded stage by stage — dataset, chunker, embedder, index,
   retriever, reranker, generator, judge, then everything else (k, eval settings) innermost —
@@ -12,6 +12,9 @@ namespace); its logic is here. It is Hydra's :class:`BasicSweeper` (same overrid
   at ~0.1 s per composition that is minutes for a large grid. Here the batch is validated on a
   covering subset: every ``key=value`` of the sweep appears in at least one validated job, so a
   misspelt option still fails before the first cell runs.
+* **Compose once.** The launcher and the validation compose through
+  :class:`~rag_bench.runner.compose.ComposeOnce`: the same configs Hydra composes, but cells that
+  differ only in values share one composition and the YAML files are parsed once per sweep.
 * **Progress.** A ``sweep`` progress bar (cells finished / total, ETA), fed by a progress file
   that every cell appends to when it ends (:class:`~rag_bench.runner.callbacks.SweepCallbacks`),
   so it also counts cells finished by joblib workers or submitit jobs. Quiet when stderr is not
