@@ -40,6 +40,12 @@ exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
 
 
+# Keys an earlier release had: the message of an override that names one says what replaced it.
+RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker",
+           "chunker.child_chars": "chunker.size (the children's size, in characters)",
+           "chunker.parent_chars": "chunker.parent_ratio (parents are size × parent_ratio characters)"}
+
+
 def _fail(exc: BaseException | str) -> int:
     print(f"error: {exc}", file=sys.stderr)
     return 2
@@ -61,11 +67,14 @@ def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
         listing = _valid_keys(args or [], missing.group(1)) if missing else ""
         if listing:
             msg += f"\n  {listing}"
+        renamed = RENAMED.get(missing.group(1)) if missing else None
+        if renamed:
+            msg += f"\n  ({missing.group(1)} was renamed: {renamed})"
     return msg
 
 
 def _valid_keys(args: list[str], full_key: str) -> str:
-    """``valid keys of chunker: max_chars, overlap (did you mean max_chars?)`` for a key that does
+    """``valid keys of chunker: size, overlap (did you mean size?)`` for a key that does
     not exist, from the config composed without it; empty when that cannot be composed."""
     import difflib
 

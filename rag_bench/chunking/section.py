@@ -34,20 +34,20 @@ class SectionChunker(DocumentChunker):
 
     Parameters
     ----------
-    max_chars:
-        Target maximum body length. Larger sections are split at paragraph, then sentence
+    size:
+        Target maximum body length in characters. Larger sections are split at paragraph, then sentence
         boundaries; a table or list longer than this stays whole.
     prefix_headings:
         Prepend ``Title > Section > Subsection`` to the indexed text (not to the body).
     """
 
-    def __init__(self, max_chars: int = 1200, prefix_headings: bool = True) -> None:
-        self.max_chars = positive_int("max_chars", max_chars)
+    def __init__(self, size: int = 1200, prefix_headings: bool = True) -> None:
+        self.size = positive_int("size", size)
         self.prefix_headings = bool(prefix_headings)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
         """Section-by-section chunks of one document."""
         spans: list[Span] = []
         for sec in doc.sections:
-            spans.extend(section_spans(doc, sec, self.max_chars))
+            spans.extend(section_spans(doc, sec, self.size))
         return make_chunks(doc, spans, prefix_headings=self.prefix_headings)

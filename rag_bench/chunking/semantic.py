@@ -3,7 +3,7 @@
 Units are sentences of paragraphs and list items, and whole tables and code blocks. A chunk ends
 where the cosine similarity of two adjacent units falls below ``threshold`` — or, when no
 threshold is given, below the ``percentile``-th percentile of all adjacent similarities in the
-corpus — or where adding the next unit would exceed ``max_chars``. Chunks never cross a section.
+corpus — or where adding the next unit would exceed ``size`` characters. Chunks never cross a section.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ class SemanticChunker:
         Similarity below which adjacent units are split (null = use ``percentile``).
     percentile:
         Percentile of the corpus' adjacent similarities used as the threshold when none is given.
-    max_chars:
-        Upper bound on a chunk's body (a single longer unit stays whole).
+    size:
+        Upper bound on a chunk's body in characters (a single longer unit stays whole).
     min_chars:
         No semantic cut before a chunk holds this many characters (avoids one-line chunks).
     prefix_headings:
@@ -74,14 +74,14 @@ class SemanticChunker:
     """
 
     def __init__(self, embedder: Any = None, threshold: float | None = None, percentile: float = 25.0,
-                 max_chars: int = 1200, min_chars: int = 150, prefix_headings: bool = True) -> None:
+                 size: int = 1200, min_chars: int = 150, prefix_headings: bool = True) -> None:
         if threshold is not None and not (isinstance(threshold, (int, float)) and -1 <= threshold <= 1):
             raise ConfigError(f"chunker.threshold must be a cosine in [-1, 1] or null, got {threshold!r}")
         if not (isinstance(percentile, (int, float)) and 0 <= percentile <= 100):
             raise ConfigError(f"chunker.percentile must be in [0, 100], got {percentile!r}")
         self.embedder = embedder
         self.threshold, self.percentile = threshold, float(percentile)
-        self.max_chars = positive_int("max_chars", max_chars)
+        self.size = positive_int("size", size)
         self.min_chars = positive_int("min_chars", min_chars, minimum=0)
         self.prefix_headings = bool(prefix_headings)
 
@@ -110,7 +110,7 @@ class SemanticChunker:
                 sims = sims_all[k]
                 k += 1
                 starts, ends = [s for s, _ in units], [e for _, e in units]
-                for i, j in split_points(sims, cut, starts, ends, max_chars=self.max_chars,
+                for i, j in split_points(sims, cut, starts, ends, max_chars=self.size,
                                          min_chars=self.min_chars):
                     spans.append((starts[i], ends[j - 1]))
             out.extend(make_chunks(doc, spans, prefix_headings=self.prefix_headings))

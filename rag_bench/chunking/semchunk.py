@@ -18,14 +18,14 @@ class SemchunkChunker(DocumentChunker):
     """Parameters
     ----------
     size:
-        Chunk size in ``unit`` (words or characters).
+        Chunk size in ``unit``: characters by default, as every chunker's ``size``.
     unit:
-        ``words`` or ``chars``: how semchunk counts a chunk's size.
+        ``chars`` (default) or ``words``: how semchunk counts a chunk's size.
     overlap:
         Share of ``size`` (< 1) or number of units that consecutive chunks share; 0 = none.
     """
 
-    def __init__(self, size: int = 150, unit: Literal["words", "chars"] = "words", overlap: float = 0.0) -> None:
+    def __init__(self, size: int = 800, unit: Literal["chars", "words"] = "chars", overlap: float = 0.0) -> None:
         self.size = positive_int("size", size)
         if not 0 <= overlap < max(1, self.size):
             raise ConfigError(f"chunker.overlap must be in [0, size), got {overlap!r} -- fix: chunker.overlap=0.1")

@@ -9,16 +9,16 @@ from rag_bench.text.sentences import sentence_spans
 
 
 class SentenceChunker(DocumentChunker):
-    """Packs whole sentences into chunks of at most ``max_chars`` (a longer sentence stands alone).
+    """Packs whole sentences into chunks of at most ``size`` characters (a longer sentence stands alone).
 
     ``overlap`` is counted in sentences: that many trailing sentences repeat at the start of the
     next chunk.
     """
 
-    def __init__(self, max_chars: int = 600, overlap: int = 0) -> None:
-        self.max_chars = positive_int("max_chars", max_chars)
+    def __init__(self, size: int = 600, overlap: int = 0) -> None:
+        self.size = positive_int("size", size)
         self.overlap = positive_int("overlap", overlap, minimum=0)
 
     def chunk_document(self, doc: Document) -> list[Chunk]:
         """Sentence groups over the whole document."""
-        return make_chunks(doc, pack(sentence_spans(doc.text), self.max_chars, self.overlap))
+        return make_chunks(doc, pack(sentence_spans(doc.text), self.size, self.overlap))

@@ -13,12 +13,12 @@ from tests.fakes import KeywordEmbedder
 
 CHUNKERS = {
     "fixed": [[], ["chunker.size=300", "chunker.overlap=50"], ["chunker.size=97", "chunker.overlap=0"]],
-    "fixed_words": [[], ["chunker.size=40", "chunker.overlap=10"]],
-    "sentence": [[], ["chunker.max_chars=200", "chunker.overlap=1"]],
-    "section": [[], ["chunker.max_chars=300"], ["chunker.prefix_headings=false"]],
-    "recursive": [[], ["chunker.max_chars=250", "chunker.overlap=60"]],
-    "parent_child": [[], ["chunker.parent_chars=800", "chunker.child_chars=150"]],
-    "semantic": [[], ["chunker.threshold=0.2", "chunker.min_chars=0"], ["chunker.max_chars=300"]],
+    "fixed_words": [[], ["chunker.size=200", "chunker.overlap=50"], ["chunker.size=97", "chunker.overlap=0"]],
+    "sentence": [[], ["chunker.size=200", "chunker.overlap=1"]],
+    "section": [[], ["chunker.size=300"], ["chunker.prefix_headings=false"]],
+    "recursive": [[], ["chunker.size=250", "chunker.overlap=60"]],
+    "parent_child": [[], ["chunker.size=150", "chunker.parent_ratio=5.3"]],
+    "semantic": [[], ["chunker.threshold=0.2", "chunker.min_chars=0"], ["chunker.size=300"]],
 }
 CASES = [(name, ov) for name, variants in CHUNKERS.items() for ov in variants]
 
@@ -88,16 +88,33 @@ def test_fixed_window_sizes_and_overlap(demo_dataset):
             assert b.start < a.end, "consecutive windows overlap"
 
 
-def test_fixed_words_never_cuts_a_word(demo_dataset):
-    chunker, _ = make("fixed_words", ["chunker.size=40", "chunker.overlap=10"])
+def test_fixed_words_never_cuts_a_word_and_fits_size_characters(demo_dataset):
+    chunker, _ = make("fixed_words", ["chunker.size=200", "chunker.overlap=50"])
     for doc in demo_dataset.documents.values():
-        for c in chunker.chunk([doc]):
-            assert len(c.body.split()) <= 40
+        chunks = chunker.chunk([doc])
+        for c in chunks:
+            assert c.length <= 200 or len(c.body.split()) == 1  # whole words up to size characters
             assert c.start == 0 or doc.text[c.start - 1].isspace()
             assert c.end == len(doc.text) or doc.text[c.end].isspace()
+        for a, b in zip(chunks, chunks[1:]):
+            assert a.start < b.start < a.end and a.end - b.start <= 50 + 40  # about overlap chars shared
+        assert chunks[-1].end == len(doc.text.rstrip())
 
 
-@pytest.mark.parametrize("overrides", [[], ["chunker.max_chars=120"]])
+def test_every_chunker_takes_one_size_in_characters(demo_dataset):
+    """chunker.size=200,400,800 sweeps every chunker: each one's chunks grow with it."""
+    docs = list(demo_dataset.documents.values())
+    for name in ("fixed", "fixed_words", "sentence", "section", "recursive", "parent_child", "semantic"):
+        means = []
+        for size in (200, 800):
+            chunker, _ = make(name, [f"chunker.size={size}"])
+            chunks = [c for c in chunker.chunk(docs) if not c.is_parent]
+            means.append(sum(c.length for c in chunks) / len(chunks))
+            assert sum(c.length <= size for c in chunks) >= 0.9 * len(chunks), (name, size)
+        assert means[1] > 1.5 * means[0], (name, means)
+
+
+@pytest.mark.parametrize("overrides", [[], ["chunker.size=120"]])
 def test_sentence_chunker_never_cuts_a_sentence(demo_dataset, overrides):
     chunker, cfg = make("sentence", overrides)
     for doc in demo_dataset.documents.values():
@@ -106,7 +123,7 @@ def test_sentence_chunker_never_cuts_a_sentence(demo_dataset, overrides):
             inside = [c for c in chunks if c.start <= s and e <= c.end]
             crossing = [c for c in chunks if c.start < e and s < c.end and not (c.start <= s and e <= c.end)]
             assert inside and not crossing, (doc.doc_id, doc.text[s:e][:60])
-        long = [c for c in chunks if c.length > cfg.max_chars]
+        long = [c for c in chunks if c.length > cfg.size]
         for c in long:  # only a single sentence may exceed the budget
             assert len([1 for s, e in sentence_spans(doc.text, c.start, c.end)]) == 1
 
@@ -121,7 +138,7 @@ def _section_of(doc, offset):
 @pytest.mark.parametrize(("name", "max_chars"), [("section", 1200), ("section", 300), ("section", 80),
                                                ("semantic", 1200), ("semantic", 300)])
 def test_section_chunker_respects_structure(demo_dataset, name, max_chars):
-    chunker, _ = make(name, [f"chunker.max_chars={max_chars}"])
+    chunker, _ = make(name, [f"chunker.size={max_chars}"])
     for doc in demo_dataset.documents.values():
         chunks = chunker.chunk([doc])
         for c in chunks:
@@ -138,13 +155,13 @@ def test_section_chunker_respects_structure(demo_dataset, name, max_chars):
 
 
 def test_section_chunker_splits_long_sections(demo_dataset):
-    small = make("section", ["chunker.max_chars=300"])[0].chunk(list(demo_dataset.documents.values()))
+    small = make("section", ["chunker.size=300"])[0].chunk(list(demo_dataset.documents.values()))
     big = make("section", [])[0].chunk(list(demo_dataset.documents.values()))
     assert len(small) > len(big)
 
 
 def test_recursive_respects_budget(demo_dataset):
-    chunker, _ = make("recursive", ["chunker.max_chars=250", "chunker.overlap=60"])
+    chunker, _ = make("recursive", ["chunker.size=250", "chunker.overlap=60"])
     for doc in demo_dataset.documents.values():
         chunks = chunker.chunk([doc])
         assert all(c.length <= 250 for c in chunks)
@@ -167,8 +184,8 @@ def test_parent_child_children_inside_parents(demo_dataset):
     ("fixed", ["chunker.size=0"], "chunker.size"),
     ("fixed", ["chunker.size=100", "chunker.overlap=100"], "chunker.overlap"),
     ("fixed_words", ["chunker.overlap=-1"], "chunker.overlap"),
-    ("sentence", ["chunker.max_chars=0"], "chunker.max_chars"),
-    ("parent_child", ["chunker.child_chars=3000"], "chunker.child_chars"),
+    ("sentence", ["chunker.size=0"], "chunker.size"),
+    ("parent_child", ["chunker.parent_ratio=1"], "chunker.parent_ratio"),
     ("recursive", ["chunker.separators=[]"], "chunker.separators"),
     ("fixed", ["chunker.size=abc"], "chunker.size"),
 ])

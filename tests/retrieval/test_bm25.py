@@ -18,7 +18,7 @@ CUSTOMER = Asker("kettleby", ("customers",))
 
 
 def index(dataset, include_archived=False):
-    chunks = [c for c in SectionChunker(max_chars=600).chunk(list(dataset.documents.values()))
+    chunks = [c for c in SectionChunker(size=600).chunk(list(dataset.documents.values()))
               if include_archived or not dataset.documents[c.doc_id].archived]
     r = Bm25Retriever()
     r.fit(chunks)

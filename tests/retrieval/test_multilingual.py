@@ -128,7 +128,7 @@ def test_rankings_agree_with_bm25s(capsys):
     from rag_bench.data.loader import load_dataset
 
     dataset = load_dataset(SHARED / "datasets" / "squad2-normans")
-    chunks = SectionChunker(max_chars=600).chunk(list(dataset.documents.values()))
+    chunks = SectionChunker(size=600).chunk(list(dataset.documents.values()))
     access = AccessFilter(chunks, dataset.documents)
     tok = Tokenizer(stemmer="snowball")
     ours = Bm25Retriever(k1=1.5, b=0.75, stemmer="snowball")
