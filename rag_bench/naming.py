@@ -144,3 +144,13 @@ def sweep_axes(overrides: Iterable[str]) -> list[str]:
         return (STAGES.index(head) if head in STAGES else len(STAGES), key)
 
     return sorted(dict.fromkeys(keys), key=rank)
+
+
+def value(config: Mapping[str, Any], key: str) -> str:
+    """A config's value on one axis, as text: the option name for a stage, else the value.
+
+    >>> value({"chunker": {"name": "fixed"}, "pipeline": {"k": 5}}, "chunker"), value({"pipeline": {"k": 5}}, "pipeline.k")
+    ('fixed', '5')
+    """
+    flat = _flat(config)
+    return _value(flat.get(f"{key}.name" if key in STAGES else key, "—"))
