@@ -19,8 +19,20 @@ of k = 72 cells, extractive generator, over the demo dataset and over a syntheti
 Tracking is off (tracking=none) in every arm: MLflow logging is I/O, not shared work. Each arm
 runs in a fresh `rag-bench` process; wall time includes Python start-up and Hydra.
 
+Then the fixed cost of a cell (what every cell pays beyond the distinct work: composing its
+config, scoring, bootstrap CIs, answers served from the cache, writing the folder, tracking),
+warm, with tracking=none and tracking=mlflow:
+
+  per-cell overhead = (warm(grid) - warm(grid at the first k only)) / (cells added by the other k)
+
+The cells a second value of k adds share chunks, indexes, rankings and reranked lists with the
+first, and their answers are cache hits: all they cost is the fixed cost. ``--corpus squad``
+measures it on the 180-cell grid of issue 16 (6 chunkers x bm25/dense/hybrid x reranker none,
+dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
+
     python benchmarks/sweep.py                       # both corpora, full naive arm on demo
     python benchmarks/sweep.py --corpus synthetic --naive-sample 6
+    python benchmarks/sweep.py --corpus squad                         # per-cell overhead, 180 cells
 """
 
 from __future__ import annotations
@@ -46,6 +58,11 @@ RERANKERS = ["none", "dense"]
 KS = ["3", "5", "10"]
 DEMO_CHUNKERS = ["fixed", "fixed_words", "sentence", "section"]
 SYN_CHUNKERS = ["section", "syn_sentence", "syn_fixed", "syn_words"]
+SQUAD = ROOT.parent / "shared" / "datasets" / "squad2-normans"
+SQUAD_CHUNKERS = ["fixed", "fixed_words", "sentence", "section", "recursive", "parent_child"]
+SQUAD_RERANK = {  # benchmark-only presets: the dense and MMR rerankers at depths 10 and 50
+    f"{kind}_{depth}": f"defaults: [{kind}]\nname: {kind}_{depth}\ndepth: {depth}\n"
+    for kind in ("dense", "mmr") for depth in (10, 50)}
 SYN_CONF = {  # benchmark-only chunker presets: short chunks, so 20,000+ of them embed in minutes
     "syn_sentence": "defaults: [sentence]\nname: syn_sentence\nmax_chars: 100\n",
     "syn_fixed": "defaults: [fixed]\nname: syn_fixed\nsize: 80\noverlap: 10\n",
@@ -59,9 +76,10 @@ def grid(chunkers: list[str], retrievers: list[str] = RETRIEVERS, rerankers: lis
             f"reranker={','.join(rerankers)}", f"pipeline.k={','.join(ks)}"]
 
 
-def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | None = None) -> float:
+def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | None = None,
+        tracking: str = "none") -> float:
     """One `rag-bench run -m` process; its wall time in seconds."""
-    cmd = [str(BIN), "run", "-m", *overrides, "tracking=none", "generator=extractive", f"output.root={out}",
+    cmd = [str(BIN), "run", "-m", *overrides, f"tracking={tracking}", "generator=extractive", f"output.root={out}",
            "experiment.name=bench"]
     e = {**os.environ, "RAG_BENCH_CACHE": str(cache), "TQDM_DISABLE": "1", **(env or {})}
     e.pop("MLFLOW_TRACKING_URI", None)
@@ -171,12 +189,51 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
     r = {"naive_s": naive_s, "sweep_s": sweep_s, "floor_s": f["total"], "warm_s": warm_s}
     print(f"ratios: sweep/floor = {sweep_s / f['total']:.2f} (target <= 1.3)   naive/sweep = {naive_s / sweep_s:.1f} "
           f"(target >= 5)   warm/cold = {warm_s / sweep_s:.1%} (target <= 15%)", flush=True)
+    over = overhead(full, [*grid(chunkers, ks=KS[:1]), *common], work=work, cache=work / "cache", cells=72,
+                    added=72 - 72 // len(KS))
+    r.update({f"overhead_{t}_s": v for t, v in over.items()})
     return r
+
+
+def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, cells: int,
+             added: int) -> dict[str, float]:
+    """Per-cell fixed cost, warm (``cache`` filled), with tracking none and mlflow (module doc):
+    ``full`` is the grid, ``first_k`` the same grid at its first k, ``added`` the cells the other
+    values of k add."""
+    out: dict[str, float] = {}
+    for tracking in ("none", "mlflow"):
+        t_full = run(full, out=work / f"over-{tracking}-full", cache=cache, tracking=tracking)
+        t_first = run(first_k, out=work / f"over-{tracking}-first", cache=cache, tracking=tracking)
+        out[tracking] = (t_full - t_first) / added
+        print(f"per-cell overhead (warm, tracking={tracking}): {out[tracking]:.3f} s  (grid of {cells} cells "
+              f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s)", flush=True)
+    return out
+
+
+def bench_squad(work: Path) -> dict[str, float]:
+    """The 180-cell grid of issue 16: a cold sweep to fill the cache, then the per-cell overhead."""
+    conf = work / "squad-conf" / "reranker"
+    conf.mkdir(parents=True, exist_ok=True)
+    for n, text in SQUAD_RERANK.items():
+        (conf / f"{n}.yaml").write_text(text)
+    rerankers = ["none", *SQUAD_RERANK]
+    common = [f"dataset.path={SQUAD}", f"hydra.searchpath=[file://{conf.parent}]"]
+    ks = ["5", "10"]
+    n = len(SQUAD_CHUNKERS) * len(RETRIEVERS) * len(rerankers) * len(ks)
+    print(f"\n== squad: {SQUAD} -- grid {len(SQUAD_CHUNKERS)} chunkers x 3 retrievers x {len(rerankers)} rerankers "
+          f"x {len(ks)} k = {n} cells", flush=True)
+    full = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks), *common]
+    cold = run(full, out=work / "squad-cold", cache=work / "squad-cache")
+    print(f"sweep (cold): {cold:8.1f} s", flush=True)
+    warm = run(full, out=work / "squad-warm", cache=work / "squad-cache")
+    print(f"warm:         {warm:8.1f} s  (warm/cold = {warm / cold:.1%})", flush=True)
+    first = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks[:1]), *common]
+    return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--corpus", choices=["demo", "synthetic", "both"], default="both")
+    p.add_argument("--corpus", choices=["demo", "synthetic", "both", "squad"], default="both")
     p.add_argument("--sections", type=int, default=20_000, help="synthetic corpus size (one section = one chunk)")
     p.add_argument("--questions", type=int, default=200, help="synthetic questions")
     p.add_argument("--naive-sample", type=int, default=None,
@@ -185,6 +242,8 @@ def main() -> None:
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
+        if a.corpus == "squad":
+            bench_squad(work)
         if a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
