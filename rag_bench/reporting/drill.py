@@ -28,6 +28,7 @@ from rag_bench.metrics import measures
 log = logging.getLogger(__name__)
 MAX_PASSAGE_CHARS = 4000
 MAX_ANSWER_CHARS = 4000
+MAX_RANKED = 20  # ranked passages kept per question (at least pipeline.k); the first relevant rank is always shown
 
 
 def _plain(v: Any) -> Any:
@@ -130,15 +131,16 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
         context_texts = list(_plain(rec.get("context_texts")) or [])
         by_id = dict(zip(context_ids, context_texts))
         ranked = []
-        for i, cid in enumerate(ids):
+        for i, cid in enumerate(ids[:max(MAX_RANKED, k)]):
             span = spans[i] if i < len(spans) and isinstance(spans[i], dict) else None
             text = ""
             if span is not None and dataset is not None and span.get("doc_id") in dataset.documents:
                 text = dataset.documents[span["doc_id"]].text[int(span["start"]):int(span["end"])]
             text = text or by_id.get(cid, "")
             key = (span["doc_id"], str(span["start"]), str(span["end"])) if span else ("chunk", cid, text[:64])
+            score = scores[i] if i < len(scores) else None
             ranked.append([passages.add(key, text) if text else None, cid,
-                           scores[i] if i < len(scores) else None, grades[i] if i < len(grades) else None])
+                           None if score is None else float(f"{score:.6g}"), grades[i] if i < len(grades) else None])
         grade_of = {cid: g for cid, _s, g in zip(ids, scores, grades)}
         citations = []
         for n in list(_plain(rec.get("citations")) or []):
@@ -153,6 +155,7 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "citations": citations, "error": rec.get("generation_error") or rec.get("parse_error"),
             "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
             "measures": {m.name: _plain(rec.get(m.column)) for m in shown},
+            "first_relevant": _plain(rec.get("first_relevant_rank")), "retrieved": len(ids),
         })
     return rows
 

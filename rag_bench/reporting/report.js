@@ -64,7 +64,7 @@ RB.detail = function (c, qid) {
   if ((q.answers || []).length || (q.facts || []).length) { d.appendChild(el('h4', 'Reference')); d.appendChild(el('p', (q.answers || []).concat(q.facts || []).join(' | '))); }
   d.appendChild(el('h4', 'Gold evidence (' + (q.evidence || []).length + ')'));
   (q.evidence || []).forEach(function (e) { d.appendChild(el('div', '[' + e.doc + ', grade ' + e.grade + '] ' + e.text, 'pass rel')); });
-  d.appendChild(el('h4', 'Ranked passages (' + r.ranked.length + ')'));
+  d.appendChild(el('h4', 'Ranked passages (top ' + r.ranked.length + ' of ' + r.retrieved + '; first relevant at rank ' + (r.first_relevant === null ? 'none' : r.first_relevant) + ')'));
   r.ranked.forEach(function (p, i) {
     var ctx = r.context.indexOf(p[1]) >= 0;
     var box = el('div', null, 'pass' + (p[3] > 0 ? ' rel' : '') + (ctx ? ' ctx' : ''));

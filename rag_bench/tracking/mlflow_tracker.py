@@ -14,6 +14,9 @@ command, launcher workers, ``rag-bench sync``) neither crash nor duplicate anyth
 - sweep lock, keyed on (store, experiment, sweep id): finding or creating the sweep's parent run;
 - cell lock, keyed on (store, experiment, cell id): the whole find / delete / create / log /
   terminate sequence of a cell's run, so a cell ends with exactly one live run, FINISHED.
+  Inside it the store lock is taken once more, briefly, to log the dataset input (whose row is
+  shared by every run of the experiment); no code waits for a cell lock while holding the store
+  lock, so the nesting cannot deadlock.
 
 For a ``sqlite:///`` store the lock files sit next to the database (``<db>.lock`` for the store,
 ``.<db>.<kind>-<digest>.lock`` for the others), so every process writing that file shares them
@@ -251,7 +254,7 @@ class MlflowTracker:
                 mlist = [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(metrics.items())]
                 _log_batches(client, run_id, mlist, plist, [])
                 if dataset is not None:
-                    _log_dataset(client, run_id, dataset)
+                    self._log_dataset(client, run_id, dataset)
                 client.log_artifacts(run_id, str(cell_dir))
                 if table is not None:
                     with tempfile.TemporaryDirectory(prefix="rag_bench_table_") as tmp:
@@ -263,6 +266,18 @@ class MlflowTracker:
                 raise
             client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
         return run_id
+
+    def _log_dataset(self, client: Any, run_id: str, info: DatasetInfo) -> None:
+        """The dataset input, under the store lock: the first run to log a dataset inserts its row
+        (unique per experiment, name and digest), so two workers of one sweep doing it at the same
+        moment collide (``UNIQUE constraint failed``); one retry finds the row the other made."""
+        from mlflow.exceptions import MlflowException
+
+        with self._lock("store"):
+            try:
+                _log_dataset(client, run_id, info)
+            except MlflowException:  # another process not sharing our lock (an HTTP server) won the race
+                _log_dataset(client, run_id, info)
 
     def finished_run(self, cell_id: str) -> str | None:
         """Id of a FINISHED run of ``cell_id`` in this experiment, None when there is none."""
