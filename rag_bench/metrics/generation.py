@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -74,18 +75,24 @@ def match_answer(answer: Answer, facts: Sequence[str], references: Sequence[str]
     >>> m.answer_recall, m.exact_match, round(m.token_f1, 3), m.facts_present, m.words
     (1.0, 0.0, 0.5, nan, 11.0)
     """
+    return _match(answer.refused, answer.text, tuple(facts), tuple(references))
+
+
+@lru_cache(maxsize=1 << 16)
+def _match(refused: bool, answer: str, facts: tuple[str, ...], references: tuple[str, ...]) -> AnswerMatch:
+    # Pure in its arguments (memoised across the cells of a sweep that share answers).
     nan = float("nan")
     # References and facts that normalise to nothing ("...", ".") match everything: dropped.
-    references = [r for r in references if normalize(r)]
-    facts = [f for f in facts if normalize(f)]
-    blank = answer.refused or not answer.text
-    text = _CITE.sub("", answer.text)
-    if references:
-        em, f1 = (0.0, 0.0) if blank else (exact_match(text, references), token_f1(text, references))
-        recall = 0.0 if blank else float(any(contains(text, r) for r in references))
+    refs = [r for r in references if normalize(r)]
+    kept = [f for f in facts if normalize(f)]
+    blank = refused or not answer
+    text = _CITE.sub("", answer)
+    if refs:
+        em, f1 = (0.0, 0.0) if blank else (exact_match(text, refs), token_f1(text, refs))
+        recall = 0.0 if blank else float(any(contains(text, r) for r in refs))
     else:
         em = f1 = recall = nan
-    facts_ok = (0.0 if blank else float(facts_present(text, facts))) if facts else nan
+    facts_ok = (0.0 if blank else float(facts_present(text, kept))) if kept else nan
     return AnswerMatch(em, f1, recall, facts_ok, nan if blank else float(len(text.split())))
 
 
@@ -122,9 +129,15 @@ def faithfulness(answer: Answer, passages: Sequence[Passage], *, support: float 
     """
     if answer.refused or not answer.text:
         return float("nan")
-    cited = " ".join(p.text for p in passages if p.number in answer.citations)
+    return _faithfulness(answer.text, " ".join(p.text for p in passages if p.number in answer.citations), support)
+
+
+@lru_cache(maxsize=1 << 16)
+def _faithfulness(answer: str, cited: str, support: float) -> float:
+    # A pure function of the texts: cells of a sweep that hand the same cited passages to the
+    # same answer (k=5 vs k=10, a cached generation) compute it once.
     vocab = _content(cited)
-    text = _CITE.sub("", answer.text)
+    text = _CITE.sub("", answer)
     sentences = [text[s:e] for s, e in sentence_spans(text)] or [text]
     ok = 0
     for sent in sentences:

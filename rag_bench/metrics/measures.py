@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 Aggregate = Literal["mean", "sum", "value"]
@@ -91,7 +92,7 @@ class Measure:
         """This family at ``cutoff`` (``HIT.at(5)`` is ``hit@5``)."""
         if self.cut == "none":
             raise ValueError(f"{self.family} takes no cutoff")
-        return replace(self, cutoff=int(cutoff))
+        return _at(self, int(cutoff))
 
     def format(self, value: float | None) -> str:
         """Display form: three decimals, ``n/a`` when undefined."""
@@ -279,6 +280,13 @@ def is_question_ranking_column(column: str) -> bool:
     """Whether a records.parquet column holds a per-question retrieval, document or evidence
     measure (the values ``compare`` and the gate's paired tests resample)."""
     return column_measure(column) is not None
+
+
+@lru_cache(maxsize=4096)
+def _at(m: Measure, cutoff: int) -> Measure:
+    # Measures are frozen values: one object per (family, cutoff), built once (scoring asks for
+    # them per question and cell; dataclasses.replace cost ~30 ms per cell of a sweep).
+    return replace(m, cutoff=cutoff)
 
 
 # --- what consumers show by default -----------------------------------------------------------

@@ -12,6 +12,7 @@ come from character offsets, they survive any change of chunker.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -115,6 +116,12 @@ def evidence_coverage(question: Question, top: Sequence[Chunk], *, min_coverage:
     """
     if not question.evidence:
         return float("nan"), float("nan")
-    intervals = [(c.doc_id, c.start, c.end) for c in top]
-    ok = [covered_fraction(s, intervals) >= min_coverage for s in question.evidence]
+    return _coverage(question.evidence, tuple((c.doc_id, c.start, c.end) for c in top), min_coverage)
+
+
+@lru_cache(maxsize=1 << 16)
+def _coverage(evidence: tuple[EvidenceSpan, ...], intervals: tuple[tuple[str, int, int], ...],
+              min_coverage: float) -> tuple[float, float]:
+    # Pure in its (frozen) arguments: cells sharing a chunking and a ranking compute it once.
+    ok = [covered_fraction(s, list(intervals)) >= min_coverage for s in evidence]
     return float(np.mean(ok)), float(all(ok))

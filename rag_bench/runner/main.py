@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import stat
@@ -26,7 +27,7 @@ from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, flat_params, validate
 from rag_bench.runner.pipeline import run_pipeline
 from rag_bench.runner.results import CellResult
-from rag_bench.stages import CONSOLE_STAGES, STAGES
+from rag_bench.stages import CONSOLE_STAGES, STAGES, is_null
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
 log = logging.getLogger("rag_bench")
@@ -72,11 +73,15 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
     app passes one for the whole sweep); None starts from nothing.
     """
     validate(cfg)
+    work = SharedWork() if work is None else work
     for group in STAGES:
-        build(cfg[group], group)  # fail on a bad parameter before loading anything (models load lazily)
+        # Fail on a bad parameter before loading anything (models load lazily); a stage whose
+        # resolved parameters an earlier cell of this process already built is not built again.
+        node = OmegaConf.to_container(cfg[group], resolve=True)
+        work.get_or("checked", f"{group}\0{json.dumps(node, sort_keys=True, default=repr)}",
+                    lambda group=group: build(cfg[group], group) and True)
     dataset = _load(cfg)
-    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
-                   lambda cid: run_pipeline(cfg, dataset, cid, SharedWork() if work is None else work))
+    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint), lambda cid: run_pipeline(cfg, dataset, cid, work))
 
 
 def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | None = None,
@@ -172,7 +177,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
         plain: dict[str, Any] = OmegaConf.to_container(stored, resolve=True)  # type: ignore[assignment]
         tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
         summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
-        run_id = tracker.log_cell(
+        run_id = None if is_null(tracker) else tracker.log_cell(
             cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
             tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, sweep_axes()),
             dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
