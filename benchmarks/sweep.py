@@ -64,9 +64,9 @@ SQUAD_RERANK = {  # benchmark-only presets: the dense and MMR rerankers at depth
     f"{kind}_{depth}": f"defaults: [{kind}]\nname: {kind}_{depth}\ndepth: {depth}\n"
     for kind in ("dense", "mmr") for depth in (10, 50)}
 SYN_CONF = {  # benchmark-only chunker presets: short chunks, so 20,000+ of them embed in minutes
-    "syn_sentence": "defaults: [sentence]\nname: syn_sentence\nmax_chars: 100\n",
+    "syn_sentence": "defaults: [sentence]\nname: syn_sentence\nsize: 100\n",
     "syn_fixed": "defaults: [fixed]\nname: syn_fixed\nsize: 80\noverlap: 10\n",
-    "syn_words": "defaults: [fixed_words]\nname: syn_words\nsize: 16\noverlap: 2\n",
+    "syn_words": "defaults: [fixed_words]\nname: syn_words\nsize: 100\noverlap: 12\n",
 }
 
 
