@@ -55,7 +55,7 @@ def corpus(n: int, dataset: Path = DEMO_DATASET) -> list[str]:
     for chunker in (SectionChunker(), FixedChunker(size=500, overlap=50), SentenceChunker(size=300)):
         texts.extend(c.text for c in chunker.chunk(docs))
     texts = list(dict.fromkeys(texts))
-    out = []
+    out: list[str] = []
     i = 0
     while len(out) < n:  # distinct texts only, so the cold run has no free cache hits
         out.append(texts[i % len(texts)] + ("" if i < len(texts) else f" (copy {i // len(texts)})"))
