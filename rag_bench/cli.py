@@ -67,9 +67,9 @@ def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
         listing = _valid_keys(args or [], missing.group(1)) if missing else ""
         if listing:
             msg += f"\n  {listing}"
-        renamed = RENAMED.get(missing.group(1)) if missing else None
-        if renamed:
-            msg += f"\n  ({missing.group(1)} was renamed: {renamed})"
+        old = missing.group(1) if missing else ""
+        if old in RENAMED:
+            msg += f"\n  ({old} was renamed: {RENAMED[old]})"
     return msg
 
 

@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,7 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
         # Fail on a bad parameter before loading anything (models load lazily); a stage whose
         # resolved parameters an earlier cell of this process already built is not built again.
         node = OmegaConf.to_container(cfg[group], resolve=True)
-        work.get_or("checked", f"{group}\0{json.dumps(node, sort_keys=True, default=repr)}",
-                    lambda group=group: build(cfg[group], group) and True)
+        work.get_or("checked", f"{group}\0{json.dumps(node, sort_keys=True, default=repr)}", partial(_check, cfg, group))
     dataset = _load(cfg)
     return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint), lambda cid: run_pipeline(cfg, dataset, cid, work))
 
@@ -123,6 +122,12 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
                          "format": "outputs" if outputs is not None else "ragas" if ragas is not None else "trec"}
     return _finish(stored, dataset, cell_id(stored, dataset.fingerprint),
                    lambda cid: evaluate_outputs(cfg, dataset, results, cid))
+
+
+def _check(cfg: DictConfig, group: str) -> bool:
+    """Build ``group``'s component once to check its parameters (the object is dropped)."""
+    build(cfg[group], group)
+    return True
 
 
 def _load(cfg: DictConfig) -> Dataset:
