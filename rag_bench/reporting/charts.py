@@ -43,7 +43,7 @@ def _height(rows: int) -> float:
     return min(0.32 * rows + 1.6, MAX_HEIGHT_IN)
 
 
-def _ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
+def ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
     better = measures.higher_is_better(metric)
     ranked = sorted(cells, key=lambda c: (c.metric(metric) is None, -(c.metric(metric) or 0) if better
                                           else (c.metric(metric) or 0)))
@@ -55,7 +55,7 @@ def leaderboard(cells: Sequence[Cell], metric: str, path: Path, *, labels: Seque
     """Horizontal bars of ``metric`` for the ``top`` cells with the 95% bootstrap CI as error bars,
     best on top; the x axis starts at 0."""
     names = _names(cells, labels)
-    shown = _ranked(cells, metric, top)[::-1]
+    shown = ranked(cells, metric, top)[::-1]
     fig, ax = plt.subplots(figsize=(9, _height(len(shown))))
     vals = [c.metric(metric) or 0.0 for c in shown]
     lo = [v - (c.metrics.get("ci", {}).get(metric) or [v, v])[0] for v, c in zip(vals, shown)]
@@ -216,11 +216,9 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
 
 def failure_labels(cells: Sequence[Cell]) -> list[str]:
     """The failure labels of ``cells``, in attribution order (retrieval first, then generation)."""
-    from rag_bench.runner.labels import GENERATION_CELL_LABELS
+    from rag_bench.runner.labels import in_attribution_order
 
-    found = dict.fromkeys(k for c in cells for k in c.metrics.get("failures", {}))
-    order = {lab: i for i, lab in enumerate(GENERATION_CELL_LABELS)}
-    return sorted(found, key=lambda lab: order.get(lab, len(order)))
+    return in_attribution_order(k for c in cells for k in c.metrics.get("failures", {}))
 
 
 def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None = None, metric: str | None = None,
@@ -229,7 +227,7 @@ def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None 
     stage, best cell on top."""
     names = _names(cells, labels)
     labs = failure_labels(cells)
-    shown = _ranked(cells, metric or measures.PRIMARY.key, top)[::-1]
+    shown = ranked(cells, metric or measures.PRIMARY.key, top)[::-1]
     fig, ax = plt.subplots(figsize=(9, _height(len(shown)) + 0.6))
     left = np.zeros(len(shown))
     for lab in labs:

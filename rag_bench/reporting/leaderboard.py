@@ -184,11 +184,11 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.k
 def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key, top: int = 10) -> str:
     """The failure table: for the ``top`` cells (by ``sort_by``), how many questions each lost at
     each stage (labels no cell has are left out)."""
-    from rag_bench.runner.labels import GENERATION_CELL_LABELS
+    from rag_bench.runner.labels import in_attribution_order
 
-    order = {f"failures/{lab}": i for i, lab in enumerate(GENERATION_CELL_LABELS)}
-    cols = sorted((c for c in cells.columns if c.startswith("failures/")
-                   and pd.to_numeric(cells[c], errors="coerce").fillna(0).any()), key=lambda c: order.get(c, len(order)))
+    found = [c.split("/", 1)[1] for c in cells.columns if c.startswith("failures/")
+             and pd.to_numeric(cells[c], errors="coerce").fillna(0).any()]
+    cols = [f"failures/{lab}" for lab in in_attribution_order(found)]
     if not cols:
         return ""
     key = sort_by if sort_by in cells.columns else cols[0]

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -64,7 +65,8 @@ def _img(path: Path | None, caption: str, missing: str = "") -> str:
 
 
 def _drill(cell: Cell, **filters: str) -> str:
-    return "#" + "&".join([f"drill={cell.cell_id}", *(f"{k}={v}" for k, v in filters.items() if v)])
+    # Tags and labels come from the dataset: encoded, so '&', '#' or '=' in one cannot break the link.
+    return "#" + "&".join([f"drill={cell.cell_id}", *(f"{k}={quote(v, safe='')}" for k, v in filters.items() if v)])
 
 
 def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = measures.PRIMARY.key,
@@ -89,7 +91,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
     names = dict(zip((c.cell_id for c in cells), names_list))
     axes = naming.axes([c.config for c in cells])
-    ranked = charts._ranked(cells, metric, None)
+    ranked = charts.ranked(cells, metric, None)
     best = ranked[0]
     base = load_cell(baseline) if baseline else ranked[-1]
     frame = pd.DataFrame([{**{a: naming.value(c.config, a) for a in axes}, "cell": c.cell_id,
@@ -107,11 +109,11 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append(_section(title, body, anchor))
         nav.append((anchor, title))
 
-    add("Leaderboard", _leaderboard(cells, names, metric, out, top), "leaderboard")
+    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top), "leaderboard")
     add("Which choice matters", _effects(found, frame, chosen, metric, out, len(cells)), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
     add("Per question tag", _tags(cells, names, ranked), "tags")
-    add("Failure attribution", _failures(cells, names, metric, out, top), "failures")
+    add("Failure attribution", _failures(cells, ranked, names, metric, out, top), "failures")
     add("Retrieval depth and ANN", _depth(cells, out), "depth")
     add("Abstention", _abstention(best, names, out), "abstention")
     add("Retrieval hit vs answer correct", _conditional(ranked[:top], names), "conditional")
@@ -147,14 +149,14 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     return index
 
 
-def _leaderboard(cells: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
     chart = charts.leaderboard(cells, metric, out / "leaderboard.png", labels=[names[c.cell_id] for c in cells],
                                top=top)
     main = [m for m in measures.MAIN if any(c.metric(m.key) is not None for c in cells)]
     if measures.measure(metric) not in main and measures.measure(metric) is not None:
         main.insert(0, measures.measure(metric))  # type: ignore[arg-type]
     rows = []
-    for c in charts._ranked(cells, metric, None):
+    for c in ranked:
         row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)), "id": c.cell_id,
                                "k": (c.config.get("pipeline") or {}).get("k")}
         for m in main:
@@ -238,12 +240,12 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
             "configuration.</p>" + page.table(rows, sortable=True, left=1))
 
 
-def _failures(cells: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+def _failures(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
     chart = charts.failures(cells, out / "failures.png", labels=[names[c.cell_id] for c in cells], metric=metric,
                             top=top)
     labels = [lab for lab in charts.failure_labels(cells) if any(c.metrics.get("failures", {}).get(lab) for c in cells)]
     rows = []
-    for c in charts._ranked(cells, metric, top):
+    for c in ranked[:top]:
         f = c.metrics.get("failures", {})
         row: dict[str, Any] = {"cell": names[c.cell_id]}
         for lab in labels:

@@ -9,6 +9,8 @@ retrieval labels: an answerable question whose evidence reached the top k is ``i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from rag_bench.records import Answer, Question
@@ -24,6 +26,16 @@ UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
 # The labels metrics.json ``failures`` counts, in report order.
 GENERATION_CELL_LABELS = ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
 _LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]
+
+
+def in_attribution_order(labels: Iterable[str]) -> list[str]:
+    """``labels`` (distinct) sorted as :data:`GENERATION_CELL_LABELS` lists them, unknown ones last.
+
+    >>> in_attribution_order(["correct", "ranking", "other"])
+    ['ranking', 'correct', 'other']
+    """
+    order = {lab: i for i, lab in enumerate(GENERATION_CELL_LABELS)}
+    return sorted(dict.fromkeys(labels), key=lambda lab: order.get(lab, len(order)))
 
 
 def retrieval_label(question: Question, found: np.ndarray, first_relevant: int | None, k: int) -> str | None:
