@@ -64,7 +64,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     scored = stages.score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
                           reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
                           relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
-                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)])
+                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)],
+                          work=work)
     score_s = time.perf_counter() - t0
     generator = build(cfg.generator, "generator")
     generated = judged = None

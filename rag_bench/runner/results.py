@@ -57,6 +57,7 @@ class Reranked:
     rankings: list[Ranking]
     latency_ms: list[float] = field(default_factory=list)  # empty: no reranker
     prefetch_s: float | None = None
+    key: str | None = None  # shared-work key of the final rankings (None: not shared)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,20 @@ def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[
     return list(seen), list(seen.values())
 
 
+@dataclass(frozen=True)
+class RankedScores:
+    """The per-question scoring of one ranking that does not depend on the cell's ``k``: cells
+    that differ only in ``k`` (or in what comes after retrieval) share it (:func:`at_k`)."""
+
+    frame: pd.DataFrame             # every column but the k-dependent ones
+    qrels: Qrels
+    found: tuple[np.ndarray, ...]   # per question: is any chunk relevant to evidence span i
+    judged: tuple[bool, ...]        # per question: has evidence at the relevance level
+    ks: tuple[int, ...]
+    head: int                       # columns of ``frame`` before the evidence columns at ks
+    metric_columns: tuple[str, ...]  # the ranking-measure columns (last in the frame)
+
+
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
                     relevance: str, gain: str = "linear", relevance_level: int = 1,
@@ -72,11 +86,49 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
     passages are not the corpus's chunks) counts at least that many relevant chunks for an
     answerable question with evidence at the level, so a miss scores 0. Also returns the derived qrels.
     """
+    base = score_ranked(questions=questions, chunks=chunks, rankings=rankings, documents=documents, ks=ks,
+                        min_coverage=min_coverage, relevance=relevance, gain=gain, relevance_level=relevance_level,
+                        units=units, min_relevant=min_relevant)
+    return at_k(base, questions=questions, chunks=chunks, rankings=rankings, k=k, min_coverage=min_coverage,
+                attribute_chunking=attribute_chunking), base.qrels
+
+
+def at_k(base: RankedScores, *, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
+         k: int, min_coverage: float, attribute_chunking: bool = True) -> pd.DataFrame:
+    """The frame of :func:`score_retrieval` from the k-independent ``base``: evidence measures at
+    ``k`` (when ``k`` is not one of the ks) and the retrieval label at ``k``."""
+    frame = base.frame
+    evidence_recall, complete = measures.EVIDENCE
+    columns = list(frame.columns)
+    evidence = columns[base.head:len(columns) - len(base.metric_columns)]
+    extra: dict[str, Any] = {}
+    if k not in base.ks:
+        pairs = [evidence_coverage(q, [chunks[j] for j in r.indices[:k]], min_coverage=min_coverage)
+                 for q, r in zip(questions, rankings)]
+        extra = {evidence_recall.at(k).name: [p[0] for p in pairs], complete.at(k).name: [p[1] for p in pairs]}
+        order = sorted([*base.ks, k])
+        evidence = [m.at(kk).name for kk in order for m in (evidence_recall, complete)]
+    first = frame["first_relevant_rank"].tolist()
+    extra["failure"] = [
+        "unjudged" if q.answerable and q.evidence and not judged else
+        retrieval_label(q, found if attribute_chunking else np.ones_like(found),
+                        None if f is None or f != f else int(f), k)
+        for q, found, judged, f in zip(questions, base.found, base.judged, first)]
+    frame = frame.assign(**extra)
+    return frame[[*columns[:base.head], *evidence, "failure", *base.metric_columns]]
+
+
+def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
+                 documents: Mapping[str, Document], ks: Sequence[int], min_coverage: float,
+                 relevance: str, gain: str = "linear", relevance_level: int = 1,
+                 units: Sequence[str] = ("chunk",), min_relevant: int = 0) -> RankedScores:
+    """The k-independent part of :func:`score_retrieval` (its arguments, without ``k``)."""
     index = ChunkIndex(chunks)
     depth = max(len(r.indices) for r in rankings) if rankings else 0
     nq = len(questions)
-    cut = sorted(set(ks) | {k})
+    cut = sorted(set(ks))
     evidence_recall, complete = measures.EVIDENCE
+    cut_names = [(kk, evidence_recall.at(kk).name, complete.at(kk).name) for kk in cut]
     levels = np.zeros((nq, max(depth, 1)))
     doc_levels = np.zeros((nq, max(depth, 1)))
     n_rel, doc_n_rel = np.zeros(nq), np.zeros(nq)
@@ -84,6 +136,9 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
     doc_grades_all: list[list[int]] = []
     qrels = Qrels({}, {})
     rows: list[dict[str, Any]] = []
+    found_all: list[np.ndarray] = []
+    judged_all: list[bool] = []
+    readable: dict[tuple[Any, str], bool] = {}  # (asker key, doc id) -> may read: one ACL check each
     for i, (q, r) in enumerate(zip(questions, rankings, strict=True)):
         sec = _section_spans(q, documents) if relevance == "section" else None
         rel, grades, found = relevant_chunks(q, index, min_coverage=min_coverage, mode=relevance, section_spans=sec)
@@ -101,6 +156,13 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
                           + ([max(s.grade for s in q.evidence)] * padding if padding else []))
         top = [chunks[j] for j in ranked]
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
+        who = q.asker.key if q.asker else None
+        unauthorized = 0
+        for c in top:
+            may = readable.get((who, c.doc_id))
+            if may is None:
+                may = readable[(who, c.doc_id)] = documents[c.doc_id].readable_by(q.asker)
+            unauthorized += not may
         row: dict[str, Any] = {
             "qid": q.qid, "question": q.question, "answerable": q.answerable, "tags": list(q.tags),
             "asker": q.asker.label if q.asker else None,
@@ -108,7 +170,7 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
             "chunk_spans": [{"doc_id": c.doc_id, "start": c.start, "end": c.end} for c in top],
             "grades": ranked_grades.astype(np.int64).tolist(),
             "n_relevant": int(n_rel[i]), "first_relevant_rank": first,
-            "unauthorized_retrievals": sum(not documents[c.doc_id].readable_by(q.asker) for c in top),
+            "unauthorized_retrievals": unauthorized,
             "stale_retrievals": sum(documents[c.doc_id].archived for c in top),
         }
         if "document" in units:
@@ -121,21 +183,22 @@ def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], r
             doc_n_rel[i] = sum(g >= relevance_level for g in doc_grade.values())
             doc_grades_all.append([g for g in doc_grade.values() if g > 0])
             row.update(doc_ids=doc_ids, doc_scores=doc_scores)
-        for kk in cut:
-            er, comp = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
-            row[evidence_recall.at(kk).name], row[complete.at(kk).name] = er, comp
-        # Nothing relevant at eval.relevance_level (e.g. only grade-1 evidence at level 2): unjudged.
-        row["failure"] = "unjudged" if q.answerable and q.evidence and not judged else \
-            retrieval_label(q, found if attribute_chunking else np.ones_like(found), first, k)
+        for kk, er_name, comp_name in cut_names:
+            row[er_name], row[comp_name] = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
         rows.append(row)
+        found_all.append(found)
+        judged_all.append(bool(judged))
     frame = pd.DataFrame(rows)
+    head = len(frame.columns) - 2 * len(cut)
     answerable = np.array([q.answerable for q in questions], bool)
     parts = [("chunk", "", levels, n_rel, grades_all)]
     if "document" in units:
         parts.append(("document", "doc_", doc_levels, doc_n_rel, doc_grades_all))
+    metric_columns: dict[str, np.ndarray] = {}
     for _, prefix, lv, nr, gr in parts:
         per_q = ranking_metrics(levels=lv, n_relevant=nr, ideal=_ideal(gr), ks=list(ks), gain=gain,
                                 relevance_level=relevance_level)
         evaluated = answerable & (nr > 0)
-        frame = frame.assign(**{prefix + name: np.where(evaluated, values, np.nan) for name, values in per_q.items()})
-    return frame, qrels
+        metric_columns.update({prefix + name: np.where(evaluated, values, np.nan) for name, values in per_q.items()})
+    frame = pd.concat([frame, pd.DataFrame(metric_columns, index=frame.index)], axis=1)
+    return RankedScores(frame, qrels, tuple(found_all), tuple(judged_all), tuple(cut), head, tuple(metric_columns))

@@ -48,7 +48,7 @@ from rag_bench.runner.results import (
     Retrieved,
     Scored,
 )
-from rag_bench.runner.scoring import score_retrieval
+from rag_bench.runner.scoring import RankedScores, at_k, score_ranked
 from rag_bench.stages import capability, is_null
 
 
@@ -96,7 +96,7 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
     """The head (``reranker.depth``) of every ranking reordered by the reranker; the null reranker
     keeps the retrieved rankings. ``key`` identifies the reranker's config."""
     if is_null(reranker):
-        return Reranked(retrieved.rankings)
+        return Reranked(retrieved.rankings, key=retrieved.key)
     searchable = indexed.searchable
 
     def run() -> tuple[list[Ranking], list[float], float]:
@@ -112,8 +112,9 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
             ms.append((time.perf_counter() - t) * 1000)
         return reranked, ms, prefetch_s
 
-    rankings, ms, prefetch_s = work.get_or("reranked", memo.key(retrieved.key, key), run)
-    return Reranked(rankings, ms, prefetch_s)
+    reranked_key = memo.key(retrieved.key, key)
+    rankings, ms, prefetch_s = work.get_or("reranked", reranked_key, run)
+    return Reranked(rankings, ms, prefetch_s, reranked_key)
 
 
 def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork) -> dict[str, Any] | None:
@@ -125,18 +126,30 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
 def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
           reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
           gain: str, relevance_level: int = 1, units: Sequence[str] = ("chunk",),
-          attribute_chunking: bool = True, min_relevant: int = 0) -> Scored:
+          attribute_chunking: bool = True, min_relevant: int = 0, work: SharedWork | None = None) -> Scored:
     """Per-question graded relevance, ranking measures (per unit), evidence measures and the
     retrieval label (``attribute_chunking=False`` when the chunks are not the whole corpus's, as
     for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``; then
-    ``min_relevant=1`` makes a question the system missed score 0 instead of being left out)."""
-    frame, qrels = score_retrieval(questions=questions, chunks=indexed.searchable, rankings=reranked.rankings,
-                                   documents=dataset.documents, ks=ks, k=k, min_coverage=min_coverage,
-                                   relevance=relevance, gain=gain, relevance_level=relevance_level, units=units,
-                                   attribute_chunking=attribute_chunking, min_relevant=min_relevant)
+    ``min_relevant=1`` makes a question the system missed score 0 instead of being left out).
+    The part that does not depend on ``k`` is computed once per final ranking and scoring
+    parameters in ``work`` (cells that differ only in ``k`` or after retrieval share it)."""
     searchable = indexed.searchable
+
+    def ranked() -> RankedScores:
+        return score_ranked(questions=questions, chunks=searchable, rankings=reranked.rankings,
+                            documents=dataset.documents, ks=ks, min_coverage=min_coverage, relevance=relevance,
+                            gain=gain, relevance_level=relevance_level, units=units, min_relevant=min_relevant)
+
+    if work is not None and reranked.key is not None:
+        key = memo.key(dataset.fingerprint, reranked.key, list(ks), min_coverage, relevance, gain, relevance_level,
+                       list(units), min_relevant)
+        base = work.get_or("scored", key, ranked)
+    else:
+        base = ranked()
+    frame = at_k(base, questions=questions, chunks=searchable, rankings=reranked.rankings, k=k,
+                 min_coverage=min_coverage, attribute_chunking=attribute_chunking)
     frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
-    return Scored(frame, qrels, tuple(units))
+    return Scored(frame, base.qrels, tuple(units))
 
 
 def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,

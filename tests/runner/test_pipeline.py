@@ -75,3 +75,22 @@ def test_shared_work_pickles_empty_for_worker_processes():
     work.get_or("chunks", "k", lambda: [1, 2, 3])
     copy = pickle.loads(pickle.dumps(work))
     assert copy.stats()["chunks"]["entries"] == 0 and copy.get_or("chunks", "k", lambda: "fresh") == "fresh"
+
+
+def test_cells_differing_in_k_share_the_k_independent_scoring_and_score_as_alone():
+    """One shared RankedScores per final ranking; the k-dependent columns (evidence at a k outside
+    eval.ks, the retrieval label) are the same as scoring each cell alone, in the same column order."""
+    dataset = load_dataset(TINY)
+    work = SharedWork()
+    for k in (3, 4, 7):  # 4 and 7 are not in eval.ks: evidence@4/@7 columns, labels at 4/7
+        shared = run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", work)
+        alone = run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", SharedWork())
+        timing = ["retrieve_ms", "rerank_ms", "generate_s", "generation_cached"]
+        pd.testing.assert_frame_equal(shared.records.drop(columns=timing, errors="ignore"),
+                                      alone.records.drop(columns=timing, errors="ignore"))
+        assert _stable(shared.metrics) == _stable(alone.metrics)
+        if k != 3:
+            assert f"evidence_recall@{k}" in shared.records and f"complete@{k}" in shared.records
+    assert work.stats()["scored"]["entries"] == 1
+    labels = {k: run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", work).records["failure"].tolist() for k in (1, 10)}
+    assert labels[1].count("ranking") >= labels[10].count("ranking")  # a smaller k loses more to ranking
