@@ -60,6 +60,7 @@ SIZES: Mapping[str, int] = {
     "rankings": 8,     # per (index, depth): rankings and their latencies
     "reranked": 8,     # per (rankings, reranker)
     "scored": 8,       # per (final rankings, eval parameters): k-independent retrieval scores
+    "run_lines": 4,    # per final rankings: the lines of run.trec without the cell's tag
     "ann": 8,          # per (index, ks): the ANN-vs-exact report
     "vectors": 2,      # per (embedder, prefix, texts): chunk vectors
     "faiss": 3,        # per (vectors, index kind, params): a built FAISS index

@@ -55,10 +55,16 @@ class GenerationCache(BlobStore):
     table = "generations"
 
 
-def cache_key(identity: dict[str, Any], prompt: Prompt) -> str:
-    """Key of one prompt for one generator configuration."""
-    blob = json.dumps(identity, sort_keys=True, default=str) + "\0" + prompt.key
-    return hashlib.sha256(blob.encode()).hexdigest()
+def cache_key(identity: dict[str, Any] | str, prompt: Prompt) -> str:
+    """Key of one prompt for one generator configuration (``identity`` as a dict, or already
+    serialised by :func:`identity_text`)."""
+    text = identity if isinstance(identity, str) else identity_text(identity)
+    return hashlib.sha256((text + "\0" + prompt.key).encode()).hexdigest()
+
+
+def identity_text(identity: dict[str, Any]) -> str:
+    """The serialised generator identity that :func:`cache_key` hashes."""
+    return json.dumps(identity, sort_keys=True, default=str)
 
 
 def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir: str | Path | None = None,
@@ -67,7 +73,8 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
         return list(generator.generate(items))
     cache = GenerationCache(Path(cache_dir or default_cache_dir()) / "generations.sqlite")
-    keys = [cache_key(generator.identity, it.prompt) for it in items]
+    identity = identity_text(generator.identity)
+    keys = [cache_key(identity, it.prompt) for it in items]
     first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each distinct prompt's first item
 
     def generate(todo: list[str]) -> Iterable[tuple[str, Generation]]:

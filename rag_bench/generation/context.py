@@ -36,17 +36,18 @@ def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chun
         raise ValueError(f"k must be >= 1, got {k!r}")
     out: list[Passage] = []
     used = 0
-    seen: list[tuple[str, int, int]] = []
+    seen: dict[str, list[tuple[int, int]]] = {}  # doc id -> spans already in the context
     for chunk in ranked[:k]:
         src = chunk
         if expand_parents and chunk.parent_id and parents and chunk.parent_id in parents:
             src = parents[chunk.parent_id]
-        if any(d == src.doc_id and s <= src.start and src.end <= e for d, s, e in seen):
+        spans = seen.get(src.doc_id)
+        if spans and any(s <= src.start and src.end <= e for s, e in spans):
             continue  # same text (or a part of it) already in the context
         cost = _passage_tokens(src.body)
         if out and used + cost > token_budget:
             break
         used += cost
-        seen.append((src.doc_id, src.start, src.end))
+        seen.setdefault(src.doc_id, []).append((src.start, src.end))
         out.append(Passage(len(out) + 1, src.chunk_id, src.doc_id, src.start, src.end, src.body, src.heading_path))
     return out

@@ -90,5 +90,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
         ks=ks, k=k, index_name=str(cfg.index.name), judge_name=str(cfg.judge.name),
         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
     extra = summary.document_trec(frame, questions, scored.qrels, cell_id) if "document" in scored.units else {}
-    return CellResult(frame, metrics, summary.run_trec(frame, cell_id),
+    lines = work.get_or("run_lines", memo.key(reranked.key), lambda: summary.run_lines(frame)) \
+        if reranked.key is not None else None
+    return CellResult(frame, metrics, summary.run_trec(frame, cell_id, lines),
                       summary.qrels_trec(questions, indexed.searchable, scored.qrels), extra)

@@ -160,7 +160,7 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
     which answer-matching measure is ``correct`` (:func:`~rag_bench.metrics.generation.correctness`)."""
     items = []
     for q, r in zip(questions, reranked.rankings):
-        passages = build_context([indexed.searchable[i] for i in r.indices], k=k, parents=parents,
+        passages = build_context([indexed.searchable[i] for i in r.indices[:k]], k=k, parents=parents,
                                  expand_parents=expand_parents, token_budget=token_budget)
         items.append(GenerationInput(q.question, tuple(passages), build_prompt(q.question, passages)))
     t0 = time.perf_counter()

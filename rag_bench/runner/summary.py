@@ -28,14 +28,20 @@ def records(*, scored: Scored, retrieved: Retrieved, reranked: Reranked, generat
             judged: Judged | None) -> pd.DataFrame:
     """One row per question: the stages' columns side by side (generation's ``failure`` label
     replaces the retrieval one), then the per-question latencies. A new frame; inputs untouched."""
-    frame = scored.frame
+    columns: dict[str, Any] = {}  # in order; a later stage's column replaces an earlier one
     for part in (generated.frame if generated else None, judged.frame if judged else None):
         if part is not None:
-            frame = frame.assign(**{c: part[c] for c in part.columns})
-    extra: dict[str, Any] = {"retrieve_ms": retrieved.latency_ms}
+            columns.update({c: part[c] for c in part.columns})
+    columns["retrieve_ms"] = retrieved.latency_ms
     if reranked.latency_ms:
-        extra["rerank_ms"] = reranked.latency_ms
-    return frame.assign(**extra)
+        columns["rerank_ms"] = reranked.latency_ms
+    frame = scored.frame
+    replaced = [c for c in columns if c in frame.columns]
+    if replaced:  # generation's failure label takes the retrieval label's place
+        frame = frame.assign(**{c: columns.pop(c) for c in replaced})
+    else:
+        frame = frame.copy(deep=False)
+    return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)
 
 
 def aggregate(frame: pd.DataFrame, sections: dict[str, list[Measure]], *, n_resamples: int,
@@ -86,12 +92,13 @@ def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = measures.TAG) 
 
 def conditional_table(frame: pd.DataFrame, k: int) -> dict[str, Any]:
     """"Answer correct when retrieval hit vs miss" (hit = a relevant chunk in the top k), with denominators."""
-    ans = frame[frame["answerable"] & frame["correct"].notna()]
-    hit = ans["first_relevant_rank"].fillna(np.inf) <= k
+    correct = frame["correct"].to_numpy(np.float64)
+    keep = frame["answerable"].to_numpy(bool) & ~np.isnan(correct)
+    hit = frame["first_relevant_rank"].to_numpy(np.float64, na_value=np.inf) <= k
     out = {}
-    for name, part in (("hit", ans[hit]), ("miss", ans[~hit])):
-        n = int(len(part))
-        c = int(part["correct"].sum())
+    for name, part in (("hit", keep & hit), ("miss", keep & ~hit)):
+        n = int(part.sum())
+        c = int(correct[part].sum())
         out[name] = {"n": n, "correct": c, "rate": c / n if n else None}
     return {"k": k, **out}
 
@@ -212,13 +219,19 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int) -> lis
     return out
 
 
-def run_trec(frame: pd.DataFrame, tag: str) -> str:
-    """The cell's run in TREC format (chunk ids, strictly decreasing scores), tagged ``tag``."""
-    lines = []
-    for qid, ids, scores in zip(frame["qid"], frame["chunk_ids"], frame["scores"]):
-        for rank, (cid, score) in enumerate(zip(ids, scores), start=1):
-            lines.append(f"{qid} Q0 {cid} {rank} {score!r} {tag}")
-    return "\n".join(lines) + ("\n" if lines else "")
+def run_lines(frame: pd.DataFrame) -> list[str]:
+    """The lines of :func:`run_trec` without their tag (cells with the same final rankings share them)."""
+    return [f"{qid} Q0 {cid} {rank} {score!r}" for qid, ids, scores in
+            zip(frame["qid"], frame["chunk_ids"], frame["scores"])
+            for rank, (cid, score) in enumerate(zip(ids, scores), start=1)]
+
+
+def run_trec(frame: pd.DataFrame, tag: str, lines: Sequence[str] | None = None) -> str:
+    """The cell's run in TREC format (chunk ids, strictly decreasing scores), tagged ``tag``;
+    ``lines``: :func:`run_lines` of ``frame`` when already made."""
+    lines = run_lines(frame) if lines is None else lines
+    end = f" {tag}\n"
+    return end.join(lines) + end if lines else ""
 
 
 def qrels_trec(questions: Sequence[Question], chunks: Sequence[Chunk], qrels: Qrels) -> str:

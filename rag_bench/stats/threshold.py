@@ -37,11 +37,14 @@ def best_f1_threshold(scores: np.ndarray, positive: np.ndarray) -> tuple[float, 
     y = np.asarray(positive, dtype=bool)
     if s.size == 0 or not y.any():
         return float("nan"), float("nan")
+    # Every candidate's counts at once: predicted = #(s >= t), true positives = #(positives >= t).
+    candidates = np.unique(s)[::-1]
+    predicted = s.size - np.searchsorted(np.sort(s), candidates, side="left")
+    positives = np.sort(s[y])
+    tp = positives.size - np.searchsorted(positives, candidates, side="left")
+    f1s = 2 * tp / (predicted + positives.size)
     best_t, best_f1 = float("nan"), -1.0
-    for t in np.unique(s)[::-1]:
-        pred = s >= t
-        tp = np.sum(pred & y)
-        f1 = 2 * tp / (pred.sum() + y.sum())
+    for t, f1 in zip(candidates.tolist(), f1s.tolist()):
         if f1 > best_f1 + 1e-12:
-            best_t, best_f1 = float(t), float(f1)
+            best_t, best_f1 = t, f1
     return best_t, best_f1

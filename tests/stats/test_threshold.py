@@ -1,0 +1,37 @@
+"""The best-F1 threshold, computed for all candidates at once, against its definition."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag_bench.stats.threshold import auroc, best_f1_threshold
+
+
+def _by_definition(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    # Each observed score as a threshold, highest first; a tie in F1 keeps the higher threshold.
+    if s.size == 0 or not y.any():
+        return float("nan"), float("nan")
+    best_t, best_f1 = float("nan"), -1.0
+    for t in np.unique(s)[::-1]:
+        pred = s >= t
+        f1 = 2 * np.sum(pred & y) / (pred.sum() + y.sum())
+        if f1 > best_f1 + 1e-12:
+            best_t, best_f1 = float(t), float(f1)
+    return best_t, best_f1
+
+
+def test_best_f1_threshold_matches_the_definition_with_ties_and_one_class():
+    rng = np.random.default_rng(7)
+    for i in range(2000):
+        n = int(rng.integers(1, 50))
+        s = rng.choice([0.0, 0.5, 1.0, 2.0], n) if i % 2 else rng.normal(size=n)  # many ties / none
+        y = rng.random(n) < rng.random()
+        got, want = best_f1_threshold(s, y), _by_definition(s, y)
+        assert got == want or (np.isnan(got[0]) and np.isnan(want[0])), (s, y, got, want)
+
+
+def test_threshold_edge_cases():
+    assert np.isnan(best_f1_threshold(np.array([]), np.array([], bool))[0])
+    assert np.isnan(best_f1_threshold(np.array([1.0, 2.0]), np.array([False, False]))[1])
+    assert best_f1_threshold(np.array([3.0, 3.0]), np.array([True, True])) == (3.0, 1.0)
+    assert np.isnan(auroc(np.array([1.0]), np.array([True])))
