@@ -166,20 +166,24 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     tracker.check()
 
     discard(cell_dir)
-    stored = cfg.copy()
-    OmegaConf.update(stored, "dataset.path", str(dataset_path(cfg).resolve()))
+    # The cell's config as written, with the dataset's absolute path (a copy only when it differs).
+    path = str(dataset_path(cfg).resolve())
+    stored = cfg
+    if cfg.dataset.path != path:
+        stored = cfg.copy()
+        OmegaConf.update(stored, "dataset.path", path)
+    plain: dict[str, Any] = OmegaConf.to_container(stored, resolve=True, enum_to_str=True)  # type: ignore[assignment]
     result = compute(cid)
     with cell_lock(cell_dir):  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):
             log.info("cell %s was finished by another process meanwhile, keeping it (%s)", cid, cell_dir)
             return cell_dir
         try:
-            write_cell(cell_dir, stored, result)
+            write_cell(cell_dir, plain, result)
         except OSError as exc:  # disk full, quota, permissions: nothing half-written is left behind
             raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
                               "space or pass output.root=<another folder>; no partial cell was kept") from exc
         failpoint("cell_written")
-        plain: dict[str, Any] = OmegaConf.to_container(stored, resolve=True)  # type: ignore[assignment]
         tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
         summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
         run_id = None if is_null(tracker) else tracker.log_cell(
