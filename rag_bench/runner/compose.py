@@ -22,7 +22,7 @@ two caches:
   those defaults, so Hydra's own config and the groups before the first that changed are merged
   once.
 
-Copies are unpickled from bytes pickled once (:class:`_Frozen`), five times faster than
+Copies are unpickled from bytes pickled once (:class:`Frozen`), five times faster than
 ``copy.deepcopy`` of an OmegaConf tree. Anything else (a sweep override, a loader that is not
 Hydra's) goes to the wrapped loader unchanged. A test composes whole grids both ways and compares every config (``--cfg job``,
 ``hydra.runtime.choices``, the cell's config.yaml).
@@ -57,7 +57,7 @@ from omegaconf.errors import OmegaConfBaseException
 SEARCHPATH = "hydra.searchpath"
 
 
-class _Frozen:
+class Frozen:
     """A private copy of a config object, thawed into a fresh copy on each use: pickled once and
     unpickled per use (about five times faster than ``copy.deepcopy`` of an OmegaConf tree, with
     the same result: nodes, flags, types, parents); kept as a deep copy when it cannot be pickled
@@ -79,7 +79,7 @@ class _Frozen:
 class _Template:
     """A composed config before its value overrides (never handed out: callers get copies)."""
 
-    cfg: _Frozen  # the DictConfig
+    cfg: Frozen  # the DictConfig
     known_choices: dict[str, str | None]
     sources: tuple[tuple[str, str, str], ...]  # (path, scheme, provider) of the repository
 
@@ -95,7 +95,7 @@ class _KeptRepository(CachingConfigRepository):
 
     def __init__(self, delegate: IConfigRepository) -> None:
         super().__init__(delegate)
-        self.frozen: dict[str, _Frozen] = {}
+        self.frozen: dict[str, Frozen] = {}
 
     def load_config(self, config_path: str) -> ConfigResult | None:
         key = f"config_path={config_path}"
@@ -104,7 +104,7 @@ class _KeptRepository(CachingConfigRepository):
         if self.reading:
             return self.cache[key]
         if key not in self.frozen:
-            self.frozen[key] = _Frozen(self.cache[key])
+            self.frozen[key] = Frozen(self.cache[key])
         result: ConfigResult | None = self.frozen[key].thaw()
         return result
 
@@ -120,7 +120,7 @@ class ComposeOnce(ConfigLoader):
         self._templates: dict[tuple[Any, ...], _Template] = {}
         self._repos: dict[tuple[str | None, str | None], _KeptRepository] = {}
         self._groups: dict[tuple[Any, ...], bool] = {}
-        self._prefixes: dict[tuple[Any, ...], _Frozen] = {}
+        self._prefixes: dict[tuple[Any, ...], Frozen] = {}
         self._lists: list[tuple[Any, ...]] = []
         self.compositions = 0  # full (template) compositions, for tests and benchmarks
         self.copies = 0        # configs served from a template
@@ -263,7 +263,7 @@ class ComposeOnce(ConfigLoader):
         OmegaConf.set_struct(cfg, True)
         OmegaConf.set_readonly(cfg.hydra, False)
         sources = tuple((x.path, x.scheme(), x.provider) for x in repo.get_sources())
-        return _Template(_Frozen(cfg), dict(defaults.overrides.known_choices), sources)
+        return _Template(Frozen(cfg), dict(defaults.overrides.known_choices), sources)
 
     def _merge(self, impl: ConfigLoaderImpl, defaults: list[ResultDefault], repo: _KeptRepository) -> DictConfig:
         """``ConfigLoaderImpl._compose_config_from_defaults_list``, resumed from a kept merge of a
@@ -287,7 +287,7 @@ class ComposeOnce(ConfigLoader):
                         f"In '{default.config_path}': {type(e).__name__} raised while"
                         f" composing config:\n{e}").with_traceback(sys.exc_info()[2])
                 if i + 1 in keep:
-                    self._prefixes[ids[:i + 1]] = _Frozen(cfg)
+                    self._prefixes[ids[:i + 1]] = Frozen(cfg)
         _strip_defaults(cfg)
         return cfg
 
