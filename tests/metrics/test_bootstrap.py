@@ -51,6 +51,7 @@ def test_large_grids_are_cut_into_bounded_gathers(monkeypatch):
     values = cell_like(np.random.default_rng(0), 50, 12)
     whole = bootstrap_cis(values, n_resamples=100)
     monkeypatch.setattr(bs, "_GATHER_BYTES", 1)  # one column per gather
+    monkeypatch.setattr(bs, "_SEEN", type(bs._SEEN)())  # computed again, not remembered
     assert np.array_equal(bootstrap_cis(values, n_resamples=100), whole, equal_nan=True)
 
 
@@ -61,3 +62,26 @@ def test_bad_arguments_are_named():
         bootstrap_cis(np.zeros((3, 1)), confidence=1.0)
     with pytest.raises(ValueError, match="shape"):
         bootstrap_cis(np.zeros(3))
+
+
+def test_columns_seen_before_are_remembered_exactly_and_the_memory_is_bounded(monkeypatch):
+    """Cells that share a ranking share their retrieval columns: a column already bootstrapped (same
+    values, resamples, seed, confidence) is not resampled again, and gives the same interval."""
+    import rag_bench.metrics.bootstrap as bs
+
+    monkeypatch.setattr(bs, "_SEEN", type(bs._SEEN)())
+    monkeypatch.setattr(bs, "_SEEN_SIZE", 30)
+    rng = np.random.default_rng(5)
+    first, other = cell_like(rng, 40, 16), cell_like(rng, 40, 16)
+    mixed = np.concatenate([first[:, :8], other[:, :8]], axis=1)  # half seen, half new
+    calls: list[int] = []
+    real = bs._cis
+    monkeypatch.setattr(bs, "_cis", lambda v, *a: calls.append(v.shape[1]) or real(v, *a))
+    a = bootstrap_cis(first, n_resamples=50, seed=1)
+    b = bootstrap_cis(mixed, n_resamples=50, seed=1)
+    assert calls == [16, 8]  # the seen half is not resampled again
+    assert np.array_equal(b[:8], a[:8], equal_nan=True)
+    for j in range(16):
+        assert np.array_equal(b[j], reference(mixed[:, j], 50, 1), equal_nan=True)
+    assert np.array_equal(bootstrap_cis(first, n_resamples=50, seed=2), real(first, 50, 2, 0.95), equal_nan=True)
+    assert len(bs._SEEN) <= 30
