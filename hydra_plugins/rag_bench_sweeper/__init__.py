@@ -1,1 +1,2 @@
-"""Hydra loads sweepers only from the ``hydra_plugins`` namespace; the logic is in rag_bench.runner.sweeper."""
+"""Hydra loads plugins only from the ``hydra_plugins`` namespace: rag_bench's sweeper and launcher;
+their logic is in rag_bench.runner.sweeper and rag_bench.runner.launcher."""
