@@ -1,4 +1,4 @@
-"""A built wheel is a working install: configs, the demo set and the sweeper plugin are inside it.
+"""A built wheel is a working install: configs, the demo set and the sweeper and launcher plugins are inside it.
 
 The wheel is built from a copy of the sources (so the checkout gets no build/ folder) without
 build isolation or an index (offline), installed with ``pip --target`` into a temporary folder and
@@ -58,7 +58,8 @@ def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
     for must in ("rag_bench/conf/config.yaml", "rag_bench/conf/gate/release.yaml",
                  "rag_bench/datasets/kettleby/questions.jsonl", "rag_bench/datasets/kettleby/dataset.yaml",
                  "hydra_plugins/rag_bench_sweeper/__init__.py",
-                 "hydra_plugins/rag_bench_sweeper/rag_bench_sweeper.py"):
+                 "hydra_plugins/rag_bench_sweeper/rag_bench_sweeper.py",
+                 "hydra_plugins/rag_bench_sweeper/rag_bench_launcher.py"):
         assert must in names, f"{must} missing from {wheel.name}"
     # Every config and every file of the demo set, not just a sample (a new extension would be lost).
     shipped = {f"rag_bench/{rel}" for rel in _rel_files(CONF_DIR) | _rel_files(DEMO_DATASET)}

@@ -1,7 +1,8 @@
-"""The same 4-cell sweep through Hydra's basic launcher (one process), the joblib launcher
-(parallel worker processes) and the submitit_local launcher (one subprocess per cell), all
-sharing the SQLite MLflow store and the cache folder: identical metrics, one parent run. And
-the same sweep with all in-process sharing off (RAG_BENCH_SHARE=0): identical metrics."""
+"""The same 4-cell sweep through the default launcher (rag_bench's, one process), Hydra's basic
+launcher (one process), the joblib launcher (parallel worker processes) and the submitit_local
+launcher (one subprocess per cell), all sharing the SQLite MLflow store and the cache folder:
+identical metrics, one parent run. And the same sweep with all in-process sharing off
+(RAG_BENCH_SHARE=0): identical metrics."""
 
 from __future__ import annotations
 
@@ -36,14 +37,14 @@ def sweep(out: Path, *launcher: str, env: dict[str, str] | None = None, grid: tu
 
 
 @pytest.fixture(scope="module")
-def basic(tmp_path_factory):
-    return sweep(tmp_path_factory.mktemp("basic"))
+def default(tmp_path_factory):
+    return sweep(tmp_path_factory.mktemp("default"))
 
 
-@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
-def test_launcher_equals_basic(tmp_path, basic, launcher):
-    parallel = sweep(tmp_path / launcher, f"hydra/launcher={launcher}")
-    assert len(basic) == 4 and basic == parallel
+@pytest.mark.parametrize("launcher", ["basic", "joblib", "submitit_local"])
+def test_launcher_equals_the_default(tmp_path, default, launcher):
+    other = sweep(tmp_path / launcher, f"hydra/launcher={launcher}")
+    assert len(default) == 4 and default == other
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / launcher / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("default").experiment_id])
     parents = [r for r in runs if r.data.tags.get("rag_bench.role") == "sweep"]
