@@ -31,6 +31,7 @@ Hydra's) goes to the wrapped loader unchanged. A test composes whole grids both 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import pickle
 import sys
@@ -82,6 +83,7 @@ class _Template:
     cfg: Frozen  # the DictConfig
     known_choices: dict[str, str | None]
     sources: tuple[tuple[str, str, str], ...]  # (path, scheme, provider) of the repository
+    baked: Frozen  # ``cfg`` with the per-job steps that are the same for every job already done
 
 
 class _KeptRepository(CachingConfigRepository):
@@ -122,6 +124,8 @@ class ComposeOnce(ConfigLoader):
         self._groups: dict[tuple[Any, ...], bool] = {}
         self._prefixes: dict[tuple[Any, ...], Frozen] = {}
         self._lists: list[tuple[Any, ...]] = []
+        self._parser = OverridesParser.create()
+        self._parsed: dict[str, Override] = {}
         self.compositions = 0  # full (template) compositions, for tests and benchmarks
         self.copies = 0        # configs served from a template
 
@@ -143,7 +147,7 @@ class ComposeOnce(ConfigLoader):
             return self.loader.load_configuration(config_name, overrides, run_mode, from_shell,
                                                   validate_sweep_overrides)
         try:
-            parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+            parsed = self._parse(overrides)
             if any(o.is_sweep_override() for o in parsed):  # Hydra's own errors and rules for these
                 return impl.load_configuration(config_name, overrides, run_mode, from_shell, validate_sweep_overrides)
             return self._compose(impl, config_name, parsed, run_mode)
@@ -182,6 +186,20 @@ class ComposeOnce(ConfigLoader):
 
     # -- composition --------------------------------------------------------------------------
 
+    def _parse(self, overrides: list[str]) -> list[Override]:
+        """``OverridesParser.parse_overrides(overrides)``: each line parsed once per sweep (Hydra
+        parses lines one by one; a job gets copies). A line that does not parse is handed to
+        Hydra's parser with the whole list, for Hydra's own error."""
+        out = []
+        for line in overrides:
+            if line not in self._parsed:
+                try:
+                    self._parsed[line] = self._parser.parse_overrides(overrides=[line])[0]
+                except Exception:
+                    return OverridesParser.create().parse_overrides(overrides=overrides)
+            out.append(copy.deepcopy(self._parsed[line]))
+        return out
+
     def _repo(self, impl: ConfigLoaderImpl, config_name: str | None, parsed: list[Override]) -> _KeptRepository:
         """The kept repository of this config name and ``hydra.searchpath`` override (Hydra's
         ``_parse_overrides_and_create_caching_repo``, once)."""
@@ -205,7 +223,6 @@ class ComposeOnce(ConfigLoader):
 
     def _compose(self, impl: ConfigLoaderImpl, config_name: str | None, parsed: list[Override],
                  run_mode: RunMode) -> DictConfig:
-        from hydra import __version__, version
 
         impl.ensure_main_config_source_available()
         repo = self._repo(impl, config_name, parsed)
@@ -219,7 +236,11 @@ class ComposeOnce(ConfigLoader):
             self._templates[key] = template
         else:
             self.copies += 1
-        cfg = template.cfg.thaw()
+        # The steps after the value overrides that set the same values for every job of this
+        # template are already done in ``template.baked``, unless a value override touches what
+        # they set (then every step runs after the overrides, in Hydra's order).
+        fast = not any(_touches(_BAKED, o.key_or_group) for o in values)
+        cfg = template.baked.thaw() if fast else template.cfg.thaw()
 
         # From here on, Hydra's _load_configuration_impl after the composition, step for step.
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
@@ -230,6 +251,26 @@ class ComposeOnce(ConfigLoader):
             else:
                 cfg.hydra.overrides.task.append(override.input_line)
                 app_overrides.append(override)
+        if fast:
+            if cfg.hydra.job.env_copy:
+                with open_dict(cfg.hydra):
+                    for env_key in cfg.hydra.job.env_copy:
+                        cfg.hydra.job.env_set[env_key] = os.environ[env_key]
+            if cfg.hydra.runtime.cwd != os.getcwd():
+                cfg.hydra.runtime.cwd = os.getcwd()
+            cfg.hydra.job.override_dirname = _dirname(cfg, app_overrides)
+            return cfg
+        self._finish_steps(cfg, template, config_name)
+        cfg.hydra.job.override_dirname = _dirname(cfg, app_overrides)
+        cfg.hydra.job.config_name = config_name
+        return cfg
+
+    @staticmethod
+    def _finish_steps(cfg: DictConfig, template: _Template, config_name: str | None) -> None:
+        """Hydra's steps after the value overrides that do not depend on the job's overrides
+        (choices, environment, runtime, job name)."""
+        from hydra import __version__, version
+
         with open_dict(cfg.hydra):
             cfg.hydra.runtime.choices.update(template.known_choices)
             for env_key in cfg.hydra.job.env_copy:
@@ -241,12 +282,6 @@ class ComposeOnce(ConfigLoader):
                                             for p, s, v in template.sources]
         if "name" not in cfg.hydra.job:
             cfg.hydra.job.name = JobRuntime().get("name")
-        cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=app_overrides, kv_sep=cfg.hydra.job.config.override_dirname.kv_sep,
-            item_sep=cfg.hydra.job.config.override_dirname.item_sep,
-            exclude_keys=cfg.hydra.job.config.override_dirname.exclude_keys)
-        cfg.hydra.job.config_name = config_name
-        return cfg
 
     def _template(self, impl: ConfigLoaderImpl, repo: _KeptRepository, config_name: str | None,
                   parsed: list[Override], run_mode: RunMode) -> _Template:
@@ -263,7 +298,11 @@ class ComposeOnce(ConfigLoader):
         OmegaConf.set_struct(cfg, True)
         OmegaConf.set_readonly(cfg.hydra, False)
         sources = tuple((x.path, x.scheme(), x.provider) for x in repo.get_sources())
-        return _Template(Frozen(cfg), dict(defaults.overrides.known_choices), sources)
+        template = _Template(Frozen(cfg), dict(defaults.overrides.known_choices), sources, Frozen(None))
+        baked = template.cfg.thaw()
+        self._finish_steps(baked, template, config_name)
+        baked.hydra.job.config_name = config_name
+        return dataclasses.replace(template, baked=Frozen(baked))
 
     def _merge(self, impl: ConfigLoaderImpl, defaults: list[ResultDefault], repo: _KeptRepository) -> DictConfig:
         """``ConfigLoaderImpl._compose_config_from_defaults_list``, resumed from a kept merge of a
@@ -290,6 +329,26 @@ class ComposeOnce(ConfigLoader):
                     self._prefixes[ids[:i + 1]] = Frozen(cfg)
         _strip_defaults(cfg)
         return cfg
+
+
+# What the baked steps set: a value override of one of these (or of a node above one) replays them.
+_BAKED = ("hydra.runtime", "hydra.job.name", "hydra.job.config_name", "hydra.job.env_set", "hydra.job.env_copy")
+
+
+def _touches(paths: tuple[str, ...], key: str) -> bool:
+    """Whether overriding ``key`` can change a value under one of ``paths`` (or the reverse).
+
+    >>> _touches(_BAKED, "hydra.job"), _touches(_BAKED, "hydra.runtime.cwd"), _touches(_BAKED, "hydra.job.chdir")
+    (True, True, False)
+    """
+    return any(key == p or key.startswith(p + ".") or p.startswith(key + ".") for p in paths)
+
+
+def _dirname(cfg: DictConfig, app_overrides: list[Override]) -> str:
+    """Hydra's ``hydra.job.override_dirname`` of these task overrides."""
+    conf = cfg.hydra.job.config.override_dirname
+    return str(get_overrides_dirname(overrides=app_overrides, kv_sep=conf.kv_sep, item_sep=conf.item_sep,
+                                     exclude_keys=conf.exclude_keys))
 
 
 def _common(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:

@@ -142,3 +142,12 @@ def test_the_sweeper_hands_the_launcher_the_compose_once_loader():
     assert isinstance(sweeper.launcher.hydra_context.config_loader, ComposeOnce)
     assert isinstance(sweeper.hydra_context.config_loader, ComposeOnce)
 
+
+
+def test_value_overrides_of_what_the_template_bakes_in_compose_exactly():
+    """Steps Hydra runs after the value overrides (choices, runtime, job name) are done once per
+    template; a value override of one of those fields makes every step run after it, as in Hydra."""
+    for hydra in [("hydra.job.name=a", "hydra.job.chdir=true", "+hydra.job.extra=1"),
+                  ("+hydra.runtime.choices.extra=x", "hydra.verbose=true"), ("hydra.job.chdir=true",)]:
+        n, once = sweep("pipeline.k=3,5", "chunker=fixed,section", hydra=hydra)
+        assert n == 4 and once.compositions == 2
