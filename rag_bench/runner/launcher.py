@@ -44,6 +44,11 @@ hydra logging (with rag_bench's configs both send it only to the same log file i
 format, so the output is the same; under Hydra's default configs the job log file depends on
 the job's folder, and a sweep whose jobs have their own folders is logged as Hydra logs it).
 The next job's config is composed before that line is logged, when a job's logging is in force.
+A skipped ``configure_log`` also leaves the job's handlers open between jobs (Hydra closes and
+makes them anew: the same records reach the same files) and does not add a config's root
+``filters`` to the root logger again (``dictConfig`` never removes them, so under Hydra they pile
+up one copy per job). ``benchmarks/launcher.py``: 0.055-0.065 s of launcher work per job with
+``hydra/launcher=basic``, 0.011-0.016 s here (40 jobs of the rag_bench config, no-op task).
 """
 
 from __future__ import annotations
