@@ -34,7 +34,7 @@ demo: venv
 
 # Two workers (pytest-xdist), one per core: the suite takes ~15 min instead of ~22 serially.
 test: venv $(LLM_STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --durations=25
 
 # ruff: pyflakes, pycodestyle, import order; mypy over the package (config in pyproject.toml).
 lint: venv
