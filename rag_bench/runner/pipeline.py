@@ -55,7 +55,11 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
 
     reranker = build(cfg.reranker, "reranker", embedder=embedder)
     depth = max(ks + [k] + ([] if is_null(reranker) else [reranker.depth]))
-    retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work)
+    # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
+    # over dataset.split shares the index but never the rankings.
+    questions_key = memo.key(dataset.fingerprint, str(cfg.dataset.split))
+    retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
+                                questions_key=questions_key)
     reranker_key = _key(cfg.reranker, *([cfg.embedder] if wants(cfg.reranker, "reranker", "embedder") else []))
     reranked = stages.rerank(reranker=reranker, key=reranker_key, retrieved=retrieved, indexed=indexed,
                              questions=questions, work=work)
@@ -77,7 +81,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
             answer_match=str(cfg.eval.answer_match), f1_threshold=float(cfg.eval.f1_threshold))
         judged = stages.judge(judge=build(cfg.judge, "judge", embedder=embedder), questions=questions,
                               generated=generated)
-    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work)
+    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key)
 
     timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000,
                "score_s": score_s}

@@ -75,8 +75,11 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, make: Callable[[], Re
     return Indexed(retriever, searchable, access, key, time.perf_counter() - t0)
 
 
-def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork) -> Retrieved:
-    """Top-``depth`` rankings, one question at a time (so each latency is one query's)."""
+def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork,
+             questions_key: str = "") -> Retrieved:
+    """Top-``depth`` rankings, one question at a time (so each latency is one query's), once per
+    index, depth and question set (``questions_key``: what determines ``questions`` beyond the
+    index, e.g. the dataset split -- one corpus, two splits, two sets of rankings)."""
     def run() -> tuple[list[Ranking], list[float]]:
         per_q: list[float] = []
         out: list[Ranking] = []
@@ -86,7 +89,7 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
             per_q.append((time.perf_counter() - t) * 1000)
         return out, per_q
 
-    key = memo.key(indexed.key, depth)
+    key = memo.key(indexed.key, depth, questions_key)
     rankings, latency = work.get_or("rankings", key, run)
     return Retrieved(rankings, latency, depth, key)
 
@@ -117,10 +120,12 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
     return Reranked(rankings, ms, prefetch_s, reranked_key)
 
 
-def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork) -> dict[str, Any] | None:
-    """The retriever's ANN-vs-exact report (once per index and ks), None when it has none."""
+def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork,
+        questions_key: str = "") -> dict[str, Any] | None:
+    """The retriever's ANN-vs-exact report (once per index, ks and question set), None when it has none."""
     report = capability(indexed.retriever, "retriever", "ann_report")
-    return work.get_or("ann", memo.key(indexed.key, list(ks)), lambda: report(questions, ks, indexed.access))
+    return work.get_or("ann", memo.key(indexed.key, list(ks), questions_key),
+                       lambda: report(questions, ks, indexed.access))
 
 
 def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,

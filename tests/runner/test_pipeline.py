@@ -94,3 +94,32 @@ def test_cells_differing_in_k_share_the_k_independent_scoring_and_score_as_alone
     assert work.stats()["scored"]["entries"] == 1
     labels = {k: run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", work).records["failure"].tolist() for k in (1, 10)}
     assert labels[1].count("ranking") >= labels[10].count("ranking")  # a smaller k loses more to ranking
+
+
+def test_a_sweep_over_the_split_shares_the_index_but_never_the_rankings(tmp_path):
+    """Two splits of one BEIR corpus in one process: the second split's cell scores its own
+    questions, as it does alone (the fingerprint is the corpus's files, the same for both)."""
+    import shutil
+
+    root = tmp_path / "beir"
+    shutil.copytree(TINY.parent / "beir_graded", root)
+    (root / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq4\td5\t2\nq3\td4\t1\nq2\td3\t2\n")
+
+    def cfg(split: str):
+        return compose_config(["tracking=none", f"dataset.path={root}", f"dataset.split={split}", "chunker=section",
+                               "retriever=dense", "generator=none", "index=hnsw"])
+
+    work = SharedWork()
+    test = run_pipeline(cfg("test"), load_dataset(root, split="test"), "t", work)
+    dev = run_pipeline(cfg("dev"), load_dataset(root, split="dev"), "d", work)
+    alone = run_pipeline(cfg("dev"), load_dataset(root, split="dev"), "d", SharedWork())
+    assert dev.records["qid"].tolist() == alone.records["qid"].tolist() == ["q2", "q3", "q4"]
+    assert dev.records["chunk_ids"].tolist() == alone.records["chunk_ids"].tolist()
+    assert dev.run_trec == alone.run_trec
+    assert {k: v for k, v in _stable(dev.metrics).items() if k != "ann"} == \
+        {k: v for k, v in _stable(alone.metrics).items() if k != "ann"}
+
+    def recalls(m: dict) -> dict:  # the ANN report is over the split's questions too (timings aside)
+        return {k: v for k, v in m["ann"].items() if "recall" in k or k == "queries"}
+    assert recalls(dev.metrics) == recalls(alone.metrics)
+    assert len(test.records) != len(dev.records) and work.stats()["indexes"]["entries"] == 1
