@@ -366,7 +366,10 @@ def _app(tmp_path: Path, launcher_name: str, *overrides: str) -> tuple[subproces
     root = tmp_path / launcher_name
     dump = root / "dump"
     dump.mkdir(parents=True)
-    env = {**os.environ, "DUMP": str(dump), "PYTHONPATH": str(app)}
+    # Hydra's short error report, whatever this worker's environment holds: rag-bench run, called
+    # in process by other tests, sets HYDRA_FULL_ERROR=1 (the full trace names each run_job's module).
+    env = {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, "DUMP": str(dump),
+           "PYTHONPATH": str(app)}
     done = subprocess.run([sys.executable, str(app / "app.py"), "-m", "x=1,2,3", f"hydra/launcher={launcher_name}",
                            f"hydra.sweep.dir={root / 'sweep'}", *overrides], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
