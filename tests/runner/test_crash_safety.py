@@ -116,7 +116,9 @@ def test_sigkill_at_a_random_cell_then_resume(tmp_path, big_reference):
     os.killpg(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL, f"the sweep ended before the kill: {why}"
     done_before = {p.parent.name: p.stat().st_mtime_ns for p in (out / "default").glob("*/DONE")}
-    assert after <= len(done_before) < 6, why
+    # Usually inside a cell; when the delay outlasts the last cells (a cell can take < 0.5 s), inside
+    # the sweep's closing (leaderboard, parent run): a crash point to resume from as well.
+    assert after <= len(done_before) <= 6, why
 
     again = rag_bench(out, grid=BIG_GRID)
     assert again.returncode == 0, again.stderr[-2000:]
