@@ -71,13 +71,20 @@ def weights_hash(path: str) -> str:
 
 @lru_cache(maxsize=4)
 def load_model(path: str, device: str) -> Any:
-    """Load (once per process) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set."""
+    """Load (once per process) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set.
+
+    Offline is also passed as ``local_files_only``: huggingface_hub reads HF_HUB_OFFLINE once, when
+    it is imported, so in a process that imported it before this point (ragas, datasets and
+    transformers do) the variable alone came too late, and a name found neither locally nor in the
+    hub cache spent ~70 s on retried requests to an unreachable hub before failing.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", os.environ["HF_HUB_OFFLINE"])
+    offline = os.environ["HF_HUB_OFFLINE"].strip().upper() in {"1", "ON", "YES", "TRUE"}  # huggingface_hub's rule
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(path, device=device)
+        return SentenceTransformer(path, device=device, local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"embedder.model: cannot load {path!r} ({exc}) -- fix: give a local model folder, "
                           f"one of {sorted(PACKAGED_MODELS)}, or allow downloads with HF_HUB_OFFLINE=0") from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -53,8 +55,24 @@ def test_local_model_folder_loads_and_has_its_own_identity(tmp_path):
     assert np.allclose(local.embed_documents(TEXTS[:1]), packaged.embed_documents(TEXTS[:1]), atol=1e-5)
 
 
-def test_unknown_model_is_a_config_error(tmp_path):
+def test_unknown_model_is_a_config_error(tmp_path, monkeypatch):
+    """Fails fast, offline, also in a process that imported huggingface_hub before the embedder set
+    HF_HUB_OFFLINE (ragas, datasets and transformers do): huggingface_hub reads the variable once, at
+    import, and such a process used to retry hub requests for ~70 s before the error."""
+    import socket
+
+    import huggingface_hub.constants
+    import sentence_transformers  # noqa: F401 (imported before the clock starts)
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as read at an earlier import
+
+    def no_network(host, *args, **kwargs):
+        raise OSError(f"this test allows no network ({host})")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
     emb = SentenceTransformerEmbedder(model="no-such-org/no-such-model", cache_dir=str(tmp_path))
     assert resolve_model("no-such-org/no-such-model") == "no-such-org/no-such-model"
+    t0 = time.perf_counter()
     with pytest.raises(ConfigError, match="embedder.model"):
         emb.embed_documents(["x"])
+    assert time.perf_counter() - t0 < 10  # 0.2 s here; ~70 s of retries and backoff without local_files_only
