@@ -102,7 +102,9 @@ class RagasJudge:
     metrics:
         Names in :data:`RAGAS_METRICS` (default ``faithfulness``, ``response_relevancy``).
     timeout_s, max_retries:
-        Per call.
+        Per judge call: a request that times out, cannot connect or gets 429/5xx is retried up to
+        ``max_retries`` times, and so is a completion that does not fit the metric's output schema
+        (re-asked with the validation error).
     concurrency:
         Judge calls in flight at once (1 suits a small local server).
     max_tokens:
@@ -128,6 +130,8 @@ class RagasJudge:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
             raise ConfigError(f"judge.max_tokens must be an integer >= 16, got {max_tokens!r}")
         self.max_tokens = max_tokens
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"judge.max_retries must be an integer >= 0, got {max_retries!r}")
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
             raise ConfigError(f"judge.max_failure_rate must be in [0, 1], got {max_failure_rate!r}")
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
@@ -145,7 +149,9 @@ class RagasJudge:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
         client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
                              timeout=self.timeout_s, max_retries=self.max_retries)
-        llm = llm_factory(self.model, client=client, max_tokens=self.max_tokens)
+        # Goes to instructor's create(), which counts attempts; its default (3) re-asked every invalid
+        # completion twice whatever judge.max_retries said.
+        llm = llm_factory(self.model, client=client, max_tokens=self.max_tokens, max_retries=1 + self.max_retries)
         out: dict[str, Any] = {}
         for name in self.metrics:
             spec = RAGAS_METRICS[name]

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import inspect
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -68,3 +71,47 @@ def test_reference_metrics_skip_questions_without_one_and_failures_are_counted(t
     assert peak == 2
     again = judge.judge(samples, cache_dir=tmp_path)  # successes are cached, failures retried
     assert again[0].scores["faithfulness"] == 0.5 and again[0].calls == 1
+
+
+class _Invalid(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint whose every completion is JSON that fits no ragas schema."""
+
+    def do_POST(self):  # noqa: N802 (http.server API)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.requests += 1
+        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "local",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": '{"nothing": "useful"}'}}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("max_retries", [0, 1])
+def test_an_invalid_completion_is_retried_max_retries_times(tmp_path, max_retries):
+    """Real ragas and instructor against a local endpoint: a completion that does not fit the
+    metric's schema is re-asked judge.max_retries times, then recorded as a failure. instructor's
+    default re-asked it twice whatever the setting (3 requests per failed judgement)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Invalid)
+    server.requests = 0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        judge = RagasJudge(base_url=f"http://127.0.0.1:{server.server_port}/v1", metrics=["faithfulness"],
+                           max_retries=max_retries, timeout_s=10)
+        (result,) = judge.judge([JudgeSample("How long?", "14 days.", ("Refunds within 14 days.",))],
+                                cache_dir=tmp_path)
+    finally:
+        server.shutdown()
+    assert result.scores == {"faithfulness": None} and "faithfulness" in result.failures
+    assert server.requests == 1 + max_retries
+
+
+def test_max_retries_must_be_a_non_negative_integer():
+    with pytest.raises(ConfigError, match="judge.max_retries"):
+        RagasJudge(base_url="http://127.0.0.1:9/v1", max_retries=-1)
