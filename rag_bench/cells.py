@@ -32,7 +32,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_omega_conf_dumper
 
-from rag_bench.errors import DataError, Problem
+from rag_bench.errors import DataError, OutputError, Problem
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import is_question_ranking_column
 from rag_bench.runner.results import CellResult
@@ -136,6 +136,16 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_cell_or_fail(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: CellResult) -> None:
+    """:func:`write_cell`, an ``OSError`` (disk full, quota, permissions) raised as
+    :class:`~rag_bench.errors.OutputError` saying nothing half-written was kept."""
+    try:
+        write_cell(cell_dir, cfg, result)
+    except OSError as exc:
+        raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
+                          "space or pass output.root=<another folder>; no partial cell was kept") from exc
 
 
 def mark_done(cell_dir: Path, info: dict[str, Any] | None = None) -> None:

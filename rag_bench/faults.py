@@ -5,6 +5,9 @@ Points: ``cell_written`` (cell files in place, before MLflow), ``mlflow_run_crea
 run exists but is not finished), ``before_done`` (everything logged, DONE not yet written).
 ``RAG_BENCH_FAILPOINT=<name>:sleep=<seconds>`` pauses there instead, to widen a race window in
 concurrency tests. Unset in normal use; costs one environment lookup per point.
+
+A helper process doing part of a cell's work (the background MLflow logger) adds its parent to
+:data:`ALSO_KILL`: reaching a point there kills the parent first, so the whole run dies there.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import os
 import signal
 import time
 
+ALSO_KILL: list[int] = []  # processes killed before this one at a point (a helper's parent)
+
 
 def failpoint(name: str) -> None:
     """Die (or pause) here if the environment asks for it."""
@@ -20,6 +25,8 @@ def failpoint(name: str) -> None:
     if point is None or not point.startswith(name):
         return
     if point == name:
+        for pid in ALSO_KILL:
+            os.kill(pid, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
     elif point.startswith(f"{name}:sleep="):
         time.sleep(float(point[len(name) + 7:]))

@@ -82,6 +82,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from rag_bench.runner.compose import Frozen
+from rag_bench.tracking import background
 
 # BasicLauncher's logger: the launcher's own lines carry the name they carry under hydra/launcher=basic.
 log = logging.getLogger("hydra._internal.core_plugins.basic_launcher")
@@ -347,6 +348,17 @@ def launch(config: DictConfig, hydra_context: HydraContext, task_function: TaskF
     Path(str(sweep_dir)).mkdir(parents=True, exist_ok=True)
     log.info(f"Launching {len(job_overrides)} jobs locally")
     runs: list[JobReturn] = []
+    # MLflow logging of each cell from a child process while the next cell runs; every cell's
+    # logging has ended (DONE written, or its error raised) when the batch returns.
+    with background.session():
+        _launch_jobs(config, hydra_context, task_function, logs, job_overrides, initial_job_idx, runs)
+    if not logs.hydra_in_force:
+        logs.hydra(config)
+    return runs
+
+
+def _launch_jobs(config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction, logs: Logging,
+                 job_overrides: Sequence[Sequence[str]], initial_job_idx: int, runs: list[JobReturn]) -> None:
     for idx, overrides in enumerate(job_overrides):
         idx = initial_job_idx + idx
         line = f"\t#{idx} : {' '.join(filter_overrides(overrides))}"
@@ -376,6 +388,3 @@ def launch(config: DictConfig, hydra_context: HydraContext, task_function: TaskF
             if not logs.job_started and not logs.hydra_in_force:
                 logs.hydra(config)  # failed before its logging: Hydra's logging is in force, as with run_job
             raise
-    if not logs.hydra_in_force:
-        logs.hydra(config)
-    return runs

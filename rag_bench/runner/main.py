@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -16,10 +18,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rag_bench.cells import cell_lock, discard, is_done, mark_done, write_cell
+from rag_bench.cells import cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
-from rag_bench.errors import ConfigError, OutputError
+from rag_bench.errors import ConfigError
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
@@ -28,6 +30,7 @@ from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset
 from rag_bench.runner.pipeline import run_pipeline
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import CONSOLE_STAGES, STAGES, is_null
+from rag_bench.tracking import background
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
 log = logging.getLogger("rag_bench")
@@ -150,6 +153,9 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     if not Path(os.path.normpath(cell_dir)).is_relative_to(os.path.normpath(root)) or cell_dir.parent == root:
         raise ConfigError(f"experiment.name {cfg.experiment.name!r} leads outside output.root {root} "
                           "-- fix: experiment.name=<folder name>")
+    logger = background.current()
+    if logger is not None:
+        logger.wait_for(cell_dir)  # the same cell met earlier in this sweep: its logging ends first
     if is_done(cell_dir):
         log.info("cell %s already done, skipping (%s)", cid, cell_dir)
         return cell_dir
@@ -174,29 +180,51 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
         OmegaConf.update(stored, "dataset.path", path)
     plain: dict[str, Any] = OmegaConf.to_container(stored, resolve=True, enum_to_str=True)  # type: ignore[assignment]
     result = compute(cid)
-    with cell_lock(cell_dir):  # another process on the same cell waits here, then finds DONE
+    with contextlib.ExitStack() as held:
+        held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):
             log.info("cell %s was finished by another process meanwhile, keeping it (%s)", cid, cell_dir)
             return cell_dir
-        try:
-            write_cell(cell_dir, plain, result)
-        except OSError as exc:  # disk full, quota, permissions: nothing half-written is left behind
-            raise OutputError(f"output.root: cannot write cell {cell_dir} ({exc.strerror or exc}) -- fix: free disk "
-                              "space or pass output.root=<another folder>; no partial cell was kept") from exc
-        failpoint("cell_written")
         tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
         summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
-        run_id = None if is_null(tracker) else tracker.log_cell(
+        done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha()}
+        arguments = None if is_null(tracker) else dict(
             cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
             tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, sweep_axes()),
             dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
-        failpoint("before_done")
-        mark_done(cell_dir, {"cell_id": cid, "mlflow_run_id": run_id, "dataset": dataset.name, "git_sha": git_sha(),
-                             **tracker.describe()})
+        job = None if logger is None else _background_job(tracker, cid, cell_dir, arguments, done, plain, result)
+        if job is not None:
+            # The child writes the folder, logs the run, then writes DONE; the cell's lock goes
+            # with the job and is released when the child reports the cell.
+            assert logger is not None
+            logger.submit(job, held.pop_all().close)
+        else:
+            write_cell_or_fail(cell_dir, plain, result)  # nothing half-written is left behind
+            failpoint("cell_written")
+            run_id = None if arguments is None else tracker.log_cell(**arguments)
+            failpoint("before_done")
+            mark_done(cell_dir, {**done, "mlflow_run_id": run_id, **tracker.describe()})
     log.info("cell %s done: %s", cid, summary)
-    for warning in result.metrics.get("warnings", []):
-        log.warning("warning: cell %s: %s", cid, warning)
+    _warn(cid, result.metrics)
     return cell_dir
+
+
+def _background_job(tracker: Any, cid: str, cell_dir: Path, arguments: dict[str, Any] | None, done: dict[str, Any],
+                    plain: dict[str, Any], result: CellResult) -> background.LogJob | None:
+    """The job finishing this cell in the sweep's background process (writing it, logging it,
+    marking it DONE), None when it is done here: a tracker that logs in this process
+    (``tracking.background=false``, MLflow skipped, or a tracker of the user's)."""
+    if arguments is None:
+        return background.LogJob(cell_id=cid, cell_dir=cell_dir, write=(plain, result),
+                                 done={**done, "mlflow_run_id": None, **tracker.describe()})
+    make_job = getattr(tracker, "background_job", None)
+    job = make_job(arguments, done) if make_job is not None else None
+    return None if job is None else dataclasses.replace(job, write=(plain, result))
+
+
+def _warn(cid: str, metrics: dict[str, Any]) -> None:
+    for warning in metrics.get("warnings", []):
+        log.warning("warning: cell %s: %s", cid, warning)
 
 
 def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:

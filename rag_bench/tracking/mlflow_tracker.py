@@ -94,11 +94,16 @@ class MlflowTracker:
     required:
         When False and the server is unreachable, the run goes on and results stay in the cell
         folders only (a warning says so).
+    background:
+        In a sweep of ``rag-bench run -m``, log each cell from a child process while the next
+        cell runs (:mod:`rag_bench.tracking.background`; a cell is still DONE only once its run
+        is FINISHED). False: log in the sweep's process.
     """
 
-    def __init__(self, uri: str | None = None, required: bool = True) -> None:
+    def __init__(self, uri: str | None = None, required: bool = True, background: bool = True) -> None:
         self.uri_setting = uri
         self.required = bool(required)
+        self.background = bool(background)
         self.uri = ""
         self.experiment = "default"
         self.sweep_id = ""
@@ -266,6 +271,21 @@ class MlflowTracker:
                 raise
             client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
         return run_id
+
+    def background_job(self, log_cell: dict[str, Any], done: dict[str, Any]) -> Any:
+        """The :class:`~rag_bench.tracking.background.LogJob` logging a cell as :meth:`log_cell`
+        (``log_cell``: its arguments) and then writing DONE (``done``: the body, without the run
+        id and :meth:`describe`); None when this tracker logs in the calling process
+        (``background=false``, or MLflow skipped)."""
+        if self._disabled or not self.background:
+            return None
+        from rag_bench.tracking.background import LogJob
+
+        return LogJob(cell_id=str(log_cell["cell_id"]), cell_dir=Path(log_cell["cell_dir"]), done=done,
+                      tracker={"uri": self.uri_setting, "required": self.required, "background": False},
+                      bind={"output_root": self.output_root, "experiment": self.experiment,
+                            "sweep_id": self.sweep_id},
+                      log_cell=log_cell, parent_key=(self.uri, self.experiment, self.sweep_id))
 
     def _log_dataset(self, client: Any, run_id: str, info: DatasetInfo) -> None:
         """The dataset input, under the store lock: the first run to log a dataset inserts its row

@@ -186,6 +186,20 @@ def test_disk_full_keeps_no_partial_cell(tmp_path):
     assert not list(out.rglob(".*tmp-*")), "temporary folder left behind"
 
 
+@pytest.mark.parametrize("tracking", ["none", "mlflow"])
+def test_disk_full_in_a_sweep_keeps_no_partial_cell(tmp_path, tracking):
+    """In a sweep the cell is written by the background process (rag_bench.tracking.background),
+    which inherits the limit: the same error, exit 2, nothing half-written, no cell run logged."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", DISK_FULL, "run", "-m", "chunker=fixed,section",
+                           f"output.root={out}", f"tracking={tracking}", "generator=none"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot write cell" in done.stderr and "no partial cell was kept" in done.stderr, done.stderr[-2000:]
+    nothing_left(out)
+    assert not list(out.rglob(".*tmp-*")), "temporary folder left behind"
+
+
 def test_unreachable_generator_is_recorded_not_fatal(tmp_path, capsys):
     out = tmp_path / "out"
     code = cli(["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "generator=openai",

@@ -77,7 +77,10 @@ def test_kill_then_resume(tmp_path, reference, point):
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert not list((out / "default").glob("*/DONE")), "nothing is done before the kill point passes"
     partial = [p for p in (out / "default").iterdir() if not p.name.startswith(".")]
-    assert len(partial) == 1  # the first cell's files, without DONE
+    # The first cell's files, without DONE; at a point inside MLflow logging, which a sweep does in
+    # a child process while the next cell runs (rag_bench.tracking.background), the second
+    # cell's files may be written too, and are not DONE either.
+    assert len(partial) == 1 if point == "cell_written" else 1 <= len(partial) <= 2, [p.name for p in partial]
     # resume: the same command finishes everything
     again = rag_bench(out)
     assert again.returncode == 0, again.stderr[-2000:]

@@ -1,0 +1,340 @@
+"""The end of each cell off the sweep's path: a child process writes the cell's folder, logs its
+MLflow run and marks it DONE while the next cell runs.
+
+Writing a cell (parquet, JSON, YAML, CSV: ~0.05 s) and logging it to MLflow (~0.1-0.2 s of Python
+in MLflow's SQLAlchemy store: one batch of ~200 metrics, the dataset input, the artifacts, the
+status) are paid by every cell of a sweep. In a sweep run by ``rag-bench run -m``
+(``hydra/launcher=rag_bench``, jobs one after the other in this process) the launcher opens a
+:func:`session`; within it ``rag_bench.runner.main`` hands each computed cell to
+:class:`BackgroundLogger`, which passes it to one child process
+(``python -m rag_bench.tracking.background``) and returns; on two cores that work overlaps the
+next cell's. Outside a session (a single ``rag-bench run``, launcher workers, ``evaluate``), with
+``tracking.background=false`` and for a tracker of the user's, the cell is finished in the
+calling process, as before.
+
+What does not change, and how:
+
+* **DONE still comes last, and means FINISHED.** The child writes the folder (through a
+  temporary folder and a rename, as before), logs the run, sets it FINISHED, then writes DONE
+  with the body the calling process would have written. A cell not finished has no DONE: a
+  crash leaves it to be redone, as before.
+* **The cell's lock is held until then.** The cell lock (``cells.cell_lock``) is taken by the
+  calling process, handed over with the job and released when the child reports the cell:
+  another process running the same cell waits, then finds DONE. A cell of the same id met again
+  in this sweep waits for its pending job first (:meth:`BackgroundLogger.wait_for`).
+* **A crash is a crash of both.** The child dies with its parent (``PR_SET_PDEATHSIG`` on Linux;
+  everywhere, standard input closing without the end message makes it exit at once, finishing
+  nothing more). A fault-injection point reached in the child (``cell_written``,
+  ``mlflow_run_created``, ``before_done``) kills the parent first
+  (:data:`rag_bench.faults.ALSO_KILL`), so crash tests see the whole run die where they asked.
+* **Errors are not lost.** A cell that cannot be written (disk full: nothing half-written is
+  kept) or logged (its run FAILED) is not DONE, and the error is raised in the calling process
+  at its next hand-over or when the session ends, as the same
+  :class:`~rag_bench.errors.OutputError` or as :class:`~rag_bench.errors.TrackingError`
+  naming the cell: exit code 2, as before.
+* **Bounded.** At most :data:`MAX_PENDING` cells wait for the child; the next hand-over waits
+  for the oldest. The session waits for every cell before the launcher returns, so the sweep's
+  closing (leaderboard, parent run) sees every cell DONE.
+
+The child's log lines (MLflow, alembic) go to the file of the calling process's root
+``FileHandler`` (``.hydra/rag_bench.log``), else to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import queue
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_bench.errors import OutputError, RagBenchError, TrackingError
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING = 8
+_HEADER = struct.Struct("<Q")
+_CURRENT: BackgroundLogger | None = None
+
+
+@dataclass(frozen=True)
+class LogJob:
+    """The end of one cell: ``write`` (the resolved config as a plain container, the
+    :class:`~rag_bench.runner.results.CellResult`) written to ``cell_dir`` when given; its run
+    logged when ``tracker`` is given (``MlflowTracker`` constructor arguments; ``bind``: its
+    ``bind`` values; ``log_cell``: ``log_cell``'s arguments); then DONE written with the body
+    ``done`` (plus, when logged, the run id and the tracker's ``describe()``)."""
+
+    cell_id: str
+    cell_dir: Path
+    done: dict[str, Any]
+    write: tuple[dict[str, Any], Any] | None = None
+    tracker: dict[str, Any] | None = None
+    bind: dict[str, Any] = field(default_factory=dict)
+    log_cell: dict[str, Any] | None = None
+    parent_key: tuple[str, str, str] | None = None  # (uri, experiment, sweep id): where the parent run id goes
+
+
+def current() -> BackgroundLogger | None:
+    """The logger of the open :func:`session`, None outside one."""
+    return _CURRENT
+
+
+@contextlib.contextmanager
+def session() -> Iterator[BackgroundLogger]:
+    """Cells tracked inside are logged by a child process; on leaving, every pending cell is
+    waited for (its error raised) and the child stopped. Nested sessions share the outer one."""
+    global _CURRENT
+    if _CURRENT is not None:
+        yield _CURRENT
+        return
+    logger = _CURRENT = BackgroundLogger()
+    try:
+        yield logger
+    except BaseException:
+        _CURRENT = None
+        with contextlib.suppress(Exception):  # the first error is the one to report
+            logger.close()
+        raise
+    _CURRENT = None
+    logger.close()
+
+
+def _log_file() -> str | None:
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None
+
+
+class BackgroundLogger:
+    """The calling side: hands jobs to the child, releases each cell's lock when it is reported."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        # seq -> (cell folder, cell id, the lock's release, parent key)
+        self._pending: OrderedDict[int, tuple[str, str, Callable[[], None], tuple[str, str, str] | None]] = \
+            OrderedDict()
+        self._seq = 0
+        self._reports = -1  # the read end of the child's report pipe
+        self._buffer = b""
+        self._errors: list[RagBenchError] = []
+
+    # -- the calling process's API ---------------------------------------------------------
+
+    def submit(self, job: LogJob, release: Callable[[], None]) -> None:
+        """Hand ``job`` over; ``release`` (the cell lock's exit) is called once the child reports
+        the cell, logged or not. Raises the error of an earlier cell's logging first."""
+        try:
+            self._raise_errors()
+            self._collect(block=False)
+            while len(self._pending) >= MAX_PENDING:
+                self._collect(block=True)
+            self._raise_errors()
+            proc = self._start()
+            self._seq += 1
+            data = pickle.dumps((self._seq, job), protocol=pickle.HIGHEST_PROTOCOL)
+            assert proc.stdin is not None
+            proc.stdin.write(_HEADER.pack(len(data)) + data)
+            proc.stdin.flush()
+        except BaseException:
+            release()
+            raise
+        self._pending[self._seq] = (str(job.cell_dir), job.cell_id, release, job.parent_key)
+
+    def pending(self) -> int:
+        """Cells handed over and not reported yet."""
+        return len(self._pending)
+
+    def wait_for(self, cell_dir: Path) -> None:
+        """Return once ``cell_dir``'s job (if any is pending) has been reported."""
+        while any(entry[0] == str(cell_dir) for entry in self._pending.values()):
+            self._collect(block=True)
+
+    def drain(self) -> None:
+        """Wait for every pending cell; raise the first logging error."""
+        while self._pending:
+            self._collect(block=True)
+        self._raise_errors()
+
+    def close(self) -> None:
+        """:meth:`drain`, then stop the child."""
+        try:
+            self.drain()
+        finally:
+            proc, self._proc = self._proc, None
+            if proc is not None:
+                assert proc.stdin is not None
+                with contextlib.suppress(OSError):
+                    proc.stdin.write(_HEADER.pack(0))  # the end message
+                    proc.stdin.close()
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                os.close(self._reports)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        """The child, started on the first job. Its reports come on a pipe of their own (what
+        libraries print, e.g. MLflow's "View run" line, goes to the log file, else to stderr)."""
+        if self._proc is None:
+            read, write = os.pipe()
+            log_file = _log_file()
+            args = [sys.executable, "-m", "rag_bench.tracking.background", str(os.getpid()), str(write),
+                    *([log_file] if log_file else [])]
+            try:
+                with contextlib.ExitStack() as stack:
+                    out = stack.enter_context(open(log_file, "ab")) if log_file else 2  # fd 2: stderr
+                    self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, pass_fds=(write,))
+            except BaseException:
+                os.close(read)
+                raise
+            finally:
+                os.close(write)
+            self._reports = read
+        return self._proc
+
+    def _raise_errors(self) -> None:
+        if self._errors:
+            errors, self._errors = self._errors, []
+            if len(errors) == 1:
+                raise errors[0]
+            raise type(errors[0])("; ".join(str(e) for e in errors))
+
+    def _collect(self, block: bool) -> None:
+        """Read the child's reports (one line each: ``ok <seq> <parent run id>`` or ``error <seq>
+        <output|tracking> <message>``); when ``block``, wait for at least one. The child gone: every pending cell
+        fails."""
+        proc = self._proc
+        if proc is None or not self._pending:
+            return
+        fd = self._reports
+        while True:
+            ready, _, _ = select.select([fd], [], [], None if block else 0)
+            if not ready:
+                return
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                code = proc.wait()
+                for seq, (cell_dir, cell_id, release, _) in list(self._pending.items()):
+                    self._errors.append(TrackingError(
+                        f"cell {cell_id}: the process finishing cells (writing, MLflow logging) ended (exit code "
+                        f"{code}) before it was DONE ({cell_dir}) -- fix: see the log, run again"))
+                    del self._pending[seq]
+                    release()
+                self._proc = None
+                os.close(fd)
+                return
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+            for line in lines:
+                self._report(line.decode("utf-8", "replace"))
+            if lines:
+                return
+
+    def _report(self, line: str) -> None:
+        kind, _, rest = line.partition(" ")
+        seq, _, message = rest.partition(" ")
+        _, cell_id, release, parent_key = self._pending.pop(int(seq))
+        release()
+        if kind == "ok" and message and parent_key is not None:
+            from rag_bench.tracking.mlflow_tracker import _PARENTS
+
+            _PARENTS.setdefault(parent_key, message)  # closed by finish_all with the sweep
+        elif kind != "ok":
+            what, _, message = message.partition(" ")
+            self._errors.append(OutputError(message) if what == "output" else
+                                TrackingError(f"cell {cell_id}: MLflow logging failed, the cell is not DONE: {message}"))
+
+
+# -- the child process ------------------------------------------------------------------------
+
+
+def _die_with_parent(parent: int) -> None:
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _read_jobs(stream: Any, jobs: queue.Queue[tuple[int, LogJob] | None]) -> None:
+    """Reader thread: jobs as they arrive (so the parent never waits on a full pipe); standard
+    input closing without the end message (the parent died) ends this process at once."""
+    while True:
+        head = stream.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            os._exit(1)
+        (size,) = _HEADER.unpack(head)
+        if size == 0:
+            jobs.put(None)
+            return
+        jobs.put(pickle.loads(stream.read(size)))
+
+
+def _serve(parent: int, reports: int, log_file: str | None) -> int:
+    from rag_bench import faults
+    from rag_bench.cells import mark_done, write_cell_or_fail
+    from rag_bench.logs import quiet_libraries
+    from rag_bench.tracking.mlflow_tracker import MlflowTracker
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it waits for us to finish
+    faults.ALSO_KILL.append(parent)
+    handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8") if log_file \
+        else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    quiet_libraries()
+    jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
+    threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
+    trackers: dict[str, MlflowTracker] = {}
+    out = os.fdopen(reports, "wb")
+    while (item := jobs.get()) is not None:
+        seq, job = item
+        cell_dir = Path(job.cell_dir)
+        try:
+            if job.write is not None:
+                write_cell_or_fail(cell_dir, *job.write)
+                faults.failpoint("cell_written")
+            done, parent_run = job.done, ""
+            if job.tracker is not None and job.log_cell is not None:
+                key = repr((sorted(job.tracker.items()), sorted(job.bind.items())))
+                tracker = trackers.get(key)
+                if tracker is None:
+                    tracker = trackers[key] = MlflowTracker(**job.tracker)
+                    tracker.bind(**job.bind)
+                run_id = tracker.log_cell(**job.log_cell)
+                described = tracker.describe()
+                done = {**done, "mlflow_run_id": run_id, **described}
+                parent_run = described.get("parent_run_id") or ""
+            faults.failpoint("before_done")
+            mark_done(cell_dir, done)
+            out.write(f"ok {seq} {parent_run}\n".encode())
+        except Exception as exc:  # noqa: BLE001 -- reported to the parent, which raises it
+            log.error("finishing cell %s failed:\n%s", cell_dir, traceback.format_exc())
+            what = "output" if isinstance(exc, OutputError) else "tracking"
+            message = (str(exc) if what == "output" else f"{type(exc).__name__}: {exc}").replace("\n", " ")
+            out.write(f"error {seq} {what} {message}\n".encode())
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None))

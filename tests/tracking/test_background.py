@@ -1,0 +1,199 @@
+"""MLflow logging from a child process (rag_bench.tracking.background): a real child, a real
+SQLite store. DONE only once the run is FINISHED, the cell's lock held until then, errors and a
+dead child reported, and a sweep logged this way lands as one logged in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from rag_bench.errors import TrackingError
+from rag_bench.tracking import background
+from rag_bench.tracking.mlflow_tracker import _PARENTS, MlflowTracker
+
+BIN = Path(sys.executable).parent
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny"
+ENV_DROP = ("MLFLOW_TRACKING_URI", "RAG_BENCH_PARENT_RUN_ID", "RAG_BENCH_SWEEP_ID", "RAG_BENCH_FAILPOINT")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for k in ENV_DROP:
+        monkeypatch.delenv(k, raising=False)
+    yield
+    _PARENTS.clear()
+
+
+def _job(out: Path, cell_id: str, uri: str | None = None) -> background.LogJob:
+    cell_dir = out / "exp" / cell_id
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    (cell_dir / "metrics.json").write_text(json.dumps({"retrieval": {"hit@5": 0.5}}))
+    tracker = MlflowTracker(uri=uri)
+    tracker.bind(output_root=out, experiment="exp", sweep_id="bg-sweep")
+    job = tracker.background_job(dict(cell_id=cell_id, cell_dir=cell_dir, params={"k": 5},
+                                      metrics={"retrieval/hit@5": 0.5}, tags={"t": "v"}),
+                                 {"cell_id": cell_id, "dataset": "tiny", "git_sha": "x"})
+    assert job is not None
+    return job
+
+
+def test_done_only_after_finished_and_lock_released_on_report(tmp_path):
+    released: list[str] = []
+    logger = background.BackgroundLogger()
+    try:
+        for cid in ("c1", "c2", "c3"):
+            logger.submit(_job(tmp_path, cid), lambda cid=cid: released.append(cid))
+        assert logger.pending() == 3 and released == []  # the child is still starting: nothing released
+        logger.wait_for(tmp_path / "exp" / "c1")
+        assert released[0] == "c1" and (tmp_path / "exp" / "c1" / "DONE").is_file()
+        logger.drain()
+    finally:
+        logger.close()
+    assert released == ["c1", "c2", "c3"] and logger.pending() == 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = {r.data.tags["cell_id"]: r for r in client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+            if r.data.tags.get("rag_bench.role") == "cell"}
+    assert sorted(runs) == ["c1", "c2", "c3"]
+    for cid, run in runs.items():
+        done = json.loads((tmp_path / "exp" / cid / "DONE").read_text())
+        assert run.info.status == "FINISHED" and done["mlflow_run_id"] == run.info.run_id
+        assert done["cell_id"] == cid and done["tracking"] == "mlflow" and done["parent_run_id"]
+        assert run.data.metrics["retrieval.hit_at_5"] == 0.5 and run.data.params["k"] == "5"
+    # the parent run the child created is known here, so the sweep's end closes it
+    assert _PARENTS[(f"sqlite:///{tmp_path / 'mlflow.db'}", "exp", "bg-sweep")] == done["parent_run_id"]
+
+
+def test_a_logging_error_is_raised_named_and_the_cell_is_not_done(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    released = []
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(_job(tmp_path, "bad", uri=f"sqlite:///{blocker / 'mlflow.db'}"), lambda: released.append(1))
+        with pytest.raises(TrackingError, match="cell bad: MLflow logging failed, the cell is not DONE"):
+            logger.drain()
+        assert released == [1] and not (tmp_path / "exp" / "bad" / "DONE").exists()
+        # the child goes on with the next cell
+        logger.submit(_job(tmp_path, "good"), lambda: None)
+        logger.drain()
+        assert (tmp_path / "exp" / "good" / "DONE").is_file()
+    finally:
+        logger.close()
+
+
+def test_a_dead_child_fails_every_pending_cell_and_releases_its_lock(tmp_path):
+    released = []
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(_job(tmp_path, "c1"), lambda: released.append("c1"))
+        assert logger._proc is not None
+        logger._proc.kill()
+        with pytest.raises(TrackingError, match="the process finishing cells .* ended"):
+            logger.drain()
+        assert released == ["c1"] and not (tmp_path / "exp" / "c1" / "DONE").exists()
+    finally:
+        logger.close()
+
+
+def test_the_child_dies_with_its_parent(tmp_path):
+    """A parent killed -9 with cells pending: the child does not log them (no DONE appears)."""
+    script = f"""
+import json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from tests.tracking.test_background import _job
+from rag_bench.tracking import background
+out = Path({str(tmp_path)!r})
+logger = background.BackgroundLogger()
+logger.submit(_job(out, "c1"), lambda: None)
+print(logger._proc.pid, flush=True)
+time.sleep(60)
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
+    env["RAG_BENCH_FAILPOINT"] = "mlflow_run_created:sleep=20"  # the child is inside the cell's logging
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    child = int(parent.stdout.readline())
+    deadline = time.monotonic() + 60
+    db = tmp_path / "mlflow.db"
+    while not (db.exists() and _cell_runs(db)) and time.monotonic() < deadline:
+        time.sleep(0.1)  # until the child has created the cell's run
+    assert _cell_runs(db), "the child never reached the cell's logging"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the logging process outlived its parent"
+    assert not (tmp_path / "exp" / "c1" / "DONE").exists()
+
+
+def _cell_runs(db: Path) -> bool:
+    """The child has created the sweep's parent run and the cell's (read with sqlite3: an MLflow
+    client here would race the child's schema migration)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT count(*) FROM runs").fetchone()[0] >= 2
+    except sqlite3.Error:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)  # not our child: ChildProcessError
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
+
+
+@pytest.mark.slow
+def test_a_sweep_logged_in_the_background_lands_as_one_logged_in_process(tmp_path):
+    """The same sweep with tracking.background true and false: the same cells, DONE bodies (run
+    ids aside) and MLflow runs (metrics, params, tags other than ids and times, artifacts)."""
+    env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
+    stores = {}
+    for flag in ("true", "false"):
+        out = tmp_path / flag
+        cmd = [str(BIN / "rag-bench"), "run", "-m", "chunker=fixed,section", "pipeline.k=3,5", f"dataset.path={TINY}",
+               f"output.root={out}", f"tracking.background={flag}"]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        stores[flag] = _store(out)
+    assert stores["true"] == stores["false"]
+    assert len(stores["true"]) == 4
+
+
+def _store(out: Path) -> dict:
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("default")
+    runs = client.search_runs([exp.experiment_id])
+    assert not [r for r in runs if r.info.status != "FINISHED"]
+    cells = {}
+    volatile = ("mlflow_run_id", "parent_run_id", "tracking_uri")
+    for r in runs:
+        if r.data.tags.get("rag_bench.role") != "cell":
+            continue
+        cid = r.data.tags["cell_id"]
+        done = json.loads((out / "default" / cid / "DONE").read_text())
+        assert done["mlflow_run_id"] == r.info.run_id
+        tags = {k: v for k, v in r.data.tags.items() if k not in ("mlflow.parentRunId", "mlflow.note.content")}
+        cells[cid] = {"done": {k: v for k, v in done.items() if k not in volatile},
+                      "metrics": {k: v for k, v in r.data.metrics.items() if not k.startswith(("latency.", "cost."))},
+                      "params": {k: v for k, v in r.data.params.items() if not k.startswith(("output.", "tracking."))},
+                      "tags": tags,
+                      "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id))}
+    return cells
