@@ -144,7 +144,9 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
     known = {q.qid for q in dataset.questions}
     index, doc_index = id_index(known), id_index(dataset.documents)
     docs = list(dataset.documents.values())
-    located: dict[tuple[str | None, str], tuple[str, int, int] | None] = {}
+    questions = {q.qid: q for q in dataset.questions}
+    order: dict[Any, list[Document]] = {}  # asker key -> the documents in the order text is searched
+    located: dict[tuple[str | None, str, Any], tuple[str, int, int] | None] = {}
     records: dict[str, SystemOutput] = {}
     unlocated = by_text = 0
     answers = 0
@@ -201,9 +203,18 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
                     continue
                 spans.append((doc_id, start, end))
             elif isinstance(text, str) and text.strip():
-                if (doc_id, text) not in located:  # the same passage recurs across questions: search once
-                    located[(doc_id, text)] = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else docs)
-                found = located[(doc_id, text)]
+                # The same text may be in several documents (a public and a staff copy, two versions):
+                # it is placed in one the asker may read, current before archived, and only failing
+                # those in another -- so a copy elsewhere never turns a passage the asker may read
+                # into an unauthorized retrieval, and a leaked one is still found where it is.
+                asker = questions[qid].asker
+                akey = None if doc_id is not None or asker is None else asker.key
+                if doc_id is None and akey not in order:  # corpus order within each class (sorted is stable)
+                    order[akey] = sorted(docs, key=lambda d: (not d.readable_by(asker), d.archived))
+                where = (doc_id, text, akey)
+                if where not in located:  # the same passage recurs across questions: search once per asker
+                    located[where] = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else order[akey])
+                found = located[where]
                 if found is None:
                     unlocated += 1
                     spans.append((UNLOCATED, i, i))

@@ -192,3 +192,35 @@ def test_an_outputs_path_that_is_no_file_is_refused_before_reading(tmp_path, cap
     path = source if source.startswith("/") else str(tmp_path / source)
     assert cli(["evaluate", path, "--dataset", str(TINY), "tracking=none", f"output.root={tmp_path}"]) == 2
     assert path in capsys.readouterr().err
+
+
+def test_a_text_found_in_several_documents_is_placed_where_the_asker_may_read(tmp_path, capsys):
+    """The same sentence in a staff-only document (first in the corpus, by id and by file) and a public FAQ: a
+    customer's passage given by text alone is the FAQ's (not an unauthorized retrieval); a text
+    only the staff document holds is still found there, and counted as one."""
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    shared = "Refunds are paid within 14 days of the request."
+    secret = "Staff may approve refunds up to 500 euros without review."
+    (data / "docs" / "a-staff.md").write_text(f"# Staff notes\n\n{shared}\n\n{secret}\n")
+    (data / "docs" / "z-faq.md").write_text(f"# FAQ\n\n{shared}\n")
+    (data / "docs.jsonl").write_text(
+        json.dumps({"doc_id": "a-staff", "title": "Staff notes", "tenant": "acme", "acl": ["staff"]}) + "\n"
+        + json.dumps({"doc_id": "z-faq", "title": "FAQ", "tenant": "acme", "acl": []}) + "\n")
+    asker = {"tenant": "acme", "groups": ["customers"]}
+    (data / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in [
+        {"id": "q1", "question": "When are refunds paid?", "answerable": True, "asker": asker,
+         "evidence": [{"doc_id": "z-faq", "quote": shared}], "facts": ["14 days"], "answers": ["within 14 days"]},
+        {"id": "q2", "question": "How much may staff refund?", "answerable": False, "asker": asker}]))
+    (data / "dataset.yaml").write_text("name: dup\nlicense: CC-BY-4.0 (written by the rag_bench authors)\n")
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text(json.dumps({"id": "q1", "retrieved": [{"text": shared}]}) + "\n"
+                       + json.dumps({"id": "q2", "retrieved": [{"text": secret}]}) + "\n")
+    assert cli(["evaluate", str(outputs), "--dataset", str(data), "tracking=none", f"output.root={tmp_path}",
+                "experiment.name=dup"]) == 0, capsys.readouterr().err
+    cell = _only_cell(tmp_path / "dup")
+    records = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    assert [s["doc_id"] for s in records.loc["q1", "chunk_spans"]] == ["z-faq"]
+    assert records.loc["q1", "unauthorized_retrievals"] == 0 and records.loc["q1", "hit@1"] == 1.0
+    assert [s["doc_id"] for s in records.loc["q2", "chunk_spans"]] == ["a-staff"]
+    assert records.loc["q2", "unauthorized_retrievals"] == 1
