@@ -5,8 +5,10 @@ Each (metric, question, answer, contexts, reference) is judged once and cached (
 Every failure is recorded per question with its reason and counted; when the failure rate
 exceeds ``max_failure_rate`` the cell fails instead of reporting scores computed on a biased
 subset. A metric that needs a reference is not attempted for a question without one (it is not
-a failure). ``concurrency`` bounds the judge calls in flight. ragas' own telemetry is off; its
-tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
+a failure). ``concurrency`` bounds the judge calls in flight. Each request carries the metric's
+output schema (``response_format``), so a server that decodes to it (llama.cpp's) returns a
+judgement that parses instead of free JSON that fails validation. ragas' own telemetry is off;
+its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ RAGAS_METRICS = {
     "noise_sensitivity": RagasMetric("NoiseSensitivity", ("user_input", "response", "reference", "retrieved_contexts")),
 }
 METRICS = ("faithfulness", "response_relevancy")  # the default selection
+RESPONSE_FORMATS = ("json_object", "json")
 
 
 def _fields(sample: JudgeSample) -> dict[str, Any]:
@@ -107,6 +110,11 @@ class RagasJudge:
         (re-asked with the validation error).
     concurrency:
         Judge calls in flight at once (1 suits a small local server).
+    response_format:
+        ``json_object`` (default): ``{"type": "json_object", "schema": <the metric's output
+        schema>}``, as the generator sends it; llama.cpp's server turns the schema into a grammar.
+        ``json``: ``{"type": "json_object"}`` with the schema in the prompt only (ragas' own
+        choice), for an endpoint that rejects a schema there.
     max_tokens:
         Cap on each judge completion (a small model can otherwise ramble to its context limit).
     max_failure_rate:
@@ -118,7 +126,7 @@ class RagasJudge:
     def __init__(self, base_url: str | None = None, model: str = "local", api_key_env: str = "OPENAI_API_KEY",
                  metrics: Sequence[str] = METRICS, timeout_s: float = 120.0, max_retries: int = 1,
                  max_failure_rate: float = 0.2, concurrency: int = 1, max_tokens: int = 1024,
-                 embedder: Any = None) -> None:
+                 response_format: str = "json_object", embedder: Any = None) -> None:
         if not base_url:
             raise ConfigError("judge.base_url is not set -- fix: judge.base_url=http://HOST:PORT/v1")
         bad = [m for m in metrics if m not in RAGAS_METRICS]
@@ -130,6 +138,10 @@ class RagasJudge:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
             raise ConfigError(f"judge.max_tokens must be an integer >= 16, got {max_tokens!r}")
         self.max_tokens = max_tokens
+        if response_format not in RESPONSE_FORMATS:
+            raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}, got "
+                              f"{response_format!r}")
+        self.response_format = response_format
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError(f"judge.max_retries must be an integer >= 0, got {max_retries!r}")
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
@@ -137,21 +149,27 @@ class RagasJudge:
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
         self.metrics, self.timeout_s, self.max_retries = tuple(metrics), float(timeout_s), int(max_retries)
         self.max_failure_rate, self.embedder = float(max_failure_rate), embedder
-        self.identity: dict[str, Any] = {"judge": "ragas", "url": base_url, "model": model, "max_tokens": max_tokens}
+        self.identity: dict[str, Any] = {"judge": "ragas", "url": base_url, "model": model, "max_tokens": max_tokens,
+                                         "response_format": response_format}
 
     def _scorers(self) -> dict[str, Any]:
         os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
         try:
+            import instructor
             import ragas.metrics.collections as collections
             from openai import AsyncOpenAI
-            from ragas.llms import llm_factory
+            from ragas.llms import InstructorLLM
         except ImportError as exc:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
         client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
                              timeout=self.timeout_s, max_retries=self.max_retries)
-        # Goes to instructor's create(), which counts attempts; its default (3) re-asked every invalid
-        # completion twice whatever judge.max_retries said.
-        llm = llm_factory(self.model, client=client, max_tokens=self.max_tokens, max_retries=1 + self.max_retries)
+        # What ragas' llm_factory builds for an OpenAI client, but with our mode: it picks JSON (the
+        # schema only in the prompt), and a small model under a free JSON grammar rarely fits it.
+        mode = {"json_object": instructor.Mode.JSON_SCHEMA, "json": instructor.Mode.JSON}[self.response_format]
+        # max_retries goes to instructor's create(), which counts attempts; its default (3) re-asked
+        # every invalid completion twice whatever judge.max_retries said.
+        llm = InstructorLLM(client=instructor.from_openai(client, mode=mode), model=self.model, provider="openai",
+                            max_tokens=self.max_tokens, max_retries=1 + self.max_retries)
         out: dict[str, Any] = {}
         for name in self.metrics:
             spec = RAGAS_METRICS[name]

@@ -74,11 +74,11 @@ def test_reference_metrics_skip_questions_without_one_and_failures_are_counted(t
 
 
 class _Invalid(BaseHTTPRequestHandler):
-    """An OpenAI-compatible endpoint whose every completion is JSON that fits no ragas schema."""
+    """An OpenAI-compatible endpoint that records each request body and answers JSON that fits no
+    ragas schema."""
 
     def do_POST(self):  # noqa: N802 (http.server API)
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.requests += 1
+        self.server.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "local",
                            "choices": [{"index": 0, "finish_reason": "stop",
                                         "message": {"role": "assistant", "content": '{"nothing": "useful"}'}}],
@@ -93,23 +93,45 @@ class _Invalid(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.fixture
+def invalid_endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Invalid)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def _judge_once(server, tmp_path, **kwargs):
+    judge = RagasJudge(base_url=f"http://127.0.0.1:{server.server_port}/v1", metrics=["faithfulness"], timeout_s=10,
+                       **kwargs)
+    (result,) = judge.judge([JudgeSample("How long?", "14 days.", ("Refunds within 14 days.",))], cache_dir=tmp_path)
+    return result
+
+
 @pytest.mark.parametrize("max_retries", [0, 1])
-def test_an_invalid_completion_is_retried_max_retries_times(tmp_path, max_retries):
+def test_an_invalid_completion_is_retried_max_retries_times(invalid_endpoint, tmp_path, max_retries):
     """Real ragas and instructor against a local endpoint: a completion that does not fit the
     metric's schema is re-asked judge.max_retries times, then recorded as a failure. instructor's
     default re-asked it twice whatever the setting (3 requests per failed judgement)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Invalid)
-    server.requests = 0
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        judge = RagasJudge(base_url=f"http://127.0.0.1:{server.server_port}/v1", metrics=["faithfulness"],
-                           max_retries=max_retries, timeout_s=10)
-        (result,) = judge.judge([JudgeSample("How long?", "14 days.", ("Refunds within 14 days.",))],
-                                cache_dir=tmp_path)
-    finally:
-        server.shutdown()
+    result = _judge_once(invalid_endpoint, tmp_path, max_retries=max_retries)
     assert result.scores == {"faithfulness": None} and "faithfulness" in result.failures
-    assert server.requests == 1 + max_retries
+    assert len(invalid_endpoint.requests) == 1 + max_retries
+
+
+def test_each_request_carries_the_metric_output_schema(invalid_endpoint, tmp_path):
+    """response_format=json_object (default) attaches the schema of what the metric parses, which
+    llama.cpp's server decodes to; ragas alone sends bare JSON mode, and a small model's free JSON
+    then fails validation. json keeps the schema in the prompt only."""
+    from ragas.metrics.collections.faithfulness.util import StatementGeneratorOutput
+
+    _judge_once(invalid_endpoint, tmp_path, max_retries=0)
+    _judge_once(invalid_endpoint, tmp_path / "json", max_retries=0, response_format="json")
+    attached, bare = (r["response_format"] for r in invalid_endpoint.requests)
+    assert attached == {"type": "json_object", "schema": StatementGeneratorOutput.model_json_schema()}
+    assert bare == {"type": "json_object"}
+    with pytest.raises(ConfigError, match="judge.response_format"):
+        RagasJudge(base_url="http://127.0.0.1:9/v1", response_format="yaml")
 
 
 def test_max_retries_must_be_a_non_negative_integer():
