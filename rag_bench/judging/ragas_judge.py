@@ -29,12 +29,16 @@ from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 @dataclass(frozen=True)
 class RagasMetric:
-    """One ragas collection metric: its class, the sample fields its ``ascore`` takes, and
-    whether it compares embeddings."""
+    """One ragas collection metric: its class, the sample fields its ``ascore`` takes, whether it
+    compares embeddings, and the range of its score."""
 
     cls: str
     inputs: tuple[str, ...]
     embeddings: bool = False
+    # ragas computes scores from the judge's verdicts and ratings without checking them: a model
+    # that answers verdict 10**15 where the prompt asks for 0/1 gets context precision 10**15.
+    # Cosine-based scores (embeddings) can be negative.
+    bounds: tuple[float, float] = (0.0, 1.0)
 
     @property
     def needs_reference(self) -> bool:
@@ -47,7 +51,8 @@ class RagasMetric:
 # the question's first reference answer, else its facts joined.
 RAGAS_METRICS = {
     "faithfulness": RagasMetric("Faithfulness", ("user_input", "response", "retrieved_contexts")),
-    "response_relevancy": RagasMetric("AnswerRelevancy", ("user_input", "response"), embeddings=True),
+    "response_relevancy": RagasMetric("AnswerRelevancy", ("user_input", "response"), embeddings=True,
+                                      bounds=(-1.0, 1.0)),
     "context_precision": RagasMetric("ContextPrecision", ("user_input", "reference", "retrieved_contexts")),
     "context_precision_without_reference": RagasMetric("ContextPrecisionWithoutReference",
                                                        ("user_input", "response", "retrieved_contexts")),
@@ -56,7 +61,8 @@ RAGAS_METRICS = {
     "context_relevance": RagasMetric("ContextRelevance", ("user_input", "retrieved_contexts")),
     "response_groundedness": RagasMetric("ResponseGroundedness", ("response", "retrieved_contexts")),
     "factual_correctness": RagasMetric("FactualCorrectness", ("response", "reference")),
-    "answer_correctness": RagasMetric("AnswerCorrectness", ("user_input", "response", "reference"), embeddings=True),
+    "answer_correctness": RagasMetric("AnswerCorrectness", ("user_input", "response", "reference"), embeddings=True,
+                                      bounds=(-1.0, 1.0)),
     "answer_accuracy": RagasMetric("AnswerAccuracy", ("user_input", "response", "reference")),
     "noise_sensitivity": RagasMetric("NoiseSensitivity", ("user_input", "response", "reference", "retrieved_contexts")),
 }
@@ -233,4 +239,7 @@ class RagasJudge:
         value = float(res.value)
         if value != value:  # NaN: ragas could not score (e.g. no statements extracted)
             raise ValueError("judge returned no score (NaN)")
+        lo, hi = RAGAS_METRICS[metric].bounds
+        if not lo <= value <= hi:  # the judge broke the prompt's contract (e.g. a verdict that is not 0/1)
+            raise ValueError(f"judge score {value!r} is outside [{lo:g}, {hi:g}]")
         return value
