@@ -90,6 +90,24 @@ def test_presets_hydra_overrides_and_searchpath_compose_exactly(tmp_path):
     assert n == 8 and once.compositions == 4
 
 
+def test_an_interpolated_defaults_entry_composes_exactly(tmp_path):
+    """Hydra's choices map, skipped for defaults lists without an interpolated entry, is made for
+    one that has one (``- /show: ${pick}``)."""
+    for group, text in (("experiment/interp.yaml", "# @package _global_\ndefaults:\n  - /pick: bm25\n"
+                                                   "  - /show: ${pick}\n"),
+                        ("pick/bm25.yaml", "# @package chunker.pick\npicked: bm25\n"),
+                        ("show/bm25.yaml", "# @package chunker.show\nshown: bm25\n")):
+        (tmp_path / group).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / group).write_text(text)
+    hydra = (f"hydra.searchpath=[file://{tmp_path}]",)
+    n, once = sweep("+experiment=interp", "pipeline.k=3,5", hydra=hydra)
+    assert n == 2 and once.compositions == 1
+    plain, _ = loaders()
+    master = plain.load_configuration("config", [*hydra, "+experiment=interp"], RunMode.MULTIRUN)
+    cfg = once.load_sweep_config(master, [*hydra, "+experiment=interp"])
+    assert cfg.chunker.show.shown == "bm25" and cfg.hydra.runtime.choices.show == "bm25"
+
+
 def test_a_config_served_twice_is_never_shared():
     plain, once = loaders()
     master = plain.load_configuration("config", ["pipeline.k=3,5"], RunMode.MULTIRUN)
