@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.records import Answer
@@ -23,8 +24,13 @@ def parse_answer(raw: str, n_passages: int) -> Answer:
     Output must be a JSON object with a string ``answer`` and an integer list ``sources``.
     Citations are the union of ``sources`` and ``[n]`` markers in the answer; numbers outside
     ``1..n_passages`` are dropped and counted in ``invalid_citations``. Anything else is recorded
-    as a parse error with an empty answer — never repaired.
+    as a parse error with an empty answer — never repaired. Answers are frozen: one output
+    met again (a cached generation in another cell) is parsed once.
     """
+    return _parse_cached(raw, n_passages) if isinstance(raw, str) else _parse(raw, n_passages)
+
+
+def _parse(raw: str, n_passages: int) -> Answer:
     try:
         obj = json.loads(raw)
     except (json.JSONDecodeError, TypeError) as exc:
@@ -39,3 +45,6 @@ def parse_answer(raw: str, n_passages: int) -> Answer:
     valid = tuple(sorted(c for c in cited if 1 <= c <= n_passages))
     refused = is_refusal(text) or not text
     return Answer(text, valid if not refused else (), len(cited) - len(valid), refused, raw=raw)
+
+
+_parse_cached = lru_cache(maxsize=4096)(_parse)

@@ -23,6 +23,13 @@ def _passage_tokens(text: str) -> int:
     return count_tokens(text)
 
 
+def _covered(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    for s, e in spans:
+        if s <= start and end <= e:
+            return True
+    return False
+
+
 def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chunk] | None = None,
                   expand_parents: bool = False, token_budget: int = 2000) -> list[Passage]:
     """Passages for the generator from the final ranking.
@@ -42,7 +49,7 @@ def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chun
         if expand_parents and chunk.parent_id and parents and chunk.parent_id in parents:
             src = parents[chunk.parent_id]
         spans = seen.get(src.doc_id)
-        if spans and any(s <= src.start and src.end <= e for s, e in spans):
+        if spans and _covered(spans, src.start, src.end):
             continue  # same text (or a part of it) already in the context
         cost = _passage_tokens(src.body)
         if out and used + cost > token_budget:

@@ -43,12 +43,21 @@ class Prompt:
 
     @property
     def key(self) -> str:
-        """sha256 of the exact prompt text."""
-        return hashlib.sha256(json.dumps([self.system, self.user]).encode()).hexdigest()
+        """sha256 of the exact prompt text: of ``json.dumps([system, user])``, written out here
+        (the same bytes, without the encoder's per-call set-up; a test compares them)."""
+        return hashlib.sha256(f"[{_json_str(self.system)}, {_json_str(self.user)}]".encode()).hexdigest()
 
     def messages(self) -> list[dict[str, str]]:
         """OpenAI-style chat messages."""
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+_encode_str = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
+_SYSTEM_JSON = _encode_str(SYSTEM)
+
+
+def _json_str(text: str) -> str:
+    return _SYSTEM_JSON if text is SYSTEM else _encode_str(text)
 
 
 def _fence(text: str) -> str:

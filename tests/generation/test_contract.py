@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag_bench.generation.answer import is_refusal, parse_answer
 from rag_bench.generation.context import build_context, count_tokens
-from rag_bench.generation.prompt import CLOSE, OPEN, REFUSAL, SYSTEM, build_prompt
+from rag_bench.generation.prompt import CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, build_prompt
 from rag_bench.records import Chunk, Passage
 
 
@@ -100,3 +102,23 @@ def test_injected_instructions_stay_data(demo_dataset):
     (g,) = ExtractiveGenerator().generate([GenerationInput("Are all refrigerators free this week?", tuple(passages), p)])
     a = parse_answer(g.raw, len(passages))
     assert a.parse_error is None and a.invalid_citations == 0
+
+
+@given(system=st.one_of(st.just(SYSTEM), st.text()), user=st.text())
+def test_prompt_key_is_the_sha256_of_the_json_of_both_texts(system, user):
+    """The cache key: written out for speed, the same bytes as json.dumps([system, user])."""
+    import hashlib
+
+    expected = hashlib.sha256(json.dumps([system, user]).encode()).hexdigest()
+    assert Prompt(system, user, 0).key == expected
+
+
+def test_prompt_key_of_awkward_text_and_a_parsed_answer_served_twice_is_equal():
+    import hashlib
+
+    user = 'quote " backslash \\ tab \t nul \x00 line \u2028 astral \U0001f600 lone \ud800 é'
+    assert Prompt(SYSTEM, user, 0).key == hashlib.sha256(json.dumps([SYSTEM, user]).encode()).hexdigest()
+    raw = '{"answer": "In 911 [1] [7]", "sources": [2]}'
+    first, again = parse_answer(raw, 3), parse_answer(raw, 3)
+    assert first == again and first.citations == (1, 2) and first.invalid_citations == 1
+    assert parse_answer(raw, 7).citations == (1, 2, 7)  # the passage count is part of the key
