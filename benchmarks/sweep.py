@@ -210,18 +210,19 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     return out
 
 
-def bench_squad(work: Path) -> dict[str, float]:
-    """The 180-cell grid of issue 16: a cold sweep to fill the cache, then the per-cell overhead."""
+def bench_squad(work: Path, extra: list[str] | None = None) -> dict[str, float]:
+    """The 180-cell grid of issue 16: a cold sweep to fill the cache, then the per-cell overhead
+    (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``)."""
     conf = work / "squad-conf" / "reranker"
     conf.mkdir(parents=True, exist_ok=True)
     for n, text in SQUAD_RERANK.items():
         (conf / f"{n}.yaml").write_text(text)
     rerankers = ["none", *SQUAD_RERANK]
-    common = [f"dataset.path={SQUAD}", f"hydra.searchpath=[file://{conf.parent}]"]
+    common = [f"dataset.path={SQUAD}", f"hydra.searchpath=[file://{conf.parent}]", *(extra or [])]
     ks = ["5", "10"]
     n = len(SQUAD_CHUNKERS) * len(RETRIEVERS) * len(rerankers) * len(ks)
     print(f"\n== squad: {SQUAD} -- grid {len(SQUAD_CHUNKERS)} chunkers x 3 retrievers x {len(rerankers)} rerankers "
-          f"x {len(ks)} k = {n} cells", flush=True)
+          f"x {len(ks)} k = {n} cells{'; ' + ' '.join(extra) if extra else ''}", flush=True)
     full = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks), *common]
     cold = run(full, out=work / "squad-cold", cache=work / "squad-cache")
     print(f"sweep (cold): {cold:8.1f} s", flush=True)
@@ -239,11 +240,13 @@ def main() -> None:
     p.add_argument("--naive-sample", type=int, default=None,
                    help="measure only this many naive cells (rounded to multiples of 6) and scale to 72")
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
+    p.add_argument("--embedder-backend", choices=["torch", "onnx"], default=None,
+                   help="embedder.backend for every run of the squad grid (default: the config's, torch)")
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
-            bench_squad(work)
+            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None)
         if a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
