@@ -1,7 +1,8 @@
 """ragas LLM judge against any OpenAI-compatible endpoint: every ragas collection metric that
 needs only that endpoint (and our offline embedder), selected with ``judge.metrics=[...]``.
 
-Each (metric, question, answer, contexts, reference) is judged once and cached (successes only).
+Each (metric, question, answer, contexts, reference) is judged once and cached (successes only);
+a metric that compares embeddings is keyed by the embedder's identity as well.
 Every failure is recorded per question with its reason and counted; when the failure rate
 exceeds ``max_failure_rate`` the cell fails instead of reporting scores computed on a biased
 subset. A metric that needs a reference is not attempted for a question without one (it is not
@@ -186,8 +187,11 @@ class RagasJudge:
         return out
 
     def _key(self, metric: str, s: JudgeSample) -> str:
-        blob = json.dumps([self.identity, metric, s.question, s.answer, list(s.contexts), s.reference], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        parts: list[Any] = [self.identity, metric, s.question, s.answer, list(s.contexts), s.reference]
+        if RAGAS_METRICS[metric].embeddings and self.embedder is not None:
+            # A score that compares embeddings depends on the embedder too (other metrics keep their keys).
+            parts.append({"embedder": str(getattr(self.embedder, "identity", type(self.embedder).__qualname__))})
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def judge(self, samples: Sequence[JudgeSample | None], cache_dir: str | Path | None = None) -> list[JudgeResult]:
         """Judge each sample (None = nothing to judge, e.g. a refusal) on every applicable metric."""

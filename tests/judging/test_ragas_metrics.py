@@ -163,3 +163,23 @@ def test_each_request_carries_the_metric_output_schema(invalid_endpoint, tmp_pat
 def test_max_retries_must_be_a_non_negative_integer():
     with pytest.raises(ConfigError, match="judge.max_retries"):
         RagasJudge(base_url="http://127.0.0.1:9/v1", max_retries=-1)
+
+
+def test_a_score_that_compares_embeddings_is_cached_per_embedder():
+    """response_relevancy compares embeddings: another embedder is another cache entry; the
+    faithfulness key (no embeddings) does not depend on it and is unchanged."""
+    import hashlib
+
+    class Embedder:
+        def __init__(self, identity):
+            self.identity = identity
+
+    sample = JudgeSample("q?", "a.", ("ctx",), "ref")
+    a = RagasJudge(base_url="http://127.0.0.1:9/v1", metrics=["faithfulness", "response_relevancy"],
+                   embedder=Embedder("minilm@1"))
+    b = RagasJudge(base_url="http://127.0.0.1:9/v1", metrics=["faithfulness", "response_relevancy"],
+                   embedder=Embedder("bge@2"))
+    assert a._key("response_relevancy", sample) != b._key("response_relevancy", sample)
+    assert a._key("faithfulness", sample) == b._key("faithfulness", sample)
+    before = json.dumps([a.identity, "faithfulness", "q?", "a.", ["ctx"], "ref"], sort_keys=True)
+    assert a._key("faithfulness", sample) == hashlib.sha256(before.encode()).hexdigest()
