@@ -21,8 +21,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(cmd: list[str], ready_url: str, log_path: Path, *, timeout_s: float = 120, **popen) -> Iterator[None]:
-    """Start ``cmd``, wait until ``ready_url`` answers 200, stop it afterwards (terminate, then kill)."""
+def running(cmd: list[str], ready_url: str, log_path: Path, *, timeout_s: float = 120, stop_timeout_s: float = 30,
+            **popen) -> Iterator[None]:
+    """Start ``cmd``, wait until ``ready_url`` answers 200, stop it afterwards (terminate, then kill
+    after ``stop_timeout_s``)."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, **popen)
         try:
@@ -41,6 +43,6 @@ def running(cmd: list[str], ready_url: str, log_path: Path, *, timeout_s: float 
         finally:
             proc.terminate()
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=stop_timeout_s)
             except subprocess.TimeoutExpired:
                 proc.kill()

