@@ -44,11 +44,14 @@ def _pair_key(ident: str, question: str, text: str) -> str:
 
 @lru_cache(maxsize=2)
 def _load(path: str, device: str, max_length: int | None) -> Any:
+    # Offline unless HF_HUB_OFFLINE=0, also passed as local_files_only: huggingface_hub reads the
+    # variable once, at import, so a process that imported it first would retry an unreachable hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    offline = os.environ["HF_HUB_OFFLINE"].strip().upper() in {"1", "ON", "YES", "TRUE"}  # huggingface_hub's rule
     from sentence_transformers import CrossEncoder
 
     try:
-        return CrossEncoder(path, device=device, max_length=max_length)
+        return CrossEncoder(path, device=device, max_length=max_length, local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"reranker.model: cannot load cross-encoder {path!r} ({exc}) -- fix: point "
                           "reranker.model at a local cross-encoder folder") from exc

@@ -110,3 +110,27 @@ def test_cross_encoder_needs_a_model():
 
     with pytest.raises(ConfigError, match="reranker.model"):
         CrossEncoderReranker(model=None)
+
+
+def test_unknown_cross_encoder_fails_fast_offline(monkeypatch):
+    """As for the embedder: in a process that imported huggingface_hub before HF_HUB_OFFLINE was
+    set, an unknown model name is a config error at once, not after the hub's retries."""
+    import socket
+
+    import huggingface_hub.constants
+    import sentence_transformers  # noqa: F401 (imported before the model is asked for)
+
+    from rag_bench.reranking.cross_encoder import CrossEncoderReranker, _load
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as read at an earlier import
+
+    def no_network(host, *args, **kwargs):
+        raise OSError(f"this test allows no network ({host})")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    _load.cache_clear()
+    reranker = CrossEncoderReranker(model="no-such-org/no-such-cross-encoder")
+    q = Question("q1", "what?", True)
+    chunk = Chunk("d#0", "d", 0, 4, "text")
+    with pytest.raises(ConfigError, match="reranker.model"):
+        reranker.scores([q], [[chunk]])
