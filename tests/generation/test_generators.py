@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,6 +15,7 @@ from rag_bench.generation.extractive import ExtractiveGenerator
 from rag_bench.generation.openai_compat import OpenAICompatibleGenerator
 from rag_bench.generation.prompt import REFUSAL, build_prompt
 from rag_bench.records import Passage
+from tests.servers import JsonEndpoint, serving
 
 PASSAGES = (Passage(1, "d#0", "d", 0, 80, "Opened items carry a restocking fee of 10%. Gift cards never expire."),
             Passage(2, "e#0", "e", 0, 60, "Delivery to zone B costs $49. Haul-away is free."))
@@ -37,39 +36,23 @@ def test_extractive_answers_cites_and_refuses():
         ExtractiveGenerator(threshold=2)
 
 
-class Scripted(BaseHTTPRequestHandler):
+class Scripted(JsonEndpoint):
     """Answers /v1/chat/completions from a per-server script: status codes, delays, bodies."""
 
-    def do_POST(self):  # noqa: N802 (http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append(body)
-        step = self.server.script.pop(0) if self.server.script else ("ok", 0)
-        kind, delay = step
+    def answer(self, body):
+        kind, delay = self.server.script.pop(0) if self.server.script else ("ok", 0)
         time.sleep(delay)
-        if kind == "ok":
-            content = json.dumps({"answer": "A fee of 10% [1].", "sources": [1]})
-            data = json.dumps({"choices": [{"message": {"content": content}}],
-                               "usage": {"prompt_tokens": 120, "completion_tokens": 12}}).encode()
-            self.send_response(200)
-        else:
-            data = b'{"error": "busy"}'
-            self.send_response(int(kind))
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        if kind != "ok":
+            return int(kind), b'{"error": "busy"}'
+        content = json.dumps({"answer": "A fee of 10% [1].", "sources": [1]})
+        return 200, json.dumps({"choices": [{"message": {"content": content}}],
+                                "usage": {"prompt_tokens": 120, "completion_tokens": 12}}).encode()
 
 
 @pytest.fixture
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    server.script, server.requests = [], []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
+    with serving(Scripted, script=[]) as server:
+        yield server
 
 
 def client(server, **kw):

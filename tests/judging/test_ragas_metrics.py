@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from rag_bench.errors import ConfigError
 from rag_bench.judging.base import JudgeSample
 from rag_bench.judging.ragas_judge import RAGAS_METRICS, RagasJudge
+from tests.servers import JsonEndpoint, serving
 
 collections = pytest.importorskip("ragas.metrics.collections", reason="the judge extra installs ragas")
 
@@ -99,33 +98,21 @@ def test_a_score_outside_the_metric_range_is_a_recorded_failure(tmp_path, monkey
     assert again.scores["context_precision"] == 1.0 and again.calls == 1  # judged again: the failure was not cached
 
 
-class _Invalid(BaseHTTPRequestHandler):
+class _Invalid(JsonEndpoint):
     """An OpenAI-compatible endpoint that records each request body and answers JSON that fits no
     ragas schema."""
 
-    def do_POST(self):  # noqa: N802 (http.server API)
-        self.server.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "local",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": '{"nothing": "useful"}'}}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+    def answer(self, body):
+        return 200, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "local",
+                                "choices": [{"index": 0, "finish_reason": "stop",
+                                             "message": {"role": "assistant", "content": '{"nothing": "useful"}'}}],
+                                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
 
 
 @pytest.fixture
 def invalid_endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Invalid)
-    server.requests = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
+    with serving(_Invalid) as server:
+        yield server
 
 
 def _judge_once(server, tmp_path, **kwargs):
