@@ -147,8 +147,19 @@ class BackgroundLogger:
             self._seq += 1
             data = pickle.dumps((self._seq, job), protocol=pickle.HIGHEST_PROTOCOL)
             assert proc.stdin is not None
-            proc.stdin.write(_HEADER.pack(len(data)) + data)
-            proc.stdin.flush()
+            try:
+                proc.stdin.write(_HEADER.pack(len(data)) + data)
+                proc.stdin.flush()
+            except OSError as exc:  # the child is gone (BrokenPipeError): its pending cells fail with it
+                while self._pending:
+                    self._collect(block=True)
+                if self._proc is proc:  # nothing was pending: forget the dead child here
+                    self._proc = None
+                    proc.wait()
+                    os.close(self._reports)
+                self._raise_errors()
+                raise TrackingError(f"cell {job.cell_id}: the process finishing cells (writing, MLflow logging) "
+                                    f"is gone ({exc}) -- fix: see the log, run again") from exc
         except BaseException:
             release()
             raise

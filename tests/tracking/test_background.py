@@ -197,3 +197,19 @@ def _store(out: Path) -> dict:
                       "tags": tags,
                       "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id))}
     return cells
+
+
+def test_a_hand_over_to_a_dead_child_is_a_tracking_error_and_releases_the_lock(tmp_path):
+    released = []
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(_job(tmp_path, "c1"), lambda: released.append("c1"))
+        logger._proc.kill()
+        logger._proc.wait()
+        with pytest.raises(TrackingError, match="the process finishing cells"):
+            for cid in ("c2", "c3"):  # the first may still fit the dead pipe's buffer
+                logger.submit(_job(tmp_path, cid), lambda cid=cid: released.append(cid))
+            logger.drain()
+        assert "c1" in released and logger.pending() == 0
+    finally:
+        logger.close()
