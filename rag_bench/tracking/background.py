@@ -300,21 +300,22 @@ def _read_jobs(stream: Any, jobs: queue.Queue[tuple[int, LogJob] | None]) -> Non
 
 
 def _serve(parent: int, reports: int, log_file: str | None) -> int:
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it waits for us to finish
+    # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
+    jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
+    threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
     from rag_bench import faults
     from rag_bench.cells import mark_done, write_cell_or_fail
     from rag_bench.logs import quiet_libraries
     from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
-    _die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it waits for us to finish
     faults.ALSO_KILL.append(parent)
     handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8") if log_file \
         else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     quiet_libraries()
-    jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
-    threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
     trackers: dict[str, MlflowTracker] = {}
     out = os.fdopen(reports, "wb")
     while (item := jobs.get()) is not None:
