@@ -90,8 +90,10 @@ def test_kill_during_writes_leaves_no_corrupt_entry(tmp_path):
             pass  # the writer is creating the schema
         time.sleep(0.05)
     p.send_signal(signal.SIGKILL)
-    p.wait(timeout=30)
-    assert p.returncode == -signal.SIGKILL
+    _, err = p.communicate(timeout=30)
+    # Failed once in a fresh-clone CI run with exit code 1 (the writer raised before the kill,
+    # under load); its stderr is shown so the next occurrence says why.
+    assert p.returncode == -signal.SIGKILL, err[-3000:]
     cache = EmbeddingCache(path)
     ok, bad = cache.verify()
     assert bad == 0 and 0 < ok < 200_000 and ok % 2000 == 0, ok  # whole batches only
