@@ -205,7 +205,8 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             failpoint("before_done")
             mark_done(cell_dir, {**done, "mlflow_run_id": run_id, **tracker.describe()})
     log.info("cell %s done: %s", cid, summary)
-    _warn(cid, result.metrics)
+    for warning in result.metrics.get("warnings", []):
+        log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir
 
 
@@ -220,11 +221,6 @@ def _background_job(tracker: Any, cid: str, cell_dir: Path, arguments: dict[str,
     make_job = getattr(tracker, "background_job", None)
     job = make_job(arguments, done) if make_job is not None else None
     return None if job is None else dataclasses.replace(job, write=(plain, result))
-
-
-def _warn(cid: str, metrics: dict[str, Any]) -> None:
-    for warning in metrics.get("warnings", []):
-        log.warning("warning: cell %s: %s", cid, warning)
 
 
 def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
