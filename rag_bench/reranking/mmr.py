@@ -23,14 +23,22 @@ def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
     """
     rel = docs @ query
     sim = docs @ docs.T
+    n = len(docs)
+    # The redundancy of every row against the picks so far, kept as a running max (one vector
+    # update per pick instead of re-slicing ``sim`` for the picks each step: O(n) per step, the same
+    # values, so the same order); picked rows are masked out of the argmax.
+    red = np.zeros(n, dtype=np.result_type(rel, sim))
+    alive = np.ones(n, dtype=bool)
     picked: list[int] = []
-    left = list(range(len(docs)))
-    while left:
-        red = sim[np.ix_(left, picked)].max(axis=1) if picked else np.zeros(len(left))
-        val = lam * rel[left] - (1 - lam) * red
-        best = left[int(np.argmax(val))]  # argmax takes the first max: ties by row
+    for step in range(n):
+        val = lam * rel - (1 - lam) * red
+        val[~alive] = -np.inf
+        best = int(np.argmax(val))  # argmax takes the first max: ties by row
+        if not alive[best]:  # every live value is -inf or nan: the first live row, as the slice did
+            best = int(np.flatnonzero(alive)[0])
         picked.append(best)
-        left.remove(best)
+        alive[best] = False
+        red = sim[:, best] if step == 0 else np.maximum(red, sim[:, best])
     return picked
 
 

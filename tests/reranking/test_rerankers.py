@@ -41,6 +41,32 @@ def test_mmr_penalises_duplicates():
     assert mmr_order(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]]), 0.3) == [0, 2, 1]
 
 
+def _mmr_order_by_definition(query, docs, lam):
+    """MMR as first written: re-slice the similarities of the picks at every step."""
+    rel, sim = docs @ query, docs @ docs.T
+    picked, left = [], list(range(len(docs)))
+    while left:
+        red = sim[np.ix_(left, picked)].max(axis=1) if picked else np.zeros(len(left))
+        best = left[int(np.argmax(lam * rel[left] - (1 - lam) * red))]
+        picked.append(best)
+        left.remove(best)
+    return picked
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mmr_order_equals_the_definition(seed):
+    """The running-max selection picks exactly what the definition picks, ties and duplicates
+    included (rows drawn from a few distinct unit vectors, float32 like the embedder's)."""
+    rng = np.random.default_rng(seed)
+    n, dim = int(rng.integers(1, 60)), int(rng.integers(2, 8))
+    pool = rng.normal(size=(int(rng.integers(1, 6)), dim))
+    docs = pool[rng.integers(0, len(pool), n)] if seed % 2 else rng.normal(size=(n, dim))
+    docs = (docs / np.linalg.norm(docs, axis=1, keepdims=True)).astype(np.float32)
+    query = docs[0] if seed % 3 == 0 else rng.normal(size=dim).astype(np.float32)
+    for lam in (0.0, 0.3, 0.7, 1.0):
+        assert mmr_order(query, docs, lam) == _mmr_order_by_definition(query, docs, lam)
+
+
 @pytest.mark.parametrize(("cls", "kwargs", "key"), [(MmrReranker, {"lambda_": 2}, "lambda_"),
                                                      (DenseReranker, {"depth": 0}, "reranker.depth")])
 def test_bad_parameters(cls, kwargs, key):
