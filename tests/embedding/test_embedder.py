@@ -76,3 +76,31 @@ def test_unknown_model_is_a_config_error(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="embedder.model"):
         emb.embed_documents(["x"])
     assert time.perf_counter() - t0 < 10  # 0.2 s here; ~70 s of retries and backoff without local_files_only
+
+
+def test_vectors_asked_again_come_from_memory_with_the_same_counts(tmp_path, monkeypatch):
+    """A text this embedder already read or encoded is not looked up in SQLite again (a reranker's
+    per-question calls, every cell's questions); it still counts as a cache hit, as the lookup
+    did. With sharing off (RAG_BENCH_SHARE=0), every call goes to the cache."""
+    from rag_bench.embedding import sentence_transformer as st
+
+    lookups = []
+    real = st.get_or_compute
+
+    def counting(cache, keys, **kw):
+        lookups.append(len(keys))
+        return real(cache, keys, **kw)
+
+    monkeypatch.setattr(st, "get_or_compute", counting)
+    emb = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    first = emb.embed_documents(TEXTS)
+    assert lookups == [3] and emb.usage().encoded == 2 and emb.usage().cache_hits == 0
+    again = emb.embed_documents(TEXTS[::-1] + ["Descale the kettle monthly."])
+    assert lookups == [3, 1]  # only the new text went to the cache
+    assert np.array_equal(again[:3], first[::-1])
+    assert emb.usage().requested == 7 and emb.usage().cache_hits == 3 and emb.usage().encoded == 3
+    fresh = SentenceTransformerEmbedder(cache_dir=str(tmp_path))  # a new embedder starts from the cache
+    assert np.array_equal(fresh.embed_documents(TEXTS), first) and lookups[-1] == 3
+    monkeypatch.setenv("RAG_BENCH_SHARE", "0")
+    assert np.array_equal(emb.embed_documents(TEXTS), first) and lookups[-1] == 3
+    assert emb.usage().cache_hits == 6  # found in the cache, not in memory: counted alike
