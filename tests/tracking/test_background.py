@@ -213,3 +213,19 @@ def test_a_hand_over_to_a_dead_child_is_a_tracking_error_and_releases_the_lock(t
         assert "c1" in released and logger.pending() == 0
     finally:
         logger.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are set with Linux's F_SETPIPE_SZ")
+def test_the_hand_over_pipe_holds_a_whole_cell(tmp_path):
+    """A cell's hand-over (~0.5 MB pickled at 208 questions x 10 passages) fits in the pipe, so the
+    sweep does not wait for the child's reader thread to take it 64 KiB at a time."""
+    import fcntl
+
+    limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    logger = background.BackgroundLogger()
+    try:
+        proc = logger._start()
+        assert proc.stdin is not None
+        assert fcntl.fcntl(proc.stdin.fileno(), fcntl.F_GETPIPE_SZ) >= min(limit, 1 << 20)
+    finally:
+        logger.close()
