@@ -164,6 +164,9 @@ def discard(cell_dir: Path) -> None:
 
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+# libyaml's parser when PyYAML was built with it (~10x faster: a sweep's closing reads every
+# cell's config.yaml), else PyYAML's own; both build the same safe types.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MISSING = object()
 
 
@@ -265,7 +268,7 @@ def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool
     if missing:
         raise DataError(Problem(str(path), 0, missing[0], f"cell folder lacks {', '.join(missing)}",
                                 "re-run the cell (delete the folder first)"))
-    config = _read(path / "config.yaml", lambda t: yaml.safe_load(t) or {}, dict)
+    config = _read(path / "config.yaml", lambda t: yaml.load(t, Loader=_YAML_LOADER) or {}, dict)
     metrics = _read(path / "metrics.json", json.loads, dict)
     return Cell(path.name, path, config, metrics, read_done(path), [_read_records(path)] if records else [])
 

@@ -1,4 +1,5 @@
-"""rag_bench.cells: the cell's config.yaml is written exactly as OmegaConf.to_yaml writes it."""
+"""rag_bench.cells: the cell's config.yaml is written exactly as OmegaConf.to_yaml writes it, and read
+back (with libyaml's parser) as the config it was written from."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from rag_bench.cells import config_yaml
+from rag_bench.cells import _YAML_LOADER, config_yaml
 from tests.conftest import compose_config
 
 CONF = Path(__file__).resolve().parents[1] / "rag_bench" / "conf"
@@ -24,6 +25,7 @@ def _same(cfg) -> None:
     text = config_yaml(plain)
     assert text == OmegaConf.to_yaml(cfg, resolve=True)
     assert yaml.safe_load(text) == plain
+    assert yaml.load(text, Loader=_YAML_LOADER) == plain  # how load_cell reads it back (libyaml)
 
 
 @pytest.mark.parametrize("group", GROUPS)
