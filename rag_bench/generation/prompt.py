@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag_bench.records import Passage
 
@@ -65,12 +66,19 @@ def _fence(text: str) -> str:
     return text.replace(OPEN, "<source\u200b>").replace(CLOSE, "</source\u200b>")
 
 
+@lru_cache(maxsize=1 << 15)
+def _source(doc_id: str, heading_path: tuple[str, ...], text: str) -> str:
+    """A source's block after its number: the same chunks are fenced for every question of every
+    cell of a sweep, once each here."""
+    where = " > ".join(heading_path) or doc_id
+    return f"{doc_id} | {_fence(where)}\n{OPEN}\n{_fence(text)}\n{CLOSE}"
+
+
 def build_prompt(question: str, passages: Sequence[Passage]) -> Prompt:
     """Instructions, then numbered fenced sources with their origin, then the question."""
     parts = ["Sources:"]
     for p in passages:
-        where = " > ".join(p.heading_path) or p.doc_id
-        parts.append(f"[{p.number}] {p.doc_id} | {_fence(where)}\n{OPEN}\n{_fence(p.text)}\n{CLOSE}")
+        parts.append(f"[{p.number}] {_source(p.doc_id, p.heading_path, p.text)}")
     if not passages:
         parts.append("(no sources)")
     parts.append(f"Question: {question.strip()}")

@@ -113,6 +113,26 @@ def test_prompt_key_is_the_sha256_of_the_json_of_both_texts(system, user):
     assert Prompt(system, user, 0).key == expected
 
 
+_TEXT = st.lists(st.sampled_from(["a", " ", ">", "\n", "<source>", "</source>", "<source", "é", "\u200b"]),
+                 max_size=8).map("".join)
+
+
+@given(question=_TEXT, sources=st.lists(st.tuples(_TEXT, st.lists(_TEXT, max_size=3).map(tuple), _TEXT), max_size=4))
+def test_prompt_text_is_the_layout_written_out(question, sources):
+    """The prompt (and so every generation cache key) is exactly the layout of the contract,
+    fences defused, whatever the texts hold and however often a source is met again."""
+    def fence(t):
+        return t.replace(OPEN, "<source\u200b>").replace(CLOSE, "</source\u200b>")
+
+    passages = [Passage(i + 1, f"c{i}", doc, 0, 1, text, path) for i, (doc, path, text) in enumerate(sources)]
+    parts = ["Sources:"] + [f"[{p.number}] {p.doc_id} | {fence(' > '.join(p.heading_path) or p.doc_id)}\n{OPEN}\n"
+                            f"{fence(p.text)}\n{CLOSE}" for p in passages]
+    parts += [] if passages else ["(no sources)"]
+    parts += [f"Question: {question.strip()}", "Answer with JSON only, citing the sources you used."]
+    for _ in range(2):
+        assert build_prompt(question, passages).user == "\n\n".join(parts)
+
+
 def test_prompt_key_of_awkward_text_and_a_parsed_answer_served_twice_is_equal():
     import hashlib
 
