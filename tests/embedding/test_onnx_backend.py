@@ -103,6 +103,42 @@ def test_fp32_onnx_matches_torch(tiny_model, shared_cache, fresh_encoders):
     assert np.allclose(np.linalg.norm(onnx_emb.encode_raw(TEXTS[:2]), axis=1), 1, atol=1e-5)
 
 
+def test_export_traces_eager_attention_and_leaves_the_torch_model_alone(tiny_model, tmp_path, fresh_encoders):
+    import onnx
+
+    from rag_bench.embedding.sentence_transformer import load_model
+
+    st = load_model(tiny_model, "cpu")
+    before = st[0].model.config._attn_implementation
+    fp32 = ensure_onnx(tiny_model, weights_hash(tiny_model), OnnxSettings("none"), tmp_path)
+    assert st[0].model.config._attn_implementation == before  # the torch backend is unchanged
+    ops = {n.op_type for n in onnx.load(str(fp32.path)).graph.node}
+    # SDPA's export scrubs NaN from every score tensor (IsNaN + Where per layer); eager's does not.
+    assert "Softmax" in ops and "IsNaN" not in ops
+
+
+def test_runs_hold_at_most_tokens_per_run_positions(tiny_model, shared_cache, fresh_encoders, monkeypatch):
+    monkeypatch.setattr(onnx_backend, "TOKENS_PER_RUN", 40)
+    emb = SentenceTransformerEmbedder(model=tiny_model, cache_dir=str(shared_cache), backend="onnx", quantize="none")
+    session = emb.encoder.session
+    shapes = []
+
+    class Spy:
+        def run(self, out, feed):
+            shapes.append(feed["input_ids"].shape)
+            return session.run(out, feed)
+
+    texts = [" ".join(["word"] * n) for n in (3, 70, 5, 12, 12, 7, 1, 2)]
+    want = emb.encoder.encode(texts, batch_size=1)  # one text per run: no budget applies
+    emb.encoder.session = Spy()  # type: ignore[assignment]
+    got = emb.encoder.encode(texts, batch_size=3)
+    assert np.allclose(got, want, atol=1e-5)  # fp32: batching does not change vectors
+    # Longest first; the 70-word text (truncated to max_seq_length 64) is over the budget: it runs alone,
+    # then rows x width <= 40 and rows <= batch_size.
+    assert shapes[0] == (1, 64) and all(r * w <= 40 and r <= 3 for r, w in shapes[1:])
+    assert sum(r for r, _ in shapes) == len(texts)
+
+
 def test_export_is_cached_and_not_redone(tiny_model, tmp_path, fresh_encoders, monkeypatch):
     weights = weights_hash(tiny_model)
     first = ensure_onnx(tiny_model, weights, OnnxSettings("int8"), tmp_path)
@@ -144,6 +180,13 @@ def test_cache_keys_differ_between_backends_and_settings(tiny_model, shared_cach
     assert idents[0] == f"{torch_e.model_path}@{weights_hash(tiny_model)}"
     assert all(i.startswith(idents[0] + "|onnx|quantize=") for i in idents[1:])
     assert f"file={int8.encoder.file.sha256[:16]}" in int8.identity and "int8,per_channel" in int8.identity
+    # The export's settings and code version key the export cache folder.
+    assert OnnxSettings("none").describe() == {"quantize": "none", "attention": "eager"}
+    import json
+
+    stored = json.loads((int8.encoder.file.path.parent / "settings.json").read_text())
+    assert stored["export_version"] == onnx_backend.EXPORT_VERSION >= 2 and stored["attention"] == "eager"
+    assert {"onnxruntime", "torch", "transformers"} <= stored.keys()
     assert "int8,per_tensor" in per_tensor.identity
     # per_channel does not matter without quantisation: same file, same key.
     assert emb(backend="onnx", quantize="none", per_channel=False).identity == fp32.identity
