@@ -74,8 +74,10 @@ def best(fn, repeats: int) -> float:
 
 def backends(texts: list[str], repeats: int, cache: str, threads: int | None) -> dict[str, np.ndarray]:
     """Throughput and cosine to torch of every backend on ``texts``; returns the vectors."""
-    print(f"\n== backends: {len(texts)} texts, batch 64, vector cache off, onnx threads "
-          f"{threads or 'default'} ==")
+    from rag_bench.embedding.onnx_backend import TOKENS_PER_RUN
+
+    print(f"\n== backends: {len(texts)} texts, batch 64 (onnx: and <= {TOKENS_PER_RUN} tokens per run), vector cache "
+          f"off, onnx threads {threads or 'default'} ==")
     embedders, setup = {}, {}
     for label, kw in BACKENDS:
         t0 = time.perf_counter()

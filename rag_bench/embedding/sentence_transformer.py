@@ -7,7 +7,7 @@ lose quality without them.
 
 ``backend`` picks the engine: ``torch`` (default; sentence-transformers, the reference) or
 ``onnx`` (:mod:`rag_bench.embedding.onnx_backend`: a local ONNX export, int8-quantised by default,
-~2x the throughput at mean cosine ~0.99 to torch). The backend is part of the embedder's
+~5x the throughput on 2 cores at mean cosine ~0.993 to torch). The backend is part of the embedder's
 ``identity`` and so of every embedding cache key; the torch identity is the one it always was
 (``<folder>@<weights hash>``), so vectors cached before the option existed are still found, and
 torch and onnx vectors never mix.
