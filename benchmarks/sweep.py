@@ -35,6 +35,7 @@ dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
     python benchmarks/sweep.py                       # both corpora, full naive arm on demo
     python benchmarks/sweep.py --corpus synthetic --naive-sample 6
     python benchmarks/sweep.py --corpus squad                         # per-cell overhead, 180 cells
+    python benchmarks/sweep.py --corpus squad --repeats 3             # each overhead run best of 3
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def floor(dataset: Path, chunkers: list[str], common: list[str], sweep_out: Path
 
 
 def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work: Path,
-          naive_sample: int | None) -> dict[str, float]:
+          naive_sample: int | None, repeats: int = 1) -> dict[str, float]:
     print(f"\n== {name}: {dataset} -- grid {len(chunkers)} chunkers x 3 retrievers x 2 rerankers x 3 k = 72 cells",
           flush=True)
     full = [*grid(chunkers), *common]
@@ -192,30 +193,37 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
     print(f"ratios: sweep/floor = {sweep_s / f['total']:.2f} (target <= 1.3)   naive/sweep = {naive_s / sweep_s:.1f} "
           f"(target >= 5)   warm/cold = {warm_s / sweep_s:.1%} (target <= 15%)", flush=True)
     over = overhead(full, [*grid(chunkers, ks=KS[:1]), *common], work=work, cache=work / "cache", cells=72,
-                    added=72 - 72 // len(KS))
+                    added=72 - 72 // len(KS), repeats=repeats)
     r.update({f"overhead_{t}_s": v for t, v in over.items()})
     return r
 
 
 def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, cells: int,
-             added: int) -> dict[str, float]:
+             added: int, repeats: int = 1) -> dict[str, float]:
     """Per-cell fixed cost, warm (``cache`` filled), with tracking none and mlflow (module doc):
     ``full`` is the grid, ``first_k`` the same grid at its first k, ``added`` the cells the other
-    values of k add."""
+    values of k add. Each of the two runs of an arm is timed ``repeats`` times (alternating) and
+    the fastest of each kept: the figure is a difference of two wall times, and one slow run on a
+    shared machine moves it by tens of milliseconds per cell."""
     out: dict[str, float] = {}
     arms = {"none": ("none", []), "mlflow": ("mlflow", []),
             "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"])}
     for name, (tracking, extra) in arms.items():
         slug = name.split(",")[0] + ("-fg" if extra else "")
-        t_full = run([*full, *extra], out=work / f"over-{slug}-full", cache=cache, tracking=tracking)
-        t_first = run([*first_k, *extra], out=work / f"over-{slug}-first", cache=cache, tracking=tracking)
+        t_full = t_first = float("inf")
+        for i in range(repeats):
+            t_full = min(t_full, run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=cache,
+                                     tracking=tracking))
+            t_first = min(t_first, run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=cache,
+                                       tracking=tracking))
         out[name] = (t_full - t_first) / added
+        best = f", best of {repeats} each" if repeats > 1 else ""
         print(f"per-cell overhead (warm, tracking={name}): {out[name]:.3f} s  (grid of {cells} cells "
-              f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s)", flush=True)
+              f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s{best})", flush=True)
     return out
 
 
-def bench_squad(work: Path, extra: list[str] | None = None) -> dict[str, float]:
+def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1) -> dict[str, float]:
     """The 180-cell grid of issue 16: a cold sweep to fill the cache, then the per-cell overhead
     (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``)."""
     conf = work / "squad-conf" / "reranker"
@@ -234,7 +242,7 @@ def bench_squad(work: Path, extra: list[str] | None = None) -> dict[str, float]:
     warm = run(full, out=work / "squad-warm", cache=work / "squad-cache")
     print(f"warm:         {warm:8.1f} s  (warm/cold = {warm / cold:.1%})", flush=True)
     first = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks[:1]), *common]
-    return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks))
+    return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks), repeats=repeats)
 
 
 def main() -> None:
@@ -247,15 +255,17 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     p.add_argument("--embedder-backend", choices=["torch", "onnx"], default=None,
                    help="embedder.backend for every run of the squad grid (default: the config's, torch)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="time each run of the per-cell overhead this many times and keep the fastest")
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
-            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None)
+            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None, a.repeats)
         if a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
-            bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample)
+            bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample, a.repeats)
         if a.corpus in ("synthetic", "both"):
             from benchmarks.synthetic import make_dataset
 
@@ -265,7 +275,7 @@ def main() -> None:
             for n, text in SYN_CONF.items():
                 (conf / f"{n}.yaml").write_text(text)
             common = [f"dataset.path={syn}", f"hydra.searchpath=[file://{conf.parent}]"]
-            bench("synthetic", syn, SYN_CHUNKERS, common, work / "synthetic", a.naive_sample)
+            bench("synthetic", syn, SYN_CHUNKERS, common, work / "synthetic", a.naive_sample, a.repeats)
     finally:
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
