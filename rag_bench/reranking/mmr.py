@@ -34,7 +34,7 @@ def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
         val = lam * rel - (1 - lam) * red
         val[~alive] = -np.inf
         best = int(np.argmax(val))  # argmax takes the first max: ties by row
-        if not alive[best]:  # every live value is -inf or nan: the first live row, as the slice did
+        if not alive[best]:  # every live value is -inf (a picked row came first): the first live row, as the slice did
             best = int(np.flatnonzero(alive)[0])
         picked.append(best)
         alive[best] = False
