@@ -338,7 +338,8 @@ class OnnxEncoder:
         order = np.argsort([-len(e.ids) for e in encs], kind="stable")
         start = 0
         while start < len(texts):
-            width = len(encs[order[start]].ids)  # the longest of the run: sorted
+            width = max(1, len(encs[order[start]].ids))  # the longest of the run: sorted (an empty text
+            # of a tokenizer that adds no special tokens has no ids)
             rows = order[start:start + max(1, min(batch_size, TOKENS_PER_RUN // width))]
             start += len(rows)
             feed = {n: np.zeros((len(rows), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}

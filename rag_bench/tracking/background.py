@@ -281,8 +281,10 @@ def _widen_pipe(fd: int) -> None:
     the system allows it (Linux: up to ``/proc/sys/fs/pipe-max-size``, 1 MiB by default): with the
     default 64 KiB the calling process waited on every hand-over while the child's reader thread,
     competing for the GIL with the child's writing, took the job 64 KiB at a time."""
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: the pipe keeps its size
+        return
     setter = getattr(fcntl, "F_SETPIPE_SZ", None)
     if setter is None:
         return
