@@ -205,3 +205,21 @@ def test_generation_cell(tmp_path):
 def test_retrieval_only_cell_has_no_generation_sections(tmp_path):
     m = json.loads((run(tmp_path, "generator=none") / "metrics.json").read_text())
     assert "generation" not in m and "conditional" not in m and "top1_auroc" in m["abstention"]
+
+
+def test_stored_config_writes_the_absolute_path_and_leaves_the_config_as_it_was():
+    from omegaconf import OmegaConf
+
+    from rag_bench.runner.main import stored_config
+
+    cfg = OmegaConf.create({"dataset": {"path": "${oc.env:NO_SUCH_VAR_HERE,rel/set}", "split": "test"},
+                            "output": {"note": "from ${dataset.path}"}})
+    OmegaConf.set_struct(cfg, True)
+    OmegaConf.set_readonly(cfg, True)
+    plain = stored_config(cfg, "/abs/set")
+    assert plain["dataset"]["path"] == "/abs/set" and plain["output"]["note"] == "from /abs/set"
+    # Put back as it was: still an interpolation, still read-only.
+    assert OmegaConf.to_yaml(cfg, resolve=False).splitlines()[1].strip() == "path: ${oc.env:NO_SUCH_VAR_HERE,rel/set}"
+    assert cfg.dataset.path == "rel/set" and OmegaConf.is_readonly(cfg)
+    assert stored_config(OmegaConf.create({"dataset": {"path": "/abs/set"}}), "/abs/set") == {
+        "dataset": {"path": "/abs/set"}}
