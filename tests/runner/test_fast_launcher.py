@@ -254,6 +254,25 @@ def test_logging_a_task_changed_is_applied_again(tmp_path, logging_restored):
     assert _files(logging_restored) == ["H", "same.log", "H", "same.log", "H"]
 
 
+def test_a_batch_runs_with_the_collector_tuned_and_puts_it_back(tmp_path, logging_restored):
+    import gc
+
+    before = gc.get_threshold(), gc.get_freeze_count()
+    seen = []
+
+    def task(cfg: DictConfig) -> int:
+        seen.append((gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()))
+        if cfg.x == 2:
+            raise RuntimeError("a failing job")  # the collector is put back all the same
+        return 0
+
+    runs = _launch(tmp_path, [["x=1"], ["x=2"]], task)
+    assert [r.status for r in runs] == [JobStatus.COMPLETED, JobStatus.FAILED]
+    assert all(t[0] >= launcher.GC_YOUNG_THRESHOLD and t[1:] == before[0][1:] and frozen > 0 and enabled
+               for t, frozen, enabled in seen)
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
 def test_a_job_that_fails_to_compose_leaves_hydras_logging_in_force(tmp_path, logging_restored):
     from hydra.errors import ConfigCompositionException
 
