@@ -273,6 +273,26 @@ def test_a_batch_runs_with_the_collector_tuned_and_puts_it_back(tmp_path, loggin
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
 
 
+def test_a_batch_parses_each_interpolation_once_and_puts_the_parser_back(tmp_path, logging_restored):
+    from omegaconf import _utils, base, grammar_parser
+    from omegaconf.errors import GrammarParseError
+
+    seen = []
+
+    def task(cfg: DictConfig) -> int:
+        node = OmegaConf.create({"a": 1, "b": "${a}-${a}"})
+        seen.append([node.b for _ in range(3)])
+        for _ in range(2):
+            with pytest.raises(GrammarParseError):  # still raised, every time
+                OmegaConf.create({"bad": "${a"})
+        seen.append(base.parse.cache_info().hits)  # type: ignore[attr-defined]
+        return 0
+
+    _launch(tmp_path, [["x=1"], ["x=2"]], task)
+    assert seen[0] == seen[2] == ["1-1"] * 3 and seen[3] > seen[1] >= 2
+    assert base.parse is grammar_parser.parse and _utils.parse is grammar_parser.parse
+
+
 def test_a_job_that_fails_to_compose_leaves_hydras_logging_in_force(tmp_path, logging_restored):
     from hydra.errors import ConfigCompositionException
 
