@@ -401,16 +401,16 @@ PARSES_KEPT = 4096
 @contextlib.contextmanager
 def _parse_once() -> Iterator[None]:
     """OmegaConf's interpolation parser memoised for the duration (module doc)."""
-    modules = (omegaconf_base, omegaconf_utils)
-    original = [m.parse for m in modules]
+    modules = (omegaconf_base, omegaconf_utils)  # where OmegaConf calls it (``from .grammar_parser import parse``)
+    original = [getattr(m, "parse") for m in modules]  # noqa: B009 (not in the modules' stubs)
     memo = functools.lru_cache(maxsize=PARSES_KEPT)(grammar_parser.parse)
     for m in modules:
-        m.parse = memo  # type: ignore[assignment]
+        setattr(m, "parse", memo)  # noqa: B010
     try:
         yield
     finally:
         for m, parse in zip(modules, original):
-            m.parse = parse  # type: ignore[assignment]
+            setattr(m, "parse", parse)  # noqa: B010
 
 
 def _launch_jobs(config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction, logs: Logging,
