@@ -16,12 +16,14 @@ task and the callbacks (the job's hydra node with ``runtime.output_dir``, ``job.
 * **Copies by pickle.** ``run_job`` deep-copies the hydra node four times per job (two
   ``HydraConfig.set_config``, each an ``OmegaConf.masked_copy``, and ``copy.deepcopy`` of the
   HydraConfig for ``JobReturn.hydra_cfg``) and the whole config once (for the task's config,
-  which then drops ``hydra``). Here the hydra node is pickled once and unpickled for the
-  HydraConfig and for ``JobReturn.hydra_cfg``, and the task's config is pickled without the
-  hydra node (:class:`~rag_bench.runner.compose.Frozen`: the same nodes, flags, types and
-  parents; ``copy.deepcopy`` when a value cannot be pickled). Each copy is built as Hydra builds
-  it (the same wrapper node, the hydra node's parent the job's config for the HydraConfig and
-  its copy's wrapper for ``hydra_cfg``).
+  which then drops ``hydra``). Here the HydraConfig wraps the job's own hydra node, read-only
+  for the job's duration (the job's config is a private copy the launcher composed for this job
+  and drops after it, so a copy of its hydra node would only be a second, equal, read-only
+  node), the hydra node is pickled once and unpickled for ``JobReturn.hydra_cfg``, and the
+  task's config is pickled without the hydra node (:class:`~rag_bench.runner.compose.Frozen`:
+  the same nodes, flags, types and parents; ``copy.deepcopy`` when a value cannot be pickled).
+  Each is built as Hydra builds it (the same wrapper node, the hydra node's parent the job's
+  config for the HydraConfig and its copy's wrapper for ``hydra_cfg``).
 * **HydraConfig set once.** ``run_job`` sets the HydraConfig once only so that interpolations in
   ``hydra.sweep.dir``/``subdir`` (``${hydra:...}``) resolve, then computes the output folder,
   writes ``hydra.runtime.output_dir`` into the config and sets it again. Here the job's config
@@ -297,7 +299,7 @@ def run_job(task_function: TaskFunction, config: DictConfig, job_dir_key: str, j
         hydra_node = Frozen(node)
     # = HydraConfig.instance().set_config(config)
     OmegaConf.set_readonly(config.hydra, True)
-    HydraConfig.instance().cfg = _hydra_root(hydra_node.thaw(), config)  # type: ignore[assignment]
+    HydraConfig.instance().cfg = _hydra_root(config.hydra, config)  # type: ignore[assignment]
     _chdir: Any = None
     try:
         ret = JobReturn()
