@@ -215,3 +215,30 @@ def test_beir_errors(tmp_path):
     assert any("test.tsv:7:" in p and "3 tab-separated columns" in p for p in found)
     with pytest.raises(DataError, match="split 'dev' missing"):
         load_dataset(root, split="dev")
+
+
+def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from rag_bench.data import loader
+
+    f = tmp_path / "doc.md"
+    f.write_text("alpha")
+    old = 1_000_000_000  # 2001
+    os.utime(f, (old, old))
+    reads = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    with monkeypatch.context() as m:
+        m.setattr(loader, "SETTLED_NS", 0)  # (the ctime of a file just written is recent)
+        first = loader.fingerprint(tmp_path)
+        assert loader.fingerprint(tmp_path) == first and len(reads) == 1  # kept: read once
+        f.write_text("omega")  # same size, mtime put back: the ctime still moves
+        os.utime(f, (old, old))
+        assert loader.fingerprint(tmp_path) != first and len(reads) == 2
+    fresh = tmp_path / "new.md"
+    fresh.write_text("just written")  # changed under 2 s ago: read every time
+    loader.fingerprint(tmp_path)
+    loader.fingerprint(tmp_path)
+    assert reads.count(fresh) == 2
