@@ -19,7 +19,7 @@ task and the callbacks (the job's hydra node with ``runtime.output_dir``, ``job.
   which then drops ``hydra``). Here the HydraConfig wraps the job's own hydra node, read-only
   for the job's duration (the job's config is a private copy the launcher composed for this job
   and drops after it, so a copy of its hydra node would only be a second, equal, read-only
-  node), the hydra node is pickled once and unpickled for ``JobReturn.hydra_cfg``, and the
+  node), ``JobReturn.hydra_cfg`` is a copy of that node made when first read, and the
   task's config is pickled without the hydra node (:class:`~rag_bench.runner.compose.Frozen`:
   the same nodes, flags, types and parents; ``copy.deepcopy`` when a value cannot be pickled).
   Each is built as Hydra builds it (the same wrapper node, the hydra node's parent the job's
@@ -152,6 +152,29 @@ def _hydra_root(node: DictConfig, parent: DictConfig | None) -> DictConfig:
     if parent is not None:
         root.hydra._set_parent(parent)
     return root
+
+
+class _JobReturn(JobReturn):
+    """A ``JobReturn`` whose ``hydra_cfg`` -- ``copy.deepcopy(HydraConfig.instance().cfg)`` in
+    ``run_job`` -- is copied from the job's hydra node when first read: a sweep's launcher and
+    callbacks rarely read it, and the copy cost ~2 ms a job. The node is read-only from the
+    job's start on and nothing writes it after (module doc), so a later copy equals run_job's."""
+
+    def __init__(self, node: DictConfig) -> None:
+        super().__init__()
+        self._hydra_node: DictConfig | None = node
+
+    @property  # type: ignore[override]
+    def hydra_cfg(self) -> Any:
+        if self._hydra_node is not None:
+            with _detached(self._hydra_node) as node:
+                self._hydra_cfg = _hydra_root(Frozen(node).thaw(), None)
+            self._hydra_node = None
+        return self._hydra_cfg
+
+    @hydra_cfg.setter
+    def hydra_cfg(self, value: Any) -> None:
+        self._hydra_cfg, self._hydra_node = value, None
 
 
 def _task_config(config: DictConfig) -> DictConfig:
@@ -295,24 +318,20 @@ def run_job(task_function: TaskFunction, config: DictConfig, job_dir_key: str, j
     logs = logs if logs is not None else Logging()
     callbacks = hydra_context.callbacks
     output_dir = job.output_dir
-    with _detached(config.hydra) as node:
-        hydra_node = Frozen(node)
     # = HydraConfig.instance().set_config(config)
     OmegaConf.set_readonly(config.hydra, True)
     HydraConfig.instance().cfg = _hydra_root(config.hydra, config)  # type: ignore[assignment]
     _chdir: Any = None
     try:
-        ret = JobReturn()
+        ret = _JobReturn(config.hydra)
         task_cfg = _task_config(config)
         ret.cfg = task_cfg
-        hydra_cfg = _hydra_root(hydra_node.thaw(), None)  # = copy.deepcopy(HydraConfig.instance().cfg)
-        ret.hydra_cfg = hydra_cfg
         overrides = OmegaConf.to_container(config.hydra.overrides.task)
         assert isinstance(overrides, list)
         ret.overrides = overrides
         Path(str(output_dir)).mkdir(parents=True, exist_ok=True)
 
-        _chdir = hydra_cfg.hydra.job.chdir
+        _chdir = config.hydra.job.chdir
         if _chdir is None:
             if version.base_at_least("1.2"):
                 _chdir = False
@@ -337,10 +356,10 @@ def run_job(task_function: TaskFunction, config: DictConfig, job_dir_key: str, j
         if config.hydra.output_subdir is not None:
             hydra_output = Path(config.hydra.runtime.output_dir) / Path(config.hydra.output_subdir)
             _save_config(task_cfg, "config.yaml", hydra_output)
-            _save_config(hydra_cfg, "hydra.yaml", hydra_output)
+            _save_config(ret.hydra_cfg, "hydra.yaml", hydra_output)
             _save_config(config.hydra.overrides.task, "overrides.yaml", hydra_output)
 
-        with env_override(hydra_cfg.hydra.job.env_set):
+        with env_override(config.hydra.job.env_set):
             callbacks.on_job_start(config=config, task_function=task_function)
             try:
                 ret.return_value = task_function(task_cfg)

@@ -293,6 +293,14 @@ def test_a_batch_parses_each_interpolation_once_and_puts_the_parser_back(tmp_pat
     assert base.parse is grammar_parser.parse and _utils.parse is grammar_parser.parse
 
 
+def test_a_jobs_hydra_cfg_is_copied_when_first_read(tmp_path, logging_restored):
+    ret = _launch(tmp_path, [["x=5"]])[0]
+    assert ret._hydra_node is not None  # not copied yet
+    copy = ret.hydra_cfg
+    assert ret._hydra_node is None and ret.hydra_cfg is copy and copy.hydra._get_parent() is copy
+    assert copy.hydra.overrides.task == ["x=5"] and OmegaConf.is_readonly(copy.hydra)
+
+
 def test_a_job_that_fails_to_compose_leaves_hydras_logging_in_force(tmp_path, logging_restored):
     from hydra.errors import ConfigCompositionException
 
