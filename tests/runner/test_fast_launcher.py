@@ -298,7 +298,7 @@ def test_a_jobs_hydra_cfg_is_copied_when_first_read(tmp_path, logging_restored):
     assert ret._hydra_node is not None  # not copied yet
     copy = ret.hydra_cfg
     assert ret._hydra_node is None and ret.hydra_cfg is copy and copy.hydra._get_parent() is copy
-    assert list(copy.hydra.overrides.task) == ["x=5", "hydra.output_subdir=null"] and OmegaConf.is_readonly(copy.hydra)
+    assert list(copy.hydra.overrides.task) == ["x=5"] and OmegaConf.is_readonly(copy.hydra)
 
 
 def test_a_job_that_fails_to_compose_leaves_hydras_logging_in_force(tmp_path, logging_restored):
