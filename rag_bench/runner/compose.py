@@ -310,10 +310,9 @@ class ComposeOnce(ConfigLoader):
         OmegaConf.set_readonly(cfg.hydra, False)
         sources = tuple((x.path, x.scheme(), x.provider) for x in repo.get_sources())
         template = _Template(Frozen(cfg), dict(defaults.overrides.known_choices), sources, Frozen(None))
-        baked = template.cfg.thaw()
-        self._finish_steps(baked, template, config_name)
-        baked.hydra.job.config_name = config_name
-        return dataclasses.replace(template, baked=Frozen(baked))
+        self._finish_steps(cfg, template, config_name)  # on ``cfg`` itself: its copy is kept above
+        cfg.hydra.job.config_name = config_name
+        return dataclasses.replace(template, baked=Frozen(cfg))
 
     def _merge(self, impl: ConfigLoaderImpl, defaults: list[ResultDefault], repo: _KeptRepository) -> DictConfig:
         """``ConfigLoaderImpl._compose_config_from_defaults_list``, resumed from a kept merge of a
