@@ -370,4 +370,11 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None))
+    code = _serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+    # Every cell is written, logged (its MLflow run ended) and reported, and the log flushed: exit
+    # without the interpreter's teardown of pandas, pyarrow and MLflow (~0.3 s the sweep waited
+    # for), as multiprocessing's children do.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
