@@ -110,6 +110,7 @@ def _run(args: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from rag_bench.runner.compose import in_hydra as compose_in_hydra
     from rag_bench.runner.config import check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
@@ -119,7 +120,8 @@ def _run(args: list[str]) -> int:
     sys.argv = ["rag-bench run", *args]
     try:
         check_hydra_targets(args)
-        hydra_main()
+        with compose_in_hydra():
+            hydra_main()
     except RagBenchError as exc:
         finish_all(ok=False)
         return _fail(exc)

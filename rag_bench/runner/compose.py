@@ -37,11 +37,13 @@ Hydra's) goes to the wrapped loader unchanged. A test composes whole grids both 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
 import pickle
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +136,7 @@ class ComposeOnce(ConfigLoader):
         self._lists: list[tuple[Any, ...]] = []
         self._parser = OverridesParser.create()
         self._parsed: dict[str, Override] = {}
+        self._whole: dict[tuple[Any, ...], Frozen] = {}  # Hydra's own compositions (sweep overrides)
         self.compositions = 0  # full (template) compositions, for tests and benchmarks
         self.copies = 0        # configs served from a template
 
@@ -157,7 +160,8 @@ class ComposeOnce(ConfigLoader):
         try:
             parsed = self._parse(overrides)
             if any(o.is_sweep_override() for o in parsed):  # Hydra's own errors and rules for these
-                return impl.load_configuration(config_name, overrides, run_mode, from_shell, validate_sweep_overrides)
+                return self._whole_config(impl, config_name, overrides, parsed, run_mode, from_shell,
+                                          validate_sweep_overrides)
             return self._compose(impl, config_name, parsed, run_mode)
         except OmegaConfBaseException as e:
             raise ConfigCompositionException().with_traceback(sys.exc_info()[2]) from e
@@ -207,6 +211,24 @@ class ComposeOnce(ConfigLoader):
                     return OverridesParser.create().parse_overrides(overrides=overrides)
             out.append(copy.deepcopy(self._parsed[line]))
         return out
+
+    def _whole_config(self, impl: ConfigLoaderImpl, config_name: str | None, overrides: list[str],
+                      parsed: list[Override], run_mode: RunMode, from_shell: bool, validate: bool) -> DictConfig:
+        """Hydra's composition of a command line with sweep overrides, once per arguments: Hydra
+        composes the same command line twice before a sweep starts (``Hydra.get_mode``, then
+        ``multirun``), the first time without validating the sweep overrides. The check runs here
+        when asked, as Hydra runs it (before composing); the composition is Hydra's, kept frozen."""
+        if validate:
+            impl.ensure_main_config_source_available()
+            impl.validate_sweep_overrides_legal(overrides=parsed, run_mode=run_mode, from_shell=from_shell)
+        key = (config_name, tuple(overrides), run_mode, from_shell, os.getcwd(),
+               tuple(sorted(os.environ.items())))
+        kept = self._whole.get(key)
+        if kept is not None:
+            return kept.thaw()  # type: ignore[no-any-return]
+        cfg = impl.load_configuration(config_name, overrides, run_mode, from_shell, validate_sweep_overrides=False)
+        self._whole[key] = Frozen(cfg)
+        return cfg
 
     def _repo(self, impl: ConfigLoaderImpl, config_name: str | None, parsed: list[Override]) -> _KeptRepository:
         """The kept repository of this config name and ``hydra.searchpath`` override (Hydra's
@@ -339,6 +361,28 @@ class ComposeOnce(ConfigLoader):
                     self._prefixes[ids[:i + 1]] = Frozen(cfg)
         _strip_defaults(cfg)
         return cfg
+
+
+@contextlib.contextmanager
+def in_hydra() -> Iterator[None]:
+    """For the duration, the ``Hydra`` that ``@hydra.main`` creates composes through
+    :class:`ComposeOnce` from the start (``rag-bench run``): the two compositions of the command
+    line before a sweep (:meth:`ComposeOnce._whole_config`) and those of a single run become one,
+    and the sweeper finds the loader already wrapped. The classmethod is put back afterwards."""
+    from hydra._internal.hydra import Hydra
+
+    original = Hydra.__dict__["create_main_hydra2"]
+
+    def create(cls: type[Hydra], task_name: str, config_search_path: ConfigSearchPath) -> Hydra:
+        hydra: Hydra = original.__func__(cls, task_name=task_name, config_search_path=config_search_path)
+        hydra.config_loader = ComposeOnce(hydra.config_loader)
+        return hydra
+
+    Hydra.create_main_hydra2 = classmethod(create)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        Hydra.create_main_hydra2 = original  # type: ignore[method-assign]
 
 
 _HYDRA_INTERPOLATION_MAP = hydra_defaults_list._create_interpolation_map

@@ -138,6 +138,41 @@ def test_a_sweep_override_is_refused_as_hydra_refuses_it():
         once.load_configuration("config", ["pipeline.k=3,5"], RunMode.RUN)
 
 
+def test_a_command_line_with_sweep_overrides_is_composed_once(monkeypatch):
+    plain, once = loaders()
+    calls = []
+    real = ConfigLoaderImpl.load_configuration
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    line = ["chunker=fixed,section", "pipeline.k=3,5"]
+    # As Hydra.get_mode, then Hydra.multirun: the second gets a copy of the first composition.
+    first = once.load_configuration("config", line, RunMode.MULTIRUN, validate_sweep_overrides=False)
+    first.pipeline.k = 99
+    second = once.load_configuration("config", line, RunMode.MULTIRUN)
+    assert len(calls) == 1
+    same(second, real(plain, "config", line, RunMode.MULTIRUN))
+    # The check Hydra skips in get_mode still runs, also on a kept composition.
+    bad = ["hydra.job.chdir=true,false"]
+    once.load_configuration("config", bad, RunMode.MULTIRUN, validate_sweep_overrides=False)
+    with pytest.raises(ConfigCompositionException, match="Sweeping over Hydra's configuration"):
+        once.load_configuration("config", bad, RunMode.MULTIRUN)
+
+
+def test_hydra_composes_through_it_only_inside_in_hydra():
+    from hydra._internal.hydra import Hydra
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rag_bench.runner.compose import in_hydra
+
+    path = create_config_search_path(str(CONF_DIR))
+    try:
+        with in_hydra():
+            assert isinstance(Hydra.create_main_hydra2("t", path).config_loader, ComposeOnce)
+        GlobalHydra.instance().clear()
+        assert type(Hydra.create_main_hydra2("t", path).config_loader) is ConfigLoaderImpl
+    finally:
+        GlobalHydra.instance().clear()
+
+
 def test_pickled_for_a_worker_it_ships_without_its_caches():
     plain, once = loaders()
     master = plain.load_configuration("config", [], RunMode.MULTIRUN)
