@@ -105,8 +105,18 @@ def _valid_keys(args: list[str], full_key: str) -> str:
         (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
 
 
+# Hydra's mutually exclusive modes of `run` (Hydra raises a bare ValueError when two are given).
+_HYDRA_MODES = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun": "--multirun", "-c": "--cfg",
+                "--cfg": "--cfg", "-i": "--info", "--info": "--info", "-sc": "--shell-completion",
+                "--shell-completion": "--shell-completion"}
+
+
 def _run(args: list[str]) -> int:
     """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2."""
+    modes = sorted({_HYDRA_MODES[a.split("=")[0]] for a in args if a.split("=")[0] in _HYDRA_MODES})
+    if len(modes) > 1:
+        return _fail(f"{' and '.join(modes)} cannot be combined -- fix: give one (`rag-bench run --cfg job "
+                     "chunker=fixed` prints the config of one cell of a grid; `-m` runs the grid)")
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 

@@ -30,3 +30,9 @@ def test_chunks_prints_json_lines_and_stats(capsys):
 def test_chunks_bad_chunker(capsys):
     assert cli(["chunks", str(TINY), "chunker=nope"]) == 2
     assert "chunker/nope" in capsys.readouterr().err
+
+
+def test_two_hydra_modes_are_a_clear_error(capsys):
+    assert cli(["run", "--cfg", "job", "-m", "chunker=fixed,section"]) == 2
+    err = capsys.readouterr().err
+    assert "--cfg and --multirun cannot be combined" in err and "Traceback" not in err
