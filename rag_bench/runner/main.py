@@ -144,6 +144,9 @@ def _load(cfg: DictConfig) -> Dataset:
     return dataset
 
 
+_PROBED: set[str] = set()  # experiment folders found writable (a write failing later is still an error)
+
+
 def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult]) -> Path:
     """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE."""
     tracker = build(cfg.tracking, "tracking")
@@ -161,9 +164,11 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
         return cell_dir
     try:
         cell_dir.parent.mkdir(parents=True, exist_ok=True)
-        probe = cell_dir.parent / f".write-probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        if str(cell_dir.parent) not in _PROBED:  # once per folder and process (a sweep's cells share it)
+            probe = cell_dir.parent / f".write-probe-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+            _PROBED.add(str(cell_dir.parent))
     except OSError as exc:
         raise ConfigError(f"output.root: cannot write to {cell_dir.parent} ({exc.strerror}) "
                           "-- fix: pass output.root=<writable folder>") from exc

@@ -114,8 +114,13 @@ def at_k(base: RankedScores, *, questions: Sequence[Question], chunks: Sequence[
         retrieval_label(q, found if attribute_chunking else np.ones_like(found),
                         None if f is None or f != f else int(f), k)
         for q, found, judged, f in zip(questions, base.found, base.judged, first)]
-    frame = frame.assign(**extra)
-    return frame[[*columns[:base.head], *evidence, "failure", *base.metric_columns]]
+    final = [*columns[:base.head], *evidence, "failure", *base.metric_columns]
+    # A copy of the shared base frame with the new columns put in place (assign, then selecting the
+    # columns in order, copied the frame twice: ~0.5 ms a cell).
+    out = frame.copy()
+    for name in sorted(extra, key=final.index):
+        out.insert(final.index(name), name, extra[name])
+    return out
 
 
 def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],

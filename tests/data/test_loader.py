@@ -219,6 +219,7 @@ def test_beir_errors(tmp_path):
 
 def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path, monkeypatch):
     import os
+    import time
     from pathlib import Path
 
     from rag_bench.data import loader
@@ -231,9 +232,11 @@ def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
     with monkeypatch.context() as m:
-        m.setattr(loader, "SETTLED_NS", 0)  # (the ctime of a file just written is recent)
+        real_ns = time.time_ns
+        m.setattr(loader.time, "time_ns", lambda: real_ns() + 2 * loader.SETTLED_NS)  # as if 4 s later
         first = loader.fingerprint(tmp_path)
         assert loader.fingerprint(tmp_path) == first and len(reads) == 1  # kept: read once
+        time.sleep(0.05)  # the edit below lands in a later tick of the file system's clock
         f.write_text("omega")  # same size, mtime put back: the ctime still moves
         os.utime(f, (old, old))
         assert loader.fingerprint(tmp_path) != first and len(reads) == 2
