@@ -8,11 +8,14 @@ not match is never returned (it is treated as a miss and deleted), and :meth:`ve
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,24 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "rag_bench"
 
 
+_STORES: weakref.WeakSet[BlobStore] = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Close this thread's connection of every store still open (at exit, also when the CLI leaves
+    without the interpreter's teardown): the last connection's close checkpoints the WAL into the
+    .sqlite file, so that file alone holds every row (a copy of it misses nothing)."""
+    for store in list(_STORES):
+        conn = getattr(store._local, "conn", None)
+        if conn is not None and getattr(store._local, "pid", None) == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            store._local.conn = None
+
+
+atexit.register(close_all)
+
+
 class BlobStore:
     """Bytes by key; subclasses add the value encoding and a per-row validity check."""
 
@@ -45,6 +66,7 @@ class BlobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.corrupt = 0
+        _STORES.add(self)
 
     def _conn(self) -> sqlite3.Connection:
         # One connection per process and thread: SQLite handles must not cross a fork.

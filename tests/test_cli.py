@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rag_bench.cli import main as cli
 from tests.conftest import TINY
 
@@ -36,3 +38,41 @@ def test_two_hydra_modes_are_a_clear_error(capsys):
     assert cli(["run", "--cfg", "job", "-m", "chunker=fixed,section"]) == 2
     err = capsys.readouterr().err
     assert "--cfg and --multirun cannot be combined" in err and "Traceback" not in err
+
+
+def test_the_console_script_leaves_a_run_through_atexit_and_os_exit(monkeypatch, tmp_path):
+    import atexit
+    import os
+    import sys
+
+    from rag_bench import cli as module
+
+    calls: list = []
+
+    def exit_now(code):
+        calls.append(("os._exit", code))
+        raise SystemExit(code)
+
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("atexit handlers"))
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(sys, "argv", ["rag-bench", "run", "tracking=none", "generator=none", f"dataset.path={TINY}",
+                                      f"output.root={tmp_path}"])
+    with pytest.raises(SystemExit):
+        module.entry()
+    assert calls == ["atexit handlers", ("os._exit", 0)]
+    assert list(tmp_path.glob("default/*/DONE"))
+    calls.clear()
+    monkeypatch.setattr(sys, "argv", ["rag-bench", "validate", str(TINY)])  # other commands: the normal exit
+    with pytest.raises(SystemExit) as info:
+        module.entry()
+    assert calls == [] and info.value.code == 0
+
+
+def test_stores_closed_at_exit_leave_no_wal(tmp_path):
+    from rag_bench.storage import BlobStore, close_all
+
+    store = BlobStore(tmp_path / "x.sqlite")
+    store.put_bytes([("k", b"v")])
+    assert (tmp_path / "x.sqlite-wal").exists()
+    close_all()
+    assert not (tmp_path / "x.sqlite-wal").exists() and store._local.conn is None
