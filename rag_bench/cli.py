@@ -525,24 +525,25 @@ def _exit_now(code: int) -> None:
 
     After ``rag-bench run`` the interpreter spent ~0.65 s freeing the sweep's objects (a warm
     72-cell demo sweep takes ~7 s). Everything that exit does for the user's data still happens,
-    in the interpreter's order: the streams flushed, other threads joined (unless daemons), the
-    atexit handlers run (logging's flush and close of every log file, MLflow's, rag_bench's
-    close of its SQLite caches, which checkpoints their WAL); then ``os._exit``. Every file
-    rag_bench writes is closed before ``main`` returns; an error or Ctrl-C before that leaves
+    in the interpreter's order: the streams flushed, the atexit handlers run (logging's flush and
+    close of every log file, MLflow's, rag_bench's close of its SQLite caches, which checkpoints
+    their WAL); then ``os._exit``. Every file
+    rag_bench writes is closed before ``main`` returns; an error or Ctrl-C before that, or a
+    thread still running that the interpreter would join (a joblib launcher's executor), leaves
     through the normal exit.
     """
     import atexit
     import threading
 
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is None:  # not CPython: the normal exit
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if run_exitfuncs is None or others:
+        # Not CPython, or threads the interpreter would join, after running the exit hooks some
+        # of them wait for (joblib's executor): the normal exit.
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
     run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

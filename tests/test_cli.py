@@ -55,13 +55,26 @@ def test_the_console_script_leaves_a_run_through_atexit_and_os_exit(monkeypatch,
 
     monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("atexit handlers"))
     monkeypatch.setattr(os, "_exit", exit_now)
-    monkeypatch.setattr(sys, "argv", ["rag-bench", "run", "tracking=none", "generator=none", f"dataset.path={TINY}",
-                                      f"output.root={tmp_path}"])
+    run = ["rag-bench", "run", "tracking=none", "generator=none", f"dataset.path={TINY}", f"output.root={tmp_path}"]
+    monkeypatch.setattr(sys, "argv", list(run))
     with pytest.raises(SystemExit):
         module.entry()
     assert calls == ["atexit handlers", ("os._exit", 0)]
     assert list(tmp_path.glob("default/*/DONE"))
     calls.clear()
+    import threading
+
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)  # a thread the interpreter would join: the normal exit
+    worker.start()
+    monkeypatch.setattr(sys, "argv", list(run))  # (the cell is done: skipped)
+    try:
+        with pytest.raises(SystemExit) as info:
+            module.entry()
+    finally:
+        release.set()
+        worker.join()
+    assert calls == [] and info.value.code == 0
     monkeypatch.setattr(sys, "argv", ["rag-bench", "validate", str(TINY)])  # other commands: the normal exit
     with pytest.raises(SystemExit) as info:
         module.entry()
