@@ -527,10 +527,9 @@ def _exit_now(code: int) -> None:
     72-cell demo sweep takes ~7 s). Everything that exit does for the user's data still happens,
     in the interpreter's order: the streams flushed, the atexit handlers run (logging's flush and
     close of every log file, MLflow's, rag_bench's close of its SQLite caches, which checkpoints
-    their WAL); then ``os._exit``. Every file
-    rag_bench writes is closed before ``main`` returns; an error or Ctrl-C before that, or a
-    thread still running that the interpreter would join (a joblib launcher's executor), leaves
-    through the normal exit.
+    their WAL); then ``os._exit``. Every file rag_bench writes is closed before ``main`` returns;
+    an error or Ctrl-C before that, or a thread still running that the interpreter would join (a
+    joblib launcher's executor), leaves through the normal exit.
     """
     import atexit
     import threading
@@ -541,14 +540,16 @@ def _exit_now(code: int) -> None:
         # Not CPython, or threads the interpreter would join, after running the exit hooks some
         # of them wait for (joblib's executor): the normal exit.
         sys.exit(code)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush_streams()
     run_exitfuncs()
+    _flush_streams()  # what the handlers printed
+    os._exit(code)
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
