@@ -1,10 +1,18 @@
 """Vector index protocol and the filtered search every index shares.
 
 The asker's access filter goes *into* the FAISS search (an ``IDSelectorBitmap``), so forbidden
-vectors are never candidates. Approximate indexes can still come back short under a selective
-filter (HNSW's beam or IVF's probed lists hold too few allowed vectors); then the search is
-retried with a wider beam / more lists, and finally answered exactly over the allowed vectors,
-so a query gets k results whenever k allowed vectors exist. Every such fallback is counted.
+vectors are never candidates. There are two searches:
+
+* :meth:`VectorIndex.search_as_configured` is one search with the configured parameters
+  (``ef_search``, ``nprobe``): what the index itself returns, fewer than k hits included (HNSW
+  with ``ef_search`` < k, a beam or probed lists holding too few allowed vectors under a
+  selective filter). The ANN report measures this search: a missing hit is a miss.
+* :meth:`VectorIndex.search` is what retrieval uses: a query the configured search leaves short
+  of k hits, with or without a filter, is searched again with a wider beam / more lists, and
+  finally answered exactly over the allowed vectors, so a query gets k results whenever k allowed
+  vectors exist (downstream stages and measures see rankings of the depth they asked for), and
+  retrieval's latency includes the wider searches. The ANN report counts the queries the
+  configured search leaves short at its largest k (``ann/underfill_fallbacks``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rag_bench.errors import ConfigError
+from rag_bench.stages import optional
 
 
 def _selector(mask: np.ndarray) -> Any:
@@ -30,22 +39,29 @@ def _selector(mask: np.ndarray) -> Any:
 class VectorIndex(Protocol):
     """A vector index over L2-normalised vectors (score = inner product = cosine).
 
-    ``name`` names the index kind (``flat`` is exact; any other is measured against flat),
-    ``build_s`` the last build's seconds and ``fallbacks`` the queries that needed a wider or
-    exact search to fill ``k`` under an access filter.
+    ``name`` names the index kind (``flat`` is exact; any other is measured against flat) and
+    ``build_s`` the last build's seconds.
     """
 
     name: str
     build_s: float
-    fallbacks: int
 
     def build(self, vectors: np.ndarray) -> None:
         """Index ``vectors`` (n, dim) float32; ids are row numbers."""
         ...
 
     def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores, ids)`` of shape (len(queries), k), ids -1 where fewer allowed vectors exist."""
+        """Retrieval's search: ``(scores, ids)`` of shape (len(queries), k), ids -1 only where fewer
+        than k allowed vectors exist (a search the index leaves short is widened or made exact)."""
         ...
+
+    @optional
+    def search_as_configured(self, queries: np.ndarray, k: int,
+                             mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The index exactly as configured, what the ANN report measures: ``(scores, ids)`` of shape
+        (len(queries), k), ids -1 wherever this one search found fewer than k allowed vectors.
+        Default: :meth:`search` (right for an index whose search never widens itself)."""
+        return self.search(queries, k, mask)
 
     def params(self) -> dict[str, Any]:
         """The parameters that change results (part of cache keys)."""
@@ -65,7 +81,6 @@ class FaissIndex:
         self.index: Any = None
         self.n = 0
         self.build_s = 0.0
-        self.fallbacks = 0  # queries that needed a wider search or the exact answer
 
     def _make(self, dim: int, n: int) -> Any:
         raise NotImplementedError
@@ -102,19 +117,27 @@ class FaissIndex:
 
         return int(faiss.serialize_index(self.index).nbytes)
 
+    def search_as_configured(self, queries: np.ndarray, k: int,
+                             mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` (scores, ids) per query among allowed vectors from one FAISS search with the
+        configured parameters; ids -1 wherever that search found fewer than ``k``."""
+        return self._search(queries, k, mask, fill=False)
+
     def search(self, queries: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` (scores, ids) per query among allowed vectors; ids are -1 only when fewer than
-        ``k`` vectors are allowed in total."""
+        ``k`` vectors are allowed in total (a short configured search is widened, then made exact)."""
+        return self._search(queries, k, mask, fill=True)
+
+    def _search(self, queries: np.ndarray, k: int, mask: np.ndarray | None,
+                fill: bool) -> tuple[np.ndarray, np.ndarray]:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        allowed = self.n if mask is None else int(mask.sum())
         k_eff = min(k, self.n)
         if k_eff == 0 or queries.shape[0] == 0:
             return np.zeros((queries.shape[0], k), np.float32), -np.ones((queries.shape[0], k), np.int64)
         sel = _selector(mask) if mask is not None else None
         scores, ids = self.index.search(queries, k_eff, params=self._params(sel, 0))
-        want = min(k_eff, allowed)
-        short = np.flatnonzero((ids >= 0).sum(axis=1) < want)
-        self.fallbacks += int(short.size)
+        want = min(k_eff, self.n if mask is None else int(mask.sum()))
+        short = np.flatnonzero((ids >= 0).sum(axis=1) < want) if fill else np.empty(0, np.int64)
         widen = 1
         while short.size and widen <= self._max_widen():
             s2, i2 = self.index.search(queries[short], k_eff, params=self._params(sel, widen))

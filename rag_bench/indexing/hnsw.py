@@ -15,8 +15,10 @@ class HnswIndex(FaissIndex):
     ef_construction:
         Beam width while building.
     ef_search:
-        Beam width while searching: the recall/latency knob. Under a selective access filter the
-        beam is widened (x4 per step, up to 3 steps) before falling back to exact search.
+        Beam width while searching: the recall/latency knob. FAISS returns fewer than k hits when
+        ``ef_search`` < k or a selective access filter starves the beam; the ANN report measures
+        that search as it is (a missing hit is a miss), while retrieval widens the beam (x4 per
+        step, up to 3 steps) and then falls back to exact search to fill its ranking.
     """
 
     name = "hnsw"

@@ -16,8 +16,10 @@ class IvfIndex(FaissIndex):
     nlist:
         Number of k-means cells (capped at the number of vectors).
     nprobe:
-        Cells visited per query: the recall/latency knob. Under a selective access filter more
-        cells are probed (x4 per step, up to all of them) before falling back to exact search.
+        Cells visited per query: the recall/latency knob. When the probed cells hold fewer than k
+        allowed vectors (few probes, a selective access filter) the ANN report measures that
+        search as it is (a missing hit is a miss), while retrieval probes more cells (x4 per
+        step, up to all of them) and then falls back to exact search to fill its ranking.
     """
 
     name = "ivf"

@@ -90,3 +90,41 @@ def test_sizes_and_build_time_are_reported(data):
     flat.build(x)
     hnsw.build(x)
     assert flat.nbytes() >= x.nbytes and hnsw.nbytes() > flat.nbytes() and hnsw.build_s > 0
+
+
+@pytest.mark.parametrize("every", [None, 50])
+def test_configured_search_is_faiss_as_is_and_search_fills_it(data, every):
+    """ef_search=1 < k: FAISS returns fewer than k hits. search_as_configured (what the ANN report
+    measures) returns exactly that; search (what retrieval uses) fills k by a wider/exact search."""
+    import faiss
+
+    x, q = data
+    mask = None if every is None else np.arange(len(x)) % every == 0
+    idx = HnswIndex(M=4, ef_construction=16, ef_search=1)
+    idx.build(x)
+    _, ids = idx.search_as_configured(q, 10, mask)
+    params = faiss.SearchParametersHNSW()
+    params.efSearch = 1
+    if mask is not None:
+        bits = np.packbits(mask.astype(np.uint8), bitorder="little")
+        params.sel = faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+    _, direct = idx.index.search(q, 10, params=params)
+    assert np.array_equal(ids, direct) and ((ids >= 0).sum(axis=1) < 10).any()
+    _, filled = idx.search(q, 10, mask)
+    assert ((filled >= 0).sum(axis=1) == 10).all()
+
+
+def test_an_index_without_a_configured_search_is_measured_by_its_search(data):
+    """search_as_configured is an optional capability: an index plugin that never widens its own
+    search need not write it."""
+    from rag_bench.stages import capability, required_methods
+
+    class Plain:
+        name, build_s = "plain", 0.0
+
+        def search(self, queries, k, mask=None):
+            return np.zeros((len(queries), k), np.float32), np.tile(np.arange(k), (len(queries), 1))
+
+    assert "search_as_configured" not in required_methods("index")
+    _, ids = capability(Plain(), "index", "search_as_configured")(data[1][:2], 3)
+    assert ids.tolist() == [[0, 1, 2], [0, 1, 2]]
