@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
@@ -62,7 +62,9 @@ __all__ = [
     "format_trec",
     "read_qrels",
     "read_run",
+    "run_lines",
     "to_arrays",
+    "trec_order",
 ]
 
 Qrels = dict[str, dict[str, int]]
@@ -419,21 +421,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     name = os.fspath(path)
     run: Run = {}
     problems: list[Problem] = []
-    for number, fields in _lines(path, problems):
-        if len(fields) < 6:
-            problems.append(Problem(
-                file=name, line=number, field="",
-                message=f"expected 6 columns 'qid Q0 docno rank score tag', found {len(fields)}",
-                hint="every result line needs all six columns; docnos cannot contain spaces"))
-            continue
-        qid, docno, raw = fields[0].decode(), fields[2].decode(), fields[4].decode()
-        score, refused = _score(raw)
-        if refused:
-            problems.append(Problem(
-                file=name, line=number, field="score", message=refused,
-                hint="the 5th column is the retrieval score (a finite or infinite number, "
-                     "not NaN); higher ranks first"))
-            continue
+    for number, qid, docno, score in run_lines(path, problems):
         ranking = run.setdefault(qid, {})
         if docno in ranking:
             problems.append(Problem(
@@ -447,6 +435,61 @@ def read_run(path: str | os.PathLike[str]) -> Run:
                                 hint="a run line reads 'qid Q0 docno rank score tag'"))
     _raise_if(problems, name, "run")
     return run
+
+
+def run_lines(
+    path: str | os.PathLike[str], problems: list[Problem]
+) -> Iterator[tuple[int, str, str, float]]:
+    """The results of a TREC run file as trec_eval reads them, in file order.
+
+    The one reader of run lines: :func:`read_run` (``score-run``) and ``rag-bench evaluate
+    --trec`` both take their results from here, so a field means the same number to both
+    (``"1_0"`` is 1.0, as C's ``atof`` reads it, where Python's ``float`` says 10.0).
+
+    Yields ``(line_number, qid, docno, score)``; a line trec_eval refuses or would misread (see
+    :func:`read_run`: fewer than 6 columns, a score with no number or NaN, a NUL byte, not
+    UTF-8) is added to ``problems`` instead. A docno repeated for a topic is the caller's check.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> _ = path.write_text("1 Q0 a 1 1_0 t\\n1 Q0 b 2 high t\\n")
+    >>> problems = []
+    >>> list(run_lines(path, problems)), [p.line for p in problems]
+    ([(1, '1', 'a', 1.0)], [2])
+    """
+    name = os.fspath(path)
+    for number, fields in _lines(path, problems):
+        if len(fields) < 6:
+            problems.append(Problem(
+                file=name, line=number, field="",
+                message=f"expected 6 columns 'qid Q0 docno rank score tag', found {len(fields)}",
+                hint="every result line needs all six columns; docnos cannot contain spaces"))
+            continue
+        raw = fields[4].decode()
+        score, refused = _score(raw)
+        if refused:
+            problems.append(Problem(
+                file=name, line=number, field="score", message=refused,
+                hint="the 5th column is the retrieval score (a finite or infinite number, "
+                     "not NaN); higher ranks first"))
+            continue
+        yield number, fields[0].decode(), fields[2].decode(), score
+
+
+def trec_order(scores: Sequence[float], docnos: Sequence[str]) -> list[int]:
+    """Positions of one topic's results in trec_eval's order: score descending as C ``float``
+    (32 bit), ties by docno descending in byte order; the order :func:`evaluate` ranks by.
+
+    >>> trec_order([1.0, 2.0, 1.0, 1.00000001], ["a", "b", "c", "d"])
+    [1, 3, 2, 0]
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        return []
+    order = _rank_order(np.zeros(values.size, np.int64), values, lambda at: [docnos[int(i)] for i in at])
+    return [int(i) for i in order]
 
 
 # --------------------------------------------------------------------------- arrays

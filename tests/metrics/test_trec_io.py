@@ -9,6 +9,7 @@ import platform
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -419,3 +420,22 @@ def test_cli_help_mentions_measures(capsys: pytest.CaptureFixture[str]) -> None:
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert "score-run" in out and "ndcg_cut" in out and "--json" in out
+
+
+def test_run_lines_is_what_read_run_reads(tmp_path: Path) -> None:
+    """The one reader of run lines (score-run and `evaluate --trec` both use it)."""
+    path = write(tmp_path, "run", "# c\n1 Q0 a 1 1_0 t\n1 Q0 b 2 high t\n2 Q0 c 1 0x1p3 t more\n")
+    problems: list = []
+    lines = list(trec.run_lines(path, problems))
+    assert lines == [(2, "1", "a", 1.0), (4, "2", "c", 8.0)]
+    assert [(p.line, p.field) for p in problems] == [(3, "score")]
+    fixed = write(tmp_path, "fixed", "# c\n1 Q0 a 1 1_0 t\n2 Q0 c 1 0x1p3 t more\n")
+    assert read_run(fixed) == {q: {d: s} for _, q, d, s in lines}
+
+
+@given(st.lists(st.floats(allow_nan=False, width=32) | st.sampled_from([1.0, 1.00000001, 0.0, -0.0]),
+                max_size=12))
+def test_trec_order_is_c_float_score_then_docno_descending(scores: list[float]) -> None:
+    docnos = [f"d{i:02d}" for i in range(len(scores))][::-1]  # file order is not docno order
+    expected = sorted(range(len(scores)), key=lambda i: (float(np.float32(scores[i])), docnos[i]), reverse=True)
+    assert trec.trec_order(scores, docnos) == expected
