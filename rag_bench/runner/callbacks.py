@@ -47,7 +47,13 @@ class SweepCallbacks(Callback):
     """Sets the sweep id (shared with launcher worker processes through the environment), then
     closes the parent MLflow run and prints the experiment's leaderboard."""
 
+    def __init__(self) -> None:
+        # A job of this process failed: Hydra calls on_run_end before it raises a single run's
+        # error, and that run's parent MLflow run must close FAILED (finish_all), not FINISHED.
+        self._failed = False
+
     def _start(self, config: DictConfig) -> None:
+        self._failed = False
         os.environ[SWEEP_ENV] = sweep_id_from_argv(str(config.experiment.name), argv_overrides())
         os.environ[AXES_ENV] = ",".join(_axes(config))
         tracking = config.get("tracking")
@@ -70,9 +76,9 @@ class SweepCallbacks(Callback):
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
-        if not cells.empty:
+        if not cells.empty and not self._failed:
             _summarize(cells, _axes(config))
-        finish_all(ok=True)
+        finish_all(ok=not self._failed)
         if not cells.empty:
             print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
             print(format_leaderboard(cells), file=sys.stdout, flush=True)
@@ -92,6 +98,7 @@ class SweepCallbacks(Callback):
         from rag_bench.runner.sweeper import record_progress
 
         ok = job_return is None or job_return.status == JobStatus.COMPLETED
+        self._failed |= not ok
         record_progress("done" if ok else "failed")
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -349,11 +349,24 @@ def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str,
 
 
 def finish_all(ok: bool) -> None:
-    """Close every parent run this process opened (called once the sweep ends or fails)."""
+    """Close every parent run this process opened (called once the sweep ends or fails):
+    FINISHED, or FAILED. The parent is opened before the first cell (:meth:`MlflowTracker.prepare`),
+    so a sweep that fails before any cell is logged (a bad input, a plugin that raises) would
+    leave it empty: such a parent is marked FAILED and deleted. A failed sweep's parent holding
+    cells (logged now or by an earlier run of the same sweep) is kept, FAILED."""
     if not _PARENTS:
         return  # nothing opened (tracking=none): do not pay for importing mlflow
     from mlflow.tracking import MlflowClient
 
     for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
-        MlflowClient(tracking_uri=uri).set_terminated(run_id, "FINISHED" if ok else "FAILED")
+        client = MlflowClient(tracking_uri=uri)
+        client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+        if not ok:
+            try:
+                exp_id = client.get_run(run_id).info.experiment_id
+                if not client.search_runs([exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
+                                          max_results=1):
+                    client.delete_run(run_id)
+            except Exception as exc:  # noqa: BLE001 -- the sweep's own error is the one to report
+                log.warning("could not delete the empty MLflow run %s of a failed sweep at %s: %s", run_id, uri, exc)
     _PARENTS.clear()
