@@ -36,6 +36,7 @@ from rag_bench.errors import DataError, OutputError, Problem
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import is_question_ranking_column
 from rag_bench.runner.results import CellResult
+from rag_bench.spreadsheet import to_csv
 from rag_bench.stages import LABEL_STAGES, stage_names
 
 # Where cells go unless output.root says otherwise (the schema's default; a cell named by MLflow
@@ -129,7 +130,7 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
             (tmp / name).write_text(text, encoding="utf-8")
         cols = [c for c in ("qid", "question", "answerable", "tags", "failure", "first_relevant_rank", "answer",
                             "citations", "generation_error", "parse_error") if c in result.records]
-        result.records[cols].to_csv(tmp / "failures.csv", index=False)
+        to_csv(result.records[cols], tmp / "failures.csv")  # answers that a spreadsheet would run are quoted
         if cell_dir.exists():
             shutil.rmtree(cell_dir)
         os.replace(tmp, cell_dir)

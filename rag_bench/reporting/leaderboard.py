@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from rag_bench import naming
+from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells
 from rag_bench.metrics import measures
 from rag_bench.stages import RETRIEVAL_STAGES
@@ -172,7 +172,7 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.k
     table = leaderboard_table(cells, sort_by=sort_by, columns=columns)
     key = sort_by if sort_by in cells.columns else next((c for c in columns if c in cells.columns), sort_by)
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return str(spreadsheet.to_csv(table))  # text cells that a spreadsheet would run are quoted
     if fmt == "json":
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in table.to_dict(orient="records")]
