@@ -212,6 +212,38 @@ def check_hydra_targets(overrides: list[str]) -> None:
                                   "remove the override; hydra targets must name plugin classes")
 
 
+def check_group_overrides(overrides: list[str]) -> None:
+    """A config group override (``chunker=fixed``, ``hydra/launcher=joblib``) names an option: a
+    value the override grammar reads as a number or null (``chunker=inf``, ``chunker=1``,
+    ``chunker=null``, also inside a sweep ``chunker=fixed,1``) is refused with the group's options.
+    Hydra raises a bare ValueError for them while building the defaults list."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    for text in overrides:
+        if text.startswith("-") or "=" not in text:
+            continue
+        try:
+            ov = parser.parse_override(text)
+        except HydraException:
+            continue  # Hydra reports the syntax error itself
+        group = ov.key_or_group.lstrip("+~")
+        if not ((CONF_DIR / group).is_dir() or group.startswith("hydra/")) or ov.is_delete():
+            continue
+        values = list(ov.sweep_iterator()) if ov.is_sweep_override() else [ov.value()]
+        flat = [x for v in values for x in (v if isinstance(v, list) else [v])]
+        odd = next((v for v in flat if not isinstance(v, (str, dict))), None)
+        if odd is None and not any(v is None for v in flat):
+            continue
+        kind = ("null" if odd is None else f"a boolean ({odd})" if isinstance(odd, bool)
+                else f"a number ({odd!r})" if isinstance(odd, (int, float)) else f"a {type(odd).__name__} ({odd!r})")
+        options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
+        raise ConfigError(f"{text}: the config group {group} takes an option name, got {kind} -- fix: "
+                          f"{group}=<option>" + (f", one of {', '.join(options)}" if options else "") +
+                          " (`rag-bench run --help` lists the groups)")
+
+
 def check_experiment_name(name: Any) -> None:
     """``experiment.name`` names one folder under ``output.root``: never a path that leaves it.
 
