@@ -122,7 +122,7 @@ def _run(args: list[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from rag_bench.runner.compose import in_hydra as compose_in_hydra
-    from rag_bench.runner.config import check_group_overrides, check_hydra_targets
+    from rag_bench.runner.config import check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
 
@@ -131,7 +131,6 @@ def _run(args: list[str]) -> int:
     sys.argv = ["rag-bench run", *args]
     try:
         check_hydra_targets(args)
-        check_group_overrides(args)
         with compose_in_hydra():
             hydra_main()
     except RagBenchError as exc:
@@ -178,7 +177,7 @@ def _chunks(argv: list[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from rag_bench.data.loader import load_dataset
-    from rag_bench.runner.config import CONF_DIR, build, check_group_overrides, register_configs
+    from rag_bench.runner.config import CONF_DIR, build, register_configs
 
     p = argparse.ArgumentParser(prog="rag-bench chunks", description="Chunk a dataset with one chunker config "
                                 "and print the chunks as JSON lines (stdout) and their stats (stderr).",
@@ -191,7 +190,6 @@ def _chunks(argv: list[str]) -> int:
     a = p.parse_args(argv)
     register_configs()
     try:
-        check_group_overrides(a.overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=a.overrides)
         chunker = build(cfg.chunker, "chunker", embedder=build(cfg.embedder, "embedder"))
@@ -383,8 +381,9 @@ def _evaluate(argv: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from rag_bench.runner.config import CONF_DIR, check_group_overrides, check_hydra_targets, register_configs
+    from rag_bench.runner.config import CONF_DIR, check_hydra_targets, register_configs
     from rag_bench.runner.main import evaluate_cell
+    from rag_bench.tracking.mlflow_tracker import finish_all
 
     p = argparse.ArgumentParser(
         prog="rag-bench evaluate", description="Score results an external system already produced (its "
@@ -412,17 +411,24 @@ def _evaluate(argv: list[str]) -> int:
         return _fail("give one of OUTPUTS, --trec RUN or --ragas FILE -- fix: rag-bench evaluate outputs.jsonl "
                      "--dataset DIR")
     register_configs()
+    # The cell is a sweep of one: its parent MLflow run (opened when the cell is logged) is closed
+    # here, as `run`'s callbacks close a sweep's -- FINISHED, or FAILED on any error.
     try:
         check_hydra_targets(overrides)
-        check_group_overrides(overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[*overrides, f"dataset.path={Path(a.dataset).resolve()}"])
         evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None, trec=Path(a.trec) if a.trec else None,
                       ragas=Path(a.ragas) if a.ragas else None, system=a.name)
     except RagBenchError as exc:
+        finish_all(ok=False)
         return _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
+        finish_all(ok=False)
         return _fail(f"configuration: {_config_message(exc, overrides)}")
+    except BaseException:
+        finish_all(ok=False)
+        raise
+    finish_all(ok=True)
     return 0
 
 
