@@ -4,6 +4,11 @@ SQLite in WAL mode gives what every rag_bench cache must guarantee: several proc
 and write at once (writers queue on the lock), and a process killed mid-write leaves either the
 whole transaction or nothing. Each row also stores a checksum of its bytes; a row whose bytes do
 not match is never returned (it is treated as a miss and deleted), and :meth:`verify` finds them.
+
+A cache folder that is not a folder (``RAG_BENCH_CACHE`` naming a file) and a store file SQLite
+cannot read (not a database, a damaged page) are refused with a :class:`~rag_bench.errors.DataError`
+naming the path and the fix, never a traceback: ``rag-bench cache verify --repair`` removes a
+damaged store file (its entries are recomputed on use).
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
+
+from rag_bench.errors import DataError, Problem
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +40,43 @@ def checksum(data: bytes) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``."""
+    """``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``; a DataError when that path (or the nearest
+    part of it that exists) is not a folder."""
     env = os.environ.get("RAG_BENCH_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "rag_bench"
+    path = Path(env).expanduser() if env else Path.home() / ".cache" / "rag_bench"
+    check_cache_dir(path, "RAG_BENCH_CACHE" if env else "cache folder")
+    return path
+
+
+def check_cache_dir(path: Path, field: str = "cache folder") -> None:
+    """Refuse a cache folder that is a file, or lies under one (it cannot be created)."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        what = "is a file" if existing == path else f"lies under {existing}, which is a file"
+        raise DataError(Problem(str(path), 0, field, f"the cache folder {what}, not a folder",
+                                "point RAG_BENCH_CACHE at a folder (it is created when missing), e.g. "
+                                "RAG_BENCH_CACHE=~/.cache/rag_bench"))
+
+
+def damaged(path: Path, exc: BaseException) -> DataError:
+    """The error for a store file SQLite cannot read: names the file and the command that repairs it."""
+    return DataError(Problem(str(path), 0, "cache", f"damaged cache file: SQLite cannot read it ({exc})",
+                             f"run `rag-bench cache verify --repair --dir {path.parent}` (it removes the damaged "
+                             "file; its entries are recomputed on use)"))
+
+
+@contextlib.contextmanager
+def readable(path: Path) -> Iterator[None]:
+    """Turn SQLite's "not a database" / "malformed" errors on ``path`` into :func:`damaged`'s error.
+    Operational errors (a lock held too long, a full disk) pass as they are."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):
+            raise
+        raise damaged(path, exc) from exc
 
 
 _STORES: weakref.WeakSet[BlobStore] = weakref.WeakSet()
@@ -63,6 +104,7 @@ class BlobStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        check_cache_dir(self.path.parent)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.corrupt = 0
@@ -73,12 +115,25 @@ class BlobStore:
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             conn = sqlite3.connect(self.path, timeout=120, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key TEXT PRIMARY KEY, data BLOB NOT NULL, "
-                         "checksum TEXT NOT NULL)")
+            try:
+                with readable(self.path):
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                    conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key TEXT PRIMARY KEY, data BLOB NOT "
+                                 "NULL, checksum TEXT NOT NULL)")
+            except BaseException:
+                conn.close()
+                raise
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (the next use opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._local.conn = None
 
     def _valid(self, data: bytes) -> bool:
         """Extra per-value check beyond the checksum (e.g. vector length)."""
@@ -90,15 +145,16 @@ class BlobStore:
         bad: list[str] = []
         conn = self._conn()
         unique = list(dict.fromkeys(keys))
-        for i in range(0, len(unique), _BATCH):
-            part = unique[i:i + _BATCH]
-            marks = ",".join("?" * len(part))
-            for key, data, check in conn.execute(
-                    f"SELECT key, data, checksum FROM {self.table} WHERE key IN ({marks})", part):
-                if checksum(data) != check or not self._valid(data):
-                    bad.append(key)
-                else:
-                    out[key] = data
+        with readable(self.path):
+            for i in range(0, len(unique), _BATCH):
+                part = unique[i:i + _BATCH]
+                marks = ",".join("?" * len(part))
+                for key, data, check in conn.execute(
+                        f"SELECT key, data, checksum FROM {self.table} WHERE key IN ({marks})", part):
+                    if checksum(data) != check or not self._valid(data):
+                        bad.append(key)
+                    else:
+                        out[key] = data
         if bad:
             self.corrupt += len(bad)
             log.warning("cache %s: %d corrupt entr%s dropped and recomputed", self.path, len(bad),
@@ -112,38 +168,53 @@ class BlobStore:
         if not rows:
             return
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany(f"INSERT OR REPLACE INTO {self.table}(key, data, checksum) VALUES (?, ?, ?)", rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        with readable(self.path):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(f"INSERT OR REPLACE INTO {self.table}(key, data, checksum) VALUES (?, ?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _delete(self, keys: Sequence[str]) -> None:
         conn = self._conn()
-        for i in range(0, len(keys), _BATCH):
-            part = list(keys[i:i + _BATCH])
-            conn.execute(f"DELETE FROM {self.table} WHERE key IN ({','.join('?' * len(part))})", part)
+        with readable(self.path):
+            for i in range(0, len(keys), _BATCH):
+                part = list(keys[i:i + _BATCH])
+                conn.execute(f"DELETE FROM {self.table} WHERE key IN ({','.join('?' * len(part))})", part)
 
     def verify(self, *, repair: bool = False) -> tuple[int, int]:
-        """Check every row: ``(ok, corrupt)``; with ``repair`` corrupt rows are deleted."""
+        """Check every row: ``(ok, corrupt)``; with ``repair`` corrupt rows are deleted. A file
+        SQLite cannot read, or whose integrity check fails, raises :func:`damaged`'s DataError."""
         conn = self._conn()
-        check = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            raise RuntimeError(f"{self.path}: SQLite integrity check failed: {check}")
         ok, bad = 0, []
-        for key, data, check in conn.execute(f"SELECT key, data, checksum FROM {self.table}"):
-            if checksum(data) == check and self._valid(data):
-                ok += 1
-            else:
-                bad.append(key)
+        with readable(self.path):
+            found = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(3)")]
+            if found != ["ok"]:
+                detail = "; ".join(" ".join(x.split()) for x in found)[:300]
+                raise damaged(self.path, RuntimeError(f"integrity check failed: {detail}"))
+            for key, data, check in conn.execute(f"SELECT key, data, checksum FROM {self.table}"):
+                if checksum(data) == check and self._valid(data):
+                    ok += 1
+                else:
+                    bad.append(key)
         if repair and bad:
             self._delete(bad)
         return ok, len(bad)
 
     def __len__(self) -> int:
-        return int(self._conn().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
+        conn = self._conn()
+        with readable(self.path):
+            return int(conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0])
+
+
+def remove_store(path: Path) -> None:
+    """Delete a store file with its WAL and shared-memory files (``cache verify --repair`` of a
+    damaged file: its entries are recomputed on use). Close every connection to it first."""
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        p.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
