@@ -468,25 +468,58 @@ def _export(argv: list[str]) -> int:
     return 0
 
 
-def _cache(argv: list[str]) -> int:
-    from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir
+# The persistent stores a cache folder may hold: file name -> (module, class), for `cache verify`.
+CACHE_STORES = {"embeddings.sqlite": ("rag_bench.embedding.cache", "EmbeddingCache"),
+                "generations.sqlite": ("rag_bench.generation.base", "GenerationCache"),
+                "judgements.sqlite": ("rag_bench.judging.ragas_judge", "JudgeCache"),
+                "rerank_pairs.sqlite": ("rag_bench.reranking.cross_encoder", "PairScoreCache")}
 
-    p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent embedding cache.")
+
+def _cache(argv: list[str]) -> int:
+    import importlib
+
+    from rag_bench.errors import DataError
+    from rag_bench.storage import check_cache_dir, default_cache_dir, remove_store
+
+    p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent caches (embeddings, "
+                                "generations, judge scores, reranker scores).")
     p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum")
     p.add_argument("--dir", default=None, help="cache folder (default $RAG_BENCH_CACHE or ~/.cache/rag_bench)")
-    p.add_argument("--repair", action="store_true", help="delete corrupt entries (they are recomputed on use)")
+    p.add_argument("--repair", action="store_true", help="delete corrupt entries, and cache files SQLite cannot "
+                   "read (they are recomputed on use)")
     a = p.parse_args(argv)
-    path = Path(a.dir).expanduser() if a.dir else default_cache_dir()
-    db = path / "embeddings.sqlite"
-    if not db.exists():
-        return _fail(f"{db}: no embedding cache here -- fix: pass --dir or set RAG_BENCH_CACHE")
     try:
-        ok, bad = EmbeddingCache(db).verify(repair=a.repair)
-    except Exception as exc:  # sqlite3.DatabaseError and friends: the file itself is damaged
-        return _fail(f"{db}: {exc} -- fix: delete the file; every entry is recomputed on use")
-    state = "repaired: deleted" if a.repair and bad else "corrupt"
-    print(f"{db}: {ok} entries ok, {bad} {state}")
-    return 1 if bad and not a.repair else 0
+        path = Path(a.dir).expanduser() if a.dir else default_cache_dir()
+        check_cache_dir(path, "--dir" if a.dir else "cache folder")
+    except RagBenchError as exc:
+        return _fail(exc)
+    files = [name for name in CACHE_STORES if (path / name).is_file()]
+    if not files:
+        return _fail(f"{path}: no cache here (none of {', '.join(CACHE_STORES)}) -- fix: pass --dir or set "
+                     "RAG_BENCH_CACHE")
+    code = 0
+    for name in files:
+        db = path / name
+        module, cls = CACHE_STORES[name]
+        store = getattr(importlib.import_module(module), cls)(db)
+        try:
+            ok, bad = store.verify(repair=a.repair)
+        except DataError as exc:  # the file itself is damaged: no entry of it can be trusted
+            store.close()
+            if not a.repair:
+                print(f"error: {exc}", file=sys.stderr)
+                code = 2
+                continue
+            remove_store(db)
+            print(f"{db}: damaged file removed (SQLite could not read it); its entries are recomputed on use")
+            continue
+        finally:
+            store.close()
+        state = "repaired: deleted" if a.repair and bad else "corrupt"
+        print(f"{db}: {ok} entries ok, {bad} {state}")
+        if bad and not a.repair:
+            code = max(code, 1)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
