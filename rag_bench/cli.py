@@ -445,6 +445,7 @@ def _export(argv: list[str]) -> int:
     p.add_argument("--out", help="file to write (default: standard output)")
     a = p.parse_args(argv)
     try:
+        out = _output_file(a.out, "--out") if a.out else None  # before any work: nothing half-done
         cell = load_cell(a.cell)
         if a.format == "ragas":
             from rag_bench.data.loader import load_dataset
@@ -461,11 +462,60 @@ def _export(argv: list[str]) -> int:
     except RagBenchError as exc:
         return _fail(exc)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    if a.out:
-        Path(a.out).write_text(text, encoding="utf-8")
-    else:
+    if out is None:
         sys.stdout.write(text)
+        return 0
+    try:
+        _write_output(out, text, "--out")
+    except RagBenchError as exc:
+        return _fail(exc)
     return 0
+
+
+def _output_file(name: str, option: str) -> Path:
+    """Check, before any work, that ``option``'s file can be written: not a folder, its folder exists
+    and is writable. Nothing is created here."""
+    from rag_bench.errors import ConfigError, Problem
+
+    path = Path(name).expanduser()
+
+    def bad(msg: str, fix: str) -> ConfigError:
+        return ConfigError(str(Problem(str(path), 0, option, msg, fix)))
+
+    if path.is_dir():
+        raise bad("is a folder, not a file", f"pass a file inside it, e.g. {path / 'outputs.jsonl'}")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise bad(f"{folder} is a file, not a folder", "pass a file in an existing folder")
+    if not folder.is_dir():
+        raise bad(f"folder {folder} does not exist", f"create it first (mkdir -p {folder}) or pass a file in an "
+                  "existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK) and not (path.exists() and os.access(path, os.W_OK)):
+        raise bad(f"cannot write in {folder} (permission denied)", "pass a file in a folder you can write")
+    return path
+
+
+def _write_output(path: Path, text: str, option: str) -> None:
+    """Write a command's output file whole or not at all: a regular file through a temporary file
+    renamed over it; a device or pipe (``/dev/stdout``) written in place. An OSError (disk full,
+    quota, permissions) is an OutputError naming the file; no temporary file is left."""
+    from rag_bench.errors import OutputError, Problem
+
+    special = path.exists() and not path.is_file()
+    tmp = path if special else path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            if not special:
+                os.fsync(fh.fileno())
+        if not special:
+            os.replace(tmp, path)
+    except OSError as exc:
+        if not special:
+            tmp.unlink(missing_ok=True)
+        raise OutputError(str(Problem(str(path), 0, option, f"cannot write ({exc.strerror or exc})",
+                                      "free disk space or pass another file; nothing was written"))) from exc
 
 
 # The persistent stores a cache folder may hold: file name -> (module, class), for `cache verify`.
