@@ -1,11 +1,19 @@
 """Matplotlib charts for design reviews. Each function takes cells, writes one PNG, returns its
-path (or None when the experiment has nothing to show for that chart)."""
+path (or None when the experiment has nothing to show for that chart).
+
+Every text on a chart is drawn as it is written: cell labels, option names, tags and metric
+names come from configs and datasets, and matplotlib would otherwise read ``$..$`` in them as
+mathtext (``$\\frac{$`` raised a ParseError and the report crashed) or hand them to LaTeX. Each
+chart is drawn inside :func:`plain_text`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib
 
@@ -25,6 +33,25 @@ FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking":
                   "false_refusal": "#9467bd", "generation": "#e377c2", "citation": "#bcbd22",
                   "in_context": "#2ca02c", "correct": "#2ca02c", "error": "#7f7f7f",
                   "correct_refusal": "#1f77b4", "hallucinated_answer": "#17becf"}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+@contextmanager
+def plain_text() -> Iterator[None]:
+    """Matplotlib draws every text created inside as plain characters (no mathtext parsing of
+    ``$``, no LaTeX); the caller's settings are put back on leaving."""
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
+
+
+def _plain(chart: F) -> F:
+    """Draw ``chart`` (a function that creates and saves a figure) inside :func:`plain_text`."""
+    @functools.wraps(chart)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with plain_text():
+            return chart(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -50,6 +77,7 @@ def ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
     return ranked[:top] if top else ranked
 
 
+@_plain
 def leaderboard(cells: Sequence[Cell], metric: str, path: Path, *, labels: Sequence[str] | None = None,
                 top: int | None = TOP) -> Path:
     """Horizontal bars of ``metric`` for the ``top`` cells with the 95% bootstrap CI as error bars,
@@ -78,6 +106,7 @@ def _text_color(rgba: Sequence[float]) -> str:
     return "black" if lum > 0.179 else "white"
 
 
+@_plain
 def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols: str) -> Path | None:
     """Heatmap of the mean of ``metric`` per (``rows`` level, ``cols`` level), over the other
     axes. The colour scale starts at 0 (at 1 for measures bounded by it), so the colour of a
@@ -107,6 +136,7 @@ def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols:
     return _save(fig, path)
 
 
+@_plain
 def main_effects(effects: Sequence[Any], metric: str, path: Path) -> Path | None:
     """One row of points per axis level with its 95% CI (over cells), axes ordered by how much
     they move ``metric``; the vertical line is the mean over every cell."""
@@ -136,6 +166,7 @@ def main_effects(effects: Sequence[Any], metric: str, path: Path) -> Path | None
     return _save(fig, path)
 
 
+@_plain
 def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool], names: Sequence[str],
            path: Path, *, metric: str, cost_label: str) -> Path | None:
     """Quality against cost, one point per cell: the Pareto front in colour and labelled, the
@@ -160,6 +191,7 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     return _save(fig, path)
 
 
+@_plain
 def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("hit", "recall")) -> Path | None:
     """``hit@k`` and ``recall@k`` against k, one line per retriever (mean over its cells)."""
     by_retriever: dict[str, list[Cell]] = {}
@@ -186,6 +218,7 @@ def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("h
     return _save(fig, path)
 
 
+@_plain
 def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
     """ANN recall@k against ANN p50 query latency, one point per index setting, flat for reference."""
     pts = [(c.metrics["ann"], c) for c in cells if c.metrics.get("ann")
@@ -221,6 +254,7 @@ def failure_labels(cells: Sequence[Cell]) -> list[str]:
     return in_attribution_order(k for c in cells for k in c.metrics.get("failures", {}))
 
 
+@_plain
 def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None = None, metric: str | None = None,
              top: int | None = TOP) -> Path:
     """Stacked bars: how many questions each of the ``top`` cells (by ``metric``) lost at each
@@ -243,6 +277,7 @@ def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None 
     return _save(fig, path)
 
 
+@_plain
 def top1_scores(cell: Cell, path: Path, *, name: str | None = None) -> tuple[Path, dict[str, float]] | None:
     """Histograms of the top-1 retrieval score for answerable vs unanswerable questions, with the
     best-F1 threshold and the AUROC of "answerable" from that score alone."""
