@@ -214,7 +214,14 @@ def _chunks(argv: list[str]) -> int:
 
 
 def _leaderboard(argv: list[str]) -> int:
-    from rag_bench.reporting.leaderboard import FORMATS, format_leaderboard, load_cells, resolve_columns
+    from rag_bench.reporting.leaderboard import (
+        FORMATS,
+        format_leaderboard,
+        load_cells,
+        question_tags,
+        resolve_columns,
+        tag_columns,
+    )
 
     p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
                                 "experiment folder, best first. Cells are named by the parameters that vary "
@@ -232,10 +239,9 @@ def _leaderboard(argv: list[str]) -> int:
     if cells.empty:
         return _fail(f"{a.experiment_dir}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
     if a.tag:
-        cols = tuple(c for c in cells.columns if c.startswith(f"tag:{a.tag}/") and not c.endswith("/n"))
+        cols = tag_columns(cells, a.tag)
         if not cols:
-            tags = sorted({c.split("/")[0][4:] for c in cells.columns if c.startswith("tag:")})
-            return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {tags}")
+            return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {question_tags(cells)}")
         if a.format == "table":
             print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
         print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))

@@ -75,9 +75,30 @@ def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
     return frame
 
 
+def tag_of(column: str) -> str | None:
+    """The question tag of a per-tag column ``tag:<tag>/<measure>``, else None. A tag may hold
+    ``/`` (``billing/refunds``); a measure name never does, so the tag ends at the last one.
+
+    >>> tag_of("tag:billing/refunds/hit@5"), tag_of("retrieval/hit@5")
+    ('billing/refunds', None)
+    """
+    return column[4:].rpartition("/")[0] if column.startswith("tag:") else None
+
+
+def question_tags(cells: pd.DataFrame) -> list[str]:
+    """The question tags of the cells' per-tag columns, sorted."""
+    return sorted({t for c in cells.columns if (t := tag_of(c)) is not None})
+
+
+def tag_columns(cells: pd.DataFrame, tag: str) -> tuple[str, ...]:
+    """The measure columns of questions tagged ``tag`` (its count ``n`` left out): exactly that
+    tag, never another that starts with it (``a`` is not ``a/b``)."""
+    return tuple(c for c in cells.columns if tag_of(c) == tag and not c.endswith("/n"))
+
+
 def _lower_is_better(column: str) -> bool:
     """Direction of a leaderboard column: ``section/name``, or ``tag:<tag>/name`` (a ranking measure)."""
-    m = measures.measure(f"retrieval/{column.split('/', 1)[1]}" if column.startswith("tag:") else column)
+    m = measures.measure(f"retrieval/{column.rpartition('/')[2]}" if column.startswith("tag:") else column)
     return m is not None and m.higher_is_better is False
 
 
@@ -133,6 +154,8 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.ke
 
 
 def _short(column: str) -> str:
+    if column.startswith("tag:"):
+        column = f"retrieval/{column.rpartition('/')[2]}"  # the table's heading names the tag
     section, _, name = column.partition("/")
     m = measures.measure(column)
     return (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
