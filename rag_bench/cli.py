@@ -122,7 +122,7 @@ def _run(args: list[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from rag_bench.runner.compose import in_hydra as compose_in_hydra
-    from rag_bench.runner.config import check_hydra_targets
+    from rag_bench.runner.config import check_group_overrides, check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
 
@@ -131,6 +131,7 @@ def _run(args: list[str]) -> int:
     sys.argv = ["rag-bench run", *args]
     try:
         check_hydra_targets(args)
+        check_group_overrides(args)
         with compose_in_hydra():
             hydra_main()
     except RagBenchError as exc:
@@ -177,7 +178,7 @@ def _chunks(argv: list[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from rag_bench.data.loader import load_dataset
-    from rag_bench.runner.config import CONF_DIR, build, register_configs
+    from rag_bench.runner.config import CONF_DIR, build, check_group_overrides, register_configs
 
     p = argparse.ArgumentParser(prog="rag-bench chunks", description="Chunk a dataset with one chunker config "
                                 "and print the chunks as JSON lines (stdout) and their stats (stderr).",
@@ -190,6 +191,7 @@ def _chunks(argv: list[str]) -> int:
     a = p.parse_args(argv)
     register_configs()
     try:
+        check_group_overrides(a.overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=a.overrides)
         chunker = build(cfg.chunker, "chunker", embedder=build(cfg.embedder, "embedder"))
@@ -387,7 +389,7 @@ def _evaluate(argv: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from rag_bench.runner.config import CONF_DIR, check_hydra_targets, register_configs
+    from rag_bench.runner.config import CONF_DIR, check_group_overrides, check_hydra_targets, register_configs
     from rag_bench.runner.main import evaluate_cell
     from rag_bench.tracking.mlflow_tracker import finish_all
 
@@ -421,6 +423,7 @@ def _evaluate(argv: list[str]) -> int:
     # here, as `run`'s callbacks close a sweep's -- FINISHED, or FAILED on any error.
     try:
         check_hydra_targets(overrides)
+        check_group_overrides(overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[*overrides, f"dataset.path={Path(a.dataset).resolve()}"])
         evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None, trec=Path(a.trec) if a.trec else None,
