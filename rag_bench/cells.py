@@ -331,6 +331,55 @@ def experiment_cells(experiment_dir: str | Path, *, records: bool = True) -> lis
     return [load_cell(p.parent, records=records) for p in sorted(root.glob("*/DONE"))]
 
 
+def one_dataset(cells: list[Cell], fingerprint: str | None = None) -> tuple[list[Cell], str]:
+    """The cells of one dataset version, and a notice when the list held several.
+
+    A table that ranks cells computed on different versions of a dataset (a question edited,
+    a document added: a new fingerprint, so new cells beside the old ones in the same experiment
+    folder) compares numbers that measure different things. ``fingerprint`` (a prefix suffices)
+    picks the version; by default it is the version of the cell finished last (its DONE is the
+    newest): after an edit and a re-run, the edited dataset's cells. The notice (empty when there
+    is one version) names every version with its number of cells and says how to see another one.
+    Cells written before fingerprints were recorded form a version of their own, ``unknown``.
+    """
+    def fp(c: Cell) -> str:
+        return c.dataset_fingerprint or "unknown"
+
+    def count(n: int) -> str:
+        return f"{n} cell{'' if n == 1 else 's'}"
+
+    versions: dict[str, list[Cell]] = {}
+    for c in cells:
+        versions.setdefault(fp(c), []).append(c)
+    if fingerprint is not None:
+        chosen = [v for v in versions if v.startswith(fingerprint)]
+        if len(chosen) != 1:
+            listing = ", ".join(f"{v} ({count(len(cs))})" for v, cs in versions.items())
+            raise DataError(Problem(str(cells[0].path.parent) if cells else "", 0, "--fingerprint",
+                                    f"{fingerprint!r} {'names several' if chosen else 'is not the'} dataset "
+                                    f"version{'s' if chosen else ''} of these cells", f"pass one of: {listing}"))
+        return versions[chosen[0]], ""
+    if len(versions) <= 1:
+        return cells, ""
+
+    def finished(c: Cell) -> float:
+        try:
+            return (c.path / "DONE").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    newest = fp(max(cells, key=finished))
+    others = [v for v in versions if v != newest]
+    listing = "; ".join(f"{v} ({count(len(versions[v]))}{', finished last: shown' if v == newest else ''})"
+                        for v in [newest, *others])
+    notice = (f"warning: {cells[0].path.parent} holds cells of {len(versions)} dataset versions (fingerprints: "
+              f"{listing}); their numbers are not comparable, so only the {count(len(versions[newest]))} of "
+              f"{newest} {'is' if len(versions[newest]) == 1 else 'are'} shown -- fix: pass --fingerprint {others[0]} "
+              "to see the other version, or delete the folders of the version you no longer need (or give each "
+              "version its own experiment.name)")
+    return versions[newest], notice
+
+
 def question_metrics(cell: Cell) -> list[str]:
     """Per-question metric columns present in the cell's records."""
     return [c for c in cell.records.columns if is_question_ranking_column(c)]

@@ -236,8 +236,13 @@ def _leaderboard(argv: list[str]) -> int:
                    "json (full precision, for scripts), markdown (for a pull request)")
     p.add_argument("--columns", help="comma-separated measures (section/name or name, e.g. ndcg@10,correct), or "
                    "'all'; default: the main measure of each stage")
+    p.add_argument("--fingerprint", help="dataset version (fingerprint or a prefix of it) whose cells are shown when "
+                   "the folder holds cells of several; default: the version of the cell finished last")
     a = p.parse_args(argv)
-    cells = load_cells(a.experiment_dir)
+    try:  # a cell that cannot be read (or an unknown --fingerprint): exit 2, as report and gate do
+        cells = load_cells(a.experiment_dir, fingerprint=a.fingerprint)
+    except RagBenchError as exc:
+        return _fail(exc)
     if cells.empty:
         return _fail(f"{a.experiment_dir}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
     if a.tag:
@@ -352,13 +357,16 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--pair", help="two swept axes for the interaction heatmap, e.g. chunker,retriever (default: the "
                    "two that move the metric most)")
     p.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
+    p.add_argument("--fingerprint", help="dataset version (fingerprint or a prefix of it) whose cells are reported "
+                   "when the folder holds cells of several; default: the version of the cell finished last")
     a = p.parse_args(argv)
     pair = tuple(x.strip() for x in a.pair.split(",")) if a.pair else None
     if pair is not None and len(pair) != 2:
         return _fail(f"--pair {a.pair!r}: give two axes separated by a comma, e.g. --pair chunker,retriever")
     try:
         index = render_report(a.experiment_dir, out_root=a.out, metric=a.metric, baseline=a.baseline,
-                              log_to_mlflow=not a.no_mlflow, top=a.top, pair=pair)  # type: ignore[arg-type]
+                              log_to_mlflow=not a.no_mlflow, top=a.top, pair=pair,  # type: ignore[arg-type]
+                              fingerprint=a.fingerprint)
     except RagBenchError as exc:
         return _fail(exc)
     print(f"report: {index}")

@@ -8,6 +8,7 @@ CSV, JSON or Markdown.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rag_bench import naming, spreadsheet
-from rag_bench.cells import experiment_cells
+from rag_bench.cells import experiment_cells, one_dataset
 from rag_bench.metrics import measures
 from rag_bench.stages import RETRIEVAL_STAGES
 
@@ -25,6 +26,7 @@ DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN)
 # ``--columns all``: every headline measure and the ANN latencies.
 ALL_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
 FORMATS = ("table", "csv", "json", "markdown")
+log = logging.getLogger(__name__)
 
 
 def _option_labels(nodes: list[dict]) -> list[str]:
@@ -42,14 +44,19 @@ def _option_labels(nodes: list[dict]) -> list[str]:
     return out
 
 
-def load_cells(experiment_dir: str | Path) -> pd.DataFrame:
-    """One row per DONE cell: ``label`` (its values on the varying parameters), identity columns
-    and every metric as ``section/metric`` (no rows when the folder does not exist: a sweep whose
-    every cell was refused)."""
+def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) -> pd.DataFrame:
+    """One row per DONE cell of one dataset version: ``label`` (its values on the varying
+    parameters), identity columns and every metric as ``section/metric`` (no rows when the folder
+    does not exist: a sweep whose every cell was refused).
+
+    Cells of another dataset version (``fingerprint``, else the one finished last; see
+    :func:`rag_bench.cells.one_dataset`) are left out with a warning naming every version."""
     if not Path(experiment_dir).is_dir():
         return pd.DataFrame()
     rows = []
-    cells = experiment_cells(experiment_dir, records=False)
+    cells, notice = one_dataset(experiment_cells(experiment_dir, records=False), fingerprint)
+    if notice:
+        log.warning(notice)
     for cell, label in zip(cells, naming.labels([c.config for c in cells], [c.cell_id for c in cells])):
         cfg, metrics = cell.config, cell.metrics
         row = {"label": label, "cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from rag_bench import naming
-from rag_bench.cells import Cell, experiment_cells, load_cell
+from rag_bench.cells import Cell, experiment_cells, load_cell, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
 from rag_bench.reporting import charts, drill, effects, page
@@ -71,13 +71,17 @@ def _drill(cell: Cell, **filters: str) -> str:
 
 def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = measures.PRIMARY.key,
                   baseline: str | Path | None = None, log_to_mlflow: bool = True, top: int = charts.TOP,
-                  pair: tuple[str, str] | None = None) -> Path:
+                  pair: tuple[str, str] | None = None, fingerprint: str | None = None) -> Path:
     """Write the report and return the path of its index.html.
 
     ``top``: cells drawn in per-cell charts; ``pair``: the two axes of the interaction heatmap
-    (default: the two that move ``metric`` most)."""
+    (default: the two that move ``metric`` most); ``fingerprint``: the dataset version reported
+    when the folder holds cells of several (default: the version of the cell finished last, with a
+    warning on the console and in the page; :func:`rag_bench.cells.one_dataset`)."""
     exp = Path(experiment_dir)
-    cells = experiment_cells(exp)
+    cells, notice = one_dataset(experiment_cells(exp), fingerprint)
+    if notice:
+        log.warning(notice)
     if not cells:
         raise DataError(Problem(str(exp), 0, "", "no finished cells (folders with DONE)",
                                 "run a sweep first: rag-bench run -m ..."))
@@ -135,7 +139,8 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
             f"{f' over the n={n} questions it is defined for' if n is not None else ''}; every aggregate with its "
             "95% bootstrap CI over questions.</p>"
             f"<p class='sub'>Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}. "
-            f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>")
+            f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>"
+            + (f"<p class='note'>{html.escape(notice.removeprefix('warning: '))}</p>" if notice else ""))
     links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
            f"</title><style>{page.CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
