@@ -11,10 +11,19 @@ OUTPUTS is a JSON-lines file, one line per question of the dataset::
      "refused": false,                                  # optional: the system declined to answer
      "latency_ms": 840.0}                               # optional: end-to-end latency of the question
 
-Each passage becomes a span of its document: given, or found by its text (exactly, else with
-whitespace runs matched loosely; the first occurrence, in document order for text-only
-passages). A passage that cannot be located stays in the ranking as an irrelevant placeholder,
-so later ranks keep their positions, and is counted (``counts.unlocated_passages``). The ranking
+Each passage becomes a span of its document: given (a ``text`` given beside a span must be that
+span's text, whitespace aside), or found by its text. A text is searched in tiers, each exactly
+and then with whitespace runs matched loosely before the next: the document the passage names,
+then the documents the asker may read (current before archived, corpus order), then the others.
+So a copy of a readable text in a forbidden document never turns it into an unauthorized
+retrieval, while a forbidden document's text is found where it really is -- under whatever
+``doc_id`` it claims -- and counted in ``security.unauthorized_retrievals``. Texts found outside
+the document they name are counted (``counts.passages_not_in_claimed_doc``). A passage that
+cannot be located stays in the ranking as an irrelevant placeholder, so later ranks keep their
+positions, and is counted (``counts.unlocated_passages``). Citations are positions in
+``retrieved`` counted from 1 (an integer in ``1..len(retrieved)``) or document ids; anything
+else -- 0, a negative, ``true``, ``1.0``, a position past the list, a document with no passage
+in the context -- is an invalid citation (``generation.invalid_citations``). The ranking
 is the file's order; scores are taken when given and non-increasing, else ``1/rank``. The
 context handed to the generator is rebuilt from the top ``pipeline.k`` passages exactly as for
 our own pipelines, so citations, faithfulness and answer measures mean the same thing. What
@@ -22,7 +31,8 @@ cannot be known from outputs alone is not reported: the ``chunking`` failure lab
 whole corpus's chunks), ANN figures, embedding cost.
 
 ``--trec RUN`` scores a TREC run instead: document ids (each document as one passage) or chunk
-ids of the configured chunker.
+ids of the configured chunker, read and ranked as ``score-run`` and trec_eval read and rank them
+(:func:`read_trec_run`).
 """
 
 from __future__ import annotations
@@ -38,10 +48,12 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl, read_text
+from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
 from rag_bench.embedding.base import EmbedStats
+from rag_bench.errors import Problem
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import REFUSAL
+from rag_bench.metrics import trec
 from rag_bench.records import Chunk, Dataset, Document, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 from rag_bench.runner import stages, summary
@@ -62,7 +74,7 @@ class SystemOutput:
     passages: tuple[tuple[str, int, int], ...]  # (doc_id, start, end); UNLOCATED spans are (UNLOCATED, i, i)
     scores: tuple[float, ...] | None
     answer: str | None
-    citations: tuple[int | str, ...]
+    citations: tuple[int | float | str, ...]  # as given: positions from 1 or doc ids; anything else is invalid
     refused: bool
     latency_ms: float | None
 
@@ -75,6 +87,7 @@ class Outputs:
     unlocated: int
     located_by_text: int
     has_answers: bool
+    not_in_claimed_doc: int = 0  # texts found outside the document their passage names
 
 
 def _finite(value: Any) -> bool:
@@ -87,19 +100,22 @@ def _finite(value: Any) -> bool:
         return False
 
 
-def _locate(text: str, docs: Sequence[Document]) -> tuple[str, int, int] | None:
-    for doc in docs:
-        i = doc.text.find(text)
-        if i >= 0:
-            return doc.doc_id, i, i + len(text)
+def _locate(text: str, tiers: Sequence[Sequence[Document]]) -> tuple[str, int, int] | None:
+    """The first occurrence of ``text`` in the first tier that holds it: exactly, else with
+    whitespace runs matched loosely, before the next tier is searched (so a loose match in a
+    document the asker may read beats an exact one in a document they may not)."""
     words = text.split()
-    if not words:
-        return None
-    loose = re.compile(r"\s+".join(re.escape(w) for w in words))
-    for doc in docs:
-        m = loose.search(doc.text)
-        if m:
-            return doc.doc_id, m.start(), m.end()
+    loose = re.compile(r"\s+".join(re.escape(w) for w in words)) if words else None
+    for tier in tiers:
+        for doc in tier:
+            i = doc.text.find(text)
+            if i >= 0:
+                return doc.doc_id, i, i + len(text)
+        if loose is not None:
+            for doc in tier:
+                m = loose.search(doc.text)
+                if m:
+                    return doc.doc_id, m.start(), m.end()
     return None
 
 
@@ -145,10 +161,11 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
     index, doc_index = id_index(known), id_index(dataset.documents)
     docs = list(dataset.documents.values())
     questions = {q.qid: q for q in dataset.questions}
-    order: dict[Any, list[Document]] = {}  # asker key -> the documents in the order text is searched
+    # asker key -> (the documents they may read, the others), each current before archived
+    order: dict[Any, tuple[list[Document], list[Document]]] = {}
     located: dict[tuple[str | None, str, Any], tuple[str, int, int] | None] = {}
     records: dict[str, SystemOutput] = {}
-    unlocated = by_text = 0
+    unlocated = by_text = elsewhere = 0
     answers = 0
     for lineno, obj in lines:
         for key in sorted(obj.keys() - _FIELDS):
@@ -201,25 +218,39 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
                             f"{doc_id!r} (length {size})", "give character offsets 0 <= start < end <= length")
                     bad = True
                     continue
+                if text is not None and (not isinstance(text, str)
+                                         or text.split() != dataset.documents[doc_id].text[start:end].split()):
+                    # Trust neither: the system may have shown the text while naming another span.
+                    log.add(path, lineno, f"{field}.text", f"is not the text of document {doc_id!r} at "
+                            f"[{start}, {end})", "give the span or the text alone, or the span's own text")
+                    bad = True
+                    continue
                 spans.append((doc_id, start, end))
             elif isinstance(text, str) and text.strip():
-                # The same text may be in several documents (a public and a staff copy, two versions):
-                # it is placed in one the asker may read, current before archived, and only failing
-                # those in another -- so a copy elsewhere never turns a passage the asker may read
-                # into an unauthorized retrieval, and a leaked one is still found where it is.
+                # The same text may be in several documents (a public and a staff copy, two versions),
+                # and a system may name a document that does not hold it: it is placed in the named
+                # document, else in one the asker may read, else in another (see _locate) -- so a copy
+                # elsewhere never turns a passage the asker may read into an unauthorized retrieval,
+                # and a forbidden text is found where it is, whatever document it claims.
                 asker = questions[qid].asker
-                akey = None if doc_id is not None or asker is None else asker.key
-                if doc_id is None and akey not in order:  # corpus order within each class (sorted is stable)
-                    order[akey] = sorted(docs, key=lambda d: (not d.readable_by(asker), d.archived))
+                akey = None if asker is None else asker.key
+                if akey not in order:  # corpus order within each class (sorted is stable)
+                    ranked = sorted(docs, key=lambda d: d.archived)
+                    order[akey] = ([d for d in ranked if d.readable_by(asker)],
+                                   [d for d in ranked if not d.readable_by(asker)])
                 where = (doc_id, text, akey)
                 if where not in located:  # the same passage recurs across questions: search once per asker
-                    located[where] = _locate(text, [dataset.documents[doc_id]] if doc_id is not None else order[akey])
+                    readable, forbidden = order[akey]
+                    located[where] = _locate(text, [
+                        [dataset.documents[doc_id]] if doc_id is not None else [],
+                        [d for d in readable if d.doc_id != doc_id], [d for d in forbidden if d.doc_id != doc_id]])
                 found = located[where]
                 if found is None:
                     unlocated += 1
                     spans.append((UNLOCATED, i, i))
                 else:
                     by_text += 1
+                    elsewhere += doc_id is not None and found[0] != doc_id
                     spans.append(found)
             else:
                 log.add(path, lineno, field, "a passage needs doc_id with start/end, or text",
@@ -233,9 +264,11 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         if answer is not None and not isinstance(answer, str):
             log.add(path, lineno, "answer", "must be a string", "or omit it for a retrieval-only system")
             bad = True
-        if not isinstance(citations, list) or not all(isinstance(c, str) or (isinstance(c, int) and
-                                                                            not isinstance(c, bool)) for c in citations):
-            log.add(path, lineno, "citations", "must be a list of passage numbers or document ids", "e.g. [1, 3]")
+        # Numbers that are no position (0, -1, true, 1.5) are invalid citations, counted by the
+        # replay -- never read as Python indexes; only other JSON values are a malformed line.
+        if not isinstance(citations, list) or not all(isinstance(c, (str, int, float)) for c in citations):
+            log.add(path, lineno, "citations", "must be a list of passage numbers (from 1) or document ids",
+                    "e.g. [1, 3]")
             bad = True
         if not isinstance(refused, bool):
             log.add(path, lineno, "refused", "must be true or false", "or omit it")
@@ -256,32 +289,31 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         log.add(path, 0, "answer", f"{answers} of {len(records)} lines have an answer",
                 "give every question an answer (or \"refused\": true), or none for a retrieval-only system")
     log.raise_if_any(f"{path}")
-    return Outputs(records, unlocated, by_text, answers > 0)
+    return Outputs(records, unlocated, by_text, answers > 0, elsewhere)
 
 
 def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outputs:
-    """A TREC run (``qid Q0 docno rank score tag``) over document ids or the chunk ids of ``chunks``."""
+    """A TREC run (``qid Q0 docno rank score tag``) over document ids or the chunk ids of ``chunks``.
+
+    Lines are read and ranked as ``score-run`` and trec_eval read and rank them (one reader,
+    :func:`rag_bench.metrics.trec.run_lines`: ``1_0`` is 1, as C's ``atof`` says; order: score
+    descending as C ``float``, ties by docno descending), so the cell's measures are the ones
+    ``score-run`` gives for the same run and qrels. Scores must also be finite as C ``float``.
+    """
     log = ProblemLog(path.parent)
     by_chunk = {c.chunk_id: (c.doc_id, c.start, c.end) for c in chunks}
     known = {q.qid for q in dataset.questions}
-    rows: dict[str, list[tuple[float, int, tuple[str, int, int]]]] = {}
-    for lineno, line in enumerate((read_text(path, log) or "").splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 6:
-            log.add(path, lineno, "", f"expected 6 columns, got {len(parts)}", "qid Q0 docno rank score tag")
-            continue
-        qid, _, docno, _, score, _ = parts
+    rows: dict[str, list[tuple[float, str, tuple[str, int, int]]]] = {}
+    problems: list[Problem] = []
+    for lineno, qid, docno, score in trec.run_lines(path, problems):
         if qid not in known:
             log.add(path, lineno, "qid", f"unknown question {qid!r}" + did_you_mean(qid, known), "use the dataset's ids")
             continue
-        try:
-            value = float(score)
-        except ValueError:
-            value = float("nan")
-        if not math.isfinite(value):
-            log.add(path, lineno, "score", f"not a finite number: {score[:40]!r}", "write a decimal score")
+        with np.errstate(over="ignore"):
+            held = float(np.float32(score))  # trec_eval holds scores as C float
+        if not math.isfinite(held):
+            log.add(path, lineno, "score", f"not a finite number: {score!r} (as trec_eval holds it, a C float)",
+                    "write a decimal score within +-3.4e38")
             continue
         if docno in dataset.documents:
             span = (docno, 0, len(dataset.documents[docno].text))
@@ -295,11 +327,15 @@ def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outp
             log.add(path, lineno, "docno", f"{docno!r} appears twice for query {qid!r}", "keep one line per "
                     "(query, docno), as trec_eval requires")
             continue
-        rows.setdefault(qid, []).append((value, lineno, span))
+        rows.setdefault(qid, []).append((held, docno, span))
+    for p in problems:
+        log.add(path, p.line, p.field, p.message, p.hint)
+    log.problems.sort(key=lambda p: p.line)
     log.raise_if_any(f"{path}")
     records = {}
     for q in dataset.questions:
-        ranked = sorted(rows.get(q.qid, []), key=lambda r: (-r[0], r[1]))  # score descending, file order on ties
+        got = rows.get(q.qid, [])
+        ranked = [got[i] for i in trec.trec_order([r[0] for r in got], [r[1] for r in got])]
         records[q.qid] = SystemOutput(q.qid, tuple(r[2] for r in ranked), tuple(r[0] for r in ranked), None, (),
                                       False, None)
     return Outputs(records, 0, 0, False)
@@ -356,16 +392,22 @@ class ReplayGenerator:
         """One generation per item (the items are the questions, in order)."""
         out = []
         for item, o in zip(items, self.outputs, strict=True):
-            numbers = []
+            numbers: list[int] = []
+            # A citation naming no context passage becomes a number past the context (one per
+            # distinct citation), which the answer contract counts as invalid.
+            past: dict[tuple[str, Any], int] = {}
+            beyond = len(item.passages) + len(o.passages)
             for c in o.citations:
-                if isinstance(c, int):
+                if isinstance(c, str):  # a document id: every context passage from that document
+                    held = [p.number for p in item.passages if p.doc_id == c]
+                elif type(c) is int and 1 <= c <= len(o.passages):
                     # The system's n-th retrieved passage -> the rebuilt context passage holding it
                     # (dedupe and the token budget renumber the context); outside it: invalid.
-                    d, s0, e0 = o.passages[c - 1] if 1 <= c <= len(o.passages) else ("", 0, 0)
-                    held = [p.number for p in item.passages if p.doc_id == d and p.start <= s0 and e0 <= p.end]
-                    numbers.append(held[0] if held else len(item.passages) + c)
-                else:  # a document id: every context passage from that document
-                    numbers.extend(p.number for p in item.passages if p.doc_id == c)
+                    d, s0, e0 = o.passages[c - 1]
+                    held = [p.number for p in item.passages if p.doc_id == d and p.start <= s0 and e0 <= p.end][:1]
+                else:  # 0, a negative, true, 1.0, past the list: no passage (never a Python index)
+                    held = []
+                numbers.extend(held or [past.setdefault((type(c).__name__, c), beyond + len(past) + 1)])
             text = REFUSAL if o.refused else (o.answer or "")
             raw = json.dumps({"answer": text, "sources": numbers})
             out.append(Generation(raw, seconds=(o.latency_ms or 0.0) / 1000, attempts=0))
@@ -433,7 +475,7 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         timings={}, ks=ks, k=k, index_name="external", judge_name=str(cfg.judge.name),
         n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
     metrics["counts"].update(unlocated_passages=outputs.unlocated, passages_located_by_text=outputs.located_by_text,
-                             duplicate_passages=duplicates)
+                             passages_not_in_claimed_doc=outputs.not_in_claimed_doc, duplicate_passages=duplicates)
     if any(o.latency_ms is not None for o in outputs.records.values()):
         metrics["latency"]["system_p50_ms"] = metrics["latency"].pop("retrieve_p50_ms")
         metrics["latency"]["system_p95_ms"] = metrics["latency"].pop("retrieve_p95_ms")

@@ -69,6 +69,10 @@ def test_prompt_layout():
     ("The answer is 14 days.", "", (), 0, False, "not JSON"),
     ('{"text": "14 days"}', "", (), 0, False, "lacks a string 'answer'"),
     ('{"answer": "x", "sources": ["1"]}', "", (), 0, False, "not a list of integers"),
+    # Positions count from 1: 0 and negatives are never Python indexes into the passages.
+    ('{"answer": "Yes [0]", "sources": [-1, -3, 0]}', "Yes [0]", (), 3, False, None),
+    ('{"answer": "x", "sources": [true]}', "", (), 0, False, "not a list of integers"),
+    ('{"answer": "x", "sources": [1.0]}', "", (), 0, False, "not a list of integers"),
     ('["answer"]', "", (), 0, False, "lacks a string 'answer'"),
 ])
 def test_parse_answer(raw, text, cites, invalid, refused, error):
