@@ -58,3 +58,8 @@ class EndpointError(RagBenchError):
 
 class OutputError(RagBenchError):
     """Results cannot be written (disk full, permissions); nothing partial is kept."""
+
+
+class ComponentError(RagBenchError):
+    """A component (built-in or plugin) returned output that breaks its stage's contract
+    (:mod:`rag_bench.runner.contracts`); the cell is refused and nothing of it is written."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from rag_bench.data.beir import is_beir, load_beir
 from rag_bench.data.files import dataset_files
 from rag_bench.data.native import load_documents, load_questions, read_manifest
 from rag_bench.data.problems import ProblemLog
+from rag_bench.digests import file_digest
 from rag_bench.errors import DataError, Problem
 from rag_bench.records import Dataset
 
@@ -21,33 +21,8 @@ def fingerprint(root: Path, files: list[Path] | None = None) -> str:
     for path in sorted(files if files is not None else (p for p in root.rglob("*") if p.is_file())):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
-        h.update(_digest(path))
+        h.update(file_digest(path))
     return h.hexdigest()[:16]
-
-
-SETTLED_NS = 2_000_000_000  # a file unchanged for this long has its digest kept
-_DIGESTS: dict[str, tuple[tuple[int, ...], bytes]] = {}
-_DIGESTS_KEPT = 200_000
-
-
-def _digest(path: Path) -> bytes:
-    """sha256 of a file's bytes. Every cell of a sweep loads its dataset again (an edit between
-    cells is seen), and re-reading every file took ~3 ms a cell on the demo set, more on a large
-    corpus: a digest is kept per path with the file's device, inode, size, mtime and ctime (ctime
-    cannot be set back, so an edit that keeps size and mtime still changes the key), and only
-    for a file last changed over 2 s before it was looked at, so an edit within one timestamp
-    tick of the read is never hidden (git's "racy" rule)."""
-    st = path.stat()
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    kept = _DIGESTS.get(str(path))
-    if kept is not None and kept[0] == key:
-        return kept[1]
-    digest = hashlib.sha256(path.read_bytes()).digest()
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
-        if len(_DIGESTS) >= _DIGESTS_KEPT:
-            _DIGESTS.clear()
-        _DIGESTS[str(path)] = (key, digest)
-    return digest
 
 
 def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:

@@ -253,8 +253,11 @@ def ensure_onnx(model_path: str, weights: str, settings: OnnxSettings, cache_dir
     """The cached ONNX file for these weights and settings, exported (under a lock) if missing or corrupt.
 
     Each folder holds ``model.onnx``, ``tokenizer.json``, ``pipeline.json``, ``settings.json`` and
-    ``model.onnx.sha256`` (written last: a folder without it is incomplete). int8 files are
-    quantised from the cached fp32 export.
+    ``model.onnx.sha256``, the checksum of every one of those four files (``sha256sum``'s layout;
+    written last: a folder without it is incomplete). Every file is checked on each use: a
+    tokenizer or pipeline description damaged or edited in the cache changes what the encoder
+    computes as surely as the model does, so any mismatch exports the folder again. int8 files are
+    quantised from the cached (and so checked) fp32 export.
     """
     key = {"weights": weights, **settings.describe(), "export_version": EXPORT_VERSION, "opset": OPSET,
            **runtime_versions()}
@@ -263,10 +266,10 @@ def ensure_onnx(model_path: str, weights: str, settings: OnnxSettings, cache_dir
     model, digest_file = folder / "model.onnx", folder / "model.onnx.sha256"
     with file_lock(cache_dir / "onnx" / f".{folder.name}.lock"):
         if digest_file.is_file() and all((folder / f).is_file() for f in _FILES):
-            digest = file_sha256(model)
-            if digest == digest_file.read_text().strip():
-                return OnnxFile(model, digest, exported=False)
-            log.warning("embedder: cached ONNX file %s does not match its checksum; exporting it again", model)
+            sums = {name: file_sha256(folder / name) for name in _FILES}
+            if _manifest(sums) == digest_file.read_text():
+                return OnnxFile(model, sums["model.onnx"], exported=False)
+            log.warning("embedder: cached ONNX export %s does not match its checksums; exporting it again", folder)
         folder.mkdir(parents=True, exist_ok=True)
         digest_file.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}-") as tmp:
@@ -281,14 +284,19 @@ def ensure_onnx(model_path: str, weights: str, settings: OnnxSettings, cache_dir
                 for name in ("tokenizer.json", "pipeline.json"):
                     (out / name).write_bytes((fp32.path.parent / name).read_bytes())
             (out / "settings.json").write_text(json.dumps(key, indent=1, sort_keys=True))
-            digest = file_sha256(out / "model.onnx")
+            sums = {name: file_sha256(out / name) for name in _FILES}
             for name in _FILES:
                 os.replace(out / name, folder / name)
-        digest_file.write_text(digest + "\n")
-    return OnnxFile(model, digest, exported=True)
+        digest_file.write_text(_manifest(sums))
+    return OnnxFile(model, sums["model.onnx"], exported=True)
 
 
 _FILES = ("model.onnx", "tokenizer.json", "pipeline.json", "settings.json")
+
+
+def _manifest(sums: dict[str, str]) -> str:
+    """The checksum file of an export folder: ``<sha256>  <name>`` per file, as sha256sum writes."""
+    return "".join(f"{sums[name]}  {name}\n" for name in _FILES)
 
 
 class OnnxEncoder:

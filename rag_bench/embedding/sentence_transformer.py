@@ -31,6 +31,7 @@ import numpy as np
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.embedding.onnx_backend import QUANTIZE_CHOICES, OnnxEncoder, Quantize, load_encoder
+from rag_bench.digests import SETTLED_NS
 from rag_bench.errors import ConfigError
 from rag_bench.memo import sharing_enabled as memo_enabled
 from rag_bench.storage import get_or_compute
@@ -56,27 +57,45 @@ def resolve_model(model: str) -> str:
     return str(path.resolve()) if path.exists() else model
 
 
-@lru_cache(maxsize=8)
+# weights_hash results by folder: (stat signature of every file, hash). Kept only once every file
+# has settled (rag_bench.digests.SETTLED_NS), so a folder edited in place is hashed again.
+_WEIGHTS: dict[str, tuple[tuple[Any, ...], str]] = {}
+
+
 def weights_hash(path: str) -> str:
     """sha256 over a model folder's files (names, sizes and bytes): the model's identity.
 
-    A hub id (no local folder) is identified by its name alone.
+    A hub id (no local folder) is identified by its name alone. Kept per process while no file of
+    the folder changes (device, inode, size, mtime, ctime of each), so an edit in place -- a new
+    checkpoint copied over the old one -- gives a new identity, in a new process or this one.
     """
     root = Path(path)
     if not root.is_dir():
         return "hub:" + path
+    files = sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts)
+    stats = [f.stat() for f in files]
+    signature = tuple((f.relative_to(root).as_posix(), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                       st.st_ctime_ns) for f, st in zip(files, stats))
+    kept = _WEIGHTS.get(path)
+    if kept is not None and kept[0] == signature:
+        return kept[1]
     h = hashlib.sha256()
-    for f in sorted(p for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts):
+    for f in files:
         h.update(f.relative_to(root).as_posix().encode() + b"\0")
         with open(f, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-    return h.hexdigest()[:16]
+    digest = h.hexdigest()[:16]
+    newest = max((max(st.st_mtime_ns, st.st_ctime_ns) for st in stats), default=0)
+    if time.time_ns() - newest > SETTLED_NS:
+        _WEIGHTS[path] = (signature, digest)
+    return digest
 
 
 @lru_cache(maxsize=4)
-def load_model(path: str, device: str) -> Any:
-    """Load (once per process) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set.
+def load_model(path: str, device: str, weights: str = "") -> Any:
+    """Load (once per process and ``weights``, the folder's :func:`weights_hash`: a folder edited in
+    place is loaded again) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set.
 
     Offline is also passed as ``local_files_only``: huggingface_hub reads HF_HUB_OFFLINE once, when
     it is imported, so in a process that imported it before this point (ragas, datasets and
@@ -178,7 +197,7 @@ class SentenceTransformerEmbedder:
     @property
     def model(self) -> Any:
         """The loaded SentenceTransformer (shared by every embedder of the process)."""
-        return load_model(self.model_path, self.device)
+        return load_model(self.model_path, self.device, weights_hash(self.model_path))
 
     @property
     def encoder(self) -> OnnxEncoder:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from rag_bench import memo
+from rag_bench.digests import module_digest
 from rag_bench.generation.prompt import Prompt
 from rag_bench.records import Passage
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
@@ -67,18 +68,35 @@ def identity_text(identity: dict[str, Any]) -> str:
     return json.dumps(identity, sort_keys=True, default=str)
 
 
+def generator_identity(generator: Any) -> str:
+    """What the generation cache keys ``generator``'s outputs by: its declared ``identity`` and,
+    for a class outside rag_bench (a plugin), its qualified name and a digest of its source --
+    two plugins that declare the same identity, or one plugin edited, never share answers."""
+    text = identity_text(generator.identity)
+    cls = type(generator)
+    if not cls.__module__.startswith("rag_bench."):
+        text += f"\0{cls.__module__}.{cls.__qualname__}@{module_digest(cls.__module__)}"
+    return text
+
+
 def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir: str | Path | None = None,
-                    use_cache: bool = True) -> list[Generation]:
-    """Serve what the cache has, generate the rest once per distinct prompt, store successes."""
+                    use_cache: bool = True,
+                    check: Callable[[Any, int], list[Generation]] | None = None) -> list[Generation]:
+    """Serve what the cache has, generate the rest once per distinct prompt, store successes.
+    ``check(outputs, count)`` validates what the generator returned before anything is stored."""
+    def call(batch: Sequence[GenerationInput]) -> list[Generation]:
+        out = generator.generate(batch)
+        return check(out, len(batch)) if check is not None else list(out)
+
     if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
-        return list(generator.generate(items))
+        return call(items)
     cache = GenerationCache(Path(cache_dir or default_cache_dir()) / "generations.sqlite")
-    identity = identity_text(generator.identity)
+    identity = generator_identity(generator)
     keys = [cache_key(identity, it.prompt) for it in items]
     first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each distinct prompt's first item
 
     def generate(todo: list[str]) -> Iterable[tuple[str, Generation]]:
-        return zip(todo, generator.generate([items[first[k]] for k in todo]))
+        return zip(todo, call([items[first[k]] for k in todo]))
 
     got = get_or_compute(cache, keys, compute=generate, encode=_encode, decode=_decode,
                          keep=lambda g: g.error is None)

@@ -153,6 +153,10 @@ THRESHOLD = (
 SECURITY = (
     _m("unauthorized_retrievals", "security", "retrieved chunks the asker may not read (must be 0)", up=False,
        agg="sum"),
+    _m("unauthorized_from_retriever", "security", "chunks the retriever returned that the asker may not read "
+       "(dropped before the context; must be 0)", up=False, agg="sum"),
+    _m("unauthorized_from_reranker", "security", "chunks left by the reranking stage that the asker may not read "
+       "(dropped before the context; must be 0)", up=False, agg="sum"),
     _m("stale_retrievals", "security", "retrieved chunks of archived documents", up=False, agg="sum"),
 )
 ANN = (

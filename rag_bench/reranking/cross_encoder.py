@@ -43,7 +43,8 @@ def _pair_key(ident: str, question: str, text: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def _load(path: str, device: str, max_length: int | None) -> Any:
+def _load(path: str, device: str, max_length: int | None, weights: str = "") -> Any:
+    # ``weights``: the folder's weights_hash, so a folder edited in place is loaded again.
     # Offline unless HF_HUB_OFFLINE=0, also passed as local_files_only: huggingface_hub reads the
     # variable once, at import, so a process that imported it first would retry an unreachable hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -92,7 +93,7 @@ class CrossEncoderReranker:
         todo = [k for k in dict.fromkeys(keys) if k not in known]
 
         def predict(missing: list[str]) -> Iterable[tuple[str, float]]:
-            model = _load(self.path, self.device, self.max_length)
+            model = _load(self.path, self.device, self.max_length, weights_hash(self.path))
             values = model.predict([pairs[k] for k in missing], batch_size=self.batch_size,
                                    show_progress_bar=False, convert_to_numpy=True)
             self.pairs_scored += len(missing)

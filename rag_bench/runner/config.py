@@ -26,6 +26,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from rag_bench.digests import path_digest, source_digest
 from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.metrics.generation import ANSWER_MATCH_MODES
 from rag_bench.stages import COMPONENT_GROUPS, missing_methods
@@ -421,7 +422,39 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}
     data["dataset"]["fingerprint"] = dataset_fingerprint
+    provenance = component_provenance(data)
+    if provenance:  # only then: the ids of cells of built-in, packaged components stay what they were
+        data["provenance"] = provenance
     return data
+
+
+# Keys of a stage's config that may name a local model file or folder.
+MODEL_KEYS = ("model", "model_path")
+
+
+def component_provenance(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What each component really is, beyond its config, for the cell id: a plugin's (a
+    ``_target_`` outside rag_bench) source digest and a local model file or folder's content
+    digest. A plugin or a model folder edited in place then makes new cells instead of
+    resuming the old numbers. Empty for built-in components with packaged models or hub ids."""
+    out: dict[str, dict[str, str]] = {}
+    for group in COMPONENT_GROUPS:
+        node = config.get(group)
+        if not isinstance(node, dict):
+            continue
+        entry: dict[str, str] = {}
+        target = node.get("_target_")
+        if isinstance(target, str) and target and not target.startswith("rag_bench."):
+            entry["source"] = source_digest(target)
+        for key in MODEL_KEYS:
+            value = node.get(key)
+            if isinstance(value, str) and value:
+                path = Path(value).expanduser()
+                if path.exists():
+                    entry[key] = path_digest(path)
+        if entry:
+            out[group] = entry
+    return out
 
 
 def cell_id(cfg: DictConfig, dataset_fingerprint: str) -> str:

@@ -253,7 +253,17 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
         gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
                        for m in measures.CONSOLE_GENERATION)
         line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
+    leaked = metrics.get("security", {}).get("unauthorized_retrievals", 0)
+    if leaked:
+        line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")
     return line
+
+
+def red(text: str) -> str:
+    """``text`` in red on a terminal (not when NO_COLOR is set, nor in a file or pipe)."""
+    if os.environ.get("NO_COLOR") or not sys.stderr.isatty():
+        return text
+    return f"\033[31m{text}\033[0m"
 
 
 def _fmt(v: float | None) -> str:

@@ -17,7 +17,8 @@ from rag_bench import memo
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
-from rag_bench.runner import stages, summary
+from rag_bench.reranking.base import check_depth
+from rag_bench.runner import contracts, stages, summary
 from rag_bench.runner.config import UNITS, build, wants
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import capability, is_null
@@ -35,15 +36,17 @@ def _usage(embedder: Any) -> EmbedStats:
 def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWork) -> CellResult:
     """Run every stage of the cell ``cfg`` on ``dataset`` and score it."""
     # One embedder object per config and process: its model stays loaded across cells.
-    embedder = work.get_or("embedders", _key(cfg.embedder), lambda: build(cfg.embedder, "embedder"))
+    # Its outputs are checked at the boundary (finite, one row per text, one width).
+    embedder = work.get_or("embedders", _key(cfg.embedder),
+                           lambda: contracts.CheckedEmbedder(build(cfg.embedder, "embedder")))
     before = _usage(embedder)
     questions = list(dataset.questions)
     ks, k = sorted(set(cfg.eval.ks)), int(cfg.pipeline.k)
 
     chunk_key = [dataset.fingerprint, cfg.chunker] + ([cfg.embedder] if wants(cfg.chunker, "chunker", "embedder")
                                                       else [])
-    chunked = stages.chunk(dataset=dataset, key=_key(*chunk_key), work=work, make=lambda: build(
-        cfg.chunker, "chunker", embedder=embedder).chunk(list(dataset.documents.values())))
+    chunked = stages.chunk(dataset=dataset, key=_key(*chunk_key), work=work,
+                           make=lambda: build(cfg.chunker, "chunker", embedder=embedder))
 
     include_archived = bool(cfg.pipeline.include_archived)
     uses = [cfg[g] for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)]
@@ -54,7 +57,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
                            shared=work))
 
     reranker = build(cfg.reranker, "reranker", embedder=embedder)
-    depth = max(ks + [k] + ([] if is_null(reranker) else [reranker.depth]))
+    depth = max(ks + [k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
     # over dataset.split shares the index but never the rankings.
     questions_key = memo.key(dataset.fingerprint, str(cfg.dataset.split))

@@ -48,6 +48,9 @@ class Retrieved:
     latency_ms: list[float]
     depth: int
     key: str
+    # Per question: chunks the retriever returned that the asker may not read (dropped from
+    # ``rankings``; empty = none counted, as for an external system's passages).
+    unauthorized: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Reranked:
     latency_ms: list[float] = field(default_factory=list)  # empty: no reranker
     prefetch_s: float | None = None
     key: str | None = None  # shared-work key of the final rankings (None: not shared)
+    unauthorized: list[int] = field(default_factory=list)  # per question, dropped after reranking
 
 
 @dataclass(frozen=True)

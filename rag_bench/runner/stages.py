@@ -24,7 +24,7 @@ from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
 from rag_bench.generation.prompt import build_prompt
-from rag_bench.judging.base import Judge, JudgeSample
+from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
 from rag_bench.metrics.generation import (
     AnswerMatch,
@@ -37,6 +37,8 @@ from rag_bench.metrics.generation import (
 from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
+from rag_bench.runner import contracts
+from rag_bench.runner.contracts import component_name
 from rag_bench.runner.labels import final_label
 from rag_bench.runner.results import (
     Chunked,
@@ -52,10 +54,16 @@ from rag_bench.runner.scoring import RankedScores, at_k, score_ranked
 from rag_bench.stages import capability, is_null
 
 
-def chunk(*, dataset: Dataset, key: str, make: Callable[[], list[Chunk]], work: SharedWork) -> Chunked:
-    """Every chunk of the corpus, made by ``make`` once per ``key`` (dataset + chunker config)."""
+def chunk(*, dataset: Dataset, key: str, make: Callable[[], Any], work: SharedWork) -> Chunked:
+    """Every chunk of the corpus, by the chunker ``make`` builds, once per ``key`` (dataset +
+    chunker config); checked against the documents (:func:`~rag_bench.runner.contracts.check_chunks`)."""
+    def run() -> list[Chunk]:
+        chunker = make()
+        return contracts.check_chunks(chunker.chunk(list(dataset.documents.values())), dataset.documents,
+                                      component=component_name(chunker))
+
     t0 = time.perf_counter()
-    chunks = work.get_or("chunks", key, make)
+    chunks = work.get_or("chunks", key, run)
     return Chunked(chunks, time.perf_counter() - t0)
 
 
@@ -79,19 +87,31 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
              questions_key: str = "") -> Retrieved:
     """Top-``depth`` rankings, one question at a time (so each latency is one query's), once per
     index, depth and question set (``questions_key``: what determines ``questions`` beyond the
-    index, e.g. the dataset split -- one corpus, two splits, two sets of rankings)."""
-    def run() -> tuple[list[Ranking], list[float]]:
+    index, e.g. the dataset split -- one corpus, two splits, two sets of rankings).
+
+    Each ranking is checked (:func:`~rag_bench.runner.contracts.check_ranking`) and the asker's
+    access enforced again: chunks the retriever returned that the asker may not read are dropped
+    here and counted (``Retrieved.unauthorized``)."""
+    name = component_name(indexed.retriever)
+    n = len(indexed.searchable)
+
+    def run() -> tuple[list[Ranking], list[float], list[int]]:
         per_q: list[float] = []
         out: list[Ranking] = []
+        dropped: list[int] = []
         for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
             t = time.perf_counter()
-            out.extend(indexed.retriever.search([q], depth, indexed.access))
+            got = indexed.retriever.search([q], depth, indexed.access)
             per_q.append((time.perf_counter() - t) * 1000)
-        return out, per_q
+            ranking, lost = contracts.enforce_access(
+                contracts.check_ranking(got, q, n=n, depth=depth, component=name), q, indexed.access)
+            out.append(ranking)
+            dropped.append(lost)
+        return out, per_q, dropped
 
     key = memo.key(indexed.key, depth, questions_key)
-    rankings, latency = work.get_or("rankings", key, run)
-    return Retrieved(rankings, latency, depth, key)
+    rankings, latency, unauthorized = work.get_or("rankings", key, run)
+    return Retrieved(rankings, latency, depth, key, unauthorized)
 
 
 def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Indexed,
@@ -101,23 +121,29 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
     if is_null(reranker):
         return Reranked(retrieved.rankings, key=retrieved.key)
     searchable = indexed.searchable
+    name = component_name(reranker)
 
-    def run() -> tuple[list[Ranking], list[float], float]:
+    def run() -> tuple[list[Ranking], list[float], float, list[int]]:
         shortlists = [[searchable[i] for i in r.indices[: reranker.depth]] for r in retrieved.rankings]
         t = time.perf_counter()
         capability(reranker, "reranker", "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
         prefetch_s = time.perf_counter() - t
-        reranked, ms = [], []
+        reranked, ms, dropped = [], [], []
         for q, r, shortlist in zip(questions, retrieved.rankings, shortlists):
             t = time.perf_counter()
-            (scores,) = reranker.scores([q], [shortlist])
-            reranked.append(apply_rerank(r, scores))
+            got = reranker.scores([q], [shortlist])
             ms.append((time.perf_counter() - t) * 1000)
-        return reranked, ms, prefetch_s
+            scores = contracts.check_rerank_scores(got, q, len(shortlist), component=name)
+            # A reranker only reorders the shortlist it was given; access is enforced again all
+            # the same (defence in depth: nothing after this stage trusts the one before it).
+            ranking, lost = contracts.enforce_access(apply_rerank(r, scores), q, indexed.access)
+            reranked.append(ranking)
+            dropped.append(lost)
+        return reranked, ms, prefetch_s, dropped
 
     reranked_key = memo.key(retrieved.key, key)
-    rankings, ms, prefetch_s = work.get_or("reranked", reranked_key, run)
-    return Reranked(rankings, ms, prefetch_s, reranked_key)
+    rankings, ms, prefetch_s, unauthorized = work.get_or("reranked", reranked_key, run)
+    return Reranked(rankings, ms, prefetch_s, reranked_key, unauthorized)
 
 
 def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork,
@@ -154,6 +180,17 @@ def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, 
     frame = at_k(base, questions=questions, chunks=searchable, rankings=reranked.rankings, k=k,
                  min_coverage=min_coverage, attribute_chunking=attribute_chunking)
     frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
+    # Security per stage: what each component returned that the asker may not read (dropped
+    # before anything downstream saw it); unauthorized_retrievals counts those as well as any
+    # unreadable chunk left in the final ranking (an external system's passages).
+    n = len(questions)
+    from_retriever = np.asarray(retrieved.unauthorized or [0] * n, np.int64)
+    from_reranker = np.asarray(reranked.unauthorized or [0] * n, np.int64)
+    if from_retriever.any() or from_reranker.any():
+        frame = frame.assign(unauthorized_retrievals=frame["unauthorized_retrievals"].to_numpy(np.int64)
+                             + from_retriever + from_reranker)
+    frame.insert(frame.columns.get_loc("unauthorized_retrievals") + 1, "unauthorized_from_retriever", from_retriever)
+    frame.insert(frame.columns.get_loc("unauthorized_from_retriever") + 1, "unauthorized_from_reranker", from_reranker)
     return Scored(frame, base.qrels, tuple(units))
 
 
@@ -169,7 +206,9 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
                                  expand_parents=expand_parents, token_budget=token_budget)
         items.append(GenerationInput(q.question, tuple(passages), build_prompt(q.question, passages)))
     t0 = time.perf_counter()
-    gens = generate_cached(generator, items)
+    name = component_name(generator)
+    gens = generate_cached(generator, items,
+                           check=lambda out, count: contracts.check_generations(out, count, component=name))
     wall = time.perf_counter() - t0
     answers = [Answer("", error=g.error, raw=g.raw) if g.error else parse_answer(g.raw, len(it.passages))
                for g, it in zip(gens, items)]
@@ -220,6 +259,12 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
         samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts), q.reference) if answered
                        else None)
     results = judge.judge(samples)
+    name = component_name(judge)
+    if not isinstance(results, list) or len(results) != len(samples) \
+            or not all(isinstance(r, JudgeResult) for r in results):
+        raise contracts.judge_shape_error(results, len(samples), component=name)
+    for n, r in enumerate(results):
+        contracts.check_judge_scores(r.scores, component=name, item=n)
     columns: dict[str, list[Any]] = {
         f"judge_{m}": [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
         for m in judge.metrics}

@@ -195,6 +195,14 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int) -> lis
     retrieval that matched nothing, answers all wrong although the evidence reached the context,
     measures averaged over no question."""
     out = []
+    security = metrics.get("security", {})
+    for stage in ("retriever", "reranker"):
+        dropped = security.get(f"unauthorized_from_{stage}", 0)
+        if dropped:
+            out.append(f"SECURITY: the {stage} returned {dropped} chunk(s) the asker may not read; they were dropped "
+                       "before the context, the generator and every file of the cell -- fix: the "
+                       f"{stage} must apply the access filter it is given (security.unauthorized_retrievals fails "
+                       "the release policy)")
     top = np.array([s[0] if len(s) else np.nan for s in frame["scores"]], dtype=float)
     zero = int(np.sum(top == 0))
     if zero:

@@ -222,6 +222,7 @@ def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path
     import time
     from pathlib import Path
 
+    from rag_bench import digests
     from rag_bench.data import loader
 
     f = tmp_path / "doc.md"
@@ -233,7 +234,7 @@ def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
     with monkeypatch.context() as m:
         real_ns = time.time_ns
-        m.setattr(loader.time, "time_ns", lambda: real_ns() + 2 * loader.SETTLED_NS)  # as if 4 s later
+        m.setattr(digests.time, "time_ns", lambda: real_ns() + 2 * digests.SETTLED_NS)  # as if 4 s later
         first = loader.fingerprint(tmp_path)
         assert loader.fingerprint(tmp_path) == first and len(reads) == 1  # kept: read once
         time.sleep(0.05)  # the edit below lands in a later tick of the file system's clock

@@ -169,6 +169,25 @@ def test_corrupt_export_is_redone(tiny_model, tmp_path, fresh_encoders):
     assert again.exported and again.sha256 == first.sha256  # the export is deterministic
 
 
+@pytest.mark.parametrize("name, damage", [
+    ("pipeline.json", lambda t: t.replace('"normalize": true', '"normalize": false')),  # poisoned: other numbers
+    ("tokenizer.json", lambda t: t[: len(t) // 2]),  # damaged: would not load
+])
+def test_every_file_of_an_export_is_checked_and_a_mismatch_exported_again(tiny_model, tmp_path, fresh_encoders,
+                                                                           name, damage):
+    weights = weights_hash(tiny_model)
+    first = ensure_onnx(tiny_model, weights, OnnxSettings("none"), tmp_path)
+    want = onnx_backend.OnnxEncoder(first.path.parent).encode(TEXTS[:3], batch_size=2)
+    target = first.path.parent / name
+    text = target.read_text(encoding="utf-8")
+    assert damage(text) != text
+    target.write_text(damage(text), encoding="utf-8")
+    again = ensure_onnx(tiny_model, weights, OnnxSettings("none"), tmp_path)
+    assert again.exported and target.read_text(encoding="utf-8") == text  # exported again, same bytes
+    got = onnx_backend.OnnxEncoder(again.path.parent).encode(TEXTS[:3], batch_size=2)
+    assert np.allclose(got, want, atol=1e-6)
+
+
 def test_cache_keys_differ_between_backends_and_settings(tiny_model, shared_cache, fresh_encoders):
     def emb(**kw):
         return SentenceTransformerEmbedder(model=tiny_model, cache_dir=str(shared_cache), **kw)

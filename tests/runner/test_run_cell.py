@@ -38,7 +38,8 @@ def test_cell_folder_layout(tmp_path):
     assert metrics["n"]["retrieval/hit@5"] == 4
     lo, hi = metrics["ci"]["retrieval/ndcg@10"]
     assert lo <= metrics["retrieval"]["ndcg@10"] <= hi
-    assert metrics["security"] == {"unauthorized_retrievals": 0, "stale_retrievals": 0}
+    assert metrics["security"] == {"unauthorized_retrievals": 0, "unauthorized_from_retriever": 0,
+                                   "unauthorized_from_reranker": 0, "stale_retrievals": 0}
     assert sum(metrics["failures"].values()) == 4 and set(metrics["failures"]) == set(RETRIEVAL_LABELS)
     records = pd.read_parquet(cell / "records.parquet")
     assert len(records) == 6 and {"qid", "chunk_ids", "scores", "relevant", "failure", "hit@5",
@@ -129,7 +130,8 @@ def test_unwritable_output_is_a_config_error(tmp_path):
 def test_demo_cells_never_leak_or_go_stale(tmp_path, chunker):
     cell = run(tmp_path, f"chunker={chunker}", dataset=None)
     metrics = json.loads((cell / "metrics.json").read_text())
-    assert metrics["security"] == {"unauthorized_retrievals": 0, "stale_retrievals": 0}
+    assert metrics["security"] == {"unauthorized_retrievals": 0, "unauthorized_from_retriever": 0,
+                                   "unauthorized_from_reranker": 0, "stale_retrievals": 0}
     assert metrics["counts"]["evaluated"] >= 45
     assert metrics["retrieval"]["hit@10"] > 0.6
 

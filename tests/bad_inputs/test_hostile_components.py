@@ -1,0 +1,225 @@
+"""Hostile components through the real command line: a plugin chunker, retriever, reranker,
+generator or judge that breaks its stage's contract is refused with exit 2, naming the component,
+the document or question and the rule, and nothing is left behind; a retriever that ignores the
+access filter has what it leaked dropped before the context and counted, and the release gate
+fails on it. The plugins are in ``tests/bad_inputs/hostile_plugins`` (issue 25, items 1-4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rag_bench.cli import main as cli
+from rag_bench.data.loader import load_dataset
+from tests.bad_inputs.test_bad_inputs import nothing_left
+from tests.conftest import REPO, TINY
+
+PLUGINS = "hydra.searchpath=[pkg://tests.bad_inputs.hostile_plugins.conf]"
+STAFF_DOC = "security"
+
+
+def run(out: Path, *overrides: str) -> int:
+    return cli(["run", PLUGINS, f"dataset.path={TINY}", f"output.root={out}", "tracking=none",
+                "experiment.name=hostile", *overrides])
+
+
+def staff_lines() -> list[str]:
+    """Distinctive lines of the staff-only document (what must never reach a customer's artifacts)."""
+    text = load_dataset(TINY).documents[STAFF_DOC].text
+    return [ln.strip() for ln in text.splitlines() if len(ln.strip()) > 20 and not ln.startswith("#")]
+
+
+# (id, overrides, needles in stderr): every one exits 2 and leaves nothing behind.
+REFUSED = [
+    ("chunk-foreign-text", ["chunker=hostile", "chunker.mode=foreign_text"],
+     ["HostileChunker", "billing#leak", "not the document's text"]),
+    ("chunk-smuggled-prefix", ["chunker=hostile", "chunker.mode=smuggled_prefix"],
+     ["HostileChunker", "billing#leak", "is not the heading path"]),
+    ("chunk-unknown-doc", ["chunker=hostile", "chunker.mode=unknown_doc"],
+     ["'ghost'", "not in the corpus"]),
+    ("chunk-not-a-chunk", ["chunker=hostile", "chunker.mode=not_a_chunk"],
+     ["is a dict, not a rag_bench.records.Chunk"]),
+    ("chunk-span-outside", ["chunker=hostile", "chunker.mode=span_outside"],
+     ["billing#far", "is not inside the document"]),
+    ("chunk-negative-start", ["chunker=hostile", "chunker.mode=negative_start"],
+     ["billing#neg", "is not inside the document"]),
+    ("chunk-duplicate-id", ["chunker=hostile", "chunker.mode=duplicate_id"], ["duplicate chunk_id"]),
+    ("chunk-orphan-child", ["chunker=hostile", "chunker.mode=orphan_child"],
+     ["parent_id 'security#p0' is not a parent chunk of the same document"]),
+    ("chunk-not-a-list", ["chunker=hostile", "chunker.mode=not_a_list"], ["not a list of Chunk"]),
+    ("rank-duplicates", ["retriever=hostile", "retriever.mode=duplicates"],
+     ["HostileRetriever", "question 'q1'", "duplicate chunk indices"]),
+    ("rank-negative-index", ["retriever=hostile", "retriever.mode=negative_index"],
+     ["indices outside", "never wrapped"]),
+    ("rank-out-of-range", ["retriever=hostile", "retriever.mode=out_of_range"], ["indices outside"]),
+    ("rank-nan-score", ["retriever=hostile", "retriever.mode=nan_score"], ["finite real numbers"]),
+    ("rank-increasing", ["retriever=hostile", "retriever.mode=increasing"], ["scores increase"]),
+    ("rank-too-deep", ["retriever=hostile", "retriever.mode=too_deep"], ["more than the depth asked"]),
+    ("rank-float-index", ["retriever=hostile", "retriever.mode=float_index"], ["not integers"]),
+    ("rank-bool-index", ["retriever=hostile", "retriever.mode=bool_index"], ["not integers"]),
+    ("rank-wrong-qid", ["retriever=hostile", "retriever.mode=wrong_qid"], ["is for question 'someone-else'"]),
+    ("rank-not-a-ranking", ["retriever=hostile", "retriever.mode=not_a_ranking"],
+     ["not a rag_bench.records.Ranking"]),
+    ("rank-nothing", ["retriever=hostile", "retriever.mode=nothing"], ["returned 0 items for 1 question"]),
+    ("rerank-nan", ["reranker=hostile", "reranker.mode=nan_score"], ["HostileReranker", "must be finite"]),
+    ("rerank-short", ["reranker=hostile", "reranker.mode=short"], ["scores for a shortlist of"]),
+    ("rerank-matrix", ["reranker=hostile", "reranker.mode=matrix"], ["scores for a shortlist of"]),
+    ("rerank-words", ["reranker=hostile", "reranker.mode=words"], ["scores are not numbers"]),
+    ("rerank-nothing", ["reranker=hostile", "reranker.mode=nothing"], ["returned 0 items for 1 shortlist"]),
+    ("rerank-depth-zero", ["reranker=hostile", "reranker.depth=0"], ["reranker.depth must be an integer >= 1"]),
+    ("generate-strings", ["generator=hostile", "generator.mode=strings"],
+     ["HostileGenerator", "is a str, not a Generation"]),
+    ("generate-raw-not-text", ["generator=hostile", "generator.mode=raw_not_text"], ["raw must be a string"]),
+    ("generate-negative-tokens", ["generator=hostile", "generator.mode=negative_tokens"],
+     ["token counts must be integers >= 0"]),
+    ("generate-one-short", ["generator=hostile", "generator.mode=one_short"], ["returned 5 items for 6 inputs"]),
+    ("judge-out-of-range", ["judge=hostile", "judge.mode=out_of_range"], ["HostileJudge", "outside [-1, 1]"]),
+    ("judge-text", ["judge=hostile", "judge.mode=text"], ["not numbers"]),
+    ("judge-one-short", ["judge=hostile", "judge.mode=one_short"], ["one JudgeResult each"]),
+]
+
+
+@pytest.mark.parametrize(("case", "overrides", "needles"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_a_component_that_breaks_its_contract_is_refused(tmp_path, capsys, case, overrides, needles):
+    out = tmp_path / "out"
+    code = run(out, *overrides)
+    err = capsys.readouterr().err
+    assert code == 2, err[-3000:]
+    contract = [] if case == "rerank-depth-zero" else ["contract", "nothing was written"]
+    for needle in (*needles, *contract, "fix:"):
+        assert needle in err, (needle, err[-3000:])
+    assert "Traceback" not in err
+    nothing_left(out)
+
+
+def test_a_retriever_that_ignores_the_access_filter_leaks_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run(out, "retriever=hostile", "retriever.mode=leak") == 0
+    printed = capsys.readouterr()
+    err = printed.out + printed.err
+    (cell,) = (out / "hostile").glob("*/DONE")
+    folder = cell.parent
+    metrics = json.loads((folder / "metrics.json").read_text())
+    sec = metrics["security"]
+    # Counted, per stage, and in the total the release policy reads.
+    assert sec["unauthorized_from_retriever"] > 0 and sec["unauthorized_retrievals"] == sec["unauthorized_from_retriever"]
+    assert sec["unauthorized_from_reranker"] == 0
+    assert "SECURITY" in err and "unauthorized" in err
+    # Dropped before anything downstream saw the text: no staff line in any artifact of the cell.
+    staff = staff_lines()
+    assert staff
+    records = pd.read_parquet(folder / "records.parquet")
+    customers = records[records["asker"].fillna("").str.contains("customers")]
+    assert len(customers) >= 2
+    qids = set(customers["qid"])
+    for row in customers.itertuples():
+        assert not [cid for cid in row.chunk_ids if cid.startswith(STAFF_DOC + "#")]
+        assert not [s for s in row.chunk_spans if s["doc_id"] == STAFF_DOC]
+    shown = customers.to_json()
+    failures = pd.read_csv(folder / "failures.csv", dtype=str).fillna("")
+    shown += failures[failures["qid"].isin(qids)].to_json()
+    run_lines = [ln for ln in (folder / "run.trec").read_text().splitlines() if ln.split()[0] in qids]
+    assert run_lines and not [ln for ln in run_lines if ln.split()[2].startswith(STAFF_DOC + "#")]
+    for line in staff:
+        assert line not in shown, line
+    # The per-question count is kept in the records, and the release policy fails the cell.
+    assert int(customers["unauthorized_from_retriever"].sum()) == sec["unauthorized_from_retriever"]
+    policy = REPO / "conf" / "gate" / "release.yaml"
+    assert cli(["gate", str(folder), "--policy", str(policy)]) == 1
+    assert "unauthorized_retrievals" in capsys.readouterr().out
+
+
+def test_an_honest_plugin_retriever_counts_nothing_and_score_run_reproduces_it(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run(out, "retriever=hostile", "retriever.mode=ok") == 0
+    capsys.readouterr()
+    (done,) = (out / "hostile").glob("*/DONE")
+    metrics = json.loads((done.parent / "metrics.json").read_text())
+    assert metrics["security"] == {"unauthorized_retrievals": 0, "unauthorized_from_retriever": 0,
+                                   "unauthorized_from_reranker": 0, "stale_retrievals": metrics["security"][
+                                       "stale_retrievals"]}
+    # The plugin's tied scores were made strictly decreasing in the order it gave: score-run
+    # (trec_eval's reading of run.trec) gives the cell's own numbers.
+    assert cli(["score-run", str(done.parent / "qrels.trec"), str(done.parent / "run.trec"), "-m", "map",
+                "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["all"]["map"] == pytest.approx(metrics["retrieval"]["map"], abs=1e-4)
+
+
+def _plugin_source() -> Path:
+    return REPO / "tests" / "bad_inputs" / "hostile_plugins" / "__init__.py"
+
+
+def test_two_plugin_generators_with_one_declared_identity_never_share_answers(tmp_path, capsys, monkeypatch):
+    """Both declare ``{"generator": "hostile", "tag": "same"}``; a second class (same module, other
+    name) must not be served the first one's cached answers."""
+    from rag_bench.generation.base import generator_identity
+    from tests.bad_inputs import hostile_plugins
+
+    class Other(hostile_plugins.HostileGenerator):
+        pass
+
+    Other.__module__ = "tests.bad_inputs.hostile_plugins"
+    Other.__qualname__ = "Other"
+    one, two = hostile_plugins.HostileGenerator(), Other()
+    assert one.identity == two.identity
+    assert generator_identity(one) != generator_identity(two)
+    # Built-in generators keep the identity they always had (their cached answers stay valid).
+    from rag_bench.generation.base import identity_text
+    from rag_bench.generation.extractive import ExtractiveGenerator
+
+    ext = ExtractiveGenerator()
+    assert generator_identity(ext) == identity_text(ext.identity)
+
+
+def test_an_edited_plugin_makes_a_new_cell_instead_of_resuming_the_old_numbers(tmp_path, capsys):
+    import shutil
+    import sys
+
+    pkg = tmp_path / "editable_plugin"
+    (pkg / "conf" / "retriever").mkdir(parents=True)
+    shutil.copy(_plugin_source(), pkg / "__init__.py")
+    (pkg / "conf" / "__init__.py").write_text("")
+    (pkg / "conf" / "retriever" / "mine.yaml").write_text(
+        "name: mine\n_target_: editable_plugin.HostileRetriever\nmode: ok\nscript: null\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        out = tmp_path / "out"
+        args = ["run", "hydra.searchpath=[pkg://editable_plugin.conf]", "retriever=mine", f"dataset.path={TINY}",
+                f"output.root={out}", "tracking=none", "experiment.name=edit", "generator=none"]
+        assert cli(args) == 0
+        first = {p.parent.name for p in (out / "edit").glob("*/DONE")}
+        assert cli(args) == 0  # unchanged: resumed, no new cell
+        assert {p.parent.name for p in (out / "edit").glob("*/DONE")} == first
+        with open(pkg / "__init__.py", "a") as fh:
+            fh.write("\n# edited: a bug fix that changes the rankings\n")
+        assert cli(args) == 0
+        second = {p.parent.name for p in (out / "edit").glob("*/DONE")}
+        assert len(second) == 2 and first < second
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("editable_plugin", None)
+    capsys.readouterr()
+
+
+def test_a_local_model_folder_edited_in_place_makes_a_new_cell(tmp_path, capsys):
+    """The cell id holds a digest of a local model folder's files: a checkpoint copied over the
+    old one is a new model, never a resumed cell with the old model's numbers."""
+    from rag_bench.runner.config import component_provenance
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "weights.bin").write_bytes(b"\0" * 64)
+    config = {"embedder": {"name": "minilm", "_target_": "rag_bench.embedding.sentence_transformer."
+                           "SentenceTransformerEmbedder", "model": str(model)},
+              "generator": {"name": "llama_cpp", "model": "gemma3-270m"}}
+    first = component_provenance(config)
+    assert set(first) == {"embedder"} and "model" in first["embedder"]
+    (model / "weights.bin").write_bytes(b"\1" * 64)  # same size: only the bytes differ
+    assert component_provenance(config) != first
+    # Built-in components with packaged models add nothing: their cell ids stay what they were.
+    assert component_provenance({"embedder": {"_target_": "rag_bench.x.Y", "model": "all-MiniLM-L6-v2"}}) == {}
