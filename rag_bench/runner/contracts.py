@@ -28,16 +28,22 @@ rule broken -- the command line turns that into exit 2, before any file of the c
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rag_bench.errors import ComponentError
+from rag_bench.errors import ComponentError, RagBenchError
 from rag_bench.records import Chunk, Document, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
+
+_tracebacks = logging.getLogger("component_tracebacks")
 
 # How many violations one error lists (a broken chunker breaks every chunk the same way).
 _SHOWN = 5
@@ -62,6 +68,31 @@ def _is_int(value: Any) -> bool:
 
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+@contextmanager
+def calling(stage: str, component: Any, doing: str) -> Iterator[None]:
+    """Run a call into ``component``; when it is a plugin (a class outside rag_bench) and raises,
+    the cell is refused with a :class:`ComponentError` naming the component, what it was doing
+    (``doing``: "searching question 'q1'") and where in its code it failed -- exit 2 and nothing
+    written, instead of a traceback. rag_bench's own components keep their tracebacks (a bug of
+    ours), and rag_bench's own errors pass through unchanged."""
+    try:
+        yield
+    except (RagBenchError, MemoryError):
+        raise
+    except Exception as exc:
+        if type(component).__module__.startswith("rag_bench."):
+            raise
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if "rag_bench" not in Path(f.filename).parts] or frames
+        where = f" at {own[-1].filename}:{own[-1].lineno} in {own[-1].name}" if own else ""
+        # The plugin's traceback goes to the experiment's log file only (a logger outside
+        # rag_bench's names: the console shows rag_bench's own lines).
+        _tracebacks.error("%s %s raised while %s", stage, component_name(component), doing, exc_info=True)
+        raise ComponentError(f"{stage} {component_name(component)} raised {type(exc).__name__}: {exc} while {doing}"
+                             f"{where}; nothing was written -- fix: the bug is in the component's code (the "
+                             "traceback is in the experiment's .hydra/rag_bench.log)") from exc
 
 
 def heading_prefix(path: Sequence[str]) -> str:

@@ -59,8 +59,9 @@ def chunk(*, dataset: Dataset, key: str, make: Callable[[], Any], work: SharedWo
     chunker config); checked against the documents (:func:`~rag_bench.runner.contracts.check_chunks`)."""
     def run() -> list[Chunk]:
         chunker = make()
-        return contracts.check_chunks(chunker.chunk(list(dataset.documents.values())), dataset.documents,
-                                      component=component_name(chunker))
+        with contracts.calling("chunker", chunker, "chunking the corpus"):
+            chunks = chunker.chunk(list(dataset.documents.values()))
+        return contracts.check_chunks(chunks, dataset.documents, component=component_name(chunker))
 
     t0 = time.perf_counter()
     chunks = work.get_or("chunks", key, run)
@@ -75,7 +76,8 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, make: Callable[[], Re
         searchable = [c for c in chunked.chunks if not c.is_parent
                       and (include_archived or not dataset.documents[c.doc_id].archived)]
         retriever = make()
-        retriever.fit(searchable)
+        with contracts.calling("retriever", retriever, f"indexing {len(searchable)} chunks"):
+            retriever.fit(searchable)
         return retriever, searchable, AccessFilter(searchable, dataset.documents)
 
     t0 = time.perf_counter()
@@ -101,7 +103,8 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
         dropped: list[int] = []
         for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
             t = time.perf_counter()
-            got = indexed.retriever.search([q], depth, indexed.access)
+            with contracts.calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
+                got = indexed.retriever.search([q], depth, indexed.access)
             per_q.append((time.perf_counter() - t) * 1000)
             ranking, lost = contracts.enforce_access(
                 contracts.check_ranking(got, q, n=n, depth=depth, component=name), q, indexed.access)
@@ -126,12 +129,14 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
     def run() -> tuple[list[Ranking], list[float], float, list[int]]:
         shortlists = [[searchable[i] for i in r.indices[: reranker.depth]] for r in retrieved.rankings]
         t = time.perf_counter()
-        capability(reranker, "reranker", "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
+        with contracts.calling("reranker", reranker, "prefetching the shortlists"):
+            capability(reranker, "reranker", "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
         prefetch_s = time.perf_counter() - t
         reranked, ms, dropped = [], [], []
         for q, r, shortlist in zip(questions, retrieved.rankings, shortlists):
             t = time.perf_counter()
-            got = reranker.scores([q], [shortlist])
+            with contracts.calling("reranker", reranker, f"scoring question {q.qid!r}"):
+                got = reranker.scores([q], [shortlist])
             ms.append((time.perf_counter() - t) * 1000)
             scores = contracts.check_rerank_scores(got, q, len(shortlist), component=name)
             # A reranker only reorders the shortlist it was given; access is enforced again all
@@ -207,8 +212,9 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
         items.append(GenerationInput(q.question, tuple(passages), build_prompt(q.question, passages)))
     t0 = time.perf_counter()
     name = component_name(generator)
-    gens = generate_cached(generator, items,
-                           check=lambda out, count: contracts.check_generations(out, count, component=name))
+    with contracts.calling("generator", generator, f"answering {len(items)} questions"):
+        gens = generate_cached(generator, items,
+                               check=lambda out, count: contracts.check_generations(out, count, component=name))
     wall = time.perf_counter() - t0
     answers = [Answer("", error=g.error, raw=g.raw) if g.error else parse_answer(g.raw, len(it.passages))
                for g, it in zip(gens, items)]
@@ -258,7 +264,8 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
                     and bool(row.answer))
         samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts), q.reference) if answered
                        else None)
-    results = judge.judge(samples)
+    with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
+        results = judge.judge(samples)
     name = component_name(judge)
     if not isinstance(results, list) or len(results) != len(samples) \
             or not all(isinstance(r, JudgeResult) for r in results):

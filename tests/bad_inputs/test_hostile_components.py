@@ -79,6 +79,15 @@ REFUSED = [
     ("judge-out-of-range", ["judge=hostile", "judge.mode=out_of_range"], ["HostileJudge", "outside [-1, 1]"]),
     ("judge-text", ["judge=hostile", "judge.mode=text"], ["not numbers"]),
     ("judge-one-short", ["judge=hostile", "judge.mode=one_short"], ["one JudgeResult each"]),
+    # A plugin that raises: its error, what it was doing and where in its code, not a traceback.
+    ("chunker-raises", ["chunker=hostile", "chunker.mode=raises"],
+     ["HostileChunker raised ValueError: a bug in the chunker while chunking the corpus", "__init__.py:"]),
+    ("fit-raises", ["retriever=hostile", "retriever.mode=fit_raises"], ["raised IndexError: a bug in fit while indexing"]),
+    ("search-raises", ["retriever=hostile", "retriever.mode=raises"],
+     ["raised KeyError: 'a bug in the plugin' while searching question 'q1'", "in search"]),
+    ("rerank-raises", ["reranker=hostile", "reranker.mode=raises"], ["raised ZeroDivisionError", "while scoring"]),
+    ("generate-raises", ["generator=hostile", "generator.mode=raises"], ["raised TypeError", "while answering"]),
+    ("judge-raises", ["judge=hostile", "judge.mode=raises"], ["raised AttributeError", "while judging"]),
 ]
 
 
@@ -88,7 +97,8 @@ def test_a_component_that_breaks_its_contract_is_refused(tmp_path, capsys, case,
     code = run(out, *overrides)
     err = capsys.readouterr().err
     assert code == 2, err[-3000:]
-    contract = [] if case == "rerank-depth-zero" else ["contract", "nothing was written"]
+    contract = [] if case == "rerank-depth-zero" else ["nothing was written"] if case.endswith("-raises") \
+        else ["contract", "nothing was written"]
     for needle in (*needles, *contract, "fix:"):
         assert needle in err, (needle, err[-3000:])
     assert "Traceback" not in err

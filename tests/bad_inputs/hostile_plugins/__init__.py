@@ -28,6 +28,8 @@ class HostileChunker:
         self.mode = mode
 
     def chunk(self, documents: Sequence[Document]) -> Any:
+        if self.mode == "raises":
+            raise ValueError("a bug in the chunker")
         docs = {d.doc_id: d for d in documents}
         out: list[Any] = []
         for doc in documents:
@@ -68,6 +70,8 @@ class HostileRetriever:
         self._plan = json.loads(open(script).read()) if script else None
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
+        if self.mode == "fit_raises":
+            raise IndexError("a bug in fit")
         self.chunks = list(chunks)
         self.words = [set(c.text.lower().split()) for c in chunks]
 
@@ -110,6 +114,8 @@ class HostileRetriever:
                 continue
             elif self.mode == "nothing":
                 continue
+            elif self.mode == "raises":
+                raise KeyError("a bug in the plugin")
             elif self.mode == "bool_index":
                 ids = [True] + ids[1:]
             out.append(Ranking(q.qid, tuple(ids), tuple(vals)))
@@ -124,6 +130,8 @@ class HostileReranker:
 
     def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> Any:
         out: list[Any] = []
+        if self.mode == "raises":
+            raise ZeroDivisionError("a bug in the reranker")
         for s in shortlists:
             v = np.arange(len(s), dtype=np.float64)
             if self.mode == "nan_score":
@@ -148,6 +156,8 @@ class HostileGenerator:
         self.identity = {"generator": "hostile", "tag": tag}  # the same identity for every mode
 
     def generate(self, items: Sequence[GenerationInput]) -> Any:
+        if self.mode == "raises":
+            raise TypeError("a bug in the generator")
         out: list[Any] = []
         for it in items:
             text = it.passages[0].text[:40] if it.passages else ""
@@ -173,6 +183,8 @@ class HostileJudge:
         self.mode = mode
 
     def judge(self, samples: Sequence[JudgeSample | None]) -> Any:
+        if self.mode == "raises":
+            raise AttributeError("a bug in the judge")
         value: Any = {"ok": 1.0, "out_of_range": 7.5, "text": "good"}.get(self.mode, 1.0)
         out = [JudgeResult({"faithfulness": value if s is not None else None}, calls=int(s is not None))
                for s in samples]
