@@ -83,6 +83,11 @@ class LlamaCppGenerator:
                                          "n_ctx": self.n_ctx, "temperature": self.temperature,
                                          "max_tokens": self.max_tokens, "seed": self.seed,
                                          "system_in_user": self.system_in_user}
+        local = Path(model).expanduser()
+        if local.is_file():  # a GGUF file of the user's: its bytes are the model, not its name
+            from rag_bench.digests import path_digest
+
+            self.identity["model_sha256"] = path_digest(local)
 
     def _messages(self, item: GenerationInput) -> list[dict[str, str]]:
         if self.system_in_user:

@@ -19,7 +19,7 @@ from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
 from rag_bench.reranking.base import check_depth
 from rag_bench.runner import contracts, stages, summary
-from rag_bench.runner.config import UNITS, build, wants
+from rag_bench.runner.config import UNITS, build, component_provenance, wants
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import capability, is_null
 
@@ -35,24 +35,36 @@ def _usage(embedder: Any) -> EmbedStats:
 
 def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWork) -> CellResult:
     """Run every stage of the cell ``cfg`` on ``dataset`` and score it."""
+    seen: dict[str, Any] = {}
+
+    def what(group: str) -> Any:
+        """A component's config in a shared-work key, with what it really is when that is more
+        than its config (a plugin's source digest, a local model's files): a model folder or a
+        plugin edited during a process never shares the work done with the old one."""
+        if group not in seen:
+            node = OmegaConf.to_container(cfg[group], resolve=True)
+            extra = component_provenance({group: node}).get(group)
+            seen[group] = [node, extra] if extra else node
+        return seen[group]
+
     # One embedder object per config and process: its model stays loaded across cells.
     # Its outputs are checked at the boundary (finite, one row per text, one width).
-    embedder = work.get_or("embedders", _key(cfg.embedder),
+    embedder = work.get_or("embedders", _key(what("embedder")),
                            lambda: contracts.CheckedEmbedder(build(cfg.embedder, "embedder")))
     before = _usage(embedder)
     questions = list(dataset.questions)
     ks, k = sorted(set(cfg.eval.ks)), int(cfg.pipeline.k)
 
-    chunk_key = [dataset.fingerprint, cfg.chunker] + ([cfg.embedder] if wants(cfg.chunker, "chunker", "embedder")
-                                                      else [])
+    chunk_key = [dataset.fingerprint, what("chunker")] + ([what("embedder")] if wants(cfg.chunker, "chunker",
+                                                                                            "embedder") else [])
     chunked = stages.chunk(dataset=dataset, key=_key(*chunk_key), work=work,
                            make=lambda: build(cfg.chunker, "chunker", embedder=embedder))
 
     include_archived = bool(cfg.pipeline.include_archived)
-    uses = [cfg[g] for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)]
+    uses = [what(g) for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)]
     indexed = stages.index(
         dataset=dataset, chunked=chunked, include_archived=include_archived, work=work,
-        key=_key(dataset.fingerprint, chunk_key, cfg.retriever, *uses, include_archived),
+        key=_key(dataset.fingerprint, chunk_key, what("retriever"), *uses, include_archived),
         make=lambda: build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),
                            shared=work))
 
@@ -63,7 +75,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     questions_key = memo.key(dataset.fingerprint, str(cfg.dataset.split))
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
                                 questions_key=questions_key)
-    reranker_key = _key(cfg.reranker, *([cfg.embedder] if wants(cfg.reranker, "reranker", "embedder") else []))
+    reranker_key = _key(what("reranker"), *([what("embedder")] if wants(cfg.reranker, "reranker", "embedder") else []))
     reranked = stages.rerank(reranker=reranker, key=reranker_key, retrieved=retrieved, indexed=indexed,
                              questions=questions, work=work)
 

@@ -233,3 +233,45 @@ def test_a_local_model_folder_edited_in_place_makes_a_new_cell(tmp_path, capsys)
     assert component_provenance(config) != first
     # Built-in components with packaged models add nothing: their cell ids stay what they were.
     assert component_provenance({"embedder": {"_target_": "rag_bench.x.Y", "model": "all-MiniLM-L6-v2"}}) == {}
+
+
+@pytest.mark.slow
+def test_a_model_folder_edited_in_place_is_a_new_cell_with_the_new_models_numbers(tmp_path, capsys):
+    """Through the CLI: a dense cell on a local copy of MiniLM, then a different model copied over
+    that folder: the same command computes a new cell (it resumed the old numbers before)."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from rag_bench.embedding.sentence_transformer import resolve_model
+
+    minilm = resolve_model("all-MiniLM-L6-v2")
+    model = tmp_path / "model"
+    shutil.copytree(minilm, model)
+    out = tmp_path / "out"
+    args = ["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "experiment.name=m",
+            "retriever=dense", f"embedder.model={model}", "generator=none"]
+    assert cli(args) == 0
+    (first,) = (out / "m").glob("*/DONE")
+    assert cli(args) == 0 and len(list((out / "m").glob("*/DONE"))) == 1  # unchanged: resumed
+    # Another model (random weights, same tokenizer) copied over the folder.
+    raw = tmp_path / "raw"
+    tok = AutoTokenizer.from_pretrained(minilm)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(raw)
+    tok.save_pretrained(raw)
+    st = SentenceTransformer(modules=[Transformer(str(raw), max_seq_length=64), Pooling(32, pooling_mode="mean"),
+                                      Normalize()], device="cpu")
+    shutil.rmtree(model)
+    st.save(str(model))
+    assert cli(args) == 0
+    cells = sorted((out / "m").glob("*/DONE"))
+    assert len(cells) == 2
+    (second,) = [c for c in cells if c != first]
+    a, b = (pd.read_parquet(c.parent / "records.parquet")["scores"].map(list).tolist() for c in (first, second))
+    assert a != b  # the new model's scores, not the old ones
+    capsys.readouterr()
