@@ -89,9 +89,13 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         raise DataError(Problem(str(exp), 0, "metric", f"no cell has {metric}", "pass --metric section/name"))
     if top < 1:
         raise DataError(Problem(str(exp), 0, "top", f"--top must be >= 1, got {top}", "pass --top 20"))
+    try:  # the report ranks cells best first: the metric must say which way is better
+        better = measures.higher_is_better(metric)
+    except ValueError as exc:
+        raise DataError(Problem(str(exp), 0, "metric", str(exc), f"rank by a measure, e.g. --metric "
+                                f"{measures.PRIMARY.key}")) from exc
     out = Path(out_root) / exp.name
     out.mkdir(parents=True, exist_ok=True)
-    better = measures.higher_is_better(metric)
     names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
     names = dict(zip((c.cell_id for c in cells), names_list))
     axes = naming.axes([c.config for c in cells])
@@ -332,8 +336,16 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
     if not bad:
         return (f"<p>In all {len(cells)} cells: 0 unauthorized or stale retrievals, 0 unparseable answers, 0 generation, "
                 "endpoint or judge failures.</p>")
-    return ("<p>Cells with a security finding or a failed call (others: none). An unauthorized retrieval is a passage "
-            "the asker may not read; a stale one is archived.</p>" + page.table(bad, sortable=True, left=1))
+    leaked = [r for r in rows if r["unauthorized retrievals"]]
+    alert = ""
+    if leaked:
+        shown = ", ".join(html.escape(str(r["cell"])) for r in leaked[:10]) + (" ..." if len(leaked) > 10 else "")
+        alert = (f"<p class='bad'><strong>SECURITY: {len(leaked)} cell(s) retrieved "
+                 f"{sum(int(r['unauthorized retrievals']) for r in leaked)} chunk(s) their askers may not read</strong> "
+                 f"(dropped before the context, the answer and every file; the release policy fails these cells): "
+                 f"{shown}</p>")
+    return (alert + "<p>Cells with a security finding or a failed call (others: none). An unauthorized retrieval is a "
+            "passage the asker may not read; a stale one is archived.</p>" + page.table(bad, sortable=True, left=1))
 
 
 def _costs(cells: list[Cell], names: dict[str, str]) -> str:

@@ -275,3 +275,13 @@ def test_a_model_folder_edited_in_place_is_a_new_cell_with_the_new_models_number
     a, b = (pd.read_parquet(c.parent / "records.parquet")["scores"].map(list).tolist() for c in (first, second))
     assert a != b  # the new model's scores, not the old ones
     capsys.readouterr()
+
+
+def test_the_report_shows_a_leaking_retriever_in_red(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run(out, "retriever=hostile", "retriever.mode=leak", "generator=none") == 0
+    reports = tmp_path / "reports"
+    assert cli(["report", str(out / "hostile"), "--out", str(reports)]) == 0
+    capsys.readouterr()
+    page = next(reports.rglob("index.html")).read_text()
+    assert "<p class='bad'><strong>SECURITY: 1 cell(s) retrieved" in page
