@@ -285,3 +285,21 @@ def test_the_report_shows_a_leaking_retriever_in_red(tmp_path, capsys):
     capsys.readouterr()
     page = next(reports.rglob("index.html")).read_text()
     assert "<p class='bad'><strong>SECURITY: 1 cell(s) retrieved" in page
+
+
+@pytest.mark.parametrize("overrides", [["retriever=hostile", "retriever.mode=duplicates"],
+                                       ["chunker=hostile", "chunker.mode=raises"]], ids=["broken-ranking", "raises"])
+def test_a_refused_component_leaves_no_mlflow_run_behind(tmp_path, capsys, monkeypatch, overrides):
+    """With MLflow on (its default SQLite store under output.root): no cell run, no RUNNING run and
+    no empty parent run left active (the sweep's parent of a refused cell is closed and deleted)."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    code = cli(["run", PLUGINS, f"dataset.path={TINY}", f"output.root={out}", "experiment.name=hostile", *overrides])
+    assert code == 2, capsys.readouterr().err[-2000:]
+    nothing_left(out)
+    from mlflow.tracking import MlflowClient
+
+    assert (out / "mlflow.db").is_file()  # tracking was on: the store exists
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    active = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+    assert not active, [(r.info.run_name, r.info.status) for r in active]
