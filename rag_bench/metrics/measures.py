@@ -166,7 +166,8 @@ ANN = (
         ("exact_p50_ms", "median exact query latency"), ("exact_p95_ms", "95th percentile exact query latency"),
         ("build_s", "ANN index build time"), ("exact_build_s", "exact index build time"),
         ("index_bytes", "ANN index size"), ("exact_index_bytes", "exact index size"),
-        ("underfill_fallbacks", "queries answered by a wider or exact search under the filter"))),
+        ("underfill_fallbacks", "questions whose top k the index as configured left short (missing hits are "
+         "misses in ann_recall; retrieval fills them by a wider or exact search)"))),
 )
 JUDGE_SECTION = "judge"
 JUDGE_PREFIX = "judge_"
@@ -178,6 +179,76 @@ _NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
 
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
 QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention")
+
+
+def _figures(section: str, rows: tuple[tuple[str, bool | None, str], ...]) -> tuple[Measure, ...]:
+    return tuple(_m(f, section, d, up=up, agg="value") for f, up, d in rows)
+
+
+# --- figures: the numbers of metrics.json that are not quality measures ------------------------
+# Counts, costs and failure tallies are not measures (no per-question column, no CI, never a
+# headline), but a gate rule or a sort on them needs their direction all the same: each declares
+# it here. A count of something that went wrong is lower-is-better; a size of the data or of the
+# configuration, or a number that depends on what earlier runs left in a cache, is descriptive
+# (None): no direction is better, so no regression rule applies to it.
+COUNTS = _figures("counts", (
+    ("documents", None, "documents in the dataset"),
+    ("chunks", None, "chunks the chunker made (parents excluded)"),
+    ("searchable_chunks", None, "chunks in the index (current versions unless archived ones are included)"),
+    ("questions", None, "questions in the golden set"),
+    ("answerable", None, "answerable questions"),
+    ("unanswerable", None, "unanswerable questions"),
+    ("evaluated", None, "answerable questions with a relevant chunk: the ranking measures' denominator"),
+    ("excluded_no_relevant_chunk", False, "answerable questions no chunk of the corpus is relevant to (the "
+     "chunker split or lost the evidence)"),
+    ("excluded_no_relevant", None, "answerable questions with no relevant evidence in the dataset (a BEIR query "
+     "judged only with grade 0)"),
+    ("evaluated_documents", None, "answerable questions with a relevant document: the document measures' "
+     "denominator"),
+    ("excluded_no_relevant_document", None, "answerable questions with no relevant document in the dataset"),
+    ("depth", None, "retrieval depth D"),
+    ("k", None, "passages handed to the generator"),
+    ("endpoint_calls", False, "generator endpoint calls (a cost)"),
+    ("endpoint_failures", False, "generator endpoint calls that failed"),
+    ("unparseable", False, "generator outputs that broke the JSON answer contract"),
+    ("retries", False, "generator endpoint calls retried"),
+    ("judge_attempted", None, "items the judge was asked to score"),
+    ("judge_failures", False, "judge calls that failed"),
+    ("judge_calls", False, "judge calls (a cost)"),
+    ("unlocated_passages", False, "an external system's passages that no document holds"),
+    ("passages_located_by_text", None, "an external system's passages located by their text (no offsets given)"),
+    ("passages_not_in_claimed_doc", False, "an external system's passages whose text is not in the document they "
+     "name"),
+    ("duplicate_passages", False, "an external system's passages given twice for one question"),
+))
+COST = _figures("cost", (
+    ("embedding_requests", False, "texts sent to the embedder, cache hits included"),
+    ("embeddings_computed", False, "texts the embedder encoded in this run"),
+    ("embed_s", False, "seconds spent encoding"),
+    ("embedding_cache_hits", None, "texts served by the embedding cache (depends on earlier runs)"),
+    ("generations_cached", None, "answers served by the generation cache (depends on earlier runs)"),
+))
+# One tally per failure label (rag_bench.runner.labels): a question lost at a stage is a count of
+# something that went wrong; correct and correct_refusal are the outcomes wanted.
+FAILURES = _figures("failures", (
+    ("unjudged", None, "questions with no relevant evidence: nothing to attribute"),
+    ("chunking", False, "questions whose evidence no chunk holds"),
+    ("retrieval_miss", False, "questions with no relevant chunk in the top D"),
+    ("ranking", False, "questions whose relevant chunk was retrieved but cut before k"),
+    ("error", False, "questions whose generator call failed"),
+    ("false_refusal", False, "answerable questions refused"),
+    ("in_context", None, "evidence in the context and no reference to judge the answer (retrieval-only cells: "
+     "every question whose evidence reached the top k)"),
+    ("generation", False, "evidence in the context, answer wrong"),
+    ("citation", False, "answer right, citations do not support it"),
+    ("correct", True, "answer right and supported"),
+    ("correct_refusal", True, "unanswerable questions refused"),
+    ("hallucinated_answer", False, "unanswerable questions answered"),
+))
+FIGURES = (*COUNTS, *COST, *FAILURES)
+_FIGURES = {m.key: m for m in FIGURES}
+# Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
+DURATION_SECTIONS = ("latency",)
 
 
 def family(section: str, name: str) -> Measure:
@@ -209,29 +280,51 @@ def measure(key: str) -> Measure | None:
     return base.at(int(cutoff))
 
 
-# Sections outside the registry whose numbers are costs: lower is better.
-COST_SECTIONS = ("latency", "cost")
+def figure(key: str) -> Measure | None:
+    """The count, cost or failure tally named ``section/name`` (``counts/unlocated_passages``), or None."""
+    return _FIGURES.get(str(key))
+
+
+def direction(key: str) -> bool | None:
+    """Declared direction of any ``section/name`` of metrics.json: True (higher is better), False
+    (lower is better) or None (descriptive: neither). A measure's or figure's own declaration;
+    lower for durations. ValueError when nothing declares one: never a default.
+
+    >>> direction("retrieval/ndcg@10"), direction("counts/unlocated_passages"), direction("counts/chunks")
+    (True, False, None)
+    >>> direction("latency/retrieve_p95_ms")
+    False
+    """
+    m = measure(key) or figure(key)
+    if m is not None:
+        return m.higher_is_better
+    section, _, name = str(key).partition("/")
+    if section in DURATION_SECTIONS and name:
+        return False
+    raise ValueError(f"{key!r} declares no direction (whether higher or lower is better): it is not a measure, "
+                     "count, cost, failure tally or duration of rag_bench")
 
 
 def higher_is_better(key: str) -> bool:
-    """Direction of any ``section/name`` of metrics.json: the measure's own, lower for latency and
-    cost figures, higher otherwise.
+    """Whether a higher value of ``key`` is better (:func:`direction`); ValueError for a
+    descriptive figure (no better way) and for a key that declares no direction.
 
     >>> higher_is_better("retrieval/ndcg@10"), higher_is_better("citation/invalid_citations")
     (True, False)
-    >>> higher_is_better("latency/retrieve_p95_ms")
+    >>> higher_is_better("counts/unlocated_passages")
     False
     """
-    m = measure(key)
-    if m is not None:
-        return m.higher_is_better is not False
-    return key.partition("/")[0] not in COST_SECTIONS
+    up = direction(key)
+    if up is None:
+        raise ValueError(f"{key!r} is descriptive (a size or a cache's state): neither higher nor lower is better")
+    return up
 
 
 def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[str]:
-    """Canonical names of ``section``'s measures at common cutoffs (for "did you mean" hints)."""
+    """Canonical names of ``section``'s measures (at common cutoffs) or figures, for "did you mean"
+    hints."""
     out = []
-    for f in FAMILIES:
+    for f in (*FAMILIES, *FIGURES):
         if f.section == section:
             out += [f.at(k).key for k in cutoffs] if f.cut != "none" else []
             out += [f.key] if f.cut != "required" else []

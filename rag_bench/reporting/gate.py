@@ -5,10 +5,13 @@ A policy (YAML) has three parts, all optional:
 ``thresholds``   ``section/metric: {min: x}`` and/or ``{max: y}`` on the cell's aggregates.
 ``regressions``  against a baseline cell: ``{rule: no_significant_regression, alpha: a}`` fails
                  when the paired difference over the same questions goes the measure's worse
-                 way (down, or up for lower-is-better measures such as false_refusal_rate and
-                 latencies; see :mod:`rag_bench.metrics.measures`) and its randomisation-test
+                 way (down, or up for lower-is-better measures such as false_refusal_rate,
+                 latencies and counts of what went wrong, e.g. counts/unlocated_passages; see
+                 :func:`rag_bench.metrics.measures.direction`) and its randomisation-test
                  p-value is at most ``a``; ``{rule: not_worse_than, max_drop: d}`` fails when the
-                 cell is more than ``d`` worse than the baseline.
+                 cell is more than ``d`` worse than the baseline. A metric that declares no
+                 direction, or a descriptive one (counts/chunks), takes no regression rule: the
+                 policy is refused.
 ``errors``       ``max_error_rate``: judge/endpoint failures over calls (``counts.endpoint_failures``
                  / ``counts.endpoint_calls``); such failures never enter quality denominators,
                  but too many fail the gate.
@@ -234,6 +237,8 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
                 near = difflib.get_close_matches(metric, measures.known_names(metric.partition("/")[0]), n=1)
                 add(where, f"{metric!r} is not a measure of rag_bench",
                     f"did you mean {near[0]}?" if near else "see the measures in metrics.json (e.g. retrieval/hit@5)")
+            elif section == "regressions":
+                _direction(where, metric, add)
             (_threshold if section == "thresholds" else _regression_rule)(where, rule, add)
     errors = data.get("errors")
     if errors is not None and not isinstance(errors, dict):
@@ -251,6 +256,17 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
     if not rules and not problems:
         add((), "policy has no rules, so it would pass anything", f"write at least one rule, {_EXAMPLE}")
     return problems
+
+
+def _direction(where: tuple[Any, ...], metric: str, add: Any) -> None:
+    """A regression is a change in the worse direction: the metric must declare one."""
+    try:
+        measures.higher_is_better(metric)
+    except ValueError as exc:
+        near = difflib.get_close_matches(metric, measures.known_names(metric.partition("/")[0]), n=1)
+        add(where, f"{exc}, so no change of it is a regression",
+            f"did you mean {near[0]}?" if near and measures.direction(near[0]) is not None
+            else "bound it with a threshold instead (thresholds: {%s: {max: x}})" % metric)
 
 
 def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
@@ -388,8 +404,12 @@ def _error_rate(cell: Cell, max_rate: float) -> RuleResult:
 
 def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], seed: int) -> RuleResult:
     value, base = cell.metric(metric), baseline.metric(metric)
-    # A regression is a change in the measure's worse direction (down for hit@5, up for latency).
-    up = measures.higher_is_better(metric)
+    # A regression is a change in the measure's worse direction (down for hit@5, up for latency
+    # and for counts of what went wrong); load_policy refuses a metric that declares none.
+    try:
+        up = measures.higher_is_better(metric)
+    except ValueError as exc:
+        return RuleResult(f"{metric}: {rule['rule']}", "error", "n/a", "", str(exc))
     if rule["rule"] == "not_worse_than":
         drop = rule["max_drop"]
         name = f"{metric} not worse than baseline {'-' if up else '+'} {drop}"

@@ -64,3 +64,43 @@ def test_every_aggregate_of_a_generating_cell_is_a_registered_measure(tmp_path):
     records = pd.read_parquet(cell / "records.parquet")
     for key in metrics["n"]:
         assert measures.measure(key).name in records.columns
+
+
+def _numbers(metrics: dict) -> list[str]:
+    """``section/name`` of every number of metrics.json a gate rule or a sort can name."""
+    skip = {"ci", "n", "by_tag", "conditional", "methods", "warnings"}
+    return [f"{s}/{k}" for s, block in metrics.items() if s not in skip and isinstance(block, dict)
+            for k, v in block.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def test_every_number_of_a_cell_declares_its_direction(tmp_path):
+    """Counts once defaulted to "higher is better" (a rise of counts/unlocated_passages passed a
+    not_worse_than rule); now any number without a declared direction raises."""
+    cell = run(tmp_path, "chunker=section", "generator=extractive")
+    metrics = json.loads((cell / "metrics.json").read_text())
+    keys = _numbers(metrics)
+    assert {"counts/chunks", "cost/embedding_requests", "failures/correct", "latency/retrieve_p50_ms"} <= set(keys)
+    for key in keys:
+        measures.direction(key)  # raises when undeclared
+
+
+def test_counts_of_what_went_wrong_are_lower_is_better_and_sizes_have_no_direction():
+    lower = ["counts/unlocated_passages", "counts/duplicate_passages", "counts/passages_not_in_claimed_doc",
+             "counts/endpoint_failures", "counts/judge_failures", "counts/unparseable", "counts/retries",
+             "counts/excluded_no_relevant_chunk", "citation/invalid_citations", "security/unauthorized_retrievals",
+             "failures/chunking", "failures/hallucinated_answer", "ann/underfill_fallbacks"]
+    assert [k for k in lower if measures.direction(k) is not False] == []
+    assert measures.direction("failures/correct") is True and measures.direction("failures/correct_refusal") is True
+    for key in ("counts/chunks", "counts/questions", "cost/embedding_cache_hits", "generation/answer_words"):
+        assert measures.direction(key) is None
+        with pytest.raises(ValueError, match="descriptive"):
+            measures.higher_is_better(key)
+    for key in ("counts/nope", "ann/index", "nosuch/x", "latency/", "n/retrieval/hit@5"):
+        with pytest.raises(ValueError, match="declares no direction"):
+            measures.direction(key)
+
+
+def test_every_failure_label_declares_its_direction():
+    from rag_bench.runner.labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
+
+    assert {m.name for m in measures.FAILURES} == set(GENERATION_CELL_LABELS) | set(RETRIEVAL_LABELS)

@@ -106,6 +106,48 @@ def test_a_regression_of_a_lower_is_better_measure_is_a_rise(demo_cells):
     assert bad.limit == f"<= {rate + 0.05:.4f}"
 
 
+@pytest.mark.parametrize("key", ["counts/unlocated_passages", "counts/endpoint_failures", "citation/invalid_citations",
+                                 "failures/retrieval_miss", "latency/retrieve_p95_ms", "cost/embeddings_computed"])
+def test_a_count_of_what_went_wrong_regresses_when_it_rises(demo_cells, key):
+    """counts/* once defaulted to "higher is better": not_worse_than passed an increase."""
+    import dataclasses
+
+    base = demo_cells["baseline"]
+    section, _, name = key.partition("/")
+
+    def with_value(v):
+        return dataclasses.replace(base, metrics={**base.metrics, section: {**base.metrics.get(section, {}), name: v}})
+
+    policy = {"regressions": {key: {"rule": "not_worse_than", "max_drop": 0}}}
+    (rise,) = evaluate_gate(with_value(7), policy, with_value(2))
+    (fall,) = evaluate_gate(with_value(2), policy, with_value(7))
+    assert (rise.status, fall.status) == ("fail", "pass") and rise.limit == "<= 2.0000"
+
+
+@pytest.mark.parametrize(("key", "needle"), [
+    ("counts/chunks", "'counts/chunks' is descriptive"),
+    ("generation/answer_words", "'generation/answer_words' is descriptive"),
+    ("counts/unlocated_pasages", "'counts/unlocated_pasages' declares no direction"),
+    ("nosuch/thing", "'nosuch/thing' declares no direction"),
+])
+def test_a_regression_rule_needs_a_declared_direction(tmp_path, key, needle):
+    """A rule on a figure that declares no direction, or a descriptive one, is refused with the
+    policy (exit 2), never judged by a default direction."""
+    with pytest.raises(ConfigError) as info:
+        load_policy(write(tmp_path, f"regressions:\n  {key}: {{rule: not_worse_than, max_drop: 0}}\n"))
+    assert f"policy.yaml:2: [{key}] {needle}" in str(info.value) and "so no change of it is a regression" in str(info.value)
+    if "pasages" in key:
+        assert "did you mean counts/unlocated_passages?" in str(info.value)
+    # A threshold needs no direction.
+    load_policy(write(tmp_path, f"thresholds:\n  {key}: {{max: 3}}\n"))
+
+
+def test_an_undeclared_direction_in_a_policy_built_in_code_is_an_error_not_a_default(demo_cells):
+    policy = {"regressions": {"counts/whatever": {"rule": "not_worse_than", "max_drop": 0}}}
+    (res,) = evaluate_gate(demo_cells["baseline"], policy, demo_cells["baseline"])
+    assert res.status == "error" and "declares no direction" in res.detail
+
+
 def test_endpoint_error_rate(tmp_path, demo_cells):
     import dataclasses
 
