@@ -301,21 +301,31 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
     from mlflow.tracking import MlflowClient
 
     from rag_bench.tracking.mlflow_tracker import tracking_uri as resolve_uri
+    from rag_bench.tracking.server import bounded_requests, unreachable
 
     uri = resolve_uri(Path(DEFAULT_OUTPUT_ROOT), tracking_uri)
+    # A server that is down must not read as "run not found" after minutes of MLflow's retries.
+    why = unreachable(uri)
+    if why is not None:
+        raise DataError(Problem(run_id, 0, "tracking_uri", f"MLflow tracking server {uri} is unreachable ({why}): "
+                                "cannot look up the run", "start the server, point MLFLOW_TRACKING_URI (or "
+                                "--tracking-uri) at the one that holds the run, or pass the cell folder"))
     client = MlflowClient(tracking_uri=uri)
-    try:
-        run = client.get_run(run_id)
-    except Exception as exc:  # MlflowException for unknown ids, connection errors
-        raise DataError(Problem(run_id, 0, "run_id", f"MLflow run not found at {uri}: {exc}",
-                                "set MLFLOW_TRACKING_URI to the server that holds the run")) from exc
-    if run.info.status != "FINISHED":
-        raise DataError(Problem(run_id, 0, "status", f"MLflow run is {run.info.status}, not FINISHED: the cell is "
-                                "unfinished or failed", "re-run the sweep command; unfinished cells are redone"))
-    name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
-    dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
-    dest.mkdir(parents=True)
-    client.download_artifacts(run_id, "", str(dest))
+    with bounded_requests():
+        try:
+            run = client.get_run(run_id)
+        except Exception as exc:  # MlflowException for unknown ids, connection errors
+            missing = getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST"
+            msg = f"MLflow run not found at {uri}" if missing else f"MLflow at {uri} could not return the run"
+            raise DataError(Problem(run_id, 0, "run_id", f"{msg}: {' '.join(str(exc).split())[:300]}",
+                                    "set MLFLOW_TRACKING_URI to the server that holds the run")) from exc
+        if run.info.status != "FINISHED":
+            raise DataError(Problem(run_id, 0, "status", f"MLflow run is {run.info.status}, not FINISHED: the cell "
+                                    "is unfinished or failed", "re-run the sweep command; unfinished cells are redone"))
+        name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
+        dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
+        dest.mkdir(parents=True)
+        client.download_artifacts(run_id, "", str(dest))
     if not (dest / "DONE").exists():
         info = {"cell_id": dest.name, "mlflow_run_id": run_id, "tracking_uri": uri, "source": "mlflow"}
         (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")

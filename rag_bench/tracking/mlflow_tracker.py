@@ -37,8 +37,6 @@ import logging
 import os
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import mlflow_name
 from rag_bench.tracking.base import DatasetInfo
+from rag_bench.tracking.server import unreachable
 
 log = logging.getLogger(__name__)
 
@@ -148,15 +147,9 @@ class MlflowTracker:
 
     def check(self) -> None:
         """Probe an HTTP server's /health with a short timeout before any work starts."""
-        if not self.uri.startswith(("http://", "https://")):
+        reason = unreachable(self.uri)
+        if reason is None:
             return
-        try:
-            with urllib.request.urlopen(self.uri.rstrip("/") + "/health", timeout=5) as resp:
-                if resp.status == 200:
-                    return
-                reason = f"HTTP {resp.status}"
-        except (urllib.error.URLError, OSError) as exc:
-            reason = str(getattr(exc, "reason", exc))
         msg = (f"MLflow tracking server {self.uri} is unreachable ({reason}) -- fix: start it, point "
                "MLFLOW_TRACKING_URI elsewhere, or run with tracking.required=false (results stay in "
                "the cell folders) or tracking=none")
