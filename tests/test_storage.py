@@ -54,3 +54,31 @@ def test_without_a_store_keys_are_still_deduplicated():
     got = get_or_compute(None, ["x", "x", "y"], compute=lambda todo: (seen.extend(todo) or ((k, 0) for k in todo)),
                          **_codec())
     assert seen == ["x", "y"] and got.found == frozenset() and set(got.values) == {"x", "y"}
+
+
+def test_setting_up_a_new_store_retries_while_another_process_switches_it_to_wal():
+    """SQLite answers "database is locked" at once (no busy wait) when two processes switch a new
+    file to WAL together; the setup is retried instead of failing the writer."""
+    import sqlite3
+
+    from rag_bench import storage
+
+    calls = []
+
+    class Conn:
+        def execute(self, sql):
+            calls.append(sql)
+            if len(calls) <= 2:
+                raise sqlite3.OperationalError("database is locked")
+
+    storage._setup(Conn(), "blobs")  # type: ignore[arg-type]
+    assert calls[:3] == ["PRAGMA journal_mode=WAL"] * 3 and calls[-1].startswith("CREATE TABLE IF NOT EXISTS blobs")
+
+    class Broken:
+        def execute(self, sql):
+            raise sqlite3.OperationalError("file is not a database")
+
+    import pytest
+
+    with pytest.raises(sqlite3.OperationalError, match="not a database"):
+        storage._setup(Broken(), "blobs")  # type: ignore[arg-type]

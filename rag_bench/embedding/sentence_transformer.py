@@ -28,10 +28,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag_bench.digests import SETTLED_NS
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.embedding.onnx_backend import QUANTIZE_CHOICES, OnnxEncoder, Quantize, load_encoder
-from rag_bench.digests import SETTLED_NS
 from rag_bench.errors import ConfigError
 from rag_bench.memo import sharing_enabled as memo_enabled
 from rag_bench.storage import get_or_compute
