@@ -104,9 +104,15 @@ def tag_columns(cells: pd.DataFrame, tag: str) -> tuple[str, ...]:
 
 
 def _lower_is_better(column: str) -> bool:
-    """Direction of a leaderboard column: ``section/name``, or ``tag:<tag>/name`` (a ranking measure)."""
-    m = measures.measure(f"retrieval/{column.rpartition('/')[2]}" if column.startswith("tag:") else column)
-    return m is not None and m.higher_is_better is False
+    """Direction of a leaderboard column: ``section/name`` (a measure, count, cost, failure tally or
+    duration: :func:`rag_bench.metrics.measures.direction`), or ``tag:<tag>/name`` (a ranking
+    measure). A column with no better direction (descriptive, or declaring none) is listed largest
+    first, as a display order only: no verdict is drawn from it."""
+    try:
+        up = measures.direction(f"retrieval/{column.rpartition('/')[2]}" if column.startswith("tag:") else column)
+    except ValueError:
+        return False
+    return up is False
 
 
 def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tuple[str, ...]:

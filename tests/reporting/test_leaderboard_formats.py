@@ -41,3 +41,21 @@ def test_unknown_column_says_what_exists(demo_cells, capsys):
     exp = str(demo_cells["baseline"].path.parent)
     assert cli(["leaderboard", exp, "--columns", "ndcgg@10"]) == 2
     assert "ndcg@10" in capsys.readouterr().err
+
+
+def test_sorting_follows_each_columns_declared_direction():
+    """counts/* and latency/* sorted largest first (the highest latency "best") before every
+    metrics.json number declared its direction."""
+    from rag_bench.reporting.leaderboard import leaderboard_table
+
+    cells = pd.DataFrame({"label": list("abc"), "cell": list("abc"), "k": [5] * 3,
+                          "counts/unlocated_passages": [3, 0, 7], "latency/retrieve_p50_ms": [2.0, 9.0, 1.0],
+                          "retrieval/ndcg@10": [0.5, 0.7, 0.6], "counts/chunks": [10, 30, 20]})
+
+    def order(key):
+        return list(leaderboard_table(cells, sort_by=key, columns=[key])["cell"])
+
+    assert order("counts/unlocated_passages") == ["b", "a", "c"]
+    assert order("latency/retrieve_p50_ms") == ["c", "a", "b"]
+    assert order("retrieval/ndcg@10") == ["b", "c", "a"]
+    assert order("counts/chunks") == ["b", "c", "a"]  # descriptive: largest first, a display order
