@@ -30,7 +30,8 @@ def test_second_identical_run_computes_no_embeddings(tmp_path):
 @pytest.mark.parametrize("index", ["flat", "hnsw_m4_ef1", "ivf_nl16_np1"])
 def test_demo_dense_cells_never_leak(tmp_path, retriever, index):
     m = metrics(run(tmp_path, f"retriever={retriever}", f"index={index}", dataset=None))
-    assert m["security"] == {"unauthorized_retrievals": 0, "stale_retrievals": 0}
+    assert m["security"] == {"unauthorized_retrievals": 0, "unauthorized_from_retriever": 0,
+                             "unauthorized_from_reranker": 0, "stale_retrievals": 0}
     assert m["ann"]["index"] == index and 0 < m["ann"]["ann_recall@10"] <= 1
     if index == "flat":
         assert m["ann"]["ann_recall@1"] == 1.0
