@@ -36,9 +36,10 @@ demo: venv
 test: venv $(LLM_STAMP)
 	$(PY) -m pytest -q -n 2 --durations=25
 
-# ruff: pyflakes, pycodestyle, import order; mypy over the package (config in pyproject.toml).
+# ruff over the whole checkout, notebooks included: pyflakes, pycodestyle, import order; mypy over the
+# package (config in pyproject.toml).
 lint: venv
-	$(VENV)/bin/ruff check rag_bench hydra_plugins tests benchmarks examples
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy rag_bench
 
 test-fast: venv
