@@ -25,8 +25,19 @@ from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
-# Pair scores of this process by pair key (the persistent store serves other processes).
+# Pair scores of this process by pair key (the persistent store serves other processes), oldest
+# dropped first past MAX_PAIR_SCORES (~250 bytes a pair: ~65 MB), so a long sweep's memory is bounded.
 _PAIR_SCORES: dict[str, float] = {}
+MAX_PAIR_SCORES = 262_144
+
+
+def _remember(scores: dict[str, float], limit: int = MAX_PAIR_SCORES) -> None:
+    """Keep ``scores`` in the process's pair memo, dropping the oldest pairs beyond ``limit``."""
+    _PAIR_SCORES.update(scores)
+    extra = len(_PAIR_SCORES) - limit
+    if extra > 0:
+        for key in list(_PAIR_SCORES)[:extra]:  # dicts keep insertion order: oldest first
+            del _PAIR_SCORES[key]
 
 
 class PairScoreCache(BlobStore):
@@ -89,7 +100,8 @@ class CrossEncoderReranker:
         keys = [_pair_key(ident, *pair) for pair in flat]
         pairs = dict(zip(keys, flat))
         share = memo.sharing_enabled()
-        known = _PAIR_SCORES if share else {}
+        memory = _PAIR_SCORES if share else {}
+        known = {k: memory[k] for k in dict.fromkeys(keys) if k in memory}
         todo = [k for k in dict.fromkeys(keys) if k not in known]
 
         def predict(missing: list[str]) -> Iterable[tuple[str, float]]:
@@ -104,6 +116,8 @@ class CrossEncoderReranker:
             got = get_or_compute(self._store if share else None, todo, compute=predict,
                                  encode=lambda v: struct.pack("<d", v), decode=lambda b: struct.unpack("<d", b)[0])
             known.update(got.values)
+            if share:
+                _remember(got.values)
         out, pos = [], 0
         for s in shortlists:
             out.append(np.array([known[k] for k in keys[pos:pos + len(s)]]))

@@ -160,3 +160,12 @@ def test_unknown_cross_encoder_fails_fast_offline(monkeypatch):
     chunk = Chunk("d#0", "d", 0, 4, "text")
     with pytest.raises(ConfigError, match="reranker.model"):
         reranker.scores([q], [[chunk]])
+
+
+def test_the_processs_pair_memo_is_bounded_oldest_first(monkeypatch):
+    from rag_bench.reranking import cross_encoder
+
+    monkeypatch.setattr(cross_encoder, "_PAIR_SCORES", {})
+    cross_encoder._remember({"a": 1.0, "b": 2.0}, limit=3)
+    cross_encoder._remember({"c": 3.0, "d": 4.0}, limit=3)
+    assert cross_encoder._PAIR_SCORES == {"b": 2.0, "c": 3.0, "d": 4.0}
