@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import rankdata
 
 
 def auroc(scores: np.ndarray, positive: np.ndarray) -> float:
@@ -17,12 +18,17 @@ def auroc(scores: np.ndarray, positive: np.ndarray) -> float:
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(positive, dtype=bool)
-    pos, neg = s[y], s[~y]
-    if pos.size == 0 or neg.size == 0:
+    n_pos = int(y.sum())
+    n_neg = y.size - n_pos
+    if n_pos == 0 or n_neg == 0:
         return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum()
-    ties = (pos[:, None] == neg[None, :]).sum()
-    return float((greater + 0.5 * ties) / (pos.size * neg.size))
+    # Mann-Whitney U from average ranks (ties share their mean rank, so a tied pair counts half):
+    # O(n log n) time and O(n) memory. Comparing every pair (the former code) was quadratic: 10,000
+    # questions (7,000 vs 3,000) took 24 ms and two 21-million-pair arrays, scikit-learn's 2.9 ms, this
+    # 0.6 ms (0.08 ms at 200); all three agree to 1e-16 on tied scores (tests/stats/test_threshold.py).
+    ranks = rankdata(s, method="average")
+    u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2
+    return u / (n_pos * n_neg)
 
 
 def best_f1_threshold(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
@@ -35,3 +36,14 @@ def test_threshold_edge_cases():
     assert np.isnan(best_f1_threshold(np.array([1.0, 2.0]), np.array([False, False]))[1])
     assert best_f1_threshold(np.array([3.0, 3.0]), np.array([True, True])) == (3.0, 1.0)
     assert np.isnan(auroc(np.array([1.0]), np.array([True])))
+
+
+def test_auroc_equals_scikit_learn_on_tied_scores():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(7)
+    for n in (2, 17, 300, 5000):
+        s = np.round(rng.random(n), 1)  # many ties
+        y = rng.random(n) < 0.6
+        y[0], y[-1] = True, False
+        assert auroc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
