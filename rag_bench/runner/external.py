@@ -156,27 +156,154 @@ def read_ragas(path: Path, dataset: Dataset) -> Outputs:
     return _parse(path, lines(), dataset, log)
 
 
+class _PassageReader:
+    """Checks the passages of OUTPUTS lines against the corpus, places those given by text alone,
+    and counts how the placing went.
+
+    The same text may be in several documents (a public and a staff copy, two versions), and a
+    system may name a document that does not hold it: it is placed in the named document, else in
+    one the asker may read, else in another (see _locate) -- so a copy elsewhere never turns a
+    passage the asker may read into an unauthorized retrieval, and a forbidden text is found where
+    it is, whatever document it claims."""
+
+    def __init__(self, path: Path, dataset: Dataset, log: ProblemLog) -> None:
+        self.path, self.dataset, self.log = path, dataset, log
+        self.doc_index = id_index(dataset.documents)
+        self.docs = list(dataset.documents.values())
+        self.questions = {q.qid: q for q in dataset.questions}
+        # asker key -> (the documents they may read, the others), each current before archived
+        self.order: dict[Any, tuple[list[Document], list[Document]]] = {}
+        self.located: dict[tuple[str | None, str, Any], tuple[str, int, int] | None] = {}
+        self.unlocated = self.by_text = self.elsewhere = 0
+
+    def read(self, lineno: int, qid: str, i: int, p: Any,
+             spans: list[tuple[str, int, int]], scores: list[float]) -> bool:
+        """Check passage ``i`` of question ``qid``'s line, appending its span and score; False when
+        it is malformed (a valid score is kept even then: the line's all-or-none check counts it)."""
+        path, log, documents = self.path, self.log, self.dataset.documents
+        field = f"retrieved[{i}]"
+        if not isinstance(p, dict):
+            log.add(path, lineno, field, "must be an object", '{"doc_id": .., "start": .., "end": ..} or {"text": ..}')
+            return False
+        ok = True
+        for key in sorted(p.keys() - _PASSAGE_FIELDS):
+            log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
+                    f"allowed: {', '.join(sorted(_PASSAGE_FIELDS))}")
+            ok = False
+        score = p.get("score")
+        if score is not None:
+            if not _finite(score):
+                log.add(path, lineno, f"{field}.score", f"must be a finite number, got {str(score)[:40]}",
+                        "or omit it")
+                return False
+            scores.append(float(score))
+        doc_id, start, end, text = p.get("doc_id"), p.get("start"), p.get("end"), p.get("text")
+        if doc_id is not None and (not isinstance(doc_id, str) or doc_id not in documents):
+            log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
+                    + did_you_mean(doc_id, documents, self.doc_index), "use the ids of the dataset's documents")
+            return False
+        if doc_id is not None and (start is not None or end is not None):
+            span = self._span(lineno, field, doc_id, start, end, text)
+            if span is None:
+                return False
+            spans.append(span)
+        elif isinstance(text, str) and text.strip():
+            spans.append(self._place(qid, i, doc_id, text))
+        else:
+            log.add(path, lineno, field, "a passage needs doc_id with start/end, or text",
+                    '{"doc_id": "..", "start": 0, "end": 120} or {"text": ".."}')
+            return False
+        return ok
+
+    def _span(self, lineno: int, field: str, doc_id: str, start: Any, end: Any,
+              text: Any) -> tuple[str, int, int] | None:
+        """The span ``[start, end)`` of ``doc_id``; None (reported) unless it lies inside the document
+        and a ``text`` beside it is that span's text."""
+        doc_text = self.dataset.documents[doc_id].text
+        size = len(doc_text)
+        if not (isinstance(start, int) and isinstance(end, int) and not isinstance(start, bool)
+                and not isinstance(end, bool) and 0 <= start < end <= size):
+            self.log.add(self.path, lineno, f"{field}.start/end", f"span [{start!r}, {end!r}) is not inside "
+                         f"document {doc_id!r} (length {size})", "give character offsets 0 <= start < end <= length")
+            return None
+        if text is not None and (not isinstance(text, str) or text.split() != doc_text[start:end].split()):
+            # Trust neither: the system may have shown the text while naming another span.
+            self.log.add(self.path, lineno, f"{field}.text", f"is not the text of document {doc_id!r} at "
+                         f"[{start}, {end})", "give the span or the text alone, or the span's own text")
+            return None
+        return doc_id, start, end
+
+    def _place(self, qid: str, i: int, doc_id: str | None, text: str) -> tuple[str, int, int]:
+        """Where passage ``i``'s text is (see the class), or an UNLOCATED placeholder; counted."""
+        asker = self.questions[qid].asker
+        akey = None if asker is None else asker.key
+        if akey not in self.order:  # corpus order within each class (sorted is stable)
+            ranked = sorted(self.docs, key=lambda d: d.archived)
+            self.order[akey] = ([d for d in ranked if d.readable_by(asker)],
+                                [d for d in ranked if not d.readable_by(asker)])
+        where = (doc_id, text, akey)
+        if where not in self.located:  # the same passage recurs across questions: search once per asker
+            readable, forbidden = self.order[akey]
+            self.located[where] = _locate(text, [
+                [self.dataset.documents[doc_id]] if doc_id is not None else [],
+                [d for d in readable if d.doc_id != doc_id], [d for d in forbidden if d.doc_id != doc_id]])
+        found = self.located[where]
+        if found is None:
+            self.unlocated += 1
+            return UNLOCATED, i, i
+        self.by_text += 1
+        self.elsewhere += doc_id is not None and found[0] != doc_id
+        return found
+
+
+def _answer_fields_ok(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> bool:
+    """Check a line's answer, citations, refused and latency_ms, reporting each malformed one."""
+    answer, citations, refused, latency = obj.get("answer"), obj.get("citations", []), obj.get("refused", False), \
+        obj.get("latency_ms")
+    ok = True
+    if answer is not None and not isinstance(answer, str):
+        log.add(path, lineno, "answer", "must be a string", "or omit it for a retrieval-only system")
+        ok = False
+    # Numbers that are no position (0, -1, true, 1.5) are invalid citations, counted by the
+    # replay -- never read as Python indexes; only other JSON values are a malformed line.
+    if not isinstance(citations, list) or not all(isinstance(c, (str, int, float)) for c in citations):
+        log.add(path, lineno, "citations", "must be a list of passage numbers (from 1) or document ids",
+                "e.g. [1, 3]")
+        ok = False
+    if not isinstance(refused, bool):
+        log.add(path, lineno, "refused", "must be true or false", "or omit it")
+        ok = False
+    if latency is not None and (not _finite(latency) or latency < 0):
+        log.add(path, lineno, "latency_ms", "must be a finite number >= 0", "or omit it")
+        ok = False
+    return ok
+
+
+def _question_id(path: Path, lineno: int, obj: dict[str, Any], known: set[str], index: Any,
+                 records: dict[str, SystemOutput], log: ProblemLog) -> str | None:
+    """The line's question id after reporting unknown fields; None (reported) when it is unknown or repeated."""
+    for key in sorted(obj.keys() - _FIELDS):
+        log.add(path, lineno, key, f"unknown field {key!r}", f"allowed: {', '.join(sorted(_FIELDS))}")
+    qid = obj.get("id")
+    if not isinstance(qid, str) or qid not in known:
+        log.add(path, lineno, "id", f"unknown question {qid!r}" + did_you_mean(qid, known, index),
+                "use the ids of the dataset's questions")
+        return None
+    if qid in records:
+        log.add(path, lineno, "id", f"second line for question {qid!r}", "keep one line per question")
+        return None
+    return qid
+
+
 def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dataset, log: ProblemLog) -> Outputs:
     known = {q.qid for q in dataset.questions}
-    index, doc_index = id_index(known), id_index(dataset.documents)
-    docs = list(dataset.documents.values())
-    questions = {q.qid: q for q in dataset.questions}
-    # asker key -> (the documents they may read, the others), each current before archived
-    order: dict[Any, tuple[list[Document], list[Document]]] = {}
-    located: dict[tuple[str | None, str, Any], tuple[str, int, int] | None] = {}
+    index = id_index(known)
+    passages = _PassageReader(path, dataset, log)
     records: dict[str, SystemOutput] = {}
-    unlocated = by_text = elsewhere = 0
     answers = 0
     for lineno, obj in lines:
-        for key in sorted(obj.keys() - _FIELDS):
-            log.add(path, lineno, key, f"unknown field {key!r}", f"allowed: {', '.join(sorted(_FIELDS))}")
-        qid = obj.get("id")
-        if not isinstance(qid, str) or qid not in known:
-            log.add(path, lineno, "id", f"unknown question {qid!r}" + did_you_mean(qid, known, index),
-                    "use the ids of the dataset's questions")
-            continue
-        if qid in records:
-            log.add(path, lineno, "id", f"second line for question {qid!r}", "keep one line per question")
+        qid = _question_id(path, lineno, obj, known, index, records, log)
+        if qid is None:
             continue
         raw = obj.get("retrieved", [])
         if not isinstance(raw, list) or len(raw) > MAX_PASSAGES:
@@ -187,100 +314,18 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         scores: list[float] = []
         bad = False
         for i, p in enumerate(raw):
-            field = f"retrieved[{i}]"
-            if not isinstance(p, dict):
-                log.add(path, lineno, field, "must be an object", '{"doc_id": .., "start": .., "end": ..} or {"text": ..}')
-                bad = True
-                continue
-            for key in sorted(p.keys() - _PASSAGE_FIELDS):
-                log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
-                        f"allowed: {', '.join(sorted(_PASSAGE_FIELDS))}")
-                bad = True
-            score = p.get("score")
-            if score is not None:
-                if not _finite(score):
-                    log.add(path, lineno, f"{field}.score", f"must be a finite number, got {str(score)[:40]}",
-                            "or omit it")
-                    bad = True
-                    continue
-                scores.append(float(score))
-            doc_id, start, end, text = p.get("doc_id"), p.get("start"), p.get("end"), p.get("text")
-            if doc_id is not None and (not isinstance(doc_id, str) or doc_id not in dataset.documents):
-                log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
-                        + did_you_mean(doc_id, dataset.documents, doc_index), "use the ids of the dataset's documents")
-                bad = True
-                continue
-            if doc_id is not None and (start is not None or end is not None):
-                size = len(dataset.documents[doc_id].text)
-                if not (isinstance(start, int) and isinstance(end, int) and not isinstance(start, bool)
-                        and not isinstance(end, bool) and 0 <= start < end <= size):
-                    log.add(path, lineno, f"{field}.start/end", f"span [{start!r}, {end!r}) is not inside document "
-                            f"{doc_id!r} (length {size})", "give character offsets 0 <= start < end <= length")
-                    bad = True
-                    continue
-                if text is not None and (not isinstance(text, str)
-                                         or text.split() != dataset.documents[doc_id].text[start:end].split()):
-                    # Trust neither: the system may have shown the text while naming another span.
-                    log.add(path, lineno, f"{field}.text", f"is not the text of document {doc_id!r} at "
-                            f"[{start}, {end})", "give the span or the text alone, or the span's own text")
-                    bad = True
-                    continue
-                spans.append((doc_id, start, end))
-            elif isinstance(text, str) and text.strip():
-                # The same text may be in several documents (a public and a staff copy, two versions),
-                # and a system may name a document that does not hold it: it is placed in the named
-                # document, else in one the asker may read, else in another (see _locate) -- so a copy
-                # elsewhere never turns a passage the asker may read into an unauthorized retrieval,
-                # and a forbidden text is found where it is, whatever document it claims.
-                asker = questions[qid].asker
-                akey = None if asker is None else asker.key
-                if akey not in order:  # corpus order within each class (sorted is stable)
-                    ranked = sorted(docs, key=lambda d: d.archived)
-                    order[akey] = ([d for d in ranked if d.readable_by(asker)],
-                                   [d for d in ranked if not d.readable_by(asker)])
-                where = (doc_id, text, akey)
-                if where not in located:  # the same passage recurs across questions: search once per asker
-                    readable, forbidden = order[akey]
-                    located[where] = _locate(text, [
-                        [dataset.documents[doc_id]] if doc_id is not None else [],
-                        [d for d in readable if d.doc_id != doc_id], [d for d in forbidden if d.doc_id != doc_id]])
-                found = located[where]
-                if found is None:
-                    unlocated += 1
-                    spans.append((UNLOCATED, i, i))
-                else:
-                    by_text += 1
-                    elsewhere += doc_id is not None and found[0] != doc_id
-                    spans.append(found)
-            else:
-                log.add(path, lineno, field, "a passage needs doc_id with start/end, or text",
-                        '{"doc_id": "..", "start": 0, "end": 120} or {"text": ".."}')
-                bad = True
+            bad |= not passages.read(lineno, qid, i, p, spans, scores)
         if scores and len(scores) != len(raw):
             log.add(path, lineno, "retrieved", "some passages have a score and some do not", "give all or none")
             bad = True
-        answer, citations, refused, latency = obj.get("answer"), obj.get("citations", []), obj.get("refused", False), \
-            obj.get("latency_ms")
-        if answer is not None and not isinstance(answer, str):
-            log.add(path, lineno, "answer", "must be a string", "or omit it for a retrieval-only system")
-            bad = True
-        # Numbers that are no position (0, -1, true, 1.5) are invalid citations, counted by the
-        # replay -- never read as Python indexes; only other JSON values are a malformed line.
-        if not isinstance(citations, list) or not all(isinstance(c, (str, int, float)) for c in citations):
-            log.add(path, lineno, "citations", "must be a list of passage numbers (from 1) or document ids",
-                    "e.g. [1, 3]")
-            bad = True
-        if not isinstance(refused, bool):
-            log.add(path, lineno, "refused", "must be true or false", "or omit it")
-            bad = True
-        if latency is not None and (not _finite(latency) or latency < 0):
-            log.add(path, lineno, "latency_ms", "must be a finite number >= 0", "or omit it")
-            bad = True
+        bad |= not _answer_fields_ok(path, lineno, obj, log)
         if bad:
             continue
+        answer, refused, latency = obj.get("answer"), obj.get("refused", False), obj.get("latency_ms")
         answers += answer is not None or refused
         records[qid] = SystemOutput(qid, tuple(spans), tuple(scores) if scores else None, answer,
-                                    tuple(citations), refused, float(latency) if latency is not None else None)
+                                    tuple(obj.get("citations", [])), refused,
+                                    float(latency) if latency is not None else None)
     missing = [q.qid for q in dataset.questions if q.qid not in records]
     if missing and not log.problems:
         log.add(path, 0, "id", f"{len(missing)} question(s) of the dataset have no line, e.g. {missing[:3]}",
@@ -289,7 +334,7 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         log.add(path, 0, "answer", f"{answers} of {len(records)} lines have an answer",
                 "give every question an answer (or \"refused\": true), or none for a retrieval-only system")
     log.raise_if_any(f"{path}")
-    return Outputs(records, unlocated, by_text, answers > 0, elsewhere)
+    return Outputs(records, passages.unlocated, passages.by_text, answers > 0, passages.elsewhere)
 
 
 def read_trec_run(path: Path, dataset: Dataset, chunks: Sequence[Chunk]) -> Outputs:
