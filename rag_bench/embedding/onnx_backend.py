@@ -182,7 +182,7 @@ def export_fp32(model_path: str, out: Path) -> None:
 
     import torch
 
-    from rag_bench.embedding.sentence_transformer import load_model
+    from rag_bench.embedding.models import load_model
 
     st = load_model(model_path, "cpu")
     pipeline = read_pipeline(st, model_path)

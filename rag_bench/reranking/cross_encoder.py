@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
-from rag_bench.embedding.sentence_transformer import resolve_model, weights_hash
+from rag_bench.embedding.models import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
 from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
