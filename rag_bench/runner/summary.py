@@ -186,14 +186,16 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
         counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
     metrics["counts"] = counts
     metrics["dataset_fingerprint"] = dataset.fingerprint
-    metrics["warnings"] = sanity_warnings(frame, metrics, k)
+    metrics["warnings"] = sanity_warnings(frame, metrics, k, external=index_name == "external")
     return metrics
 
 
-def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int) -> list[str]:
+def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int, *, external: bool = False) -> list[str]:
     """Signs that a number is degenerate for this data, so a user notices before trusting a table:
-    retrieval that matched nothing, answers all wrong although the evidence reached the context,
-    measures averaged over no question."""
+    retrieval that matched nothing for answerable questions (an unanswerable, off-topic question
+    that matches nothing is retrieval working), answers all wrong although the evidence reached the
+    context, measures averaged over no question. ``external``: an application's outputs, for which
+    advice about our retrievers' settings would be wrong."""
     out = []
     security = metrics.get("security", {})
     for stage in ("retriever", "reranker"):
@@ -204,11 +206,14 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int) -> lis
                        f"{stage} must apply the access filter it is given (security.unauthorized_retrievals fails "
                        "the release policy)")
     top = np.array([s[0] if len(s) else np.nan for s in frame["scores"]], dtype=float)
-    zero = int(np.sum(top == 0))
+    answerable = frame["answerable"].to_numpy(bool) if "answerable" in frame else np.ones(len(frame), bool)
+    zero = int(np.sum((top == 0) & answerable))
     if zero:
-        out.append(f"{zero} of {len(frame)} questions have a top retrieval score of 0: the retriever matched nothing "
-                   "for them (BM25: no question token is in the index) -- check retriever.language, or the "
-                   "questions' script and tokenizer")
+        fix = ("check the passages the system returned for them" if external else
+               "for BM25 (no question token is in the index), check retriever.language, or the questions' script "
+               "and tokenizer")
+        out.append(f"{zero} of {int(answerable.sum())} answerable questions have a top retrieval score of 0: "
+                   f"the retrieval matched nothing for them -- {fix}")
     n = metrics.get("n", {})
     for m in (*measures.TAG[:1], measures.family("document", "ndcg").at(10)):
         if m.key in n and n[m.key] == 0:

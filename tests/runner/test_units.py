@@ -120,10 +120,16 @@ def test_degenerate_numbers_come_with_a_warning(tmp_path):
 def test_a_retriever_that_matches_nothing_is_flagged():
     from rag_bench.runner.summary import sanity_warnings
 
-    frame = pd.DataFrame({"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0]], "answerable": [True, True, True],
-                          "first_relevant_rank": [None, 1, None]})
+    frame = pd.DataFrame({"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0], [0.0]], "answerable": [True, True, True, False],
+                          "first_relevant_rank": [None, 1, None, None]})
     (warning,) = sanity_warnings(frame, {"n": {}}, k=5)
-    assert warning.startswith("2 of 3 questions have a top retrieval score of 0") and "retriever.language" in warning
+    # The unanswerable question that matched nothing is retrieval working, not a sign of a bad setting.
+    assert warning.startswith("2 of 3 answerable questions have a top retrieval score of 0")
+    assert "retriever.language" in warning
+    (warning,) = sanity_warnings(frame, {"n": {}}, k=5, external=True)  # an app: no advice about our BM25
+    assert "BM25" not in warning and "retriever.language" not in warning and "passages the system returned" in warning
+    only_unanswerable = frame.assign(answerable=[True, True, False, False], scores=[[1.0], [2.5], [0.0], [0.0]])
+    assert sanity_warnings(only_unanswerable, {"n": {}}, k=5) == []
 
 
 def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path):
