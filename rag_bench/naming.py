@@ -1,5 +1,6 @@
 """Cell names from the parameters that vary: the same short label in report tables and charts,
-the leaderboard and MLflow run names.
+the leaderboard and MLflow run names; and a config's flat ``stage.key`` form (:func:`flat_params`),
+which MLflow logs as params.
 
 An *axis* is a config key whose value differs between the cells of a sweep: a stage's option
 (``chunker`` → its ``name``), a parameter of one option (``chunker.size`` among ``fixed`` cells),
@@ -30,6 +31,25 @@ IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system
 BARE = ("chunker", "retriever")
 PREFIX = {"embedder": "emb", "index": "idx", "reranker": "rr", "generator": "gen", "judge": "judge"}
 MAX_VALUE = 24
+
+
+def flat_params(config: dict[str, Any]) -> dict[str, Any]:
+    """A resolved config as ``{"chunker.size": 300, ...}`` (MLflow params).
+
+    >>> flat_params({"chunker": {"name": "fixed", "size": 3}, "seed": 0})
+    {'chunker.name': 'fixed', 'chunker.size': 3, 'seed': 0}
+    """
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = node
+
+    walk("", config)
+    return out
 
 
 def _flat(node: Any, prefix: str = "") -> dict[str, Any]:

@@ -392,25 +392,6 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
                           f"{type(exc).__name__}: {exc} -- fix: check the {group} parameters") from exc
 
 
-def flat_params(config: dict[str, Any]) -> dict[str, Any]:
-    """A resolved config as ``{"chunker.size": 300, ...}`` (MLflow params).
-
-    >>> flat_params({"chunker": {"name": "fixed", "size": 3}, "seed": 0})
-    {'chunker.name': 'fixed', 'chunker.size': 3, 'seed': 0}
-    """
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, node: Any) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
-            out[prefix] = node
-
-    walk("", config)
-    return out
-
-
 def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
     """The part of the config that determines results, plus the dataset's content fingerprint.
 

@@ -25,8 +25,9 @@ from rag_bench.errors import ConfigError
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
+from rag_bench.naming import flat_params
 from rag_bench.records import Dataset
-from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, flat_params, validate
+from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
 from rag_bench.runner.pipeline import run_pipeline
 from rag_bench.runner.results import CellResult
 from rag_bench.stages import CONSOLE_STAGES, STAGES, is_null

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from rag_bench import naming
 from rag_bench.cells import atomic_write, experiment_cells
-from rag_bench.runner.config import flat_params
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, tracked_metrics
 from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
@@ -32,7 +31,7 @@ def sync_experiment(experiment_dir: str | Path, *, tracking_uri: str | None = No
         extra = {"synced": "true", **({"git_sha": str(cell.done["git_sha"])} if cell.done.get("git_sha") else {})}
         name = str(cell.done.get("dataset") or "")
         tags = cell_tags(cell.config, dataset_fingerprint=cell.dataset_fingerprint or "", dataset=name, **extra)
-        run_id = tracker.log_cell(cell_id=cell.cell_id, cell_dir=cell.path, params=flat_params(cell.config),
+        run_id = tracker.log_cell(cell_id=cell.cell_id, cell_dir=cell.path, params=naming.flat_params(cell.config),
                                   metrics=tracked_metrics(cell.metrics), tags=tags, run_name=names[cell.cell_id],
                                   dataset=dataset_info(cell.config, cell.metrics, name),
                                   table=questions_table(cell.records))
