@@ -72,8 +72,9 @@ def _height(rows: int) -> float:
 
 def ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
     better = measures.higher_is_better(metric)
+    # Exact ties by cell id, as leaderboard.best_first: every view names the same best cell.
     ranked = sorted(cells, key=lambda c: (c.metric(metric) is None, -(c.metric(metric) or 0) if better
-                                          else (c.metric(metric) or 0)))
+                                          else (c.metric(metric) or 0), c.cell_id))
     return ranked[:top] if top else ranked
 
 

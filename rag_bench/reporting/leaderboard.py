@@ -145,6 +145,15 @@ def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tu
     return tuple(out)
 
 
+def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
+    """``cells`` best first by ``key``'s direction; exact ties by cell id, ascending (a stable sort),
+    the same rule as :func:`rag_bench.reporting.charts.ranked`: the leaderboard, the report, the
+    notebook and the sweep's MLflow parent run name the same best cell (an unstable sort once
+    broke a tie one way in the report and the other way everywhere else)."""
+    return cells.sort_values([key, "cell"], ascending=[_lower_is_better(key), True], na_position="last",
+                             kind="mergesort")
+
+
 def leaderboard_table(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
                       columns: Sequence[str] = DEFAULT_COLUMNS) -> pd.DataFrame:
     """The leaderboard as numbers, best first (by the sort measure's direction): ``label``,
@@ -152,7 +161,7 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.ke
     ``ci_lo``/``ci_hi`` and its ``n``."""
     cols = [c for c in columns if c in cells.columns]
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
-    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last") if key else cells
+    table = best_first(cells, key) if key else cells
     out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], "k"]].copy()
     for c in cols:
         out[c] = pd.to_numeric(table[c], errors="coerce")
@@ -228,7 +237,7 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
     if not cols:
         return ""
     key = sort_by if sort_by in cells.columns else cols[0]
-    table = cells.sort_values(key, ascending=_lower_is_better(key), na_position="last").head(top)
+    table = best_first(cells, key).head(top)
     width = int(table["label"].str.len().max())
     out = pd.DataFrame({"cell": table["label"].str.ljust(width)})
     for c in cols:

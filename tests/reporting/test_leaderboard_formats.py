@@ -59,3 +59,26 @@ def test_sorting_follows_each_columns_declared_direction():
     assert order("latency/retrieve_p50_ms") == ["c", "a", "b"]
     assert order("retrieval/ndcg@10") == ["b", "c", "a"]
     assert order("counts/chunks") == ["b", "c", "a"]  # descriptive: largest first, a display order
+
+
+def test_an_exact_tie_names_the_same_best_cell_in_the_leaderboard_and_the_report():
+    """Ties are broken by cell id, ascending, in both orderings; pandas' default sort is not
+    stable, and the report and the leaderboard once named different best cells."""
+    import pandas as pd
+
+    from rag_bench.reporting.charts import ranked
+    from rag_bench.reporting.leaderboard import best_first
+
+    ids = [f"{i:012x}" for i in (7, 3, 9, 1, 5, 2, 8, 4, 6, 0) * 3][:25]
+    ids = list(dict.fromkeys(ids)) + [f"{i:012x}" for i in range(100, 120)]
+    frame = pd.DataFrame({"cell": ids, "retrieval/ndcg@10": [0.5] * len(ids)})
+    assert best_first(frame, "retrieval/ndcg@10")["cell"].tolist() == sorted(ids)
+
+    class Cell:
+        def __init__(self, cid):
+            self.cell_id = cid
+
+        def metric(self, name):
+            return 0.5
+
+    assert [c.cell_id for c in ranked([Cell(i) for i in ids], "retrieval/ndcg@10", None)] == sorted(ids)
