@@ -26,6 +26,7 @@ commands:
   validate DATASET                 check a dataset; every problem listed; exit 2 if any
   chunks DATASET chunker=NAME ...  print chunks as JSON lines (stdout) and stats (stderr)
   score-run QRELS RUN [-m ..]      trec_eval-compatible scoring of TREC files
+  score-answers GOLD PRED [--json] SQuAD 2.0's official answer scoring (EM/F1, HasAns/NoAns)
   compare CELL_A CELL_B            paired statistics + per-question differences (--json)
   report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
   gate CELL --policy FILE [--baseline CELL] [--junit FILE]
@@ -449,6 +450,12 @@ def _evaluate(argv: list[str]) -> int:
     return 0
 
 
+def _score_answers(argv: list[str]) -> int:
+    from rag_bench.metrics.squad import main as score_answers
+
+    return score_answers(argv)
+
+
 def _export(argv: list[str]) -> int:
     from rag_bench.cells import load_cell
     from rag_bench.runner.external import export_outputs
@@ -608,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
                 "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
-                "export": _export}
+                "export": _export, "score-answers": _score_answers}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -7,7 +7,6 @@ confidence intervals happen in the runner, like every other metric.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,35 +14,58 @@ from functools import lru_cache
 import numpy as np
 
 from rag_bench.geometry import covered_fraction, overlap_ratio
+from rag_bench.metrics import squad
 from rag_bench.records import Answer, EvidenceSpan, Passage
-from rag_bench.text.normalize import contains, facts_present, normalize
+from rag_bench.text.normalize import contains, facts_present, lenient_normalize
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 
+# Our answer contract's citation markers ("... 1066 [2]."): the answer's format, not its text. They
+# are stripped before any matching; the official SQuAD script (score-answers) scores text as given.
 _CITE = re.compile(r"\s*\[\d+\]")
 
 
 def exact_match(answer: str, references: Sequence[str]) -> float:
-    """1.0 when the normalised answer equals a normalised reference."""
-    a = normalize(answer)
-    return float(any(a == normalize(r) for r in references))
+    """SQuAD 2.0's exact match (:func:`rag_bench.metrics.squad.score`): 1.0 when the answer equals
+    a reference after the official normalisation (ASCII punctuation deleted, articles a/an/the
+    removed); no reference means the empty answer is the gold.
+
+    >>> exact_match("The co-op.", ["coop"]), exact_match("14 days", ["14 Days!"])
+    (1.0, 1.0)
+    """
+    return float(squad.score(references, answer)[0])
 
 
 def token_f1(answer: str, references: Sequence[str]) -> float:
-    """Best token-overlap F1 against the references (SQuAD).
+    """SQuAD 2.0's token F1, the best over the references (:func:`rag_bench.metrics.squad.score`).
 
     >>> round(token_f1("within 45 days", ["45 days of delivery"]), 3)
     0.571
     """
-    a = normalize(answer).split()
-    best = 0.0
-    for r in references:
-        b = normalize(r).split()
-        common = sum((Counter(a) & Counter(b)).values())
-        if common:
-            p, rec = common / len(a), common / len(b)
-            best = max(best, 2 * p * rec / (p + rec))
-    return best
+    return float(squad.score(references, answer)[1])
+
+
+def squad_v2(answer: Answer, references: Sequence[str], *, answerable: bool) -> tuple[float, float]:
+    """SQuAD v2's ``(exact, f1)`` of one answer, for answerable and unanswerable questions alike:
+    an unanswerable question's gold is the empty answer and a refusal is the empty answer, so a
+    refusal scores 1 there and 0 on an answerable question. ``[n]`` citation markers are stripped
+    first; an output that broke the answer contract scores 0 (it is no deliberate empty answer);
+    an answerable question without references is NaN (nothing to match against).
+
+    >>> squad_v2(Answer("Rollo [1]."), ["Rollo"], answerable=True)
+    (1.0, 1.0)
+    >>> squad_v2(Answer("I cannot answer.", refused=True), [], answerable=False)
+    (1.0, 1.0)
+    >>> squad_v2(Answer("Rollo [1]."), [], answerable=False)
+    (0.0, 0.0)
+    """
+    if answerable and not references:
+        return float("nan"), float("nan")
+    if answer.parse_error is not None:
+        return 0.0, 0.0
+    prediction = "" if answer.refused else _CITE.sub("", answer.text)
+    em, f1 = squad.score(tuple(references) if answerable else (), prediction)
+    return float(em), float(f1)
 
 
 ANSWER_MATCH_MODES = ("auto", "contains", "f1", "em", "facts")
@@ -53,11 +75,14 @@ ANSWER_MATCH_MODES = ("auto", "contains", "f1", "em", "facts")
 class AnswerMatch:
     """How an answer matches a question's references and facts (NaN where the question has none).
 
-    ``answer_recall`` is 1.0 when a normalised reference occurs in the answer (the long-form RAG
-    "accuracy" of Lost in the Middle and ALCE's STR-EM); ``exact_match`` and ``token_f1`` are
-    SQuAD's; ``facts_present`` is 1.0 when every fact occurs. A refusal or an empty answer matches
-    nothing (0.0). ``words`` is the answer's length (NaN for refusals), reported beside
-    correctness because containment rewards long answers.
+    ``exact_match`` and ``token_f1`` are SQuAD 2.0's, exactly as its official script computes them
+    (:mod:`rag_bench.metrics.squad`). ``answer_recall`` is 1.0 when a reference occurs in the
+    answer (the long-form RAG "accuracy" of Lost in the Middle and ALCE's STR-EM) and
+    ``facts_present`` 1.0 when every fact occurs, both under the lenient Unicode-aware
+    normalisation (:func:`~rag_bench.text.normalize.lenient_normalize`). ``[n]`` citation markers
+    are stripped before matching. A refusal or an empty answer matches nothing (0.0). ``words``
+    is the answer's length (NaN for refusals), reported beside correctness because containment
+    rewards long answers.
     """
 
     exact_match: float
@@ -82,16 +107,17 @@ def match_answer(answer: Answer, facts: Sequence[str], references: Sequence[str]
 def _match(refused: bool, answer: str, facts: tuple[str, ...], references: tuple[str, ...]) -> AnswerMatch:
     # Pure in its arguments (memoised across the cells of a sweep that share answers).
     nan = float("nan")
-    # References and facts that normalise to nothing ("...", ".") match everything: dropped.
-    refs = [r for r in references if normalize(r)]
-    kept = [f for f in facts if normalize(f)]
+    # References and facts that normalise to nothing ("...", ".") would match everything: dropped
+    # (SQuAD drops them too, and scores a question left without one against the empty answer).
+    refs = [r for r in references if lenient_normalize(r)]
+    kept = [f for f in facts if lenient_normalize(f)]
     blank = refused or not answer
     text = _CITE.sub("", answer)
-    if refs:
-        em, f1 = (0.0, 0.0) if blank else (exact_match(text, refs), token_f1(text, refs))
-        recall = 0.0 if blank else float(any(contains(text, r) for r in refs))
-    else:
-        em = f1 = recall = nan
+    em = f1 = nan
+    if references:
+        exact, overlap = squad.score(references, "" if blank else text)
+        em, f1 = float(exact), float(overlap)
+    recall = (0.0 if blank else float(any(contains(text, r) for r in refs))) if refs else nan
     facts_ok = (0.0 if blank else float(facts_present(text, kept))) if kept else nan
     return AnswerMatch(em, f1, recall, facts_ok, nan if blank else float(len(text.split())))
 
@@ -118,7 +144,7 @@ def is_correct(answer: Answer, facts: Sequence[str], references: Sequence[str], 
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in normalize(text).split() if w not in ENGLISH_STOPWORDS}
+    return {w for w in lenient_normalize(text).split() if w not in ENGLISH_STOPWORDS}
 
 
 def faithfulness(answer: Answer, passages: Sequence[Passage], *, support: float = 0.6) -> float:

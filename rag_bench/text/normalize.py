@@ -1,7 +1,11 @@
-"""Answer normalisation (SQuAD-style, plus digit grouping) and normalised containment.
+"""The lenient answer normalisation and normalised containment.
 
-Shared by answer correctness, facts-mode chunk relevance and the extractive generator, so
-"contains the fact" means the same thing everywhere.
+:func:`lenient_normalize` is Unicode-aware and forgiving (any script's punctuation becomes a
+space, digit grouping is dropped, ``$`` and ``%`` are kept). It serves containment: answer recall
+(``generation/answer_recall``), facts (``generation/facts_present``, facts-mode chunk relevance)
+and the extractive generator, so "contains the fact" means the same thing everywhere. It is *not*
+SQuAD's: ``exact_match`` and ``token_f1`` use the official script's normalisation
+(:func:`rag_bench.metrics.squad.normalize_answer`), so their figures compare with published ones.
 """
 
 from __future__ import annotations
@@ -19,14 +23,14 @@ _PUNCT = regex.compile(r"[\p{P}\p{Sm}\p{Sk}\p{So}--[%]]", regex.V1)
 _UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
 
 
-def normalize(text: str) -> str:
-    """SQuAD-style normalisation plus digit grouping: case, punctuation, articles, whitespace,
+def lenient_normalize(text: str) -> str:
+    """Lenient normalisation (SQuAD's, loosened): case, punctuation, articles, whitespace,
     ``30,000`` = ``30000``, for text in any script (NFKC first). ``$``, other currency signs and
     ``%`` are kept (they carry meaning in prices and rates).
 
-    >>> normalize("The fee is $1,250.00!")
+    >>> lenient_normalize("The fee is $1,250.00!")
     'fee is $1250 00'
-    >>> normalize("“Within 14 days—after renewal”")
+    >>> lenient_normalize("“Within 14 days—after renewal”")
     'within 14 days after renewal'
     """
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", text).lower())
@@ -45,12 +49,12 @@ def contains(text: str, phrase: str) -> bool:
     >>> contains("返金は14日以内です。", "14日以内")
     True
     """
-    p = normalize(phrase)
+    p = lenient_normalize(phrase)
     if _UNSPACED.search(p):  # scripts written without spaces: containment of the characters
-        return p.replace(" ", "") in normalize(text).replace(" ", "")
-    return bool(p) and f" {p} " in f" {normalize(text)} "
+        return p.replace(" ", "") in lenient_normalize(text).replace(" ", "")
+    return bool(p) and f" {p} " in f" {lenient_normalize(text)} "
 
 
 def facts_present(answer: str, facts: Sequence[str]) -> bool:
     """Every fact appears in the answer (normalised, as a whole-word sequence)."""
-    return all(contains(answer, f) for f in facts if normalize(f))
+    return all(contains(answer, f) for f in facts if lenient_normalize(f))
