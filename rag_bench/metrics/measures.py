@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
+from rag_bench.failure_labels import GENERATION_CELL_LABELS
+
 Aggregate = Literal["mean", "sum", "value"]
 Cut = Literal["required", "optional", "none"]
 
@@ -228,23 +230,24 @@ COST = _figures("cost", (
     ("embedding_cache_hits", None, "texts served by the embedding cache (depends on earlier runs)"),
     ("generations_cached", None, "answers served by the generation cache (depends on earlier runs)"),
 ))
-# One tally per failure label (rag_bench.runner.labels): a question lost at a stage is a count of
-# something that went wrong; correct and correct_refusal are the outcomes wanted.
-FAILURES = _figures("failures", (
-    ("unjudged", None, "questions with no relevant evidence: nothing to attribute"),
-    ("chunking", False, "questions whose evidence no chunk holds"),
-    ("retrieval_miss", False, "questions with no relevant chunk in the top D"),
-    ("ranking", False, "questions whose relevant chunk was retrieved but cut before k"),
-    ("error", False, "questions whose generator call failed"),
-    ("false_refusal", False, "answerable questions refused"),
-    ("in_context", None, "evidence in the context and no reference to judge the answer (retrieval-only cells: "
-     "every question whose evidence reached the top k)"),
-    ("generation", False, "evidence in the context, answer wrong"),
-    ("citation", False, "answer right, citations do not support it"),
-    ("correct", True, "answer right and supported"),
-    ("correct_refusal", True, "unanswerable questions refused"),
-    ("hallucinated_answer", False, "unanswerable questions answered"),
-))
+# One tally per failure label (rag_bench.failure_labels), in attribution order: a question lost at
+# a stage is a count of something that went wrong; correct and correct_refusal are the outcomes wanted.
+_FAILURE_MEANINGS: dict[str, tuple[bool | None, str]] = {
+    "unjudged": (None, "questions with no relevant evidence: nothing to attribute"),
+    "chunking": (False, "questions whose evidence no chunk holds"),
+    "retrieval_miss": (False, "questions with no relevant chunk in the top D"),
+    "ranking": (False, "questions whose relevant chunk was retrieved but cut before k"),
+    "error": (False, "questions whose generator call failed"),
+    "false_refusal": (False, "answerable questions refused"),
+    "in_context": (None, "evidence in the context and no reference to judge the answer (retrieval-only cells: "
+                   "every question whose evidence reached the top k)"),
+    "generation": (False, "evidence in the context, answer wrong"),
+    "citation": (False, "answer right, citations do not support it"),
+    "correct": (True, "answer right and supported"),
+    "correct_refusal": (True, "unanswerable questions refused"),
+    "hallucinated_answer": (False, "unanswerable questions answered"),
+}
+FAILURES = _figures("failures", tuple((label, *_FAILURE_MEANINGS[label]) for label in GENERATION_CELL_LABELS))
 FIGURES = (*COUNTS, *COST, *FAILURES)
 _FIGURES = {m.key: m for m in FIGURES}
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.

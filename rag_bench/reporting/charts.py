@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rag_bench.cells import Cell  # noqa: E402
+from rag_bench.failure_labels import in_attribution_order  # noqa: E402
 from rag_bench.metrics import measures  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
@@ -250,8 +251,6 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
 
 def failure_labels(cells: Sequence[Cell]) -> list[str]:
     """The failure labels of ``cells``, in attribution order (retrieval first, then generation)."""
-    from rag_bench.runner.labels import in_attribution_order
-
     return in_attribution_order(k for c in cells for k in c.metrics.get("failures", {}))
 
 

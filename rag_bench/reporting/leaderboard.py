@@ -18,6 +18,7 @@ import pandas as pd
 
 from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
+from rag_bench.failure_labels import in_attribution_order
 from rag_bench.metrics import measures
 from rag_bench.stages import RETRIEVAL_STAGES
 
@@ -229,8 +230,6 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.k
 def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key, top: int = 10) -> str:
     """The failure table: for the ``top`` cells (by ``sort_by``), how many questions each lost at
     each stage (labels no cell has are left out)."""
-    from rag_bench.runner.labels import in_attribution_order
-
     found = [c.split("/", 1)[1] for c in cells.columns if c.startswith("failures/")
              and pd.to_numeric(cells[c], errors="coerce").fillna(0).any()]
     cols = [f"failures/{lab}" for lab in in_attribution_order(found)]

@@ -1,4 +1,5 @@
-"""Failure attribution (ARCHITECTURE §4): one label per question, the first that applies.
+"""Failure attribution (ARCHITECTURE §4): one label per question, the first that applies (the
+labels and their order: :mod:`rag_bench.failure_labels`).
 
 Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →
 ``false_refusal`` → ``generation`` → ``citation`` → ``correct``; unanswerable ones are
@@ -9,33 +10,12 @@ retrieval labels: an answerable question whose evidence reached the top k is ``i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 
+from rag_bench.failure_labels import RETRIEVAL_LABELS
 from rag_bench.records import Answer, Question
 
-# Labels of the retrieval stage, in attribution order ("unjudged": a question with no relevant
-# evidence at all, e.g. a BEIR query judged only with grade 0: nothing to attribute).
-RETRIEVAL_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "in_context")
-# Every label of a cell that generates, in attribution order ("in_context": an answer no
-# reference can judge, with its evidence in the context).
-ANSWERABLE_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "error", "false_refusal", "in_context",
-                     "generation", "citation", "correct")
-UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
-# The labels metrics.json ``failures`` counts, in report order.
-GENERATION_CELL_LABELS = ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
 _LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]
-
-
-def in_attribution_order(labels: Iterable[str]) -> list[str]:
-    """``labels`` (distinct) sorted as :data:`GENERATION_CELL_LABELS` lists them, unknown ones last.
-
-    >>> in_attribution_order(["correct", "ranking", "other"])
-    ['ranking', 'correct', 'other']
-    """
-    order = {lab: i for i, lab in enumerate(GENERATION_CELL_LABELS)}
-    return sorted(dict.fromkeys(labels), key=lambda lab: order.get(lab, len(order)))
 
 
 def retrieval_label(question: Question, found: np.ndarray, first_relevant: int | None, k: int) -> str | None:

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.embedding.base import EmbedStats
+from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
 from rag_bench.metrics import measures
 from rag_bench.metrics.bootstrap import bootstrap_cis
 from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
-from rag_bench.runner.labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
 from rag_bench.runner.results import Chunked, Generated, Indexed, Judged, Reranked, Retrieved, Scored
 from rag_bench.runner.scoring import Qrels
 from rag_bench.stats.threshold import auroc, best_f1_threshold

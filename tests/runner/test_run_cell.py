@@ -11,8 +11,8 @@ import pytest
 
 from rag_bench.cells import is_done
 from rag_bench.errors import ConfigError, DataError
+from rag_bench.failure_labels import RETRIEVAL_LABELS
 from rag_bench.runner.config import cell_id
-from rag_bench.runner.labels import RETRIEVAL_LABELS
 from rag_bench.runner.main import run_cell
 from tests.conftest import TINY, compose_config
 
