@@ -35,7 +35,6 @@ from omegaconf._utils import get_omega_conf_dumper
 from rag_bench.errors import DataError, OutputError, Problem
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import is_question_ranking_column
-from rag_bench.runner.results import CellResult
 from rag_bench.spreadsheet import to_csv
 from rag_bench.stages import LABEL_STAGES, stage_names
 
@@ -44,6 +43,18 @@ from rag_bench.stages import LABEL_STAGES, stage_names
 DEFAULT_OUTPUT_ROOT = "experiments"
 
 FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """Everything a cell folder holds, computed: what :func:`write_cell` writes."""
+
+    records: pd.DataFrame
+    metrics: dict[str, Any]
+    run_trec: str
+    qrels_trec: str
+    # Further TREC files by name (document-level run and qrels when eval.unit includes document).
+    extra_files: dict[str, str] = field(default_factory=dict)
 
 
 def is_done(cell_dir: Path) -> bool:

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
+from rag_bench.cells import CellResult
 from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.errors import Problem
@@ -58,7 +59,7 @@ from rag_bench.records import Chunk, Dataset, Document, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 from rag_bench.runner import stages, summary
 from rag_bench.runner.config import UNITS, build, wants
-from rag_bench.runner.results import CellResult, Chunked, Indexed, Reranked, Retrieved
+from rag_bench.runner.results import Chunked, Indexed, Reranked, Retrieved
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}

@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rag_bench.cells import cell_lock, discard, is_done, mark_done, write_cell_or_fail
+from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError
@@ -29,7 +29,6 @@ from rag_bench.naming import flat_params
 from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
 from rag_bench.runner.pipeline import run_pipeline
-from rag_bench.runner.results import CellResult
 from rag_bench.stages import CONSOLE_STAGES, STAGES, is_null
 from rag_bench.tracking import background
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics

@@ -14,13 +14,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench import memo
+from rag_bench.cells import CellResult
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
 from rag_bench.reranking.base import check_depth
 from rag_bench.runner import contracts, stages, summary
 from rag_bench.runner.config import UNITS, build, component_provenance, wants
-from rag_bench.runner.results import CellResult
 from rag_bench.stages import capability, is_null
 
 

@@ -7,7 +7,6 @@ questions' order); :func:`rag_bench.runner.summary.records` joins them into reco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
@@ -109,16 +108,3 @@ class Judged:
     attempted: int
     failures: int
     calls: int
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """Everything a cell folder holds, computed."""
-
-    records: pd.DataFrame
-    metrics: dict[str, Any]
-    run_trec: str
-    qrels_trec: str
-    # Further TREC files by name (document-level run and qrels when eval.unit includes document).
-    extra_files: dict[str, str] = field(default_factory=dict)
-
