@@ -127,8 +127,21 @@ EVIDENCE = (
 GENERATION = (
     _m("correct", "generation", "the answer is right by eval.answer_match (auto: facts present, else answer recall)"),
     _m("answer_recall", "generation", "a normalised reference occurs in the answer (long-form accuracy, STR-EM)"),
-    _m("exact_match", "generation", "the normalised answer equals a normalised reference (SQuAD EM)", short="em"),
-    _m("token_f1", "generation", "best token-overlap F1 against the references (SQuAD F1)", short="f1"),
+    _m("exact_match", "generation", "the answer equals a reference after SQuAD 2.0's normalisation (SQuAD EM, "
+       "answerable questions: HasAns_exact)", short="em"),
+    _m("token_f1", "generation", "best token-overlap F1 against the references, as SQuAD 2.0's script (SQuAD F1, "
+       "answerable questions: HasAns_f1)", short="f1"),
+    # SQuAD v2's combined figures, answerable and unanswerable questions together (an unanswerable
+    # question's gold is the empty answer; a refusal is the empty answer), and its two splits under
+    # the official script's names: what a published SQuAD 2.0 or NQ figure is compared with.
+    _m("squad_exact", "generation", "SQuAD v2 exact match over all questions (the script's 'exact'; a refusal "
+       "is the empty answer, the gold of an unanswerable question)", short="squad_em"),
+    _m("squad_f1", "generation", "SQuAD v2 F1 over all questions (the script's 'f1')"),
+    _m("squad_hasans_exact", "generation", "SQuAD v2 HasAns_exact: exact match on the answerable questions"),
+    _m("squad_hasans_f1", "generation", "SQuAD v2 HasAns_f1: F1 on the answerable questions"),
+    _m("squad_noans_exact", "generation", "SQuAD v2 NoAns_exact: unanswerable questions given the empty answer "
+       "(a refusal)"),
+    _m("squad_noans_f1", "generation", "SQuAD v2 NoAns_f1: as NoAns_exact (F1 against an empty gold is 0 or 1)"),
     _m("facts_present", "generation", "every fact of the question occurs in the answer"),
     _m("answer_words", "generation", "answer length in words (containment rewards long answers)", up=None,
        short="words"),
@@ -394,7 +407,8 @@ PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report
 CONSOLE = (family("retrieval", "hit").at(5), family("retrieval", "mrr"))  # the cell's summary line
 CONSOLE_DOCUMENT = (family("document", "hit").at(5), family("document", "mrr"), family("document", "ndcg").at(10))
 CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exact_match"),
-                      family("generation", "token_f1"), family("citation", "citation_precision"),
+                      family("generation", "token_f1"), family("generation", "squad_exact"),
+                      family("generation", "squad_f1"), family("citation", "citation_precision"),
                       family("citation", "citation_recall"), family("abstention", "correct_refusal_rate"),
                       family("abstention", "false_refusal_rate"))
 # Per-tag means (metrics.json by_tag, leaderboard --tag).

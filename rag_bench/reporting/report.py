@@ -125,6 +125,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     add("Retrieval depth and ANN", _depth(cells, out), "depth")
     add("Abstention", _abstention(best, names, out), "abstention")
     add("Retrieval hit vs answer correct", _conditional(ranked[:top], names), "conditional")
+    add("Answer measures: lenient and SQuAD-exact", _answers(ranked[:top], names), "answers")
     if base is not best:
         add("Best cell vs baseline", _versus(base, best, names), "versus")
     add("Security, judge and errors", _security(cells, names), "security")
@@ -297,6 +298,33 @@ def _conditional(cells: list[Cell], names: dict[str, str]) -> str:
                                                  if cond[h]["n"] else "n/a (0)") for h in ("hit", "miss")}})
     return ("<p>Answerable questions, split by whether a relevant chunk was in the top k handed to the generator. A "
             "low rate on hits points at generation; misses cap what any generator can do.</p>" + page.table(rows))
+
+
+# The answer measures side by side: which is lenient, which reproduces SQuAD 2.0's script.
+_ANSWER_MEASURES = tuple(measures.family("generation", f) for f in (
+    "correct", "answer_recall", "exact_match", "token_f1", "squad_exact", "squad_f1", "squad_noans_exact"))
+
+
+def _answers(cells: list[Cell], names: dict[str, str]) -> str:
+    generated = [c for c in cells if "generation" in c.metrics]
+    if not generated:
+        return "<p class='note'>These cells have no generation stage (generator=none): no answer to match.</p>"
+    rows = []
+    for c in generated:
+        row: dict[str, Any] = {"cell": names[c.cell_id]}
+        for m in _ANSWER_MEASURES:
+            row[m.name] = page.with_ci(c.metric(m.key), _ci(c, m.key))
+        row["n (all / answerable)"] = (f"{c.metrics.get('n', {}).get('generation/squad_exact', 0)} / "
+                                       f"{c.metrics.get('n', {}).get('generation/exact_match', 0)}")
+        rows.append(row)
+    return ("<p><b>Lenient</b> (containment, Unicode-aware: any script's punctuation, digit grouping): "
+            "<code>answer_recall</code>, facts, and <code>correct</code> under eval.answer_match=auto. "
+            "<b>SQuAD-exact</b> (SQuAD 2.0's official script: ASCII punctuation deleted, articles removed; "
+            "<code>[n]</code> citation markers stripped first): <code>exact_match</code>/<code>token_f1</code> on "
+            "answerable questions (HasAns), <code>squad_exact</code>/<code>squad_f1</code> over all questions (a "
+            "refusal is the empty answer, the gold of an unanswerable question), <code>squad_noans_exact</code> on "
+            "unanswerable ones (NoAns). Comparable with published SQuAD 2.0 figures (which are in percent).</p>"
+            + page.table(rows))
 
 
 def _versus(base: Cell, best: Cell, names: dict[str, str]) -> str:

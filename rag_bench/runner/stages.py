@@ -33,6 +33,7 @@ from rag_bench.metrics.generation import (
     correctness,
     faithfulness,
     match_answer,
+    squad_v2,
 )
 from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
@@ -224,13 +225,20 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
         nan = float("nan")
         match = match_answer(a, q.facts, q.answers) if ok and q.answerable else AnswerMatch(nan, nan, nan, nan, nan)
         right = correctness(match, answer_match, f1_threshold=f1_threshold)
+        # SQuAD v2 over all questions, and its HasAns/NoAns splits as their own columns (means over
+        # the questions where each is defined, like every measure).
+        sq_em, sq_f1 = squad_v2(a, q.answers, answerable=q.answerable) if ok else (nan, nan)
+        has = (sq_em, sq_f1) if q.answerable else (nan, nan)
+        no = (nan, nan) if q.answerable else (sq_em, sq_f1)
         cp = citation_precision(a, it.passages, q.evidence, min_coverage=min_coverage) if ok else np.nan
         rows.append({
             "context_ids": [p.chunk_id for p in it.passages], "context_texts": [p.text for p in it.passages],
             "answer": a.text, "citations": list(a.citations),
             "refused": a.refused, "parse_error": a.parse_error, "generation_error": a.error, "raw_output": a.raw,
             "correct": right, "answer_recall": match.answer_recall, "exact_match": match.exact_match,
-            "token_f1": match.token_f1, "facts_present": match.facts_present, "answer_words": match.words,
+            "token_f1": match.token_f1, "squad_exact": sq_em, "squad_f1": sq_f1, "squad_hasans_exact": has[0],
+            "squad_hasans_f1": has[1], "squad_noans_exact": no[0], "squad_noans_f1": no[1],
+            "facts_present": match.facts_present, "answer_words": match.words,
             "faithfulness": faithfulness(a, it.passages) if ok and not a.parse_error else np.nan,
             "unparseable": float(a.parse_error is not None) if ok else np.nan,
             "citation_precision": cp,
