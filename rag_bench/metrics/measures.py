@@ -414,6 +414,10 @@ CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exa
 # Per-tag means (metrics.json by_tag, leaderboard --tag).
 TAG = (family("retrieval", "hit").at(1), family("retrieval", "hit").at(5), family("retrieval", "mrr").at(10),
        family("retrieval", "ndcg").at(10), family("retrieval", "recall").at(10))
+# Per-tag answer measures beside them: the tags of unanswerable questions (off_topic, near_miss,
+# internal_only) have no ranking measure, and their refusal rates are what a tag table is for.
+TAG_ANSWER = (family("generation", "correct"), family("abstention", "correct_refusal_rate"),
+              family("abstention", "false_refusal_rate"))
 # Columns of the leaderboard and the report's table, in order.
 HEADLINE = (*TAG, family("evidence", "evidence_recall").at(5),
             family("evidence", "complete").at(5), family("ann", "ann_recall").at(10),

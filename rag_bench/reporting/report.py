@@ -229,12 +229,17 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
     tags = sorted({t for c in cells for t in c.metrics.get("by_tag", {})})
     if not tags:
         return "<p class='note'>No question has a tag.</p>"
-    key = measures.PRIMARY.name
-    shown = [m.name for m in measures.TAG]
+    shown = [m.name for m in (*measures.TAG, *measures.TAG_ANSWER)]
     top = ranked[0]
     rows = []
     for t in tags:
-        have = [c for c in cells if isinstance(c.metrics.get("by_tag", {}).get(t, {}).get(key), (int, float))]
+        # A tag's best cell by the primary measure; an unanswerable tag (no ranking measure) by
+        # correct refusals, so off-topic and internal-only questions have their row too.
+        have: list[Cell] = []
+        for key in (measures.PRIMARY.name, *(m.name for m in measures.TAG_ANSWER[:2])):
+            have = [c for c in cells if _finite(c.metrics.get("by_tag", {}).get(t, {}).get(key))]
+            if have:
+                break
         if not have:
             continue
         win = max(have, key=lambda c: c.metrics["by_tag"][t][key])
@@ -242,12 +247,18 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
         row: dict[str, Any] = {"tag": t, "n": vals.get("n"), "best cell on this tag": (names[win.cell_id],
                                names[win.cell_id], _drill(win, tag=t))}
         row.update({f"best {m}": vals.get(m) for m in shown if isinstance(vals.get(m), (int, float))})
+        row["best by"] = key
         overall = top.metrics.get("by_tag", {}).get(t, {}).get(key)
-        row[f"overall best: {key}"] = overall if isinstance(overall, (int, float)) else None
+        row["overall best cell, same measure"] = overall if isinstance(overall, (int, float)) else None
         rows.append(row)
-    return (f"<p>Each tag's best cell by {key} (and its other measures), beside the overall best cell "
+    return (f"<p>Each tag's best cell by {html.escape(measures.PRIMARY.name)} (by correct refusals for a tag of "
+            f"unanswerable questions) and its other measures, beside the overall best cell "
             f"<b>{html.escape(names[top.cell_id])}</b>: where the winner loses, a tag needs a different "
             "configuration.</p>" + page.table(rows, sortable=True, left=1))
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _failures(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:

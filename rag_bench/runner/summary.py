@@ -68,10 +68,14 @@ def aggregate(frame: pd.DataFrame, sections: dict[str, list[Measure]], *, n_resa
     return out
 
 
-def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = measures.TAG) -> dict[str, dict[str, Any]]:
-    """Mean of key ranking measures per question tag (``{tag: {name: mean, "n": count}}``).
+def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = (*measures.TAG, *measures.TAG_ANSWER)) \
+        -> dict[str, dict[str, Any]]:
+    """Mean of key ranking and answer measures per question tag (``{tag: {name: mean, "n": count}}``;
+    ``n``: the tag's questions with any of them defined, so an unanswerable tag counts its questions
+    by their refusal measures).
 
-    Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions.
+    Shows *where* a configuration wins: paraphrases, exact identifiers, multi-hop questions, and
+    whether off-topic questions are refused.
     """
     out: dict[str, dict[str, Any]] = {}
     cols = [m.column for m in tag_measures if m.column in frame]

@@ -1,0 +1,25 @@
+"""The per-tag table covers every tag: unanswerable tags (off_topic, internal_only) with their
+refusal measures, answerable ones with their answer measures beside the ranking ones (issue 28 item 9)."""
+
+from __future__ import annotations
+
+import json
+
+from rag_bench.cli import main as cli
+from tests.conftest import TINY
+
+
+def test_unanswerable_tags_have_refusal_measures_in_metrics_and_the_report(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "experiment.name=t",
+                "generator=extractive"]) == 0
+    (done,) = (out / "t").glob("*/DONE")
+    tags = json.loads((done.parent / "metrics.json").read_text())["by_tag"]
+    assert {"off_topic", "internal_only"} <= set(tags)  # tags of unanswerable questions (dropped before)
+    assert tags["off_topic"]["n"] == 1 and 0.0 <= tags["off_topic"]["correct_refusal_rate"] <= 1.0
+    assert "correct" in tags["lexical"] and "ndcg@10" in tags["lexical"]
+    assert cli(["report", str(out / "t"), "--out", str(tmp_path / "reports")]) == 0
+    capsys.readouterr()
+    page = next((tmp_path / "reports").rglob("index.html")).read_text()
+    section = page.split("id='tags'", 1)[1] if "id='tags'" in page else page
+    assert "off_topic" in section and "internal_only" in section and "correct_refusal_rate" in section
