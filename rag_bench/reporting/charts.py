@@ -30,10 +30,12 @@ from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
 MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 
-FAILURE_COLORS = {"chunking": "#8c564b", "retrieval_miss": "#d62728", "ranking": "#ff7f0e",
-                  "false_refusal": "#9467bd", "generation": "#e377c2", "citation": "#bcbd22",
-                  "in_context": "#2ca02c", "correct": "#2ca02c", "error": "#7f7f7f",
-                  "correct_refusal": "#1f77b4", "hallucinated_answer": "#17becf"}
+# Semantic colours: losses warm (darker the earlier the stage that lost the question; a
+# hallucinated answer the darkest red), successes green, a failed call grey.
+FAILURE_COLORS = {"chunking": "#7f2704", "retrieval_miss": "#d62728", "ranking": "#f16913",
+                  "false_refusal": "#fd8d3c", "generation": "#fdae6b", "citation": "#fdd0a2",
+                  "hallucinated_answer": "#67000d", "error": "#7f7f7f", "unjudged": "#d9d9d9",
+                  "in_context": "#a1d99b", "correct": "#238b45", "correct_refusal": "#74c476"}
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,7 +94,7 @@ def leaderboard(cells: Sequence[Cell], metric: str, path: Path, *, labels: Seque
     hi = [(c.metrics.get("ci", {}).get(metric) or [v, v])[1] - v for v, c in zip(vals, shown)]
     ax.barh(range(len(shown)), vals, xerr=[lo, hi], color="#4c72b0", capsize=3)
     ax.set_yticks(range(len(shown)), [names[c.cell_id] for c in shown], fontsize=8)
-    ax.set_xlabel(f"{metric} (bars: 95% bootstrap CI over questions)")
+    ax.set_xlabel(f"{metric} (bar: the cell's mean; whiskers: 95% bootstrap CI over questions)")
     ax.set_xlim(0, max(1.05, max(v + h for v, h in zip(vals, hi)) * 1.05) if vals else 1.05)
     more = f" (top {len(shown)} of {len(cells)}; all in the table)" if len(shown) < len(cells) else ""
     ax.set_title(f"Leaderboard{more}")
@@ -158,10 +160,11 @@ def main_effects(effects: Sequence[Any], metric: str, path: Path) -> Path | None
         ax.errorbar(means, list(ys), xerr=err, fmt="o", color="#4c72b0", capsize=3)
         ax.set_yticks(list(ys), [f"{lv.value} (n={lv.cells})" for lv in e.levels], fontsize=8)
         ax.set_ylim(-0.6, len(e.levels) - 0.4)
-        ax.axvline(grand, color="grey", lw=0.8, ls=":")
+        ax.axvline(grand, color="grey", lw=0.8, ls=":", label=f"mean over every cell ({grand:.3f})")
         ax.set_title(f"{e.axis}: spread {e.spread:.3f}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
                      loc="left")
         ax.grid(axis="x", alpha=0.3)
+    axes_[0, 0].legend(loc="lower right", fontsize=7, frameon=False)
     axes_[-1, 0].set_xlim(lo_all - pad, hi_all + pad)
     axes_[-1, 0].set_xlabel(f"mean {metric} over the cells at each level (95% CI over cells)")
     fig.suptitle("Main effects: which choice moves the measure (largest first)", fontsize=10)

@@ -49,6 +49,28 @@ def _ci(values: np.ndarray, resamples: int = 1000, seed: int = 0) -> tuple[float
     return float(lo), float(hi)
 
 
+# Axes that act after the final ranking: the passages handed to the generator (pipeline.k, the
+# context's budget and parent expansion), the generator and the judge. They cannot move a measure of
+# the ranking (retrieval, document, evidence, ANN, security), so a main effect of theirs on one is
+# a "spread 0.000" that says nothing.
+AFTER_RANKING = ("pipeline.k", "pipeline.token_budget", "pipeline.expand_parents", "generator", "judge")
+RANKING_SECTIONS = ("retrieval", "document", "evidence", "ann", "security")
+
+
+def can_move(axis: str, metric: str) -> bool:
+    """Whether a sweep axis can change ``metric`` (``section/name``) by the pipeline's data flow.
+
+    >>> can_move("pipeline.k", "retrieval/ndcg@10"), can_move("pipeline.k", "generation/correct")
+    (False, True)
+    >>> can_move("generator.model", "evidence/complete@5"), can_move("chunker", "retrieval/ndcg@10")
+    (False, True)
+    """
+    section = metric.split("/", 1)[0]
+    if section not in RANKING_SECTIONS:
+        return True
+    return not any(axis == a or axis.startswith(a + ".") for a in AFTER_RANKING)
+
+
 def main_effects(frame: pd.DataFrame, axes: Sequence[str], metric: str, *, higher_is_better: bool = True
                  ) -> list[Effect]:
     """Every axis's effect on ``metric``, the largest spread first (axes with one level skipped).

@@ -104,7 +104,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     base = load_cell(baseline) if baseline else ranked[-1]
     frame = pd.DataFrame([{**{a: naming.value(c.config, a) for a in axes}, "cell": c.cell_id,
                            metric: c.metric(metric)} for c in cells])
-    found = effects.main_effects(frame, axes, metric, higher_is_better=better) if axes else []
+    # Only the axes that can move the metric (pipeline.k cannot move a retrieval measure).
+    moving = [a for a in axes if effects.can_move(a, metric)]
+    found = effects.main_effects(frame, moving, metric, higher_is_better=better) if moving else []
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
                                 f"choose two of {', '.join(axes) or '(nothing varies)'}"))
@@ -188,7 +190,9 @@ def _effects(found: list[effects.Effect], frame: pd.DataFrame, pair: tuple[str, 
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
     body = [f"<p>For each swept axis, the mean {html.escape(metric)} of the cells at each level, over all values of "
             "the other axes (95% CI over those cells). Axes are ranked by spread: the best level's mean minus the "
-            "worst's. A small spread says the choice hardly matters here.</p>",
+            "worst's. A small spread says the choice hardly matters here. Axes that act after the ranking "
+            "(pipeline.k, the generator, the judge) are left out for a measure of the ranking: they cannot move "
+            "it.</p>",
             _img(charts.main_effects(found, metric, out / "main_effects.png"), "main effects")]
     rows = [{"axis": e.axis, "spread": e.spread, "best level": f"{e.levels[0].value} ({e.levels[0].mean:.3f})",
              "worst level": f"{e.levels[-1].value} ({e.levels[-1].mean:.3f})", "levels": len(e.levels),

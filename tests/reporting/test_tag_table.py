@@ -23,3 +23,30 @@ def test_unanswerable_tags_have_refusal_measures_in_metrics_and_the_report(tmp_p
     page = next((tmp_path / "reports").rglob("index.html")).read_text()
     section = page.split("id='tags'", 1)[1] if "id='tags'" in page else page
     assert "off_topic" in section and "internal_only" in section and "correct_refusal_rate" in section
+
+
+def test_failure_colours_are_semantic_losses_warm_successes_green():
+    from matplotlib.colors import to_rgb
+
+    from rag_bench.failure_labels import GENERATION_CELL_LABELS
+    from rag_bench.reporting.charts import FAILURE_COLORS
+
+    assert set(GENERATION_CELL_LABELS) <= set(FAILURE_COLORS)
+    for label in ("correct", "correct_refusal", "in_context"):
+        r, g, b = to_rgb(FAILURE_COLORS[label])
+        assert g > r and g > b, label
+    for label in ("chunking", "retrieval_miss", "ranking", "false_refusal", "generation", "citation",
+                  "hallucinated_answer"):
+        r, g, b = to_rgb(FAILURE_COLORS[label])
+        assert r > g and r > b, label  # warm: red to orange
+
+
+def test_an_axis_acting_after_the_ranking_has_no_main_effect_on_a_ranking_measure(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli(["run", "-m", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "experiment.name=k",
+                "generator=extractive", "pipeline.k=1,3", "retriever=bm25,dense"]) == 0
+    assert cli(["report", str(out / "k"), "--out", str(tmp_path / "reports")]) == 0
+    capsys.readouterr()
+    page = next((tmp_path / "reports").rglob("index.html")).read_text()
+    effects_table = page.split("<h2 id='effects'>", 1)[1].split("<h2", 1)[0].split("<tbody>", 1)[1]
+    assert "data-v='retriever'" in effects_table and "pipeline.k" not in effects_table
