@@ -7,7 +7,7 @@ status) are paid by every cell of a sweep. In a sweep run by ``rag-bench run -m`
 (``hydra/launcher=rag_bench``, jobs one after the other in this process) the launcher opens a
 :func:`session`; within it ``rag_bench.runner.main`` hands each computed cell to
 :class:`BackgroundLogger`, which passes it to one child process
-(``python -m rag_bench.tracking.background``) and returns; on two cores that work overlaps the
+(``python -m rag_bench.tracking.finisher``) and returns; on two cores that work overlaps the
 next cell's. Outside a session (a single ``rag-bench run``, launcher workers, ``evaluate``), with
 ``tracking.background=false`` and for a tracker of the user's, the cell is finished in the
 calling process, as before.
@@ -46,14 +46,10 @@ import contextlib
 import logging
 import os
 import pickle
-import queue
 import select
-import signal
 import struct
 import subprocess
 import sys
-import threading
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -61,12 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import OutputError, RagBenchError, TrackingError
+from rag_bench.tracking.parents import PARENT_RUNS
 
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 8
 PIPE_BYTES = 4 << 20  # the hand-over pipe's size asked for (:func:`_widen_pipe`)
-_HEADER = struct.Struct("<Q")
+HEADER = struct.Struct("<Q")  # each job on the pipe: its pickled size, then the pickle (size 0: the end)
 _CURRENT: BackgroundLogger | None = None
 
 
@@ -149,7 +146,7 @@ class BackgroundLogger:
             data = pickle.dumps((self._seq, job), protocol=pickle.HIGHEST_PROTOCOL)
             assert proc.stdin is not None
             try:
-                proc.stdin.write(_HEADER.pack(len(data)) + data)
+                proc.stdin.write(HEADER.pack(len(data)) + data)
                 proc.stdin.flush()
             except OSError as exc:  # the child is gone (BrokenPipeError): its pending cells fail with it
                 while self._pending:
@@ -190,7 +187,7 @@ class BackgroundLogger:
             if proc is not None:
                 assert proc.stdin is not None
                 with contextlib.suppress(OSError):
-                    proc.stdin.write(_HEADER.pack(0))  # the end message
+                    proc.stdin.write(HEADER.pack(0))  # the end message
                     proc.stdin.close()
                 try:
                     proc.wait(timeout=60)
@@ -207,7 +204,7 @@ class BackgroundLogger:
         if self._proc is None:
             read, write = os.pipe()
             log_file = _log_file()
-            args = [sys.executable, "-m", "rag_bench.tracking.background", str(os.getpid()), str(write),
+            args = [sys.executable, "-m", "rag_bench.tracking.finisher", str(os.getpid()), str(write),
                     *([log_file] if log_file else [])]
             try:
                 with contextlib.ExitStack() as stack:
@@ -267,9 +264,7 @@ class BackgroundLogger:
         _, cell_id, release, parent_key = self._pending.pop(int(seq))
         release()
         if kind == "ok" and message and parent_key is not None:
-            from rag_bench.tracking.mlflow_tracker import _PARENTS
-
-            _PARENTS.setdefault(parent_key, message)  # closed by finish_all with the sweep
+            PARENT_RUNS.setdefault(parent_key, message)  # closed by finish_all with the sweep
         elif kind != "ok":
             what, _, message = message.partition(" ")
             self._errors.append(OutputError(message) if what == "output" else
@@ -292,89 +287,3 @@ def _widen_pipe(fd: int) -> None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, setter, size)
             return
-
-
-# -- the child process ------------------------------------------------------------------------
-
-
-def _die_with_parent(parent: int) -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _read_jobs(stream: Any, jobs: queue.Queue[tuple[int, LogJob] | None]) -> None:
-    """Reader thread: jobs as they arrive (so the parent never waits on a full pipe); standard
-    input closing without the end message (the parent died) ends this process at once."""
-    while True:
-        head = stream.read(_HEADER.size)
-        if len(head) < _HEADER.size:
-            os._exit(1)
-        (size,) = _HEADER.unpack(head)
-        if size == 0:
-            jobs.put(None)
-            return
-        jobs.put(pickle.loads(stream.read(size)))
-
-
-def _serve(parent: int, reports: int, log_file: str | None) -> int:
-    _die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it waits for us to finish
-    # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
-    jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
-    threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
-    from rag_bench import faults
-    from rag_bench.cells import mark_done, write_cell_or_fail
-    from rag_bench.logs import quiet_libraries
-    from rag_bench.tracking.mlflow_tracker import MlflowTracker
-
-    faults.ALSO_KILL.append(parent)
-    handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8") if log_file \
-        else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-    quiet_libraries()
-    trackers: dict[str, MlflowTracker] = {}
-    out = os.fdopen(reports, "wb")
-    while (item := jobs.get()) is not None:
-        seq, job = item
-        cell_dir = Path(job.cell_dir)
-        try:
-            if job.write is not None:
-                write_cell_or_fail(cell_dir, *job.write)
-                faults.failpoint("cell_written")
-            done, parent_run = job.done, ""
-            if job.tracker is not None and job.log_cell is not None:
-                key = repr((sorted(job.tracker.items()), sorted(job.bind.items())))
-                tracker = trackers.get(key)
-                if tracker is None:
-                    tracker = trackers[key] = MlflowTracker(**job.tracker)
-                    tracker.bind(**job.bind)
-                run_id = tracker.log_cell(**job.log_cell)
-                described = tracker.describe()
-                done = {**done, "mlflow_run_id": run_id, **described}
-                parent_run = described.get("parent_run_id") or ""
-            faults.failpoint("before_done")
-            mark_done(cell_dir, done)
-            out.write(f"ok {seq} {parent_run}\n".encode())
-        except Exception as exc:  # noqa: BLE001 -- reported to the parent, which raises it
-            log.error("finishing cell %s failed:\n%s", cell_dir, traceback.format_exc())
-            what = "output" if isinstance(exc, OutputError) else "tracking"
-            message = (str(exc) if what == "output" else f"{type(exc).__name__}: {exc}").replace("\n", " ")
-            out.write(f"error {seq} {what} {message}\n".encode())
-        out.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    code = _serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
-    # Every cell is written, logged (its MLflow run ended) and reported, and the log flushed: exit
-    # without the interpreter's teardown of pandas, pyarrow and MLflow (~0.3 s the sweep waited
-    # for), as multiprocessing's children do.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

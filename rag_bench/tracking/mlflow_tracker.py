@@ -45,11 +45,11 @@ from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
 from rag_bench.metrics.measures import mlflow_name
 from rag_bench.tracking.base import DatasetInfo
+from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
 from rag_bench.tracking.server import unreachable
 
 log = logging.getLogger(__name__)
 
-_PARENTS: dict[tuple[str, str, str], str] = {}  # (uri, experiment, sweep_id) -> parent run id
 PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 # MLflow's tag listing a run's table artifacts (what the UI's artifact and evaluation views read).
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
