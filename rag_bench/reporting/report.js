@@ -61,6 +61,17 @@ RB.detail = function (c, qid) {
   var meta = el('p'); meta.appendChild(el('b', 'label: ')); meta.appendChild(el('span', r.label || '', 'rb-label-value'));
   meta.appendChild(el('span', '   ' + (q.answerable ? 'answerable' : 'unanswerable') + '  '));
   (q.tags || []).forEach(function (t) { meta.appendChild(el('span', t, 'tag')); }); d.appendChild(meta);
+  // The answer first (what the question was for), then what it was judged against, then the evidence trail.
+  d.appendChild(el('h4', 'Answer'));
+  d.appendChild(el('p', r.answer === null ? '(no answer)' : r.answer));
+  if (r.error) d.appendChild(el('p', 'error: ' + r.error, 'bad'));
+  if (r.citations.length) {
+    var cp = el('p', 'citations: ');
+    r.citations.forEach(function (x) { cp.appendChild(el('span', '[' + x.n + '] ' + (x.chunk || 'no such passage') + (x.relevant ? ' \u2713 ' : ' \u2717 '), x.relevant ? 'ok' : 'bad')); });
+    d.appendChild(cp);
+  }
+  var judge = Object.keys(r.judge || {});
+  if (judge.length) d.appendChild(el('p', 'judge: ' + judge.map(function (k) { var v = r.judge[k]; return k + '=' + (v === null ? 'failed' : (+v).toFixed(3)); }).join('  ')));
   if ((q.answers || []).length || (q.facts || []).length) { d.appendChild(el('h4', 'Reference')); d.appendChild(el('p', (q.answers || []).concat(q.facts || []).join(' | '))); }
   d.appendChild(el('h4', 'Gold evidence (' + (q.evidence || []).length + ')'));
   (q.evidence || []).forEach(function (e) { d.appendChild(el('div', '[' + e.doc + ', grade ' + e.grade + '] ' + e.text, 'pass rel')); });
@@ -73,16 +84,6 @@ RB.detail = function (c, qid) {
     d.appendChild(box);
   });
   (r.context_extra || []).forEach(function (n) { d.appendChild(el('div', '[context, expanded] ' + RB.ps[n], 'pass ctx')); });
-  d.appendChild(el('h4', 'Answer'));
-  d.appendChild(el('p', r.answer === null ? '(no answer)' : r.answer));
-  if (r.error) d.appendChild(el('p', 'error: ' + r.error, 'bad'));
-  if (r.citations.length) {
-    var cp = el('p', 'citations: ');
-    r.citations.forEach(function (x) { cp.appendChild(el('span', '[' + x.n + '] ' + (x.chunk || 'no such passage') + (x.relevant ? ' \u2713 ' : ' \u2717 '), x.relevant ? 'ok' : 'bad')); });
-    d.appendChild(cp);
-  }
-  var judge = Object.keys(r.judge || {});
-  if (judge.length) d.appendChild(el('p', 'judge: ' + judge.map(function (k) { var v = r.judge[k]; return k + '=' + (v === null ? 'failed' : (+v).toFixed(3)); }).join('  ')));
   document.body.dataset.drillQ = qid;
 };
 RB.parse = function () {

@@ -145,6 +145,8 @@ def test_sweep_report_sorts_and_drills_down_in_chromium(ann_sweep, tmp_path):
 
     shown = html_lib.unescape(re.sub(r"<[^>]+>", "", dom.stdout))
     assert " ".join(passage.split()[:12]) in " ".join(shown.split())
+    detail = dom.stdout.split('id="rb-detail"', 1)[1]
+    assert detail.index("<h4>Answer</h4>") < detail.index("<h4>Ranked passages")  # the answer first
     assert ":CONSOLE" not in sorted_dom.stderr + dom.stderr, "the page logged to the console (a script error?)"
 
     shots = {}
