@@ -8,9 +8,8 @@ the cell's lock (``cell_lock``), and the one that gets the lock second finds DON
 finished cell instead of replacing it.
 
 Reading: only finished work is read: a folder must hold ``DONE`` (written last, after the MLflow
-run's artifacts were logged). A cell named by MLflow run id is read when the run's status is
-FINISHED; its downloaded artifacts lack ``DONE`` (the run was logged before DONE was written), so
-the download is marked done here, with the run id, once that status has been checked.
+run's artifacts were logged). A cell named by MLflow run id is downloaded, and marked done once
+its run is FINISHED, by :mod:`rag_bench.tracking.download`, which reads the copy here.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -175,7 +173,6 @@ def discard(cell_dir: Path) -> None:
             shutil.rmtree(cell_dir, ignore_errors=True)
 
 
-_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 # libyaml's parser when PyYAML was built with it (~10x faster: a sweep's closing reads every
 # cell's config.yaml), else PyYAML's own; both build the same safe types.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -261,15 +258,13 @@ def read_done(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
-    """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded).
+def load_cell(ref: str | Path, *, records: bool = True) -> Cell:
+    """A cell folder with DONE (a cell named by MLflow run id: :func:`rag_bench.tracking.download.load_cell`).
 
     ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
     (listing many cells for a leaderboard); by default it is read, and checked, now.
     """
     path = Path(ref)
-    if not path.exists() and _RUN_ID.match(str(ref)):
-        path = _download(str(ref), tracking_uri)
     if not path.is_dir():
         raise DataError(Problem(str(ref), 0, "cell", "no such cell folder or MLflow run id",
                                 "pass experiments/<experiment>/<cell_id> or a 32-character run id"))
@@ -305,42 +300,6 @@ def _read(file: Path, parse: Any, kind: type) -> Any:
         raise DataError(Problem(str(file), 1, file.name, f"must hold a mapping, got {type(value).__name__}",
                                 "re-run the cell (delete the folder first)"))
     return value
-
-
-def _download(run_id: str, tracking_uri: str | None) -> Path:
-    """Download a FINISHED run's artifacts (the cell folder) and mark the copy done."""
-    from mlflow.tracking import MlflowClient
-
-    from rag_bench.tracking.mlflow_tracker import tracking_uri as resolve_uri
-    from rag_bench.tracking.server import bounded_requests, unreachable
-
-    uri = resolve_uri(Path(DEFAULT_OUTPUT_ROOT), tracking_uri)
-    # A server that is down must not read as "run not found" after minutes of MLflow's retries.
-    why = unreachable(uri)
-    if why is not None:
-        raise DataError(Problem(run_id, 0, "tracking_uri", f"MLflow tracking server {uri} is unreachable ({why}): "
-                                "cannot look up the run", "start the server, point MLFLOW_TRACKING_URI (or "
-                                "--tracking-uri) at the one that holds the run, or pass the cell folder"))
-    client = MlflowClient(tracking_uri=uri)
-    with bounded_requests():
-        try:
-            run = client.get_run(run_id)
-        except Exception as exc:  # MlflowException for unknown ids, connection errors
-            missing = getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST"
-            msg = f"MLflow run not found at {uri}" if missing else f"MLflow at {uri} could not return the run"
-            raise DataError(Problem(run_id, 0, "run_id", f"{msg}: {' '.join(str(exc).split())[:300]}",
-                                    "set MLFLOW_TRACKING_URI to the server that holds the run")) from exc
-        if run.info.status != "FINISHED":
-            raise DataError(Problem(run_id, 0, "status", f"MLflow run is {run.info.status}, not FINISHED: the cell "
-                                    "is unfinished or failed", "re-run the sweep command; unfinished cells are redone"))
-        name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
-        dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
-        dest.mkdir(parents=True)
-        client.download_artifacts(run_id, "", str(dest))
-    if not (dest / "DONE").exists():
-        info = {"cell_id": dest.name, "mlflow_run_id": run_id, "tracking_uri": uri, "source": "mlflow"}
-        (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")
-    return dest
 
 
 def experiment_cells(experiment_dir: str | Path, *, records: bool = True) -> list[Cell]:

@@ -263,8 +263,8 @@ def _leaderboard(argv: list[str]) -> int:
 
 
 def _compare(argv: list[str]) -> int:
-    from rag_bench.cells import load_cell
     from rag_bench.reporting.compare import compare_cells, format_compare
+    from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench compare", description="Paired comparison of two cells over the "
                                 "same questions: difference B - A per metric with a paired bootstrap CI, a paired "
@@ -292,7 +292,7 @@ def _compare(argv: list[str]) -> int:
 
 
 def _gate(argv: list[str]) -> int:
-    from rag_bench.cells import check_same_dataset, load_cell
+    from rag_bench.cells import check_same_dataset
     from rag_bench.reporting.gate import (
         check_junit_target,
         evaluate_gate,
@@ -302,6 +302,7 @@ def _gate(argv: list[str]) -> int:
         markdown,
         write_junit,
     )
+    from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench gate", description="Check a cell against a release policy "
                                 "(absolute thresholds; regression rules against a baseline). Exit 0 pass, "
@@ -457,8 +458,8 @@ def _score_answers(argv: list[str]) -> int:
 
 
 def _export(argv: list[str]) -> int:
-    from rag_bench.cells import load_cell
     from rag_bench.runner.external import export_outputs
+    from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench export", description="Write a cell's per-question results as "
                                 "OUTPUTS JSON lines (the format `rag-bench evaluate` reads).")

@@ -21,11 +21,12 @@ from urllib.parse import quote
 import pandas as pd
 
 from rag_bench import naming
-from rag_bench.cells import Cell, experiment_cells, load_cell, one_dataset
+from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
 from rag_bench.reporting import charts, drill, effects, page
 from rag_bench.reporting.compare import compare_cells
+from rag_bench.tracking.download import load_cell
 
 log = logging.getLogger(__name__)
 

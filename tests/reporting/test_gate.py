@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_bench.cells import load_cell
 from rag_bench.cli import main as cli
 from rag_bench.errors import ConfigError
 from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy
+from rag_bench.tracking.download import load_cell
 
 REGRESSION_ONLY = """
 regressions:

@@ -1,0 +1,66 @@
+"""A cell named by MLflow run id: its FINISHED run's artifacts downloaded as a cell folder.
+
+The run is read only when its status is FINISHED; its downloaded artifacts lack ``DONE`` (the run
+was logged before DONE was written), so the download is marked done here, with the run id, once
+that status has been checked. Reading the folder is :func:`rag_bench.cells.load_cell`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+from rag_bench.cells import DEFAULT_OUTPUT_ROOT, Cell
+from rag_bench.cells import load_cell as load_cell_folder
+from rag_bench.errors import DataError, Problem
+
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
+    """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded).
+
+    ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
+    (listing many cells for a leaderboard); by default it is read, and checked, now.
+    """
+    if not Path(ref).exists() and _RUN_ID.match(str(ref)):
+        ref = _download(str(ref), tracking_uri)
+    return load_cell_folder(ref, records=records)
+
+
+def _download(run_id: str, tracking_uri: str | None) -> Path:
+    """Download a FINISHED run's artifacts (the cell folder) and mark the copy done."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.tracking.mlflow_tracker import tracking_uri as resolve_uri
+    from rag_bench.tracking.server import bounded_requests, unreachable
+
+    uri = resolve_uri(Path(DEFAULT_OUTPUT_ROOT), tracking_uri)
+    # A server that is down must not read as "run not found" after minutes of MLflow's retries.
+    why = unreachable(uri)
+    if why is not None:
+        raise DataError(Problem(run_id, 0, "tracking_uri", f"MLflow tracking server {uri} is unreachable ({why}): "
+                                "cannot look up the run", "start the server, point MLFLOW_TRACKING_URI (or "
+                                "--tracking-uri) at the one that holds the run, or pass the cell folder"))
+    client = MlflowClient(tracking_uri=uri)
+    with bounded_requests():
+        try:
+            run = client.get_run(run_id)
+        except Exception as exc:  # MlflowException for unknown ids, connection errors
+            missing = getattr(exc, "error_code", "") == "RESOURCE_DOES_NOT_EXIST"
+            msg = f"MLflow run not found at {uri}" if missing else f"MLflow at {uri} could not return the run"
+            raise DataError(Problem(run_id, 0, "run_id", f"{msg}: {' '.join(str(exc).split())[:300]}",
+                                    "set MLFLOW_TRACKING_URI to the server that holds the run")) from exc
+        if run.info.status != "FINISHED":
+            raise DataError(Problem(run_id, 0, "status", f"MLflow run is {run.info.status}, not FINISHED: the cell "
+                                    "is unfinished or failed", "re-run the sweep command; unfinished cells are redone"))
+        name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
+        dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
+        dest.mkdir(parents=True)
+        client.download_artifacts(run_id, "", str(dest))
+    if not (dest / "DONE").exists():
+        info = {"cell_id": dest.name, "mlflow_run_id": run_id, "tracking_uri": uri, "source": "mlflow"}
+        (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")
+    return dest
