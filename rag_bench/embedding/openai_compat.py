@@ -1,0 +1,222 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, TEI, Ollama,
+LiteLLM, llama.cpp's server with embeddings on).
+
+A sweep should run with the embedder a team ships. Texts go in batches (``batch_size``) to the
+endpoint, at most ``concurrency`` requests at a time; a request is retried with exponential
+backoff on connection errors, timeouts, 429 and 5xx, and each has a timeout. Vectors are kept in
+the same persistent content-addressed cache as the local models' (``$RAG_BENCH_CACHE/
+embeddings.sqlite``), keyed by the endpoint's identity -- URL, model, dimensions -- and the text,
+so a re-run calls nothing. The API key is read from the environment variable ``api_key_env``
+names; it is never in the config, the identity or a cache key.
+
+An endpoint that cannot answer (after the retries), answers garbage (not the embeddings layout, a
+vector of the wrong dimension, NaN, fewer vectors than texts) stops the cell with an
+:class:`~rag_bench.errors.EndpointError` naming the endpoint (exit 2; nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_bench.embedding.base import EmbedStats
+from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
+from rag_bench.errors import ConfigError, EndpointError
+from rag_bench.storage import get_or_compute
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIEmbedder:
+    """Parameters
+    ----------
+    base_url:
+        e.g. ``http://127.0.0.1:8080/v1`` (``/embeddings`` is appended).
+    model:
+        Model name the endpoint expects.
+    dimensions:
+        Ask for vectors of this size (models that support it); None: the model's own. Every vector
+        returned must have one size (this one when given).
+    api_key_env:
+        Name of the environment variable holding the key (never the key itself in config).
+    query_prefix, document_prefix:
+        Prepended to questions and to chunk texts before embedding (and part of the cache key).
+    batch_size, concurrency, timeout_s, max_retries, backoff_s:
+        Texts per request, requests in flight, seconds per request, retries and first backoff.
+    normalize:
+        L2-normalise vectors (cosine = inner product, as the FAISS inner-product indexes need).
+    cache, cache_dir:
+        The persistent vector cache (default ``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``).
+    """
+
+    def __init__(self, base_url: str | None = None, model: str = "local", dimensions: int | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", query_prefix: str = "", document_prefix: str = "",
+                 batch_size: int = 64, concurrency: int = 2, timeout_s: float = 60.0, max_retries: int = 3,
+                 backoff_s: float = 1.0, normalize: bool = True, cache: bool = True,
+                 cache_dir: str | None = None) -> None:
+        if not base_url:
+            raise ConfigError("embedder.base_url is not set -- fix: embedder.base_url=http://HOST:PORT/v1")
+        for name, value, low in (("batch_size", batch_size, 1), ("concurrency", concurrency, 1),
+                                 ("max_retries", max_retries, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"embedder.{name} must be an integer >= {low}, got {value!r}")
+        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int)
+                                       or dimensions < 1):
+            raise ConfigError(f"embedder.dimensions must be an integer >= 1 or null, got {dimensions!r}")
+        if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+            raise ConfigError(f"embedder.timeout_s must be > 0, got {timeout_s!r}")
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model, self.dimensions, self.api_key_env = model, dimensions, api_key_env
+        self.query_prefix, self.document_prefix = query_prefix, document_prefix
+        self.batch_size, self.concurrency = batch_size, concurrency
+        self.timeout_s, self.max_retries, self.backoff_s = float(timeout_s), max_retries, float(backoff_s)
+        self.normalize = bool(normalize)
+        # What determines the vectors: where, which model, which size. Not the key, not timeouts.
+        self.identity = f"openai|{self.url}|{model}|{dimensions}"
+        self.cache = EmbeddingCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite") if cache else None
+        self._dim: int | None = dimensions
+        self._requested = self._cache_hits = self._encoded = 0
+        self._encode_s = 0.0
+        self.calls = self.retries = self.tokens = 0
+
+    def usage(self) -> EmbedStats:
+        """Texts requested, served from the cache and embedded by the endpoint, and the time spent."""
+        return EmbedStats(self._requested, self._cache_hits, self._encoded, self._encode_s)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of chunk texts, ``(len(texts), dim)`` float32."""
+        return self._embed(texts, self.document_prefix)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of questions."""
+        return self._embed(texts, self.query_prefix)
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        self._requested += len(texts)
+        if not texts:
+            return np.zeros((0, self._dim or 0), np.float32)
+        key_of = {t: text_key(self.identity, prefix, t) for t in texts}
+        text_of = {k: t for t, k in key_of.items()}
+
+        def compute(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
+            t0 = time.perf_counter()
+            vectors = self.encode_raw([prefix + text_of[k] for k in todo])
+            self._encode_s += time.perf_counter() - t0
+            self._encoded += len(todo)
+            return zip(todo, vectors)
+
+        got = get_or_compute(self.cache, list(dict.fromkeys(key_of.values())), compute=compute,
+                             encode=vector_bytes, decode=vector_from_bytes)
+        self._cache_hits += sum(key_of[t] in got.found for t in texts)
+        out = np.stack([got.values[key_of[t]] for t in texts]).astype(np.float32, copy=False)
+        if out.shape[1] != (self._dim or out.shape[1]):
+            raise self._error(f"the cache holds vectors of size {out.shape[1]} for {self.identity} but the endpoint "
+                              f"now returns {self._dim}", "clear the cache (rag-bench cache verify --repair) or set "
+                              "embedder.dimensions")
+        self._dim = out.shape[1]
+        if self.normalize:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            out = (out / np.where(norms == 0, 1, norms)).astype(np.float32)
+        return out
+
+    def encode_raw(self, texts: Sequence[str]) -> np.ndarray:
+        """The endpoint's vectors for ``texts`` (no cache, no normalisation), in order."""
+        batches = [list(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            parts = list(pool.map(self._request, batches))
+        if len({p.shape[1] for p in parts}) > 1:  # batches answered concurrently before the size was known
+            raise self._error(f"vectors of sizes {sorted({p.shape[1] for p in parts})} in one run",
+                              "set embedder.dimensions, or check embedder.model")
+        return np.concatenate(parts, axis=0) if parts else np.zeros((0, self._dim or 0), np.float32)
+
+    def _error(self, what: str, fix: str) -> EndpointError:
+        return EndpointError(f"embedder endpoint {self.url} (model {self.model!r}): {what}; nothing was written "
+                             f"-- fix: {fix}")
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        body: dict[str, Any] = {"model": self.model, "input": batch}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        reason = ""
+        for attempt in range(1, self.max_retries + 2):
+            self.calls += 1
+            try:
+                req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    payload = resp.read()
+                return self._parse(payload, len(batch))
+            except urllib.error.HTTPError as exc:
+                reason = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
+                if exc.code not in _RETRY_STATUS:
+                    break
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            if attempt <= self.max_retries:
+                self.retries += 1
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+        raise self._error(f"no embeddings after {attempt} attempt(s) ({reason or 'unknown error'})",
+                          "check that the server is up and serves embeddings (llama.cpp: --embedding), "
+                          "embedder.base_url and embedder.model; raise embedder.timeout_s for a slow server")
+
+    def _parse(self, payload: bytes, count: int) -> np.ndarray:
+        """The vectors of one response, in input order, checked: ``data[i].embedding`` lists of
+        finite numbers, one per input, all of one size (``dimensions`` when set)."""
+        try:
+            doc = json.loads(payload)
+            items = doc["data"]
+            if not isinstance(items, list):
+                raise TypeError("data is not a list")
+            order = [int(it.get("index", i)) for i, it in enumerate(items)]
+            rows = [it["embedding"] for it in items]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise self._error(f"the response is not the embeddings layout ({type(exc).__name__}: "
+                              f"{str(exc)[:120]}; starts {payload[:80]!r})",
+                              "point embedder.base_url at an OpenAI-compatible /v1 (…/v1/embeddings)") from None
+        if len(rows) != count or sorted(order) != list(range(count)):
+            raise self._error(f"{len(rows)} vectors for {count} texts", "check the endpoint's batch limit (lower "
+                              "embedder.batch_size)")
+        usage = doc.get("usage") if isinstance(doc, dict) else None
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            self.tokens += usage["prompt_tokens"]
+        if rows and isinstance(rows[0], list) and rows[0] and isinstance(rows[0][0], list):
+            raise self._error("one vector per token, not one per text (the server does not pool)",
+                              "serve the model with a pooling type (llama.cpp's server: --pooling mean; "
+                              "llama-cpp-python: pooling_type=1)")
+        ordered: list[Any] = [None] * count
+        for i, row in zip(order, rows):
+            ordered[i] = row
+        try:
+            matrix = np.asarray(ordered, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise self._error("vectors of different sizes or not numbers", "check embedder.model") from None
+        want = self._dim
+        if matrix.ndim != 2 or matrix.shape[1] == 0 or (want is not None and matrix.shape[1] != want):
+            got = matrix.shape[1] if matrix.ndim == 2 else "none"
+            raise self._error(f"vectors of size {got}, expected {want if want is not None else 'one size > 0'}",
+                              "set embedder.dimensions to the model's size, or check embedder.model")
+        if not np.isfinite(matrix).all():
+            raise self._error("vectors hold NaN or infinite values", "check the model served")
+        self._dim = matrix.shape[1]
+        return matrix.astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        """Vector size (asks the endpoint once when not yet known)."""
+        if self._dim is None:
+            self.embed_queries(["dimension probe"])
+        assert self._dim is not None
+        return self._dim
