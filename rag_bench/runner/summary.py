@@ -89,9 +89,9 @@ def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = (*measures.TAG
         if not rows.any():
             continue
         v = values[rows]
-        # Same arithmetic as aggregate(): the mean of the defined values (NaN when none is defined).
-        out[tag] = {m: float(x[~np.isnan(x)].mean()) if (~np.isnan(x)).any() else float("nan")
-                    for m, x in zip(cols, v.T)}
+        # Same arithmetic as aggregate(): the mean of the defined values; a measure no question of the
+        # tag defines is left out (an unanswerable tag has no ranking measure), never a NaN.
+        out[tag] = {m: float(x[~np.isnan(x)].mean()) for m, x in zip(cols, v.T) if (~np.isnan(x)).any()}
         out[tag]["n"] = int(rows.sum())
     return out
 
