@@ -49,7 +49,8 @@ class PairScoreCache(BlobStore):
         return len(data) == 8
 
 
-def _pair_key(ident: str, question: str, text: str) -> str:
+def pair_key(ident: str, question: str, text: str) -> str:
+    """Key of one (question, text) pair for one scorer (model or service identity) in the pair cache."""
     return hashlib.sha256(f"{ident}\0{question}\0{text}".encode()).hexdigest()
 
 
@@ -97,7 +98,7 @@ class CrossEncoderReranker:
         """Cross-encoder score per (question, chunk); pairs already scored are reused."""
         ident = f"{self.path}@{weights_hash(self.path)}"
         flat = [(q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
-        keys = [_pair_key(ident, *pair) for pair in flat]
+        keys = [pair_key(ident, *pair) for pair in flat]
         pairs = dict(zip(keys, flat))
         share = memo.sharing_enabled()
         memory = _PAIR_SCORES if share else {}

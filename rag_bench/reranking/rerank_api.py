@@ -1,0 +1,150 @@
+"""Reranking by a ``/rerank`` service: the request shape Cohere, Jina, TEI, Infinity and
+llama.cpp's server share (``{"model", "query", "documents", "top_n"}``).
+
+Each question's shortlist is one request (at most ``concurrency`` in flight), with a timeout and
+retries with exponential backoff on connection errors, timeouts, 429 and 5xx. The answer may be
+Cohere's / Jina's ``{"results": [{"index", "relevance_score"}]}`` or TEI's ``[{"index", "score"}]``;
+every shortlist item must get exactly one finite score. Scores are kept per (service identity,
+question, text) in the same persistent pair cache as the cross-encoder's, so a re-run calls
+nothing; identity = URL + model (the key only from ``api_key_env``). A service that answers
+garbage or nothing stops the cell with an :class:`~rag_bench.errors.EndpointError` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from rag_bench import memo
+from rag_bench.errors import ConfigError, EndpointError
+from rag_bench.records import Chunk, Question
+from rag_bench.reranking.base import check_depth
+from rag_bench.reranking.cross_encoder import PairScoreCache, pair_key
+from rag_bench.storage import default_cache_dir, get_or_compute
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class RerankApiReranker:
+    """Parameters
+    ----------
+    base_url:
+        e.g. ``http://127.0.0.1:8080/v1`` (``/rerank`` is appended).
+    model:
+        Model name the service expects.
+    depth:
+        Shortlist size.
+    api_key_env:
+        Name of the environment variable holding the key (never the key itself in config).
+    concurrency, timeout_s, max_retries, backoff_s:
+        Requests in flight, seconds per request, retries and first backoff.
+    cache:
+        Keep pair scores in ``$RAG_BENCH_CACHE/rerank_pairs.sqlite``.
+    """
+
+    def __init__(self, base_url: str | None = None, model: str = "local", depth: int = 20,
+                 api_key_env: str = "OPENAI_API_KEY", concurrency: int = 2, timeout_s: float = 60.0,
+                 max_retries: int = 3, backoff_s: float = 1.0, cache: bool = True) -> None:
+        if not base_url:
+            raise ConfigError("reranker.base_url is not set -- fix: reranker.base_url=http://HOST:PORT/v1")
+        for name, value, low in (("concurrency", concurrency, 1), ("max_retries", max_retries, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"reranker.{name} must be an integer >= {low}, got {value!r}")
+        if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+            raise ConfigError(f"reranker.timeout_s must be > 0, got {timeout_s!r}")
+        self.url = base_url.rstrip("/") + "/rerank"
+        self.model, self.depth, self.api_key_env = model, check_depth(depth), api_key_env
+        self.concurrency, self.timeout_s = concurrency, float(timeout_s)
+        self.max_retries, self.backoff_s = max_retries, float(backoff_s)
+        self.identity = f"rerank|{self.url}|{model}"
+        self._store = PairScoreCache(default_cache_dir() / "rerank_pairs.sqlite") if cache else None
+        self.calls = self.retries = self.pairs_scored = 0
+
+    def scores(self, questions: Sequence[Question], shortlists: Sequence[Sequence[Chunk]]) -> list[np.ndarray]:
+        """The service's score per (question, chunk); pairs already scored are reused."""
+        flat = [(q.question, c.text) for q, s in zip(questions, shortlists) for c in s]
+        keys = [pair_key(self.identity, *pair) for pair in flat]
+        pair_of = dict(zip(keys, flat))
+        share = memo.sharing_enabled()
+
+        def compute(todo: list[str]) -> Iterable[tuple[str, float]]:
+            by_question: dict[str, list[str]] = {}
+            for k in todo:
+                by_question.setdefault(pair_of[k][0], []).append(k)
+            groups = list(by_question.items())
+            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+                results = list(pool.map(lambda g: self._request(g[0], [pair_of[k][1] for k in g[1]]), groups))
+            self.pairs_scored += len(todo)
+            return [(k, float(v)) for (_, ks), values in zip(groups, results) for k, v in zip(ks, values)]
+
+        got = get_or_compute(self._store if share else None, list(dict.fromkeys(keys)), compute=compute,
+                             encode=lambda v: struct.pack("<d", v), decode=lambda b: struct.unpack("<d", b)[0])
+        out, pos = [], 0
+        for s in shortlists:
+            out.append(np.array([got.values[k] for k in keys[pos:pos + len(s)]], dtype=np.float64))
+            pos += len(s)
+        return out
+
+    def _error(self, what: str, fix: str) -> EndpointError:
+        return EndpointError(f"reranker endpoint {self.url} (model {self.model!r}): {what}; nothing was written "
+                             f"-- fix: {fix}")
+
+    def _request(self, query: str, documents: list[str]) -> list[float]:
+        body = json.dumps({"model": self.model, "query": query, "documents": documents, "top_n": len(documents),
+                           "return_documents": False}).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        reason = ""
+        for attempt in range(1, self.max_retries + 2):
+            self.calls += 1
+            try:
+                req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    payload = resp.read()
+                return self._parse(payload, len(documents))
+            except urllib.error.HTTPError as exc:
+                reason = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
+                if exc.code not in _RETRY_STATUS:
+                    break
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            if attempt <= self.max_retries:
+                self.retries += 1
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+        raise self._error(f"no scores after {attempt} attempt(s) ({reason or 'unknown error'})",
+                          "check that the service is up, reranker.base_url and reranker.model; raise "
+                          "reranker.timeout_s for a slow service")
+
+    def _parse(self, payload: bytes, count: int) -> list[float]:
+        """One finite score per document, by the ``index`` each result carries."""
+        try:
+            doc: Any = json.loads(payload)
+            results = doc["results"] if isinstance(doc, dict) else doc
+            if not isinstance(results, list):
+                raise TypeError("results is not a list")
+            pairs = [(int(r["index"]), float(r["relevance_score"] if "relevance_score" in r else r["score"]))
+                     for r in results]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise self._error(f"the response is not a rerank result ({type(exc).__name__}: {str(exc)[:120]}; "
+                              f"starts {payload[:80]!r})", "point reranker.base_url at a /rerank service "
+                              "(Cohere, Jina, TEI or llama.cpp shape)") from None
+        if sorted(i for i, _ in pairs) != list(range(count)):
+            raise self._error(f"{len(pairs)} scores for {count} documents (each index once)",
+                              "check the service's top_n limit")
+        scores = [0.0] * count
+        for i, v in pairs:
+            scores[i] = v
+        if not np.isfinite(scores).all():
+            raise self._error("scores hold NaN or infinite values", "check the model served")
+        return scores
