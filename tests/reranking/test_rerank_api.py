@@ -1,7 +1,9 @@
 """reranker=rerank_api: a /rerank service. Our client's logic against a fake service (both result
 shapes, order by index, retries, cache, errors naming the service); end to end (slow) against a
 small /rerank server of ours wrapping a real sentence-transformers CrossEncoder: llama-cpp-python's
-server has no reranking endpoint, and no reranking model ships on PyPI for llama.cpp's own."""
+server has no reranking endpoint (its routes: completions, chat, embeddings, models, tokenize).
+llama.cpp's own C++ server has one (--reranking), but building it and finding a reranking GGUF that
+ships on PyPI was not attempted."""
 
 from __future__ import annotations
 
