@@ -35,12 +35,20 @@ def _summarize(cells: Any, axes: list[str]) -> None:
 
     table = leaderboard_table(cells, columns=ALL_COLUMNS)
     best = table.iloc[0]
-    metrics = {f"best/{c}": float(best[c]) for c in table.columns if "/" in c and best[c] == best[c]}
+    # ANN figures describe an approximate index against flat: logged only when one was swept.
+    approximate = "index" in table and any(_index_name(v) not in ("", "flat") for v in table["index"])
+    metrics = {f"best/{c}": float(best[c]) for c in table.columns if "/" in c and best[c] == best[c]
+               and (approximate or not c.startswith("ann/"))}
     params = {"sweep.axes": ",".join(axes) or "none", "sweep.cells": len(table), "best.cell": best["cell"],
               "best.label": best["label"], "sweep.sort_by": measures.PRIMARY.key}
     note = (f"{len(table)} cells; best by {measures.PRIMARY.key}: {best['label']} ({best['cell']}) "
             f"{best.get(measures.PRIMARY.key, float('nan')):.3f}")
     summarize_sweeps(table, metrics, params, note)
+
+
+def _index_name(value: Any) -> str:
+    """An index column's value (the stage's config, or its option name) as its option name."""
+    return str(value.get("name", "")) if isinstance(value, dict) else str(value or "")
 
 
 class SweepCallbacks(Callback):

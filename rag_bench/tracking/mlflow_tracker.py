@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 # MLflow's tag listing a run's table artifacts (what the UI's artifact and evaluation views read).
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
+# The experiment tag MLflow 3's UI reads to choose its default view (runs, or GenAI traces).
+EXPERIMENT_KIND = "mlflow.experimentKind"
 QUESTIONS_TABLE = "questions.json"
 LEADERBOARD_TABLE = "leaderboard.json"
 
@@ -173,7 +175,10 @@ class MlflowTracker:
                 if self.uri.startswith("sqlite:///"):
                     artifact_location = (self.output_root / "mlartifacts").as_uri()
                 try:
-                    exp_id = client.create_experiment(self.experiment, artifact_location=artifact_location)
+                    # The experiment opens on its runs in MLflow 3's UI (the kind the UI would
+                    # otherwise infer from an empty experiment is GenAI, an empty Traces page).
+                    exp_id = client.create_experiment(self.experiment, artifact_location=artifact_location,
+                                                      tags={EXPERIMENT_KIND: "custom_model_development"})
                 except MlflowException:
                     # Another process not sharing our lock created it meanwhile (an HTTP server).
                     exp = client.get_experiment_by_name(self.experiment)
@@ -210,7 +215,8 @@ class MlflowTracker:
                 run_id = found[0].info.run_id
                 client.update_run(run_id, status="RUNNING")
             else:
-                run_id = client.create_run(exp_id, run_name=f"sweep-{self.sweep_id[:8]}",
+                # Named after the experiment and when the sweep started (its id stays a tag).
+                run_id = client.create_run(exp_id, run_name=f"{self.experiment} {time.strftime('%Y-%m-%d %H:%M')}",
                                            tags={"sweep_id": self.sweep_id, "rag_bench.role": "sweep"}).info.run_id
         _PARENTS[key] = run_id
         return run_id
