@@ -203,7 +203,8 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             run_id = None if arguments is None else tracker.log_cell(**arguments)
             failpoint("before_done")
             mark_done(cell_dir, {**done, "mlflow_run_id": run_id, **tracker.describe()})
-    log.info("cell %s done: %s", cid, summary)
+    # The console gets one short line (the whole summary is the MLflow run's note).
+    log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, sweep_axes())))
     for warning in result.metrics.get("warnings", []):
         log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir
@@ -253,6 +254,27 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
         gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
                        for m in measures.CONSOLE_GENERATION)
         line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
+    leaked = metrics.get("security", {}).get("unauthorized_retrievals", 0)
+    if leaked:
+        line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")
+    return line
+
+
+CONSOLE_WIDTH = 120
+
+
+def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDTH) -> str:
+    """The cell's console line after ``cell <id> done: ``: its label (its values on the swept axes),
+    each stage's main measure (:data:`~rag_bench.metrics.measures.CONSOLE_SHORT`), and a red
+    SECURITY alert when a component returned chunks the asker may not read. The label is cut so
+    that the whole line, prefix included, stays within ``width`` characters (the alert excepted:
+    it is never cut)."""
+    shown = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}" for m in measures.CONSOLE_SHORT
+                     if m.section in metrics and metrics[m.section].get(m.name) is not None)
+    room = width - len("cell 0123456789ab done: ") - len(shown) - 3
+    if len(label) > room:
+        label = label[: max(room - 1, 8)] + "…"
+    line = f"{label} | {shown}"
     leaked = metrics.get("security", {}).get("unauthorized_retrievals", 0)
     if leaked:
         line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")

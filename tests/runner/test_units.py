@@ -147,3 +147,18 @@ def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path
     records = pd.read_parquet(cell / "records.parquet").set_index("qid")
     assert records.loc["q6", "failure"] == "unjudged" and math.isnan(records.loc["q6", "ndcg@10"])
     assert records.loc["q1", "failure"] != "unjudged"
+
+
+def test_the_console_line_of_a_cell_fits_120_characters_and_keeps_a_security_alert():
+    from rag_bench.runner.main import console_short
+
+    metrics = {"retrieval": {"hit@5": 0.934, "mrr": 0.746}, "generation": {"correct": 0.262, "token_f1": 0.116},
+               "abstention": {"false_refusal_rate": 0.377}, "security": {"unauthorized_retrievals": 0}}
+    line = "cell 0123456789ab done: " + console_short(metrics, "section hybrid rr=dense k=5")
+    assert line.endswith("section hybrid rr=dense k=5 | hit@5=0.934 mrr=0.746 correct=0.262 f1=0.116 false_refusal=0.377")
+    long = "cell 0123456789ab done: " + console_short(metrics, "recursive_400 hybrid rr=cross_encoder " * 4)
+    assert len(long) <= 120 and "…" in long and long.endswith("false_refusal=0.377")
+    metrics["security"]["unauthorized_retrievals"] = 3
+    assert console_short(metrics, "x").endswith("SECURITY: 3 unauthorized retrieval(s)")
+    del metrics["generation"], metrics["abstention"]  # a retrieval-only cell: no answer measures shown
+    assert console_short(metrics, "x").startswith("x | hit@5=0.934 mrr=0.746 |")
