@@ -75,6 +75,26 @@ def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
     return msg
 
 
+def _missing_option(exc: BaseException) -> str:
+    """One line for an option a config group does not have (``chunker=secton``): the option, the
+    closest one and the group's options, from Hydra's own listing (which also holds the options of
+    plugins and search paths); empty for every other error."""
+    import difflib
+
+    text = str(exc)
+    found = re.search(r"Could not (?:find|load) '([^']+)/([^'/]+)'", text)
+    if not found:
+        return ""
+    group, option = found.groups()
+    listing = re.search(r"Available options in '[^']+':\n((?:\t[^\n]*\n?)*)", text)
+    options = [line.strip() for line in listing.group(1).splitlines() if line.strip()] if listing else []
+    near = difflib.get_close_matches(option, options, n=1)
+    return (f"configuration: {group}={option}: {group} has no option {option!r} -- fix: "
+            + (f"did you mean {group}={near[0]}? (" if near else "use one of ")
+            + (f"{group}'s options: {', '.join(options)}" if options else f"the options in {group}/ of the config")
+            + (")" if near else ""))
+
+
 def _valid_keys(args: list[str], full_key: str) -> str:
     """``valid keys of chunker: size, overlap (did you mean size?)`` for a key that does
     not exist, from the config composed without it; empty when that cannot be composed."""
@@ -140,6 +160,8 @@ def _run(args: list[str]) -> int:
         return _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
         finish_all(ok=False)
+        if missing := _missing_option(exc):
+            return _fail(missing)
         return _fail(f"configuration: {_config_message(exc, args)}\n  -- fix: see `rag-bench run --help` for groups "
                      "and options (`rag-bench run --cfg job` prints every key), conf/ for the files")
     except BaseException:
@@ -200,7 +222,7 @@ def _chunks(argv: list[str]) -> int:
     except RagBenchError as exc:
         return _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
-        return _fail(f"configuration: {exc} -- fix: options are in {CONF_DIR}/chunker/")
+        return _fail(_missing_option(exc) or f"configuration: {exc} -- fix: options are in {CONF_DIR}/chunker/")
     chunks = chunker.chunk(list(ds.documents.values()))
     out = sys.stdout
     if not a.stats_only:

@@ -31,7 +31,25 @@ def test_chunks_prints_json_lines_and_stats(capsys):
 
 def test_chunks_bad_chunker(capsys):
     assert cli(["chunks", str(TINY), "chunker=nope"]) == 2
-    assert "chunker/nope" in capsys.readouterr().err
+    assert "chunker has no option 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["run", "chunker=secton"], ["run", "-m", "chunker=fixed,secton"],
+                                  ["chunks", str(TINY), "chunker=secton"]], ids=["run", "sweep", "chunks"])
+def test_misspelt_option_gets_a_did_you_mean_on_one_line(capsys, tmp_path, args):
+    """A misspelt option of a config group is named with the closest option, as a misspelt key is."""
+    assert cli([*args, f"output.root={tmp_path}"] if args[0] == "run" else args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("error: configuration: chunker=secton: chunker has no option 'secton'"), err
+    assert "did you mean chunker=section?" in err and "semchunk" in err, err
+
+
+def test_an_option_with_nothing_close_lists_the_options(capsys, tmp_path):
+    assert cli(["run", "retriever=zzzz", f"output.root={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean" not in err, err
+    assert "use one of retriever's options: bm25, dense, hybrid" in err, err
 
 
 def test_two_hydra_modes_are_a_clear_error(capsys):

@@ -81,7 +81,7 @@ DATASET_CASES = [
 ]
 
 CONFIG_CASES = [
-    ("unknown-group-value", ["chunker=fixd"], 2, ["Could not find 'chunker/fixd'", "fixed"]),
+    ("unknown-group-value", ["chunker=fixd"], 2, ["chunker has no option 'fixd'", "did you mean chunker=fixed?"]),
     ("typo-key", ["eval.kss=[1]"], 2, ["eval.kss", "no such key", "valid keys of eval: ks,", "did you mean eval.ks?"]),
     ("typo-component-key", ["chunker=fixed", "chunker.sise=3"], 2,
      ["chunker.sise", "valid keys of chunker: size, overlap", "did you mean chunker.size?"]),
