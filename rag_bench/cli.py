@@ -458,8 +458,9 @@ def _evaluate(argv: list[str]) -> int:
         check_group_overrides(overrides)
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[*overrides, f"dataset.path={Path(a.dataset).resolve()}"])
-        evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None, trec=Path(a.trec) if a.trec else None,
-                      ragas=Path(a.ragas) if a.ragas else None, system=a.name)
+        cell_dir = evaluate_cell(cfg, outputs=Path(a.outputs) if a.outputs else None,
+                                 trec=Path(a.trec) if a.trec else None, ragas=Path(a.ragas) if a.ragas else None,
+                                 system=a.name)
     except RagBenchError as exc:
         finish_all(ok=False)
         return _fail(exc)
@@ -470,7 +471,29 @@ def _evaluate(argv: list[str]) -> int:
         finish_all(ok=False)
         raise
     finish_all(ok=True)
+    print(_where_written(cell_dir, default_experiment=not any(o.startswith("experiment.name=") for o in overrides)))
     return 0
+
+
+def _where_written(cell_dir: Path, *, default_experiment: bool) -> str:
+    """Where `evaluate` put its cell: the folder and the MLflow experiment, run and how to open it
+    (from the cell's DONE, which records where it was logged)."""
+    try:
+        done = json.loads((cell_dir / "DONE").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        done = {}
+    lines = [f"wrote {cell_dir}"]
+    experiment = done.get("mlflow_experiment")
+    if done.get("tracking") == "mlflow" and done.get("mlflow_run_id") and experiment:
+        uri = done.get("tracking_uri") or ""
+        lines.append(f"MLflow: experiment {experiment!r}, run {done['mlflow_run_id']} at {uri}"
+                     + (f" -- open: mlflow ui --backend-store-uri {uri}" if uri.startswith("sqlite:") else ""))
+    else:
+        lines.append("MLflow: not logged (tracking=none); the cell folder holds the results")
+    if default_experiment:
+        lines.append(f"(experiment {cell_dir.parent.name!r} is the default: experiment.name=NAME files the cell "
+                     "under a name of its own)")
+    return "\n".join(lines)
 
 
 def _score_answers(argv: list[str]) -> int:

@@ -225,3 +225,23 @@ def test_a_text_found_in_several_documents_is_placed_where_the_asker_may_read(tm
     assert records.loc["q1", "unauthorized_retrievals"] == 0 and records.loc["q1", "hit@1"] == 1.0
     assert [s["doc_id"] for s in records.loc["q2", "chunk_spans"]] == ["a-staff"]
     assert records.loc["q2", "unauthorized_retrievals"] == 1
+
+
+def test_evaluate_says_where_it_wrote(tmp_path, monkeypatch, capsys):
+    """The cell folder and the MLflow experiment (and how to open it), not a silent `default`."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    outputs = REPO / "examples" / "app_outputs" / "kettleby_app.jsonl"
+    assert cli(["evaluate", str(outputs), "--dataset", str(DEMO_DATASET), "--name", "app",
+                f"output.root={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    cell = _only_cell(tmp_path / "default")
+    run_id = json.loads((cell / "DONE").read_text())["mlflow_run_id"]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert f"wrote {cell}\n" in out, out
+    assert f"MLflow: experiment 'default', run {run_id} at {uri} -- open: mlflow ui --backend-store-uri {uri}" in out
+    assert "experiment 'default' is the default: experiment.name=NAME" in out, out
+    assert cli(["evaluate", str(outputs), "--dataset", str(DEMO_DATASET), "--name", "app", "tracking=none",
+                f"output.root={tmp_path}", "experiment.name=apps"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {_only_cell(tmp_path / 'apps')}\n" in out and "MLflow: not logged (tracking=none)" in out, out
+    assert "is the default" not in out
