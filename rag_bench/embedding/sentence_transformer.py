@@ -34,6 +34,7 @@ from rag_bench.memo import sharing_enabled as memo_enabled
 from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
+NOTICE_TEXTS = 100  # encoding this many texts or more is announced (the model's load and ~a second per 10)
 
 Backend = Literal["torch", "onnx"]
 BACKENDS: tuple[str, ...] = ("torch", "onnx")
@@ -83,6 +84,7 @@ class SentenceTransformerEmbedder:
         self.backend, self.quantize, self.per_channel, self.threads = backend, quantize, bool(per_channel), threads
         self._cache_dir = Path(cache_dir or default_cache_dir())
         self.model_path = resolve_model(model)
+        self.model_name = model  # as configured (a packaged model's folder is named `model`)
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.batch_size, self.normalize, self.device = batch_size, bool(normalize), device
         self._cache_path = self._cache_dir / "embeddings.sqlite" if cache else None
@@ -138,11 +140,11 @@ class SentenceTransformerEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, ``(len(texts), dim)`` float32."""
-        return self._embed(texts, self.document_prefix)
+        return self._embed(texts, self.document_prefix, "chunks")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of questions, ``(len(texts), dim)`` float32."""
-        return self._embed(texts, self.query_prefix)
+        return self._embed(texts, self.query_prefix, "questions")
 
     def encode_raw(self, texts: Sequence[str]) -> np.ndarray:
         """Encode with the model, no cache, no prefix handling (the model's own output)."""
@@ -153,7 +155,7 @@ class SentenceTransformerEmbedder:
                                 normalize_embeddings=False, show_progress_bar=show)
         return np.asarray(out, dtype=np.float32)
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, what: str = "texts") -> np.ndarray:
         self._requested += len(texts)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
@@ -176,6 +178,9 @@ class SentenceTransformerEmbedder:
 
             def encode(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
                 # Each distinct missing text is encoded once, even if it repeats in this batch.
+                if len(todo) >= NOTICE_TEXTS:  # else the console is silent through the load and encoding
+                    log.info("embedding %d %s with %s%s", len(todo), what, self.model_name,
+                             " (cached for the next cells)" if self.cache is not None else "")
                 t0 = time.perf_counter()
                 encoded = self.encode_raw([prefix + text_of[k] for k in todo])
                 self._encode_s += time.perf_counter() - t0

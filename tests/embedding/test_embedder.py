@@ -104,3 +104,20 @@ def test_vectors_asked_again_come_from_memory_with_the_same_counts(tmp_path, mon
     monkeypatch.setenv("RAG_BENCH_SHARE", "0")
     assert np.array_equal(emb.embed_documents(TEXTS), first) and lookups[-1] == 3
     assert emb.usage().cache_hits == 6  # found in the cache, not in memory: counted alike
+
+
+def test_encoding_many_texts_is_announced_once(tmp_path, caplog):
+    """The console is not silent while the first dense cell embeds (the model's load and the
+    encoding took ~47 s of the demo with no line); vectors from the cache are not announced."""
+    import logging
+
+    from rag_bench.embedding.sentence_transformer import NOTICE_TEXTS
+
+    texts = [f"Chunk number {i} of the manual." for i in range(NOTICE_TEXTS)]
+    emb = SentenceTransformerEmbedder(cache_dir=str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="rag_bench"):
+        emb.embed_documents(texts)
+        emb.embed_queries(texts[:3])  # a few: silent
+        SentenceTransformerEmbedder(cache_dir=str(tmp_path)).embed_documents(texts)  # cached: silent
+    notices = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embedding ")]
+    assert notices == [f"embedding {NOTICE_TEXTS} chunks with all-MiniLM-L6-v2 (cached for the next cells)"]
