@@ -37,6 +37,26 @@ class OwnRecords(logging.Filter):
         return record.name.startswith(OWN)
 
 
+class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that keeps tqdm's progress bars on the last line: while a bar is drawn on
+    the terminal (a sweep's ``sweep`` bar, a cell's ``retrieve`` bar), a line is written the way
+    ``tqdm.write`` does -- the bars cleared, the line written and flushed, the bars redrawn below
+    it -- instead of being glued to the bar and leaving a stale copy of it above."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        try:
+            msg = self.format(record)
+            with tqdm.external_write_mode(file=self.stream):
+                self.stream.write(msg + self.terminator)
+                self.flush()
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001 -- logging's own contract: report, never raise
+            self.handleError(record)
+
+
 def experiment_file_handler(filename: str, formatter: str | None = None) -> logging.Handler:
     """An appending file handler for ``filename``, its folder created; a folder that cannot be
     written gives a handler that drops records (the cell's own write check then names the
@@ -50,7 +70,7 @@ def experiment_file_handler(filename: str, formatter: str | None = None) -> logg
 
 def setup_console(level: int = logging.INFO) -> None:
     """Outside a sweep: rag_bench's messages on stderr, libraries' only from WARNING up."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.addFilter(lambda r: r.name.startswith(OWN) or r.levelno >= logging.WARNING)
     root = logging.getLogger()
