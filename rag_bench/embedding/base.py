@@ -10,6 +10,10 @@ import numpy as np
 
 from rag_bench.stages import optional
 
+# Encoding this many texts or more is announced on the console (a model's load and the encoding
+# took ~47 s of the demo's first dense cell with no line).
+NOTICE_TEXTS = 100
+
 
 @dataclass(frozen=True)
 class EmbedStats:

@@ -17,6 +17,7 @@ vector of the wrong dimension, NaN, fewer vectors than texts) stops the cell wit
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import urllib.error
@@ -28,11 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench.embedding.base import EmbedStats
+from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.errors import ConfigError, EndpointError
 from rag_bench.storage import get_or_compute
 
+log = logging.getLogger(__name__)
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
@@ -94,13 +96,13 @@ class OpenAIEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, ``(len(texts), dim)`` float32."""
-        return self._embed(texts, self.document_prefix)
+        return self._embed(texts, self.document_prefix, "chunks")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of questions."""
-        return self._embed(texts, self.query_prefix)
+        return self._embed(texts, self.query_prefix, "questions")
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, what: str = "texts") -> np.ndarray:
         self._requested += len(texts)
         if not texts:
             return np.zeros((0, self._dim or 0), np.float32)
@@ -108,6 +110,8 @@ class OpenAIEmbedder:
         text_of = {k: t for t, k in key_of.items()}
 
         def compute(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
+            if len(todo) >= NOTICE_TEXTS:  # as the local embedder: the console is not silent meanwhile
+                log.info("embedding %d %s with %s at %s", len(todo), what, self.model, self.url)
             t0 = time.perf_counter()
             vectors = self.encode_raw([prefix + text_of[k] for k in todo])
             self._encode_s += time.perf_counter() - t0

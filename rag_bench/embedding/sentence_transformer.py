@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rag_bench.embedding.base import EmbedStats
+from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.embedding.models import PACKAGED_MODELS, load_model, resolve_model, weights_hash
 from rag_bench.embedding.onnx_backend import QUANTIZE_CHOICES, OnnxEncoder, Quantize, load_encoder
@@ -34,7 +34,6 @@ from rag_bench.memo import sharing_enabled as memo_enabled
 from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
-NOTICE_TEXTS = 100  # encoding this many texts or more is announced (the model's load and ~a second per 10)
 
 Backend = Literal["torch", "onnx"]
 BACKENDS: tuple[str, ...] = ("torch", "onnx")

@@ -192,3 +192,18 @@ def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys):
     capsys.readouterr()
     assert len(list((out / "e").glob("*/DONE"))) == 2
     assert Path(done).exists()
+
+
+def test_encoding_many_texts_is_announced(tmp_path, caplog):
+    import logging
+
+    from rag_bench.embedding.base import NOTICE_TEXTS
+
+    texts = [f"text {i}" for i in range(NOTICE_TEXTS)]
+    with endpoint() as server:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        with caplog.at_level(logging.INFO, logger="rag_bench"):
+            OpenAIEmbedder(base_url=url, model="m", batch_size=50, cache_dir=str(tmp_path)).embed_documents(texts)
+            OpenAIEmbedder(base_url=url, model="m", batch_size=50, cache_dir=str(tmp_path)).embed_documents(texts)
+    notices = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embedding ")]
+    assert notices == [f"embedding {NOTICE_TEXTS} chunks with m at {url}/embeddings"]  # the cached re-run: silent
