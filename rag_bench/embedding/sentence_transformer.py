@@ -15,11 +15,14 @@ torch and onnx vectors never mix.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import sys
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +43,27 @@ BACKENDS: tuple[str, ...] = ("torch", "onnx")
 # Vectors an embedder keeps in memory (oldest dropped first): ~1.5 KB each at 384 dimensions, so
 # ~100 MB, enough for every chunker's chunks of a corpus of a few thousand passages.
 MEMO_VECTORS = 65_536
+
+
+_BAR_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _transient_bar(module_name: str) -> Iterator[None]:
+    """sentence-transformers' ``Batches`` bar, cleared when the encoding ends (``leave=False``)
+    instead of left above the sweep's bar and cell lines: its module's ``trange`` for the call.
+    The encoding itself is the same single call (its batches, hence its vectors, unchanged)."""
+    module = sys.modules.get(module_name)
+    original = getattr(module, "trange", None)
+    if module is None or original is None:
+        yield
+        return
+    with _BAR_LOCK:
+        module.trange = functools.partial(original, leave=False)  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            module.trange = original  # type: ignore[attr-defined]
 
 
 class SentenceTransformerEmbedder:
@@ -150,8 +174,9 @@ class SentenceTransformerEmbedder:
         if self.backend == "onnx":
             return self.encoder.encode(texts, self.batch_size)
         show = len(texts) > 4 * self.batch_size and sys.stderr.isatty()
-        out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=False, show_progress_bar=show)
+        with _transient_bar(type(self.model).encode.__module__) if show else contextlib.nullcontext():
+            out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=False, show_progress_bar=show)
         return np.asarray(out, dtype=np.float32)
 
     def _embed(self, texts: Sequence[str], prefix: str, what: str = "texts") -> np.ndarray:

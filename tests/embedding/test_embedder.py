@@ -121,3 +121,26 @@ def test_encoding_many_texts_is_announced_once(tmp_path, caplog):
         SentenceTransformerEmbedder(cache_dir=str(tmp_path)).embed_documents(texts)  # cached: silent
     notices = [r.getMessage() for r in caplog.records if r.getMessage().startswith("embedding ")]
     assert notices == [f"embedding {NOTICE_TEXTS} chunks with all-MiniLM-L6-v2 (cached for the next cells)"]
+
+
+def test_the_batches_bar_is_cleared_when_the_encoding_ends(tmp_path, monkeypatch):
+    """On a terminal, sentence-transformers' bar of a long encoding is not left behind (a stale
+    `Batches: 100%` row above every later line of a sweep); the vectors are the same call's."""
+    import io
+    import sys
+
+    from tests.runner.test_console import _screen
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    texts = [f"Passage {i} about refunds." for i in range(9)]
+    emb = SentenceTransformerEmbedder(cache_dir=str(tmp_path), batch_size=2)
+    plain = emb.encode_raw(texts)  # stderr is not a terminal: no bar
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    shown = emb.encode_raw(texts)
+    assert "Batches" in term.getvalue()  # the bar was drawn
+    assert not [row for row in _screen(term.getvalue()) if row.strip()], term.getvalue()  # and cleared
+    assert np.array_equal(shown, plain)
