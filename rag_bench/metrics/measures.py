@@ -412,8 +412,10 @@ CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exa
                       family("citation", "citation_recall"), family("abstention", "correct_refusal_rate"),
                       family("abstention", "false_refusal_rate"))
 # The console's one line per cell: each stage's main measure, in data-flow order.
+# The answer's are correct and SQuAD v2's combined EM/F1 (answerable and unanswerable questions,
+# a refusal the empty answer: refusals are in them).
 CONSOLE_SHORT = (family("retrieval", "hit").at(5), family("retrieval", "mrr"), family("generation", "correct"),
-                 family("generation", "token_f1"), family("abstention", "false_refusal_rate"))
+                 family("generation", "squad_exact"), family("generation", "squad_f1"))
 # Per-tag means (metrics.json by_tag, leaderboard --tag).
 TAG = (family("retrieval", "hit").at(1), family("retrieval", "hit").at(5), family("retrieval", "mrr").at(10),
        family("retrieval", "ndcg").at(10), family("retrieval", "recall").at(10))

@@ -152,13 +152,15 @@ def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path
 def test_the_console_line_of_a_cell_fits_120_characters_and_keeps_a_security_alert():
     from rag_bench.runner.main import console_short
 
-    metrics = {"retrieval": {"hit@5": 0.934, "mrr": 0.746}, "generation": {"correct": 0.262, "token_f1": 0.116},
-               "abstention": {"false_refusal_rate": 0.377}, "security": {"unauthorized_retrievals": 0}}
+    metrics = {"retrieval": {"hit@5": 0.934, "mrr": 0.746},
+               "generation": {"correct": 0.262, "squad_exact": 0.21, "squad_f1": 0.298},
+               "security": {"unauthorized_retrievals": 0}}
     line = "cell 0123456789ab done: " + console_short(metrics, "section hybrid rr=dense k=5")
-    assert line.endswith("section hybrid rr=dense k=5 | hit@5=0.934 mrr=0.746 correct=0.262 f1=0.116 false_refusal=0.377")
+    assert line.endswith("section hybrid rr=dense k=5 | hit@5=0.934 mrr=0.746 correct=0.262 squad_em=0.210 "
+                         "squad_f1=0.298")
     long = "cell 0123456789ab done: " + console_short(metrics, "recursive_400 hybrid rr=cross_encoder " * 4)
-    assert len(long) <= 120 and "…" in long and long.endswith("false_refusal=0.377")
+    assert len(long) <= 120 and "…" in long and long.endswith("squad_f1=0.298")
     metrics["security"]["unauthorized_retrievals"] = 3
     assert console_short(metrics, "x").endswith("SECURITY: 3 unauthorized retrieval(s)")
-    del metrics["generation"], metrics["abstention"]  # a retrieval-only cell: no answer measures shown
+    del metrics["generation"]  # a retrieval-only cell: no answer measures shown
     assert console_short(metrics, "x").startswith("x | hit@5=0.934 mrr=0.746 |")
