@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,11 +29,10 @@ import numpy as np
 from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.errors import ConfigError, EndpointError
+from rag_bench.http import post_json
 from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
 
 class OpenAIEmbedder:
     """Parameters
@@ -150,31 +146,15 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self.dimensions is not None:
             body["dimensions"] = self.dimensions
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        reason = ""
-        for attempt in range(1, self.max_retries + 2):
-            self.calls += 1
-            try:
-                req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    payload = resp.read()
-                return self._parse(payload, len(batch))
-            except urllib.error.HTTPError as exc:
-                reason = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
-                if exc.code not in _RETRY_STATUS:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            if attempt <= self.max_retries:
-                self.retries += 1
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-        raise self._error(f"no embeddings after {attempt} attempt(s) ({reason or 'unknown error'})",
-                          "check that the server is up and serves embeddings (llama.cpp: --embedding), "
-                          "embedder.base_url and embedder.model; raise embedder.timeout_s for a slow server")
+        reply = post_json(self.url, body, timeout_s=self.timeout_s, max_retries=self.max_retries,
+                          backoff_s=self.backoff_s, api_key_env=self.api_key_env)
+        self.calls += reply.attempts
+        self.retries += reply.attempts - 1
+        if reply.body is None:
+            raise self._error(f"no embeddings after {reply.attempts} attempt(s) ({reply.reason})",
+                              "check that the server is up and serves embeddings (llama.cpp: --embedding), "
+                              "embedder.base_url and embedder.model; raise embedder.timeout_s for a slow server")
+        return self._parse(reply.body, len(batch))
 
     def _parse(self, payload: bytes, count: int) -> np.ndarray:
         """The vectors of one response, in input order, checked: ``data[i].embedding`` lists of

@@ -8,10 +8,7 @@ recorded with its reason; it is never dropped silently.
 from __future__ import annotations
 
 import json
-import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,8 +18,7 @@ from tqdm import tqdm
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import ANSWER_SCHEMA
-
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+from rag_bench.http import post_json
 
 
 class OpenAICompatibleGenerator:
@@ -66,7 +62,7 @@ class OpenAICompatibleGenerator:
                                          "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
                                          "response_format": response_format}
 
-    def _body(self, item: GenerationInput) -> bytes:
+    def _body(self, item: GenerationInput) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": item.prompt.messages(),
                                 "temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
         if self.response_format == "json_schema":
@@ -74,37 +70,23 @@ class OpenAICompatibleGenerator:
                                        "json_schema": {"name": "answer", "schema": ANSWER_SCHEMA, "strict": True}}
         elif self.response_format == "json_object":
             body["response_format"] = {"type": "json_object", "schema": ANSWER_SCHEMA}
-        return json.dumps(body).encode()
+        return body
 
     def _call(self, item: GenerationInput) -> Generation:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
         t0 = time.perf_counter()
-        reason = ""
-        for attempt in range(1, self.max_retries + 2):
-            try:
-                req = urllib.request.Request(self.url, data=self._body(item), headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    data = json.loads(resp.read())
-                text = data["choices"][0]["message"]["content"] or ""
-                usage = data.get("usage") or {}
-                return Generation(text, None, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                                  time.perf_counter() - t0, attempts=attempt)
-            except urllib.error.HTTPError as exc:
-                reason = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
-                if exc.code not in _RETRY_STATUS:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            except (KeyError, IndexError, ValueError) as exc:
-                reason = f"malformed response: {exc}"
-                break
-            if attempt <= self.max_retries:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-        return Generation("", reason or "unknown error", seconds=time.perf_counter() - t0,
-                          attempts=min(attempt, self.max_retries + 1))
+        reply = post_json(self.url, self._body(item), timeout_s=self.timeout_s, max_retries=self.max_retries,
+                          backoff_s=self.backoff_s, api_key_env=self.api_key_env)
+        if reply.body is None:
+            return Generation("", reply.reason, seconds=time.perf_counter() - t0, attempts=reply.attempts)
+        try:
+            data = json.loads(reply.body)
+            text = data["choices"][0]["message"]["content"] or ""
+            usage = data.get("usage") or {}
+            return Generation(text, None, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                              time.perf_counter() - t0, attempts=reply.attempts)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+            return Generation("", f"malformed response: {exc}", seconds=time.perf_counter() - t0,
+                              attempts=reply.attempts)
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """Calls in parallel up to ``concurrency``; results in input order."""

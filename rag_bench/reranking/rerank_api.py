@@ -13,11 +13,7 @@ garbage or nothing stops the cell with an :class:`~rag_bench.errors.EndpointErro
 from __future__ import annotations
 
 import json
-import os
 import struct
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,12 +22,11 @@ import numpy as np
 
 from rag_bench import memo
 from rag_bench.errors import ConfigError, EndpointError
+from rag_bench.http import post_json
 from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
 from rag_bench.reranking.cross_encoder import PairScoreCache, pair_key
 from rag_bench.storage import default_cache_dir, get_or_compute
-
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class RerankApiReranker:
@@ -99,32 +94,17 @@ class RerankApiReranker:
                              f"-- fix: {fix}")
 
     def _request(self, query: str, documents: list[str]) -> list[float]:
-        body = json.dumps({"model": self.model, "query": query, "documents": documents, "top_n": len(documents),
-                           "return_documents": False}).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        reason = ""
-        for attempt in range(1, self.max_retries + 2):
-            self.calls += 1
-            try:
-                req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    payload = resp.read()
-                return self._parse(payload, len(documents))
-            except urllib.error.HTTPError as exc:
-                reason = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
-                if exc.code not in _RETRY_STATUS:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            if attempt <= self.max_retries:
-                self.retries += 1
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-        raise self._error(f"no scores after {attempt} attempt(s) ({reason or 'unknown error'})",
-                          "check that the service is up, reranker.base_url and reranker.model; raise "
-                          "reranker.timeout_s for a slow service")
+        body = {"model": self.model, "query": query, "documents": documents, "top_n": len(documents),
+                "return_documents": False}
+        reply = post_json(self.url, body, timeout_s=self.timeout_s, max_retries=self.max_retries,
+                          backoff_s=self.backoff_s, api_key_env=self.api_key_env)
+        self.calls += reply.attempts
+        self.retries += reply.attempts - 1
+        if reply.body is None:
+            raise self._error(f"no scores after {reply.attempts} attempt(s) ({reply.reason})",
+                              "check that the service is up, reranker.base_url and reranker.model; raise "
+                              "reranker.timeout_s for a slow service")
+        return self._parse(reply.body, len(documents))
 
     def _parse(self, payload: bytes, count: int) -> list[float]:
         """One finite score per document, by the ``index`` each result carries."""
