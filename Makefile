@@ -9,18 +9,20 @@ PYTHON ?= python3
 
 # torch goes in FIRST, pinned: it is the CPU wheel on these machines. Letting the resolver pick
 # torch later (sentence-transformers needs it) would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# constraints.txt is the verified set (a lock): pyproject.toml declares ranges so the package installs
+# beside a team's own versions, and `make` and CI install exactly what was verified.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 # The local-LLM generator and the ragas judge (the real-LLM end-to-end tests need them).
 # llama-cpp-python has no binary wheel: it compiles (~5 min on 2 cores); GGML_NATIVE=OFF keeps
 # the built wheel portable to other CPUs of this kind.
 $(LLM_STAMP): $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q -e '.[llm,judge]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q -c constraints.txt -e '.[llm,judge]'
 	touch $(LLM_STAMP)
 
 venv: $(STAMP)

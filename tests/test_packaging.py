@@ -7,6 +7,7 @@ run from an empty folder, where neither the checkout nor its top-level ``conf/``
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,8 +41,8 @@ def _rel_files(root: Path) -> set[str]:
     return {p.relative_to(REPO / "rag_bench").as_posix() for p in root.rglob("*") if p.is_file()}
 
 
-@pytest.mark.slow
-def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
+def _wheel(tmp_path: Path) -> Path:
+    """The package's wheel, built offline from a copy of the sources."""
     src = tmp_path / "src"
     src.mkdir()
     junk = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -53,6 +54,12 @@ def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
           "-w", str(dist), str(src)], cwd=tmp_path)
     (wheel,) = dist.glob("rag_bench-*.whl")
+    return wheel
+
+
+@pytest.mark.slow
+def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
+    wheel = _wheel(tmp_path)
 
     names = set(zipfile.ZipFile(wheel).namelist())
     for must in ("rag_bench/conf/config.yaml", "rag_bench/conf/gate/release.yaml",
@@ -88,3 +95,50 @@ def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
     cells = [p for p in (out_root / "default").iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(cells) == 1 and (cells[0] / "DONE").exists(), cells
     assert list(empty.iterdir()) == [], "the run wrote into the working folder"
+
+
+# A team's stack that is not ours: other minor versions of the three libraries a team most often has
+# already, and the pyarrow that mlflow 3.14 caps below 25 (the verified set, constraints.txt, has mlflow
+# 3.17.2, pandas 3.1.1, numpy 2.4.6, pyarrow 25.0.1). These are
+# the lower bounds pyproject.toml declares for them.
+THEIR_STACK = {"mlflow": "3.14.0", "pandas": "2.3.3", "numpy": "2.3.5", "pyarrow": "24.0.0"}
+
+
+@pytest.mark.slow
+def test_installs_beside_a_teams_other_minor_versions_and_runs(tmp_path):
+    """``pip install`` of the wheel into a venv that already holds other minor versions of mlflow,
+    pandas and numpy resolves without touching them, ``pip check`` is clean, and a run tracked in
+    MLflow plus its report work there (pyproject declares ranges; only constraints.txt pins)."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    py = str(venv / "bin" / "python")
+    pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run([*pip, "torch==2.13.0"], cwd=tmp_path)  # the CPU build (see Makefile): before anything pulls torch in
+    _run([*pip, *(f"{name}=={version}" for name, version in THEIR_STACK.items())], cwd=tmp_path)
+    _run([*pip, str(_wheel(tmp_path))], cwd=tmp_path)
+
+    listed = _run([py, "-m", "pip", "list", "--format=json"], cwd=tmp_path).stdout
+    have = {row["name"].lower(): row["version"] for row in json.loads(listed)}
+    assert {name: have.get(name) for name in THEIR_STACK} == THEIR_STACK, "the install changed the team's versions"
+    _run([py, "-m", "pip", "check"], cwd=tmp_path)
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+    env.pop("PYTHONPATH", None)
+    out_root = tmp_path / "out"
+    ran = _run([str(venv / "bin" / "rag-bench"), "run", f"output.root={out_root}", "tracking=mlflow"],
+               cwd=empty, env=env)
+    assert " done: " in ran.stdout, ran.stdout + ran.stderr
+    (cell,) = [p for p in (out_root / "default").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert metrics, "no metrics written"
+    report = _run([str(venv / "bin" / "rag-bench"), "report", str(out_root / "default")], cwd=empty, env=env)
+    assert report.returncode == 0
+    probe = _run([py, "-c", "import sys, mlflow, pandas, numpy, rag_bench; "
+                  "mlflow.set_tracking_uri(f'sqlite:///{sys.argv[1]}/mlflow.db'); "
+                  "runs = mlflow.search_runs(search_all_experiments=True); "
+                  "print(mlflow.__version__, pandas.__version__, numpy.__version__, rag_bench.__file__, "
+                  "len(runs), sorted(set(runs['status'])))", str(out_root)], cwd=empty, env=env).stdout.split(" ", 5)
+    assert probe[:3] == [THEIR_STACK[name] for name in ("mlflow", "pandas", "numpy")] and Path(probe[3]).is_relative_to(venv), probe
+    assert int(probe[4]) >= 1 and probe[5].strip() == "['FINISHED']", probe  # the cell's run, logged by their mlflow
