@@ -1,0 +1,1 @@
+"""Agreement of the automatic answer measures with people: labels, kappa, PPI (``rag-bench calibrate``)."""

@@ -1,0 +1,112 @@
+"""Kappa equals scikit-learn's; PPI equals a hand derivation and the ppi-python package's numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from rag_bench.calibration.agreement import bootstrap_ci, cohen_kappa, confusion, spearman
+from rag_bench.calibration.labels import answer_digest, load_labels
+from rag_bench.calibration.ppi import ppi_mean
+from rag_bench.errors import DataError
+
+A = [1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1]
+B = [1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1]
+GA = [0, 1, 2, 3, 4, 4, 3, 2, 2, 1, 0, 3, 4, 2, 1]
+GB = [0, 2, 2, 3, 3, 4, 2, 2, 1, 1, 1, 3, 4, 3, 0]
+
+
+def test_binary_kappa_equals_sklearn():
+    assert cohen_kappa(A, B) == pytest.approx(cohen_kappa_score(A, B), abs=1e-12)
+
+
+def test_quadratic_kappa_equals_sklearn_even_with_a_grade_nobody_used():
+    assert cohen_kappa(GA, GB, weights="quadratic") == pytest.approx(
+        cohen_kappa_score(GA, GB, weights="quadratic"), abs=1e-12)
+    a, b = [0, 1, 1, 4, 4, 0], [0, 1, 0, 4, 3, 1]  # grade 2 unused: positions must come from the scale
+    cats = list(range(5))
+    assert cohen_kappa(a, b, categories=cats, weights="quadratic") == pytest.approx(
+        cohen_kappa_score(a, b, labels=cats, weights="quadratic"), abs=1e-12)
+
+
+def test_kappa_of_constant_raters_is_undefined_not_one():
+    assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))
+    assert confusion([1, 0, 1], [1, 1, 1], [0, 1]).tolist() == [[0, 1], [0, 2]]
+
+
+def test_spearman_and_bootstrap_ci_bracket_the_estimate():
+    rho = spearman(GA, GB)
+    lo, hi = bootstrap_ci(spearman, GA, GB, n_resamples=500, seed=1)
+    assert lo <= rho <= hi and -1 <= lo < hi <= 1
+    k = cohen_kappa(A, B)
+    klo, khi = bootstrap_ci(lambda x, y: cohen_kappa(x, y), A, B, n_resamples=500)
+    assert klo <= k <= khi
+
+
+# ppi-python 0.2.3 (pip install ppi-python, in a separate venv), on these vectors:
+#   ppi_mean_pointestimate(Y, Yhat, Yhat_unlabeled, lam=1) -> 0.75
+#   ppi_mean_ci(Y, Yhat, Yhat_unlabeled, alpha=0.05, lam=1) -> (0.4140791, 1.0859209)
+Y = [1, 0, 1, 1, 0, 1, 1, 0, 1, 1]
+YHAT = [1, 0, 1, 0, 0, 1, 1, 1, 1, 1]
+YHAT_ALL = [1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1]
+
+
+def test_ppi_mean_equals_the_hand_derivation_and_ppi_python():
+    est = ppi_mean(YHAT_ALL, Y, YHAT)
+    # by hand: mean(YHAT_ALL) = 15/20 = 0.75; rectifier Y - YHAT = (0,0,0,1,0,0,0,-1,0,0), mean 0
+    assert est.raw_mean == 0.75 and est.mean == 0.75
+    # se^2 = var(YHAT_ALL)/20 + var(rectifier)/10 = (0.75*0.25)/20 + 0.2/10 = 0.009375 + 0.02
+    se = math.sqrt(0.1875 / 20 + 0.2 / 10)
+    assert est.high - est.mean == pytest.approx(1.959963984540054 * se, abs=1e-12)
+    assert (est.low, est.high) == pytest.approx((0.4140791, 1.0859209), abs=1e-7)
+    assert (est.n_labelled, est.n_all) == (10, 20)
+
+
+def test_a_biased_measure_is_corrected():
+    rng = np.random.default_rng(0)
+    truth = rng.random(4000) < 0.6
+    auto = truth | (rng.random(4000) < 0.3)  # says yes too often: raw mean ~0.72
+    labelled = rng.choice(4000, 400, replace=False)
+    est = ppi_mean(auto.astype(float), truth[labelled].astype(float), auto[labelled].astype(float))
+    assert est.raw_mean > 0.68 and est.low <= truth.mean() <= est.high
+
+
+def _write(tmp_path, rows):
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_labels_load_and_follow_their_answer(tmp_path):
+    d = answer_digest("45 days [1]")
+    labels = load_labels(_write(tmp_path, [
+        {"qid": "q1", "answer_sha256": d, "measure": "correct", "value": True, "labeller": "a"},
+        {"qid": "q1", "cell": "c1", "measure": "faithfulness", "value": 3, "scale": 4, "labeller": "b"}]))
+    assert [(x.value, x.score) for x in labels] == [(1, 1.0), (3, 0.75)]
+    assert labels[0].applies_to("any-cell", "q1", "45 days [1]") and not labels[0].applies_to("c", "q1", "46 days")
+    assert labels[1].applies_to("c1", "q1", "whatever") and not labels[1].applies_to("c2", "q1", "whatever")
+
+
+def test_bad_labels_are_named_by_line_and_field(tmp_path):
+    path = _write(tmp_path, [
+        {"qid": "q1", "measure": "corect", "value": 1, "labeller": "a", "cell": "c"},
+        {"qid": 7, "measure": "correct", "value": 2, "labeller": "a", "cell": "c"},
+        {"qid": "q2", "measure": "correct", "value": 1, "labeller": ""},
+        {"qid": "q3", "measure": "correct", "value": 1, "labeller": "a", "answer_sha256": "xyz", "colour": 1},
+        "not json",
+        {"qid": "q4", "measure": "correct", "value": 1, "labeller": "a", "cell": "c"},
+        {"qid": "q4", "measure": "correct", "value": 0, "labeller": "a", "cell": "c"},
+    ])
+    with pytest.raises(DataError) as err:
+        load_labels(path)
+    text = str(err.value)
+    for needle in ("labels.jsonl:1: [measure]", "labels.jsonl:2: [qid]", "labels.jsonl:2: [value]",
+                   "labels.jsonl:3: [labeller]", "labels.jsonl:3: [answer_sha256] no answer named",
+                   "labels.jsonl:4: [colour] unknown field", "labels.jsonl:4: [answer_sha256] not 64",
+                   "labels.jsonl:5:", "malformed JSON", "labels.jsonl:7: [labeller]", "on line 6"):
+        assert needle in text, (needle, text)
+    assert "-- fix:" in text
