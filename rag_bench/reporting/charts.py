@@ -141,58 +141,108 @@ def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols:
 
 
 @_plain
-def main_effects(effects: Sequence[Any], metric: str, path: Path) -> Path | None:
+def main_effects(effects: Sequence[Any], metric: str, path: Path, *, grand: float | None = None,
+                 higher_is_better: bool = True) -> Path | None:
     """One row of points per axis level with its 95% CI (over cells), axes ordered by how much
-    they move ``metric``; the vertical line is the mean over every cell."""
+    they move ``metric``; the dashed vertical line is ``grand``, the mean of all cells (drawn
+    when given)."""
     if not effects:
         return None
     rows = sum(len(e.levels) for e in effects)
-    fig, axes_ = plt.subplots(len(effects), 1, figsize=(8, _height(rows + len(effects))), squeeze=False,
+    fig, axes_ = plt.subplots(len(effects), 1, figsize=(8, _height(rows + len(effects)) + 0.3), squeeze=False,
                               sharex=True, gridspec_kw={"height_ratios": [len(e.levels) for e in effects]})
     lo_all = min(lv.lo for e in effects for lv in e.levels)
     hi_all = max(lv.hi for e in effects for lv in e.levels)
     pad = max((hi_all - lo_all) * 0.1, 0.01)
-    grand = np.mean([lv.mean for lv in effects[0].levels])
     for ax, e in zip(axes_[:, 0], effects):
         ys = range(len(e.levels))[::-1]
         means = [lv.mean for lv in e.levels]
         err = [[lv.mean - lv.lo for lv in e.levels], [lv.hi - lv.mean for lv in e.levels]]
-        ax.errorbar(means, list(ys), xerr=err, fmt="o", color="#4c72b0", capsize=3)
+        ax.errorbar(means, list(ys), xerr=err, fmt="o", color="#4c72b0", capsize=3,
+                    label="dot: mean of the level's cells; whiskers: 95 % CI")
         ax.set_yticks(list(ys), [f"{lv.value} (n={lv.cells})" for lv in e.levels], fontsize=8)
         ax.set_ylim(-0.6, len(e.levels) - 0.4)
-        ax.axvline(grand, color="grey", lw=0.8, ls=":", label=f"mean over every cell ({grand:.3f})")
+        if grand is not None and np.isfinite(grand):
+            ax.axvline(grand, color="grey", lw=1, ls="--", label=f"dashed: mean of all cells ({grand:.3f})")
         ax.set_title(f"{e.axis}: spread {e.spread:.3f}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
                      loc="left")
         ax.grid(axis="x", alpha=0.3)
-    axes_[0, 0].legend(loc="lower right", fontsize=7, frameon=False)
+    # The legend above the panels, where it covers no point.
+    axes_[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.22), ncol=2, fontsize=7, frameon=False)
     axes_[-1, 0].set_xlim(lo_all - pad, hi_all + pad)
-    axes_[-1, 0].set_xlabel(f"mean {metric} over the cells at each level (95% CI over cells)")
-    fig.suptitle("Main effects: which choice moves the measure (largest first)", fontsize=10)
+    axes_[-1, 0].set_xlabel(f"mean {metric} of the cells at each level ({'higher' if higher_is_better else 'lower'} "
+                            "is better)")
+    fig.suptitle(f"Main effects on {metric}: which choice moves it (largest spread first)", fontsize=10)
     return _save(fig, path)
+
+
+def _overlaps(box: Any, others: Sequence[Any]) -> bool:
+    return any(box.overlaps(o) for o in others)
+
+
+def _label_points(fig: Any, ax: Any, points: Sequence[tuple[float, float, str]]) -> None:
+    """Annotate each point with its text where it overlaps no label already placed, no marker and
+    stays inside the axes: the first free spot among offsets around the point, farther out when
+    the near ones are taken (with a leader line), else the last one tried."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    marks = []
+    for x, y, _ in points:
+        px, py = ax.transData.transform((x, y))
+        marks.append(matplotlib.transforms.Bbox.from_bounds(px - 4, py - 4, 8, 8))
+    placed: list[Any] = []
+    offsets = [(dx * r, dy * r) for r in (1, 2, 3, 4, 6) for dx, dy in
+               ((6, 6), (6, -14), (-6, 6), (-6, -14), (0, 12), (0, -20))]
+    for x, y, text in points:
+        chosen = None
+        for dx, dy in offsets:
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=7,
+                              ha="left" if dx >= 0 else "right",
+                              arrowprops={"arrowstyle": "-", "color": "#999", "lw": 0.6} if abs(dy) > 20 else None)
+            box = ann.get_window_extent(renderer)
+            inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+            if inside and not _overlaps(box, placed) and not _overlaps(box, marks):
+                chosen = (ann, box)
+                break
+            ann.remove()
+        if chosen is None:  # nowhere free: the first spot, which a reader can still follow
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=offsets[0], fontsize=7)
+            chosen = (ann, ann.get_window_extent(renderer))
+        placed.append(chosen[1])
 
 
 @_plain
 def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool], names: Sequence[str],
-           path: Path, *, metric: str, cost_label: str) -> Path | None:
+           path: Path, *, metric: str, cost_label: str, higher_is_better: bool = True) -> Path | None:
     """Quality against cost, one point per cell: the Pareto front in colour and labelled, the
-    dominated cells grey."""
+    dominated cells grey. Cells at the same point share one label; labels are placed where they
+    overlap nothing."""
     pts = [(q, c, f, n) for q, c, f, n in zip(quality, cost, front, names) if q == q and c == c]
     if len(pts) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = plt.subplots(figsize=(8, 4.8))
     dom = [(c, q) for q, c, f, _ in pts if not f]
     if dom:
         ax.scatter([c for c, _ in dom], [q for _, q in dom], color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
-    best = sorted((c, q, n) for q, c, f, n in pts if f)
-    ax.plot([c for c, _, _ in best], [q for _, q, _ in best], "-o", color="#d62728", ms=5,
-            label=f"Pareto front ({len(best)})")
-    for c, q, n in best[:12]:
-        ax.annotate(n, (c, q), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel(cost_label)
-    ax.set_ylabel(metric)
+    at: dict[tuple[float, float], list[str]] = {}
+    for q, c, f, n in pts:
+        if f:
+            at.setdefault((c, q), []).append(n)
+    best = sorted(at)
+    n_front = sum(len(v) for v in at.values())
+    ax.plot([c for c, _ in best], [q for _, q in best], "-o", color="#d62728", ms=5,
+            label=f"Pareto front ({n_front} cells)")
+    ax.set_xlabel(f"{cost_label} (lower is better)")
+    ax.set_ylabel(f"{metric} ({'higher' if higher_is_better else 'lower'} is better)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"{metric} vs {cost_label}: cells worth considering")
+    ax.set_title(f"{metric} vs {cost_label}: cells worth considering", fontsize=10)
+    ax.margins(x=0.25, y=0.15)  # room for the labels inside the axes
+    fig.tight_layout()
+    shown = best[:12]
+    labels = [(c, q, " | ".join(at[(c, q)][:2]) + (f" (+{len(at[(c, q)]) - 2} more)" if len(at[(c, q)]) > 2 else ""))
+              for c, q in shown]
+    _label_points(fig, ax, labels)
     return _save(fig, path)
 
 

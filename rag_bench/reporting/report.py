@@ -24,7 +24,7 @@ from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
-from rag_bench.reporting import charts, drill, effects, page
+from rag_bench.reporting import charts, drill, effects, page, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.tracking.download import load_cell
 
@@ -34,24 +34,6 @@ log = logging.getLogger(__name__)
 def _ci(c: Cell, key: str) -> list[float] | None:
     v = c.metrics.get("ci", {}).get(key)
     return v if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v) else None
-
-
-def _latency_ms(c: Cell) -> float | None:
-    """Query-time cost of a cell: retrieval p50 plus rerank p50 (ms per question)."""
-    lat = c.metrics.get("latency", {})
-    r = lat.get("retrieve_p50_ms", lat.get("system_p50_ms"))
-    if not isinstance(r, (int, float)):
-        return None
-    extra = lat.get("rerank_p50_ms")
-    return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
-
-
-def _tokens(c: Cell) -> float | None:
-    """Tokens per question sent to and received from the generator (mean), when it generated."""
-    r = c.records
-    if "tokens_in" not in r or not len(r) or "generation" not in c.metrics:
-        return None
-    return float((r["tokens_in"].fillna(0) + r.get("tokens_out", 0)).mean())
 
 
 def _section(title: str, body: str, anchor: str = "") -> str:
@@ -70,12 +52,20 @@ def _drill(cell: Cell, **filters: str) -> str:
     return "#" + "&".join([f"drill={cell.cell_id}", *(f"{k}={quote(v, safe='')}" for k, v in filters.items() if v)])
 
 
-def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str = measures.PRIMARY.key,
+def primary_measure(cells: list[Cell]) -> str:
+    """The measure that ranks the report: end-to-end ``generation/correct`` when a cell generated an
+    answer, else nDCG@10 (retrieval-only sweeps)."""
+    correct = measures.family("generation", "correct").key
+    return correct if any(c.metric(correct) is not None for c in cells) else measures.PRIMARY.key
+
+
+def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str | None = None,
                   baseline: str | Path | None = None, log_to_mlflow: bool = True, top: int = charts.TOP,
                   pair: tuple[str, str] | None = None, fingerprint: str | None = None) -> Path:
     """Write the report and return the path of its index.html.
 
-    ``top``: cells drawn in per-cell charts; ``pair``: the two axes of the interaction heatmap
+    ``metric``: the measure that ranks the cells (default :func:`primary_measure`); ``top``: cells
+    drawn in per-cell charts; ``pair``: the two axes of the interaction heatmap
     (default: the two that move ``metric`` most); ``fingerprint``: the dataset version reported
     when the folder holds cells of several (default: the version of the cell finished last, with a
     warning on the console and in the page; :func:`rag_bench.cells.one_dataset`)."""
@@ -86,12 +76,13 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     if not cells:
         raise DataError(Problem(str(exp), 0, "", "no finished cells (folders with DONE)",
                                 "run a sweep first: rag-bench run -m ..."))
+    metric = metric or primary_measure(cells)
     if all(c.metric(metric) is None for c in cells):
         raise DataError(Problem(str(exp), 0, "metric", f"no cell has {metric}", "pass --metric section/name"))
     if top < 1:
         raise DataError(Problem(str(exp), 0, "top", f"--top must be >= 1, got {top}", "pass --top 20"))
     try:  # the report ranks cells best first: the metric must say which way is better
-        better = measures.higher_is_better(metric)
+        measures.higher_is_better(metric)
     except ValueError as exc:
         raise DataError(Problem(str(exp), 0, "metric", str(exc), f"rank by a measure, e.g. --metric "
                                 f"{measures.PRIMARY.key}")) from exc
@@ -103,15 +94,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     ranked = charts.ranked(cells, metric, None)
     best = ranked[0]
     base = load_cell(baseline) if baseline else ranked[-1]
-    frame = pd.DataFrame([{**{a: naming.value(c.config, a) for a in axes}, "cell": c.cell_id,
-                           metric: c.metric(metric)} for c in cells])
-    # Only the axes that can move the metric (pipeline.k cannot move a retrieval measure).
-    moving = [a for a in axes if effects.can_move(a, metric)]
-    found = effects.main_effects(frame, moving, metric, higher_is_better=better) if moving else []
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
                                 f"choose two of {', '.join(axes) or '(nothing varies)'}"))
-    chosen = pair or tuple(e.axis for e in found[:2])
 
     sections: list[str] = []
     nav: list[tuple[str, str]] = []
@@ -121,7 +106,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         nav.append((anchor, title))
 
     add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top), "leaderboard")
-    add("Which choice matters", _effects(found, frame, chosen, metric, out, len(cells)), "effects")
+    add("Which choice matters", _effects(cells, axes, views.views(cells, metric), pair, out), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
     add("Per question tag", _tags(cells, names, ranked), "tags")
     add("Failure attribution", _failures(cells, ranked, names, metric, out, top), "failures")
@@ -174,7 +159,7 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
                                "k": (c.config.get("pipeline") or {}).get("k")}
         for m in main:
             row[m.display] = page.with_ci(c.metric(m.key), _ci(c, m.key))
-        lat = _latency_ms(c)
+        lat = views.latency_ms(c)
         row["p50 ms"] = ("" if lat is None else f"{lat:.2f}", lat, None)
         row["n"] = c.metrics.get("n", {}).get(metric)
         rows.append(row)
@@ -185,48 +170,82 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
             page.table(rows, table_id="rb-leaderboard", sortable=True, left=2))
 
 
-def _effects(found: list[effects.Effect], frame: pd.DataFrame, pair: tuple[str, ...], metric: str, out: Path,
-             n_cells: int) -> str:
-    if not found:
+def _effect_frame(cells: list[Cell], axes: list[str], view: views.View) -> pd.DataFrame:
+    return pd.DataFrame([{**{a: naming.value(c.config, a) for a in axes}, view.key: view.of(c)} for c in cells])
+
+
+def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: tuple[str, ...] | None,
+             out: Path) -> str:
+    """Main effects on each view's measure, one block per measure and a selector between them
+    (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it."""
+    if not axes:
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
-    body = [f"<p>For each swept axis, the mean {html.escape(metric)} of the cells at each level, over all values of "
-            "the other axes (95% CI over those cells). Axes are ranked by spread: the best level's mean minus the "
-            "worst's. A small spread says the choice hardly matters here. Axes that act after the ranking "
-            "(pipeline.k, the generator, the judge) are left out for a measure of the ranking: they cannot move "
-            "it.</p>",
-            _img(charts.main_effects(found, metric, out / "main_effects.png"), "main effects")]
-    rows = [{"axis": e.axis, "spread": e.spread, "best level": f"{e.levels[0].value} ({e.levels[0].mean:.3f})",
-             "worst level": f"{e.levels[-1].value} ({e.levels[-1].mean:.3f})", "levels": len(e.levels),
-             "balanced": "yes" if e.balanced else "no"} for e in found]
-    body.append(page.table(rows, left=1))
-    if len(pair) == 2:
-        grid = effects.interaction(frame, pair[0], pair[1], metric)
-        body.append(f"<h3>Interaction: {html.escape(pair[0])} × {html.escape(pair[1])}</h3><p>Mean "
-                    f"{html.escape(metric)} per pair of levels over the other axes (choose the pair with "
-                    "<code>rag-bench report --pair A,B</code>). Parallel rows mean the two choices do not "
-                    "interact.</p>")
-        body.append(_img(charts.interaction(grid, metric, out / "interaction.png", rows=pair[0], cols=pair[1]),
-                         "interaction", "Too few levels for a grid."))
-    return "".join(body)
+    correct = measures.family("generation", "correct").key
+    options, blocks = [], []
+    interaction = ""
+    for i, view in enumerate(shown):
+        frame = _effect_frame(cells, axes, view)
+        moving = [a for a in axes if effects.can_move(a, view.acts_on)]
+        found = effects.main_effects(frame, moving, view.key, higher_is_better=view.higher_is_better)
+        title = ("primary: " if i == 0 else "") + view.title
+        options.append(f"<option value='{html.escape(view.key)}'>{html.escape(title)}</option>")
+        grand = float(frame[view.key].mean()) if frame[view.key].notna().any() else math.nan
+        png = None
+        if i == 0 or view.key == correct:  # the PNGs cover the primary measure and correct
+            name = "main_effects.png" if i == 0 else "main_effects_correct.png"
+            png = charts.main_effects(found, view.title, out / name, grand=grand,
+                                      higher_is_better=view.higher_is_better)
+        left_out = [a for a in axes if a not in moving]
+        rows = [{"axis": e.axis, "spread": e.spread, "best level": f"{e.levels[0].value} ({e.levels[0].mean:.3f})",
+                 "worst level": f"{e.levels[-1].value} ({e.levels[-1].mean:.3f})", "levels": len(e.levels),
+                 "balanced": "yes" if e.balanced else "no"} for e in found]
+        body = [f"<p>Mean <b>{html.escape(view.title)}</b> ({'higher' if view.higher_is_better else 'lower'} is "
+                "better) of the cells at each level of each swept axis, over all values of the other axes. Dots: "
+                "that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of all cells. Axes are "
+                "ranked by spread, the best level's mean minus the worst's: a small spread says the choice hardly "
+                "matters here.</p>"]
+        if left_out:
+            body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}, which act after the "
+                        f"ranking (on the passages handed to the generator) and cannot change "
+                        f"{html.escape(view.title)}.</p>")
+        body.append(_img(png, f"main effects on {view.key}") if png else "")
+        body.append(page.table(rows, left=1) if rows else "<p class='note'>No axis with two levels can change "
+                    "this measure.</p>")
+        hidden = "" if i == 0 else " hidden"
+        blocks.append(f"<div class='rb-effect' data-measure='{html.escape(view.key)}'{hidden}>{''.join(body)}</div>")
+        if i == 0:
+            chosen = pair or tuple(e.axis for e in found[:2])
+            if len(chosen) == 2:
+                grid = effects.interaction(frame, chosen[0], chosen[1], view.key)
+                interaction = (
+                    f"<h3>Interaction: {html.escape(chosen[0])} × {html.escape(chosen[1])}</h3><p>Mean "
+                    f"{html.escape(view.title)} (the primary measure) per pair of levels over the other axes "
+                    "(choose the pair with <code>rag-bench report --pair A,B</code>). Parallel rows mean the two "
+                    "choices do not interact.</p>"
+                    + _img(charts.interaction(grid, view.title, out / "interaction.png", rows=chosen[0],
+                                              cols=chosen[1]), "interaction", "Too few levels for a grid."))
+    selector = (f"<p>Main effects on <select id='rb-effect'>{''.join(options)}</select> <span class='note'>(each "
+                "measure against the axes that can change it)</span></p>")
+    return selector + "".join(blocks) + interaction
 
 
 def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) -> str:
     better = measures.higher_is_better(metric)
     quality = [math.nan if (v := c.metric(metric)) is None else v for c in cells]
     body = []
-    for cost, label, file in ((_latency_ms, "retrieval + rerank p50 (ms per question)", "pareto_latency.png"),
-                              (_tokens, "generator tokens per question", "pareto_tokens.png")):
-        values = [cost(c) for c in cells]
-        x = [math.nan if v is None else v for v in values]
+    # Generator tokens cannot buy a better ranking: a ranking measure is only drawn against latency.
+    costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS else [views.TOKENS])
+    for view in costs:
+        x = [math.nan if (v := view.of(c)) is None else v for c in cells]
         front = effects.pareto_front(quality, x, higher_is_better=better)
-        chart = charts.pareto(quality, x, front, [names[c.cell_id] for c in cells], out / file, metric=metric,
-                              cost_label=label)
+        chart = charts.pareto(quality, x, front, [names[c.cell_id] for c in cells], out / f"pareto_{view.key}.png",
+                              metric=metric, cost_label=view.title, higher_is_better=better)
         if chart is None:
             continue
         keep = [names[c.cell_id] for c, f in zip(cells, front) if f]
-        body.append(_img(chart, file) + f"<p>On the front ({len(keep)} of {len(cells)}): "
+        body.append(_img(chart, f"pareto_{view.key}") + f"<p>On the front ({len(keep)} of {len(cells)}): "
                     f"{html.escape('; '.join(keep[:12]))}{' …' if len(keep) > 12 else ''}. Every grey cell is beaten "
-                    f"on both {html.escape(metric)} and cost by a cell on the front.</p>")
+                    f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front.</p>")
     return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
 
 
@@ -396,7 +415,7 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
-        tokens = _tokens(c)
+        tokens = views.tokens(c)
         rows.append({"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
                      "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms"),
                      "s / question": lat.get("seconds_per_question"), "chunk s": lat.get("chunk_s"),

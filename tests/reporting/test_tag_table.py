@@ -48,5 +48,10 @@ def test_an_axis_acting_after_the_ranking_has_no_main_effect_on_a_ranking_measur
     assert cli(["report", str(out / "k"), "--out", str(tmp_path / "reports")]) == 0
     capsys.readouterr()
     page = next((tmp_path / "reports").rglob("index.html")).read_text()
-    effects_table = page.split("<h2 id='effects'>", 1)[1].split("<h2", 1)[0].split("<tbody>", 1)[1]
-    assert "data-v='retriever'" in effects_table and "pipeline.k" not in effects_table
+    effects = page.split("<h2 id='effects'>", 1)[1].split("<h2", 1)[0]
+    ndcg = effects.split("data-measure='retrieval/ndcg@10'", 1)[1].split("</div>", 1)[0]
+    assert "data-v='retriever'" in ndcg and "data-v='pipeline.k'" not in ndcg.split("<tbody>", 1)[1]
+    assert "Not shown: pipeline.k" in ndcg
+    # The primary measure (correct: a generator ran) is one k can change: k is in its table.
+    correct = effects.split("data-measure='generation/correct'", 1)[1].split("</div>", 1)[0]
+    assert "data-v='pipeline.k'" in correct and "data-v='retriever'" in correct
