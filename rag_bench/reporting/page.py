@@ -5,8 +5,11 @@ containing markup is shown, not run.
 
 State lives in the URL's fragment, so a link opens a view: ``#sort=<column>:asc`` sorts the
 leaderboard, ``#drill=<cell_id>&label=<label>&tag=<tag>&q=<qid>`` opens a cell's questions
-filtered by failure label and tag, and one question. The page sets ``data-*`` attributes on
-``<body>`` (``data-images-ok``, ``data-sorted``, ``data-drill-cell``, ``data-drill-q``) that a
+filtered by failure label and tag, and one question; ``#effect=<measure>`` shows the main effects
+on that measure; ``#side=<n>&pick=<id>,<id>&differ=1&sq=<qid>`` sets the answers-side-by-side
+view (:mod:`rag_bench.reporting.sidebyside`); ``#only=<section>`` shows one section alone. The page sets ``data-*`` attributes on
+``<body>`` (``data-images-ok``, ``data-sorted``, ``data-drill-cell``, ``data-drill-q``,
+``data-effect``, ``data-side-cells``, ``data-side-rows``) that a
 headless browser test reads.
 """
 
@@ -32,7 +35,10 @@ input.rb-filter{width:24em;padding:3px;margin:.3em 0}nav a{margin-right:1em}
 .tag{display:inline-block;background:#eee;border-radius:3px;padding:0 4px;margin-right:3px;font-size:12px}
 body.only-drill #rb-main{display:none}#rb-view{display:flex;gap:1em;align-items:flex-start}
 #rb-list{flex:0 0 42%;max-height:85vh;overflow:auto}#rb-detail{flex:1;max-height:85vh;overflow:auto}
-.ok{color:#2ca02c}.bad{color:#d62728}#rb-detail h4{margin:.8em 0 .2em}"""
+.ok{color:#2ca02c}.bad{color:#d62728}#rb-detail h4{margin:.8em 0 .2em}
+.rb-side-wrap{overflow-x:auto}#rb-side td{vertical-align:top;text-align:left;min-width:14em;max-width:28em}
+#rb-side td.q{min-width:16em}#rb-side tr.differ td.q{border-left:4px solid #fd8d3c}
+.rb-answer{white-space:pre-wrap;margin:.2em 0}body.only-section h1,body.only-section #rb-drill{display:none}"""
 
 
 def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool = False, left: int = 1) -> str:
@@ -79,7 +85,7 @@ def drill_section(cells: Sequence[tuple[str, str]], scripts: dict[str, str], lab
     opts = "".join(f"<option value='{html.escape(cid)}'>{html.escape(name)}</option>" for cid, name in cells)
     lab = "".join(f"<option>{html.escape(x)}</option>" for x in labels)
     tg = "".join(f"<option>{html.escape(x)}</option>" for x in tags)
-    return (f"<h2 id='drill'>Per-question drill-down</h2><p>What a cell retrieved and answered for each question, "
+    return (f"<div id='rb-drill'><h2 id='drill'>Per-question drill-down</h2><p>What a cell retrieved and answered for each question, "
             "and the label it got. Passages in green are relevant (grade &gt; 0); a dashed frame marks the "
             "passages handed to the generator. Failure counts and flipped questions above link here.</p>"
             f"<p>cell <select id='rb-cell'>{opts}</select> label <select id='rb-label'><option value=''>any"
@@ -87,7 +93,7 @@ def drill_section(cells: Sequence[tuple[str, str]], scripts: dict[str, str], lab
             "<span id='rb-count' class='note'></span></p>"
             "<div id='rb-view'><div id='rb-list'><table id='rb-qs'><thead><tr><th class='l'>qid</th>"
             "<th class='l'>question</th><th class='l'>label</th><th class='l'>measures</th></tr></thead><tbody>"
-            "</tbody></table></div><div id='rb-detail'><p class='note'>Click a question.</p></div></div>"
+            "</tbody></table></div><div id='rb-detail'><p class='note'>Click a question.</p></div></div></div>"
             f"<script>var RB_SCRIPTS = {json.dumps(scripts)};</script>")
 
 

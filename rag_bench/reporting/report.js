@@ -2,7 +2,7 @@
 var RB = {data: {}, qs: {}, ps: [], pending: null, state: {}};
 RB.questions = function (q) { RB.qs = q; };
 RB.passages = function (p) { RB.ps = p; };
-RB.cell = function (c) { RB.data[c.id] = c; if (RB.pending === c.id) { RB.pending = null; RB.render(); } };
+RB.cell = function (c) { RB.data[c.id] = c; if (RB.pending === c.id) { RB.pending = null; RB.render(); } RB.side(); };
 function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
 function num(v) { var x = parseFloat(v); return isNaN(x) ? null : x; }
 function sortTable(t, col, dir) {
@@ -27,10 +27,15 @@ function filterTable(t, q) {
     var s = r.textContent.toLowerCase(); r.style.display = terms.every(function (w) { return s.indexOf(w) >= 0; }) ? '' : 'none';
   });
 }
+RB.requested = {};
+RB.fetch = function (id) {  // a cell's drill-down script, once
+  if (RB.data[id] || RB.requested[id] || !RB_SCRIPTS[id]) return;
+  RB.requested[id] = true; var s = document.createElement('script'); s.src = RB_SCRIPTS[id]; document.head.appendChild(s);
+};
 RB.load = function (id) {
   if (!id || RB.data[id]) { RB.render(); return; }
   if (!RB_SCRIPTS[id]) return;
-  RB.pending = id; var s = document.createElement('script'); s.src = RB_SCRIPTS[id]; document.head.appendChild(s);
+  RB.pending = id; RB.fetch(id);
 };
 RB.render = function () {
   var st = RB.state, c = RB.data[st.drill]; if (!c) return;
@@ -86,6 +91,72 @@ RB.detail = function (c, qid) {
   (r.context_extra || []).forEach(function (n) { d.appendChild(el('div', '[context, expanded] ' + RB.ps[n], 'pass ctx')); });
   document.body.dataset.drillQ = qid;
 };
+// Answers side by side: the top N cells and the picked ones, one row per question.
+RB.sideIds = function (st) {
+  var n = parseInt(st.side || '', 10), sel = document.getElementById('rb-side-n');
+  if (isNaN(n) || n < 1) n = parseInt(sel.dataset.default, 10);
+  n = Math.min(n, RB_RANKED.length); sel.value = String(Math.min(n, sel.options.length));
+  var ids = RB_RANKED.slice(0, n);
+  (st.pick || '').split(',').forEach(function (id) { if (id && ids.indexOf(id) < 0 && RB_SCRIPTS[id]) ids.push(id); });
+  return ids;
+};
+RB.right = function (r, q) {  // null: nothing to judge the answer by
+  var c = r.measures ? r.measures.correct : undefined;
+  if (c !== undefined && c !== null) return c > 0;
+  if (q && q.answerable === false && r.refused !== null && r.refused !== undefined) return !!r.refused;
+  return null;
+};
+RB.side = function () {
+  var table = document.getElementById('rb-side'); if (!table) return;
+  var st = RB.state, ids = RB.sideIds(st), missing = ids.filter(function (id) { return !RB.data[id]; });
+  document.getElementById('rb-side-differ').checked = st.differ === '1';
+  if (missing.length) { missing.forEach(RB.fetch); return; }  // RB.cell calls back when each arrives
+  var cells = ids.map(function (id) { return RB.data[id]; });
+  var head = table.tHead; head.textContent = ''; var hr = el('tr'); hr.appendChild(el('th', 'question', 'l'));
+  cells.forEach(function (c, i) { hr.appendChild(el('th', (RB_RANKED.indexOf(c.id) + 1) + '. ' + c.name, 'l')); });
+  head.appendChild(hr);
+  var rowsOf = cells.map(function (c) { var m = {}; c.rows.forEach(function (r) { m[r.qid] = r; }); return m; });
+  var body = table.tBodies[0]; body.textContent = ''; var shown = 0, total = 0;
+  cells[0] && cells[0].rows.forEach(function (r0) {
+    var qid = r0.qid, q = RB.qs[qid] || {}; total++;
+    if (st.sq && st.sq !== qid) return;
+    var verdicts = rowsOf.map(function (m) { return m[qid] ? RB.right(m[qid], q) : null; });
+    var judged = verdicts.filter(function (v) { return v !== null; });
+    var differ = judged.indexOf(true) >= 0 && judged.indexOf(false) >= 0;
+    if (st.differ === '1' && !differ) return;
+    shown++;
+    var tr = el('tr'); tr.dataset.qid = qid; if (differ) tr.className = 'differ';
+    var qc = el('td', null, 'l q'); var qa = el('a', qid); qa.href = '#'; qa.onclick = function (e) { e.preventDefault(); RB.go({sq: st.sq === qid ? '' : qid}); };
+    qc.appendChild(qa); qc.appendChild(el('div', q.question || ''));
+    qc.appendChild(el('div', (q.answerable === false ? 'unanswerable' : 'reference: ' + (q.answers || []).concat(q.facts || []).join(' | ')), 'note'));
+    tr.appendChild(qc);
+    rowsOf.forEach(function (m, i) {
+      var r = m[qid], td = el('td', null, 'l ans'); tr.appendChild(td);
+      if (!r) { td.appendChild(el('span', '(not asked)', 'note')); return; }
+      var v = verdicts[i];
+      td.appendChild(el('b', v === null ? '? ' : (v ? '\u2713 right ' : '\u2717 wrong '), v === null ? '' : (v ? 'ok' : 'bad')));
+      var lab = el('a', r.label || ''); lab.href = '#drill=' + encodeURIComponent(cells[i].id) + '&q=' + encodeURIComponent(qid); lab.className = 'tag';
+      td.appendChild(lab);
+      td.appendChild(el('div', r.answer === null ? '(no answer)' : (r.refused ? '(refused) ' : '') + r.answer, 'rb-answer'));
+      if (r.citations.length) {
+        var cp = el('div', null, 'note');
+        r.citations.forEach(function (x) { cp.appendChild(el('span', '[' + x.n + ']' + (x.relevant ? '\u2713 ' : '\u2717 '), x.relevant ? 'ok' : 'bad')); });
+        td.appendChild(cp);
+      }
+    });
+    body.appendChild(tr);
+  });
+  document.getElementById('rb-side-count').textContent = shown + ' of ' + total + ' questions';
+  document.body.dataset.sideCells = String(cells.length);
+  document.body.dataset.sideRows = String(shown);
+};
+RB.effect = function (key) {  // the main-effects block of one measure
+  var blocks = Array.from(document.querySelectorAll('.rb-effect')); if (!blocks.length) return;
+  if (!blocks.some(function (b) { return b.dataset.measure === key; })) key = blocks[0].dataset.measure;
+  blocks.forEach(function (b) { b.hidden = b.dataset.measure !== key; });
+  var s = document.getElementById('rb-effect'); if (s) s.value = key;
+  document.body.dataset.effect = key;
+};
 RB.parse = function () {
   var st = {}; location.hash.replace(/^#/, '').split('&').forEach(function (kv) { var i = kv.indexOf('='); if (i > 0) st[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); });
   return st;
@@ -102,6 +173,13 @@ RB.apply = function () {
   if (st.sort && lb) { var i = st.sort.lastIndexOf(':'); sortTable(lb, i > 0 ? st.sort.slice(0, i) : st.sort, i > 0 ? st.sort.slice(i + 1) : null); }
   var stay = RB.stay; RB.stay = false;
   document.body.classList.toggle('only-drill', st.only === 'drill');  // #...&only=drill: the viewer alone
+  // #only=<section>: that section alone (a link to one view, a screenshot)
+  Array.from(document.querySelectorAll('#rb-main > section, #rb-main > .rb-head')).forEach(function (x) {
+    x.hidden = !!st.only && st.only !== 'drill' && x.dataset.sec !== st.only;
+  });
+  document.body.classList.toggle('only-section', !!st.only && st.only !== 'drill');
+  RB.effect(st.effect || '');
+  RB.side();
   if (st.drill) {
     RB.load(st.drill);
     var x = document.getElementById('drill');
@@ -116,6 +194,14 @@ window.addEventListener('load', function () {
   Array.from(document.querySelectorAll('input.rb-filter')).forEach(function (inp) {
     inp.oninput = function () { filterTable(document.getElementById(inp.dataset.table), inp.value); };
   });
+  var eff = document.getElementById('rb-effect');
+  if (eff) eff.onchange = function () { RB.go({effect: eff.value}); };
+  var sn = document.getElementById('rb-side-n'), sa = document.getElementById('rb-side-add'), sd = document.getElementById('rb-side-differ');
+  if (sn) sn.onchange = function () { RB.go({side: sn.value}); };
+  if (sa) sa.onchange = function () { var p = (RB.state.pick || '').split(',').filter(Boolean); if (sa.value && p.indexOf(sa.value) < 0) p.push(sa.value); sa.value = ''; RB.go({pick: p.join(',')}); };
+  if (sd) sd.onchange = function () { RB.go({differ: sd.checked ? '1' : ''}); };
+  var sr = document.getElementById('rb-side-reset');
+  if (sr) sr.onclick = function (e) { e.preventDefault(); RB.go({side: '', pick: '', differ: '', sq: ''}); };
   ['rb-cell', 'rb-label', 'rb-tag'].forEach(function (id) {
     var s = document.getElementById(id); if (!s) return;
     s.onchange = function () { var ch = {}; ch[id === 'rb-cell' ? 'drill' : id.slice(3)] = s.value; if (id === 'rb-cell') ch.q = ''; RB.go(ch); };

@@ -24,7 +24,7 @@ from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
-from rag_bench.reporting import charts, drill, effects, page, views
+from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.tracking.download import load_cell
 
@@ -38,7 +38,7 @@ def _ci(c: Cell, key: str) -> list[float] | None:
 
 def _section(title: str, body: str, anchor: str = "") -> str:
     ident = f" id='{html.escape(anchor)}'" if anchor else ""
-    return f"<h2{ident}>{html.escape(title)}</h2>{body}"
+    return f"<section data-sec='{html.escape(anchor)}'><h2{ident}>{html.escape(title)}</h2>{body}</section>"
 
 
 def _img(path: Path | None, caption: str, missing: str = "") -> str:
@@ -116,6 +116,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     add("Answer measures: lenient and SQuAD-exact", _answers(ranked[:top], names), "answers")
     if base is not best:
         add("Best cell vs baseline", _versus(base, best, names), "versus")
+    add("Answers side by side", sidebyside.section([(c.cell_id, names[c.cell_id]) for c in ranked]), "side")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
     scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
@@ -135,9 +136,10 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
             f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>"
             + (f"<p class='note'>{html.escape(notice.removeprefix('warning: '))}</p>" if notice else ""))
     links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
+    head = f"<div class='rb-head' data-sec='head'>{head}{links}</div>"
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
            f"</title><style>{page.CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
-           + "<div id='rb-main'>" + head + links + "\n".join(sections) + "</div>" + viewer
+           + "<div id='rb-main'>" + head + "\n".join(sections) + "</div>" + viewer
            + page.JS  # defines RB, which the data scripts below call
            + "<script src='drill/questions.js'></script><script src='drill/passages.js'></script></body></html>")
     index = out / "index.html"
