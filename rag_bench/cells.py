@@ -1,4 +1,4 @@
-"""The cell folder (ARCHITECTURE §5): the one module that writes, marks done, reads and lists it.
+"""The cell folder (docs/contract.md §5): the one module that writes, marks done, reads and lists it.
 
 Writing: the folder is written to a temporary folder, renamed, DONE last. A folder without DONE
 is unfinished work: it is removed and recomputed on the next run. DONE is written through a

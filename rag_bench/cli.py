@@ -1,4 +1,4 @@
-"""The ``rag-bench`` command line (ARCHITECTURE §8).
+"""The ``rag-bench`` command line (docs/contract.md §9).
 
 Exit codes: 0 success, 1 a gate failed, 2 bad input or configuration (the message names the
 file, line and field and says how to fix it).

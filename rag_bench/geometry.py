@@ -1,4 +1,4 @@
-"""Span geometry over character offsets: the overlap rule of ARCHITECTURE §4 and covered fractions.
+"""Span geometry over character offsets: the overlap rule of docs/contract.md §4 and covered fractions.
 
 Chunk relevance, evidence recall and citation metrics all measure spans with these two functions.
 """

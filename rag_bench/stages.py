@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-# The pipeline's stages, in data-flow order (ARCHITECTURE §2); each is a config group of conf/.
+# The pipeline's stages, in data-flow order (docs/contract.md §2); each is a config group of conf/.
 STAGES = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
 # Where results go besides the cell folder: a config group too, but not a stage of the pipeline.
 TRACKING = "tracking"

@@ -15,3 +15,36 @@ def test_the_first_screen_is_the_quickstart():
                    "mlflow ui --backend-store-uri sqlite:///experiments/mlflow.db", "notebooks/design_review.ipynb"):
         assert needle in section, needle
     assert (REPO / "notebooks" / "design_review.ipynb").is_file()
+
+
+def _markdown_files() -> list:
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def test_every_link_of_the_readme_and_docs_resolves_inside_the_repository():
+    import re
+
+    checked = 0
+    for md in _markdown_files():
+        text = md.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://|mailto:|#", target):
+                continue
+            path = (md.parent / target.split("#", 1)[0]).resolve()
+            assert path.is_relative_to(REPO.resolve()), f"{md.name}: link {target} leaves the repository"
+            assert path.exists(), f"{md.name}: link {target} points at nothing"
+            checked += 1
+    assert checked >= 2  # the README links the contract, which links the report's screenshots
+
+
+def test_no_reference_points_outside_the_repository():
+    import re
+
+    sources = [*_markdown_files(), *sorted((REPO / "rag_bench").rglob("*.py"))]
+    for f in sources:
+        text = f.read_text(encoding="utf-8")
+        # The contract is docs/contract.md, shipped here: not a design folder beside the checkout.
+        assert "ARCHITECTURE" not in text and "shared/design" not in text, f
+        for rel in re.findall(r"\.\./[A-Za-z0-9_.-]+", text):  # '../x' as an example of a refused name is fine
+            assert not (REPO / rel).exists(), f"{f.relative_to(REPO)} refers to {rel}, outside the repository"
+    assert (REPO / "docs" / "contract.md").is_file()

@@ -36,7 +36,7 @@ class ProblemLog:
             raise DataError(self.problems, f"{what}: {len(self.problems)} problem(s)")
 
 
-# Ids of documents, questions and BEIR queries (ARCHITECTURE §3): strings of 1-200 characters
+# Ids of documents, questions and BEIR queries (docs/contract.md §3): strings of 1-200 characters
 # without whitespace or control characters. A number is not an id (7 and "7" would collide).
 ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 MAX_DEPTH = 64  # nesting of a JSON line; the formats need 4

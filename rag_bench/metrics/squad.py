@@ -11,8 +11,8 @@ gold answers; gold answers that normalise to nothing are dropped, and a question
 is scored against the empty answer.
 
 ``rag-bench score-answers GOLD PRED`` (:func:`main`) is that script: SQuAD-layout gold, a
-``{question_id: answer}`` predictions file, the script's keys and values (conformance vectors:
-``../shared/conformance/squad_v2``). Text is scored as given: a citation marker ``[1]`` is
+``{question_id: answer}`` predictions file, the script's keys and values (checked against the
+script's own outputs in tests/metrics/test_squad.py). Text is scored as given: a citation marker ``[1]`` is
 punctuation and a token (``"France [1]"`` → ``france 1``), as the script scores it. Inside a cell
 (:func:`rag_bench.metrics.generation.match_answer`) the ``[n]`` markers of our answer contract are
 stripped first: they are the answer's format, not its text.

@@ -1,5 +1,5 @@
 """Stage-boundary contracts: what the runner checks in every component's output before anything
-downstream uses it (ARCHITECTURE §2: "the runner trusts no component").
+downstream uses it (docs/contract.md §2: "the runner trusts no component").
 
 A component is the user's code as often as ours, and will have bugs; the harness exists to catch
 them, not to inherit them. Each check either returns the output in its canonical form or raises

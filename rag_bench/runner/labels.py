@@ -1,4 +1,4 @@
-"""Failure attribution (ARCHITECTURE §4): one label per question, the first that applies (the
+"""Failure attribution (docs/contract.md §4): one label per question, the first that applies (the
 labels and their order: :mod:`rag_bench.failure_labels`).
 
 Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →

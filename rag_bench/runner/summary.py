@@ -1,6 +1,6 @@
 """A cell's records.parquet, metrics.json, run.trec and qrels.trec, built from its stage results.
 
-metrics.json sections (ARCHITECTURE §5) hold the measures of :mod:`rag_bench.metrics.measures`:
+metrics.json sections (docs/contract.md §5) hold the measures of :mod:`rag_bench.metrics.measures`:
 each per-question measure is averaged over the questions where it is defined, with its n and a
 95% bootstrap CI keyed by the measure's canonical name (``ci["retrieval/hit@5"]``).
 """
