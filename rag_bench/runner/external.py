@@ -50,16 +50,17 @@ from omegaconf import DictConfig
 
 from rag_bench.cells import CellResult
 from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
-from rag_bench.embedding.base import EmbedStats
 from rag_bench.errors import Problem
+from rag_bench.evaluation.evaluation import Evaluation
+from rag_bench.evaluation.run import SystemRun
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.metrics import trec
 from rag_bench.records import Chunk, Dataset, Document, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
-from rag_bench.runner import stages, summary
-from rag_bench.runner.config import UNITS, build, wants
-from rag_bench.runner.results import Chunked, Indexed, Reranked, Retrieved
+from rag_bench.runner import stages
+from rag_bench.runner.config import build, wants
+from rag_bench.runner.results import Indexed, Reranked, Retrieved
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
@@ -493,40 +494,21 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
         rankings.append(Ranking(q.qid, ids, tuple(strictly_decreasing(np.asarray(scores, np.float64)).tolist())))
         latency.append(o.latency_ms or 0.0)
-    ks, k = sorted(set(cfg.eval.ks)), int(cfg.pipeline.k)
     indexed = Indexed(retriever=None, searchable=chunks, access=AccessFilter(chunks, documents),  # type: ignore[arg-type]
                       key=cell_id, seconds=0.0)
     retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id)
     reranked = Reranked(rankings)
-    scored = stages.score(questions=questions, dataset=placeholder, indexed=indexed, retrieved=retrieved,
-                          reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
-                          relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
-                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)],
-                          attribute_chunking=False, min_relevant=1)
-    generated = judged = None
+    answered = judge = None
     if outputs.has_answers:
-        generated = stages.generate(
+        answered = stages.answer(
             generator=ReplayGenerator([outputs.records[q.qid] for q in questions]), questions=questions,
-            reranked=reranked, indexed=indexed, parents={}, retrieval_labels=list(scored.frame["failure"]), k=k,
-            expand_parents=False, token_budget=int(cfg.pipeline.token_budget),
-            min_coverage=float(cfg.eval.min_coverage), answer_match=str(cfg.eval.answer_match),
-            f1_threshold=float(cfg.eval.f1_threshold))
+            reranked=reranked, indexed=indexed, parents={}, k=int(cfg.pipeline.k), expand_parents=False,
+            token_budget=int(cfg.pipeline.token_budget))
         embedder = build(cfg.embedder, "embedder") if wants(cfg.judge, "judge", "embedder") else None
-        judged = stages.judge(judge=build(cfg.judge, "judge", embedder=embedder), questions=questions,
-                              generated=generated)
-    frame = summary.records(scored=scored, retrieved=retrieved, reranked=reranked, generated=generated, judged=judged)
-    metrics = summary.summarize(
-        frame=frame, dataset=dataset, chunked=Chunked(chunks, 0.0), indexed=indexed, retrieved=retrieved,
-        reranked=reranked, scored=scored, generated=generated, judged=judged, ann=None, embedding=EmbedStats(),
-        timings={}, ks=ks, k=k, index_name="external", judge_name=str(cfg.judge.name),
-        n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
-    metrics["counts"].update(unlocated_passages=outputs.unlocated, passages_located_by_text=outputs.located_by_text,
-                             passages_not_in_claimed_doc=outputs.not_in_claimed_doc, duplicate_passages=duplicates)
-    if any(o.latency_ms is not None for o in outputs.records.values()):
-        metrics["latency"]["system_p50_ms"] = metrics["latency"].pop("retrieve_p50_ms")
-        metrics["latency"]["system_p95_ms"] = metrics["latency"].pop("retrieve_p95_ms")
-    else:
-        metrics["latency"] = {}
-    extra = summary.document_trec(frame, questions, scored.qrels, cell_id) if "document" in scored.units else {}
-    return CellResult(frame, metrics, summary.run_trec(frame, cell_id),
-                      summary.qrels_trec(questions, chunks, scored.qrels), extra)
+        judge = build(cfg.judge, "judge", embedder=embedder)
+    counts = {"unlocated_passages": outputs.unlocated, "passages_located_by_text": outputs.located_by_text,
+              "passages_not_in_claimed_doc": outputs.not_in_claimed_doc, "duplicate_passages": duplicates}
+    run = SystemRun(corpus=placeholder, chunks=chunks, indexed=indexed, retrieved=retrieved, reranked=reranked,
+                    answered=answered, attribute_chunking=False, min_relevant=1, counts=counts,
+                    latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none")
+    return Evaluation.from_config(cfg).evaluate(run, dataset, cell_id, judge=judge)

@@ -245,8 +245,7 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
     (:data:`~rag_bench.metrics.measures.CONSOLE`) and, when it generates, the answer measures and
     failure labels."""
     shown = " ".join(f"{g}={names.get(g, '')}" for g in CONSOLE_STAGES)
-    shown_measures = (measures.CONSOLE if "retrieval" in metrics else ()) + \
-        (tuple(measures.CONSOLE_DOCUMENT) if "document" in metrics else ())
+    shown_measures = [m for m in (*measures.CONSOLE, *measures.CONSOLE_DOCUMENT) if m.section in metrics]
     head = " ".join(f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
                     f"{_fmt(metrics.get(m.section, {}).get(m.name))}" for m in shown_measures)
     line = f"{shown} k={k} chunks={metrics['counts']['chunks']} {head}"

@@ -1,14 +1,14 @@
 """One cell, computed: build the components, run the stages in order, summarise. No writing here.
 
 Each stage (:mod:`rag_bench.runner.stages`) takes the results of the stages before it and returns
-a frozen result; :mod:`rag_bench.runner.summary` turns them into the cell's files. Work shared
+a frozen result; together they are the cell's :class:`~rag_bench.evaluation.run.SystemRun`, which
+the cell's :class:`~rag_bench.evaluation.evaluation.Evaluation` scores into the cell's files. Work shared
 between cells lives in the :class:`~rag_bench.memo.SharedWork` passed in; the keys below say what
 determines each piece (see :mod:`rag_bench.memo`).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,11 +16,13 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench import memo
 from rag_bench.cells import CellResult
 from rag_bench.embedding.base import EmbedStats
+from rag_bench.evaluation.evaluation import Evaluation
+from rag_bench.evaluation.run import SystemRun
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
 from rag_bench.reranking.base import check_depth
-from rag_bench.runner import contracts, stages, summary
-from rag_bench.runner.config import UNITS, build, component_provenance, wants
+from rag_bench.runner import contracts, stages
+from rag_bench.runner.config import build, component_provenance, wants
 from rag_bench.stages import capability, is_null
 
 
@@ -79,37 +81,20 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     reranked = stages.rerank(reranker=reranker, key=reranker_key, retrieved=retrieved, indexed=indexed,
                              questions=questions, work=work)
 
-    t0 = time.perf_counter()
-    scored = stages.score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
-                          reranked=reranked, ks=ks, k=k, min_coverage=float(cfg.eval.min_coverage),
-                          relevance=str(cfg.eval.relevance), gain=str(cfg.eval.gain),
-                          relevance_level=int(cfg.eval.relevance_level), units=UNITS[str(cfg.eval.unit)],
-                          work=work)
-    score_s = time.perf_counter() - t0
+    evaluation = Evaluation.from_config(cfg)
     generator = build(cfg.generator, "generator")
-    generated = judged = None
+    answered = judge = None
     if not is_null(generator):
-        generated = stages.generate(
-            generator=generator, questions=questions, reranked=reranked, indexed=indexed, parents=chunked.parents,
-            retrieval_labels=list(scored.frame["failure"]), k=k, expand_parents=bool(cfg.pipeline.expand_parents),
-            token_budget=int(cfg.pipeline.token_budget), min_coverage=float(cfg.eval.min_coverage),
-            answer_match=str(cfg.eval.answer_match), f1_threshold=float(cfg.eval.f1_threshold))
-        judged = stages.judge(judge=build(cfg.judge, "judge", embedder=embedder), questions=questions,
-                              generated=generated)
+        answered = stages.answer(generator=generator, questions=questions, reranked=reranked, indexed=indexed,
+                                 parents=chunked.parents, k=k, expand_parents=bool(cfg.pipeline.expand_parents),
+                                 token_budget=int(cfg.pipeline.token_budget))
+        judge = build(cfg.judge, "judge", embedder=embedder)
     ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key)
 
-    timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000,
-               "score_s": score_s}
+    timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000}
     if reranked.prefetch_s is not None:
         timings.update(rerank_prefetch_s=reranked.prefetch_s, rerank_s=sum(reranked.latency_ms) / 1000)
-    frame = summary.records(scored=scored, retrieved=retrieved, reranked=reranked, generated=generated, judged=judged)
-    metrics = summary.summarize(
-        frame=frame, dataset=dataset, chunked=chunked, indexed=indexed, retrieved=retrieved, reranked=reranked,
-        scored=scored, generated=generated, judged=judged, ann=ann, embedding=_usage(embedder).since(before), timings=timings,
-        ks=ks, k=k, index_name=str(cfg.index.name), judge_name=str(cfg.judge.name),
-        n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed))
-    extra = summary.document_trec(frame, questions, scored.qrels, cell_id) if "document" in scored.units else {}
-    lines = work.get_or("run_lines", memo.key(reranked.key), lambda: summary.run_lines(frame)) \
-        if reranked.key is not None else None
-    return CellResult(frame, metrics, summary.run_trec(frame, cell_id, lines),
-                      summary.qrels_trec(questions, indexed.searchable, scored.qrels), extra)
+    run = SystemRun(corpus=dataset, chunks=chunked.chunks, indexed=indexed, retrieved=retrieved, reranked=reranked,
+                    answered=answered, ann=ann, timings=timings, index_name=str(cfg.index.name),
+                    usage=lambda: _usage(embedder).since(before))
+    return evaluation.evaluate(run, dataset, cell_id, judge=judge, work=work)

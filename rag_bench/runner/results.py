@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rag_bench.records import Chunk, Ranking
+from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.records import Answer, Chunk, Ranking
 from rag_bench.retrieval.base import AccessFilter, Retriever
-from rag_bench.runner.scoring import Qrels
+from rag_bench.runner.scoring import Qrels, RankingUnit
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,12 @@ class Reranked:
 @dataclass(frozen=True)
 class Scored:
     """Per-question retrieval columns (ids, graded relevance, ranking and evidence measures,
-    retrieval label in ``failure``) and the derived graded qrels."""
+    retrieval label in ``failure``), the derived graded qrels and the ranking units the cell
+    reports (eval.unit)."""
 
     frame: pd.DataFrame
     qrels: Qrels
-    units: tuple[str, ...] = ("chunk",)
+    units: tuple[RankingUnit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,18 @@ class GenerationCounts:
     def seconds_per_question(self) -> float:
         """Wall time over questions (not per generated prompt: cached ones count too)."""
         return self.wall_s / max(1, self.questions)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What the generation stage produced, per question in order: the context passages and prompt
+    handed to the generator, the generation (raw output, seconds, tokens, cached) and the parsed
+    answer (text, citations, refusal); and the stage's wall time."""
+
+    items: list[GenerationInput]
+    generations: list[Generation]
+    answers: list[Answer]
+    wall_s: float
 
 
 @dataclass(frozen=True)

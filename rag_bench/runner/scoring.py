@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from rag_bench.data.evidence import section_span
 from rag_bench.metrics import measures
+from rag_bench.metrics.measures import Measure
 from rag_bench.metrics.ranking import ranking_metrics
 from rag_bench.metrics.relevance import ChunkIndex, evidence_coverage, relevant_chunks
 from rag_bench.records import Chunk, Document, Question, Ranking
@@ -43,18 +44,48 @@ def _ideal(grades: list[list[int]]) -> np.ndarray:
     return out
 
 
-def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[list[str], list[float]]:
-    """The chunk ranking as a document ranking: each document at the rank of its first (best)
-    chunk, with that chunk's score (max score per document, first occurrence order).
+@dataclass(frozen=True)
+class Judgment:
+    """One question's relevance in one ranking unit: the grade of each ranked item (in rank
+    order), how many items are relevant at the relevance level, every positive grade (the ideal
+    ranking), the unit's own per-question columns and its judgments (item -> grade)."""
 
-    >>> c = [Chunk(f"{d}#{i}", d, 0, 1, "x") for i, d in enumerate("abab")]
-    >>> document_ranking(c, [4.0, 3.0, 2.0, 1.0])
-    (['a', 'b'], [4.0, 3.0])
-    """
-    seen: dict[str, float] = {}
-    for c, sc in zip(ranked, scores):
-        seen.setdefault(c.doc_id, float(sc))
-    return list(seen), list(seen.values())
+    levels: Sequence[float] | np.ndarray
+    n_relevant: float
+    grades: list[int]
+    columns: dict[str, Any]
+    qrels: dict[Any, int]
+
+
+class RankingUnit(Protocol):
+    """What a ranking is scored over (chunks, documents): a ranking scorer of
+    :mod:`rag_bench.evaluation.scorers` owns one. Its measures are ``families`` in metrics.json
+    section ``section``, their records.parquet columns prefixed ``prefix``; its judgments go to
+    the field ``qrels_field`` of :class:`Qrels`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def families(self) -> tuple[Measure, ...]: ...
+    @property
+    def qrels_field(self) -> str: ...
+
+    def judge(self, q: Question, top: Sequence[Chunk], scores: Sequence[float], chunk: Judgment,
+              relevance_level: int) -> Judgment:
+        """The question's judgment in this unit, from its ranked chunks and their chunk judgment."""
+        ...
+
+    def counts(self, frame: pd.DataFrame, answerable: np.ndarray, ks: Sequence[int]) -> dict[str, int]:
+        """The unit's figures of metrics.json ``counts`` (its measures' denominator)."""
+        ...
+
+    def trec_files(self, frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
+        """Extra TREC files of the cell (name -> text) beside run.trec and qrels.trec."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -74,15 +105,15 @@ class RankedScores:
 def score_retrieval(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                     documents: Mapping[str, Document], ks: Sequence[int], k: int, min_coverage: float,
                     relevance: str, gain: str = "linear", relevance_level: int = 1,
-                    units: Sequence[str] = ("chunk",), attribute_chunking: bool = True,
+                    units: Sequence[RankingUnit] = (), attribute_chunking: bool = True,
                     min_relevant: int = 0) -> tuple[pd.DataFrame, Qrels]:
     """One row per question with ranked chunk ids, graded relevance, measures and failure label.
 
     Chunk grades are the highest grade of the evidence spans a chunk is relevant to; binary
     measures (hit, precision, recall, MRR, MAP) count grades >= ``relevance_level`` (trec_eval's
-    ``-l``), nDCG uses every positive grade with ``gain``. With ``"document"`` in ``units`` the
-    chunk ranking is also turned into a document ranking (:func:`document_ranking`) and scored
-    against document grades (columns ``doc_*``). ``min_relevant`` (external systems, whose
+    ``-l``), nDCG uses every positive grade with ``gain``. Each ranking unit of ``units`` (a
+    :class:`RankingUnit`: chunks, documents) judges the ranking its way and gets its ranking
+    measures (columns prefixed by the unit's ``prefix``). ``min_relevant`` (external systems, whose
     passages are not the corpus's chunks) counts at least that many relevant chunks for an
     answerable question with evidence at the level, so a miss scores 0. Also returns the derived qrels.
     """
@@ -126,7 +157,7 @@ def at_k(base: RankedScores, *, questions: Sequence[Question], chunks: Sequence[
 def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rankings: Sequence[Ranking],
                  documents: Mapping[str, Document], ks: Sequence[int], min_coverage: float,
                  relevance: str, gain: str = "linear", relevance_level: int = 1,
-                 units: Sequence[str] = ("chunk",), min_relevant: int = 0) -> RankedScores:
+                 units: Sequence[RankingUnit] = (), min_relevant: int = 0) -> RankedScores:
     """The k-independent part of :func:`score_retrieval` (its arguments, without ``k``)."""
     index = ChunkIndex(chunks)
     depth = max(len(r.indices) for r in rankings) if rankings else 0
@@ -134,12 +165,8 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
     cut = sorted(set(ks))
     evidence_recall, complete = measures.EVIDENCE
     cut_names = [(kk, evidence_recall.at(kk).name, complete.at(kk).name) for kk in cut]
-    levels = np.zeros((nq, max(depth, 1)))
-    doc_levels = np.zeros((nq, max(depth, 1)))
-    n_rel, doc_n_rel = np.zeros(nq), np.zeros(nq)
-    grades_all: list[list[int]] = []
-    doc_grades_all: list[list[int]] = []
     qrels = Qrels({}, {})
+    judged_by_unit: list[list[Judgment]] = [[] for _ in units]
     rows: list[dict[str, Any]] = []
     found_all: list[np.ndarray] = []
     judged_all: list[bool] = []
@@ -151,14 +178,13 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
         qrels.chunks[i] = grade_of
         ranked = np.asarray(r.indices, np.int64)
         ranked_grades = np.array([grade_of.get(j, 0) for j in ranked.tolist()], np.float64)
-        levels[i, : ranked.size] = ranked_grades
         is_rel = ranked_grades >= relevance_level
-        n_rel[i] = int(np.sum(grades >= relevance_level))
+        n_relevant = int(np.sum(grades >= relevance_level))
         judged = q.answerable and any(s.grade >= relevance_level for s in q.evidence)
-        padding = max(0, min_relevant - int(n_rel[i])) if judged else 0
-        n_rel[i] += padding
-        grades_all.append([g for g in grades.tolist() if g > 0]
-                          + ([max(s.grade for s in q.evidence)] * padding if padding else []))
+        padding = max(0, min_relevant - n_relevant) if judged else 0
+        chunk = Judgment(ranked_grades, n_relevant + padding,
+                         [g for g in grades.tolist() if g > 0]
+                         + ([max(s.grade for s in q.evidence)] * padding if padding else []), {}, grade_of)
         top = [chunks[j] for j in ranked]
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
         who = q.asker.key if q.asker else None
@@ -174,20 +200,15 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
             "chunk_ids": [c.chunk_id for c in top], "scores": list(r.scores), "relevant": is_rel.tolist(),
             "chunk_spans": [{"doc_id": c.doc_id, "start": c.start, "end": c.end} for c in top],
             "grades": ranked_grades.astype(np.int64).tolist(),
-            "n_relevant": int(n_rel[i]), "first_relevant_rank": first,
+            "n_relevant": int(chunk.n_relevant), "first_relevant_rank": first,
             "unauthorized_retrievals": unauthorized,
             "stale_retrievals": sum(documents[c.doc_id].archived for c in top),
         }
-        if "document" in units:
-            doc_grade: dict[str, int] = {}
-            for span in q.evidence:
-                doc_grade[span.doc_id] = max(doc_grade.get(span.doc_id, 0), span.grade)
-            qrels.documents[i] = doc_grade
-            doc_ids, doc_scores = document_ranking(top, r.scores)
-            doc_levels[i, : len(doc_ids)] = [doc_grade.get(d, 0) for d in doc_ids]
-            doc_n_rel[i] = sum(g >= relevance_level for g in doc_grade.values())
-            doc_grades_all.append([g for g in doc_grade.values() if g > 0])
-            row.update(doc_ids=doc_ids, doc_scores=doc_scores)
+        for unit, judged_unit in zip(units, judged_by_unit):
+            j = unit.judge(q, top, r.scores, chunk, relevance_level)
+            getattr(qrels, unit.qrels_field)[i] = j.qrels
+            row.update(j.columns)
+            judged_unit.append(j)
         for kk, er_name, comp_name in cut_names:
             row[er_name], row[comp_name] = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
         rows.append(row)
@@ -196,14 +217,16 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
     frame = pd.DataFrame(rows)
     head = len(frame.columns) - 2 * len(cut)
     answerable = np.array([q.answerable for q in questions], bool)
-    parts = [("chunk", "", levels, n_rel, grades_all)]
-    if "document" in units:
-        parts.append(("document", "doc_", doc_levels, doc_n_rel, doc_grades_all))
     metric_columns: dict[str, np.ndarray] = {}
-    for _, prefix, lv, nr, gr in parts:
-        per_q = ranking_metrics(levels=lv, n_relevant=nr, ideal=_ideal(gr), ks=list(ks), gain=gain,
-                                relevance_level=relevance_level)
+    for unit, judgments in zip(units, judged_by_unit):
+        lv = np.zeros((nq, max(depth, 1)))
+        for i, j in enumerate(judgments):
+            lv[i, : len(j.levels)] = j.levels
+        nr = np.array([j.n_relevant for j in judgments], np.float64).reshape(nq)
+        per_q = ranking_metrics(levels=lv, n_relevant=nr, ideal=_ideal([j.grades for j in judgments]), ks=list(ks),
+                                gain=gain, relevance_level=relevance_level)
         evaluated = answerable & (nr > 0)
-        metric_columns.update({prefix + name: np.where(evaluated, values, np.nan) for name, values in per_q.items()})
+        metric_columns.update({unit.prefix + name: np.where(evaluated, values, np.nan)
+                               for name, values in per_q.items()})
     frame = pd.concat([frame, pd.DataFrame(metric_columns, index=frame.index)], axis=1)
     return RankedScores(frame, qrels, tuple(found_all), tuple(judged_all), tuple(cut), head, tuple(metric_columns))

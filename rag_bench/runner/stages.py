@@ -42,6 +42,7 @@ from rag_bench.runner import contracts
 from rag_bench.runner.contracts import component_name
 from rag_bench.runner.labels import final_label
 from rag_bench.runner.results import (
+    Answered,
     Chunked,
     Generated,
     GenerationCounts,
@@ -51,7 +52,7 @@ from rag_bench.runner.results import (
     Retrieved,
     Scored,
 )
-from rag_bench.runner.scoring import RankedScores, at_k, score_ranked
+from rag_bench.runner.scoring import RankedScores, RankingUnit, at_k, score_ranked
 from rag_bench.stages import capability, is_null
 
 
@@ -162,24 +163,28 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
 
 def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
           reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
-          gain: str, relevance_level: int = 1, units: Sequence[str] = ("chunk",),
-          attribute_chunking: bool = True, min_relevant: int = 0, work: SharedWork | None = None) -> Scored:
+          gain: str, relevance_level: int = 1, units: Sequence[RankingUnit] = (),
+          attribute_chunking: bool = True, min_relevant: int = 0, work: SharedWork | None = None,
+          scored_units: Sequence[RankingUnit] | None = None) -> Scored:
     """Per-question graded relevance, ranking measures (per unit), evidence measures and the
     retrieval label (``attribute_chunking=False`` when the chunks are not the whole corpus's, as
     for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``; then
     ``min_relevant=1`` makes a question the system missed score 0 instead of being left out).
     The part that does not depend on ``k`` is computed once per final ranking and scoring
-    parameters in ``work`` (cells that differ only in ``k`` or after retrieval share it)."""
+    parameters in ``work`` (cells that differ only in ``k`` or after retrieval share it).
+    ``units`` are the ranking units reported, ``scored_units`` those whose measure columns the
+    records hold (default: ``units``)."""
     searchable = indexed.searchable
+    columns_of = tuple(units if scored_units is None else scored_units)
 
     def ranked() -> RankedScores:
         return score_ranked(questions=questions, chunks=searchable, rankings=reranked.rankings,
                             documents=dataset.documents, ks=ks, min_coverage=min_coverage, relevance=relevance,
-                            gain=gain, relevance_level=relevance_level, units=units, min_relevant=min_relevant)
+                            gain=gain, relevance_level=relevance_level, units=columns_of, min_relevant=min_relevant)
 
     if work is not None and reranked.key is not None:
         key = memo.key(dataset.fingerprint, reranked.key, list(ks), min_coverage, relevance, gain, relevance_level,
-                       list(units), min_relevant)
+                       [u.name for u in columns_of], min_relevant)
         base = work.get_or("scored", key, ranked)
     else:
         base = ranked()
@@ -200,12 +205,10 @@ def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, 
     return Scored(frame, base.qrels, tuple(units))
 
 
-def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
-             parents: Mapping[str, Chunk], retrieval_labels: Sequence[str | None], k: int, expand_parents: bool,
-             token_budget: int, min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
-    """Contexts and prompts from the final rankings, (cached) generation, parsed answers, answer
-    and citation measures per question, and the final failure label. ``answer_match`` decides
-    which answer-matching measure is ``correct`` (:func:`~rag_bench.metrics.generation.correctness`)."""
+def answer(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
+           parents: Mapping[str, Chunk], k: int, expand_parents: bool, token_budget: int) -> Answered:
+    """What the generator produced: the context and prompt of each question from its final
+    ranking, the (cached) generations and the parsed answers. Nothing is scored here."""
     items = []
     for q, r in zip(questions, reranked.rankings):
         passages = build_context([indexed.searchable[i] for i in r.indices[:k]], k=k, parents=parents,
@@ -219,6 +222,15 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
     wall = time.perf_counter() - t0
     answers = [Answer("", error=g.error, raw=g.raw) if g.error else parse_answer(g.raw, len(it.passages))
                for g, it in zip(gens, items)]
+    return Answered(items, list(gens), answers, wall)
+
+
+def score_answers(*, answered: Answered, questions: Sequence[Question], retrieval_labels: Sequence[str | None],
+                  min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
+    """Answer and citation measures per question and the final failure label, from what the
+    generation stage produced. ``answer_match`` decides which answer-matching measure is
+    ``correct`` (:func:`~rag_bench.metrics.generation.correctness`)."""
+    items, gens, answers = answered.items, answered.generations, answered.answers
     rows: list[dict[str, Any]] = []
     for q, it, a, g, label in zip(questions, items, answers, gens, retrieval_labels):
         ok = a.error is None
@@ -256,8 +268,17 @@ def generate(*, generator: Generator, questions: Sequence[Question], reranked: R
     counts = GenerationCounts(
         endpoint_calls=len(calls), endpoint_failures=sum(g.error is not None for g in calls),
         generations_cached=sum(g.cached for g in gens), unparseable=int(sum(a.parse_error is not None for a in answers)),
-        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=wall, questions=len(questions))
+        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=answered.wall_s, questions=len(questions))
     return Generated(pd.DataFrame(rows, index=range(len(rows))), counts)
+
+def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
+             parents: Mapping[str, Chunk], retrieval_labels: Sequence[str | None], k: int, expand_parents: bool,
+             token_budget: int, min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
+    """:func:`answer` then :func:`score_answers`."""
+    answered = answer(generator=generator, questions=questions, reranked=reranked, indexed=indexed, parents=parents,
+                      k=k, expand_parents=expand_parents, token_budget=token_budget)
+    return score_answers(answered=answered, questions=questions, retrieval_labels=retrieval_labels,
+                         min_coverage=min_coverage, answer_match=answer_match, f1_threshold=f1_threshold)
 
 
 def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) -> Judged | None:

@@ -132,10 +132,8 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
     """metrics.json of a cell from its records (``frame``) and stage results."""
     cut = sorted(set(ks) | {k})
     sections: dict[str, list[Measure]] = {}
-    if "chunk" in scored.units:
-        sections["retrieval"] = measures.retrieval_measures(ks)
-    if "document" in scored.units:
-        sections["document"] = measures.retrieval_measures(ks, measures.DOCUMENT)
+    for unit in scored.units:  # the ranking units the cell reports (eval.unit)
+        sections[unit.section] = measures.retrieval_measures(ks, unit.families)
     sections["evidence"] = measures.evidence_measures(cut)
     if generated is not None:
         sections.update({"generation": list(measures.GENERATION), "citation": list(measures.CITATION),
@@ -177,9 +175,8 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
         "excluded_no_relevant": int(sum(q.answerable and not q.evidence for q in dataset.questions)),
         "depth": retrieved.depth, "k": k,
     }
-    if "document" in scored.units:
-        doc_eval = int(np.sum(answerable & frame[measures.DOCUMENT[0].at(ks[0]).column].notna().to_numpy()))
-        counts.update(evaluated_documents=doc_eval, excluded_no_relevant_document=int(answerable.sum()) - doc_eval)
+    for unit in scored.units:
+        counts.update(unit.counts(frame, answerable, ks))
     if generated is not None:
         g = generated.counts
         latency.update(generate_s=round(g.wall_s, 6), seconds_per_question=g.seconds_per_question)
@@ -258,15 +255,3 @@ def qrels_trec(questions: Sequence[Question], chunks: Sequence[Chunk], qrels: Qr
     lines = [f"{questions[i].qid} 0 {chunks[j].chunk_id} {g}" for i, rel in qrels.chunks.items()
              for j, g in sorted(rel.items())]
     return "\n".join(lines) + ("\n" if lines else "")
-
-
-def document_trec(frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
-    """``run.document.trec`` (each question's document ranking: a document at its best chunk's
-    rank and score) and ``qrels.document.trec`` (document grades): trec_eval on these two files
-    gives the cell's ``document`` section, comparable with published BEIR figures."""
-    run = [f"{qid} Q0 {d} {rank} {score!r} {tag}" for qid, ids, scores in
-           zip(frame["qid"], frame["doc_ids"], frame["doc_scores"]) for rank, (d, score) in
-           enumerate(zip(ids, scores), start=1)]
-    rel = [f"{questions[i].qid} 0 {d} {g}" for i, docs in qrels.documents.items() for d, g in sorted(docs.items())]
-    return {"run.document.trec": "\n".join(run) + ("\n" if run else ""),
-            "qrels.document.trec": "\n".join(rel) + ("\n" if rel else "")}

@@ -1,0 +1,129 @@
+"""Behaviour unchanged, measured: the same >= 90-cell grid run by two checkouts, every shared metric
+and records.parquet column of every cell compared (issue 26, the evaluation layer).
+
+    # the grid with the code of a checkout (PYTHONPATH picks it; rag_bench.__file__ is printed)
+    PYTHONPATH=/tmp/before python benchmarks/same_cells.py run /tmp/before-out
+    python benchmarks/same_cells.py run /tmp/after-out
+    python benchmarks/same_cells.py compare /tmp/before-out /tmp/after-out
+
+The grid (demo dataset, tracking none, 104 cells in 2 invocations):
+  A  chunker fixed,section,parent_child x retriever bm25,dense,hybrid x reranker none,dense
+     x k 3,5 x generator extractive,none, eval.unit=both                               (72 cells)
+  B  retriever dense x index hnsw,ivf_nl16_np4 x chunker section,parent_child x k 3,5
+     x pipeline.expand_parents false,true x eval.unit chunk,document                      (32 cells)
+Metrics are equal when both are NaN or |a - b| <= 1e-12; timings (``*_s``, ``*_ms``, latency and
+throughput figures) are left out, as are the records columns holding them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+GRIDS = {
+    "A": ["chunker=fixed,section,parent_child", "retriever=bm25,dense,hybrid", "reranker=none,dense",
+          "pipeline.k=3,5", "generator=extractive,none", "eval.unit=both"],
+    "B": ["retriever=dense", "index=hnsw,ivf_nl16_np4", "chunker=section,parent_child", "pipeline.k=3,5",
+          "pipeline.expand_parents=false,true", "eval.unit=chunk,document"],
+}
+TIMING = ("_s", "_ms", "latency", "per_s", "seconds", "wall", "qps", "throughput")
+
+
+def timing(name: str) -> bool:
+    leaf = name.split("/")[-1].split(".")[-1]
+    return any(leaf.endswith(t) or t in leaf for t in TIMING)
+
+
+def run(out: Path) -> None:
+    import rag_bench
+    print("rag_bench:", rag_bench.__file__, flush=True)
+    env = {**os.environ, "RAG_BENCH_CACHE": str(out / "cache"), "TQDM_DISABLE": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    for name, overrides in GRIDS.items():
+        cmd = [sys.executable, "-m", "rag_bench.cli", "run", "-m", *overrides, "tracking=none",
+               f"output.root={out}", f"experiment.name=grid{name}"]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    print("cells:", len(cells(out)))
+
+
+def cells(out: Path) -> dict[str, Path]:
+    return {f"{d.parent.parent.name}/{d.parent.name}": d.parent for d in sorted(out.glob("grid*/*/DONE"))}
+
+
+def flat(tree: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(tree, dict):
+        out: dict[str, object] = {}
+        for k, v in tree.items():
+            out.update(flat(v, f"{prefix}{k}/"))
+        return out
+    return {prefix.rstrip("/"): tree}
+
+
+def same(a: object, b: object) -> bool:
+    if isinstance(a, float | int) and isinstance(b, float | int) and not isinstance(a, bool):
+        fa, fb = float(a), float(b)
+        return (math.isnan(fa) and math.isnan(fb)) or abs(fa - fb) <= 1e-12
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "tolist") and hasattr(b, "tolist"):
+        return same(a.tolist(), b.tolist())
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b) or (a is None and b is None)
+
+
+def compare(before: Path, after: Path) -> int:
+    a, b = cells(before), cells(after)
+    print(f"cells: before {len(a)}, after {len(b)}, shared {len(a.keys() & b.keys())}")
+    bad = sorted(a.keys() ^ b.keys())
+    metrics = columns = 0
+    for cell in sorted(a.keys() & b.keys()):
+        ma = {k: v for k, v in flat(json.loads((a[cell] / "metrics.json").read_text())).items() if not timing(k)}
+        mb = {k: v for k, v in flat(json.loads((b[cell] / "metrics.json").read_text())).items() if not timing(k)}
+        for k in sorted(ma.keys() & mb.keys()):
+            metrics += 1
+            if not same(ma[k], mb[k]):
+                bad.append(f"{cell} metrics {k}: {ma[k]!r} != {mb[k]!r}")
+        for k in sorted(ma.keys() ^ mb.keys()):
+            bad.append(f"{cell} metrics {k}: only {'before' if k in ma else 'after'}")
+        ra, rb = pd.read_parquet(a[cell] / "records.parquet"), pd.read_parquet(b[cell] / "records.parquet")
+        if list(ra.columns) != list(rb.columns):
+            bad.append(f"{cell} records columns: {list(ra.columns)} != {list(rb.columns)}")
+        for col in [c for c in ra.columns if c in rb.columns and not timing(c)]:
+            columns += 1
+            if not same(ra[col].tolist(), rb[col].tolist()):
+                bad.append(f"{cell} records column {col} differs")
+        for trec in sorted(p.name for p in a[cell].glob("*.trec")):
+            if (a[cell] / trec).read_bytes() != (b[cell] / trec).read_bytes():
+                bad.append(f"{cell} {trec} differs")
+    print(f"compared {metrics} metrics and {columns} records columns; {len(bad)} differences")
+    for line in bad[:50]:
+        print(" ", line)
+    return 1 if bad else 0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("run").add_argument("out", type=Path)
+    c = sub.add_parser("compare")
+    c.add_argument("before", type=Path)
+    c.add_argument("after", type=Path)
+    args = p.parse_args()
+    if args.cmd == "run":
+        run(args.out)
+    else:
+        sys.exit(compare(args.before, args.after))
+
+
+if __name__ == "__main__":
+    main()
