@@ -267,8 +267,46 @@ _FIGURES = {m.key: m for m in FIGURES}
 DURATION_SECTIONS = ("latency",)
 
 
+# Families a scorer of rag_bench.evaluation.scorers declares in its own file (register()): found
+# by importing that package's modules by name the first time a name is not among the above, so a
+# new measure is one new scorer file (the package sits above this module: no static import of it).
+_REGISTERED: list[Measure] = []
+_SCORERS = "rag_bench.evaluation.scorers"
+_discovered = False
+
+
+def register(*families: Measure) -> tuple[Measure, ...]:
+    """Add a scorer's measure families to the registry (once per section and family); returns them.
+    A family of an existing section and name is an error: one name, one measure."""
+    for f in families:
+        known = _BY_FAMILY.get((f.section, f.family))
+        if known is not None and known != f:
+            raise ValueError(f"measure {f.section}/{f.family} is declared twice")
+        if known is None:
+            _BY_FAMILY[(f.section, f.family)] = f
+            _REGISTERED.append(f)
+    return families
+
+
+def _discover() -> None:
+    global _discovered
+    if not _discovered:
+        _discovered = True
+        import importlib
+
+        importlib.import_module(_SCORERS).discovered()
+
+
+def families() -> tuple[Measure, ...]:
+    """Every measure family: the built-in ones, then those the scorers declare."""
+    _discover()
+    return (*FAMILIES, *_REGISTERED)
+
+
 def family(section: str, name: str) -> Measure:
     """The family ``name`` of ``section`` (``family("retrieval", "hit")``); KeyError when unknown."""
+    if (section, name) not in _BY_FAMILY:
+        _discover()
     return _BY_FAMILY[(section, name)]
 
 
@@ -287,6 +325,9 @@ def measure(key: str) -> Measure | None:
     if section == JUDGE_SECTION and fam.startswith(JUDGE_PREFIX) and cutoff is None:
         return judge_measure(fam[len(JUDGE_PREFIX):])
     base = _BY_FAMILY.get((section, fam))
+    if base is None:
+        _discover()
+        base = _BY_FAMILY.get((section, fam))
     if base is None:
         return None
     if cutoff is None:
@@ -340,7 +381,7 @@ def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[st
     """Canonical names of ``section``'s measures (at common cutoffs) or figures, for "did you mean"
     hints."""
     out = []
-    for f in (*FAMILIES, *FIGURES):
+    for f in (*families(), *FIGURES):
         if f.section == section:
             out += [f.at(k).key for k in cutoffs] if f.cut != "none" else []
             out += [f.key] if f.cut != "required" else []
@@ -349,7 +390,7 @@ def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[st
 
 def registry_sections() -> set[str]:
     """The metrics.json sections whose every name is a registered measure."""
-    return {f.section for f in FAMILIES} | {JUDGE_SECTION}
+    return {f.section for f in families()} | {JUDGE_SECTION}
 
 
 def mlflow_name(key: str) -> str:
