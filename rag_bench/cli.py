@@ -27,7 +27,8 @@ commands:
   chunks DATASET chunker=NAME ...  print chunks as JSON lines (stdout) and stats (stderr)
   score-run QRELS RUN [-m ..]      trec_eval-compatible scoring of TREC files
   score-answers GOLD PRED [--json] SQuAD 2.0's official answer scoring (EM/F1, HasAns/NoAns)
-  compare CELL_A CELL_B            paired statistics + per-question differences (--json)
+  compare CELL_A CELL_B            paired statistics + per-question differences (--json);
+                                   compare EXPERIMENT_DIR: its baseline against its best cell
   report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
   gate CELL --policy FILE [--baseline CELL] [--junit FILE]
                                    release gate: exit 0 pass, 1 fail, 2 cannot evaluate
@@ -252,8 +253,9 @@ def _leaderboard(argv: list[str]) -> int:
                                 "experiment folder, best first. Cells are named by the parameters that vary "
                                 "between them (the labels of the report and of the MLflow runs).")
     p.add_argument("experiment_dir")
-    p.add_argument("--sort-by", default=measures.PRIMARY.key, help=f"measure as section/name (default "
-                   f"{measures.PRIMARY.key}); lower-is-better measures sort ascending")
+    p.add_argument("--sort-by", default=None, help="measure as section/name (default: the experiment's primary "
+                   f"measure, experiment.primary: generation/correct when answers were generated, else "
+                   f"{measures.PRIMARY.key}); lower-is-better measures sort ascending; ties go to the cheaper cell")
     p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default, aligned text), csv or "
                    "json (full precision, for scripts), markdown (for a pull request)")
@@ -289,14 +291,21 @@ def _compare(argv: list[str]) -> int:
     from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench compare", description="Paired comparison of two cells over the "
-                                "same questions: difference B - A per metric with a paired bootstrap CI, a paired "
-                                "randomisation-test p-value (Holm-corrected across metrics), and the questions "
-                                "that flipped.")
-    p.add_argument("cell_a", help="cell folder or MLflow run id (the reference)")
-    p.add_argument("cell_b", help="cell folder or MLflow run id")
-    p.add_argument("-m", "--metric", action="append", help="per-question metric (repeatable), e.g. hit@5; "
-                   "default: all")
-    p.add_argument("--flip-metric", help="metric whose right/wrong flips are listed (default hit@<pipeline.k>)")
+                                "same questions: by default the main measure of every stage (retrieval, evidence, "
+                                "answer correct/EM/F1, citation, refusals, latency, tokens), difference B - A with a "
+                                "paired bootstrap CI, a paired randomisation-test p-value (Holm-corrected over those "
+                                "measures), a one-line verdict and the questions whose answer flipped. Given an "
+                                "experiment folder instead: its baseline (the defaults cell, or --baseline) against "
+                                "its best cell by the primary measure.")
+    p.add_argument("cell_a", help="cell folder or MLflow run id (the reference, A); or an experiment folder")
+    p.add_argument("cell_b", nargs="?", help="cell folder or MLflow run id (B); omitted with an experiment folder")
+    p.add_argument("-m", "--metric", action="append", help="measure (repeatable) as the gate names it, e.g. "
+                   "generation/correct, retrieval/ndcg@10, latency/retrieve_ms, cost/tokens, or a records column "
+                   "such as hit@5; default: the main measure of each stage")
+    p.add_argument("--baseline", help="with an experiment folder: the baseline cell (id, name or folder; default: the "
+                   "cell at the config's defaults on every swept axis)")
+    p.add_argument("--flip-metric", help="measure whose right/wrong flips are listed (default: the answer when both "
+                   "cells generated, else hit@<pipeline.k>)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--alpha", type=float, default=0.05)
@@ -304,7 +313,13 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--tracking-uri", help="MLflow URI for run ids (default $MLFLOW_TRACKING_URI)")
     a = p.parse_args(argv)
     try:
-        ca, cb = load_cell(a.cell_a, tracking_uri=a.tracking_uri), load_cell(a.cell_b, tracking_uri=a.tracking_uri)
+        if a.cell_b is None:
+            from rag_bench.reporting.decide import default_pair
+
+            ca, cb, note = default_pair(a.cell_a, a.baseline)
+            print(note, file=sys.stderr)
+        else:
+            ca, cb = load_cell(a.cell_a, tracking_uri=a.tracking_uri), load_cell(a.cell_b, tracking_uri=a.tracking_uri)
         result = compare_cells(ca, cb, metrics=a.metric, n_resamples=a.resamples, seed=a.seed, alpha=a.alpha,
                                flip_metric=a.flip_metric)
     except RagBenchError as exc:

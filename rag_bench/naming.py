@@ -100,8 +100,27 @@ def axes(configs: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def system(config: Mapping[str, Any]) -> str | None:
+    """The name of the external system whose outputs a cell scored (``rag-bench evaluate``), else None.
+
+    >>> system({"system": {"name": "kettleby_app"}}), system({"chunker": {"name": "fixed"}})
+    ('kettleby_app', None)
+    """
+    node = config.get("system")
+    name = node.get("name") if isinstance(node, Mapping) else None
+    return str(name) if name else None
+
+
 def label(config: Mapping[str, Any], keys: Sequence[str]) -> str:
-    """``config``'s values on ``keys`` (axes, see :func:`axes`) as one short label."""
+    """``config``'s values on ``keys`` (axes, see :func:`axes`) as one short label; an external
+    system is named by what it is, ``app=<name>`` (its stages are not ours to name).
+
+    >>> label({"system": {"name": "kettleby_app"}, "retriever": {"name": "kettleby_app"}}, ["retriever"])
+    'app=kettleby_app'
+    """
+    app = system(config)
+    if app is not None:
+        return f"app={_value(app)}"
     flat = _flat(config)
     leaves = [k.rsplit(".", 1)[-1] for k in keys if k not in STAGES]
     parts = []
@@ -125,10 +144,15 @@ def fallback(config: Mapping[str, Any]) -> str:
     return label(config, keys)
 
 
+def _own(configs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [c for c in configs if system(c) is None]
+
+
 def labels(configs: Sequence[Mapping[str, Any]], ids: Sequence[str] | None = None) -> list[str]:
     """One label per config from the keys that vary between them; a label two cells would share
-    (same values, e.g. different datasets under one name) gets the cell id appended."""
-    keys = axes(configs)
+    (same values, e.g. different datasets under one name) gets the cell id appended. The axes are
+    those of the pipeline's own cells: an external system's cell (``app=<name>``) adds none."""
+    keys = axes(_own(configs))
     out = [label(c, keys) if keys else fallback(c) for c in configs]
     if ids is not None:
         seen: dict[str, int] = {}

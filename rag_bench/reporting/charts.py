@@ -25,6 +25,7 @@ import pandas as pd  # noqa: E402
 from rag_bench.cells import Cell  # noqa: E402
 from rag_bench.failure_labels import in_attribution_order  # noqa: E402
 from rag_bench.metrics import measures  # noqa: E402
+from rag_bench.reporting import decide  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
 TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
@@ -74,11 +75,11 @@ def _height(rows: int) -> float:
 
 
 def ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
-    better = measures.higher_is_better(metric)
-    # Exact ties by cell id, as leaderboard.best_first: every view names the same best cell.
-    ranked = sorted(cells, key=lambda c: (c.metric(metric) is None, -(c.metric(metric) or 0) if better
-                                          else (c.metric(metric) or 0), c.cell_id))
-    return ranked[:top] if top else ranked
+    """The ``top`` cells best first on ``metric``, ties broken by the one rule of
+    :func:`rag_bench.reporting.decide.rank` (as the leaderboard, the report and MLflow)."""
+    measures.higher_is_better(metric)  # a descriptive figure ranks nothing: ValueError
+    out = decide.rank(cells, metric)
+    return out[:top] if top else out
 
 
 @_plain

@@ -1,17 +1,96 @@
-"""``rag-bench compare``: paired differences between two cells over the same questions."""
+"""``rag-bench compare``: paired differences between two cells over the same questions.
+
+By default the comparison is about the answer: the main measure of every stage the two cells
+share (:data:`FAMILY`: retrieval nDCG@10, evidence completeness at k, answer correctness, exact
+match and token F1, citation precision, correct and false refusals, query latency and generator
+tokens). Holm's correction runs over that declared family only, not over every correlated
+retrieval cutoff, and a one-line verdict says what changed. ``metrics`` takes the canonical
+names the gate takes (``generation/correct``) or bare per-question columns (``hit@5``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rag_bench.cells import Cell, check_same_dataset, question_metrics
+from rag_bench.cells import Cell, check_same_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
+from rag_bench.reporting import decide
 from rag_bench.stats.paired import holm, paired_bootstrap_ci, randomisation_p
+
+
+@dataclass(frozen=True)
+class Column:
+    """A per-question quantity compared: its canonical ``key``, its short ``name``, its direction
+    and how to read it from records.parquet."""
+
+    key: str
+    name: str
+    higher_is_better: bool
+    read: Callable[[pd.DataFrame], pd.Series | None]
+
+
+def _measure_column(key: str) -> Column | None:
+    m = measures.measure(key)
+    if m is None or m.higher_is_better is None or m.aggregate != "mean":
+        return None
+    column = m.column
+
+    def read(r: pd.DataFrame) -> pd.Series | None:
+        return r[column] if column in r else None
+
+    return Column(m.key, m.name, m.higher_is_better, read)
+
+
+def _tokens(r: pd.DataFrame) -> pd.Series | None:
+    if "tokens_in" not in r:
+        return None
+    total = r["tokens_in"].astype("float64") + (r["tokens_out"].astype("float64") if "tokens_out" in r else 0.0)
+    return None if total.isna().all() else total
+
+
+# Not registered measures (no cell aggregate of these names), but per-question costs a change buys.
+LATENCY = Column("latency/retrieve_ms", "retrieve_ms", False, lambda r: r["retrieve_ms"] if "retrieve_ms" in r else None)
+TOKENS = Column("cost/tokens", "tokens", False, _tokens)
+# The declared family: the main measure of each stage, in data-flow order.
+FAMILY_KEYS = (measures.PRIMARY.key, "evidence/complete@{k}", "generation/correct", "generation/exact_match",
+               "generation/token_f1", "citation/citation_precision", "abstention/correct_refusal_rate",
+               "abstention/false_refusal_rate")
+_COSTS = {c.key: c for c in (LATENCY, TOKENS)}
+
+
+def family(k: int) -> list[Column]:
+    """The default family for cells handing ``k`` passages to the generator."""
+    out = [_measure_column(key.format(k=k)) for key in FAMILY_KEYS]
+    return [c for c in out if c is not None] + [LATENCY, TOKENS]
+
+
+def resolve(name: str, records: pd.DataFrame) -> Column:
+    """A ``-m`` name as a column: a canonical ``section/name`` (as the gate names it), a
+    ``latency/retrieve_ms`` or ``cost/tokens``, or a bare per-question column (``hit@5``,
+    ``correct``). ValueError naming close choices when nothing matches."""
+    if name in _COSTS:
+        return _COSTS[name]
+    if "/" in name:
+        col = _measure_column(name)
+        if col is not None:
+            return col
+    else:  # a records.parquet column: a ranking or evidence column, else an answer-stage measure
+        m = measures.column_measure(name)
+        keys = [m.key] if m is not None else [f"{s}/{name}" for s in ("generation", "citation", "abstention")]
+        for key in keys:
+            col = _measure_column(key)
+            if col is not None and col.read(records) is not None:
+                return col
+    known = sorted({*(k for s in measures.QUESTION_SECTIONS for k in measures.known_names(s)), *_COSTS})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    raise ValueError(f"unknown per-question metric {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else ""))
 
 
 def _aligned(a: Cell, b: Cell) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -24,56 +103,125 @@ def _aligned(a: Cell, b: Cell) -> tuple[pd.DataFrame, pd.DataFrame]:
     return ra.loc[common], rb.loc[common]
 
 
+def _columns(a: Cell, ra: pd.DataFrame, rb: pd.DataFrame, metrics: Sequence[str] | None) -> list[Column]:
+    if not metrics:
+        k = int((a.config.get("pipeline") or {}).get("k", 5))
+        return [c for c in family(k) if c.read(ra) is not None and c.read(rb) is not None]
+    out = []
+    for name in metrics:
+        try:
+            col = resolve(name, ra)
+        except ValueError as exc:
+            raise DataError(Problem(str(a.path), 0, "metrics", str(exc),
+                                    f"use the gate's names, e.g. generation/correct, retrieval/ndcg@10, "
+                                    f"{LATENCY.key}, {TOKENS.key}")) from exc
+        if col.read(ra) is None or col.read(rb) is None:
+            raise DataError(Problem(str(a.path), 0, "metrics", f"unknown per-question metric {name!r}: not in "
+                                    "both cells' records", "compare a measure both cells computed (a retrieval-only "
+                                    "cell has no answer measures)"))
+        out.append(col)
+    return out
+
+
 def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_resamples: int = 2000,
-                  seed: int = 0, alpha: float = 0.05, flip_metric: str | None = None) -> dict[str, Any]:
-    """Per metric: means, paired difference (b - a) with a paired bootstrap CI, a paired
-    randomisation-test p-value and its Holm-adjusted value across the metrics compared; plus the
-    questions that flipped on ``flip_metric`` (default ``hit@<pipeline.k of a>``)."""
+                  seed: int = 0, alpha: float = 0.05, flip_metric: str | None = None,
+                  names: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Per measure: means, paired difference (b - a) with a paired bootstrap CI, a paired
+    randomisation-test p-value and its Holm-adjusted value over the measures compared (default:
+    the main measure of each stage, :func:`family`); a one-line ``verdict``; and the questions
+    that flipped: on the answer (failure labels: fixed means answered right or correctly refused
+    in B, so a false refusal is never fixed) when both cells generated, else on
+    ``hit@<pipeline.k of a>``, or on ``flip_metric`` when given."""
     ra, rb = _aligned(a, b)
-    names = list(metrics) if metrics else [m for m in question_metrics(a) if m in rb.columns]
-    unknown = [m for m in names if m not in ra.columns or m not in rb.columns]
-    if unknown:
-        raise DataError(Problem(str(a.path), 0, "metrics", f"unknown per-question metric(s) {unknown}",
-                                f"choose from {question_metrics(a)}"))
-    rows = []
-    for m in names:
-        x, y = ra[m].to_numpy(np.float64), rb[m].to_numpy(np.float64)
+    cols = _columns(a, ra, rb, metrics)
+    rows: list[dict[str, Any]] = []
+    for col in cols:
+        x = col.read(ra).to_numpy(np.float64)  # type: ignore[union-attr]
+        y = col.read(rb).to_numpy(np.float64)  # type: ignore[union-attr]
         both = ~(np.isnan(x) | np.isnan(y))
         lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
-        rows.append({"metric": m, "n": int(both.sum()),
+        rows.append({"metric": col.name, "key": col.key, "higher_is_better": col.higher_is_better,
+                     "n": int(both.sum()),
                      "mean_a": float(x[both].mean()) if both.any() else None,
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": float((y[both] - x[both]).mean()) if both.any() else None,
                      "ci": [lo, hi], "p": randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)})
-    for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):  # type: ignore[arg-type]
+    for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):
         row["p_holm"] = p_adj
         row["significant"] = bool(p_adj <= alpha)
-    k = int((a.config.get("pipeline") or {}).get("k", 5))
-    hit = measures.family("retrieval", "hit").at(k).name
-    flip = flip_metric or (hit if hit in ra.columns else names[0])
-    return {"a": a.label, "b": b.label, "a_path": str(a.path), "b_path": str(b.path),
-            "questions": int(len(ra)), "alpha": alpha, "metrics": rows, "flips": _flips(ra, rb, flip)}
+    name_a, name_b = names or decide.pair_names(a, b)
+    return {"a": name_a, "b": name_b, "a_cell": a.cell_id, "b_cell": b.cell_id, "a_path": str(a.path),
+            "b_path": str(b.path), "questions": int(len(ra)), "alpha": alpha, "metrics": rows,
+            "verdict": verdict(rows), "flips": _flips(a, ra, rb, flip_metric)}
 
 
-def _flips(ra: pd.DataFrame, rb: pd.DataFrame, metric: str) -> dict[str, Any]:
-    x, y = ra[metric], rb[metric]
-    defined = x.notna() & y.notna()
+def verdict(rows: Sequence[dict[str, Any]]) -> str:
+    """One line: each significant change (after Holm) with its direction, difference, CI and p;
+    then whether anything else changed.
 
+    >>> verdict([{"metric": "correct", "higher_is_better": True, "diff": 0.08, "ci": [0.03, 0.13],
+    ...           "p_holm": 0.004, "significant": True},
+    ...          {"metric": "ndcg@10", "higher_is_better": True, "diff": 0.01, "ci": [-0.02, 0.04],
+    ...           "p_holm": 0.6, "significant": False}])
+    'B better on correct +0.080 [+0.030, +0.130], p = 0.004 after Holm; no significant change elsewhere'
+    """
+    sig = [r for r in rows if r.get("significant") and r.get("diff")]
+    if not sig:
+        return f"no significant change on any of the {len(rows)} measures compared (Holm-adjusted)"
+    parts = []
+    for r in sig:
+        better = (r["diff"] > 0) == bool(r["higher_is_better"])
+        parts.append(f"B {'better' if better else 'worse'} on {r['metric']} {r['diff']:+.3f} "
+                     f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}], p = {_p(r['p_holm'])}")
+    rest = "no significant change elsewhere" if len(sig) < len(rows) else "every measure changed"
+    return "; ".join(parts[:-1] + [parts[-1] + " after Holm"]) + f"; {rest}"
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# Outcomes a question counts as right in: the answer right and supported, or a correct refusal
+# (a retrieval-only cell: its evidence reached the passages handed on).
+_RIGHT_ANSWER = ("correct", "correct_refusal")
+_RIGHT_RETRIEVAL = ("in_context",)
+
+
+def _flips(a: Cell, ra: pd.DataFrame, rb: pd.DataFrame, metric: str | None) -> dict[str, Any]:
     def rows(mask: pd.Series) -> list[dict[str, Any]]:
         return [{"qid": q, "question": ra.at[q, "question"], "failure_a": ra.at[q, "failure"],
-                 "failure_b": rb.at[q, "failure"]} for q in ra.index[mask & defined]]
+                 "failure_b": rb.at[q, "failure"]} for q in ra.index[mask]]
 
-    return {"metric": metric, "right_to_wrong": rows((x >= 0.5) & (y < 0.5)),
-            "wrong_to_right": rows((x < 0.5) & (y >= 0.5))}
+    answered = "correct" in ra and "correct" in rb
+    if metric is None and answered:
+        ok_a, ok_b = ra["failure"].isin(_RIGHT_ANSWER), rb["failure"].isin(_RIGHT_ANSWER)
+        return {"metric": "answer (correct or correct_refusal)", "right_to_wrong": rows(ok_a & ~ok_b),
+                "wrong_to_right": rows(~ok_a & ok_b)}
+    if metric is None:
+        k = int((a.config.get("pipeline") or {}).get("k", 5))
+        hit = measures.family("retrieval", "hit").at(k).name
+        metric = hit if hit in ra.columns else next(c for c in ra.columns if measures.column_measure(c))
+    col = resolve(metric, ra)
+    x, y = col.read(ra), col.read(rb)
+    if x is None or y is None:
+        raise DataError(Problem(str(a.path), 0, "flip_metric", f"{metric!r} is not in both cells' records",
+                                "pass a per-question measure both cells computed"))
+    defined = x.notna() & y.notna()
+    good_a, good_b = (x >= 0.5, y >= 0.5) if col.higher_is_better else (x < 0.5, y < 0.5)
+    return {"metric": col.name, "right_to_wrong": rows(defined & good_a & ~good_b),
+            "wrong_to_right": rows(defined & ~good_a & good_b)}
 
 
 def format_compare(result: dict[str, Any]) -> str:
-    """Readable table: one line per metric, then the flipped questions."""
+    """Readable table: the verdict, one line per measure, then the flipped questions."""
     lines = [f"A: {result['a']}", f"B: {result['b']}",
+             f"verdict: {result['verdict']}",
              f"{result['questions']} common questions; diff = B - A; paired bootstrap 95% CI; "
-             f"randomisation p, Holm-adjusted over {len(result['metrics'])} metrics (alpha {result['alpha']})", ""]
+             f"randomisation p, Holm-adjusted over these {len(result['metrics'])} measures (alpha {result['alpha']})",
+             ""]
     table = pd.DataFrame([{
-        "metric": r["metric"], "n": r["n"], "A": _f(r["mean_a"]), "B": _f(r["mean_b"]), "diff": _f(r["diff"], sign=True),
+        "measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
+        "A": _f(r["mean_a"]), "B": _f(r["mean_b"]), "diff": _f(r["diff"], sign=True),
         "95% CI": f"[{_f(r['ci'][0], sign=True)}, {_f(r['ci'][1], sign=True)}]", "p": _f(r["p"]),
         "p_holm": _f(r["p_holm"]), "": "*" if r["significant"] else ""} for r in result["metrics"]])
     lines.append(table.to_string(index=False))

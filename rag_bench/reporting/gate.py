@@ -41,6 +41,7 @@ import yaml
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.metrics import measures
+from rag_bench.reporting.decide import cell_name, pair_names
 from rag_bench.stats.paired import randomisation_p
 
 _TOP = {"thresholds", "regressions", "errors"}
@@ -458,9 +459,11 @@ def exit_code(results: list[RuleResult]) -> int:
 def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> str:
     """The summary printed for humans and CI logs."""
     verdict = {0: "PASS", 1: "FAIL", 2: "CANNOT EVALUATE"}[exit_code(results)]
-    lines = [f"## rag-bench gate: {verdict}", "", f"cell: `{cell.label}`"]
+    # The names the leaderboard and the report give the cells (values on the swept axes).
+    name, base = pair_names(cell, baseline) if baseline is not None else (cell_name(cell), "")
+    lines = [f"## rag-bench gate: {verdict}", "", f"cell: `{name.replace('`', chr(39))}` ({cell.cell_id})"]
     if baseline is not None:
-        lines.append(f"baseline: `{baseline.label}`")
+        lines.append(f"baseline: `{base.replace('`', chr(39))}` ({baseline.cell_id})")
     lines += ["", "| rule | value | limit | result | detail |", "|---|---|---|---|---|"]
     icon = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**"}
     for r in results:

@@ -1,7 +1,8 @@
 """Leaderboard: one row per finished cell of an experiment, read from the cell folders only.
 
 Cells are named by the parameters that vary between them (:mod:`rag_bench.naming`), the same
-labels as the report and the MLflow run names. ``format_leaderboard`` prints the table as text,
+labels as the report and the MLflow run names, and ranked by the experiment's primary measure with
+the tie rule of :mod:`rag_bench.reporting.decide`. ``format_leaderboard`` prints the table as text,
 CSV, JSON or Markdown.
 """
 
@@ -20,6 +21,7 @@ from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
 from rag_bench.failure_labels import in_attribution_order
 from rag_bench.metrics import measures
+from rag_bench.reporting import decide
 from rag_bench.stages import RETRIEVAL_STAGES
 
 # The main measure of each stage: the leaderboard's default columns (the report adds the rest).
@@ -61,7 +63,10 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
     for cell, label in zip(cells, naming.labels([c.config for c in cells], [c.cell_id for c in cells])):
         cfg, metrics = cell.config, cell.metrics
         row = {"label": label, "cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},
-               "k": cfg.get("pipeline", {}).get("k")}
+               "k": cfg.get("pipeline", {}).get("k"),
+               # the tie rule's costs and the configured primary measure (private: never shown)
+               "_latency_ms": decide.latency_ms(metrics), "_tokens": decide.tokens(cell),
+               "_primary": decide.configured_primary([cfg])}
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
                 row[f"tag:{tag}/{key}"] = v
@@ -146,20 +151,44 @@ def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tu
     return tuple(out)
 
 
+def primary(cells: pd.DataFrame) -> str:
+    """The experiment's primary measure (:func:`rag_bench.reporting.decide.choose_primary`):
+    ``experiment.primary`` of the cells, ``auto`` → correct when they generated answers, else nDCG@10."""
+    configured = str(cells["_primary"].mode().iloc[0]) if "_primary" in cells and len(cells) else decide.AUTO
+    generated = decide.CORRECT in cells and bool(pd.to_numeric(cells[decide.CORRECT], errors="coerce").notna().any())
+    return decide.choose_primary(configured, generated)
+
+
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
-    """``cells`` best first by ``key``'s direction; exact ties by cell id, ascending (a stable sort),
-    the same rule as :func:`rag_bench.reporting.charts.ranked`: the leaderboard, the report, the
-    notebook and the sweep's MLflow parent run name the same best cell (an unstable sort once
-    broke a tie one way in the report and the other way everywhere else)."""
-    return cells.sort_values([key, "cell"], ascending=[_lower_is_better(key), True], na_position="last",
-                             kind="mergesort")
+    """``cells`` best first by ``key``'s direction; exact ties broken by the tie rule of
+    :func:`rag_bench.reporting.decide.rank` (cheaper: latency, then tokens; then name, then cell
+    id): the leaderboard, the report, the notebook, ``compare`` and the sweep's MLflow parent run
+    name the same best cell (an unstable sort once broke a tie one way in the report and the
+    other way everywhere else)."""
+    cols = [key, *(c for c in ("_latency_ms", "_tokens", "label") if c in cells), "cell"]
+    return cells.sort_values(cols, ascending=[_lower_is_better(key)] + [True] * (len(cols) - 1),
+                             na_position="last", kind="mergesort")
 
 
-def leaderboard_table(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
+def tie_line(cells: pd.DataFrame, key: str, *, named: bool = True) -> str:
+    """``3 cells tied at 0.787 on generation/correct (...)`` when the best cells tie on ``key``,
+    else '' (``named=False``: without ``on <key>``)."""
+    if key not in cells or cells.empty:
+        return ""
+    values = pd.to_numeric(best_first(cells, key)[key], errors="coerce")
+    top = values.iloc[0]
+    return decide.tie_note(int((values == top).sum()), key if named else "", None if pd.isna(top) else float(top))
+
+
+def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
                       columns: Sequence[str] = DEFAULT_COLUMNS) -> pd.DataFrame:
-    """The leaderboard as numbers, best first (by the sort measure's direction): ``label``,
-    ``cell``, ``k``, the measure columns (named ``section/name``), the sort measure's 95% CI as
-    ``ci_lo``/``ci_hi`` and its ``n``."""
+    """The leaderboard as numbers, best first (by the sort measure's direction; default the
+    primary measure, :func:`primary`): ``label``, ``cell``, ``k``, the measure columns (named
+    ``section/name``; the sort measure first when it is not among them), the sort measure's 95% CI
+    as ``ci_lo``/``ci_hi`` and its ``n``."""
+    sort_by = sort_by or primary(cells)
+    if sort_by in cells.columns and "/" in sort_by and sort_by not in columns:
+        columns = (sort_by, *columns)
     cols = [c for c in columns if c in cells.columns]
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
     table = best_first(cells, key) if key else cells
@@ -208,13 +237,15 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
+def format_leaderboard(cells: pd.DataFrame, *, sort_by: str | None = None,
                        columns: Sequence[str] = DEFAULT_COLUMNS, fmt: str = "table") -> str:
-    """The leaderboard as ``fmt``: ``table`` (aligned text, three decimals), ``csv`` and ``json``
-    (full precision, ``section/name`` column names, for scripts), or ``markdown`` (a pipe table
-    for a pull request or a design doc)."""
+    """The leaderboard as ``fmt``: ``table`` (aligned text, three decimals, under a line naming
+    the ranking measure and any tie for first place), ``csv`` and ``json`` (full precision,
+    ``section/name`` column names, for scripts), or ``markdown`` (a pipe table for a pull request
+    or a design doc)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    sort_by = sort_by or primary(cells)
     table = leaderboard_table(cells, sort_by=sort_by, columns=columns)
     key = sort_by if sort_by in cells.columns else next((c for c in columns if c in cells.columns), sort_by)
     if fmt == "csv":
@@ -222,12 +253,15 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.k
     if fmt == "json":
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in table.to_dict(orient="records")]
-        return json.dumps({"sort_by": key, "rows": rows}, indent=1, default=str)
+        return json.dumps({"sort_by": key, "tie": tie_line(cells, key), "rows": rows}, indent=1, default=str)
     text = _text_frame(table, key)
-    return _markdown(text) if fmt == "markdown" else text.to_string(index=False)
+    if fmt == "markdown":
+        return _markdown(text)
+    tie = tie_line(cells, key, named=False)
+    return f"ranked by {key}{'; ' + tie if tie else ''}\n" + text.to_string(index=False)
 
 
-def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key, top: int = 10) -> str:
+def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int = 10) -> str:
     """The failure table: for the ``top`` cells (by ``sort_by``), how many questions each lost at
     each stage (labels no cell has are left out)."""
     found = [c.split("/", 1)[1] for c in cells.columns if c.startswith("failures/")
@@ -235,6 +269,7 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str = measures.PRIMARY.key,
     cols = [f"failures/{lab}" for lab in in_attribution_order(found)]
     if not cols:
         return ""
+    sort_by = sort_by or primary(cells)
     key = sort_by if sort_by in cells.columns else cols[0]
     table = best_first(cells, key).head(top)
     width = int(table["label"].str.len().max())

@@ -26,7 +26,9 @@ from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
 from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
-from rag_bench.tracking.download import load_cell
+from rag_bench.reporting.decide import baseline as choose_baseline
+from rag_bench.reporting.decide import primary_measure as decided_primary
+from rag_bench.reporting.decide import rank, tie_note, tied
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +55,10 @@ def _drill(cell: Cell, **filters: str) -> str:
 
 
 def primary_measure(cells: list[Cell]) -> str:
-    """The measure that ranks the report: end-to-end ``generation/correct`` when a cell generated an
-    answer, else nDCG@10 (retrieval-only sweeps)."""
-    correct = measures.family("generation", "correct").key
-    return correct if any(c.metric(correct) is not None for c in cells) else measures.PRIMARY.key
+    """The measure that ranks the report: the experiment's primary measure
+    (:func:`rag_bench.reporting.decide.primary_measure`: ``experiment.primary``; auto = end-to-end
+    ``generation/correct`` when a cell generated an answer, else nDCG@10)."""
+    return decided_primary(cells)
 
 
 def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str | None = None,
@@ -91,9 +93,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
     names = dict(zip((c.cell_id for c in cells), names_list))
     axes = naming.axes([c.config for c in cells])
-    ranked = charts.ranked(cells, metric, None)
+    ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
     best = ranked[0]
-    base = load_cell(baseline) if baseline else ranked[-1]
+    base = choose_baseline(cells, baseline)  # the config's defaults cell unless --baseline names one
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
                                 f"choose two of {', '.join(axes) or '(nothing varies)'}"))
@@ -165,7 +167,8 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
         row["p50 ms"] = ("" if lat is None else f"{lat:.2f}", lat, None)
         row["n"] = c.metrics.get("n", {}).get(metric)
         rows.append(row)
-    return (_img(chart, "leaderboard") +
+    tie = tie_note(len(tied(ranked, metric)), metric, ranked[0].metric(metric))
+    return (_img(chart, "leaderboard") + (f"<p class='note'>{html.escape(tie)}.</p>" if tie else "") +
             f"<p>All {len(cells)} cells; click a column to sort, type to filter (every word must match), click a "
             "cell to open its questions. 95% bootstrap CIs in grey.</p>"
             "<input class='rb-filter' data-table='rb-leaderboard' placeholder='filter, e.g. hybrid k=5'>" +
@@ -364,15 +367,24 @@ def _answers(cells: list[Cell], names: dict[str, str]) -> str:
             + page.table(rows))
 
 
-def _versus(base: Cell, best: Cell, names: dict[str, str]) -> str:
-    diff = compare_cells(base, best, metrics=[m.name for m in measures.TAG
-                                              if m.name in best.records and m.name in base.records])
-    name_of = {**names, base.cell_id: names.get(base.cell_id, base.label)}
-    body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> → best <b>{html.escape(names[best.cell_id])}</b>, "
-            f"{diff['questions']} questions; paired bootstrap CI, randomisation test, Holm-adjusted.</p>",
-            page.table([{"metric": r["metric"], "n": r["n"], "baseline": f"{r['mean_a']:.3f}", "best": f"{r['mean_b']:.3f}",
-                         "diff": f"{r['diff']:+.3f}", "95% CI": f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]",
-                         "p (Holm)": f"{r['p_holm']:.3f}"} for r in diff["metrics"]])]
+def _num(v: float | None, fmt: str = ".3f") -> str:
+    return "n/a" if v is None or v != v else format(v, fmt)
+
+
+def _versus(base: Cell | None, best: Cell, names: dict[str, str]) -> str:
+    if base is None:
+        return ("<p class='note'>No cell holds the config's defaults on every swept axis, so there is no baseline: "
+                "pass <code>rag-bench report --baseline CELL</code> (a cell id or name).</p>")
+    name_of = {**names, base.cell_id: names.get(base.cell_id, base.cell_id)}
+    diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]))
+    body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> (the config's defaults, or --baseline) → best "
+            f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions; the main measure of each stage; "
+            "paired bootstrap CI, randomisation test, Holm-adjusted over these measures.</p>",
+            f"<p><b>Verdict:</b> {html.escape(diff['verdict'])}.</p>",
+            page.table([{"measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
+                         "baseline": _num(r["mean_a"]), "best": _num(r["mean_b"]), "diff": _num(r["diff"], "+.3f"),
+                         "95% CI": f"[{_num(r['ci'][0], '+.3f')}, {_num(r['ci'][1], '+.3f')}]",
+                         "p (Holm)": _num(r["p_holm"])} for r in diff["metrics"]])]
     for key, title in (("wrong_to_right", "fixed by the best cell"), ("right_to_wrong", "broken by the best cell")):
         items = diff["flips"][key]
         body.append(f"<h3>{len(items)} question(s) {title} ({html.escape(diff['flips']['metric'])})</h3>")

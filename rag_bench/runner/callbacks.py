@@ -27,22 +27,26 @@ def _axes(config: DictConfig) -> list[str]:
 
 
 def _summarize(cells: Any, axes: list[str]) -> None:
-    """The sweep's parent MLflow run: the leaderboard as a table, the best cell's measures and
-    name, the sweep's axes (when this process opened one)."""
-    from rag_bench.metrics import measures
-    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table
+    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure that ranked
+    it, the best cell's measures and name (:mod:`rag_bench.reporting.decide`'s rule, ties said),
+    the sweep's axes (when this process opened one)."""
+    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, primary, tie_line
     from rag_bench.tracking.mlflow_tracker import summarize_sweeps
 
-    table = leaderboard_table(cells, columns=ALL_COLUMNS)
+    key = primary(cells)
+    table = leaderboard_table(cells, sort_by=key, columns=ALL_COLUMNS)
     best = table.iloc[0]
     # ANN figures describe an approximate index against flat: logged only when one was swept.
     approximate = "index" in table and any(_index_name(v) not in ("", "flat") for v in table["index"])
     metrics = {f"best/{c}": float(best[c]) for c in table.columns if "/" in c and best[c] == best[c]
                and (approximate or not c.startswith("ann/"))}
+    if key in table and best[key] == best[key]:
+        metrics["primary"] = float(best[key])
+    tie = tie_line(cells, key)
     params = {"sweep.axes": ",".join(axes) or "none", "sweep.cells": len(table), "best.cell": best["cell"],
-              "best.label": best["label"], "sweep.sort_by": measures.PRIMARY.key}
-    note = (f"{len(table)} cells; best by {measures.PRIMARY.key}: {best['label']} ({best['cell']}) "
-            f"{best.get(measures.PRIMARY.key, float('nan')):.3f}")
+              "best.label": best["label"], "sweep.sort_by": key, "sweep.primary": key}
+    note = (f"{len(table)} cells; primary measure {key}; best: {best['label']} ({best['cell']}) "
+            f"{best.get(key, float('nan')):.3f}{'; ' + tie if tie else ''}")
     summarize_sweeps(table, metrics, params, note)
 
 

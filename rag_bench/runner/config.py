@@ -79,6 +79,9 @@ class EvalConf:
 @dataclass
 class ExperimentConf:
     name: str = "default"
+    # The measure that ranks the experiment's cells everywhere (rag_bench.reporting.decide): auto =
+    # generation/correct when answers are generated, else retrieval/ndcg@10. Not part of a cell id.
+    primary: str = "auto"
 
 
 @dataclass
@@ -152,6 +155,9 @@ def validate(cfg: DictConfig) -> None:
     if cfg.eval.seed < 0:
         raise ConfigError(f"eval.seed must be >= 0, got {cfg.eval.seed} -- fix: eval.seed=0")
     check_experiment_name(cfg.experiment.name)
+    from rag_bench.reporting.decide import check_primary
+
+    check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
         if not isinstance(node, DictConfig) or "_target_" not in node:

@@ -1,0 +1,276 @@
+"""What every view decides the same way: the primary measure of an experiment, the order of its
+cells (and so the best one), the name of a cell, and the baseline the best cell is compared with.
+
+The leaderboard, the report, the sweep's MLflow parent run, ``compare``'s default pair, the gate
+and the notebook all call these functions, so they name the same best cell under the same name.
+
+* **Primary measure**: ``experiment.primary`` from the cells' config; ``auto`` (the default) is
+  end-to-end ``generation/correct`` when a cell generated answers, else ``retrieval/ndcg@10``.
+* **Order**: the primary measure in its better direction; then the cheaper cell (query latency,
+  then generator tokens per question); then the name; then the cell id. Cells equal on the primary
+  measure are *tied*, and said to be ("3 cells tied at 0.787").
+* **Name**: the cell's values on the axes its experiment sweeps (:func:`rag_bench.naming.labels`
+  over the experiment's cells), ``app=<name>`` for an external system.
+* **Baseline**: the cell of the experiment whose every swept axis is at the config's default
+  (``conf/config.yaml``), or the cell the user names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rag_bench import naming
+from rag_bench.cells import Cell, experiment_cells, one_dataset
+from rag_bench.errors import ConfigError, DataError, Problem
+from rag_bench.metrics import measures
+
+AUTO = "auto"
+CORRECT = measures.family("generation", "correct").key
+
+
+def check_primary(name: str) -> str:
+    """``name`` when it is ``auto`` or a registered measure with a direction; else ConfigError
+    naming the key with the closest registered names."""
+    if name == AUTO:
+        return name
+    m = measures.measure(name)
+    if m is not None and m.higher_is_better is not None:
+        return m.key
+    known = sorted({n for s in measures.QUESTION_SECTIONS for n in measures.known_names(s)})
+    close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ConfigError(f"experiment.primary: {name!r} is not a measure with a better direction -- fix: {hint}"
+                      f"experiment.primary=auto ({CORRECT} when answers were generated, else "
+                      f"{measures.PRIMARY.key}) or a section/name such as {CORRECT}")
+
+
+def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
+    """``experiment.primary`` of the cells (the value most cells hold), ``auto`` when unset."""
+    values = Counter(str(((c.get("experiment") or {}) if isinstance(c, Mapping) else {}).get("primary") or AUTO)
+                     for c in configs)
+    return values.most_common(1)[0][0] if values else AUTO
+
+
+def primary_measure(cells: Sequence[Cell], configured: str | None = None) -> str:
+    """The measure that ranks ``cells``: ``configured`` (else the cells' ``experiment.primary``)
+    when it names one, else ``generation/correct`` when a cell has it, else nDCG@10."""
+    return choose_primary(configured or configured_primary([c.config for c in cells]),
+                          any(c.metric(CORRECT) is not None for c in cells))
+
+
+def choose_primary(configured: str, generated: bool) -> str:
+    """``configured`` (checked, :func:`check_primary`) unless ``auto``; then ``generation/correct``
+    when answers were ``generated``, else nDCG@10.
+
+    >>> choose_primary("auto", True), choose_primary("auto", False), choose_primary("retrieval/hit@5", True)
+    ('generation/correct', 'retrieval/ndcg@10', 'retrieval/hit@5')
+    """
+    chosen = check_primary(configured)
+    if chosen != AUTO:
+        return chosen
+    return CORRECT if generated else measures.PRIMARY.key
+
+
+def latency_ms(metrics: Mapping[str, Any]) -> float | None:
+    """Query-time cost of a cell: retrieval p50 plus rerank p50 (ms per question)."""
+    lat = metrics.get("latency") or {}
+    r = lat.get("retrieve_p50_ms", lat.get("system_p50_ms"))
+    if not isinstance(r, (int, float)):
+        return None
+    extra = lat.get("rerank_p50_ms")
+    return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
+
+
+@lru_cache(maxsize=4096)
+def _tokens(path: Path, mtime: float) -> float | None:
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(path / "records.parquet").names)
+        cols = [c for c in ("tokens_in", "tokens_out") if c in names]
+        if not cols:
+            return None
+        frame = pq.read_table(path / "records.parquet", columns=cols).to_pandas()
+    except Exception:  # noqa: BLE001 -- an unreadable file is reported by whoever reads the records
+        return None
+    total = frame.fillna(0).sum(axis=1)
+    return float(total.mean()) if len(total) else None
+
+
+def tokens(cell: Cell) -> float | None:
+    """Generator tokens (in + out) per question, mean; None when the cell generated nothing."""
+    if "generation" not in cell.metrics:
+        return None
+    try:
+        mtime = (cell.path / "records.parquet").stat().st_mtime
+    except OSError:
+        return None
+    return _tokens(cell.path, mtime)
+
+
+def _value(cell: Cell, key: str) -> float | None:
+    if key.startswith("tag:"):
+        tag, _, name = key[4:].rpartition("/")
+        v = (cell.metrics.get("by_tag") or {}).get(tag, {}).get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return cell.metric(key)
+
+
+def _higher(key: str) -> bool:
+    if key.startswith("tag:"):
+        key = f"retrieval/{key.rpartition('/')[2]}"
+    try:
+        return measures.direction(key) is not False
+    except ValueError:
+        return True
+
+
+def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None) -> list[Cell]:
+    """``cells`` best first on ``key`` (a ``section/name`` or ``tag:<tag>/<name>``): the value in
+    its better direction (cells without one last); ties broken by the cheaper cell (latency, then
+    tokens), then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
+    names = names if names is not None else names_of(cells)
+    higher = _higher(key)
+    values = {c.cell_id: _value(c, key) for c in cells}
+    shared = Counter(v for v in values.values() if v is not None)
+
+    def order(c: Cell) -> tuple[Any, ...]:
+        v = values[c.cell_id]
+        head = (v is None, 0.0 if v is None else (-v if higher else v))
+        if v is None or shared[v] < 2:  # no tie on the measure: the cost is never read
+            return (*head, 0.0, 0.0, names.get(c.cell_id, ""), c.cell_id)
+        lat, tok = latency_ms(c.metrics), tokens(c)
+        return (*head, math.inf if lat is None else lat, math.inf if tok is None else tok,
+                names.get(c.cell_id, ""), c.cell_id)
+
+    return sorted(cells, key=order)
+
+
+def tied(cells: Sequence[Cell], key: str) -> list[Cell]:
+    """The cells equal to the first of ``cells`` (ranked) on ``key`` (the first included)."""
+    if not cells:
+        return []
+    v = _value(cells[0], key)
+    return [c for c in cells if v is not None and _value(c, key) == v]
+
+
+def tie_note(n_tied: int, key: str, value: float | None) -> str:
+    """``3 cells tied at 0.787 on generation/correct`` and the rule that picked the first; empty
+    with no tie (``key`` empty: the measure is named already).
+
+    >>> tie_note(3, "generation/correct", 0.7866)
+    '3 cells tied at 0.787 on generation/correct (first: the cheaper by latency, tokens; then name)'
+    """
+    if n_tied < 2 or value is None:
+        return ""
+    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the cheaper by latency, tokens; then name)"
+
+
+def names_of(cells: Sequence[Cell]) -> dict[str, str]:
+    """Cell id → the cell's name among ``cells`` (:func:`rag_bench.naming.labels`)."""
+    return dict(zip((c.cell_id for c in cells), naming.labels([c.config for c in cells], [c.cell_id for c in cells])))
+
+
+def cell_name(cell: Cell) -> str:
+    """The name the leaderboard and the report give ``cell``: its label among the finished cells
+    of its experiment folder (same dataset version). A cell alone (downloaded from MLflow) is
+    named by its own stages (or ``app=<name>``)."""
+    try:
+        siblings, _ = one_dataset(experiment_cells(cell.path.parent, records=False), cell.dataset_fingerprint)
+    except (DataError, OSError):
+        siblings = []
+    if cell.cell_id not in {c.cell_id for c in siblings}:
+        siblings = [cell]
+    return names_of(siblings)[cell.cell_id]
+
+
+def pair_names(a: Cell, b: Cell) -> tuple[str, str]:
+    """The names of two cells; when they read the same (two experiments, same axes), each gets its
+    experiment folder and cell id so they can be told apart."""
+    na, nb = cell_name(a), cell_name(b)
+    if na == nb:
+        na, nb = (f"{na} ({c.path.parent.name}/{c.cell_id})" for c in (a, b))  # type: ignore[assignment]
+    return na, nb
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    """conf/config.yaml's values with each stage's default option file (its ``name`` and parameters)."""
+    import yaml
+
+    from rag_bench.runner.config import CONF_DIR
+    from rag_bench.stages import STAGES
+
+    root = yaml.safe_load((CONF_DIR / "config.yaml").read_text(encoding="utf-8")) or {}
+    out = {k: v for k, v in root.items() if k not in ("defaults", "hydra")}
+    for entry in root.get("defaults") or []:
+        if isinstance(entry, dict):
+            for group, option in entry.items():
+                if group in STAGES and isinstance(option, str):
+                    node = yaml.safe_load((CONF_DIR / group / f"{option}.yaml").read_text(encoding="utf-8")) or {}
+                    out[group] = {"name": option, **{k: v for k, v in node.items() if k != "defaults"}}
+    return out
+
+
+def defaults_cell(cells: Sequence[Cell]) -> Cell | None:
+    """The cell whose every swept axis (:func:`rag_bench.naming.axes`) holds the value of the
+    config's defaults (conf/config.yaml: section chunker, bm25, no reranker, k=5, ...); None when no
+    cell does (or nothing is swept)."""
+    own = [c for c in cells if naming.system(c.config) is None]
+    axes = naming.axes([c.config for c in own])
+    if not axes:
+        return None
+    default = _defaults()
+    want = {a: naming.value(default, a) for a in axes}
+    found = [c for c in own if all(naming.value(c.config, a) == v for a, v in want.items())]
+    return found[0] if len(found) == 1 else None
+
+
+def baseline(cells: Sequence[Cell], chosen: str | Path | None = None) -> Cell | None:
+    """The baseline the best cell is compared with: ``chosen`` (a cell folder, a run id, or a cell id
+    or name of ``cells``), else :func:`defaults_cell`. DataError when ``chosen`` names no cell."""
+    if chosen is None:
+        return defaults_cell(cells)
+    names = names_of(cells)
+    for c in cells:
+        if str(chosen) in (c.cell_id, names[c.cell_id]):
+            return c
+    from rag_bench.tracking.download import load_cell
+
+    try:
+        return load_cell(chosen)
+    except DataError as exc:
+        raise DataError(Problem(str(chosen), 0, "--baseline", "names no cell of this experiment and no cell folder",
+                                f"pass a cell id, a name from the leaderboard (e.g. {next(iter(names.values()), '')!r})"
+                                " or a cell folder")) from exc
+
+
+def default_pair(experiment_dir: str | Path, chosen: str | None = None) -> tuple[Cell, Cell, str]:
+    """``compare EXPERIMENT_DIR``'s pair: the baseline (:func:`baseline`) and the best cell by the
+    primary measure (:func:`rank`), with a line naming both and the measure (and any tie).
+    DataError when there is no baseline, or when the baseline is the best cell."""
+    exp = Path(experiment_dir)
+    cells, _ = one_dataset(experiment_cells(exp, records=False))
+    if not cells:
+        raise DataError(Problem(str(exp), 0, "", "no finished cells (folders with DONE)", "run a sweep first"))
+    key = primary_measure(cells)
+    names = names_of(cells)
+    ranked = rank(cells, key, names)
+    base = baseline(cells, chosen)
+    if base is None:
+        raise DataError(Problem(str(exp), 0, "--baseline", "no cell holds the config's defaults on every swept axis",
+                                f"pass --baseline CELL (a cell id or a name, e.g. {names[ranked[-1].cell_id]!r})"))
+    best = ranked[0]
+    if base.cell_id == best.cell_id:
+        raise DataError(Problem(str(exp), 0, "--baseline", f"the baseline {names[best.cell_id]!r} is the best cell "
+                                f"by {key}: nothing to compare it with", "pass two cells: compare CELL_A CELL_B"))
+    tie = tie_note(len(tied(ranked, key)), key, _value(best, key))
+    note = (f"A = baseline {names.get(base.cell_id, base.cell_id)}, B = best by {key} {names[best.cell_id]}"
+            f"{'; ' + tie if tie else ''}")
+    return base, best, note
