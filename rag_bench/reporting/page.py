@@ -38,7 +38,8 @@ body.only-drill #rb-main{display:none}#rb-view{display:flex;gap:1em;align-items:
 .ok{color:#2ca02c}.bad{color:#d62728}#rb-detail h4{margin:.8em 0 .2em}
 .rb-side-wrap{overflow-x:auto}#rb-side td{vertical-align:top;text-align:left;min-width:14em;max-width:28em}
 #rb-side td.q{min-width:16em}#rb-side tr.differ td.q{border-left:4px solid #fd8d3c}
-.rb-answer{white-space:pre-wrap;margin:.2em 0}body.only-section h1,body.only-section #rb-drill{display:none}"""
+.rb-answer{white-space:pre-wrap;margin:.2em 0}.tw{overflow-x:auto}.ci{white-space:nowrap}
+.tw td:first-child,.tw td.l a{white-space:nowrap}body.only-section h1,body.only-section #rb-drill{display:none}"""
 
 
 def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool = False, left: int = 1) -> str:
@@ -68,7 +69,8 @@ def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool 
             cls = " class='l'" if i < left else ""
             tds.append(f"<td{cls}{sort}>{content}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f"<div class='tw'><table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            "</div>")
 
 
 def with_ci(value: float | None, ci: Sequence[float] | None) -> tuple[str, float | None, None]:

@@ -64,7 +64,7 @@ RB.detail = function (c, qid) {
   var q = RB.qs[qid] || {};
   d.appendChild(el('h3', qid + ': ' + (q.question || '')));
   var meta = el('p'); meta.appendChild(el('b', 'label: ')); meta.appendChild(el('span', r.label || '', 'rb-label-value'));
-  meta.appendChild(el('span', '   ' + (q.answerable ? 'answerable' : 'unanswerable') + '  '));
+  meta.appendChild(el('span', ' \u00b7 ' + (q.answerable ? 'answerable' : 'unanswerable') + ' \u00b7 '));
   (q.tags || []).forEach(function (t) { meta.appendChild(el('span', t, 'tag')); }); d.appendChild(meta);
   // The answer first (what the question was for), then what it was judged against, then the evidence trail.
   d.appendChild(el('h4', 'Answer'));

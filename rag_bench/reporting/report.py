@@ -110,7 +110,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top), "leaderboard")
     add("Which choice matters", _effects(cells, axes, views.views(cells, metric), pair, out), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
-    add("Per question tag", _tags(cells, names, ranked), "tags")
+    add("Per question tag", _tags(cells, names, ranked, metric), "tags")
     add("Failure attribution", _failures(cells, ranked, names, metric, out, top), "failures")
     add("Retrieval depth and ANN", _depth(cells, out), "depth")
     add("Abstention", _abstention(best, names, out), "abstention")
@@ -154,9 +154,11 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
 def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
     chart = charts.leaderboard(cells, metric, out / "leaderboard.png", labels=[names[c.cell_id] for c in cells],
                                top=top)
-    main = [m for m in measures.MAIN if any(c.metric(m.key) is not None for c in cells)]
-    if measures.measure(metric) not in main and measures.measure(metric) is not None:
-        main.insert(0, measures.measure(metric))  # type: ignore[arg-type]
+    ranking = measures.measure(metric)
+    # The measure that ranks the cells first, then each stage's main measure.
+    main = [m for m in measures.MAIN if any(c.metric(m.key) is not None for c in cells) and m != ranking]
+    if ranking is not None:
+        main.insert(0, ranking)
     rows = []
     for c in ranked:
         row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)), "id": c.cell_id,
@@ -254,36 +256,44 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
     return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
 
 
-def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell]) -> str:
+def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell], metric: str) -> str:
     tags = sorted({t for c in cells for t in c.metrics.get("by_tag", {})})
     if not tags:
         return "<p class='note'>No question has a tag.</p>"
-    shown = [m.name for m in (*measures.TAG, *measures.TAG_ANSWER)]
+    primary = measures.measure(metric)
+    refusal = measures.family("abstention", "correct_refusal_rate")
+    answer = [m.name for m in measures.TAG_ANSWER]
+    ranking = [m.name for m in (measures.family("retrieval", "ndcg").at(10), measures.family("retrieval", "hit").at(5))]
     top = ranked[0]
     rows = []
     for t in tags:
-        # A tag's best cell by the primary measure; an unanswerable tag (no ranking measure) by
-        # correct refusals, so off-topic and internal-only questions have their row too.
+        # A tag's best cell by the primary measure; a tag of unanswerable questions (no answer or
+        # ranking measure is defined on them) by correct refusals, so it has its row too.
         have: list[Cell] = []
-        for key in (measures.PRIMARY.name, *(m.name for m in measures.TAG_ANSWER[:2])):
-            have = [c for c in cells if _finite(c.metrics.get("by_tag", {}).get(t, {}).get(key))]
+        for m in ([primary] if primary is not None else []) + [refusal]:
+            have = [c for c in ranked if _finite(c.metrics.get("by_tag", {}).get(t, {}).get(m.name))]
             if have:
                 break
         if not have:
             continue
-        win = max(have, key=lambda c: c.metrics["by_tag"][t][key])
+        sign = 1 if m.higher_is_better is not False else -1
+        win = max(have, key=lambda c: sign * c.metrics["by_tag"][t][m.name])  # the first of equals: the best ranked
         vals = win.metrics["by_tag"][t]
-        row: dict[str, Any] = {"tag": t, "n": vals.get("n"), "best cell on this tag": (names[win.cell_id],
-                               names[win.cell_id], _drill(win, tag=t))}
-        row.update({f"best {m}": vals.get(m) for m in shown if isinstance(vals.get(m), (int, float))})
-        row["best by"] = key
-        overall = top.metrics.get("by_tag", {}).get(t, {}).get(key)
-        row["overall best cell, same measure"] = overall if isinstance(overall, (int, float)) else None
+        overall = top.metrics.get("by_tag", {}).get(t, {}).get(m.name)
+        row: dict[str, Any] = {
+            "tag": t, "questions": vals.get("n"),
+            "kind": "answerable" if any(_finite(vals.get(r)) for r in ranking) else "unanswerable",
+            "best cell on this tag": (names[win.cell_id], names[win.cell_id], _drill(win, tag=t)), "by": m.name,
+            "its value": vals.get(m.name),
+            "overall best cell": overall if _finite(overall) else None}
+        row.update({name: vals.get(name) if _finite(vals.get(name)) else None for name in (*answer, *ranking)
+                    if name not in (refusal.name, primary.name if primary else "")})  # those are in "by"
         rows.append(row)
-    return (f"<p>Each tag's best cell by {html.escape(measures.PRIMARY.name)} (by correct refusals for a tag of "
-            f"unanswerable questions) and its other measures, beside the overall best cell "
-            f"<b>{html.escape(names[top.cell_id])}</b>: where the winner loses, a tag needs a different "
-            "configuration.</p>" + page.table(rows, sortable=True, left=1))
+    return (f"<p>Each tag's best cell by {html.escape(metric)} (by correct_refusal_rate for a tag of unanswerable "
+            f"questions, which have no answer to be correct) beside the overall best cell "
+            f"<b>{html.escape(names[top.cell_id])}</b> on the same measure: where the overall best loses, a tag "
+            "needs a different configuration. The measures that follow are the tag's best cell's (blank: not defined "
+            "for the tag's questions).</p>" + page.table(rows, sortable=True, left=4))
 
 
 def _finite(value: Any) -> bool:

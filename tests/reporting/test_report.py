@@ -127,8 +127,9 @@ def test_sweep_report_sorts_and_drills_down_in_chromium(ann_sweep, tmp_path):
     assert 'data-images-ok="true"' in sorted_dom.stdout
     board = sorted_dom.stdout.split("id=\"rb-leaderboard\"", 1)[1].split("</table>", 1)[0]
     first = re.findall(r"<tr><td class=\"l\" data-v=\"[^\"]*\"><a href=\"#drill=([0-9a-f]+)", board)
-    worst = min(cells, key=lambda c: c.metric("retrieval/ndcg@10"))
-    assert first and first[0] == worst.cell_id and len(first) == len(cells)
+    low = min(c.metric("retrieval/ndcg@10") for c in cells)  # k=3 and k=5 tie on nDCG@10: either comes first
+    worst = {c.cell_id for c in cells if c.metric("retrieval/ndcg@10") == low}
+    assert first and first[0] in worst and len(first) == len(cells)
 
     # Open a drill-down row: the question, its first ranked passage's text and its label are on the page.
     cell = max(cells, key=lambda c: c.metric("retrieval/ndcg@10"))
