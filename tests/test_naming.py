@@ -51,3 +51,16 @@ def test_sweep_axes_come_from_sweep_overrides_only():
     # The run name a cell gets from them equals its report label when those are the axes.
     cfgs = [_cfg(retriever=r, k=k) for r in ("bm25", "dense") for k in (3, 5)]
     assert [naming.label(c, ["retriever", "pipeline.k"]) for c in cfgs] == naming.labels(cfgs)
+
+
+def test_an_external_system_is_named_by_what_it_is_and_adds_no_axes():
+    app = {"system": {"name": "kettleby_app", "source": "/x/out.jsonl"}, "chunker": {"name": "external"},
+           "retriever": {"name": "kettleby_app"}, "reranker": {"name": "external"}, "pipeline": {"k": 5}}
+    assert naming.labels([app]) == ["app=kettleby_app"]
+    assert naming.fallback(app) == "app=kettleby_app"
+    # beside our own cells: the app keeps its name, ours are named by what varies between them
+    assert naming.labels([_cfg(k=3), _cfg(k=5), app]) == ["k=3", "k=5", "app=kettleby_app"]
+    from rag_bench.tracking.base import run_name
+
+    assert run_name(app, []) == "app=kettleby_app"  # its MLflow run, as `evaluate` names it
+

@@ -1,0 +1,143 @@
+"""One primary measure and one best cell everywhere (rag_bench.reporting.decide): on a sweep whose
+best cells tie exactly, the leaderboard, the report, the sweep's MLflow parent run, compare's
+default pair and the notebook name the same best cell, under the same name."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_bench.errors import ConfigError
+from rag_bench.reporting import decide
+from tests.conftest import REPO, compose_config
+
+BIN = Path(sys.executable).parent
+
+
+def test_primary_key_is_checked_with_did_you_mean():
+    from rag_bench.runner.config import validate
+
+    validate(compose_config(["experiment.primary=retrieval/hit@5"]))
+    with pytest.raises(ConfigError, match=r"experiment\.primary: 'generation/corect'.*did you mean generation/correct"):
+        validate(compose_config(["experiment.primary=generation/corect"]))
+    with pytest.raises(ConfigError, match="experiment.primary"):  # descriptive: no better direction
+        validate(compose_config(["experiment.primary=generation/answer_words"]))
+    # not part of the cell id: the same cell whatever measure ranks the experiment
+    from rag_bench.runner.config import cell_id
+
+    assert cell_id(compose_config([]), "fp") == cell_id(compose_config(["experiment.primary=retrieval/mrr"]), "fp")
+
+
+def test_tie_rule_prefers_the_cheaper_cell_then_the_name(tmp_path):
+    from rag_bench.cells import Cell
+
+    def cell(cid: str, k: int, correct: float, latency: float) -> Cell:
+        metrics = {"generation": {"correct": correct}, "latency": {"retrieve_p50_ms": latency}}
+        return Cell(cid, tmp_path / cid, {"pipeline": {"k": k}}, metrics, {})
+
+    cells = [cell("a1", 3, 0.5, 2.0), cell("b2", 5, 0.5, 1.0), cell("c3", 7, 0.4, 0.1), cell("d4", 9, 0.5, 1.0)]
+    ranked = decide.rank(cells, "generation/correct")
+    assert [c.cell_id for c in ranked] == ["b2", "d4", "a1", "c3"]  # cheaper first; k=5 before k=9 by name
+    assert decide.tie_note(len(decide.tied(ranked, "generation/correct")), "generation/correct", 0.5).startswith(
+        "3 cells tied at 0.500 on generation/correct")
+    assert decide.primary_measure(cells) == "generation/correct"
+    assert decide.primary_measure([Cell("x", tmp_path, {}, {"retrieval": {"ndcg@10": 0.3}}, {})]) == "retrieval/ndcg@10"
+
+
+def test_a_cell_is_named_among_its_experiment_as_the_leaderboard_names_it(demo_cells):
+    from rag_bench.reporting.decide import cell_name, pair_names
+    from rag_bench.reporting.leaderboard import load_cells
+
+    frame = load_cells(demo_cells["baseline"].path.parent)
+    for cell in demo_cells.values():
+        assert cell_name(cell) == dict(zip(frame["cell"], frame["label"]))[cell.cell_id]
+    a, b = pair_names(demo_cells["baseline"], demo_cells["baseline"])  # the same name twice: told apart
+    assert a == b and demo_cells["baseline"].cell_id in a
+
+
+@pytest.mark.slow
+def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
+    """section k=3 and k=5 tie exactly on correct (the demo's extractive answers do not change
+    between them here): every view names the same first cell, by the tie rule."""
+    root = tmp_path / "exp"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    env.pop("RAG_BENCH_PARENT_RUN_ID", None)
+
+    def rag_bench(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([str(BIN / "rag-bench"), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    sweep = rag_bench("run", "-m", "chunker=section,fixed", "pipeline.k=3,5", f"output.root={root}",
+                      "experiment.name=ties")
+    exp = root / "ties"
+    from rag_bench.cells import experiment_cells
+
+    cells = experiment_cells(exp, records=False)
+    names = decide.names_of(cells)
+    ranked = decide.rank(cells, "generation/correct", names)
+    tied = decide.tied(ranked, "generation/correct")
+    assert len(tied) >= 2  # the grid really ties at the top
+    best = names[ranked[0].cell_id]
+    assert best.startswith("section ")
+
+    # leaderboard: the sweep's closing table and `rag-bench leaderboard`, its first row
+    assert f"ranked by generation/correct; {len(tied)} cells tied at" in sweep.stdout
+    board = json.loads(rag_bench("leaderboard", str(exp), "--format", "json").stdout)
+    assert board["sort_by"] == "generation/correct" and board["rows"][0]["label"] == best
+    assert {r["label"] for r in board["rows"]} == set(names.values())
+
+    # MLflow: the parent run carries the primary measure and names the same best cell; cell runs the same names
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    exp_id = client.get_experiment_by_name("ties").experiment_id
+    parent = client.search_runs([exp_id], filter_string="tags.`rag_bench.role` = 'sweep'")[0]
+    assert parent.data.params["best.label"] == best and parent.data.params["sweep.primary"] == "generation/correct"
+    assert parent.data.metrics["primary"] == pytest.approx(ranked[0].metric("generation/correct"))
+    assert "cells tied at" in parent.data.tags["mlflow.note.content"]
+    runs = client.search_runs([exp_id], filter_string="tags.`rag_bench.role` = 'cell'")
+    assert {r.info.run_name for r in runs} == set(names.values())
+
+    # report: the header's best cell (and the tie said in its leaderboard section)
+    from rag_bench.reporting.report import render_report
+
+    page = render_report(exp, out_root=tmp_path / "reports", log_to_mlflow=False).read_text(encoding="utf-8")
+    assert re.search(r"Best: <b>([^<]+)</b>", page).group(1) == best
+    assert f"{len(tied)} cells tied at" in page
+
+    # compare's default pair: the baseline (defaults: section, k=5) against the same best cell
+    pair = subprocess.run([str(BIN / "rag-bench"), "compare", str(exp)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    defaults = decide.defaults_cell(cells)
+    assert names[defaults.cell_id] == "section k=5"
+    if defaults.cell_id == ranked[0].cell_id:
+        assert pair.returncode == 2 and "is the best cell" in pair.stderr
+    else:
+        assert pair.returncode == 0, pair.stderr
+        assert pair.stdout.splitlines()[:2] == ["A: section k=5", f"B: {best}"]
+        assert pair.stdout.splitlines()[2].startswith("verdict: ") and "generation/correct" in pair.stdout
+
+    # notebook: executed as a reader would, it names the same best cell
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / "design_review.ipynb", as_version=4)
+    os.environ["RAG_BENCH_EXPERIMENT"], os.environ["RAG_BENCH_NOTEBOOK_OUT"] = str(exp), str(tmp_path)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    finally:
+        os.environ.pop("RAG_BENCH_EXPERIMENT", None)
+        os.environ.pop("RAG_BENCH_NOTEBOOK_OUT", None)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert f"primary measure generation/correct; best: {best}\n" in text
+    if defaults.cell_id != ranked[0].cell_id:  # its best-vs-baseline comparison, with the same names
+        assert "A: section k=5\n" in text and f"B: {best}\n" in text
