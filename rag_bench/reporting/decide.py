@@ -180,12 +180,14 @@ def names_of(cells: Sequence[Cell]) -> dict[str, str]:
 def cell_name(cell: Cell) -> str:
     """The name the leaderboard and the report give ``cell``: its label among the finished cells
     of its experiment folder (same dataset version). A cell alone (downloaded from MLflow) is
-    named by its own stages (or ``app=<name>``)."""
+    named as its MLflow run was (its name in its sweep), else by its own stages (or ``app=<name>``)."""
     try:
         siblings, _ = one_dataset(experiment_cells(cell.path.parent, records=False), cell.dataset_fingerprint)
     except (DataError, OSError):
         siblings = []
-    if cell.cell_id not in {c.cell_id for c in siblings}:
+    if cell.cell_id not in {c.cell_id for c in siblings} or len(siblings) == 1:
+        if cell.done.get("mlflow_run_name"):
+            return str(cell.done["mlflow_run_name"])
         siblings = [cell]
     return names_of(siblings)[cell.cell_id]
 

@@ -61,6 +61,9 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
         dest.mkdir(parents=True)
         client.download_artifacts(run_id, "", str(dest))
     if not (dest / "DONE").exists():
-        info = {"cell_id": dest.name, "mlflow_run_id": run_id, "tracking_uri": uri, "source": "mlflow"}
+        # The run's name is the cell's name in its sweep (its values on the swept axes): kept, so
+        # compare and gate name a downloaded cell as the leaderboard and MLflow do.
+        info = {"cell_id": dest.name, "mlflow_run_id": run_id, "tracking_uri": uri, "source": "mlflow",
+                "mlflow_run_name": str(run.info.run_name or "")}
         (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")
     return dest
