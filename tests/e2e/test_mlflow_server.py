@@ -109,9 +109,12 @@ def test_sweep_lands_on_server(mlflow_server, tmp_path):
     # The parent: the sweep's axes, the best cell's measures, the leaderboard as a table.
     parent = client.get_run(parents[0].info.run_id)
     assert parent.data.params["sweep.axes"] == "chunker" and parent.data.params["sweep.cells"] == "2"
-    best = max(cells, key=lambda r: r.data.metrics["retrieval.ndcg_at_10"])
-    assert parent.data.params["best.cell"] == best.data.tags["cell_id"]
-    assert parent.data.metrics["best.retrieval.ndcg_at_10"] == pytest.approx(best.data.metrics["retrieval.ndcg_at_10"])
+    # ranked by the primary measure (the cells generated answers: correct); a tie goes to the cheaper cell
+    assert parent.data.params["sweep.primary"] == "generation/correct"
+    best = next(r for r in cells if r.data.tags["cell_id"] == parent.data.params["best.cell"])
+    assert best.data.metrics["generation.correct"] == max(r.data.metrics["generation.correct"] for r in cells)
+    assert parent.data.metrics["primary"] == pytest.approx(best.data.metrics["generation.correct"])
+    assert parent.data.params["best.label"] == best.info.run_name
     assert "2 cells" in parent.data.tags["mlflow.note.content"]
     board = _table(client, parent, "leaderboard.json", tmp_path)
     assert sorted(board["cell"]) == sorted(cell_dirs) and list(board["label"]) != list(board["cell"])
