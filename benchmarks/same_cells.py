@@ -11,7 +11,9 @@ The grid (demo dataset, tracking none, 104 cells in 2 invocations):
      x k 3,5 x generator extractive,none, eval.unit=both                               (72 cells)
   B  retriever dense x index hnsw,ivf_nl16_np4 x chunker section,parent_child x k 3,5
      x pipeline.expand_parents false,true x eval.unit chunk,document                      (32 cells)
-Metrics are equal when both are NaN or |a - b| <= 1e-12; timings (``*_s``, ``*_ms``, latency and
+A measure or records column only the second checkout has (a new measure) is listed as added, not
+compared; one only the first has is a difference. Metrics are equal when both are NaN or
+|a - b| <= 1e-12; timings (``*_s``, ``*_ms``, latency and
 throughput figures) are left out, as are the records columns holding them.
 """
 
@@ -68,6 +70,10 @@ def flat(tree: object, prefix: str = "") -> dict[str, object]:
     return {prefix.rstrip("/"): tree}
 
 
+def _family(name: str) -> str:
+    return name.split("@")[0] + ("@k" if "@" in name else "")
+
+
 def same(a: object, b: object) -> bool:
     if isinstance(a, float | int) and isinstance(b, float | int) and not isinstance(a, bool):
         fa, fb = float(a), float(b)
@@ -86,6 +92,7 @@ def compare(before: Path, after: Path) -> int:
     print(f"cells: before {len(a)}, after {len(b)}, shared {len(a.keys() & b.keys())}")
     bad = sorted(a.keys() ^ b.keys())
     metrics = columns = 0
+    added: set[str] = set()
     for cell in sorted(a.keys() & b.keys()):
         ma = {k: v for k, v in flat(json.loads((a[cell] / "metrics.json").read_text())).items() if not timing(k)}
         mb = {k: v for k, v in flat(json.loads((b[cell] / "metrics.json").read_text())).items() if not timing(k)}
@@ -93,11 +100,13 @@ def compare(before: Path, after: Path) -> int:
             metrics += 1
             if not same(ma[k], mb[k]):
                 bad.append(f"{cell} metrics {k}: {ma[k]!r} != {mb[k]!r}")
-        for k in sorted(ma.keys() ^ mb.keys()):
-            bad.append(f"{cell} metrics {k}: only {'before' if k in ma else 'after'}")
+        for k in sorted(ma.keys() - mb.keys()):
+            bad.append(f"{cell} metrics {k}: only before")
+        added.update(_family(k) for k in mb.keys() - ma.keys())
         ra, rb = pd.read_parquet(a[cell] / "records.parquet"), pd.read_parquet(b[cell] / "records.parquet")
-        if list(ra.columns) != list(rb.columns):
-            bad.append(f"{cell} records columns: {list(ra.columns)} != {list(rb.columns)}")
+        if [c for c in rb.columns if c in ra.columns] != list(ra.columns):
+            bad.append(f"{cell} records columns: {list(ra.columns)} are not in {list(rb.columns)} in order")
+        added.update(f"records {_family(c)}" for c in rb.columns if c not in ra.columns)
         for col in [c for c in ra.columns if c in rb.columns and not timing(c)]:
             columns += 1
             if not same(ra[col].tolist(), rb[col].tolist()):
@@ -106,7 +115,8 @@ def compare(before: Path, after: Path) -> int:
             if (a[cell] / trec).read_bytes() != (b[cell] / trec).read_bytes():
                 bad.append(f"{cell} {trec} differs")
     print(f"compared {metrics} metrics and {columns} records columns; {len(bad)} differences")
-    for line in bad[:50]:
+    print("added after (new measures, not compared):", ", ".join(sorted(added)) or "none")
+    for line in sorted(bad, key=lambda b: " " not in b)[:50]:  # differences in shared cells first
         print(" ", line)
     return 1 if bad else 0
 

@@ -20,6 +20,7 @@ from rag_bench import memo
 from rag_bench.cells import CellResult
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorers import Scorer, discovered
+from rag_bench.evaluation.scorers.answer import score_answers
 from rag_bench.evaluation.scorers.chunk_ranking import CHUNK
 from rag_bench.evaluation.scorers.document_ranking import DOCUMENT
 from rag_bench.judging.base import Judge
@@ -82,7 +83,7 @@ class Evaluation:
         score_s = time.perf_counter() - t0
         generated = judged = None
         if run.answered is not None:
-            generated = stages.score_answers(answered=run.answered, questions=questions,
+            generated = score_answers(answered=run.answered, questions=questions,
                                              retrieval_labels=list(scored.frame["failure"]),
                                              min_coverage=self.min_coverage, answer_match=self.answer_match,
                                              f1_threshold=self.f1_threshold)

@@ -24,28 +24,18 @@ from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
 from rag_bench.generation.prompt import build_prompt
+from rag_bench.judging import samples as judge_samples
 from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
-from rag_bench.metrics.generation import (
-    AnswerMatch,
-    citation_precision,
-    citation_recall,
-    correctness,
-    faithfulness,
-    match_answer,
-    squad_v2,
-)
 from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
 from rag_bench.runner import contracts
 from rag_bench.runner.contracts import component_name
-from rag_bench.runner.labels import final_label
 from rag_bench.runner.results import (
     Answered,
     Chunked,
     Generated,
-    GenerationCounts,
     Indexed,
     Judged,
     Reranked,
@@ -225,62 +215,6 @@ def answer(*, generator: Generator, questions: Sequence[Question], reranked: Rer
     return Answered(items, list(gens), answers, wall)
 
 
-def score_answers(*, answered: Answered, questions: Sequence[Question], retrieval_labels: Sequence[str | None],
-                  min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
-    """Answer and citation measures per question and the final failure label, from what the
-    generation stage produced. ``answer_match`` decides which answer-matching measure is
-    ``correct`` (:func:`~rag_bench.metrics.generation.correctness`)."""
-    items, gens, answers = answered.items, answered.generations, answered.answers
-    rows: list[dict[str, Any]] = []
-    for q, it, a, g, label in zip(questions, items, answers, gens, retrieval_labels):
-        ok = a.error is None
-        nan = float("nan")
-        match = match_answer(a, q.facts, q.answers) if ok and q.answerable else AnswerMatch(nan, nan, nan, nan, nan)
-        right = correctness(match, answer_match, f1_threshold=f1_threshold)
-        # SQuAD v2 over all questions, and its HasAns/NoAns splits as their own columns (means over
-        # the questions where each is defined, like every measure).
-        sq_em, sq_f1 = squad_v2(a, q.answers, answerable=q.answerable) if ok else (nan, nan)
-        has = (sq_em, sq_f1) if q.answerable else (nan, nan)
-        no = (nan, nan) if q.answerable else (sq_em, sq_f1)
-        cp = citation_precision(a, it.passages, q.evidence, min_coverage=min_coverage) if ok else np.nan
-        rows.append({
-            "context_ids": [p.chunk_id for p in it.passages], "context_texts": [p.text for p in it.passages],
-            "answer": a.text, "citations": list(a.citations),
-            "refused": a.refused, "parse_error": a.parse_error, "generation_error": a.error, "raw_output": a.raw,
-            "correct": right, "answer_recall": match.answer_recall, "exact_match": match.exact_match,
-            "token_f1": match.token_f1, "squad_exact": sq_em, "squad_f1": sq_f1, "squad_hasans_exact": has[0],
-            "squad_hasans_f1": has[1], "squad_noans_exact": no[0], "squad_noans_f1": no[1],
-            "facts_present": match.facts_present, "answer_words": match.words,
-            "faithfulness": faithfulness(a, it.passages) if ok and not a.parse_error else np.nan,
-            "unparseable": float(a.parse_error is not None) if ok else np.nan,
-            "citation_precision": cp,
-            "citation_recall": citation_recall(a, it.passages, q.evidence, min_coverage=min_coverage)
-            if ok and q.answerable else np.nan,
-            "invalid_citations": float(a.invalid_citations) if ok else np.nan,
-            "correct_refusal_rate": float(a.refused) if ok and not q.answerable else np.nan,
-            "unsupported_answer_rate": float(not a.refused) if ok and not q.answerable else np.nan,
-            "false_refusal_rate": float(a.refused) if ok and q.answerable else np.nan,
-            "generate_s": g.seconds, "generation_cached": g.cached, "tokens_in": g.tokens_in,
-            "tokens_out": g.tokens_out,
-            "failure": final_label(q.answerable, label, a, right, cp),
-        })
-    calls = [g for g in gens if not g.cached and g.attempts > 0]  # real model/endpoint calls
-    counts = GenerationCounts(
-        endpoint_calls=len(calls), endpoint_failures=sum(g.error is not None for g in calls),
-        generations_cached=sum(g.cached for g in gens), unparseable=int(sum(a.parse_error is not None for a in answers)),
-        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=answered.wall_s, questions=len(questions))
-    return Generated(pd.DataFrame(rows, index=range(len(rows))), counts)
-
-def generate(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
-             parents: Mapping[str, Chunk], retrieval_labels: Sequence[str | None], k: int, expand_parents: bool,
-             token_budget: int, min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
-    """:func:`answer` then :func:`score_answers`."""
-    answered = answer(generator=generator, questions=questions, reranked=reranked, indexed=indexed, parents=parents,
-                      k=k, expand_parents=expand_parents, token_budget=token_budget)
-    return score_answers(answered=answered, questions=questions, retrieval_labels=retrieval_labels,
-                         min_coverage=min_coverage, answer_match=answer_match, f1_threshold=f1_threshold)
-
-
 def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) -> Judged | None:
     """Judge every answered question (refusals, failed calls and unparseable outputs are not
     judged); None for the null judge. Raises EndpointError when more judgements failed than
@@ -301,13 +235,15 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
         raise contracts.judge_shape_error(results, len(samples), component=name)
     for n, r in enumerate(results):
         contracts.check_judge_scores(r.scores, component=name, item=n)
-    columns: dict[str, list[Any]] = {
-        f"judge_{m}": [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
-        for m in judge.metrics}
+        contracts.check_judge_scores({f"{m} sample {i}": v for m, vs in r.samples.items() for i, v in enumerate(vs)},
+                                     component=name, item=n)  # every judge sample too
+    # Per metric the mean of its samples, every sample and their spread (rag_bench.judging.samples).
+    columns = judge_samples.sample_columns(results, judge.metrics)
     columns["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
+    cost = judge_samples.tally(results)
     judged = Judged(pd.DataFrame(columns, index=range(len(results))), tuple(judge.metrics),
-                    attempted=sum(len(r.scores) for r in results), failures=sum(len(r.failures) for r in results),
-                    calls=sum(r.calls for r in results))
+                    attempted=cost["attempted"], failures=cost["failures"], calls=cost["calls"],
+                    tokens_in=cost["tokens_in"], tokens_out=cost["tokens_out"], seconds=cost["seconds"])
     rate = judged.failures / max(1, judged.attempted)
     if rate > judge.max_failure_rate:
         first = next(f for f in columns["judge_failures"] if f)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_bench.data.loader import load_dataset
+from rag_bench.evaluation.scorers.answer import score_answers
 from rag_bench.memo import SharedWork
 from rag_bench.runner import stages
 from rag_bench.runner.pipeline import run_pipeline
@@ -58,9 +59,10 @@ def test_generation_does_not_touch_the_scored_frame():
                           reranked=reranked, ks=[1, 3, 5, 10], k=5, min_coverage=0.5, relevance="overlap",
                           gain="linear")
     before = scored.frame.copy(deep=True)
-    generated = stages.generate(generator=build(cfg.generator, "generator"), questions=questions, reranked=reranked,
-                                indexed=indexed, parents={}, retrieval_labels=list(scored.frame["failure"]), k=5,
-                                expand_parents=False, token_budget=2000, min_coverage=0.5)
+    answered = stages.answer(generator=build(cfg.generator, "generator"), questions=questions, reranked=reranked,
+                             indexed=indexed, parents={}, k=5, expand_parents=False, token_budget=2000)
+    generated = score_answers(answered=answered, questions=questions, retrieval_labels=list(scored.frame["failure"]),
+                              min_coverage=0.5)
     pd.testing.assert_frame_equal(scored.frame, before)
     assert list(scored.frame.columns) == list(before.columns)  # no answer columns were added to it
     assert isinstance(scored, Scored) and len(generated.frame) == len(questions)
