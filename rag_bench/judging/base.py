@@ -19,11 +19,18 @@ class JudgeSample:
 
 @dataclass
 class JudgeResult:
-    """Scores per metric (None = not judged) and failure reasons per metric."""
+    """Per metric: the score (the mean of the samples that succeeded; None = not judged or every
+    sample failed), each sample's value in sample order (``judge.samples`` independent calls; None
+    = that call failed) and the failure reasons; and what judging this item cost (calls made now,
+    not served by the cache, their tokens and seconds)."""
 
     scores: dict[str, float | None] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     calls: int = 0
+    samples: dict[str, list[float | None]] = field(default_factory=dict)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
 
 
 class Judge(Protocol):

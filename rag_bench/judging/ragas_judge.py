@@ -1,12 +1,16 @@
 """ragas LLM judge against any OpenAI-compatible endpoint: every ragas collection metric that
 needs only that endpoint (and our offline embedder), selected with ``judge.metrics=[...]``.
 
-Each (metric, question, answer, contexts, reference) is judged once and cached (successes only);
-a metric that compares embeddings is keyed by the embedder's identity as well.
+Each (metric, question, answer, contexts, reference) is judged ``samples`` times, each sample an
+independent call with its own seed (``seed + sample index``), each cached under its index
+(successes only), so a re-run reuses them and raising ``samples`` computes only the new ones; a
+metric that compares embeddings is keyed by the embedder's identity as well. The item's score is
+the mean of the samples that succeeded; every sample is kept for the two-level bootstrap.
 Every failure is recorded per question with its reason and counted; when the failure rate
 exceeds ``max_failure_rate`` the cell fails instead of reporting scores computed on a biased
 subset. A metric that needs a reference is not attempted for a question without one (it is not
-a failure). ``concurrency`` bounds the judge calls in flight. Each request carries the metric's
+a failure). ``concurrency`` bounds the judge calls in flight (a pool: a call starts as soon as one
+ends). Tokens (the endpoint's ``usage``) and seconds are counted per item. Each request carries the metric's
 output schema (``response_format``), so a server that decodes to it (llama.cpp's) returns a
 judgement that parses instead of free JSON that fails validation. ragas' own telemetry is off;
 its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
@@ -15,9 +19,11 @@ its tiktoken-based paths (which download a file) are not used. Needs ``pip insta
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +82,37 @@ def _fields(sample: JudgeSample) -> dict[str, Any]:
             "reference": sample.reference}
 
 
+# The usage counter of the judge call running in this asyncio task (set per task, read by the hook).
+_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("judge_usage", default=None)
+
+
+async def _count_usage(response: Any) -> None:
+    """httpx response hook: add an OpenAI-style completion's ``usage`` to the current call's counter."""
+    usage = _USAGE.get()
+    if usage is None or response.status_code != 200:
+        return
+    await response.aread()
+    try:
+        got = json.loads(response.content).get("usage") or {}
+        usage["tokens_in"] += int(got.get("prompt_tokens") or 0)
+        usage["tokens_out"] += int(got.get("completion_tokens") or 0)
+    except (ValueError, TypeError, AttributeError):
+        pass  # not a completion (or no usage reported): nothing to count
+
+
+def embedder_identity(embedder: Any) -> str:
+    """What names an embedder in a judge cache key: its ``identity`` (model and weights), else its
+    class with its own configuration (public attributes of plain values), so two embedders of one
+    class configured differently never share a judgement."""
+    ident = getattr(embedder, "identity", None)
+    if ident is not None:
+        return str(ident)
+    cls = type(embedder)
+    own = {k: v for k, v in sorted(vars(embedder).items()) if not k.startswith("_")
+           and isinstance(v, (str, int, float, bool, type(None), tuple, list))} if hasattr(embedder, "__dict__") else {}
+    return f"{cls.__module__}.{cls.__qualname__}{json.dumps(own, sort_keys=True, default=str)}"
+
+
 class JudgeCache(BlobStore):
     """Judge scores by (judge identity, metric, inputs)."""
 
@@ -126,6 +163,12 @@ class RagasJudge:
         Cap on each judge completion (a small model can otherwise ramble to its context limit).
     max_failure_rate:
         Share of attempted judgements that may fail before the cell fails.
+    samples:
+        Independent judge calls per item (each with seed ``seed + index``); the item's score is
+        their mean and the cell's interval resamples them (two-level bootstrap).
+    seed, temperature:
+        The first sample's seed; the sampling temperature (None: ragas' default, 0.01 -- samples
+        then differ only as much as the endpoint's seeded sampling lets them).
     embedder:
         Injected from the ``embedder`` group (response relevancy compares embeddings).
     """
@@ -133,7 +176,8 @@ class RagasJudge:
     def __init__(self, base_url: str | None = None, model: str = "local", api_key_env: str = "OPENAI_API_KEY",
                  metrics: Sequence[str] = METRICS, timeout_s: float = 120.0, max_retries: int = 1,
                  max_failure_rate: float = 0.2, concurrency: int = 1, max_tokens: int = 1024,
-                 response_format: str = "json_object", embedder: Any = None) -> None:
+                 response_format: str = "json_object", samples: int = 1, seed: int = 0,
+                 temperature: float | None = None, embedder: Any = None) -> None:
         if not base_url:
             raise ConfigError("judge.base_url is not set -- fix: judge.base_url=http://HOST:PORT/v1")
         bad = [m for m in metrics if m not in RAGAS_METRICS]
@@ -149,6 +193,15 @@ class RagasJudge:
             raise ConfigError(f"judge.response_format must be one of {', '.join(RESPONSE_FORMATS)}, got "
                               f"{response_format!r}")
         self.response_format = response_format
+        if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 100:
+            raise ConfigError(f"judge.samples must be an integer in [1, 100], got {samples!r} -- fix: judge.samples=3")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ConfigError(f"judge.seed must be an integer, got {seed!r}")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                        or not 0 <= temperature <= 2):
+            raise ConfigError(f"judge.temperature must be null or in [0, 2], got {temperature!r}")
+        self.samples, self.seed = samples, seed
+        self.temperature = None if temperature is None else float(temperature)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError(f"judge.max_retries must be an integer >= 0, got {max_retries!r}")
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
@@ -158,8 +211,13 @@ class RagasJudge:
         self.max_failure_rate, self.embedder = float(max_failure_rate), embedder
         self.identity: dict[str, Any] = {"judge": "ragas", "url": base_url, "model": model, "max_tokens": max_tokens,
                                          "response_format": response_format}
+        # Keys of judgements made before these settings existed stay valid for their defaults.
+        if seed:
+            self.identity["seed"] = seed
+        if self.temperature is not None:
+            self.identity["temperature"] = self.temperature
 
-    def _scorers(self) -> dict[str, Any]:
+    def _scorers(self, sample: int = 0) -> dict[str, Any]:
         os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
         try:
             import instructor
@@ -168,15 +226,22 @@ class RagasJudge:
             from ragas.llms import InstructorLLM
         except ImportError as exc:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
+        import httpx
+
         client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
-                             timeout=self.timeout_s, max_retries=self.max_retries)
+                             timeout=self.timeout_s, max_retries=self.max_retries,
+                             http_client=httpx.AsyncClient(timeout=self.timeout_s,
+                                                           event_hooks={"response": [_count_usage]}))
         # What ragas' llm_factory builds for an OpenAI client, but with our mode: it picks JSON (the
         # schema only in the prompt), and a small model under a free JSON grammar rarely fits it.
         mode = {"json_object": instructor.Mode.JSON_SCHEMA, "json": instructor.Mode.JSON}[self.response_format]
         # max_retries goes to instructor's create(), which counts attempts; its default (3) re-asked
         # every invalid completion twice whatever judge.max_retries said.
+        extra: dict[str, Any] = {"seed": self.seed + sample}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
         llm = InstructorLLM(client=instructor.from_openai(client, mode=mode), model=self.model, provider="openai",
-                            max_tokens=self.max_tokens, max_retries=1 + self.max_retries)
+                            max_tokens=self.max_tokens, max_retries=1 + self.max_retries, **extra)
         out: dict[str, Any] = {}
         for name in self.metrics:
             spec = RAGAS_METRICS[name]
@@ -186,53 +251,89 @@ class RagasJudge:
             out[name] = getattr(collections, spec.cls)(**kwargs)
         return out
 
-    def _key(self, metric: str, s: JudgeSample) -> str:
+    def _key(self, metric: str, s: JudgeSample, sample: int = 0) -> str:
+        """The cache key of one judgement: judge identity, metric, the item, the embedder's identity
+        (metrics that compare embeddings) and the sample index (sample 0 keeps the key judgements
+        had before samples existed)."""
         parts: list[Any] = [self.identity, metric, s.question, s.answer, list(s.contexts), s.reference]
         if RAGAS_METRICS[metric].embeddings and self.embedder is not None:
             # A score that compares embeddings depends on the embedder too (other metrics keep their keys).
-            parts.append({"embedder": str(getattr(self.embedder, "identity", type(self.embedder).__qualname__))})
+            parts.append({"embedder": embedder_identity(self.embedder)})
+        if sample:
+            parts.append({"sample": sample})
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def judge(self, samples: Sequence[JudgeSample | None], cache_dir: str | Path | None = None) -> list[JudgeResult]:
-        """Judge each sample (None = nothing to judge, e.g. a refusal) on every applicable metric."""
+        """Judge each sample (None = nothing to judge, e.g. a refusal) on every applicable metric,
+        ``self.samples`` times each."""
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
-        keys = {(i, m): self._key(m, s) for i, s in enumerate(samples) if s is not None for m in self.metrics
-                if s.reference or not RAGAS_METRICS[m].needs_reference}
+        keys = {(i, m, n): self._key(m, s, n) for i, s in enumerate(samples) if s is not None for m in self.metrics
+                if s.reference or not RAGAS_METRICS[m].needs_reference for n in range(self.samples)}
         results = [JudgeResult() for _ in samples]
-        first = {k: im for im, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
+        first = {k: job for job, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
         failures: dict[str, str] = {}
 
         def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
-            scorers = self._scorers()
-            loop = asyncio.new_event_loop()  # one loop: the async client is bound to it
-            try:
-                for start in range(0, len(todo), self.concurrency):  # at most `concurrency` calls in flight
-                    batch = todo[start:start + self.concurrency]
-                    outcomes = loop.run_until_complete(self._gather(scorers, samples, [first[k] for k in batch]))
-                    for k, outcome in zip(batch, outcomes):
-                        results[first[k][0]].calls += 1
-                        if isinstance(outcome, BaseException):
-                            if not isinstance(outcome, Exception):
-                                raise outcome  # KeyboardInterrupt and friends stop the run
-                            # any judge failure is recorded with its reason, never raised
-                            failures[k] = f"{type(outcome).__name__}: {str(outcome)[:300]}"
-                            yield k, None
-                        else:
-                            yield k, outcome
-            finally:
-                loop.close()
+            for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo):
+                item = results[first[k][0]]
+                item.calls += 1
+                item.tokens_in += usage["tokens_in"]
+                item.tokens_out += usage["tokens_out"]
+                item.seconds += usage["seconds"]
+                if isinstance(outcome, BaseException):
+                    if not isinstance(outcome, Exception):
+                        raise outcome  # KeyboardInterrupt and friends stop the run
+                    # any judge failure is recorded with its reason, never raised
+                    failures[k] = f"{type(outcome).__name__}: {str(outcome)[:300]}"
+                    yield k, None
+                else:
+                    yield k, outcome
 
         got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
                              decode=json.loads, keep=lambda v: v is not None, each=True)
-        for (i, m), k in keys.items():
-            results[i].scores[m] = got.values.get(k)
-            if k in failures:
-                results[i].failures[m] = failures[k]
+        for (i, m, n), k in keys.items():
+            results[i].samples.setdefault(m, []).append(got.values.get(k))
+            if k in failures and m not in results[i].failures:
+                prefix = f"sample {n}: " if self.samples > 1 else ""
+                results[i].failures[m] = prefix + failures[k]
+        for r in results:
+            for m, values in r.samples.items():
+                ok = [v for v in values if v is not None]
+                r.scores[m] = sum(ok) / len(ok) if ok else None
         return results
 
-    async def _gather(self, scorers: dict[str, Any], samples: Sequence[JudgeSample | None],
-                      jobs: list[tuple[int, str]]) -> list[Any]:
-        return await asyncio.gather(*(self._score(scorers[m], m, samples[i]) for i, m in jobs), return_exceptions=True)
+    def _pool(self, samples: Sequence[JudgeSample | None], jobs: list[tuple[int, str, int]],
+              keys: list[str]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+        """Every job's outcome (a score or the exception) as it completes, with at most
+        ``concurrency`` calls in flight: a bounded pool on one event loop (the async client is bound
+        to it), the next call starting as soon as one ends."""
+        loop = asyncio.new_event_loop()
+        try:
+            scorers = {n: self._scorers(n) for n in sorted({n for _, _, n in jobs})}
+            gate = asyncio.Semaphore(self.concurrency)
+
+            async def one(job: tuple[int, str, int], key: str) -> tuple[str, Any, dict[str, Any]]:
+                i, m, n = job
+                async with gate:
+                    usage = {"tokens_in": 0, "tokens_out": 0, "seconds": 0.0}
+                    _USAGE.set(usage)  # this task's own context: the response hook adds its tokens here
+                    t0 = time.perf_counter()
+                    try:
+                        outcome: Any = await self._score(scorers[n][m], m, samples[i])
+                    except BaseException as exc:  # noqa: BLE001 -- returned, judged by the caller
+                        outcome = exc
+                    usage["seconds"] = time.perf_counter() - t0
+                    return key, outcome, usage
+
+            pending = {loop.create_task(one(job, k)) for job, k in zip(jobs, keys)}
+            while pending:
+                done, pending = loop.run_until_complete(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
+                for task in done:
+                    yield task.result()
+        finally:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.close()
 
     @staticmethod
     async def _score(scorer: Any, metric: str, sample: JudgeSample | None) -> float:

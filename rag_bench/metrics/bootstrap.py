@@ -132,3 +132,120 @@ def _cis(v: np.ndarray, n_resamples: int, seed: int, confidence: float) -> np.nd
         for i, cols in enumerate(same):
             out[cols] = cis[i]
     return out
+
+
+def _packed(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's defined samples moved to the front of its row, and how many it has;
+    questions with none are dropped."""
+    s = np.asarray(samples, dtype=np.float64)
+    if s.ndim != 2:
+        raise ValueError(f"samples must be a (questions, samples) array, got shape {s.shape!r}")
+    defined = ~np.isnan(s)
+    counts = defined.sum(axis=1)
+    keep = counts > 0
+    s, defined, counts = s[keep], defined[keep], counts[keep]
+    order = np.argsort(~defined, axis=1, kind="stable")  # defined first, in sample order
+    return np.take_along_axis(s, order, axis=1), counts
+
+
+def two_level_bootstrap_ci(samples: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
+                           confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of the mean of per-question means, resampling on two levels: the questions
+    (with replacement), then within each drawn question its own samples (with replacement, as
+    many as it has). ``samples`` is ``(questions, samples)``; NaN marks a sample that is missing
+    (a failed judge call): a question's mean is over its defined samples, a question with none is
+    left out. The point estimate is :func:`question_means`' mean.
+
+    With one sample per question this is :func:`bootstrap_ci` of those values (the second level
+    has nothing to resample); with several, the interval also carries the spread of each
+    question's samples (the judge's noise), so it widens as the judge disagrees with itself.
+
+    >>> two_level_bootstrap_ci(np.array([[1.0, 1.0], [0.0, 0.0]]), n_resamples=1)[0] in (0.0, 0.5, 1.0)
+    True
+    >>> two_level_bootstrap_ci(np.array([[1.0, np.nan], [1.0, 1.0]]))
+    (1.0, 1.0)
+    """
+    _check(n_resamples, confidence)
+    values, counts = _packed(samples)
+    n = len(counts)
+    if n == 0:
+        return float("nan"), float("nan")
+    if int(counts.max()) == 1:
+        return bootstrap_ci(values[:, 0], n_resamples=n_resamples, seed=seed, confidence=confidence)
+    rng = np.random.default_rng(seed)
+    width = values.shape[1]
+    means = np.empty(n_resamples)
+    step = max(1, _GATHER_BYTES // (8 * n * width))
+    for start in range(0, n_resamples, step):
+        r = min(step, n_resamples - start)
+        q = rng.integers(0, n, size=(r, n))  # level 1: questions
+        m = counts[q]  # samples each drawn question has
+        # level 2: that many draws from its own samples (uniform over its defined ones)
+        j = np.floor(rng.random((r, n, width)) * m[..., None]).astype(np.int64)
+        drawn = values[q[..., None], j]
+        use = np.arange(width)[None, None, :] < m[..., None]
+        means[start:start + r] = (np.where(use, drawn, 0.0).sum(axis=2) / m).mean(axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def question_means(samples: np.ndarray) -> np.ndarray:
+    """Per question, the mean of its defined samples (NaN when it has none).
+
+    >>> question_means(np.array([[1.0, 0.0], [np.nan, 1.0], [np.nan, np.nan]])).tolist()
+    [0.5, 1.0, nan]
+    """
+    s = np.asarray(samples, dtype=np.float64)
+    defined = ~np.isnan(s)
+    counts = defined.sum(axis=1)
+    total = np.where(defined, s, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, total / np.maximum(counts, 1), np.nan)
+
+
+def question_spreads(samples: np.ndarray) -> np.ndarray:
+    """Per question, the sample standard deviation (ddof=1) of its defined samples; NaN with
+    fewer than two.
+
+    >>> question_spreads(np.array([[1.0, 0.0], [1.0, np.nan]])).round(4).tolist()
+    [0.7071, nan]
+    """
+    s = np.asarray(samples, dtype=np.float64)
+    counts = (~np.isnan(s)).sum(axis=1)
+    mean = question_means(s)
+    dev = np.where(np.isnan(s), 0.0, s - mean[:, None]) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 1, np.sqrt(dev.sum(axis=1) / np.maximum(counts - 1, 1)), np.nan)
+
+
+def judge_consistency(samples: np.ndarray) -> float:
+    """How far a judge agrees with itself over items judged at least twice: for binary samples
+    (every value 0 or 1) the share of items whose samples all agree; for graded ones the mean
+    pairwise agreement ``1 - |a - b| / range`` over the pairs of each item's samples (range: the
+    observed max - min over all samples, 1 when they are all equal), averaged over items. NaN when
+    no item has two samples.
+
+    >>> judge_consistency(np.array([[1.0, 1.0], [0.0, 1.0], [0.0, 0.0], [1.0, np.nan]]))
+    0.6666666666666666
+    >>> round(judge_consistency(np.array([[0.2, 0.4], [0.0, 1.0]])), 6)  # (1 - 0.2 / 1 + 1 - 1 / 1) / 2
+    0.4
+    """
+    s = np.asarray(samples, dtype=np.float64)
+    if s.ndim != 2:
+        raise ValueError(f"samples must be a (questions, samples) array, got shape {s.shape!r}")
+    values, counts = _packed(s)
+    values, counts = values[counts >= 2], counts[counts >= 2]
+    if len(counts) == 0:
+        return float("nan")
+    defined = values[~np.isnan(values)]
+    if np.isin(defined, (0.0, 1.0)).all():
+        agree = [np.all(row[:c] == row[0]) for row, c in zip(values, counts)]
+        return float(np.mean(agree))
+    span = float(defined.max() - defined.min()) or 1.0
+    per_item = []
+    for row, c in zip(values, counts):
+        v = row[:c]
+        i, j = np.triu_indices(c, k=1)
+        per_item.append(float(np.mean(1 - np.abs(v[i] - v[j]) / span)))
+    return float(np.mean(per_item))

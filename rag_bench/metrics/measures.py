@@ -242,6 +242,10 @@ COST = _figures("cost", (
     ("embed_s", False, "seconds spent encoding"),
     ("embedding_cache_hits", None, "texts served by the embedding cache (depends on earlier runs)"),
     ("generations_cached", None, "answers served by the generation cache (depends on earlier runs)"),
+    ("judge_calls", False, "judge calls made (judgements served by the judge cache make none)"),
+    ("judge_tokens_in", False, "prompt tokens of the judge calls (the endpoint's usage)"),
+    ("judge_tokens_out", False, "completion tokens of the judge calls (the endpoint's usage)"),
+    ("judge_s", False, "seconds spent in judge calls (summed over calls in flight together)"),
 ))
 # One tally per failure label (rag_bench.failure_labels), in attribution order: a question lost at
 # a stage is a count of something that went wrong; correct and correct_refusal are the outcomes wanted.

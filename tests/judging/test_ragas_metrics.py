@@ -55,7 +55,7 @@ def test_reference_metrics_skip_questions_without_one_and_failures_are_counted(t
     gets, at most `concurrency` in flight, failures recorded with their reason."""
     log: list = []
     judge = RagasJudge(base_url="http://127.0.0.1:9/v1", metrics=["faithfulness", "context_recall"], concurrency=2)
-    monkeypatch.setattr(judge, "_scorers", lambda: {"faithfulness": _Scorer(log),
+    monkeypatch.setattr(judge, "_scorers", lambda n=0: {"faithfulness": _Scorer(log),
                                                    "context_recall": _Scorer(log, fail=True)})
     samples = [JudgeSample("q1", "a1", ("c",), "ref"), JudgeSample("q2", "a2", ("c",), None), None,
                JudgeSample("q3", "a3", ("c",), "ref3")]
@@ -88,12 +88,12 @@ def test_a_score_outside_the_metric_range_is_a_recorded_failure(tmp_path, monkey
     verdict of 10**15 (the prompt asks for 0/1) and ragas scored 1e15. Such a score is a failure
     with its reason, not cached; cosine-based relevancy may be negative."""
     judge = RagasJudge(base_url="http://127.0.0.1:9/v1", metrics=["context_precision", "response_relevancy"])
-    monkeypatch.setattr(judge, "_scorers", lambda: {"context_precision": _Value(1e15),
+    monkeypatch.setattr(judge, "_scorers", lambda n=0: {"context_precision": _Value(1e15),
                                                    "response_relevancy": _Value(-0.0127)})
     (result,) = judge.judge([JudgeSample("q", "a", ("c",), "ref")], cache_dir=tmp_path)
     assert result.scores == {"context_precision": None, "response_relevancy": -0.0127}
     assert result.failures == {"context_precision": "ValueError: judge score 1000000000000000.0 is outside [0, 1]"}
-    monkeypatch.setattr(judge, "_scorers", lambda: {"context_precision": _Value(1.0)})
+    monkeypatch.setattr(judge, "_scorers", lambda n=0: {"context_precision": _Value(1.0)})
     (again,) = judge.judge([JudgeSample("q", "a", ("c",), "ref")], cache_dir=tmp_path)
     assert again.scores["context_precision"] == 1.0 and again.calls == 1  # judged again: the failure was not cached
 
