@@ -115,10 +115,15 @@ class Generated:
 
 @dataclass(frozen=True)
 class Judged:
-    """Per-question ``judge_<metric>`` and ``judge_failures`` columns, and counts."""
+    """Per-question ``judge_<metric>`` (mean of its samples), ``judge_<metric>_samples``,
+    ``judge_<metric>_sd`` and ``judge_failures`` columns (:mod:`rag_bench.judging.samples`), and
+    counts: judgements attempted and failed (items x metrics x samples), calls, tokens, seconds."""
 
     frame: pd.DataFrame
     metrics: tuple[str, ...]
     attempted: int
     failures: int
     calls: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
