@@ -390,7 +390,8 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--out", default="reports", help="output root (default reports/)")
     p.add_argument("--metric", default=None, help="measure that ranks cells (section/name; default: "
                    f"generation/correct when the cells generated answers, else {measures.PRIMARY.key})")
-    p.add_argument("--baseline", help="cell folder to compare the best cell against (default: the worst cell)")
+    p.add_argument("--baseline", help="cell (id, name or folder) to compare the best cell against (default: the cell "
+                   "at the config's defaults on every swept axis)")
     p.add_argument("--top", type=int, default=20, help="cells drawn in the per-cell charts (default 20; the "
                    "table always lists every cell)")
     p.add_argument("--pair", help="two swept axes for the interaction heatmap, e.g. chunker,retriever (default: the "
