@@ -181,34 +181,42 @@ def _overlaps(box: Any, others: Sequence[Any]) -> bool:
     return any(box.overlaps(o) for o in others)
 
 
-def _label_points(fig: Any, ax: Any, points: Sequence[tuple[float, float, str]]) -> None:
-    """Annotate each point with its text where it overlaps no label already placed, no marker and
-    stays inside the axes: the first free spot among offsets around the point, farther out when
+def _text_box(ann: Any, renderer: Any) -> Any:
+    """An annotation's text box in pixels, without its leader line."""
+    ann.update_positions(renderer)  # an annotation's place is computed when drawn
+    return matplotlib.text.Text.get_window_extent(ann, renderer)
+
+
+def _label_points(fig: Any, ax: Any, points: Sequence[tuple[float, float, str]],
+                  others: Sequence[tuple[float, float]] = ()) -> None:
+    """Annotate each point with its text where it overlaps no label already placed, no marker (of
+    ``points`` or ``others``) and stays inside the axes: the first free spot among offsets around the point, farther out when
     the near ones are taken (with a leader line), else the last one tried."""
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     marks = []
-    for x, y, _ in points:
+    for x, y in [(p[0], p[1]) for p in points] + list(others):
         px, py = ax.transData.transform((x, y))
         marks.append(matplotlib.transforms.Bbox.from_bounds(px - 4, py - 4, 8, 8))
     placed: list[Any] = []
-    offsets = [(dx * r, dy * r) for r in (1, 2, 3, 4, 6) for dx, dy in
-               ((6, 6), (6, -14), (-6, 6), (-6, -14), (0, 12), (0, -20))]
+    # Right or left of the point, stepping up and down a line at a time, nearest first.
+    offsets = sorted(((dx, dy) for dx in (6, -6, 30, -30) for dy in range(-4 - 11 * 12, 11 * 12, 11)),
+                     key=lambda o: (abs(o[0]) > 6, abs(o[1] + 4), o[0] < 0))
     for x, y, text in points:
         chosen = None
         for dx, dy in offsets:
             ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=7,
                               ha="left" if dx >= 0 else "right",
                               arrowprops={"arrowstyle": "-", "color": "#999", "lw": 0.6} if abs(dy) > 20 else None)
-            box = ann.get_window_extent(renderer)
+            box = _text_box(ann, renderer)
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
             if inside and not _overlaps(box, placed) and not _overlaps(box, marks):
                 chosen = (ann, box)
                 break
             ann.remove()
         if chosen is None:  # nowhere free: the first spot, which a reader can still follow
-            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=offsets[0], fontsize=7)
-            chosen = (ann, ann.get_window_extent(renderer))
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, 0), fontsize=7)
+            chosen = (ann, _text_box(ann, renderer))
         placed.append(chosen[1])
 
 
@@ -236,14 +244,19 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     ax.set_xlabel(f"{cost_label} (lower is better)")
     ax.set_ylabel(f"{metric} ({'higher' if higher_is_better else 'lower'} is better)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)  # covers no point
     ax.set_title(f"{metric} vs {cost_label}: cells worth considering", fontsize=10)
     ax.margins(x=0.25, y=0.15)  # room for the labels inside the axes
+    if min(c for _, c, _, _ in pts) >= 0:
+        ax.set_xlim(left=0)  # a cost is never negative
     fig.tight_layout()
     shown = best[:12]
     labels = [(c, q, " | ".join(at[(c, q)][:2]) + (f" (+{len(at[(c, q)]) - 2} more)" if len(at[(c, q)]) > 2 else ""))
               for c, q in shown]
-    _label_points(fig, ax, labels)
+    # The front's line is an obstacle too: points along each of its segments.
+    line = [(c0 + (c1 - c0) * t / 20, q0 + (q1 - q0) * t / 20) for (c0, q0), (c1, q1) in zip(best, best[1:])
+            for t in range(1, 20)]
+    _label_points(fig, ax, labels, others=dom + line)
     return _save(fig, path)
 
 

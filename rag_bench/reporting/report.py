@@ -212,9 +212,10 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
                 "ranked by spread, the best level's mean minus the worst's: a small spread says the choice hardly "
                 "matters here.</p>"]
         if left_out:
-            body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}, which act after the "
-                        f"ranking (on the passages handed to the generator) and cannot change "
-                        f"{html.escape(view.title)}.</p>")
+            they = "it acts" if len(left_out) == 1 else "they act"
+            body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}; {they} after the ranking "
+                        f"(on the passages handed to the generator) and cannot change {html.escape(view.title)}."
+                        "</p>")
         body.append(_img(png, f"main effects on {view.key}") if png else "")
         body.append(page.table(rows, left=1) if rows else "<p class='note'>No axis with two levels can change "
                     "this measure.</p>")

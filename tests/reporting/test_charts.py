@@ -1,0 +1,67 @@
+"""Charts that cannot mislead (issue 28 item 6): Pareto labels that do not overprint, cells at one
+point named once, CIs and the mean line labelled for what they are."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.text import Text
+
+from rag_bench.reporting import charts
+from rag_bench.reporting.effects import Effect, Level
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """The figures the charts draw, kept open instead of closed after saving."""
+    figures = []
+
+    def save(fig, path):
+        fig.savefig(path)
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(charts, "_save", save)
+    yield figures
+    for f in figures:
+        plt.close(f)
+
+
+def _boxes(fig):
+    renderer = fig.canvas.get_renderer()
+    # The text's own box (an annotation's extent would include its leader line).
+    fig.canvas.draw()  # places the annotations
+    return [Text.get_window_extent(t, renderer) for ax in fig.axes for t in ax.texts]
+
+
+def test_pareto_labels_do_not_overlap_and_cells_at_one_point_share_one(kept, tmp_path):
+    # Six cells on the front crowded within a few pixels (a far seventh stretches the axes), and two
+    # more at the very same point as the first: labels at one fixed offset would overprint.
+    quality = [0.300, 0.3004, 0.3008, 0.3012, 0.3016, 0.302, 0.60, 0.30, 0.30]
+    cost = [0.050, 0.051, 0.052, 0.053, 0.054, 0.055, 1.0, 0.05, 0.05]
+    names = [f"section hybrid rr=none k={i}" for i in range(9)]
+    front = [True] * 9
+    assert charts.pareto(quality, cost, front, names, tmp_path / "p.png", metric="generation/correct",
+                         cost_label="latency") is not None
+    (fig,) = kept
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert len(texts) == 7  # one label per distinct point
+    assert "section hybrid rr=none k=0 | section hybrid rr=none k=7 (+1 more)" in texts
+    boxes = _boxes(fig)
+    for a, b in itertools.combinations(boxes, 2):
+        assert not a.overlaps(b)
+    frame = fig.axes[0].get_window_extent(fig.canvas.get_renderer())
+    assert all(frame.contains(b.x0, b.y0) and frame.contains(b.x1, b.y1) for b in boxes)
+
+
+def test_main_effects_say_what_the_whiskers_and_the_dashed_line_are(kept, tmp_path):
+    effect = Effect("chunker", (Level("section", 0.3, 0.25, 0.35, 4), Level("fixed", 0.2, 0.15, 0.25, 4)), 0.1, True)
+    charts.main_effects([effect], "generation/correct", tmp_path / "m.png", grand=0.25)
+    (fig,) = kept
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "dashed: mean of all cells (0.250)" in legend
+    assert any("whiskers: 95 % CI" in t for t in legend)
+    dashed = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(0.25)
