@@ -449,9 +449,16 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
     for r in rows:
         for k, v in r.items():
             if isinstance(v, float):
-                r[k] = (f"{v:.3g}", v, None)
+                r[k] = (_short(v), v, None)
     return ("<p>Measured on the machine that ran the sweep; the first cells of a sweep also pay for loading models "
             "and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+
+
+def _short(v: float) -> str:
+    """A cost as people read one: 1,170 not 1.17e+03; 0.0498; 4e-05 only below a thousandth."""
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}" if v == 0 or abs(v) >= 0.001 else f"{v:.1e}"
 
 
 def _log(cells: list[Cell], folder: Path) -> None:
