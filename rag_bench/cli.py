@@ -38,6 +38,9 @@ commands:
   sync EXPERIMENT_DIR              upload finished cells to MLflow after an outage (no duplicates)
   evaluate OUTPUTS --dataset DIR   score an external system's outputs (or --trec RUN) as a cell
   export CELL [--format F] [--out]  a cell's results as OUTPUTS lines or a ragas EvaluationDataset
+  calibrate EXPERIMENT|CELL --labels FILE [--json]
+                                   agreement of the answer measures with people's labels (kappa
+                                   with CI) and PPI-corrected cell means
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -377,6 +380,51 @@ def _gate(argv: list[str]) -> int:
     return exit_code(results)
 
 
+def load_cells_of(ref: str) -> list:
+    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names."""
+    from rag_bench.cells import experiment_cells, is_done, one_dataset
+    from rag_bench.tracking.download import load_cell
+
+    if Path(ref).is_dir() and not is_done(Path(ref)):
+        cells, notice = one_dataset(experiment_cells(ref))
+        if notice:
+            print(notice, file=sys.stderr)
+        return cells
+    return [load_cell(ref)]
+
+
+def _calibrate(argv: list[str]) -> int:
+    from rag_bench.calibration.calibrate import as_json, calibrate, format_text
+    from rag_bench.calibration.labels import load_labels
+    from rag_bench.reporting.decide import names_of
+
+    p = argparse.ArgumentParser(prog="rag-bench calibrate", description="How well each automatic answer measure "
+                                "(correct under each answer_match, the refusal measure, the faithfulness proxy, "
+                                "citation support, judged measures) agrees with people's labels: n, base rates, "
+                                "confusion matrix, Cohen's kappa (quadratically weighted and Spearman for grades) "
+                                "with a bootstrap CI, the two labellers' own kappa, and each cell's PPI-corrected "
+                                "mean beside its raw mean.", epilog="labels format: docs/labels.md")
+    p.add_argument("target", help="experiment folder or cell folder (or MLflow run id)")
+    p.add_argument("--labels", required=True, help="labels.jsonl (rag-bench label writes it; docs/labels.md)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the tables")
+    a = p.parse_args(argv)
+    try:
+        labels = load_labels(a.labels)
+        cells = load_cells_of(a.target)
+        if not cells:
+            return _fail(f"{a.target}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
+        results = calibrate(cells, names_of(cells), labels, seed=a.seed)
+    except RagBenchError as exc:
+        return _fail(exc)
+    if not any(r.n for r in results):
+        print(f"warning: no label of {a.labels} names an answer of these cells (question id and answer text)",
+              file=sys.stderr)
+    print(json.dumps({"labels": str(a.labels), "measures": as_json(results)}, indent=2) if a.json
+          else format_text(results))
+    return 0
+
+
 def _report(argv: list[str]) -> int:
     from rag_bench.reporting.report import render_report
 
@@ -677,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
                 "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
-                "export": _export, "score-answers": _score_answers}
+                "export": _export, "score-answers": _score_answers,
+                "calibrate": _calibrate}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -1,0 +1,247 @@
+"""``rag-bench calibrate``: how well each automatic answer measure agrees with people, and the
+prediction-powered (PPI) estimate of each cell's mean.
+
+The labelled *items* are answers (question id + answer text, or a cell's answer): a label applies to
+every cell whose answer it names (:meth:`Label.applies_to`). Agreement is computed over the distinct
+labelled answers (one row per question and answer text; the automatic value is the first cell's
+that gave that answer, in cell-id order), with the first labeller of the file as the person. Where
+two labellers labelled the same answers, their own kappa is shown beside: the ceiling a measure can
+reach. PPI is per cell: the automatic mean over all the cell's questions where the measure is
+defined, corrected by the mean person-minus-measure difference on the cell's labelled answers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rag_bench.calibration.agreement import bootstrap_ci, cohen_kappa, confusion, spearman
+from rag_bench.calibration.labels import Label, answer_digest
+from rag_bench.calibration.ppi import PpiEstimate, ppi_mean
+from rag_bench.calibration.standins import StandIn, stand_ins
+from rag_bench.cells import Cell
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One stand-in against the people's labels."""
+
+    measure: str
+    human: str
+    column: str
+    rule: str
+    n: int
+    n_undefined: int
+    base_rate: float  # the people's mean (grades on [0, 1])
+    auto_rate: float  # the stand-in's yes rate on the same items
+    categories: tuple[int, ...]
+    confusion: tuple[tuple[int, ...], ...]  # rows: people; columns: the measure
+    kappa: float
+    kappa_ci: tuple[float, float]
+    weighted: bool
+    spearman: float = float("nan")
+    spearman_ci: tuple[float, float] = (float("nan"), float("nan"))
+    labellers: tuple[str, ...] = ()
+    labellers_n: int = 0
+    labellers_kappa: float = float("nan")
+    labellers_kappa_ci: tuple[float, float] = (float("nan"), float("nan"))
+    cells: tuple[tuple[str, str, PpiEstimate], ...] = field(default=())  # (cell id, name, PPI)
+
+
+def _rows(cell: Cell, s: StandIn) -> pd.DataFrame:
+    """The cell's questions where the stand-in is defined: qid, value, answer digest."""
+    r = cell.records
+    if s.column not in r or "answer" not in r:
+        return pd.DataFrame(columns=["qid", "value", "digest"])
+    keep = r[s.column].notna()
+    if s.answerable is not None and "answerable" in r:
+        keep &= r["answerable"].astype(bool) == s.answerable
+    sub = r.loc[keep]
+    return pd.DataFrame({"qid": sub["qid"].astype(str).to_numpy(), "value": sub[s.column].astype(float).to_numpy(),
+                         "digest": [answer_digest(str(a)) for a in sub["answer"]]})
+
+
+_Index = dict[tuple[str, str], list[Label]]
+
+
+def _index(labels: Sequence[Label]) -> _Index:
+    out: _Index = {}
+    for lb in labels:
+        out.setdefault((lb.measure, lb.qid), []).append(lb)
+    return out
+
+
+def _labels_for(labels: _Index, cell_id: str, qid: str, digest: str, human: str) -> list[Label]:
+    return [lb for lb in labels.get((human, qid), ()) if (lb.cell is None or lb.cell == cell_id)
+            and (lb.answer_sha256 is None or lb.answer_sha256 == digest)]
+
+
+def _verdict(value: float, s: StandIn, scale: int) -> int:
+    if scale == 1:
+        return int(value >= s.threshold)
+    return int(round(min(max(value, 0.0), 1.0) * scale))
+
+
+def _kappa_stats(people: list[int], auto: list[int], cats: list[int], weights: str | None,
+                 seed: int) -> tuple[float, tuple[float, float]]:
+    def stat(x: np.ndarray, y: np.ndarray) -> float:
+        return cohen_kappa(x.tolist(), y.tolist(), categories=cats, weights=weights)
+
+    if not people:
+        return float("nan"), (float("nan"), float("nan"))
+    return stat(np.asarray(people), np.asarray(auto)), bootstrap_ci(stat, people, auto, seed=seed)
+
+
+def _labeller_agreement(items: dict[tuple[str, str], list[Label]], cats: list[int], weights: str | None,
+                        seed: int) -> tuple[tuple[str, ...], int, float, tuple[float, float]]:
+    """Kappa between the two labellers who labelled the most answers in common."""
+    by: dict[str, dict[tuple[str, str], int]] = {}
+    for key, labs in items.items():
+        for lb in labs:
+            by.setdefault(lb.labeller, {})[key] = lb.value
+    names = sorted(by)
+    best: tuple[int, str, str] | None = None
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = len(by[a].keys() & by[b].keys())
+            if common and (best is None or common > best[0]):
+                best = (common, a, b)
+    if best is None:
+        return (), 0, float("nan"), (float("nan"), float("nan"))
+    _, a, b = best
+    keys = sorted(by[a].keys() & by[b].keys())
+    k, ci = _kappa_stats([by[a][x] for x in keys], [by[b][x] for x in keys], cats, weights, seed)
+    return (a, b), len(keys), k, ci
+
+
+def _ppi(cell: Cell, s: StandIn, rows: pd.DataFrame, labels: _Index) -> PpiEstimate:
+    human, auto = [], []
+    for qid, value, digest in rows.itertuples(index=False):
+        labs = _labels_for(labels, cell.cell_id, qid, digest, s.human)
+        if labs:
+            human.append(labs[0].score)
+            auto.append(value)
+    return ppi_mean(rows["value"].to_numpy(float), human, auto)
+
+
+def agreement(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Label], s: StandIn, *,
+              seed: int = 0) -> Agreement:
+    """One stand-in's agreement with the people over the labelled answers of ``cells``, with PPI per cell."""
+    index = _index(labels)
+    items: dict[tuple[str, str], list[Label]] = {}
+    auto_of: dict[tuple[str, str], float] = {}
+    undefined: set[tuple[str, str]] = set()
+    per_cell = []
+    for cell in sorted(cells, key=lambda c: c.cell_id):
+        rows = _rows(cell, s)
+        defined = set(zip(rows["qid"], rows["digest"]))
+        for key_qid, ans in zip(cell.records["qid"].astype(str), cell.records.get("answer", pd.Series(dtype=str))):
+            key = (key_qid, answer_digest(str(ans)))
+            labs = _labels_for(index, cell.cell_id, key[0], key[1], s.human)
+            if labs and key not in defined:
+                undefined.add(key)
+            elif labs and key not in items:
+                items[key] = labs
+        for qid, value, digest in rows.itertuples(index=False):
+            auto_of.setdefault((qid, digest), value)
+        per_cell.append((cell.cell_id, names.get(cell.cell_id, cell.cell_id), _ppi(cell, s, rows, index)))
+    scale = max((lb.scale for labs in items.values() for lb in labs), default=1)
+    cats = list(range(scale + 1))
+    weights = None if scale == 1 else "quadratic"
+    keys = sorted(items)
+    people = [items[k][0].value if items[k][0].scale == scale else round(items[k][0].score * scale) for k in keys]
+    auto = [_verdict(auto_of[k], s, scale) for k in keys]
+    kappa, kci = _kappa_stats(people, auto, cats, weights, seed)
+    rho, rci = float("nan"), (float("nan"), float("nan"))
+    if scale > 1 and keys:
+        raw = [auto_of[k] for k in keys]
+        rho, rci = spearman(people, raw), bootstrap_ci(lambda x, y: spearman(x.tolist(), y.tolist()), people, raw,
+                                                              seed=seed)
+    pair, pn, pk, pci = _labeller_agreement(items, cats, weights, seed)
+    m = confusion(people, auto, cats) if keys else np.zeros((len(cats), len(cats)), dtype=np.int64)
+    nan = float("nan")
+    return Agreement(
+        measure=s.name, human=s.human, column=s.column,
+        rule=f"{s.column} >= {s.threshold:g}" if scale == 1 else f"round({s.column} x {scale})",
+        n=len(keys), n_undefined=len(undefined - set(items)),
+        base_rate=float(np.mean([items[k][0].score for k in keys])) if keys else nan,
+        auto_rate=float(np.mean(auto)) / scale if keys else nan,
+        categories=tuple(cats), confusion=tuple(tuple(int(v) for v in row) for row in m),
+        kappa=kappa, kappa_ci=kci, weighted=scale > 1, spearman=rho, spearman_ci=rci,
+        labellers=pair, labellers_n=pn, labellers_kappa=pk, labellers_kappa_ci=pci, cells=tuple(per_cell))
+
+
+def calibrate(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Label], *,
+              seed: int = 0) -> list[Agreement]:
+    """Every stand-in the cells have, against the people's labels of its human measure."""
+    columns: list[str] = []
+    for c in cells:
+        columns += [col for col in c.records.columns if col not in columns]
+    return [agreement(cells, names, labels, s, seed=seed) for s in stand_ins(columns)]
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
+
+
+def as_json(results: Sequence[Agreement]) -> list[dict[str, Any]]:
+    """JSON-ready dicts (NaN as null)."""
+    out = []
+    for a in results:
+        out.append({
+            "measure": a.measure, "human": a.human, "column": a.column, "rule": a.rule, "n": a.n,
+            "n_undefined": a.n_undefined, "base_rate": _num(a.base_rate), "auto_rate": _num(a.auto_rate),
+            "categories": list(a.categories), "confusion": [list(r) for r in a.confusion],
+            "kappa": _num(a.kappa), "kappa_ci": [_num(v) for v in a.kappa_ci], "weighted": a.weighted,
+            "spearman": _num(a.spearman), "spearman_ci": [_num(v) for v in a.spearman_ci],
+            "labellers": list(a.labellers), "labellers_n": a.labellers_n, "labellers_kappa": _num(a.labellers_kappa),
+            "labellers_kappa_ci": [_num(v) for v in a.labellers_kappa_ci],
+            "cells": [{"cell": cid, "name": name, "raw_mean": _num(p.raw_mean), "ppi_mean": _num(p.mean),
+                       "ppi_ci": [_num(p.low), _num(p.high)], "n_labelled": p.n_labelled, "n_all": p.n_all}
+                      for cid, name, p in a.cells],
+        })
+    return out
+
+
+def _f(x: float, d: int = 2) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{d}f}"
+
+
+def _ci(ci: tuple[float, float]) -> str:
+    return "" if any(math.isnan(v) for v in ci) else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def format_text(results: Sequence[Agreement], *, max_cells: int = 6) -> str:
+    """The console table: agreement per measure, then raw vs PPI means per cell."""
+    lines = ["Agreement with people (kappa: 1 = as people, 0 = chance; 95% bootstrap CI over labelled answers)", ""]
+    head = f"{'measure':<30} {'vs':<12} {'n':>4} {'undef':>5} {'people':>6} {'auto':>6}  {'confusion':<17} " \
+           f"{'kappa [95% CI]':<24} labellers' kappa"
+    lines += [head, "-" * len(head)]
+    for a in results:
+        conf = "/".join(str(v) for row in a.confusion for v in row) if not a.weighted else "graded"
+        kap = ("wκ " if a.weighted else "") + _f(a.kappa) + _ci(a.kappa_ci)
+        if a.weighted:
+            kap += f" ρ {_f(a.spearman)}"
+        ceiling = (f"{_f(a.labellers_kappa)}{_ci(a.labellers_kappa_ci)} (n={a.labellers_n}, "
+                   f"{' vs '.join(a.labellers)})") if a.labellers_n else "-"
+        lines.append(f"{a.measure:<30} {a.human:<12} {a.n:>4} {a.n_undefined:>5} {_f(a.base_rate):>6} "
+                     f"{_f(a.auto_rate):>6}  {conf:<17} {kap:<24} {ceiling}")
+    lines += ["", "confusion: people-no/measure-no / people-no/measure-yes / people-yes/measure-no / "
+              "people-yes/measure-yes; undef: labelled answers the measure is not defined on", ""]
+    lines.append("Cell means, raw vs PPI-corrected (95% CI), the cells with the most labelled answers "
+                 "(the answer_match variants and every cell: --json):")
+    shown = [a for a in results if a.n and "[" not in a.measure]
+    for a in shown:
+        lines.append(f"  {a.measure} (vs people's {a.human}):")
+        cells = sorted(a.cells, key=lambda c: -(c[2].n_labelled))[:max_cells]
+        for cid, name, p in cells:
+            lines.append(f"    {name:<34} raw {_f(p.raw_mean, 3)}  PPI {_f(p.mean, 3)}{_ci((p.low, p.high))}  "
+                         f"labelled {p.n_labelled}/{p.n_all}")
+        if len(a.cells) > max_cells:
+            lines.append(f"    ... {len(a.cells) - max_cells} more cells (--json lists all)")
+    return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""Which automatic measure stands in for which human judgment, and how it is read as a verdict.
+
+Each :class:`StandIn` names a records.parquet column, the human measure of labels.jsonl it claims
+to predict (``correct`` or ``faithfulness``), the rows it is defined on and the threshold that
+turns its value into a yes/no (``value >= threshold``) for kappa. The PPI estimate uses the
+column's own value (so its raw mean is the cell's mean in metrics.json).
+
+- ``correct`` under each ``eval.answer_match`` (answerable questions): ``correct`` as the cell was
+  configured, ``answer_recall`` (contains), ``facts_present`` (facts), ``exact_match`` (em, lenient),
+  ``squad_exact`` (SQuAD-exact EM), ``token_f1 >= 0.5`` (f1).
+- ``correct_refusal`` (unanswerable questions): the refusal measure, against the people's
+  ``correct`` (a refusal of an unanswerable question is correct).
+- the lexical ``faithfulness`` proxy and ``citation_precision`` (citation support), against the
+  people's ``faithfulness``; both count only when every sentence/citation is supported (``>= 1``).
+  Both are undefined for refusals, which are then left out (counted as undefined).
+- every judged column (``judge_*``): against ``faithfulness`` when its name says faithful, else
+  ``correct`` when it says correct; ``>= 0.5``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rag_bench.metrics.measures import JUDGE_PREFIX
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """An automatic per-question column read as a prediction of a human measure."""
+
+    name: str
+    human: str
+    column: str
+    threshold: float
+    answerable: bool | None  # True: answerable questions only; False: unanswerable only; None: all
+
+
+STAND_INS = (
+    StandIn("correct", "correct", "correct", 0.5, True),
+    StandIn("correct[contains]", "correct", "answer_recall", 0.5, True),
+    StandIn("correct[facts]", "correct", "facts_present", 0.5, True),
+    StandIn("correct[em]", "correct", "exact_match", 0.5, True),
+    StandIn("correct[squad_exact]", "correct", "squad_exact", 0.5, True),
+    StandIn("correct[f1>=0.5]", "correct", "token_f1", 0.5, True),
+    StandIn("correct_refusal", "correct", "correct_refusal_rate", 0.5, False),
+    StandIn("faithfulness (lexical proxy)", "faithfulness", "faithfulness", 1.0, None),
+    StandIn("citation support", "faithfulness", "citation_precision", 1.0, None),
+)
+
+
+def stand_ins(columns: Iterable[str]) -> list[StandIn]:
+    """The stand-ins whose column a cell has, judged columns included (in column order)."""
+    cols = list(columns)
+    out = [s for s in STAND_INS if s.column in cols]
+    for c in cols:
+        if not c.startswith(JUDGE_PREFIX):
+            continue
+        low = c.lower()
+        human = "faithfulness" if "faithful" in low else "correct" if "correct" in low else None
+        if human is not None:
+            out.append(StandIn(f"{c} (judge)", human, c, 0.5, None))
+    return out

@@ -1,0 +1,105 @@
+"""rag-bench calibrate: the stand-ins against people's labels, PPI per cell, the CLI (text, JSON, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from rag_bench.calibration.calibrate import calibrate
+from rag_bench.calibration.labels import answer_digest, load_labels
+from rag_bench.calibration.ppi import ppi_mean
+from rag_bench.cells import load_cell
+from rag_bench.cli import main
+
+# Eight answerable questions (auto correct 1,1,0,0,1,0,1,0) and two unanswerable ones (one refused).
+ANSWERS = ["Forty-five days.", "Ten years.", "I cannot answer this from the provided sources.", "Blue.", "$95.",
+           "Call us.", "13 place settings.", "Zone C.", "I cannot answer this from the provided sources.", "Paris."]
+AUTO = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+PEOPLE = [1, 1, 0, 1, 1, 0, 0, 0]  # people disagree on q04 (auto missed it) and q07 (auto over-credited)
+
+
+def write_cell(root: Path, cell_id: str = "c0ffee000001") -> Path:
+    d = root / cell_id
+    d.mkdir(parents=True)
+    n = len(ANSWERS)
+    pd.DataFrame({
+        "qid": [f"q{i + 1:02d}" for i in range(n)], "answer": ANSWERS,
+        "answerable": [True] * 8 + [False] * 2,
+        "correct": AUTO + [float("nan")] * 2,
+        "correct_refusal_rate": [float("nan")] * 8 + [1.0, 0.0],
+        "faithfulness": [1.0, 1.0, float("nan"), 0.5, 1.0, 1.0, 1.0, 0.0, float("nan"), 1.0],
+    }).to_parquet(d / "records.parquet")
+    (d / "config.yaml").write_text("pipeline: {k: 3}\n", encoding="utf-8")
+    (d / "metrics.json").write_text("{}", encoding="utf-8")
+    (d / "DONE").write_text("{}", encoding="utf-8")
+    return d
+
+
+def write_labels(path: Path, second: bool = True) -> Path:
+    rows = [{"qid": f"q{i + 1:02d}", "answer_sha256": answer_digest(ANSWERS[i]), "measure": "correct", "value": v,
+             "labeller": "a"} for i, v in enumerate(PEOPLE)]
+    rows += [{"qid": "q09", "answer_sha256": answer_digest(ANSWERS[8]), "measure": "correct", "value": 1,
+              "labeller": "a"},
+             {"qid": "q10", "answer_sha256": answer_digest(ANSWERS[9]), "measure": "correct", "value": 0,
+              "labeller": "a"}]
+    if second:  # a second labeller on four answers, disagreeing once
+        rows += [{"qid": f"q{i + 1:02d}", "answer_sha256": answer_digest(ANSWERS[i]), "measure": "correct",
+                  "value": v, "labeller": "b"} for i, v in zip(range(4), [1, 0, 0, 1])]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_kappa_ppi_and_labellers_agreement_on_a_cell(tmp_path):
+    cell = load_cell(write_cell(tmp_path / "exp"))
+    labels = load_labels(write_labels(tmp_path / "labels.jsonl"))
+    by = {a.measure: a for a in calibrate([cell], {cell.cell_id: "the cell"}, labels)}
+    a = by["correct"]
+    assert a.n == 8 and a.n_undefined == 2  # the two unanswerable labels are correct_refusal's
+    assert a.kappa == pytest.approx(cohen_kappa_score(PEOPLE, [int(x) for x in AUTO]), abs=1e-12)
+    assert a.confusion == ((3, 1), (1, 3))
+    assert a.base_rate == pytest.approx(0.5) and a.auto_rate == pytest.approx(0.5)
+    assert a.kappa_ci[0] <= a.kappa <= a.kappa_ci[1]
+    assert a.labellers == ("a", "b") and a.labellers_n == 4
+    assert a.labellers_kappa == pytest.approx(cohen_kappa_score(PEOPLE[:4], [1, 0, 0, 1]), abs=1e-12)
+    (cid, name, p), = a.cells
+    assert (cid, name) == (cell.cell_id, "the cell")
+    ref = ppi_mean(AUTO, PEOPLE, AUTO)
+    assert (p.raw_mean, p.mean, p.low, p.high, p.n_labelled, p.n_all) == pytest.approx(
+        (0.5, 0.5, ref.low, ref.high, 8, 8))
+    r = by["correct_refusal"]
+    assert (r.n, r.confusion) == (2, ((1, 0), (0, 1)))
+    f = by["faithfulness (lexical proxy)"]
+    assert f.n == 0  # nobody labelled faithfulness: no statistic, no PPI correction
+    assert f.cells[0][2].n_labelled == 0
+
+
+def test_a_label_of_another_answer_text_does_not_apply(tmp_path):
+    cell = load_cell(write_cell(tmp_path / "exp"))
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps({"qid": "q01", "answer_sha256": answer_digest("Forty-five days"), "measure": "correct",
+                                "value": 1, "labeller": "a"}) + "\n", encoding="utf-8")
+    by = {a.measure: a for a in calibrate([cell], {}, load_labels(path))}
+    assert by["correct"].n == 0
+
+
+def test_cli_text_json_and_bad_labels(tmp_path, capsys):
+    exp = tmp_path / "exp"
+    write_cell(exp)
+    labels = write_labels(tmp_path / "labels.jsonl")
+    assert main(["calibrate", str(exp), "--labels", str(labels)]) == 0
+    out = capsys.readouterr().out
+    assert "correct_refusal" in out and "PPI" in out and "(n=4, a vs b)" in out
+    assert main(["calibrate", str(exp / "c0ffee000001"), "--labels", str(labels), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    correct = next(m for m in data["measures"] if m["measure"] == "correct")
+    assert correct["n"] == 8 and correct["cells"][0]["n_labelled"] == 8
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "q01", "measure": "correct", "value": 2, "labeller": "a", "cell": "c0ffee000001"}\n',
+                   encoding="utf-8")
+    assert main(["calibrate", str(exp), "--labels", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1" in err and "value" in err
