@@ -110,3 +110,18 @@ def failure_warning(frame: pd.DataFrame, failures: int, attempted: int) -> str:
     first = f"; first reason: {reasons[0][:200]}" if reasons else ""
     return (f"judge: {failures} of {attempted} judgements failed and are left out of n (records.parquet "
             f"judge_failures has each reason){first}")
+
+
+def paired_samples(key: str, a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """For ``compare`` and the gate: the ``(questions, samples)`` matrices of a judged measure
+    ``key`` (``judge/judge_<m>``) in two records frames aligned on the same questions, or None
+    when ``key`` is not judged or either cell kept no samples (then the questions-only test
+    applies)."""
+    section, _, name = key.partition("/")
+    if section != measures.JUDGE_SECTION or not name.startswith(measures.JUDGE_PREFIX):
+        return None
+    metric = name[len(measures.JUDGE_PREFIX):]
+    sa, sb = frame_samples(a, metric), frame_samples(b, metric)
+    if sa is None or sb is None:
+        return None
+    return sa, sb

@@ -135,17 +135,32 @@ def _cis(v: np.ndarray, n_resamples: int, seed: int, confidence: float) -> np.nd
 
 
 def _packed(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each question's defined samples moved to the front of its row, and how many it has;
-    questions with none are dropped."""
+    """:func:`packed_samples` without the questions that have no sample."""
+    values, counts = packed_samples(samples)
+    return values[counts > 0], counts[counts > 0]
+
+
+def packed_samples(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, counts)``: each question's defined samples first in its row (NaN after them)
+    and how many it has; questions with none are kept (count 0). The layout
+    :func:`resampled_means` draws from."""
     s = np.asarray(samples, dtype=np.float64)
     if s.ndim != 2:
         raise ValueError(f"samples must be a (questions, samples) array, got shape {s.shape!r}")
     defined = ~np.isnan(s)
-    counts = defined.sum(axis=1)
-    keep = counts > 0
-    s, defined, counts = s[keep], defined[keep], counts[keep]
-    order = np.argsort(~defined, axis=1, kind="stable")  # defined first, in sample order
-    return np.take_along_axis(s, order, axis=1), counts
+    order = np.argsort(~defined, axis=1, kind="stable")
+    return np.take_along_axis(s, order, axis=1), defined.sum(axis=1)
+
+
+def resampled_means(values: np.ndarray, counts: np.ndarray, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The second level of a two-level bootstrap: for drawn questions ``q`` (any shape, rows of
+    :func:`packed_samples`), each question's mean over as many draws with replacement from its own
+    defined samples as it has (every drawn question must have one). Same shape as ``q``."""
+    m = counts[q]
+    width = values.shape[1]
+    j = np.floor(rng.random((*q.shape, width)) * m[..., None]).astype(np.int64)
+    use = np.arange(width) < m[..., None]
+    return np.where(use, values[q[..., None], j], 0.0).sum(axis=-1) / m
 
 
 def two_level_bootstrap_ci(samples: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,
@@ -173,18 +188,11 @@ def two_level_bootstrap_ci(samples: np.ndarray, *, n_resamples: int = 1000, seed
     if int(counts.max()) == 1:
         return bootstrap_ci(values[:, 0], n_resamples=n_resamples, seed=seed, confidence=confidence)
     rng = np.random.default_rng(seed)
-    width = values.shape[1]
     means = np.empty(n_resamples)
-    step = max(1, _GATHER_BYTES // (8 * n * width))
+    step = max(1, _GATHER_BYTES // (8 * n * values.shape[1]))
     for start in range(0, n_resamples, step):
-        r = min(step, n_resamples - start)
-        q = rng.integers(0, n, size=(r, n))  # level 1: questions
-        m = counts[q]  # samples each drawn question has
-        # level 2: that many draws from its own samples (uniform over its defined ones)
-        j = np.floor(rng.random((r, n, width)) * m[..., None]).astype(np.int64)
-        drawn = values[q[..., None], j]
-        use = np.arange(width)[None, None, :] < m[..., None]
-        means[start:start + r] = (np.where(use, drawn, 0.0).sum(axis=2) / m).mean(axis=1)
+        q = rng.integers(0, n, size=(min(step, n_resamples - start), n))  # level 1: questions
+        means[start:start + len(q)] = resampled_means(values, counts, q, rng).mean(axis=1)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)

@@ -20,9 +20,16 @@ import pandas as pd
 
 from rag_bench.cells import Cell, check_same_dataset
 from rag_bench.errors import DataError, Problem
+from rag_bench.judging import samples as judge_samples
 from rag_bench.metrics import measures
 from rag_bench.reporting import decide
-from rag_bench.stats.paired import holm, paired_bootstrap_ci, randomisation_p
+from rag_bench.stats.paired import (
+    holm,
+    paired_bootstrap_ci,
+    paired_two_level_bootstrap_ci,
+    paired_two_level_p,
+    randomisation_p,
+)
 
 
 @dataclass(frozen=True)
@@ -139,13 +146,16 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
         x = col.read(ra).to_numpy(np.float64)  # type: ignore[union-attr]
         y = col.read(rb).to_numpy(np.float64)  # type: ignore[union-attr]
         both = ~(np.isnan(x) | np.isnan(y))
-        lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
+        judged = judge_samples.paired_samples(col.key, ra, rb)  # judge samples: resampled on two levels
+        lo, hi = (paired_two_level_bootstrap_ci(*judged, n_resamples=n_resamples, seed=seed) if judged is not None
+                  else paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed))
         rows.append({"metric": col.name, "key": col.key, "higher_is_better": col.higher_is_better,
                      "n": int(both.sum()),
                      "mean_a": float(x[both].mean()) if both.any() else None,
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": float((y[both] - x[both]).mean()) if both.any() else None,
-                     "ci": [lo, hi], "p": randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)})
+                     "ci": [lo, hi], "p": randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
+                     if judged is None else paired_two_level_p(*judged, n_resamples=max(n_resamples, 1000), seed=seed)})
     for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):
         row["p_holm"] = p_adj
         row["significant"] = bool(p_adj <= alpha)

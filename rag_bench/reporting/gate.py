@@ -40,9 +40,10 @@ import yaml
 
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError, OutputError, Problem
+from rag_bench.judging import samples as judge_samples
 from rag_bench.metrics import measures
 from rag_bench.reporting.decide import cell_name, pair_names
-from rag_bench.stats.paired import randomisation_p
+from rag_bench.stats.paired import paired_two_level_p, randomisation_p
 
 _TOP = {"thresholds", "regressions", "errors"}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
@@ -442,11 +443,13 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
     if not both.any():
         return RuleResult(name, "error", "n/a", "", "no question has the metric in both cells")
     diff = float((y[both] - x[both]).mean())
-    p = randomisation_p(x, y, seed=seed)
+    judged = judge_samples.paired_samples(metric, ra.loc[common], rb.loc[common])  # judge noise in the test
+    p = randomisation_p(x, y, seed=seed) if judged is None else paired_two_level_p(*judged, seed=seed)
     failed = (diff < 0 if up else diff > 0) and p <= rule["alpha"]
     return RuleResult(name, "fail" if failed else "pass", f"{diff:+.4f}", f"p={p:.4f}",
                       f"baseline {float(x[both].mean()):.4f} -> {float(y[both].mean()):.4f} over {int(both.sum())} "
-                      "questions, paired randomisation test")
+                      "questions, " + ("paired randomisation test" if judged is None else
+                                       "paired two-level bootstrap (questions, then judge samples)"))
 
 
 def exit_code(results: list[RuleResult]) -> int:

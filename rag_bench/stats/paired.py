@@ -1,5 +1,6 @@
 """Paired statistics over the same questions: bootstrap CI of the mean difference, sign-flip
-randomisation test, Holm correction.
+randomisation test, Holm correction; for judged measures (several judge samples per question) the
+paired two-level bootstrap (questions, then each cell's samples) and its p-value.
 
 Small golden sets make a gap of two or three questions look meaningful; these functions say how
 much of a difference survives resampling the questions. All are deterministic given ``seed``.
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from rag_bench.metrics.bootstrap import packed_samples, resampled_means
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -40,6 +43,62 @@ def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 2000
     means = d[rng.integers(0, d.size, size=(n_resamples, d.size))].mean(axis=1)
     lo, hi = np.quantile(means, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
     return float(lo), float(hi)
+
+
+def _two_level_diffs(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Resampled ``mean(b - a)`` of per-question sample means: questions drawn with replacement
+    (pairs kept together), then each cell's samples of each drawn question drawn within it."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or len(a) != len(b):
+        raise ValueError(f"a and b must be (questions, samples) arrays over the same questions, got shapes "
+                         f"{a.shape} and {b.shape}")
+    va, ca = packed_samples(a)
+    vb, cb = packed_samples(b)
+    keep = (ca > 0) & (cb > 0)
+    va, ca, vb, cb = va[keep], ca[keep], vb[keep], cb[keep]
+    n = len(ca)
+    if n == 0:
+        return np.empty(0)
+    rng = np.random.default_rng(seed)
+    q = rng.integers(0, n, size=(n_resamples, n))
+    return (resampled_means(vb, cb, q, rng) - resampled_means(va, ca, q, rng)).mean(axis=1)
+
+
+def paired_two_level_bootstrap_ci(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 2000, seed: int = 0,
+                                  confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of the mean paired difference of a judged measure, ``(questions, samples)``
+    per cell (NaN = a failed sample): questions resampled together, then each cell's judge
+    samples within each question, so the interval carries the judge's noise in both cells.
+    Questions without a sample in either cell are dropped; ``(nan, nan)`` when none is left. With
+    one sample per question it is a questions-only paired bootstrap.
+
+    >>> paired_two_level_bootstrap_ci(np.zeros((4, 2)), np.ones((4, 2)))
+    (1.0, 1.0)
+    """
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    d = _two_level_diffs(a, b, n_resamples, seed)
+    if d.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(d, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
+    return float(lo), float(hi)
+
+
+def paired_two_level_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, seed: int = 0) -> float:
+    """Two-sided bootstrap p-value of ``mean(b - a) == 0`` from the same two-level resampling:
+    ``min(1, 2 * min(share of resampled differences <= 0, share >= 0))`` -- the smallest alpha
+    at which the ``1 - alpha`` interval of :func:`paired_two_level_bootstrap_ci` excludes 0.
+    1.0 when no question has samples in both cells.
+
+    >>> paired_two_level_p(np.zeros((3, 2)), np.ones((3, 2)))
+    0.0
+    """
+    d = _two_level_diffs(a, b, n_resamples, seed)
+    if d.size == 0:
+        return 1.0
+    return min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
 
 
 def randomisation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, seed: int = 0,
