@@ -48,3 +48,12 @@ def test_no_reference_points_outside_the_repository():
         for rel in re.findall(r"\.\./[A-Za-z0-9_.-]+", text):  # '../x' as an example of a refused name is fine
             assert not (REPO / rel).exists(), f"{f.relative_to(REPO)} refers to {rel}, outside the repository"
     assert (REPO / "docs" / "contract.md").is_file()
+
+
+def test_the_report_screenshots_are_small_and_each_is_described():
+    shots = sorted((REPO / "docs" / "report").glob("*.png"))
+    index = (REPO / "docs" / "report" / "README.md").read_text(encoding="utf-8")
+    assert len(shots) >= 10
+    for png in shots:
+        assert png.stat().st_size < 300_000, f"{png.name}: keep each screenshot under 300 KB"
+        assert f"]({png.name})" in index, f"{png.name} is not described in docs/report/README.md"

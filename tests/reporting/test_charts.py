@@ -65,3 +65,13 @@ def test_main_effects_say_what_the_whiskers_and_the_dashed_line_are(kept, tmp_pa
     assert any("whiskers: 95 % CI" in t for t in legend)
     dashed = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_xdata()[0] == pytest.approx(0.25)
+
+
+def test_a_ranking_measure_is_not_drawn_against_generator_tokens(demo_cells, tmp_path):
+    from rag_bench.reporting.report import render_report
+
+    exp = demo_cells["baseline"].path.parent
+    by_correct = render_report(exp, out_root=tmp_path / "a", log_to_mlflow=False).parent
+    by_ndcg = render_report(exp, out_root=tmp_path / "b", metric="retrieval/ndcg@10", log_to_mlflow=False).parent
+    assert (by_correct / "pareto_tokens.png").exists()  # tokens can buy a better answer
+    assert not (by_ndcg / "pareto_tokens.png").exists() and (by_ndcg / "pareto_latency.png").exists()
