@@ -417,8 +417,8 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
                "generation errors": int(c.records["generation_error"].notna().sum())
                if "generation_error" in c.records else 0,
                "endpoint failures": counts.get("endpoint_failures", 0),
-               "judge failures": int(judge.isna().all(axis=1).sum()) if judge.shape[1] and "generation" in c.metrics
-               and gen else 0}
+               # judgements that failed (items x metrics x samples; refusals are not judged, not failed)
+               "judge failures": counts.get("judge_failures", 0) if gen else 0}
         rows.append(row)
     bad = [r for r in rows if any(v for k, v in r.items() if k != "cell")]
     if not bad:

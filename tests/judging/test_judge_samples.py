@@ -161,3 +161,20 @@ def test_a_cell_judged_with_samples_over_http(tmp_path, monkeypatch):
     assert m["cost"]["judge_calls"] == 3 * judged.sum() and m["cost"]["judge_tokens_in"] == 2 * 100 * 3 * judged.sum()
     m2 = json.loads((again / "metrics.json").read_text())
     assert m2["cost"]["judge_calls"] == 0 and m2["judge"] == m["judge"]
+
+
+def test_the_report_counts_failed_judgements_not_unjudged_refusals(tmp_path):
+    """The report's health table counted every row without a judge score as a judge failure (a
+    refusal, which is never judged, among them) and, with list columns of samples, none at all;
+    it shows counts.judge_failures now."""
+    from rag_bench.cells import Cell
+    from rag_bench.reporting.report import _security
+
+    records = pd.DataFrame({"qid": ["q1", "q2"], "generation_error": [None, None],
+                            "judge_faithfulness": [1.0, np.nan], "judge_faithfulness_samples": [[1.0, 1.0], []],
+                            "judge_failures": [None, None]})
+    metrics = {"generation": {"correct": 0.5}, "counts": {"judge_failures": 0}, "security": {}}
+    clean = Cell("c1", tmp_path / "c1", {}, metrics, {}, [records])
+    assert "0 generation, endpoint or judge failures" in _security([clean], {"c1": "c1"})
+    failed = Cell("c2", tmp_path / "c2", {}, {**metrics, "counts": {"judge_failures": 3}}, {}, [records])
+    assert "judge failures" in _security([failed], {"c2": "c2"}) and ">3<" in _security([failed], {"c2": "c2"})
