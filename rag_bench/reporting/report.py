@@ -410,7 +410,6 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
     rows = []
     for c in cells:
         sec, counts, gen = c.metrics.get("security", {}), c.metrics.get("counts", {}), c.metrics.get("generation", {})
-        judge = c.records.filter(like=measures.JUDGE_PREFIX)
         row = {"cell": names[c.cell_id], "unauthorized retrievals": sec.get("unauthorized_retrievals", 0),
                "stale retrievals": sec.get("stale_retrievals", 0),
                "unparseable answers": counts.get("unparseable", 0),
