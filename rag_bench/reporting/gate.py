@@ -15,6 +15,9 @@ A policy (YAML) has three parts, all optional:
 ``errors``       ``max_error_rate``: judge/endpoint failures over calls (``counts.endpoint_failures``
                  / ``counts.endpoint_calls``); such failures never enter quality denominators,
                  but too many fail the gate.
+``judge_agreement`` ``{measure: M, min_kappa: K, labels: FILE}`` (or a list): M's agreement with people's
+                 labels (kappa's CI low >= K); a threshold on M then uses its PPI-corrected mean
+                 (:mod:`rag_bench.calibration.gate_rule`).
 
 Every rule ends ``pass``, ``fail`` or ``error`` (cannot evaluate: metric absent or not a number,
 no per-question values). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
@@ -38,6 +41,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 import yaml
 
+from rag_bench.calibration import gate_rule as judge_rule
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.judging import samples as judge_samples
@@ -45,7 +49,7 @@ from rag_bench.metrics import measures
 from rag_bench.reporting.decide import cell_name, pair_names
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
 
-_TOP = {"thresholds", "regressions", "errors"}
+_TOP = {"thresholds", "regressions", "errors", judge_rule.KEY}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few lines; refuse anything that could be an attack
 MAX_POLICY_NODES = 100_000  # YAML nodes after expanding aliases (a "billion laughs" file stops here)
@@ -255,6 +259,9 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
             if not _number(v) or not 0 <= v <= 1:
                 add(("errors", "max_error_rate"), f"max_error_rate must be a number in [0, 1], got {_show(v)}",
                     "e.g. max_error_rate: 0.05 (a share of calls, not a percentage)")
+    if data.get(judge_rule.KEY) is not None:  # agreement with people's labels (rag_bench.calibration.gate_rule)
+        data[judge_rule.KEY] = judge_rule.validate(p, data[judge_rule.KEY], add)
+        rules += len(data[judge_rule.KEY])
     if not rules and not problems:
         add((), "policy has no rules, so it would pass anything", f"write at least one rule, {_EXAMPLE}")
     return problems
@@ -368,16 +375,18 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     """Apply every rule of ``policy`` (as returned by :func:`load_policy`) to ``cell`` (and
     ``baseline`` for regression rules). A value that is absent or not a number is an ``error``."""
     results: list[RuleResult] = []
+    agreed, ppi = judge_rule.evaluate(cell, policy.get(judge_rule.KEY) or [])
     for metric, rule in (policy.get("thresholds") or {}).items():
-        value = cell.metric(metric)
+        value, ppi_detail = ppi.get(metric, (cell.metric(metric), ""))  # the PPI mean where labels exist
         for bound, limit in rule.items():
             name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
             if value is None:
                 results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue
             ok = value >= limit if bound == "min" else value <= limit
-            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value), str(limit),
-                                      _ci_detail(cell, metric)))
+            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + (" (PPI)" if ppi_detail else ""),
+                                      str(limit), ppi_detail or _ci_detail(cell, metric)))
+    results += [RuleResult(*r) for r in agreed]
     regressions = policy.get("regressions") or {}
     if regressions and baseline is None:
         results.append(RuleResult("regressions", "pass", "skipped", "", "no --baseline given"))
