@@ -71,15 +71,23 @@ def tally(results: Sequence[JudgeResult]) -> dict[str, Any]:
 
 def frame_samples(frame: pd.DataFrame, metric: str) -> np.ndarray | None:
     """The ``(questions, samples)`` matrix of a records frame's ``judge_<metric>_samples`` column
-    (NaN padded), or None when the frame has no such column (a cell written before samples)."""
+    (NaN padded), or None when the frame has no such column (a cell written before samples).
+    ValueError naming the column when it holds anything but lists of finite numbers (or NaN)."""
     col = measures.JUDGE_PREFIX + metric + SAMPLES_SUFFIX
     if col not in frame:
         return None
-    rows = [[] if v is None else list(v) for v in frame[col]]
+    try:
+        rows: list[np.ndarray] = [np.empty(0) if v is None else np.asarray(list(v), dtype=np.float64)
+                                  for v in frame[col]]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"records.parquet {col} holds something other than lists of numbers "
+                         f"({' '.join(str(exc).split())[:120]})") from exc
+    if any(np.isinf(r).any() for r in rows if len(r)):
+        raise ValueError(f"records.parquet {col} holds an infinite judge sample")
     width = max((len(r) for r in rows), default=0) or 1
     out = np.full((len(rows), width), np.nan)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = np.asarray(row, dtype=np.float64)
+        out[i, :len(row)] = row
     return out
 
 

@@ -146,7 +146,11 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
         x = col.read(ra).to_numpy(np.float64)  # type: ignore[union-attr]
         y = col.read(rb).to_numpy(np.float64)  # type: ignore[union-attr]
         both = ~(np.isnan(x) | np.isnan(y))
-        judged = judge_samples.paired_samples(col.key, ra, rb)  # judge samples: resampled on two levels
+        try:  # judge samples: resampled on two levels
+            judged = judge_samples.paired_samples(col.key, ra, rb)
+        except ValueError as exc:
+            raise DataError(Problem(str(b.path), 0, col.key, str(exc), "re-run the cell; records.parquet is written "
+                                    "by rag_bench")) from exc
         lo, hi = (paired_two_level_bootstrap_ci(*judged, n_resamples=n_resamples, seed=seed) if judged is not None
                   else paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed))
         rows.append({"metric": col.name, "key": col.key, "higher_is_better": col.higher_is_better,

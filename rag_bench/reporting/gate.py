@@ -443,6 +443,7 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
             raise ValueError("question ids (qid) are not unique")
         common = ra.index.intersection(rb.index)
         x, y = ra.loc[common, col].to_numpy(np.float64), rb.loc[common, col].to_numpy(np.float64)
+        judged = judge_samples.paired_samples(metric, ra.loc[common], rb.loc[common])  # judge noise in the test
     except (KeyError, ValueError, TypeError) as exc:
         return RuleResult(name, "error", "n/a", "", f"per-question values of {col} are unusable "
                           f"(records.parquet: {' '.join(str(exc).split())[:200]})")
@@ -452,7 +453,6 @@ def _regression(cell: Cell, baseline: Cell, metric: str, rule: dict[str, Any], s
     if not both.any():
         return RuleResult(name, "error", "n/a", "", "no question has the metric in both cells")
     diff = float((y[both] - x[both]).mean())
-    judged = judge_samples.paired_samples(metric, ra.loc[common], rb.loc[common])  # judge noise in the test
     p = randomisation_p(x, y, seed=seed) if judged is None else paired_two_level_p(*judged, seed=seed)
     failed = (diff < 0 if up else diff > 0) and p <= rule["alpha"]
     return RuleResult(name, "fail" if failed else "pass", f"{diff:+.4f}", f"p={p:.4f}",

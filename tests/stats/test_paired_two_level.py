@@ -64,3 +64,21 @@ def test_compare_and_gate_resample_judged_measures_on_two_levels(tmp_path):
     (result,) = evaluate_gate(b, policy, baseline=a)
     assert "two-level bootstrap" in result.detail
     assert result.limit == f"p={paired_two_level_p(base, worse, seed=0):.4f}"
+
+
+def test_hostile_sample_lists_are_an_error_naming_the_column(tmp_path):
+    """A records.parquet whose judge samples are not numbers (hand-edited or written by something
+    else): compare refuses it naming the column, the gate's rule errs (exit 2), nothing crashes."""
+    from rag_bench.errors import DataError
+
+    a = _cell(tmp_path, "a", [[1.0, 0.0]] * 4)
+    b = _cell(tmp_path, "b", [[1.0, 0.0]] * 4)
+    b.records["judge_faithfulness_samples"] = [["yes", "no"]] * 4
+    with pytest.raises(DataError, match="judge_faithfulness_samples"):
+        compare_cells(a, b, metrics=["judge/judge_faithfulness"])
+    policy = {"regressions": {"judge/judge_faithfulness": {"rule": "no_significant_regression", "alpha": 0.05}}}
+    (result,) = evaluate_gate(b, policy, baseline=a)
+    assert result.status == "error" and "judge_faithfulness_samples" in result.detail
+    b.records["judge_faithfulness_samples"] = [[float("inf"), 0.0]] * 4
+    (result,) = evaluate_gate(b, policy, baseline=a)
+    assert result.status == "error" and "infinite" in result.detail
