@@ -165,7 +165,7 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
                                "k": (c.config.get("pipeline") or {}).get("k")}
         for m in main:
             row[m.display] = page.with_ci(c.metric(m.key), _ci(c, m.key))
-        lat = views.latency_ms(c)
+        lat = views.LATENCY.of(c)
         row["p50 ms"] = ("" if lat is None else f"{lat:.2f}", lat, None)
         row["n"] = c.metrics.get("n", {}).get(metric)
         rows.append(row)
@@ -439,7 +439,7 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
-        tokens = views.tokens(c)
+        tokens = views.TOKENS.of(c)
         rows.append({"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
                      "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms"),
                      "s / question": lat.get("seconds_per_question"), "chunk s": lat.get("chunk_s"),

@@ -15,24 +15,7 @@ from dataclasses import dataclass
 
 from rag_bench.cells import Cell
 from rag_bench.metrics import measures
-
-
-def latency_ms(c: Cell) -> float | None:
-    """Query-time cost of a cell: retrieval p50 plus rerank p50 (ms per question)."""
-    lat = c.metrics.get("latency", {})
-    r = lat.get("retrieve_p50_ms", lat.get("system_p50_ms"))
-    if not isinstance(r, (int, float)):
-        return None
-    extra = lat.get("rerank_p50_ms")
-    return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
-
-
-def tokens(c: Cell) -> float | None:
-    """Tokens per question sent to and received from the generator (mean), when it generated."""
-    r = c.records
-    if "tokens_in" not in r or not len(r) or "generation" not in c.metrics:
-        return None
-    return float((r["tokens_in"].fillna(0) + r.get("tokens_out", 0)).mean())
+from rag_bench.reporting import decide
 
 
 @dataclass(frozen=True)
@@ -47,8 +30,9 @@ class View:
     of: Callable[[Cell], float | None]
 
 
-LATENCY = View("latency", "retrieval + rerank p50 (ms per question)", "retrieval/latency", False, latency_ms)
-TOKENS = View("tokens", "generator tokens per question", "generation/tokens", False, tokens)
+LATENCY = View("latency", "retrieval + rerank p50 (ms per question)", "retrieval/latency", False,
+               lambda c: decide.latency_ms(c.metrics))
+TOKENS = View("tokens", "generator tokens per question", "generation/tokens", False, decide.tokens)
 
 
 def measure_view(key: str) -> View:

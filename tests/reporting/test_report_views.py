@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from rag_bench.cells import experiment_cells
-from rag_bench.reporting.report import primary_measure, render_report
+from rag_bench.reporting import decide
+from rag_bench.reporting.report import render_report
 from tests.reporting.cdp import CHROMIUM, Page
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (.ci/run installs it)")
@@ -52,7 +53,7 @@ def test_the_measure_selector_changes_the_main_effects_view(views_report, tmp_pa
 
 def test_answers_side_by_side_and_the_disagreement_filter(views_report, demo_cells, tmp_path):
     cells = experiment_cells(demo_cells["baseline"].path.parent)
-    ranked = sorted(cells, key=lambda c: (-(c.metric(primary_measure(cells)) or 0), c.cell_id))
+    ranked = decide.rank(cells, decide.primary_measure(cells))  # the report's order
     # The best cell and a picked one: the cell of 100-character windows, which answers differently.
     picked = demo_cells["regression"]
     assert ranked[0].cell_id != picked.cell_id
