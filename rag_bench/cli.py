@@ -41,6 +41,8 @@ commands:
   calibrate EXPERIMENT|CELL --labels FILE [--json]
                                    agreement of the answer measures with people's labels (kappa
                                    with CI) and PPI-corrected cell means
+  label CELL [--n 50] [--seed S] [--stratify MEASURE] [--labels FILE] [--out FILE]
+                                   a static page to label a cell's answers by key; downloads labels.jsonl
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
 """
@@ -425,6 +427,46 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
+def _label(argv: list[str]) -> int:
+    from rag_bench.calibration.labels import load_labels
+    from rag_bench.reporting import label_page
+    from rag_bench.reporting.decide import cell_name
+    from rag_bench.tracking.download import load_cell
+
+    p = argparse.ArgumentParser(prog="rag-bench label", description="Write a static page (opens from disk) to "
+                                "label a sample of a cell's answers for correct and faithfulness by key; its "
+                                "'download labels.jsonl' saves them for rag-bench calibrate and the gate.",
+                                epilog="labels format: docs/labels.md")
+    p.add_argument("cell", help="cell folder or MLflow run id")
+    p.add_argument("--n", type=int, default=50, help="questions to sample (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--stratify", help="a records column (e.g. correct): sample as many answers with it >= 0.5 as "
+                   "below, so both kinds get labelled")
+    p.add_argument("--labels", help="a labels.jsonl saved before: the page starts with it and continues")
+    p.add_argument("--out", help="page to write (default reports/label-<cell_id>.html)")
+    a = p.parse_args(argv)
+    if a.n < 1:
+        return _fail(f"--n must be at least 1, got {a.n} -- fix: e.g. --n 50")
+    try:
+        existing = load_labels(a.labels) if a.labels else []
+        cell = load_cell(a.cell)
+        if a.stratify and a.stratify not in cell.records.columns:
+            cols = [c for c in cell.records.columns if cell.records[c].dtype.kind == "f"]
+            return _fail(f"--stratify {a.stratify!r}: no such records column -- fix: one of {', '.join(cols[:40])}")
+        rows = label_page.sample(cell.records, a.n, a.seed, a.stratify)
+        shown = label_page.items(cell, rows, label_page.references(cell))
+        out = Path(a.out or f"reports/label-{cell.cell_id}.html")
+        if out.is_dir():
+            return _fail(f"--out {out}: is a folder -- fix: name a file, e.g. {out / 'label.html'}")
+        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing))
+    except RagBenchError as exc:
+        return _fail(exc)
+    except OSError as exc:
+        return _fail(f"cannot write the page: {exc} -- fix: pass a writable --out")
+    print(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
+    return 0
+
+
 def _report(argv: list[str]) -> int:
     from rag_bench.reporting.report import render_report
 
@@ -726,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
                 "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
                 "export": _export, "score-answers": _score_answers,
-                "calibrate": _calibrate}
+                "calibrate": _calibrate, "label": _label}
     if cmd not in handlers:
         print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

@@ -16,7 +16,8 @@ from rag_bench.cells import load_cell
 from rag_bench.cli import main
 
 # Eight answerable questions (auto correct 1,1,0,0,1,0,1,0) and two unanswerable ones (one refused).
-ANSWERS = ["Forty-five days.", "Ten years.", "I cannot answer this from the provided sources.", "Blue.", "$95.",
+ANSWERS = ["Forty-five days.", "Ten years.", "I cannot answer this from the provided sources.",
+           '<img src=x onerror="document.body.dataset.pwned=1">Blue. </script><b>x</b>', "$95.",
            "Call us.", "13 place settings.", "Zone C.", "I cannot answer this from the provided sources.", "Paris."]
 AUTO = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
 PEOPLE = [1, 1, 0, 1, 1, 0, 0, 0]  # people disagree on q04 (auto missed it) and q07 (auto over-credited)
@@ -28,6 +29,9 @@ def write_cell(root: Path, cell_id: str = "c0ffee000001") -> Path:
     n = len(ANSWERS)
     pd.DataFrame({
         "qid": [f"q{i + 1:02d}" for i in range(n)], "answer": ANSWERS,
+        "question": [f"Question {i + 1}?" for i in range(n)], "context_ids": [["doc#0", "doc#1"]] * n,
+        "context_texts": [["Passage <b>one</b>.", "Passage two."]] * n, "citations": [["1"], ["3"]] * (n // 2),
+        "refused": [a.startswith("I cannot") for a in ANSWERS],
         "answerable": [True] * 8 + [False] * 2,
         "correct": AUTO + [float("nan")] * 2,
         "correct_refusal_rate": [float("nan")] * 8 + [1.0, 0.0],

@@ -1,0 +1,100 @@
+// rag-bench label: every text is set with textContent (never innerHTML); the data comes from the
+// JSON block #lb-data. State: the labels (old and new), the current answer and the current measure.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("lb-data").textContent);
+  var items = data.items, measures = data.measures, labels = data.labels.slice();
+  var cur = 0, m = 0;
+  var who = document.getElementById("lb-labeller");
+  if (labels.length) { who.value = labels[labels.length - 1].labeller; }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+  function find(it, measure) {
+    for (var i = 0; i < labels.length; i++) {
+      var l = labels[i];
+      if (l.qid === it.qid && l.measure === measure && l.labeller === who.value &&
+          (l.answer_sha256 === it.answer_sha256 || (!l.answer_sha256 && l.cell === data.cell))) { return i; }
+    }
+    return -1;
+  }
+  function done(it) { return measures.every(function (ms) { return find(it, ms) >= 0; }); }
+  function progress() {
+    var n = items.filter(done).length;
+    document.getElementById("lb-progress").textContent = n + " / " + items.length + " answers labelled";
+    document.body.dataset.labelled = String(n);
+    document.body.dataset.current = String(cur);
+  }
+  function show() {
+    var box = document.getElementById("lb-item"), it = items[cur];
+    box.textContent = "";
+    if (!it) { box.appendChild(el("p", "muted", "No answers to label.")); progress(); return; }
+    box.appendChild(el("div", "muted", "answer " + (cur + 1) + " of " + items.length + " · " + it.qid +
+      (it.answerable ? "" : " · unanswerable (the right answer is a refusal)")));
+    box.appendChild(el("div", "q", it.question));
+    measures.forEach(function (ms, i) {
+      var k = find(it, ms), v = k >= 0 ? (labels[k].value ? "yes" : "no") : "?";
+      box.appendChild(el("span", "meas" + (i === m ? " active" : ""), ms + ": " + v));
+    });
+    box.appendChild(el("h3", null, "Answer"));
+    box.appendChild(el("div", "ans", it.answer));
+    var cites = el("p");
+    if (!it.citations.length) { cites.appendChild(el("span", "muted", it.refused ? "refused; no citations" : "no citations")); }
+    it.citations.forEach(function (c) {
+      cites.appendChild(el("span", c.ok ? "ok" : "bad", "[" + c.marker + "] " + (c.ok ? "→ " + c.passage + " ✓" : "names no passage it was given ✗") + "  "));
+    });
+    box.appendChild(cites);
+    box.appendChild(el("h3", null, "References"));
+    if (!it.references.length) { box.appendChild(el("p", "muted", it.answerable ? "none in the dataset" : "none: unanswerable")); }
+    it.references.forEach(function (r) { box.appendChild(el("p", "ref", r)); });
+    box.appendChild(el("h3", null, "Passages given to the generator"));
+    var cited = {};
+    it.citations.forEach(function (c) { if (c.ok) { cited[c.passage] = true; } });
+    it.context.forEach(function (p, i) {
+      var d = el("div", "pass" + (cited[p.id] ? " cited" : ""));
+      d.appendChild(el("b", null, "[" + (i + 1) + "] " + p.id + "\n"));
+      d.appendChild(document.createTextNode(p.text));
+      box.appendChild(d);
+    });
+    progress();
+  }
+  function set(value) {
+    var it = items[cur];
+    if (!it) { return; }
+    var row = {qid: it.qid, answer_sha256: it.answer_sha256, measure: measures[m], value: value, labeller: who.value};
+    var k = find(it, measures[m]);
+    if (k >= 0) { labels[k] = row; } else { labels.push(row); }
+    if (m < measures.length - 1) { m += 1; } else { m = 0; if (cur < items.length - 1) { cur += 1; } }
+    show();
+  }
+  function clear() {
+    var it = items[cur];
+    measures.forEach(function (ms) { var k = find(it, ms); if (k >= 0) { labels.splice(k, 1); } });
+    m = 0; show();
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.target === who) { return; }
+    var k = e.key;
+    if (k === "y" || k === "1") { set(1); } else if (k === "n" || k === "0") { set(0); }
+    else if (k === "ArrowRight") { cur = Math.min(cur + 1, items.length - 1); m = 0; show(); }
+    else if (k === "ArrowLeft") { cur = Math.max(cur - 1, 0); m = 0; show(); }
+    else if (k === "u") { clear(); } else { return; }
+    e.preventDefault();
+  });
+  who.addEventListener("change", show);
+  document.getElementById("lb-download").addEventListener("click", function () {
+    var text = labels.map(function (l) { return JSON.stringify(l); }).join("\n") + (labels.length ? "\n" : "");
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], {type: "application/x-ndjson"}));
+    a.download = "labels.jsonl";
+    document.body.appendChild(a); a.click(); a.remove();
+    document.body.dataset.downloaded = String(labels.length);
+  });
+  // continue where the labels file stopped: the first answer not fully labelled
+  for (cur = 0; cur < items.length - 1 && done(items[cur]); cur++) { /* skip */ }
+  show();
+  document.body.dataset.ready = "1";
+}());

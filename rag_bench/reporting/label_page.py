@@ -1,0 +1,146 @@
+"""``rag-bench label CELL``: a static labelling page (one HTML file, opens from disk, no server).
+
+Per sampled question it shows the question, the passages the generator was given (the cited ones
+marked), the answer with each citation checked (does it name a passage that was given?), and the
+reference answers; the labeller presses keys to judge ``correct`` and then ``faithfulness``
+(``y``/``1`` yes, ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item); a progress line
+counts labelled answers; "download labels.jsonl" saves every label, old and new, in the format
+of :mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text). Given the
+labels file it saved before (``--labels``), the page starts with those labels and at the first
+answer not yet labelled.
+
+Every text of the cell (answers are untrusted: a generator's output, a dataset's passages) goes
+into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&``
+escaped, and the script sets it as text (``textContent``), never as HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rag_bench.calibration.labels import MEASURES, Label, answer_digest
+from rag_bench.cells import Cell
+
+_JS = Path(__file__).with_name("label.js")
+CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222;padding:0 1em}
+h1{font-size:1.3em}.sub{color:#555;font-size:13px}kbd{border:1px solid #bbb;border-radius:3px;padding:0 3px;background:#f6f6f6}
+.q{font-size:1.15em;font-weight:600;margin:.6em 0}
+.ans{border-left:4px solid #4c72b0;padding:.3em .7em;background:#f5f8ff;white-space:pre-wrap}
+.pass{border-left:4px solid #ccc;padding:.2em .6em;margin:.3em 0;white-space:pre-wrap;font-size:13px}
+.pass.cited{border-color:#2ca02c;background:#f3fbf4}.ok{color:#2ca02c}.bad{color:#d62728}
+.meas{display:inline-block;margin:.4em 1em .4em 0;padding:.3em .6em;border:1px solid #ccc;border-radius:4px}
+.meas.active{border:2px solid #4c72b0}.ref{color:#333}.muted{color:#777}#lb-progress{margin:0 1em}
+"""
+
+
+def _list(v: Any) -> list[Any]:
+    return [] if v is None or (isinstance(v, float) and pd.isna(v)) else list(v)
+
+
+def references(cell: Cell) -> dict[str, list[str]]:
+    """Question id -> reference answers, from the cell's dataset (empty when it cannot be read)."""
+    from rag_bench.data.loader import load_dataset
+    from rag_bench.errors import RagBenchError
+
+    ds = cell.config.get("dataset") if isinstance(cell.config, dict) else None
+    if not isinstance(ds, dict) or not ds.get("path"):
+        return {}
+    try:
+        data = load_dataset(ds["path"], split=str(ds.get("split") or "test"))
+    except (RagBenchError, OSError):
+        return {}
+    return {q.qid: list(q.answers) for q in data.questions}
+
+
+def sample(records: pd.DataFrame, n: int, seed: int, stratify: str | None = None) -> list[int]:
+    """Row positions of ``n`` questions drawn without replacement (stratified: as many with
+    ``stratify`` >= 0.5 as below it, the undefined ones last)."""
+    rng = random.Random(seed)
+    rows = list(range(len(records)))
+    if stratify is None:
+        rng.shuffle(rows)
+        return sorted(rows[:n])
+    values = records[stratify].astype(float)
+    groups = [[i for i in rows if values.iloc[i] >= 0.5], [i for i in rows if values.iloc[i] < 0.5],
+              [i for i in rows if pd.isna(values.iloc[i])]]
+    for g in groups:
+        rng.shuffle(g)
+    picked: list[int] = []
+    while len(picked) < min(n, len(rows)):
+        for g in groups:
+            if g and len(picked) < n:
+                picked.append(g.pop())
+    return sorted(picked)
+
+
+def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """What the page shows per question (plain data, set as text by the script)."""
+    r = cell.records
+    out = []
+    for i in rows:
+        rec = r.iloc[i]
+        ctx_ids, ctx = _list(rec.get("context_ids")), _list(rec.get("context_texts"))
+        cites = [str(c) for c in _list(rec.get("citations"))]
+        answer = str(rec.get("answer", ""))
+        checked = []
+        for c in cites:
+            k = int(c) if c.isdigit() else 0
+            checked.append({"marker": c, "ok": 1 <= k <= len(ctx),
+                            "passage": ctx_ids[k - 1] if 1 <= k <= len(ctx_ids) else None})
+        out.append({"qid": str(rec["qid"]), "question": str(rec.get("question", "")),
+                    "answerable": bool(rec.get("answerable", True)), "answer": answer,
+                    "answer_sha256": answer_digest(answer), "refused": bool(rec.get("refused", False)),
+                    "citations": checked, "references": refs.get(str(rec["qid"]), []),
+                    "context": [{"id": str(a), "text": str(t)} for a, t in zip(ctx_ids, ctx)]})
+    return out
+
+
+def _label_json(lb: Label) -> dict[str, Any]:
+    d: dict[str, Any] = {"qid": lb.qid, "measure": lb.measure, "value": lb.value, "labeller": lb.labeller}
+    if lb.answer_sha256:
+        d["answer_sha256"] = lb.answer_sha256
+    if lb.cell:
+        d["cell"] = lb.cell
+    if lb.scale != 1:
+        d["scale"] = lb.scale
+    if lb.note:
+        d["note"] = lb.note
+    return d
+
+
+def _safe_json(obj: Any) -> str:
+    """JSON for a ``<script type="application/json">`` block: nothing in it can close the element."""
+    return json.dumps(obj, ensure_ascii=False).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def render(cell_id: str, cell_name: str, shown: list[dict[str, Any]], existing: Sequence[Label]) -> str:
+    """The whole page."""
+    import html
+
+    data = {"cell": cell_id, "name": cell_name, "measures": list(MEASURES), "items": shown,
+            "labels": [_label_json(lb) for lb in existing]}
+    title = html.escape(f"Label answers: {cell_name} ({cell_id})")
+    return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>{title}</title>\n"
+            f"<style>{CSS}</style></head>\n<body>\n<h1>{title}</h1>\n"
+            "<p class=sub>Keys: <kbd>y</kbd>/<kbd>1</kbd> yes, <kbd>n</kbd>/<kbd>0</kbd> no (first <b>correct</b>: "
+            "does the answer answer the question right? a refusal of an unanswerable question is correct; then "
+            "<b>faithfulness</b>: is everything it says supported by the passages it was given? a refusal is "
+            "faithful), <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> previous/next, <kbd>u</kbd> clear this answer's labels."
+            "</p>\n<p>Labeller: <input id=lb-labeller value=\"author\" size=12> <span id=lb-progress></span> "
+            "<button id=lb-download>download labels.jsonl</button></p>\n<div id=lb-item></div>\n"
+            f"<script type=\"application/json\" id=lb-data>{_safe_json(data)}</script>\n"
+            f"<script>\n{_JS.read_text(encoding='utf-8')}</script>\n</body></html>\n")
+
+
+def write_page(path: Path, page: str) -> None:
+    """Write atomically (a temporary file renamed), so an interrupted run leaves no half page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
