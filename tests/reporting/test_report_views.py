@@ -85,6 +85,9 @@ def test_answers_side_by_side_and_the_disagreement_filter(views_report, demo_cel
         page.eval("location.hash = 'side=3'")  # a link to the top three: three answers per question
         page.wait("document.body.dataset.sideCells === '3'")
         assert page.eval(f"document.querySelectorAll('#rb-side tr[data-qid=\"{qid}\"] td.ans').length") == 3
+        page.eval(f"document.querySelector('#rb-side tr[data-qid=\"{qid}\"] td.q a').click()")  # one question alone
+        page.wait("document.body.dataset.sideRows === '1'")
+        assert f"sq={qid}" in page.eval("location.hash")
         assert not page.errors
 
 
