@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 GRIDS = {
     "A": ["chunker=fixed,section,parent_child", "retriever=bm25,dense,hybrid", "reranker=none,dense",
@@ -38,7 +39,15 @@ GRIDS = {
 TIMING = ("_s", "_ms", "latency", "per_s", "seconds", "wall", "qps", "throughput")
 
 
+# Not what the code computes: the dataset folder's fingerprint (a file added beside the questions,
+# such as labels.jsonl, changes it) and the cost figures that depend on which cell of the sweep ran
+# first (in-process sharing and the persistent caches: embedding_requests, cache hits).
+NOT_COMPARED = ("dataset_fingerprint", "cost/")
+
+
 def timing(name: str) -> bool:
+    if name.startswith(NOT_COMPARED):
+        return True
     leaf = name.split("/")[-1].split(".")[-1]
     return any(leaf.endswith(t) or t in leaf for t in TIMING)
 
@@ -57,8 +66,19 @@ def run(out: Path) -> None:
     print("cells:", len(cells(out)))
 
 
+COMPONENTS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
+
+
 def cells(out: Path) -> dict[str, Path]:
-    return {f"{d.parent.parent.name}/{d.parent.name}": d.parent for d in sorted(out.glob("grid*/*/DONE"))}
+    """The finished cells under ``out`` keyed by grid and what they compute (each component's name,
+    pipeline.* and eval.*): a new config key elsewhere, or another checkout's dataset path, changes
+    the cell id only."""
+    found = {}
+    for done in sorted(out.glob("grid*/*/DONE")):
+        cfg = yaml.safe_load((done.parent / "config.yaml").read_text())
+        what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": cfg["eval"]}
+        found[f"{done.parent.parent.name} {json.dumps(what, sort_keys=True)}"] = done.parent
+    return found
 
 
 def flat(tree: object, prefix: str = "") -> dict[str, object]:
@@ -90,12 +110,13 @@ def same(a: object, b: object) -> bool:
 def compare(before: Path, after: Path) -> int:
     a, b = cells(before), cells(after)
     print(f"cells: before {len(a)}, after {len(b)}, shared {len(a.keys() & b.keys())}")
-    bad = sorted(a.keys() ^ b.keys())
+    bad = sorted(f"cell only in {'before' if key in a else 'after'}: {key}" for key in a.keys() ^ b.keys())
     metrics = columns = 0
     added: set[str] = set()
-    for cell in sorted(a.keys() & b.keys()):
-        ma = {k: v for k, v in flat(json.loads((a[cell] / "metrics.json").read_text())).items() if not timing(k)}
-        mb = {k: v for k, v in flat(json.loads((b[cell] / "metrics.json").read_text())).items() if not timing(k)}
+    for key in sorted(a.keys() & b.keys()):
+        cell = f"{a[key].parent.name}/{a[key].name}"
+        ma = {k: v for k, v in flat(json.loads((a[key] / "metrics.json").read_text())).items() if not timing(k)}
+        mb = {k: v for k, v in flat(json.loads((b[key] / "metrics.json").read_text())).items() if not timing(k)}
         for k in sorted(ma.keys() & mb.keys()):
             metrics += 1
             if not same(ma[k], mb[k]):
@@ -103,7 +124,7 @@ def compare(before: Path, after: Path) -> int:
         for k in sorted(ma.keys() - mb.keys()):
             bad.append(f"{cell} metrics {k}: only before")
         added.update(_family(k) for k in mb.keys() - ma.keys())
-        ra, rb = pd.read_parquet(a[cell] / "records.parquet"), pd.read_parquet(b[cell] / "records.parquet")
+        ra, rb = pd.read_parquet(a[key] / "records.parquet"), pd.read_parquet(b[key] / "records.parquet")
         if [c for c in rb.columns if c in ra.columns] != list(ra.columns):
             bad.append(f"{cell} records columns: {list(ra.columns)} are not in {list(rb.columns)} in order")
         added.update(f"records {_family(c)}" for c in rb.columns if c not in ra.columns)
@@ -111,8 +132,8 @@ def compare(before: Path, after: Path) -> int:
             columns += 1
             if not same(ra[col].tolist(), rb[col].tolist()):
                 bad.append(f"{cell} records column {col} differs")
-        for trec in sorted(p.name for p in a[cell].glob("*.trec")):
-            if (a[cell] / trec).read_bytes() != (b[cell] / trec).read_bytes():
+        for trec in sorted(p.name for p in a[key].glob("*.trec")):  # run files are tagged with the cell id
+            if (a[key] / trec).read_text() != (b[key] / trec).read_text().replace(b[key].name, a[key].name):
                 bad.append(f"{cell} {trec} differs")
     print(f"compared {metrics} metrics and {columns} records columns; {len(bad)} differences")
     print("added after (new measures, not compared):", ", ".join(sorted(added)) or "none")

@@ -3,7 +3,7 @@
 It runs the ranking scorers of ``eval.unit`` (:mod:`.scorers.chunk_ranking`,
 :mod:`.scorers.document_ranking`), the answer scoring when the run answered, the judge when
 one is given, then every scorer :func:`.scorers.discovered` finds; aggregates every measure the
-same way (value, n, 95% bootstrap CI: :func:`rag_bench.runner.summary.aggregate`) and hands the
+same way (value, n, 95% bootstrap CI: :func:`rag_bench.evaluation.summary.aggregate`) and hands the
 cell's files (records.parquet, metrics.json, the TREC files) over as one
 :class:`~rag_bench.cells.CellResult`.
 """
@@ -11,6 +11,7 @@ cell's files (records.parquet, metrics.json, the TREC files) over as one
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,20 +19,20 @@ from omegaconf import DictConfig
 
 from rag_bench import memo
 from rag_bench.cells import CellResult
+from rag_bench.evaluation import summary
+from rag_bench.evaluation.results import Chunked, Generated, Judged
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorers import Scorer, discovered
 from rag_bench.evaluation.scorers.answer import score_answers
 from rag_bench.evaluation.scorers.chunk_ranking import CHUNK
 from rag_bench.evaluation.scorers.document_ranking import DOCUMENT
-from rag_bench.judging.base import Judge
+from rag_bench.evaluation.scoring import RankingUnit, score
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
-from rag_bench.runner import stages, summary
-from rag_bench.runner.config import UNITS
-from rag_bench.runner.results import Chunked
-from rag_bench.runner.scoring import RankingUnit
 
-RANKING_UNITS: dict[str, RankingUnit] = {u.name: u for u in (CHUNK, DOCUMENT)}
+# eval.unit -> the ranking units reported (runner.config validates the names; a test keeps them equal).
+RANKING_UNITS: dict[str, tuple[RankingUnit, ...]] = {"chunk": (CHUNK,), "document": (DOCUMENT,),
+                                                     "both": (CHUNK, DOCUMENT)}
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Evaluation:
         return cls(ks=tuple(sorted(set(int(x) for x in cfg.eval.ks))), k=int(cfg.pipeline.k),
                    min_coverage=float(cfg.eval.min_coverage), relevance=str(cfg.eval.relevance),
                    gain=str(cfg.eval.gain), relevance_level=int(cfg.eval.relevance_level),
-                   units=tuple(RANKING_UNITS[u] for u in UNITS[str(cfg.eval.unit)]),
+                   units=RANKING_UNITS[str(cfg.eval.unit)],
                    answer_match=str(cfg.eval.answer_match), f1_threshold=float(cfg.eval.f1_threshold),
                    n_resamples=int(cfg.eval.bootstrap_resamples), seed=int(cfg.eval.seed),
                    judge_name=str(cfg.judge.name), scorers=discovered())
@@ -69,13 +70,14 @@ class Evaluation:
         (the failure labels and the console read it), then the reported ones."""
         return tuple(dict.fromkeys((CHUNK, *self.units)))
 
-    def evaluate(self, run: SystemRun, dataset: Dataset, cell_id: str, *, judge: Judge | None = None,
-                 work: SharedWork | None = None) -> CellResult:
-        """The cell of ``run`` on ``dataset``: its records, metrics and TREC files."""
+    def evaluate(self, run: SystemRun, dataset: Dataset, cell_id: str, *,
+                 judge: Callable[[Generated], Judged | None] | None = None, work: SharedWork | None = None) -> CellResult:
+        """The cell of ``run`` on ``dataset``: its records, metrics and TREC files. ``judge``
+        judges the scored answers (the runner hands it over: the judge is a component it builds)."""
         questions = list(dataset.questions)
         ks, k = list(self.ks), self.k
         t0 = time.perf_counter()
-        scored = stages.score(questions=questions, dataset=run.corpus, indexed=run.indexed, retrieved=run.retrieved,
+        scored = score(questions=questions, dataset=run.corpus, indexed=run.indexed, retrieved=run.retrieved,
                               reranked=run.reranked, ks=ks, k=k, min_coverage=self.min_coverage,
                               relevance=self.relevance, gain=self.gain, relevance_level=self.relevance_level,
                               units=self.units, scored_units=self.scored_units,
@@ -88,7 +90,7 @@ class Evaluation:
                                              min_coverage=self.min_coverage, answer_match=self.answer_match,
                                              f1_threshold=self.f1_threshold)
             if judge is not None:
-                judged = stages.judge(judge=judge, questions=questions, generated=generated)
+                judged = judge(generated)
         frame = summary.records(scored=scored, retrieved=run.retrieved, reranked=run.reranked, generated=generated,
                                 judged=judged)
         extra = {}

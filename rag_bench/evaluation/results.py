@@ -1,19 +1,75 @@
 """What each stage of a cell returns: frozen results, never mutated by a later stage.
 
 The per-question columns a stage adds are its own DataFrame (one row per question, the
-questions' order); :func:`rag_bench.runner.summary.records` joins them into records.parquet.
+questions' order); :func:`rag_bench.evaluation.summary.records` joins them into records.parquet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from rag_bench.generation.base import Generation, GenerationInput
-from rag_bench.records import Answer, Chunk, Ranking
+from rag_bench.metrics.measures import Measure
+from rag_bench.records import Answer, Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, Retriever
-from rag_bench.runner.scoring import Qrels, RankingUnit
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """Derived judgments of one cell: per question index, graded relevant chunks (chunk index →
+    grade) and graded relevant documents (doc id → grade)."""
+
+    chunks: dict[int, dict[int, int]]
+    documents: dict[int, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One question's relevance in one ranking unit: the grade of each ranked item (in rank
+    order), how many items are relevant at the relevance level, every positive grade (the ideal
+    ranking), the unit's own per-question columns and its judgments (item -> grade)."""
+
+    levels: Sequence[float] | np.ndarray
+    n_relevant: float
+    grades: list[int]
+    columns: dict[str, Any]
+    qrels: dict[Any, int]
+
+
+class RankingUnit(Protocol):
+    """What a ranking is scored over (chunks, documents): a ranking scorer of
+    :mod:`rag_bench.evaluation.scorers` owns one. Its measures are ``families`` in metrics.json
+    section ``section``, their records.parquet columns prefixed ``prefix``; its judgments go to
+    the field ``qrels_field`` of :class:`Qrels`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def families(self) -> tuple[Measure, ...]: ...
+    @property
+    def qrels_field(self) -> str: ...
+
+    def judge(self, q: Question, top: Sequence[Chunk], scores: Sequence[float], chunk: Judgment,
+              relevance_level: int) -> Judgment:
+        """The question's judgment in this unit, from its ranked chunks and their chunk judgment."""
+        ...
+
+    def counts(self, frame: pd.DataFrame, answerable: np.ndarray, ks: Sequence[int]) -> dict[str, int]:
+        """The unit's figures of metrics.json ``counts`` (its measures' denominator)."""
+        ...
+
+    def trec_files(self, frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
+        """Extra TREC files of the cell (name -> text) beside run.trec and qrels.trec."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rag_bench.embedding.base import EmbedStats
+from rag_bench.evaluation.results import Answered, Indexed, Reranked, Retrieved
 from rag_bench.records import Chunk, Dataset
-from rag_bench.runner.results import Answered, Indexed, Reranked, Retrieved
 
 Latency = Literal["pipeline", "system", "none"]
 

@@ -1,21 +1,24 @@
-"""Per-question retrieval scoring of one cell: relevance, ranking and evidence measures, retrieval label."""
+"""Per-question retrieval scoring of one cell: relevance, ranking and evidence measures, retrieval label,
+security counts per stage (:func:`score`, from the run's rankings)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rag_bench import memo
 from rag_bench.data.evidence import section_span
+from rag_bench.evaluation.labels import retrieval_label
+from rag_bench.evaluation.results import Indexed, Judgment, Qrels, RankingUnit, Reranked, Retrieved, Scored
+from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
-from rag_bench.metrics.measures import Measure
 from rag_bench.metrics.ranking import ranking_metrics
 from rag_bench.metrics.relevance import ChunkIndex, evidence_coverage, relevant_chunks
-from rag_bench.records import Chunk, Document, Question, Ranking
-from rag_bench.runner.labels import retrieval_label
+from rag_bench.records import Chunk, Dataset, Document, Question, Ranking
 
 
 def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple[int, int]]:
@@ -27,65 +30,12 @@ def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple
     return spans
 
 
-@dataclass(frozen=True)
-class Qrels:
-    """Derived judgments of one cell: per question index, graded relevant chunks (chunk index →
-    grade) and graded relevant documents (doc id → grade)."""
-
-    chunks: dict[int, dict[int, int]]
-    documents: dict[int, dict[str, int]]
-
-
 def _ideal(grades: list[list[int]]) -> np.ndarray:
     width = max((len(g) for g in grades), default=0)
     out = np.zeros((len(grades), max(width, 1)))
     for i, g in enumerate(grades):
         out[i, :len(g)] = sorted(g, reverse=True)
     return out
-
-
-@dataclass(frozen=True)
-class Judgment:
-    """One question's relevance in one ranking unit: the grade of each ranked item (in rank
-    order), how many items are relevant at the relevance level, every positive grade (the ideal
-    ranking), the unit's own per-question columns and its judgments (item -> grade)."""
-
-    levels: Sequence[float] | np.ndarray
-    n_relevant: float
-    grades: list[int]
-    columns: dict[str, Any]
-    qrels: dict[Any, int]
-
-
-class RankingUnit(Protocol):
-    """What a ranking is scored over (chunks, documents): a ranking scorer of
-    :mod:`rag_bench.evaluation.scorers` owns one. Its measures are ``families`` in metrics.json
-    section ``section``, their records.parquet columns prefixed ``prefix``; its judgments go to
-    the field ``qrels_field`` of :class:`Qrels`."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def section(self) -> str: ...
-    @property
-    def prefix(self) -> str: ...
-    @property
-    def families(self) -> tuple[Measure, ...]: ...
-    @property
-    def qrels_field(self) -> str: ...
-
-    def judge(self, q: Question, top: Sequence[Chunk], scores: Sequence[float], chunk: Judgment,
-              relevance_level: int) -> Judgment:
-        """The question's judgment in this unit, from its ranked chunks and their chunk judgment."""
-        ...
-
-    def counts(self, frame: pd.DataFrame, answerable: np.ndarray, ks: Sequence[int]) -> dict[str, int]:
-        """The unit's figures of metrics.json ``counts`` (its measures' denominator)."""
-        ...
-
-    def trec_files(self, frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
-        """Extra TREC files of the cell (name -> text) beside run.trec and qrels.trec."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -230,3 +180,47 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
                                for name, values in per_q.items()})
     frame = pd.concat([frame, pd.DataFrame(metric_columns, index=frame.index)], axis=1)
     return RankedScores(frame, qrels, tuple(found_all), tuple(judged_all), tuple(cut), head, tuple(metric_columns))
+
+
+def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
+          reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
+          gain: str, relevance_level: int = 1, units: Sequence[RankingUnit] = (),
+          attribute_chunking: bool = True, min_relevant: int = 0, work: SharedWork | None = None,
+          scored_units: Sequence[RankingUnit] | None = None) -> Scored:
+    """Per-question graded relevance, ranking measures (per unit), evidence measures and the
+    retrieval label (``attribute_chunking=False`` when the chunks are not the whole corpus's, as
+    for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``; then
+    ``min_relevant=1`` makes a question the system missed score 0 instead of being left out).
+    The part that does not depend on ``k`` is computed once per final ranking and scoring
+    parameters in ``work`` (cells that differ only in ``k`` or after retrieval share it).
+    ``units`` are the ranking units reported, ``scored_units`` those whose measure columns the
+    records hold (default: ``units``)."""
+    searchable = indexed.searchable
+    columns_of = tuple(units if scored_units is None else scored_units)
+
+    def ranked() -> RankedScores:
+        return score_ranked(questions=questions, chunks=searchable, rankings=reranked.rankings,
+                            documents=dataset.documents, ks=ks, min_coverage=min_coverage, relevance=relevance,
+                            gain=gain, relevance_level=relevance_level, units=columns_of, min_relevant=min_relevant)
+
+    if work is not None and reranked.key is not None:
+        key = memo.key(dataset.fingerprint, reranked.key, list(ks), min_coverage, relevance, gain, relevance_level,
+                       [u.name for u in columns_of], min_relevant)
+        base = work.get_or("scored", key, ranked)
+    else:
+        base = ranked()
+    frame = at_k(base, questions=questions, chunks=searchable, rankings=reranked.rankings, k=k,
+                 min_coverage=min_coverage, attribute_chunking=attribute_chunking)
+    frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
+    # Security per stage: what each component returned that the asker may not read (dropped
+    # before anything downstream saw it); unauthorized_retrievals counts those as well as any
+    # unreadable chunk left in the final ranking (an external system's passages).
+    n = len(questions)
+    from_retriever = np.asarray(retrieved.unauthorized or [0] * n, np.int64)
+    from_reranker = np.asarray(reranked.unauthorized or [0] * n, np.int64)
+    if from_retriever.any() or from_reranker.any():
+        frame = frame.assign(unauthorized_retrievals=frame["unauthorized_retrievals"].to_numpy(np.int64)
+                             + from_retriever + from_reranker)
+    frame.insert(frame.columns.get_loc("unauthorized_retrievals") + 1, "unauthorized_from_retriever", from_retriever)
+    frame.insert(frame.columns.get_loc("unauthorized_from_retriever") + 1, "unauthorized_from_reranker", from_reranker)
+    return Scored(frame, base.qrels, tuple(units))

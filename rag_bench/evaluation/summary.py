@@ -14,14 +14,13 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.embedding.base import EmbedStats
+from rag_bench.evaluation.results import Chunked, Generated, Indexed, Judged, Qrels, Reranked, Retrieved, Scored
 from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
-from rag_bench.metrics import measures
 from rag_bench.judging import samples as judge_samples
+from rag_bench.metrics import measures
 from rag_bench.metrics.bootstrap import bootstrap_cis
 from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
-from rag_bench.runner.results import Chunked, Generated, Indexed, Judged, Reranked, Retrieved, Scored
-from rag_bench.runner.scoring import Qrels
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
 
@@ -141,11 +140,11 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
                          "abstention": list(measures.ABSTENTION)})
         if judged is not None and judged.metrics:
             sections[measures.JUDGE_SECTION] = [measures.judge_measure(m) for m in judged.metrics]
+    metrics = aggregate(frame, sections, n_resamples=n_resamples, seed=seed)
     if judged is not None and judged.metrics:  # judged measures: two-level CIs and judge_consistency
         got = judge_samples.judge_statistics(frame, judged.metrics, n_resamples=n_resamples, seed=seed)
         for part in ("judge", "ci", "n"):
             metrics[part].update(got[part])
-    metrics = aggregate(frame, sections, n_resamples=n_resamples, seed=seed)
     metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
     if generated is not None:
         metrics["conditional"] = conditional_table(frame, k)
@@ -189,15 +188,15 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
                       unparseable=g.unparseable, retries=g.retries)
         metrics["cost"]["generations_cached"] = g.generations_cached  # depends on the cache, not the config
     if judged is not None:
+        counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
         metrics["cost"].update(judge_calls=judged.calls, judge_tokens_in=judged.tokens_in,
                                judge_tokens_out=judged.tokens_out, judge_s=judged.seconds)
-        counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
     metrics["counts"] = counts
     metrics["dataset_fingerprint"] = dataset.fingerprint
     metrics["warnings"] = sanity_warnings(frame, metrics, k, external=index_name == "external")
-    return metrics
     if judged is not None and judged.failures:
         metrics["warnings"].append(judge_samples.failure_warning(frame, judged.failures, judged.attempted))
+    return metrics
 
 
 def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int, *, external: bool = False) -> list[str]:

@@ -52,6 +52,7 @@ from rag_bench.cells import CellResult
 from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
 from rag_bench.errors import Problem
 from rag_bench.evaluation.evaluation import Evaluation
+from rag_bench.evaluation.results import Answered, Generated, Indexed, Judged, Reranked, Retrieved
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import REFUSAL
@@ -60,7 +61,6 @@ from rag_bench.records import Chunk, Dataset, Document, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 from rag_bench.runner import stages
 from rag_bench.runner.config import build, wants
-from rag_bench.runner.results import Indexed, Reranked, Retrieved
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
@@ -498,7 +498,8 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
                       key=cell_id, seconds=0.0)
     retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id)
     reranked = Reranked(rankings)
-    answered = judge = None
+    answered: Answered | None = None
+    judge: Any = None  # built only when there are answers to judge
     if outputs.has_answers:
         answered = stages.answer(
             generator=ReplayGenerator([outputs.records[q.qid] for q in questions]), questions=questions,
@@ -511,4 +512,8 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
     run = SystemRun(corpus=placeholder, chunks=chunks, indexed=indexed, retrieved=retrieved, reranked=reranked,
                     answered=answered, attribute_chunking=False, min_relevant=1, counts=counts,
                     latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none")
-    return Evaluation.from_config(cfg).evaluate(run, dataset, cell_id, judge=judge)
+
+    def judging(generated: Generated) -> Judged | None:  # the judge we built, handed to the evaluation
+        return stages.judge(judge=judge, questions=questions, generated=generated)
+
+    return Evaluation.from_config(cfg).evaluate(run, dataset, cell_id, judge=judging)

@@ -17,6 +17,7 @@ from rag_bench import memo
 from rag_bench.cells import CellResult
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.evaluation.evaluation import Evaluation
+from rag_bench.evaluation.results import Answered, Generated, Judged
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.memo import SharedWork
 from rag_bench.records import Dataset
@@ -83,7 +84,8 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
 
     evaluation = Evaluation.from_config(cfg)
     generator = build(cfg.generator, "generator")
-    answered = judge = None
+    answered: Answered | None = None
+    judge: Any = None  # built only when there are answers to judge
     if not is_null(generator):
         answered = stages.answer(generator=generator, questions=questions, reranked=reranked, indexed=indexed,
                                  parents=chunked.parents, k=k, expand_parents=bool(cfg.pipeline.expand_parents),
@@ -97,4 +99,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     run = SystemRun(corpus=dataset, chunks=chunked.chunks, indexed=indexed, retrieved=retrieved, reranked=reranked,
                     answered=answered, ann=ann, timings=timings, index_name=str(cfg.index.name),
                     usage=lambda: _usage(embedder).since(before))
-    return evaluation.evaluate(run, dataset, cell_id, judge=judge, work=work)
+    def judging(generated: Generated) -> Judged | None:  # the judge we built, handed to the evaluation
+        return stages.judge(judge=judge, questions=questions, generated=generated)
+
+    return evaluation.evaluate(run, dataset, cell_id, judge=judging, work=work)

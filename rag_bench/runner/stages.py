@@ -14,12 +14,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from rag_bench import memo
 from rag_bench.errors import EndpointError
+from rag_bench.evaluation.results import (
+    Answered,
+    Chunked,
+    Generated,
+    Indexed,
+    Judged,
+    Reranked,
+    Retrieved,
+)
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
@@ -32,17 +40,6 @@ from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
 from rag_bench.runner import contracts
 from rag_bench.runner.contracts import component_name
-from rag_bench.runner.results import (
-    Answered,
-    Chunked,
-    Generated,
-    Indexed,
-    Judged,
-    Reranked,
-    Retrieved,
-    Scored,
-)
-from rag_bench.runner.scoring import RankedScores, RankingUnit, at_k, score_ranked
 from rag_bench.stages import capability, is_null
 
 
@@ -149,50 +146,6 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
     report = capability(indexed.retriever, "retriever", "ann_report")
     return work.get_or("ann", memo.key(indexed.key, list(ks), questions_key),
                        lambda: report(questions, ks, indexed.access))
-
-
-def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, retrieved: Retrieved,
-          reranked: Reranked, ks: Sequence[int], k: int, min_coverage: float, relevance: str,
-          gain: str, relevance_level: int = 1, units: Sequence[RankingUnit] = (),
-          attribute_chunking: bool = True, min_relevant: int = 0, work: SharedWork | None = None,
-          scored_units: Sequence[RankingUnit] | None = None) -> Scored:
-    """Per-question graded relevance, ranking measures (per unit), evidence measures and the
-    retrieval label (``attribute_chunking=False`` when the chunks are not the whole corpus's, as
-    for an external system's passages: ``chunking`` cannot be told from ``retrieval_miss``; then
-    ``min_relevant=1`` makes a question the system missed score 0 instead of being left out).
-    The part that does not depend on ``k`` is computed once per final ranking and scoring
-    parameters in ``work`` (cells that differ only in ``k`` or after retrieval share it).
-    ``units`` are the ranking units reported, ``scored_units`` those whose measure columns the
-    records hold (default: ``units``)."""
-    searchable = indexed.searchable
-    columns_of = tuple(units if scored_units is None else scored_units)
-
-    def ranked() -> RankedScores:
-        return score_ranked(questions=questions, chunks=searchable, rankings=reranked.rankings,
-                            documents=dataset.documents, ks=ks, min_coverage=min_coverage, relevance=relevance,
-                            gain=gain, relevance_level=relevance_level, units=columns_of, min_relevant=min_relevant)
-
-    if work is not None and reranked.key is not None:
-        key = memo.key(dataset.fingerprint, reranked.key, list(ks), min_coverage, relevance, gain, relevance_level,
-                       [u.name for u in columns_of], min_relevant)
-        base = work.get_or("scored", key, ranked)
-    else:
-        base = ranked()
-    frame = at_k(base, questions=questions, chunks=searchable, rankings=reranked.rankings, k=k,
-                 min_coverage=min_coverage, attribute_chunking=attribute_chunking)
-    frame = frame.assign(retrieved_ids=[[searchable[i].chunk_id for i in r.indices] for r in retrieved.rankings])
-    # Security per stage: what each component returned that the asker may not read (dropped
-    # before anything downstream saw it); unauthorized_retrievals counts those as well as any
-    # unreadable chunk left in the final ranking (an external system's passages).
-    n = len(questions)
-    from_retriever = np.asarray(retrieved.unauthorized or [0] * n, np.int64)
-    from_reranker = np.asarray(reranked.unauthorized or [0] * n, np.int64)
-    if from_retriever.any() or from_reranker.any():
-        frame = frame.assign(unauthorized_retrievals=frame["unauthorized_retrievals"].to_numpy(np.int64)
-                             + from_retriever + from_reranker)
-    frame.insert(frame.columns.get_loc("unauthorized_retrievals") + 1, "unauthorized_from_retriever", from_retriever)
-    frame.insert(frame.columns.get_loc("unauthorized_from_retriever") + 1, "unauthorized_from_reranker", from_reranker)
-    return Scored(frame, base.qrels, tuple(units))
 
 
 def answer(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,

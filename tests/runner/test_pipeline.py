@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_bench.data.loader import load_dataset
+from rag_bench.evaluation.results import Reranked, Scored
 from rag_bench.evaluation.scorers.answer import score_answers
+from rag_bench.evaluation.scoring import score
 from rag_bench.memo import SharedWork
 from rag_bench.runner import stages
 from rag_bench.runner.pipeline import run_pipeline
-from rag_bench.runner.results import Reranked, Scored
 from tests.conftest import TINY, compose_config
 
 
@@ -50,12 +51,12 @@ def test_generation_does_not_touch_the_scored_frame():
     questions = list(dataset.questions)
     key = next(iter(work._caches["indexes"]))
     retriever, searchable, access = work._caches["indexes"][key]
-    from rag_bench.runner.results import Indexed
+    from rag_bench.evaluation.results import Indexed
 
     indexed = Indexed(retriever, searchable, access, key, 0.0)
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=10, work=work)
     reranked = Reranked(retrieved.rankings)
-    scored = stages.score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
+    scored = score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
                           reranked=reranked, ks=[1, 3, 5, 10], k=5, min_coverage=0.5, relevance="overlap",
                           gain="linear")
     before = scored.frame.copy(deep=True)

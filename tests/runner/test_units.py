@@ -118,7 +118,7 @@ def test_degenerate_numbers_come_with_a_warning(tmp_path):
 
 
 def test_a_retriever_that_matches_nothing_is_flagged():
-    from rag_bench.runner.summary import sanity_warnings
+    from rag_bench.evaluation.summary import sanity_warnings
 
     frame = pd.DataFrame({"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0], [0.0]], "answerable": [True, True, True, False],
                           "first_relevant_rank": [None, 1, None, None]})

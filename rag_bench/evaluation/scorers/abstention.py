@@ -1,5 +1,5 @@
 """Abstention: refusing the unanswerable, answering the answerable (metrics.json ``abstention``;
-the top-1 score threshold analysis is :func:`rag_bench.runner.summary.threshold_analysis`)."""
+the top-1 score threshold analysis is :func:`rag_bench.evaluation.summary.threshold_analysis`)."""
 
 from __future__ import annotations
 

@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rag_bench.evaluation.labels import final_label
+from rag_bench.evaluation.results import Answered, Generated, GenerationCounts
 from rag_bench.evaluation.scorers.abstention import abstention_columns
 from rag_bench.evaluation.scorers.citations import PRECISION, citation_columns
 from rag_bench.metrics import measures
 from rag_bench.metrics.generation import AnswerMatch, correctness, faithfulness, match_answer, squad_v2
 from rag_bench.records import Answer, Question
-from rag_bench.runner.labels import final_label
-from rag_bench.runner.results import Answered, Generated, GenerationCounts
 
 
 def answer_columns(q: Question, a: Answer, passages: Sequence[Any], *, ok: bool, answer_match: str,

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rag_bench.evaluation.results import Judgment, Qrels
 from rag_bench.metrics import measures
 from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Question
-from rag_bench.runner.scoring import Judgment, Qrels
 
 
 @dataclass(frozen=True)
