@@ -3,7 +3,7 @@
 Policy (one entry or a list)::
 
     judge_agreement:
-      - {measure: generation/correct, min_kappa: 0.6, labels: ../../rag_bench/datasets/kettleby/labels.jsonl}
+      - {measure: generation/correct, min_kappa: 0.6, labels: labels.jsonl}   # beside the policy, or an absolute path
 
 ``measure`` is written as the gate writes every measure (``section/name``) and must stand in for a
 judgment (:mod:`rag_bench.calibration.standins`: ``generation/correct``, ``generation/faithfulness``,
@@ -74,7 +74,7 @@ def validate(policy_path: Path, body: Any, add: Callable[[tuple[Any, ...], str, 
             ok = False
         if not isinstance(labels, str) or not labels.strip():
             add(where + ("labels",), f"labels must be a path to a labels.jsonl, got {labels!r}",
-                "relative to the policy's folder, e.g. labels: ../../rag_bench/datasets/kettleby/labels.jsonl")
+                "relative to the policy's folder or absolute, e.g. labels: labels.jsonl")
             ok = False
         if ok:
             out.append({"measure": metric, "min_kappa": float(k), "labels": str(policy_path.parent / labels)})
