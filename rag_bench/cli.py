@@ -285,6 +285,8 @@ def _leaderboard(argv: list[str]) -> int:
         return 0
     try:
         columns = resolve_columns(cells, a.columns)
+        # a measure these cells lack was once ignored silently (the table sorted by its first column)
+        sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
     except ValueError as exc:
         return _fail(exc)
     print(format_leaderboard(cells, sort_by=a.sort_by, columns=columns, fmt=a.format))

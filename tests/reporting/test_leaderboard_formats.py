@@ -42,6 +42,12 @@ def test_unknown_column_says_what_exists(demo_cells, capsys):
     exp = str(demo_cells["baseline"].path.parent)
     assert cli(["leaderboard", exp, "--columns", "ndcgg@10"]) == 2
     assert "ndcg@10" in capsys.readouterr().err
+    # a misspelt sort measure was ignored: the table came out sorted by its first column
+    assert cli(["leaderboard", exp, "--sort-by", "ndcgg@10"]) == 2
+    err = capsys.readouterr().err
+    assert "--sort-by: 'ndcgg@10'" in err and "ndcg@10" in err
+    assert cli(["leaderboard", exp, "--sort-by", "hit@5"]) == 0
+    assert capsys.readouterr().out.startswith("ranked by retrieval/hit@5")
 
 
 def test_sorting_follows_each_columns_declared_direction():
