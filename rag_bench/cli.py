@@ -288,8 +288,8 @@ def _leaderboard(argv: list[str]) -> int:
         # a measure these cells lack was once ignored silently (the table sorted by its first column)
         sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
     except ValueError as exc:
-        return _fail(exc)
-    print(format_leaderboard(cells, sort_by=a.sort_by, columns=columns, fmt=a.format))
+        return _fail(str(exc).replace("--columns", "--sort-by", 1) if a.sort_by and a.sort_by in str(exc) else exc)
+    print(format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format))
     return 0
 
 
