@@ -203,15 +203,19 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
             png = charts.main_effects(found, view.title, out / name, grand=grand,
                                       higher_is_better=view.higher_is_better)
         left_out = [a for a in axes if a not in moving]
-        rows = [{"axis": e.axis, "spread": e.spread, "best level": f"{e.levels[0].value} ({e.levels[0].mean:.3f})",
-                 "worst level": f"{e.levels[-1].value} ({e.levels[-1].mean:.3f})", "levels": len(e.levels),
+        def level(lv: effects.Level) -> str:
+            return f"{lv.value}: {lv.mean:.3f} [{lv.lo:.3f}, {lv.hi:.3f}]"
+
+        rows = [{"axis": e.axis, "spread": e.spread, "best level: mean [95 % CI]": level(e.levels[0]),
+                 "worst level: mean [95 % CI]": level(e.levels[-1]), "levels": len(e.levels),
                  "balanced": "yes" if e.balanced else "no"} for e in found]
         body = [f"<p>Mean <b>{html.escape(view.title)}</b> ({'higher' if view.higher_is_better else 'lower'} is "
-                "better) of the cells at each level of each swept axis, over all values of the other axes. Dots: "
-                "that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of all cells. Axes are "
-                "ranked by spread, the best level's mean minus the worst's: a small spread says the choice hardly "
-                "matters here.</p>"]
+                "better) of the cells at each level of each swept axis, over all values of the other axes. "
+                f"{chart_key}Axes are ranked by spread, the best level's mean minus the worst's: a small spread says "
+                "the choice hardly matters here.</p>"]
         if left_out:
+        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of "
+                     "all cells. " if png else "")
             they = "it acts" if len(left_out) == 1 else "they act"
             body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}; {they} after the ranking "
                         f"(on the passages handed to the generator) and cannot change {html.escape(view.title)}."
