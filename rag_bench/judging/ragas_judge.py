@@ -330,9 +330,12 @@ class RagasJudge:
                 done, pending = loop.run_until_complete(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
                 for task in done:
                     yield task.result()
-        finally:
-            for task in asyncio.all_tasks(loop):
+        finally:  # stopped early (an interrupt): cancel what is still in flight and let it unwind
+            left = asyncio.all_tasks(loop)
+            for task in left:
                 task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             loop.close()
 
     @staticmethod

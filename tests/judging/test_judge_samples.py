@@ -178,3 +178,31 @@ def test_the_report_counts_failed_judgements_not_unjudged_refusals(tmp_path):
     assert "0 generation, endpoint or judge failures" in _security([clean], {"c1": "c1"})
     failed = Cell("c2", tmp_path / "c2", {}, {**metrics, "counts": {"judge_failures": 3}}, {}, [records])
     assert "judge failures" in _security([failed], {"c2": "c2"}) and ">3<" in _security([failed], {"c2": "c2"})
+
+
+def test_an_interrupt_stops_the_pool_and_keeps_finished_judgements(tmp_path, monkeypatch):
+    """A KeyboardInterrupt inside a judge call stops the run (it is not recorded as a failure);
+    calls still in flight are cancelled, and judgements finished before it stay cached."""
+    import asyncio
+
+    class Scorer:
+        async def ascore(self, **kwargs):
+            if kwargs["user_input"] == "stop?":
+                await asyncio.sleep(0.05)
+                raise KeyboardInterrupt
+            if kwargs["user_input"] == "slow?":
+                await asyncio.sleep(30)
+
+            class R:
+                value = 1.0
+
+            return R()
+
+    judge = RagasJudge(base_url="http://127.0.0.1:9/v1", metrics=["faithfulness"], concurrency=3)
+    monkeypatch.setattr(judge, "_scorers", lambda sample=0: {"faithfulness": Scorer()})
+    items = [JudgeSample(q, "a", ("c",)) for q in ("fast?", "stop?", "slow?")]
+    with pytest.raises(KeyboardInterrupt):
+        judge.judge(items, cache_dir=tmp_path)
+    monkeypatch.setattr(judge, "_scorers", lambda sample=0: pytest.fail("fast? was cached"))
+    (fast,) = judge.judge(items[:1], cache_dir=tmp_path)
+    assert fast.scores == {"faithfulness": 1.0} and fast.calls == 0
