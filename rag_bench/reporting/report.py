@@ -209,13 +209,13 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
         rows = [{"axis": e.axis, "spread": e.spread, "best level: mean [95 % CI]": level(e.levels[0]),
                  "worst level: mean [95 % CI]": level(e.levels[-1]), "levels": len(e.levels),
                  "balanced": "yes" if e.balanced else "no"} for e in found]
+        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of "
+                     "all cells. " if png else "")
         body = [f"<p>Mean <b>{html.escape(view.title)}</b> ({'higher' if view.higher_is_better else 'lower'} is "
                 "better) of the cells at each level of each swept axis, over all values of the other axes. "
                 f"{chart_key}Axes are ranked by spread, the best level's mean minus the worst's: a small spread says "
                 "the choice hardly matters here.</p>"]
         if left_out:
-        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of "
-                     "all cells. " if png else "")
             they = "it acts" if len(left_out) == 1 else "they act"
             body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}; {they} after the ranking "
                         f"(on the passages handed to the generator) and cannot change {html.escape(view.title)}."
