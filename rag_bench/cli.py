@@ -491,6 +491,8 @@ def _report(argv: list[str]) -> int:
     p.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
     p.add_argument("--fingerprint", help="dataset version (fingerprint or a prefix of it) whose cells are reported "
                    "when the folder holds cells of several; default: the version of the cell finished last")
+    p.add_argument("--labels", help="people's labels (docs/labels.md) for the section 'Can we trust the automatic "
+                   "answer measures?' (default: labels.jsonl beside the dataset, when there is one)")
     a = p.parse_args(argv)
     pair = tuple(x.strip() for x in a.pair.split(",")) if a.pair else None
     if pair is not None and len(pair) != 2:
@@ -498,7 +500,7 @@ def _report(argv: list[str]) -> int:
     try:
         index = render_report(a.experiment_dir, out_root=a.out, metric=a.metric, baseline=a.baseline,
                               log_to_mlflow=not a.no_mlflow, top=a.top, pair=pair,  # type: ignore[arg-type]
-                              fingerprint=a.fingerprint)
+                              fingerprint=a.fingerprint, labels_file=a.labels)
     except RagBenchError as exc:
         return _fail(exc)
     print(f"report: {index}")

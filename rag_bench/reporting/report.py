@@ -21,6 +21,8 @@ from urllib.parse import quote
 import pandas as pd
 
 from rag_bench import naming
+from rag_bench.calibration.report_section import TITLE as TRUST_TITLE
+from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
@@ -63,7 +65,8 @@ def primary_measure(cells: list[Cell]) -> str:
 
 def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports", metric: str | None = None,
                   baseline: str | Path | None = None, log_to_mlflow: bool = True, top: int = charts.TOP,
-                  pair: tuple[str, str] | None = None, fingerprint: str | None = None) -> Path:
+                  pair: tuple[str, str] | None = None, fingerprint: str | None = None,
+                  labels_file: str | Path | None = None) -> Path:
     """Write the report and return the path of its index.html.
 
     ``metric``: the measure that ranks the cells (default :func:`primary_measure`); ``top``: cells
@@ -116,6 +119,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     add("Abstention", _abstention(best, names, out), "abstention")
     add("Retrieval hit vs answer correct", _conditional(ranked[:top], names), "conditional")
     add("Answer measures: lenient and SQuAD-exact", _answers(ranked[:top], names), "answers")
+    trust = trust_section(cells, names, ranked[:10], labels_file)  # people's labels: --labels, else beside the dataset
+    if trust is not None:
+        add(TRUST_TITLE, trust, "trust")
     if base is not best:
         add("Best cell vs baseline", _versus(base, best, names), "versus")
     add("Answers side by side", sidebyside.section([(c.cell_id, names[c.cell_id]) for c in ranked]), "side")
