@@ -23,7 +23,10 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 @pytest.fixture(scope="module")
 def report(demo_cells, tmp_path_factory):
     exp = demo_cells["baseline"].path.parent
-    return render_report(exp, out_root=tmp_path_factory.mktemp("reports"), log_to_mlflow=False)
+    # A named baseline: the defaults cell and a cell of k1=1.3 tie on correct, and the tie goes to the
+    # faster one (a measured latency), so whether the defaults cell is also the best varies by run.
+    return render_report(exp, out_root=tmp_path_factory.mktemp("reports"), log_to_mlflow=False,
+                         baseline=demo_cells["regression"].cell_id)
 
 
 def test_report_files(report):
