@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -189,3 +191,40 @@ def test_ragas_collection_metrics_against_llama_server(llm_server, tmp_path):
             failures += metric in reasons
     assert m["counts"]["judge_attempted"] == attempted == len(metrics) and m["counts"]["judge_failures"] == failures
     assert m["counts"]["judge_calls"] >= attempted
+
+
+def test_judge_samples_against_llama_server(llm_server, tmp_path):
+    """judge.samples=2 through the real server on one question (the tiny set's q3, answered by the
+    extractive generator, one passage): faithfulness judged twice with seeds 0 and 1, both samples
+    in records.parquet (a score, or a failure with its reason), the item's value their mean, and
+    every successful sample is in the judge cache (failed ones are never cached): when both
+    succeeded, the same cell again makes no judge call. One judging pass (~2 min on 2 cores)."""
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+    args = ["run", f"dataset.path={questions(tmp_path, 'q3')}", f"output.root={tmp_path / 'exp'}", "tracking=none",
+            "generator=extractive", "pipeline.k=1", "judge=ragas", f"judge.base_url={llm_server}",
+            "judge.metrics=[faithfulness]", "judge.samples=2", "judge.max_failure_rate=1.0", "judge.timeout_s=60",
+            "judge.max_retries=0", "judge.max_tokens=64"]
+
+    def cell_of(name: str) -> tuple[pd.DataFrame, dict]:
+        done = subprocess.run([str(BIN / "rag-bench"), *args, f"experiment.name={name}"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+        (cell,) = [p.parent for p in (tmp_path / "exp" / name).glob("*/DONE")]
+        return pd.read_parquet(cell / "records.parquet"), json.loads((cell / "metrics.json").read_text())
+
+    records, m = cell_of("first")
+    (row,) = [r for _, r in records.iterrows() if len(r["judge_faithfulness_samples"]) > 0]
+    samples = list(row["judge_faithfulness_samples"])
+    assert len(samples) == 2
+    failed = sum(pd.isna(v) for v in samples)
+    assert failed == 0 or "faithfulness" in json.loads(row["judge_failures"])
+    assert m["counts"]["judge_attempted"] == 2 and m["counts"]["judge_failures"] == failed
+    assert m["cost"]["judge_calls"] == 2 and m["cost"]["judge_tokens_in"] > 0
+    if failed < 2:
+        assert row["judge_faithfulness"] == pytest.approx(np.nanmean(samples))
+    with sqlite3.connect(tmp_path / "cache" / "judgements.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0] == 2 - failed  # one entry per sample
+    if failed == 0:  # a failed sample would be asked again (minutes on this server): checked above instead
+        again, m2 = cell_of("again")
+        (row2,) = [r for _, r in again.iterrows() if len(r["judge_faithfulness_samples"]) > 0]
+        assert m2["cost"]["judge_calls"] == 0 and list(row2["judge_faithfulness_samples"]) == samples
