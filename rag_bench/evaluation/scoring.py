@@ -14,6 +14,7 @@ from rag_bench import memo
 from rag_bench.data.evidence import section_span
 from rag_bench.evaluation.labels import retrieval_label
 from rag_bench.evaluation.results import Indexed, Judgment, Qrels, RankingUnit, Reranked, Retrieved, Scored
+from rag_bench.evaluation.scorers import security
 from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
 from rag_bench.metrics.ranking import ranking_metrics
@@ -151,8 +152,8 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
             "chunk_spans": [{"doc_id": c.doc_id, "start": c.start, "end": c.end} for c in top],
             "grades": ranked_grades.astype(np.int64).tolist(),
             "n_relevant": int(chunk.n_relevant), "first_relevant_rank": first,
-            "unauthorized_retrievals": unauthorized,
-            "stale_retrievals": sum(documents[c.doc_id].archived for c in top),
+            security.UNAUTHORIZED.column: unauthorized,
+            security.STALE.column: sum(documents[c.doc_id].archived for c in top),
         }
         for unit, judged_unit in zip(units, judged_by_unit):
             j = unit.judge(q, top, r.scores, chunk, relevance_level)
@@ -216,11 +217,5 @@ def score(*, questions: Sequence[Question], dataset: Dataset, indexed: Indexed, 
     # before anything downstream saw it); unauthorized_retrievals counts those as well as any
     # unreadable chunk left in the final ranking (an external system's passages).
     n = len(questions)
-    from_retriever = np.asarray(retrieved.unauthorized or [0] * n, np.int64)
-    from_reranker = np.asarray(reranked.unauthorized or [0] * n, np.int64)
-    if from_retriever.any() or from_reranker.any():
-        frame = frame.assign(unauthorized_retrievals=frame["unauthorized_retrievals"].to_numpy(np.int64)
-                             + from_retriever + from_reranker)
-    frame.insert(frame.columns.get_loc("unauthorized_retrievals") + 1, "unauthorized_from_retriever", from_retriever)
-    frame.insert(frame.columns.get_loc("unauthorized_from_retriever") + 1, "unauthorized_from_reranker", from_reranker)
+    frame = security.with_stage_counts(frame, retrieved.unauthorized or [0] * n, reranked.unauthorized or [0] * n)
     return Scored(frame, base.qrels, tuple(units))
