@@ -148,11 +148,13 @@ def _run(args: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from rag_bench.cluster.preset import with_cluster_launcher
     from rag_bench.runner.compose import in_hydra as compose_in_hydra
     from rag_bench.runner.config import check_group_overrides, check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
 
+    args = with_cluster_launcher(args)  # +cluster=slurm runs on hydra/launcher=slurm
     # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["rag-bench run", *args]
