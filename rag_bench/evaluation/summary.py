@@ -23,6 +23,8 @@ from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
+CORRECT = measures.family("generation", "correct")
+
 
 def records(*, scored: Scored, retrieved: Retrieved, reranked: Reranked, generated: Generated | None,
             judged: Judged | None) -> pd.DataFrame:
@@ -98,7 +100,7 @@ def by_tag(frame: pd.DataFrame, tag_measures: Sequence[Measure] = (*measures.TAG
 
 def conditional_table(frame: pd.DataFrame, k: int) -> dict[str, Any]:
     """"Answer correct when retrieval hit vs miss" (hit = a relevant chunk in the top k), with denominators."""
-    correct = frame["correct"].to_numpy(np.float64)
+    correct = frame[CORRECT.column].to_numpy(np.float64)
     keep = frame["answerable"].to_numpy(bool) & ~np.isnan(correct)
     hit = frame["first_relevant_rank"].to_numpy(np.float64, na_value=np.inf) <= k
     out = {}
@@ -207,8 +209,9 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int, *, ext
     advice about our retrievers' settings would be wrong."""
     out = []
     security = metrics.get("security", {})
-    for stage in ("retriever", "reranker"):
-        dropped = security.get(f"unauthorized_from_{stage}", 0)
+    _, from_retriever, from_reranker, _ = measures.SECURITY
+    for stage, m in (("retriever", from_retriever), ("reranker", from_reranker)):
+        dropped = security.get(m.name, 0)
         if dropped:
             out.append(f"SECURITY: the {stage} returned {dropped} chunk(s) the asker may not read; they were dropped "
                        "before the context, the generator and every file of the cell -- fix: the "
@@ -229,11 +232,11 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int, *, ext
             out.append(f"{m.key} is averaged over 0 questions: no answerable question has a relevant "
                        f"{'chunk' if m.section == 'retrieval' else 'document'} -- check the evidence and eval.min_coverage")
     if "generation" in metrics:
-        for m in (measures.family("generation", "correct"), measures.family("citation", "citation_precision")):
+        for m in (CORRECT, measures.family("citation", "citation_precision")):
             if n.get(m.key) == 0:
                 out.append(f"{m.key} is computed on 0 questions"
                            + (" (no question has facts or references)" if m.section == "generation" else ""))
-        correct = frame["correct"].to_numpy(np.float64)
+        correct = frame[CORRECT.column].to_numpy(np.float64)
         defined = ~np.isnan(correct)
         in_context = defined & (frame["first_relevant_rank"].fillna(np.inf).to_numpy() <= k)
         if defined.any() and np.nansum(correct) == 0 and in_context.sum() >= defined.sum() / 2:
