@@ -32,6 +32,7 @@ commands:
   report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
   gate CELL --policy FILE [--baseline CELL] [--junit FILE]
                                    release gate: exit 0 pass, 1 fail, 2 cannot evaluate
+  status EXPERIMENT_DIR            a cluster sweep's jobs and cells: done/running/failed, failed jobs' logs
   leaderboard EXPERIMENT_DIR       table of the finished cells (--format table|csv|json|markdown,
                                    --columns, --tag TAG)
   cache verify [--repair]          check the embedding cache's checksums
@@ -243,6 +244,21 @@ def _chunks(argv: list[str]) -> int:
              "min": min(searchable, default=0), "median": statistics.median(searchable) if searchable else 0,
              "max": max(searchable, default=0), f"tiny(<{a.tiny})": sum(n < a.tiny for n in searchable)}
     print("stats: " + " ".join(f"{k}={v}" for k, v in stats.items()), file=sys.stderr)
+    return 0
+
+
+def _status(argv: list[str]) -> int:
+    from rag_bench.cluster.status import format_status, sweep_status
+
+    p = argparse.ArgumentParser(prog="rag-bench status", description="A (cluster) sweep's jobs and cells: done, "
+                                "running, pending, failed, unfinished; the log and last error lines of every failed "
+                                "job. Success is a cell's DONE, not the scheduler's word.")
+    p.add_argument("experiment_dir", help="<output.root>/<experiment.name>")
+    a = p.parse_args(argv)
+    try:
+        print(format_status(*sweep_status(a.experiment_dir)))
+    except RagBenchError as exc:
+        return _fail(exc)
     return 0
 
 
@@ -772,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
-                "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
+                "status": _status, "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
                 "export": _export, "score-answers": _score_answers,
                 "calibrate": _calibrate, "label": _label}
     if cmd not in handlers:

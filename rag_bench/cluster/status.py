@@ -1,0 +1,116 @@
+"""`rag-bench status EXPERIMENT`: what a cluster sweep has done, from the files it leaves.
+
+Success is a cell's DONE, never the scheduler's word (submitit has reported failed jobs as
+COMPLETED, Hydra #1928). A job is read from its submitit folder
+(``<experiment>/.submitit/<job id>/``: ``*_log.out``, ``*_log.err``) and, while the scheduler
+still knows it, from ``squeue``; the cell it ran is named by the cell's own summary line in the log.
+Nothing here unpickles the job files (they may come from another machine).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_bench.errors import OutputError
+
+CELL_DONE = re.compile(r"^cell ([0-9a-f]{12}) done:", re.M)
+SUBMITIT_OK = "Job completed successfully"
+TAIL_LINES = 8
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job_id: str
+    state: str            # done | running | pending | failed | unknown
+    scheduler: str        # the scheduler's state, or "" when it no longer lists the job
+    cells: tuple[str, ...]  # cell ids the job finished (from its log)
+    log: Path             # stderr log (the error, when there is one)
+    error_tail: str       # last lines of the error log for a failed job
+
+
+@dataclass(frozen=True)
+class CellStatus:
+    cell_id: str
+    state: str            # done | unfinished (a folder without DONE: running or interrupted)
+    job_id: str           # the job that finished it, or ""
+
+
+def _scheduler_states(job_ids: list[str]) -> dict[str, str]:
+    """job id -> state, for the jobs squeue still lists ({} without squeue)."""
+    if not job_ids or shutil.which("squeue") is None:
+        return {}
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        return {}
+    states = dict(line.split(None, 1) for line in out.stdout.splitlines() if len(line.split()) == 2)
+    return {j: states[j] for j in job_ids if j in states}
+
+
+def _tail(path: Path, n: int = TAIL_LINES) -> str:
+    if not path.is_file():
+        return ""
+    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    return "\n".join(lines[-n:])
+
+
+def _job(folder: Path, scheduler: str) -> JobStatus:
+    job_id = folder.name
+    outs = sorted(folder.glob("*_log.out"))
+    errs = sorted(folder.glob("*_log.err"))
+    text = "".join(p.read_text(errors="replace") for p in outs)
+    cells = tuple(dict.fromkeys(CELL_DONE.findall(text)))
+    log = errs[-1] if errs else folder / f"{job_id}_0_log.err"
+    if scheduler in ("PENDING", "CONFIGURING"):
+        state = "pending"
+    elif scheduler in ("RUNNING", "COMPLETING"):
+        state = "running"
+    elif SUBMITIT_OK in text and cells:
+        state = "done"
+    elif outs or errs or scheduler:
+        state = "failed"  # ended without finishing its cell: cancelled, timed out, node lost, error
+    else:
+        state = "unknown"
+    return JobStatus(job_id, state, scheduler, cells, log, _tail(log) if state == "failed" else "")
+
+
+def sweep_status(experiment_dir: str | Path) -> tuple[list[JobStatus], list[CellStatus]]:
+    """The jobs of the sweep in ``experiment_dir`` and its cell folders, each with its state."""
+    root = Path(experiment_dir)
+    if not root.is_dir():
+        raise OutputError(f"{root}: no such experiment folder -- fix: give <output.root>/<experiment.name>")
+    folders = sorted((p for p in (root / ".submitit").glob("*") if p.is_dir()), key=lambda p: _job_key(p.name))
+    states = _scheduler_states([p.name for p in folders])
+    jobs = [_job(p, states.get(p.name, "")) for p in folders]
+    jobs = [j for j in jobs if j.state != "unknown"]  # an array's own folder holds no task's logs
+    by_cell = {c: j.job_id for j in jobs for c in j.cells}
+    cells = [CellStatus(p.name, "done" if (p / "DONE").exists() else "unfinished", by_cell.get(p.name, ""))
+             for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".") and p.name != "cache"
+             and ((p / "DONE").exists() or (p / "config.yaml").exists() or re.fullmatch(r"[0-9a-f]{12}", p.name))]
+    return jobs, cells
+
+
+def _job_key(name: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[_.]", name))
+
+
+def format_status(jobs: list[JobStatus], cells: list[CellStatus]) -> str:
+    """Counts, one line per job, one per cell, and every failed job's log with its last lines."""
+    lines = []
+    count = {s: sum(j.state == s for j in jobs) for s in ("done", "running", "pending", "failed", "unknown")}
+    lines.append("jobs: " + ", ".join(f"{n} {s}" for s, n in count.items() if n) if jobs else "jobs: none submitted")
+    done = sum(c.state == "done" for c in cells)
+    lines.append(f"cells: {done} done, {len(cells) - done} unfinished; "
+                 f"{count['failed']} job(s) ended without a DONE cell (missing: run the same command again)")
+    for j in jobs:
+        lines.append(f"  job {j.job_id:<12} {j.state:<8} {j.scheduler or '-':<11} cells {','.join(j.cells) or '-'}")
+    for c in cells:
+        lines.append(f"  cell {c.cell_id} {c.state:<10} job {c.job_id or '-'}")
+    for j in jobs:
+        if j.state == "failed":
+            lines.append(f"failed job {j.job_id}: log {j.log}")
+            lines.extend("    " + ln for ln in (j.error_tail or "(the log is empty)").splitlines())
+    return "\n".join(lines)
