@@ -7,7 +7,6 @@ file, line and field and says how to fix it).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -150,12 +149,14 @@ def _run(args: list[str]) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     from rag_bench.cluster.preset import with_cluster_launcher
-    from rag_bench.runner.compose import in_hydra as compose_in_hydra
+    from rag_bench.fast import in_hydra as compose_in_hydra
+    from rag_bench.fast import launcher_overrides
     from rag_bench.runner.config import check_group_overrides, check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.tracking.mlflow_tracker import finish_all
 
     args = with_cluster_launcher(args)  # +cluster=slurm runs on hydra/launcher=slurm
+    args = launcher_overrides(args)  # RAG_BENCH_STOCK_HYDRA=1: Hydra's basic launcher
     # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["rag-bench run", *args]
@@ -803,44 +804,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``rag-bench`` console script: :func:`main`; after ``run``, :func:`_exit_now`."""
+    """The ``rag-bench`` console script: :func:`main`; after ``run``, :func:`rag_bench.fast.exit_now`."""
     fast = sys.argv[1:2] == ["run"]  # (read first: `run` hands Hydra an argv of its own)
     code = main()
     if fast:
-        _exit_now(code)
+        from rag_bench.fast import exit_now
+
+        exit_now(code)
     sys.exit(code)
-
-
-def _exit_now(code: int) -> None:
-    """Leave as the interpreter would, without its teardown of every object a sweep made.
-
-    After ``rag-bench run`` the interpreter spent ~0.65 s freeing the sweep's objects (a warm
-    72-cell demo sweep takes ~7 s). Everything that exit does for the user's data still happens,
-    in the interpreter's order: the streams flushed, the atexit handlers run (logging's flush and
-    close of every log file, MLflow's, rag_bench's close of its SQLite caches, which checkpoints
-    their WAL); then ``os._exit``. Every file rag_bench writes is closed before ``main`` returns;
-    an error or Ctrl-C before that, or a thread still running that the interpreter would join (a
-    joblib launcher's executor), leaves through the normal exit.
-    """
-    import atexit
-    import threading
-
-    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
-    if run_exitfuncs is None or others:
-        # Not CPython, or threads the interpreter would join, after running the exit hooks some
-        # of them wait for (joblib's executor): the normal exit.
-        sys.exit(code)
-    _flush_streams()
-    run_exitfuncs()
-    _flush_streams()  # what the handlers printed
-    os._exit(code)
-
-
-def _flush_streams() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
 
 
 if __name__ == "__main__":
