@@ -19,12 +19,14 @@ True
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
+from rag_bench.errors import ConfigError
 from rag_bench.failure_labels import GENERATION_CELL_LABELS
 
 Aggregate = Literal["mean", "sum", "value"]
@@ -449,6 +451,28 @@ def _at(m: Measure, cutoff: int) -> Measure:
 
 # --- what consumers show by default -----------------------------------------------------------
 PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report, CLI defaults
+
+# experiment.primary: "auto" (generation/correct when answers were generated, else PRIMARY) or a
+# measure with a direction; checked when the config is composed (rag_bench.reporting.decide uses it).
+AUTO_PRIMARY = "auto"
+CORRECT_KEY = "generation/correct"
+
+
+def check_primary(name: str) -> str:
+    """``name`` when it is ``auto`` or a registered measure with a direction; else ConfigError
+    naming the key with the closest registered names."""
+    if name == AUTO_PRIMARY:
+        return name
+    m = measure(name)
+    if m is not None and m.higher_is_better is not None:
+        return m.key
+    known = sorted({n for s in QUESTION_SECTIONS for n in known_names(s)})
+    close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ConfigError(f"experiment.primary: {name!r} is not a measure with a better direction -- fix: {hint}"
+                      f"experiment.primary=auto ({CORRECT_KEY} when answers were generated, else "
+                      f"{PRIMARY.key}) or a section/name such as {CORRECT_KEY}")
+
 CONSOLE = (family("retrieval", "hit").at(5), family("retrieval", "mrr"))  # the cell's summary line
 CONSOLE_DOCUMENT = (family("document", "hit").at(5), family("document", "mrr"), family("document", "ndcg").at(10))
 CONSOLE_GENERATION = (family("generation", "correct"), family("generation", "exact_match"),

@@ -17,7 +17,6 @@ and the notebook all call these functions, so they name the same best cell under
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -27,27 +26,12 @@ from typing import Any
 
 from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
-from rag_bench.errors import ConfigError, DataError, Problem
+from rag_bench.errors import DataError, Problem
 from rag_bench.metrics import measures
 
-AUTO = "auto"
-CORRECT = measures.family("generation", "correct").key
-
-
-def check_primary(name: str) -> str:
-    """``name`` when it is ``auto`` or a registered measure with a direction; else ConfigError
-    naming the key with the closest registered names."""
-    if name == AUTO:
-        return name
-    m = measures.measure(name)
-    if m is not None and m.higher_is_better is not None:
-        return m.key
-    known = sorted({n for s in measures.QUESTION_SECTIONS for n in measures.known_names(s)})
-    close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise ConfigError(f"experiment.primary: {name!r} is not a measure with a better direction -- fix: {hint}"
-                      f"experiment.primary=auto ({CORRECT} when answers were generated, else "
-                      f"{measures.PRIMARY.key}) or a section/name such as {CORRECT}")
+AUTO = measures.AUTO_PRIMARY
+CORRECT = measures.CORRECT_KEY
+check_primary = measures.check_primary  # lives with the registry: runner/config checks it at compose
 
 
 def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
@@ -206,16 +190,17 @@ def _defaults() -> dict[str, Any]:
     """conf/config.yaml's values with each stage's default option file (its ``name`` and parameters)."""
     import yaml
 
-    from rag_bench.runner.config import CONF_DIR
     from rag_bench.stages import STAGES
 
-    root = yaml.safe_load((CONF_DIR / "config.yaml").read_text(encoding="utf-8")) or {}
+    conf_dir = Path(__file__).resolve().parents[1] / "conf"  # runner.config.CONF_DIR, without importing upward
+
+    root = yaml.safe_load((conf_dir / "config.yaml").read_text(encoding="utf-8")) or {}
     out = {k: v for k, v in root.items() if k not in ("defaults", "hydra")}
     for entry in root.get("defaults") or []:
         if isinstance(entry, dict):
             for group, option in entry.items():
                 if group in STAGES and isinstance(option, str):
-                    node = yaml.safe_load((CONF_DIR / group / f"{option}.yaml").read_text(encoding="utf-8")) or {}
+                    node = yaml.safe_load((conf_dir / group / f"{option}.yaml").read_text(encoding="utf-8")) or {}
                     out[group] = {"name": option, **{k: v for k, v in node.items() if k != "defaults"}}
     return out
 

@@ -28,6 +28,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.digests import path_digest, source_digest
 from rag_bench.errors import ConfigError, RagBenchError
+from rag_bench.metrics import measures
 from rag_bench.metrics.generation import ANSWER_MATCH_MODES
 from rag_bench.stages import COMPONENT_GROUPS, missing_methods
 
@@ -155,9 +156,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.eval.seed < 0:
         raise ConfigError(f"eval.seed must be >= 0, got {cfg.eval.seed} -- fix: eval.seed=0")
     check_experiment_name(cfg.experiment.name)
-    from rag_bench.reporting.decide import check_primary
-
-    check_primary(str(cfg.experiment.primary))
+    measures.check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
         if not isinstance(node, DictConfig) or "_target_" not in node:
