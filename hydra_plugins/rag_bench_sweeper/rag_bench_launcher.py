@@ -1,5 +1,5 @@
 """rag_bench's Hydra launcher (``hydra/launcher=rag_bench``, the default): :class:`BasicLauncher`
-with cheaper per-job bookkeeping, same semantics (see :mod:`rag_bench.runner.launcher`)."""
+with cheaper per-job bookkeeping, same semantics (see :mod:`rag_bench.fast.launcher`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn
 
-from rag_bench.runner.launcher import Logging, RagBenchLauncherConf, launch
+from rag_bench.fast.launcher import Logging, RagBenchLauncherConf, launch
 
 # As Hydra's own launchers register theirs: when Hydra scans the plugins, before any composition.
 ConfigStore.instance().store(group="hydra/launcher", name="rag_bench", node=RagBenchLauncherConf, provider="rag_bench")

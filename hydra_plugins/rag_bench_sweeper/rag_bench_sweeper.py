@@ -1,6 +1,6 @@
 """rag_bench's Hydra sweeper: :class:`BasicSweeper` + stage ordering, covering validation, a
 progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
-(:mod:`rag_bench.runner.compose`)."""
+(:mod:`rag_bench.fast.compose`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from rag_bench.fast import stock
-from rag_bench.runner.compose import ComposeOnce
+from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.config import validate
 from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
 
@@ -28,7 +28,7 @@ class RagBenchSweeper(BasicSweeper):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
-        :class:`~rag_bench.runner.compose.ComposeOnce` (Hydra's own loader when stock: rag_bench.fast)."""
+        :class:`~rag_bench.fast.compose.ComposeOnce` (Hydra's own loader when stock: rag_bench.fast)."""
         loader = hydra_context.config_loader
         if not stock() and not isinstance(loader, ComposeOnce):
             loader = ComposeOnce(loader)

@@ -1,7 +1,7 @@
 """The speed wing: every trick rag_bench plays on Hydra, OmegaConf and CPython, behind one switch.
 
 ``RAG_BENCH_STOCK_HYDRA=1`` in the environment runs stock Hydra instead: Hydra's own composition
-(no :class:`~rag_bench.runner.compose.ComposeOnce`, every job of a sweep composed and validated as
+(no :class:`~rag_bench.fast.compose.ComposeOnce`, every job of a sweep composed and validated as
 :class:`BasicSweeper` does), Hydra's basic launcher (``hydra/launcher=basic`` unless the command
 line names a launcher) and the interpreter's normal exit. Cell folders are the same either way
 (tests/fast/test_switch.py); the wing only makes a sweep cheaper. Stage ordering and the progress
@@ -9,8 +9,8 @@ bar of the sweeper are features, not tricks: they stay on both ways.
 
 The tricks (each module says what it saves and how it stays equal to Hydra):
 
-* ``runner/compose.py`` -- compose once per template, parse YAML once per sweep;
-* ``runner/launcher.py`` -- hydra/launcher=rag_bench, Hydra's basic launcher with cheaper bookkeeping;
+* ``fast/compose.py`` -- compose once per template, parse YAML once per sweep;
+* ``fast/launcher.py`` -- hydra/launcher=rag_bench, Hydra's basic launcher with cheaper bookkeeping;
 * ``runner/sweeper.py`` -- validation of a covering subset of the grid;
 * :func:`exit_now` -- leave without the interpreter's teardown after ``rag-bench run``.
 
@@ -50,7 +50,7 @@ def in_hydra() -> contextlib.AbstractContextManager[None]:
     """Hydra composes through ComposeOnce for the duration (wing on); nothing when stock."""
     if stock():
         return contextlib.nullcontext()
-    from rag_bench.runner.compose import in_hydra as compose_in_hydra
+    from rag_bench.fast.compose import in_hydra as compose_in_hydra
 
     return compose_in_hydra()
 

@@ -20,7 +20,7 @@ task and the callbacks (the job's hydra node with ``runtime.output_dir``, ``job.
   for the job's duration (the job's config is a private copy the launcher composed for this job
   and drops after it, so a copy of its hydra node would only be a second, equal, read-only
   node), ``JobReturn.hydra_cfg`` is a copy of that node made when first read, and the
-  task's config is pickled without the hydra node (:class:`~rag_bench.runner.compose.Frozen`:
+  task's config is pickled without the hydra node (:class:`~rag_bench.fast.compose.Frozen`:
   the same nodes, flags, types and parents; ``copy.deepcopy`` when a value cannot be pickled).
   Each is built as Hydra builds it (the same wrapper node, the hydra node's parent the job's
   config for the HydraConfig and its copy's wrapper for ``hydra_cfg``).
@@ -104,7 +104,7 @@ from omegaconf import DictConfig, OmegaConf, grammar_parser, open_dict, read_wri
 from omegaconf import _utils as omegaconf_utils
 from omegaconf import base as omegaconf_base
 
-from rag_bench.runner.compose import Frozen
+from rag_bench.fast.compose import Frozen
 from rag_bench.tracking import background
 
 # BasicLauncher's logger: the launcher's own lines carry the name they carry under hydra/launcher=basic.

@@ -13,7 +13,7 @@ namespace); its logic is here. It is Hydra's :class:`BasicSweeper` (same overrid
   covering subset: every ``key=value`` of the sweep appears in at least one validated job, so a
   misspelt option still fails before the first cell runs.
 * **Compose once.** The launcher and the validation compose through
-  :class:`~rag_bench.runner.compose.ComposeOnce`: the same configs Hydra composes, but cells that
+  :class:`~rag_bench.fast.compose.ComposeOnce`: the same configs Hydra composes, but cells that
   differ only in values share one composition and the YAML files are parsed once per sweep.
 * **Progress.** A ``sweep`` progress bar (cells finished / total, ETA), fed by a progress file
   that every cell appends to when it ends (:class:`~rag_bench.runner.callbacks.SweepCallbacks`),

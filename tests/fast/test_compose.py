@@ -1,4 +1,4 @@
-"""Compose once (rag_bench.runner.compose): every config of a grid is exactly what Hydra composes."""
+"""Compose once (rag_bench.fast.compose): every config of a grid is exactly what Hydra composes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hydra.errors import ConfigCompositionException, HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from rag_bench.runner.compose import ComposeOnce
+from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.config import CONF_DIR, register_configs
 from rag_bench.runner.sweeper import expand
 
@@ -161,7 +161,7 @@ def test_hydra_composes_through_it_only_inside_in_hydra():
     from hydra._internal.hydra import Hydra
     from hydra.core.global_hydra import GlobalHydra
 
-    from rag_bench.runner.compose import in_hydra
+    from rag_bench.fast.compose import in_hydra
 
     path = create_config_search_path(str(CONF_DIR))
     try:

@@ -31,7 +31,7 @@ from hydra.core.utils import run_job as hydra_run_job
 from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from rag_bench.runner import launcher
+from rag_bench.fast import launcher
 from rag_bench.runner.config import CONF_DIR, register_configs
 from tests.conftest import TINY
 
