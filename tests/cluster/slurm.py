@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.servers import free_port
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
 
 
@@ -27,7 +29,7 @@ def missing() -> str | None:
     return None
 
 
-def _conf(root: Path, host: str, cpus: int, mem_mb: int) -> str:
+def _conf(root: Path, host: str, cpus: int, mem_mb: int, ports: tuple[int, int]) -> str:
     return f"""ClusterName=ragbench
 SlurmctldHost={host}
 SlurmUser=root
@@ -39,8 +41,8 @@ SelectTypeParameters=CR_Core
 JobAcctGatherType=jobacct_gather/none
 ReturnToService=2
 MpiDefault=none
-SlurmctldPort=6917
-SlurmdPort=6918
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
 StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool
 SlurmctldPidFile={root}/slurmctld.pid
@@ -82,7 +84,7 @@ def cluster(root: Path, *, cpus: int = 2, mem_mb: int = 8000, timeout_s: float =
         (root / d).mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)  # munged runs as the munge user and must reach its folder
     conf = root / "slurm.conf"
-    conf.write_text(_conf(root, host, cpus, mem_mb))
+    conf.write_text(_conf(root, host, cpus, mem_mb, (free_port(), free_port())))  # beside any other cluster
     env = {**os.environ, "SLURM_CONF": str(conf)}
     key = Path("/etc/munge/munge.key")
     if not key.exists():
