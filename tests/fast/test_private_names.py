@@ -46,14 +46,12 @@ NAMES: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("omegaconf.base", "parse", None),  # the interpolation parser, memoised where OmegaConf calls it
     ("omegaconf._utils", "parse", None),
     ("omegaconf.grammar_parser", "parse", ("value", "parser_rule", "lexer_mode")),
-    ("omegaconf", "DictConfig._get_node", None),
     ("omegaconf", "DictConfig._get_parent", ("self",)),
     ("omegaconf", "DictConfig._set_parent", ("self", "parent")),
     ("omegaconf", "DictConfig._get_flag", ("self", "flag")),
     ("omegaconf", "DictConfig._set_flag", ("self", "flags", "values")),
     ("omegaconf", "DictConfig._is_missing", ("self",)),
     ("omegaconf", "DictConfig._is_none", ("self",)),
-    ("omegaconf.nodes", "ValueNode._value", ("self",)),
 ]
 
 # Functions whose steps the wing repeats (launcher.run_job is hydra.core.utils.run_job step by
