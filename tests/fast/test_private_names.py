@@ -1,5 +1,5 @@
 """Every private Hydra / OmegaConf / CPython name the speed wing (rag_bench.fast, fast/compose.py,
-fast/launcher.py, the sweeper and launcher plugins, runner/main.py) uses is still there, with the
+fast/launcher.py, the sweeper and launcher plugins) uses is still there, with the
 parameters it is called with; and the Hydra functions whose steps the wing copies are unchanged.
 
 An upgrade that removes or changes one fails here, naming it, instead of in a user's sweep. When one
