@@ -461,8 +461,9 @@ def _label(argv: list[str]) -> int:
     p.add_argument("cell", help="cell folder or MLflow run id")
     p.add_argument("--n", type=int, default=50, help="questions to sample (default 50)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
-    p.add_argument("--stratify", help="a records column (e.g. correct): sample as many answers with it >= 0.5 as "
-                   "below, so both kinds get labelled")
+    p.add_argument("--stratify", help="a records column (e.g. correct): one answer with it >= 0.5, one below, one "
+                   "undefined, in turn, so every kind gets labelled (not a uniform sample: calibrate's PPI "
+                   "mean assumes one)")
     p.add_argument("--labels", help="a labels.jsonl saved before: the page starts with it and continues")
     p.add_argument("--out", help="page to write (default reports/label-<cell_id>.html)")
     a = p.parse_args(argv)

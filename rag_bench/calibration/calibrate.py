@@ -22,7 +22,7 @@ import pandas as pd
 
 from rag_bench.calibration.agreement import bootstrap_ci, cohen_kappa, confusion, spearman
 from rag_bench.calibration.labels import Label, answer_digest
-from rag_bench.calibration.ppi import PpiEstimate, ppi_mean
+from rag_bench.calibration.ppi import MIN_LABELLED, PpiEstimate, ppi_mean
 from rag_bench.calibration.standins import StandIn, stand_ins
 from rag_bench.cells import Cell
 
@@ -126,7 +126,7 @@ def _ppi(cell: Cell, s: StandIn, rows: pd.DataFrame, labels: _Index) -> PpiEstim
         if labs:
             human.append(labs[0].score)
             auto.append(value)
-    return ppi_mean(rows["value"].to_numpy(float), human, auto)
+    return ppi_mean(rows["value"].to_numpy(float), human, auto, min_labelled=MIN_LABELLED, bounds=(0.0, 1.0))
 
 
 def agreement(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Label], s: StandIn, *,

@@ -114,7 +114,9 @@ def evaluate(cell: Cell, entries: list[dict[str, Any]]) -> tuple[list[tuple[str,
         results.append((name, status, f"{a.kappa:.3f}", limit, f"95% CI [{lo:.3f}, {hi:.3f}], n={a.n} labelled "
                         f"answers, {a.rule}"))
         p = a.cells[0][2]
-        if p.n_labelled and not math.isnan(p.mean):
+        # The PPI mean replaces the raw value of a threshold only when people vouch for the measure
+        # (this rule passed) and enough answers are labelled (ppi.MIN_LABELLED; else it is NaN).
+        if status == "pass" and p.n_labelled and not math.isnan(p.mean):
             ppi[e["measure"]] = (p.mean, f"PPI mean (raw {p.raw_mean:.4f}; 95% CI [{p.low:.3f}, {p.high:.3f}], "
                                  f"{p.n_labelled} of {p.n_all} answers labelled)")
     return results, ppi

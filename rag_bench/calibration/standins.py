@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rag_bench.judging.samples import CONSISTENCY_SUFFIX, SAMPLES_SUFFIX, SPREAD_SUFFIX
 from rag_bench.metrics.measures import JUDGE_PREFIX
 
 
@@ -54,7 +55,9 @@ def stand_ins(columns: Iterable[str]) -> list[StandIn]:
     cols = list(columns)
     out = [s for s in STAND_INS if s.column in cols]
     for c in cols:
-        if not c.startswith(JUDGE_PREFIX):
+        # judge_<m>_samples (lists) and judge_<m>_sd (the spread of the samples) describe a judged
+        # measure; only judge_<m> itself stands in for a judgment.
+        if not c.startswith(JUDGE_PREFIX) or c.endswith((SAMPLES_SUFFIX, SPREAD_SUFFIX, CONSISTENCY_SUFFIX)):
             continue
         low = c.lower()
         human = "faithfulness" if "faithful" in low else "correct" if "correct" in low else None

@@ -59,8 +59,9 @@ def references(cell: Cell) -> dict[str, list[str]]:
 
 
 def sample(records: pd.DataFrame, n: int, seed: int, stratify: str | None = None) -> list[int]:
-    """Row positions of ``n`` questions drawn without replacement (stratified: as many with
-    ``stratify`` >= 0.5 as below it, the undefined ones last)."""
+    """Row positions of ``n`` questions drawn without replacement; stratified: one from each group in
+    turn (``stratify`` >= 0.5, below 0.5, undefined) until a group runs out, so each kind is seen.
+    Such a sample is not uniform: PPI means from it are indicative only (calibration/ppi.py)."""
     rng = random.Random(seed)
     rows = list(range(len(records)))
     if stratify is None:

@@ -88,17 +88,19 @@ def paired_two_level_bootstrap_ci(a: np.ndarray, b: np.ndarray, *, n_resamples: 
 
 def paired_two_level_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, seed: int = 0) -> float:
     """Two-sided bootstrap p-value of ``mean(b - a) == 0`` from the same two-level resampling:
-    ``min(1, 2 * min(share of resampled differences <= 0, share >= 0))`` -- the smallest alpha
-    at which the ``1 - alpha`` interval of :func:`paired_two_level_bootstrap_ci` excludes 0.
-    1.0 when no question has samples in both cells.
+    ``min(1, 2 * min((1 + #resampled differences <= 0), (1 + # >= 0)) / (1 + R))`` -- about the
+    smallest alpha at which the ``1 - alpha`` interval of :func:`paired_two_level_bootstrap_ci`
+    excludes 0, counted as a permutation p-value is so that it is never 0 (R resamples cannot show
+    a p below 1/(R+1)). 1.0 when no question has samples in both cells.
 
-    >>> paired_two_level_p(np.zeros((3, 2)), np.ones((3, 2)))
-    0.0
+    >>> paired_two_level_p(np.zeros((3, 2)), np.ones((3, 2)), n_resamples=999)
+    0.002
     """
     d = _two_level_diffs(a, b, n_resamples, seed)
     if d.size == 0:
         return 1.0
-    return min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
+    below, above = int(np.sum(d <= 0)), int(np.sum(d >= 0))
+    return min(1.0, 2 * (1 + min(below, above)) / (1 + d.size))
 
 
 def randomisation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, seed: int = 0,

@@ -110,3 +110,13 @@ def test_bad_labels_are_named_by_line_and_field(tmp_path):
                    "labels.jsonl:5:", "malformed JSON", "labels.jsonl:7: [labeller]", "on line 6"):
         assert needle in text, (needle, text)
     assert "-- fix:" in text
+
+
+def test_ppi_needs_enough_labels_and_stays_inside_the_measures_range():
+    # the review's case: one label where the measure said 0 and the person 1 gave mean 1.5, CI [1.39, 1.61]
+    auto_all = [0, 1, 0, 1, 1, 0, 0, 1] * 10
+    few = ppi_mean(auto_all, [1], [0], min_labelled=10, bounds=(0.0, 1.0))
+    assert math.isnan(few.mean) and few.raw_mean == 0.5 and few.n_labelled == 1
+    many = ppi_mean(auto_all, [1] * 10, [0] * 5 + [1] * 5, min_labelled=10, bounds=(0.0, 1.0))
+    assert 0.0 <= many.low <= many.mean <= many.high <= 1.0 and many.mean == 1.0
+    assert ppi_mean(auto_all, [1] * 10, [0] * 5 + [1] * 5).mean == pytest.approx(1.0)  # unclipped: as ppi-python

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -71,9 +72,11 @@ def test_kappa_ppi_and_labellers_agreement_on_a_cell(tmp_path):
     assert a.labellers_kappa == pytest.approx(cohen_kappa_score(PEOPLE[:4], [1, 0, 0, 1]), abs=1e-12)
     (cid, name, p), = a.cells
     assert (cid, name) == (cell.cell_id, "the cell")
-    ref = ppi_mean(AUTO, PEOPLE, AUTO)
-    assert (p.raw_mean, p.mean, p.low, p.high, p.n_labelled, p.n_all) == pytest.approx(
-        (0.5, 0.5, ref.low, ref.high, 8, 8))
+    # 8 labelled answers, fewer than ppi.MIN_LABELLED: no PPI mean (a guess from a few labels would
+    # come with a confident interval), the raw mean stands
+    assert (p.raw_mean, p.n_labelled, p.n_all) == (0.5, 8, 8) and math.isnan(p.mean)
+    ref, unclipped = ppi_mean(AUTO, PEOPLE, AUTO, min_labelled=8, bounds=(0.0, 1.0)), ppi_mean(AUTO, PEOPLE, AUTO)
+    assert (ref.mean, ref.low, ref.high) == (0.5, max(0.0, unclipped.low), min(1.0, unclipped.high))
     r = by["correct_refusal"]
     assert (r.n, r.confusion) == (2, ((1, 0), (0, 1)))
     f = by["faithfulness (lexical proxy)"]
@@ -107,3 +110,19 @@ def test_cli_text_json_and_bad_labels(tmp_path, capsys):
     assert main(["calibrate", str(exp), "--labels", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.jsonl:1" in err and "value" in err
+
+
+def test_a_cell_judged_with_samples_is_calibrated_on_its_mean_column_only(tmp_path):
+    """judge.samples=N writes judge_<m>_samples (lists) and judge_<m>_sd beside judge_<m>: only the
+    mean column stands in for a judgment (calibrate and report crashed on the list column)."""
+    d = write_cell(tmp_path / "exp")
+    frame = pd.read_parquet(d / "records.parquet")
+    n = len(frame)
+    frame["judge_faithfulness"] = [1.0, 0.5] * (n // 2)
+    frame["judge_faithfulness_samples"] = [[1.0, 1.0], [0.0, 1.0]] * (n // 2)
+    frame["judge_faithfulness_sd"] = [0.0, 0.5] * (n // 2)
+    frame.to_parquet(d / "records.parquet")
+    cell = load_cell(d)
+    names = [a.measure for a in calibrate([cell], {}, load_labels(write_labels(tmp_path / "labels.jsonl")))]
+    assert "judge_faithfulness (judge)" in names
+    assert not [m for m in names if "_samples" in m or "_sd" in m], names

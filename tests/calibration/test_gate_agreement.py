@@ -40,7 +40,8 @@ def test_exit_0_1_2(tmp_path, capsys):
     assert "no label in" in capsys.readouterr().err
 
 
-def test_threshold_on_a_labelled_measure_uses_the_ppi_mean(tmp_path, capsys):
+def test_threshold_on_a_labelled_measure_uses_the_ppi_mean(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("rag_bench.calibration.calibrate.MIN_LABELLED", 8)  # the fixture labels 8 answers
     cell = str(write_cell(tmp_path / "exp"))
     write_labels(tmp_path / "labels.jsonl", second=False)
     # raw mean 0.5 and PPI mean 0.5 here (two disagreements cancel): the table says PPI and shows the raw
@@ -58,3 +59,18 @@ def test_bad_entries_are_refused_with_their_line(tmp_path):
         load_policy(p)
     msg = str(err.value)
     assert "policy.yaml:2" in msg and "stands in for a judgment" in msg and "min_kappa must be" in msg
+
+
+def test_few_labels_or_a_failing_agreement_rule_leave_the_raw_value(tmp_path, capsys):
+    """The review's case: five chosen labels moved a threshold from fail to pass through the PPI
+    mean. Below ppi.MIN_LABELLED labelled answers (8 here), or when the agreement rule fails, the
+    threshold is checked on the raw value."""
+    d = write_cell(tmp_path / "exp")
+    (d / "metrics.json").write_text(json.dumps({"generation": {"correct": 0.5}}), encoding="utf-8")
+    write_labels(tmp_path / "labels.jsonl", second=False)
+    policy = _policy(tmp_path, "thresholds: {generation/correct: {min: 0.5}}\njudge_agreement: {measure: "
+                               "generation/correct, min_kappa: -1, labels: labels.jsonl}\n")
+    assert main(["gate", str(d), "--policy", policy]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("| generation/correct >= 0.5 |")]
+    assert "(PPI)" not in row and row.split("|")[2].strip() in ("0.5", "0.5000") and "pass" in row, out
