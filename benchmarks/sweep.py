@@ -22,7 +22,8 @@ runs in a fresh `rag-bench` process; wall time includes Python start-up and Hydr
 
 Then the fixed cost of a cell (what every cell pays beyond the distinct work: composing its
 config, scoring, bootstrap CIs, answers served from the cache, writing the folder, tracking),
-warm, with tracking=none, tracking=mlflow (cells finished in the sweep's background process,
+warm, with tracking=none both ways (the speed wing rag_bench/fast/ on, and stock Hydra with
+RAG_BENCH_STOCK_HYDRA=1), tracking=mlflow (cells finished in the sweep's background process,
 rag_bench/tracking/background.py) and tracking=mlflow with tracking.background=false (written and
 logged in the sweep's own process, as before):
 
@@ -57,6 +58,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent / "rag-bench"
+STOCK_ENV = "RAG_BENCH_STOCK_HYDRA"  # rag_bench.fast.STOCK_ENV
 RETRIEVERS = ["bm25", "dense", "hybrid"]
 RERANKERS = ["none", "dense"]
 KS = ["3", "5", "10"]
@@ -87,6 +89,8 @@ def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | N
            "experiment.name=bench"]
     e = {**os.environ, "RAG_BENCH_CACHE": str(cache), "TQDM_DISABLE": "1", **(env or {})}
     e.pop("MLFLOW_TRACKING_URI", None)
+    if STOCK_ENV not in (env or {}):
+        e.pop(STOCK_ENV, None)  # the wing on unless the arm asks for stock Hydra
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=e, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -209,16 +213,19 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     the fastest of each kept: the figure is a difference of two wall times, and one slow run on a
     shared machine moves it by tens of milliseconds per cell."""
     out: dict[str, float] = {}
-    arms = {"none": ("none", []), "mlflow": ("mlflow", []),
-            "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"])}
-    for name, (tracking, extra) in arms.items():
-        slug = name.split(",")[0] + ("-fg" if extra else "")
+    stock = {STOCK_ENV: "1"}  # rag_bench.fast off: stock Hydra composition, basic launcher, normal exit
+    arms: dict[str, tuple[str, list[str], dict[str, str]]] = {
+        "none": ("none", [], {}), "none, stock Hydra (RAG_BENCH_STOCK_HYDRA=1)": ("none", [], stock),
+        "mlflow": ("mlflow", [], {}),
+        "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"], {})}
+    for name, (tracking, extra, env) in arms.items():
+        slug = name.split(",")[0] + ("-fg" if extra else "") + ("-stock" if env else "")
         t_full = t_first = float("inf")
         for i in range(repeats):
             t_full = min(t_full, run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=cache,
-                                     tracking=tracking))
+                                     tracking=tracking, env=env))
             t_first = min(t_first, run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=cache,
-                                       tracking=tracking))
+                                       tracking=tracking, env=env))
         out[name] = (t_full - t_first) / added
         best = f", best of {repeats} each" if repeats > 1 else ""
         print(f"per-cell overhead (warm, tracking={name}): {out[name]:.3f} s  (grid of {cells} cells "
