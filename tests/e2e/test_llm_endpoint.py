@@ -175,7 +175,8 @@ def test_ragas_collection_metrics_against_llama_server(llm_server, tmp_path):
     (cell,) = [p.parent for p in (tmp_path / "exp" / "default").glob("*/DONE")]
     records = pd.read_parquet(cell / "records.parquet")
     m = json.loads((cell / "metrics.json").read_text())
-    assert set(m["judge"]) == {f"judge_{x}" for x in metrics}
+    # each judged measure and its judge_consistency (the share of items whose samples agree)
+    assert set(m["judge"]) == {f"judge_{x}{end}" for x in metrics for end in ("", "_consistency")}
     answered = records[~records["refused"] & records["answer"].str.len().gt(0)]
     assert len(answered) == 1
     attempted = failures = 0
