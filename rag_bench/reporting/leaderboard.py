@@ -274,6 +274,18 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int
     table = best_first(cells, key).head(top)
     width = int(table["label"].str.len().max())
     out = pd.DataFrame({"cell": table["label"].str.ljust(width)})
+    shortened = []
     for c in cols:
-        out[c.split("/", 1)[1]] = pd.to_numeric(table[c], errors="coerce").fillna(0).astype(int)
-    return out.to_string(index=False)
+        label = c.split("/", 1)[1]
+        head = FAILURE_HEADS.get(label, label)
+        if head != label:
+            shortened.append(f"{head} = {label}")
+        out[head] = pd.to_numeric(table[c], errors="coerce").fillna(0).astype(int)
+    legend = f"\n({'; '.join(shortened)})" if shortened else ""
+    return out.to_string(index=False) + legend
+
+
+# Column heads of the failure table: the long label names made the demo's table 136 characters wide;
+# with these it fits a 120-column terminal, and a legend line under the table names them in full.
+FAILURE_HEADS = {"retrieval_miss": "retr_miss", "false_refusal": "false_ref", "correct_refusal": "corr_ref",
+                 "hallucinated_answer": "halluc", "excluded_no_relevant_chunk": "no_rel_chunk"}

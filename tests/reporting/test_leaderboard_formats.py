@@ -90,3 +90,19 @@ def test_an_exact_tie_names_the_same_best_cell_in_the_leaderboard_and_the_report
             return 0.5
 
     assert [c.cell_id for c in ranked([Cell(i) for i in ids], "retrieval/ndcg@10", None)] == sorted(ids)
+
+
+def test_the_failure_table_of_a_generating_sweep_fits_120_columns():
+    """The demo's failure table was 136 characters wide (long label names as column heads); with the
+    labels a generating sweep of the demo has, it fits 120 columns now (all 12 labels at once, which
+    no sweep has, would not)."""
+    import pandas as pd
+
+    from rag_bench.reporting.leaderboard import format_failures
+
+    row = {"cell": "c1", "label": "sentence hybrid rr=dense k=5", "retrieval/ndcg@10": 0.5}
+    row.update({f"failures/{lab}": 12 for lab in ("retrieval_miss", "ranking", "false_refusal", "generation", "citation", "correct",
+                                                   "correct_refusal", "hallucinated_answer")})
+    text = format_failures(pd.DataFrame([row, {**row, "cell": "c2", "label": "fixed bm25 rr=none k=3"}]))
+    assert max(len(line) for line in text.splitlines()) <= 120, text
+    assert "halluc = hallucinated_answer" in text
