@@ -41,7 +41,7 @@ commands:
   calibrate EXPERIMENT|CELL --labels FILE [--json]
                                    agreement of the answer measures with people's labels (kappa
                                    with CI) and PPI-corrected cell means
-  label CELL [--n 50] [--seed S] [--stratify MEASURE] [--labels FILE] [--out FILE]
+  label CELL [--n 50] [--seed S] [--stratify MEASURE] [--labels FILE] [--out FILE] [--scale G]
                                    a static page to label a cell's answers by key; downloads labels.jsonl
 
 exit codes: 0 ok, 1 gate failed, 2 bad input or configuration
@@ -466,9 +466,14 @@ def _label(argv: list[str]) -> int:
                    "mean assumes one)")
     p.add_argument("--labels", help="a labels.jsonl saved before: the page starts with it and continues")
     p.add_argument("--out", help="page to write (default reports/label-<cell_id>.html)")
+    p.add_argument("--scale", type=int, default=1, help="1: yes/no labels (default); G (2-9): grades 0..G by "
+                   "digit key, saved with \"scale\": G (calibrate then reports weighted kappa and Spearman)")
     a = p.parse_args(argv)
     if a.n < 1:
         return _fail(f"--n must be at least 1, got {a.n} -- fix: e.g. --n 50")
+    if not 1 <= a.scale <= label_page.MAX_SCALE:
+        return _fail(f"--scale must be 1 (yes/no) to {label_page.MAX_SCALE} (grades typed as one digit), "
+                     f"got {a.scale} -- fix: e.g. --scale 4 for grades 0-4")
     try:
         existing = load_labels(a.labels) if a.labels else []
         cell = load_cell(a.cell)
@@ -480,7 +485,7 @@ def _label(argv: list[str]) -> int:
         out = Path(a.out or f"reports/label-{cell.cell_id}.html")
         if out.is_dir():
             return _fail(f"--out {out}: is a folder -- fix: name a file, e.g. {out / 'label.html'}")
-        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing))
+        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale))
     except RagBenchError as exc:
         return _fail(exc)
     except OSError as exc:

@@ -3,7 +3,7 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("lb-data").textContent);
-  var items = data.items, measures = data.measures, labels = data.labels.slice();
+  var items = data.items, measures = data.measures, labels = data.labels.slice(), scale = data.scale || 1;
   var cur = 0, m = 0;
   var who = document.getElementById("lb-labeller");
   if (labels.length) { who.value = labels[labels.length - 1].labeller; }
@@ -36,7 +36,8 @@
       (it.answerable ? "" : " · unanswerable (the right answer is a refusal)")));
     box.appendChild(el("div", "q", it.question));
     measures.forEach(function (ms, i) {
-      var k = find(it, ms), v = k >= 0 ? (labels[k].value ? "yes" : "no") : "?";
+      var k = find(it, ms), v = "?";
+      if (k >= 0) { v = (labels[k].scale || 1) > 1 ? labels[k].value + "/" + labels[k].scale : (labels[k].value ? "yes" : "no"); }
       box.appendChild(el("span", "meas" + (i === m ? " active" : ""), ms + ": " + v));
     });
     box.appendChild(el("h3", null, "Answer"));
@@ -65,6 +66,7 @@
     var it = items[cur];
     if (!it) { return; }
     var row = {qid: it.qid, answer_sha256: it.answer_sha256, measure: measures[m], value: value, labeller: who.value};
+    if (scale > 1) { row.scale = scale; }
     var k = find(it, measures[m]);
     if (k >= 0) { labels[k] = row; } else { labels.push(row); }
     if (m < measures.length - 1) { m += 1; } else { m = 0; if (cur < items.length - 1) { cur += 1; } }
@@ -78,7 +80,9 @@
   document.addEventListener("keydown", function (e) {
     if (e.target === who) { return; }
     var k = e.key;
-    if (k === "y" || k === "1") { set(1); } else if (k === "n" || k === "0") { set(0); }
+    var digit = k.length === 1 && k >= "0" && k <= "9" ? Number(k) : -1;
+    if (k === "y") { set(scale); } else if (k === "n") { set(0); }
+    else if (digit >= 0 && digit <= scale) { set(digit); }
     else if (k === "ArrowRight") { cur = Math.min(cur + 1, items.length - 1); m = 0; show(); }
     else if (k === "ArrowLeft") { cur = Math.max(cur - 1, 0); m = 0; show(); }
     else if (k === "u") { clear(); } else { return; }

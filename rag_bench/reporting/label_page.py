@@ -3,7 +3,8 @@
 Per sampled question it shows the question, the passages the generator was given (the cited ones
 marked), the answer with each citation checked (does it name a passage that was given?), and the
 reference answers; the labeller presses keys to judge ``correct`` and then ``faithfulness``
-(``y``/``1`` yes, ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item); a progress line
+(``y``/``1`` yes, ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G``
+the digit keys ``0``..``G`` give a grade instead, written with ``"scale": G``); a progress line
 counts labelled answers; "download labels.jsonl" saves every label, old and new, in the format
 of :mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text). Given the
 labels file it saved before (``--labels``), the page starts with those labels and at the first
@@ -120,16 +121,29 @@ def _safe_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def render(cell_id: str, cell_name: str, shown: list[dict[str, Any]], existing: Sequence[Label]) -> str:
-    """The whole page."""
+MAX_SCALE = 9  # grades are typed as one digit key
+
+
+def _keys_help(scale: int) -> str:
+    if scale == 1:
+        return "<kbd>y</kbd>/<kbd>1</kbd> yes, <kbd>n</kbd>/<kbd>0</kbd> no"
+    return (f"<kbd>0</kbd>&hellip;<kbd>{scale}</kbd> the grade (0 wrong &hellip; {scale} fully right; "
+            f"<kbd>y</kbd> = {scale}, <kbd>n</kbd> = 0)")
+
+
+def render(cell_id: str, cell_name: str, shown: list[dict[str, Any]], existing: Sequence[Label],
+           scale: int = 1) -> str:
+    """The whole page; ``scale`` > 1 labels grades ``0..scale`` (digit keys) instead of yes/no."""
     import html
 
+    if not 1 <= scale <= MAX_SCALE:
+        raise ValueError(f"scale {scale}: must be 1 (yes/no) to {MAX_SCALE} (grades 0..{MAX_SCALE})")
     data = {"cell": cell_id, "name": cell_name, "measures": list(MEASURES), "items": shown,
-            "labels": [_label_json(lb) for lb in existing]}
+            "labels": [_label_json(lb) for lb in existing], "scale": scale}
     title = html.escape(f"Label answers: {cell_name} ({cell_id})")
     return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>{title}</title>\n"
             f"<style>{CSS}</style></head>\n<body>\n<h1>{title}</h1>\n"
-            "<p class=sub>Keys: <kbd>y</kbd>/<kbd>1</kbd> yes, <kbd>n</kbd>/<kbd>0</kbd> no (first <b>correct</b>: "
+            f"<p class=sub>Keys: {_keys_help(scale)} (first <b>correct</b>: "
             "does the answer answer the question right? a refusal of an unanswerable question is correct; then "
             "<b>faithfulness</b>: is everything it says supported by the passages it was given? a refusal is "
             "faithful), <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> previous/next, <kbd>u</kbd> clear this answer's labels."

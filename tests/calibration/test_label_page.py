@@ -89,3 +89,42 @@ def test_cli_refuses_an_unknown_stratify_column_and_a_bad_labels_file(tmp_path, 
     bad.write_text("{not json\n", encoding="utf-8")
     assert main(["label", str(cell), "--labels", str(bad), "--out", str(out)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_graded_labels_by_digit_key(tmp_path, capsys):
+    """--scale 4: digit keys 0..4 give grades (y = 4, n = 0), a digit above the scale does nothing, and
+    the download holds "scale": 4 on each label, which calibrate reads as graded."""
+    exp = tmp_path / "exp"
+    cell = write_cell(exp)
+    html = tmp_path / "label.html"
+    assert main(["label", str(cell), "--n", "3", "--scale", "4", "--out", str(html)]) == 0
+    assert "<kbd>0</kbd>&hellip;<kbd>4</kbd> the grade" in html.read_text(encoding="utf-8")
+    downloads = tmp_path / "dl"
+    downloads.mkdir()
+    with Page(tmp_path / "p") as page:
+        page.send("Page.setDownloadBehavior", behavior="allow", downloadPath=str(downloads))
+        page.send("Page.navigate", url=html.as_uri())
+        page.wait("document.body && document.body.dataset.ready === '1'")
+        for key in ("3", "7", "y", "n", "2"):  # q1: correct 3, (7 ignored), faithfulness 4; q2: 0, 2
+            _key(page, key)
+        page.wait("document.body.dataset.labelled === '2'")
+        _key(page, "ArrowLeft")
+        assert "correct: 0/4" in page.eval("document.getElementById('lb-item').textContent")
+        page.eval("document.getElementById('lb-download').click()")
+        target = downloads / "labels.jsonl"
+        deadline = time.monotonic() + 30
+        while not target.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert page.errors == []
+    got = sorted(load_labels(target), key=lambda lb: (lb.qid, lb.measure))
+    assert [(lb.measure, lb.value, lb.scale) for lb in got] == [
+        ("correct", 3, 4), ("faithfulness", 4, 4), ("correct", 0, 4), ("faithfulness", 2, 4)]
+    assert got[0].score == 0.75
+
+
+def test_cli_refuses_a_scale_that_is_not_one_digit(tmp_path, capsys):
+    cell = write_cell(tmp_path / "exp")
+    out = tmp_path / "x.html"
+    assert main(["label", str(cell), "--scale", "10", "--out", str(out)]) == 2
+    assert "--scale must be 1 (yes/no) to 9" in capsys.readouterr().err and not out.exists()
