@@ -12,13 +12,12 @@ import pandas as pd
 
 from rag_bench import memo
 from rag_bench.data.evidence import section_span
-from rag_bench.evaluation.labels import retrieval_label
 from rag_bench.evaluation.results import Indexed, Judgment, Qrels, RankingUnit, Reranked, Retrieved, Scored
-from rag_bench.evaluation.scorers import security
+from rag_bench.evaluation.scorers import evidence as evidence_scorer
+from rag_bench.evaluation.scorers import failure_labels, security
 from rag_bench.memo import SharedWork
-from rag_bench.metrics import measures
 from rag_bench.metrics.ranking import ranking_metrics
-from rag_bench.metrics.relevance import ChunkIndex, evidence_coverage, relevant_chunks
+from rag_bench.metrics.relevance import ChunkIndex, relevant_chunks
 from rag_bench.records import Chunk, Dataset, Document, Question, Ranking
 
 
@@ -80,23 +79,19 @@ def at_k(base: RankedScores, *, questions: Sequence[Question], chunks: Sequence[
     """The frame of :func:`score_retrieval` from the k-independent ``base``: evidence measures at
     ``k`` (when ``k`` is not one of the ks) and the retrieval label at ``k``."""
     frame = base.frame
-    evidence_recall, complete = measures.EVIDENCE
     columns = list(frame.columns)
     evidence = columns[base.head:len(columns) - len(base.metric_columns)]
     extra: dict[str, Any] = {}
     if k not in base.ks:
-        pairs = [evidence_coverage(q, [chunks[j] for j in r.indices[:k]], min_coverage=min_coverage)
-                 for q, r in zip(questions, rankings)]
-        extra = {evidence_recall.at(k).name: [p[0] for p in pairs], complete.at(k).name: [p[1] for p in pairs]}
-        order = sorted([*base.ks, k])
-        evidence = [m.at(kk).name for kk in order for m in (evidence_recall, complete)]
-    first = frame["first_relevant_rank"].tolist()
-    extra["failure"] = [
-        "unjudged" if q.answerable and q.evidence and not judged else
-        retrieval_label(q, found if attribute_chunking else np.ones_like(found),
-                        None if f is None or f != f else int(f), k)
-        for q, found, judged, f in zip(questions, base.found, base.judged, first)]
-    final = [*columns[:base.head], *evidence, "failure", *base.metric_columns]
+        for q, r in zip(questions, rankings):
+            for name, value in evidence_scorer.columns(q, [chunks[j] for j in r.indices[:k]], [k],
+                                                       min_coverage=min_coverage).items():
+                extra.setdefault(name, []).append(value)
+        evidence = [m.column for m in evidence_scorer.evidence_measures(sorted([*base.ks, k]))]
+    extra[failure_labels.COLUMN] = failure_labels.retrieval_labels(
+        questions, base.found, base.judged, frame["first_relevant_rank"].tolist(), k,
+        attribute_chunking=attribute_chunking)
+    final = [*columns[:base.head], *evidence, failure_labels.COLUMN, *base.metric_columns]
     # A copy of the shared base frame with the new columns put in place (assign, then selecting the
     # columns in order, copied the frame twice: ~0.5 ms a cell).
     out = frame.copy()
@@ -114,8 +109,6 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
     depth = max(len(r.indices) for r in rankings) if rankings else 0
     nq = len(questions)
     cut = sorted(set(ks))
-    evidence_recall, complete = measures.EVIDENCE
-    cut_names = [(kk, evidence_recall.at(kk).name, complete.at(kk).name) for kk in cut]
     qrels = Qrels({}, {})
     judged_by_unit: list[list[Judgment]] = [[] for _ in units]
     rows: list[dict[str, Any]] = []
@@ -160,13 +153,12 @@ def score_ranked(*, questions: Sequence[Question], chunks: Sequence[Chunk], rank
             getattr(qrels, unit.qrels_field)[i] = j.qrels
             row.update(j.columns)
             judged_unit.append(j)
-        for kk, er_name, comp_name in cut_names:
-            row[er_name], row[comp_name] = evidence_coverage(q, top[:kk], min_coverage=min_coverage)
+        row.update(evidence_scorer.columns(q, top, cut, min_coverage=min_coverage))
         rows.append(row)
         found_all.append(found)
         judged_all.append(bool(judged))
     frame = pd.DataFrame(rows)
-    head = len(frame.columns) - 2 * len(cut)
+    head = len(frame.columns) - len(evidence_scorer.evidence_measures(cut))
     answerable = np.array([q.answerable for q in questions], bool)
     metric_columns: dict[str, np.ndarray] = {}
     for unit, judgments in zip(units, judged_by_unit):

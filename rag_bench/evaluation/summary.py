@@ -15,8 +15,7 @@ import pandas as pd
 
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.evaluation.results import Chunked, Generated, Indexed, Judged, Qrels, Reranked, Retrieved, Scored
-from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
-from rag_bench.judging import samples as judge_samples
+from rag_bench.evaluation.scorers import evidence, failure_labels, judge
 from rag_bench.metrics import measures
 from rag_bench.metrics.bootstrap import bootstrap_cis
 from rag_bench.metrics.measures import Measure
@@ -132,20 +131,20 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
               embedding: EmbedStats, timings: dict[str, float], ks: Sequence[int], k: int, index_name: str,
               judge_name: str, n_resamples: int, seed: int) -> dict[str, Any]:
     """metrics.json of a cell from its records (``frame``) and stage results."""
-    cut = sorted(set(ks) | {k})
+    cut = evidence.cutoffs(ks, k)
     sections: dict[str, list[Measure]] = {}
     for unit in scored.units:  # the ranking units the cell reports (eval.unit)
         sections[unit.section] = measures.retrieval_measures(ks, unit.families)
-    sections["evidence"] = measures.evidence_measures(cut)
+    sections[evidence.SECTION] = evidence.section_measures(cut)
     if generated is not None:
         sections.update({"generation": list(measures.GENERATION), "citation": list(measures.CITATION),
                          "abstention": list(measures.ABSTENTION)})
         if judged is not None and judged.metrics:
-            sections[measures.JUDGE_SECTION] = [measures.judge_measure(m) for m in judged.metrics]
+            sections[judge.SECTION] = judge.judge_measures(judged.metrics)
     metrics = aggregate(frame, sections, n_resamples=n_resamples, seed=seed)
     if judged is not None and judged.metrics:  # judged measures: two-level CIs and judge_consistency
-        got = judge_samples.judge_statistics(frame, judged.metrics, n_resamples=n_resamples, seed=seed)
-        for part in ("judge", "ci", "n"):
+        got = judge.statistics(frame, judged.metrics, n_resamples=n_resamples, seed=seed)
+        for part in (judge.SECTION, "ci", "n"):
             metrics[part].update(got[part])
     metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
     if generated is not None:
@@ -166,9 +165,7 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
     metrics["cost"] = {"embedding_requests": embedding.requested, "embedding_cache_hits": embedding.cache_hits,
                        "embeddings_computed": embedding.encoded, "embed_s": round(embedding.encode_s, 6)}
 
-    labels = frame["failure"].value_counts()
-    names = RETRIEVAL_LABELS if generated is None else GENERATION_CELL_LABELS
-    metrics["failures"] = {label: int(labels.get(label, 0)) for label in names}
+    metrics[failure_labels.SECTION] = failure_labels.tally(frame, generated=generated is not None)
 
     answerable = frame["answerable"].to_numpy(bool)
     evaluated = int(np.sum(answerable & (frame["n_relevant"].to_numpy() > 0)))
@@ -197,7 +194,7 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
     metrics["dataset_fingerprint"] = dataset.fingerprint
     metrics["warnings"] = sanity_warnings(frame, metrics, k, external=index_name == "external")
     if judged is not None and judged.failures:
-        metrics["warnings"].append(judge_samples.failure_warning(frame, judged.failures, judged.attempted))
+        metrics["warnings"].append(judge.failure_warning(frame, judged.failures, judged.attempted))
     return metrics
 
 

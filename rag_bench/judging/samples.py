@@ -1,4 +1,6 @@
-"""Judge samples in a cell: the per-question columns they become and the statistics over them.
+"""Judge samples in a cell: the ``(items, samples)`` matrices of each judged metric, read from
+judge results or from a records frame (the columns and statistics built from them are the judge
+scorer's: :mod:`rag_bench.evaluation.scorers.judge`).
 
 With ``judge.samples=N`` each judged item has N independent judgements per metric. records.parquet
 keeps them all: ``judge_<metric>`` is the per-question mean of the samples that succeeded (NaN when
@@ -19,7 +21,6 @@ import pandas as pd
 
 from rag_bench.judging.base import JudgeResult
 from rag_bench.metrics import measures
-from rag_bench.metrics.bootstrap import judge_consistency, question_spreads, two_level_bootstrap_ci
 
 SAMPLES_SUFFIX = "_samples"
 SPREAD_SUFFIX = "_sd"
@@ -38,21 +39,6 @@ def sample_matrix(results: Sequence[JudgeResult], metric: str) -> np.ndarray:
             if v is not None:
                 out[i, j] = float(v)
     return out
-
-
-def sample_columns(results: Sequence[JudgeResult], metrics: Sequence[str]) -> dict[str, list[Any]]:
-    """Per metric: ``judge_<m>`` (the mean of the samples that succeeded), ``judge_<m>_samples``
-    (each sample, NaN when its call failed; an empty list when the item was not judged) and
-    ``judge_<m>_sd``."""
-    columns: dict[str, list[Any]] = {}
-    for m in metrics:
-        matrix = sample_matrix(results, m)
-        col = measures.JUDGE_PREFIX + m
-        columns[col] = [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
-        columns[col + SAMPLES_SUFFIX] = [row.tolist() if m in r.samples or m in r.scores else []
-                                         for r, row in zip(results, matrix)]
-        columns[col + SPREAD_SUFFIX] = question_spreads(matrix).tolist()
-    return columns
 
 
 def tally(results: Sequence[JudgeResult]) -> dict[str, Any]:
@@ -89,35 +75,6 @@ def frame_samples(frame: pd.DataFrame, metric: str) -> np.ndarray | None:
     for i, row in enumerate(rows):
         out[i, :len(row)] = row
     return out
-
-
-def judge_statistics(frame: pd.DataFrame, metrics: Sequence[str], *, n_resamples: int,
-                     seed: int) -> dict[str, Any]:
-    """For metrics.json: per judged metric the two-level CI (``ci``), and its consistency
-    (``judge``: ``judge_<m>_consistency``, None when no item has two samples; ``n``: the items
-    with two or more samples)."""
-    out: dict[str, Any] = {"judge": {}, "ci": {}, "n": {}}
-    for m in metrics:
-        samples = frame_samples(frame, m)
-        if samples is None:
-            continue
-        key = measures.judge_measure(m).key
-        lo, hi = two_level_bootstrap_ci(samples, n_resamples=n_resamples, seed=seed)
-        out["ci"][key] = None if np.isnan(lo) else [lo, hi]
-        name = measures.JUDGE_PREFIX + m + CONSISTENCY_SUFFIX
-        c = judge_consistency(samples)
-        out["judge"][name] = None if np.isnan(c) else c
-        out["n"][f"{measures.JUDGE_SECTION}/{name}"] = int(((~np.isnan(samples)).sum(axis=1) >= 2).sum())
-    return out
-
-
-def failure_warning(frame: pd.DataFrame, failures: int, attempted: int) -> str:
-    """The console's and report's line about failed judgements: how many, that they are left out
-    of n, and the first reason recorded in ``judge_failures``."""
-    reasons = [r for r in frame.get("judge_failures", pd.Series(dtype=object)) if isinstance(r, str) and r]
-    first = f"; first reason: {reasons[0][:200]}" if reasons else ""
-    return (f"judge: {failures} of {attempted} judgements failed and are left out of n (records.parquet "
-            f"judge_failures has each reason){first}")
 
 
 def paired_samples(key: str, a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:

@@ -28,6 +28,7 @@ from rag_bench.evaluation.results import (
     Reranked,
     Retrieved,
 )
+from rag_bench.evaluation.scorers import judge as judge_scorer
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
@@ -191,7 +192,7 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
         contracts.check_judge_scores({f"{m} sample {i}": v for m, vs in r.samples.items() for i, v in enumerate(vs)},
                                      component=name, item=n)  # every judge sample too
     # Per metric the mean of its samples, every sample and their spread (rag_bench.judging.samples).
-    columns = judge_samples.sample_columns(results, judge.metrics)
+    columns = judge_scorer.columns(results, judge.metrics)
     columns["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
     cost = judge_samples.tally(results)
     judged = Judged(pd.DataFrame(columns, index=range(len(results))), tuple(judge.metrics),

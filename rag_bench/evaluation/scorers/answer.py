@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_bench.evaluation.labels import final_label
 from rag_bench.evaluation.results import Answered, Generated, GenerationCounts
+from rag_bench.evaluation.scorers import failure_labels
 from rag_bench.evaluation.scorers.abstention import abstention_columns
 from rag_bench.evaluation.scorers.citations import PRECISION, citation_columns
+from rag_bench.evaluation.scorers.failure_labels import final_label
 from rag_bench.metrics import measures
 from rag_bench.metrics.generation import AnswerMatch, correctness, faithfulness, match_answer, squad_v2
 from rag_bench.records import Answer, Question
@@ -64,7 +65,7 @@ def score_answers(*, answered: Answered, questions: Sequence[Question], retrieva
             **scores, **cites, **abstention_columns(a, ok=ok, answerable=q.answerable),
             "generate_s": g.seconds, "generation_cached": g.cached, "tokens_in": g.tokens_in,
             "tokens_out": g.tokens_out,
-            "failure": final_label(q.answerable, label, a, scores[CORRECT.column], cites[PRECISION.column]),
+            failure_labels.COLUMN: final_label(q.answerable, label, a, scores[CORRECT.column], cites[PRECISION.column]),
         })
     gens, answers = answered.generations, answered.answers
     calls = [g for g in gens if not g.cached and g.attempts > 0]  # real model/endpoint calls

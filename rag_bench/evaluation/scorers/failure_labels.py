@@ -1,5 +1,6 @@
-"""Failure attribution (docs/contract.md §4): one label per question, the first that applies (the
-labels and their order: :mod:`rag_bench.failure_labels`).
+"""Failure attribution (docs/contract.md §4; metrics.json ``failures``): one label per question,
+the first that applies (the labels and their order: :mod:`rag_bench.failure_labels`; each tally's
+direction: :data:`rag_bench.metrics.measures.FAILURES`).
 
 Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →
 ``false_refusal`` → ``generation`` → ``citation`` → ``correct``; unanswerable ones are
@@ -10,11 +11,18 @@ retrieval labels: an answerable question whose evidence reached the top k is ``i
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
 
-from rag_bench.failure_labels import RETRIEVAL_LABELS
+import numpy as np
+import pandas as pd
+
+from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
+from rag_bench.metrics import measures
 from rag_bench.records import Answer, Question
 
+COLUMN = "failure"  # records.parquet: each question's label
+FAILURES = measures.FAILURES  # one tally per label (metrics.json ``failures``)
+SECTION = FAILURES[0].section
 _LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]
 
 
@@ -60,3 +68,23 @@ def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct
     if not answer.citations or not cite_precision > 0:
         return "citation"  # right answer, but no cited passage holds the evidence
     return "correct"
+
+
+def retrieval_labels(questions: Sequence[Question], found: Sequence[np.ndarray], judged: Sequence[bool],
+                     first_relevant: Sequence[float | None], k: int, *, attribute_chunking: bool = True) -> list[str | None]:
+    """Each question's label after retrieval (:func:`retrieval_label`); ``unjudged`` for an
+    answerable question with evidence but none at the relevance level (``judged`` False).
+    ``attribute_chunking=False`` (the passages are not a chunking of the whole corpus) never
+    says ``chunking``."""
+    return ["unjudged" if q.answerable and q.evidence and not ok else
+            retrieval_label(q, f if attribute_chunking else np.ones_like(f),
+                            None if first is None or first != first else int(first), k)
+            for q, f, ok, first in zip(questions, found, judged, first_relevant)]
+
+
+def tally(frame: pd.DataFrame, *, generated: bool) -> dict[str, int]:
+    """metrics.json ``failures``: questions per label, every label of the cell's kind (a
+    retrieval-only cell's retrieval labels, else every label) in attribution order, zeros included."""
+    counts = frame[COLUMN].value_counts()
+    names = GENERATION_CELL_LABELS if generated else RETRIEVAL_LABELS
+    return {label: int(counts.get(label, 0)) for label in names}
