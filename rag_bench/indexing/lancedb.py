@@ -60,7 +60,8 @@ class LanceDbIndex:
     num_sub_vectors:
         PQ sub-vectors (must divide the dimension; 0 = LanceDB's default). IVF_PQ only.
     ef_search:
-        HNSW beam width per list (IVF_HNSW_SQ only).
+        HNSW beam width per list (IVF_HNSW_SQ only); a search for k hits uses at least k (LanceDB
+        raises for a beam narrower than k).
     refine_factor:
         Re-rank ``refine_factor * k`` candidates on full vectors (0 = off).
     prefilter:
@@ -146,7 +147,7 @@ class LanceDbIndex:
         if self._ann:
             q = q.nprobes(nprobe)
             if self.index_type == "IVF_HNSW_SQ":
-                q = q.ef(self.ef_search)
+                q = q.ef(max(self.ef_search, k))  # LanceDB refuses ef < k ("ef must be >= k")
             if self.refine_factor:
                 q = q.refine_factor(self.refine_factor)
         if where is not None:

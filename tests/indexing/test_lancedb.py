@@ -48,6 +48,16 @@ def test_prefilter_never_leaks_and_fills_k(data, index_type, every):
         assert np.array_equal(ids, ei)
 
 
+def test_hnsw_beam_narrower_than_k_is_widened_to_k(data):
+    """LanceDB raises "ef must be greater than or equal to k" for an IVF_HNSW_SQ search with a beam
+    below k (found by the ACL property test with ef_search=4, depth 8): the beam is max(ef_search, k)."""
+    x, q = data
+    idx = LanceDbIndex(index_type="IVF_HNSW_SQ", num_partitions=8, nprobe=1, ef_search=2)
+    idx.build(x)
+    _, ids = idx.search_as_configured(q, 10)
+    assert (ids >= 0).any(axis=1).all()
+
+
 def test_prefilter_versus_postfilter(data, capsys):
     """LanceDB's prefilter=True filters before the vector search (k allowed hits); prefilter=False
     filters LanceDB's top-k afterwards and leaves a selective filter's queries short."""

@@ -7,8 +7,9 @@ tenant" (``*``) and empty strings, so askers whose rights differ but whose strin
 in one batch. For every retriever, index and reranker, the batch result (one access cache shared
 by all its askers, as in a cell) must equal a reference computed per question with a fresh
 filter, and every retrieved chunk must be readable by its asker. The exact retrievers (BM25,
-dense over a flat index) are also checked against an independent reference: the unfiltered
-ranking with unreadable chunks dropped.
+dense over a flat index, LanceDB without an ANN index) are also checked against an independent
+reference: the unfiltered ranking with unreadable chunks dropped. LanceDB (flat, IVF_PQ,
+IVF_HNSW_SQ) applies the filter as its own prefilter, inside the engine.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rag_bench.chunking.section import SectionChunker
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
+from rag_bench.indexing.lancedb import LanceDbIndex
 from rag_bench.records import Asker, Question
 from rag_bench.reranking.base import apply_rerank
 from rag_bench.reranking.dense import DenseReranker
@@ -59,21 +61,32 @@ def world(demo_dataset):
         "dense-flat": DenseRetriever(embedder=embedder, index=FlatIndex()),
         "dense-hnsw": DenseRetriever(embedder=embedder, index=HnswIndex(M=4, ef_search=2)),
         "dense-ivf": DenseRetriever(embedder=embedder, index=IvfIndex(nlist=8, nprobe=1)),
+        # LanceDB's own engine, the filter as its prefilter. The demo corpus (~170 chunks) is below
+        # the 256 rows its IVF codebooks need, so its ANN variants index every chunk twice (same
+        # texts: no new embedding): real IVF_PQ / IVF_HNSW_SQ indexes, one probed list of 8.
+        "lancedb-flat": DenseRetriever(embedder=embedder, index=LanceDbIndex(index_type="flat")),
+        "lancedb-ivf_pq": DenseRetriever(embedder=embedder, index=LanceDbIndex(
+            index_type="IVF_PQ", num_partitions=8, nprobe=1, num_sub_vectors=8)),
+        "lancedb-ivf_hnsw_sq": DenseRetriever(embedder=embedder, index=LanceDbIndex(
+            index_type="IVF_HNSW_SQ", num_partitions=8, nprobe=1, ef_search=4)),
         "hybrid": HybridRetriever(embedder=embedder, index=FlatIndex(), sparse_depth=10, dense_depth=10),
     }
-    for r in retrievers.values():
-        r.fit(chunks)
+    chunks_of = {name: chunks * 2 if name.startswith("lancedb-ivf") else chunks for name in retrievers}
+    for name, r in retrievers.items():
+        r.fit(chunks_of[name])
+    assert all(retrievers[n].index._ann for n in ("lancedb-ivf_pq", "lancedb-ivf_hnsw_sq"))  # ANN indexes, built
     rerankers = {"dense": DenseReranker(embedder=embedder, depth=5), "mmr": MmrReranker(embedder=embedder, depth=5)}
     texts = [q.question for q in demo_dataset.questions]
-    return docs, chunks, retrievers, rerankers, texts
+    return docs, chunks_of, retrievers, rerankers, texts
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batch=st.lists(askers, min_size=2, max_size=8), start=st.integers(0, 60))
 def test_no_asker_sees_an_unreadable_chunk_and_cache_never_changes_a_result(world, batch, start):
-    docs, chunks, retrievers, rerankers, texts = world
+    docs, chunks_of, retrievers, rerankers, texts = world
     questions = [Question(f"q{i}", texts[(start + i) % len(texts)], True, asker=a) for i, a in enumerate(batch)]
     for name, retriever in retrievers.items():
+        chunks = chunks_of[name]
         shared = AccessFilter(chunks, docs)  # one cache for the whole batch, as in a cell
         got = retriever.search(questions, DEPTH, shared)
         reference = [retriever.search([q], DEPTH, AccessFilter(chunks, docs))[0] for q in questions]
@@ -82,9 +95,9 @@ def test_no_asker_sees_an_unreadable_chunk_and_cache_never_changes_a_result(worl
             readable = [docs[chunks[i].doc_id].readable_by(q.asker) for i in ranking.indices]
             assert all(readable), (name, q.asker, [chunks[i].doc_id for i in ranking.indices])
             n_readable = sum(docs[c.doc_id].readable_by(q.asker) for c in chunks)
-            if name in ("bm25", "dense-flat", "hybrid"):
+            if name in ("bm25", "dense-flat", "hybrid") or name.startswith("lancedb"):  # LanceDB fills k too
                 assert len(ranking.indices) == min(DEPTH, n_readable), (name, q.asker)
-        if name in ("bm25", "dense-flat"):
+        if name in ("bm25", "dense-flat", "lancedb-flat"):
             unfiltered = retriever.search([dataclasses.replace(q, asker=None) for q in questions], len(chunks),
                                           AccessFilter(chunks, docs))
             for q, full, ranking in zip(questions, unfiltered, got):
