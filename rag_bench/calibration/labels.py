@@ -30,6 +30,7 @@ from typing import Any
 from rag_bench.data.problems import ProblemLog, check_id, read_jsonl
 
 MEASURES = ("correct", "faithfulness")
+CORRECT, FAITHFULNESS = MEASURES  # what a person labels (compared with generation/correct, judge_faithfulness)
 FIELDS = ("qid", "answer_sha256", "cell", "measure", "value", "scale", "labeller", "note")
 _SHA = re.compile(r"[0-9a-f]{64}")
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rag_bench.calibration.labels import CORRECT, FAITHFULNESS
 from rag_bench.judging.samples import CONSISTENCY_SUFFIX, SAMPLES_SUFFIX, SPREAD_SUFFIX
+from rag_bench.metrics import measures
 from rag_bench.metrics.measures import JUDGE_PREFIX
 
 
@@ -38,15 +40,15 @@ class StandIn:
 
 
 STAND_INS = (
-    StandIn("correct", "correct", "correct", 0.5, True),
-    StandIn("correct[contains]", "correct", "answer_recall", 0.5, True),
-    StandIn("correct[facts]", "correct", "facts_present", 0.5, True),
-    StandIn("correct[em]", "correct", "exact_match", 0.5, True),
-    StandIn("correct[squad_exact]", "correct", "squad_exact", 0.5, True),
-    StandIn("correct[f1>=0.5]", "correct", "token_f1", 0.5, True),
-    StandIn("correct_refusal", "correct", "correct_refusal_rate", 0.5, False),
-    StandIn("faithfulness (lexical proxy)", "faithfulness", "faithfulness", 1.0, None),
-    StandIn("citation support", "faithfulness", "citation_precision", 1.0, None),
+    StandIn(measures.CORRECT.name, CORRECT, measures.CORRECT.column, 0.5, True),
+    StandIn(f"{CORRECT}[contains]", CORRECT, measures.ANSWER_RECALL.column, 0.5, True),
+    StandIn(f"{CORRECT}[facts]", CORRECT, measures.FACTS_PRESENT.column, 0.5, True),
+    StandIn(f"{CORRECT}[em]", CORRECT, measures.EXACT_MATCH.column, 0.5, True),
+    StandIn(f"{CORRECT}[squad_exact]", CORRECT, measures.SQUAD_EXACT.column, 0.5, True),
+    StandIn(f"{CORRECT}[f1>=0.5]", CORRECT, measures.TOKEN_F1.column, 0.5, True),
+    StandIn(measures.CORRECT_REFUSAL_RATE.display, CORRECT, measures.CORRECT_REFUSAL_RATE.column, 0.5, False),
+    StandIn(f"{FAITHFULNESS} (lexical proxy)", FAITHFULNESS, measures.FAITHFULNESS.column, 1.0, None),
+    StandIn("citation support", FAITHFULNESS, measures.CITATION_PRECISION.column, 1.0, None),
 )
 
 
@@ -60,7 +62,7 @@ def stand_ins(columns: Iterable[str]) -> list[StandIn]:
         if not c.startswith(JUDGE_PREFIX) or c.endswith((SAMPLES_SUFFIX, SPREAD_SUFFIX, CONSISTENCY_SUFFIX)):
             continue
         low = c.lower()
-        human = "faithfulness" if "faithful" in low else "correct" if "correct" in low else None
+        human = FAITHFULNESS if "faithful" in low else CORRECT if CORRECT in low else None
         if human is not None:
             out.append(StandIn(f"{c} (judge)", human, c, 0.5, None))
     return out

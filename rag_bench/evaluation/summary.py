@@ -22,7 +22,7 @@ from rag_bench.metrics.measures import Measure
 from rag_bench.records import Chunk, Dataset, Question
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
-CORRECT = measures.family("generation", "correct")
+CORRECT = measures.CORRECT
 
 
 def records(*, scored: Scored, retrieved: Retrieved, reranked: Reranked, generated: Generated | None,
@@ -149,7 +149,7 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
     metrics.setdefault("abstention", {}).update(threshold_analysis(frame))
     if generated is not None:
         metrics["conditional"] = conditional_table(frame, k)
-        metrics["methods"] = {"faithfulness": "lexical_support_proxy", "judge": judge_name}
+        metrics["methods"] = {measures.FAITHFULNESS.name: "lexical_support_proxy", "judge": judge_name}
     metrics["by_tag"] = by_tag(frame)
     if ann is not None:
         metrics["ann"] = {**ann, "index": index_name}
@@ -224,12 +224,12 @@ def sanity_warnings(frame: pd.DataFrame, metrics: dict[str, Any], k: int, *, ext
         out.append(f"{zero} of {int(answerable.sum())} answerable questions have a top retrieval score of 0: "
                    f"the retrieval matched nothing for them -- {fix}")
     n = metrics.get("n", {})
-    for m in (*measures.TAG[:1], measures.family("document", "ndcg").at(10)):
+    for m in (*measures.TAG[:1], measures.DOC_NDCG.at(10)):
         if m.key in n and n[m.key] == 0:
             out.append(f"{m.key} is averaged over 0 questions: no answerable question has a relevant "
                        f"{'chunk' if m.section == 'retrieval' else 'document'} -- check the evidence and eval.min_coverage")
     if "generation" in metrics:
-        for m in (CORRECT, measures.family("citation", "citation_precision")):
+        for m in (CORRECT, measures.CITATION_PRECISION):
             if n.get(m.key) == 0:
                 out.append(f"{m.key} is computed on 0 questions"
                            + (" (no question has facts or references)" if m.section == "generation" else ""))

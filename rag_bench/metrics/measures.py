@@ -186,6 +186,20 @@ ANN = (
         ("underfill_fallbacks", "questions whose top k the index as configured left short (missing hits are "
          "misses in ann_recall; retrieval fills them by a wider or exact search)"))),
 )
+# Each family by name, for the consumers that need one: a measure's name is typed once, above
+# (tests/evaluation/test_measure_names.py fails on a measure name typed anywhere else in rag_bench
+# but its scorer).
+HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
+DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT
+EVIDENCE_RECALL, COMPLETE = EVIDENCE
+(CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
+ SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
+CITATION_PRECISION, CITATION_RECALL, INVALID_CITATIONS = CITATION
+CORRECT_REFUSAL_RATE, UNSUPPORTED_ANSWER_RATE, FALSE_REFUSAL_RATE = ABSTENTION
+TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
+UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
+(ANN_RECALL, ANN_P50_MS, ANN_P95_MS, EXACT_P50_MS, EXACT_P95_MS, BUILD_S, EXACT_BUILD_S, INDEX_BYTES,
+ EXACT_INDEX_BYTES, UNDERFILL_FALLBACKS) = ANN
 JUDGE_SECTION = "judge"
 JUDGE_PREFIX = "judge_"
 
@@ -455,7 +469,7 @@ PRIMARY = family("retrieval", "ndcg").at(10)  # ranks cells: leaderboard, report
 # experiment.primary: "auto" (generation/correct when answers were generated, else PRIMARY) or a
 # measure with a direction; checked when the config is composed (rag_bench.reporting.decide uses it).
 AUTO_PRIMARY = "auto"
-CORRECT_KEY = "generation/correct"
+CORRECT_KEY = CORRECT.key
 
 
 def check_primary(name: str) -> str:

@@ -500,12 +500,12 @@ def ranking_metrics(
     cutoffs = _check_ks(ks)
     rl = _check_relevance_level(relevance_level)
     kernels: dict[str, Callable[[int | None], np.ndarray]] = {
-        "hit": lambda k: hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        "precision": lambda k: precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        "recall": lambda k: recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        "mrr": lambda k: reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl),
-        "ndcg": lambda k: ndcg_at_k(lv, ideal, k=k, gain=gain),
-        "map": lambda k: average_precision(lv, n_relevant=n_rel, relevance_level=rl),
+        measures.HIT.family: lambda k: hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        measures.PRECISION.family: lambda k: precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        measures.RECALL.family: lambda k: recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        measures.MRR.family: lambda k: reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl),
+        measures.NDCG.family: lambda k: ndcg_at_k(lv, ideal, k=k, gain=gain),
+        measures.MAP.family: lambda k: average_precision(lv, n_relevant=n_rel, relevance_level=rl),
     }
     # Names and cutoffs come from the measure registry; the kernels above are the arithmetic.
     out = {m.name: kernels[m.family](m.cutoff) for m in measures.retrieval_measures(cutoffs)}

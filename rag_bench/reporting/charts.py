@@ -261,12 +261,13 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
 
 
 @_plain
-def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("hit", "recall")) -> Path | None:
+def metric_vs_k(cells: Sequence[Cell], path: Path,
+                families: Sequence[measures.Measure] = (measures.HIT, measures.RECALL)) -> Path | None:
     """``hit@k`` and ``recall@k`` against k, one line per retriever (mean over its cells)."""
     by_retriever: dict[str, list[Cell]] = {}
     for c in cells:
         by_retriever.setdefault(str((c.config.get("retriever") or {}).get("name", "?")), []).append(c)
-    hit = measures.family("retrieval", "hit")
+    hit = measures.HIT
     ks = sorted({m.cutoff for c in cells for name in c.metrics.get("retrieval", {})
                  if (m := measures.measure(f"retrieval/{name}")) is not None and m.family == hit.family
                  and m.cutoff is not None})
@@ -275,10 +276,10 @@ def metric_vs_k(cells: Sequence[Cell], path: Path, families: Sequence[str] = ("h
     fig, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 3.6), squeeze=False)
     for ax, fam in zip(axes[0], families):
         for r, group in sorted(by_retriever.items()):
-            ys = [np.mean([c.metric(measures.family("retrieval", fam).at(k).key) or 0 for c in group]) for k in ks]
+            ys = [np.mean([c.metric(fam.at(k).key) or 0 for c in group]) for k in ks]
             ax.plot(ks, ys, marker="o", label=r)
         ax.set_xlabel("k")
-        ax.set_ylabel(f"{fam}@k")
+        ax.set_ylabel(f"{fam.family}@k")
         ax.set_ylim(0, 1.02)
         ax.set_xticks(ks)
         ax.grid(alpha=0.3)

@@ -66,9 +66,9 @@ def _tokens(r: pd.DataFrame) -> pd.Series | None:
 LATENCY = Column("latency/retrieve_ms", "retrieve_ms", False, lambda r: r["retrieve_ms"] if "retrieve_ms" in r else None)
 TOKENS = Column("cost/tokens", "tokens", False, _tokens)
 # The declared family: the main measure of each stage, in data-flow order.
-FAMILY_KEYS = (measures.PRIMARY.key, "evidence/complete@{k}", "generation/correct", "generation/exact_match",
-               "generation/token_f1", "citation/citation_precision", "abstention/correct_refusal_rate",
-               "abstention/false_refusal_rate")
+FAMILY_KEYS = (measures.PRIMARY.key, measures.COMPLETE.key + "@{k}", *(m.key for m in (
+    measures.CORRECT, measures.EXACT_MATCH, measures.TOKEN_F1, measures.CITATION_PRECISION,
+    measures.CORRECT_REFUSAL_RATE, measures.FALSE_REFUSAL_RATE)))
 _COSTS = {c.key: c for c in (LATENCY, TOKENS)}
 
 
@@ -206,14 +206,14 @@ def _flips(a: Cell, ra: pd.DataFrame, rb: pd.DataFrame, metric: str | None) -> d
         return [{"qid": q, "question": ra.at[q, "question"], "failure_a": ra.at[q, "failure"],
                  "failure_b": rb.at[q, "failure"]} for q in ra.index[mask]]
 
-    answered = "correct" in ra and "correct" in rb
+    answered = measures.CORRECT.column in ra and measures.CORRECT.column in rb
     if metric is None and answered:
         ok_a, ok_b = ra["failure"].isin(_RIGHT_ANSWER), rb["failure"].isin(_RIGHT_ANSWER)
         return {"metric": "answer (correct or correct_refusal)", "right_to_wrong": rows(ok_a & ~ok_b),
                 "wrong_to_right": rows(~ok_a & ok_b)}
     if metric is None:
         k = int((a.config.get("pipeline") or {}).get("k", 5))
-        hit = measures.family("retrieval", "hit").at(k).name
+        hit = measures.HIT.at(k).name
         metric = hit if hit in ra.columns else next(c for c in ra.columns if measures.column_measure(c))
     col = resolve(metric, ra)
     x, y = col.read(ra), col.read(rb)

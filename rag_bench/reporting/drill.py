@@ -116,8 +116,7 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
     r = cell.records
     dataset = corpus.get(cell)
     k = int((cell.config.get("pipeline") or {}).get("k") or 5)
-    shown = [m for m in (measures.family("retrieval", "hit").at(k), measures.PRIMARY,
-                         measures.family("generation", "correct"), measures.family("generation", "token_f1"))
+    shown = [m for m in (measures.HIT.at(k), measures.PRIMARY, measures.CORRECT, measures.TOKEN_F1)
              if m.column in r.columns]
     judge_cols = [c for c in r.columns if c.startswith(measures.JUDGE_PREFIX)]
     rows = []

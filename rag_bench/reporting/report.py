@@ -193,7 +193,7 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
     (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it."""
     if not axes:
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
-    correct = measures.family("generation", "correct").key
+    correct = measures.CORRECT.key
     options, blocks = [], []
     interaction = ""
     for i, view in enumerate(shown):
@@ -272,9 +272,9 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell], metric: 
     if not tags:
         return "<p class='note'>No question has a tag.</p>"
     primary = measures.measure(metric)
-    refusal = measures.family("abstention", "correct_refusal_rate")
+    refusal = measures.CORRECT_REFUSAL_RATE
     answer = [m.name for m in measures.TAG_ANSWER]
-    ranking = [m.name for m in (measures.family("retrieval", "ndcg").at(10), measures.family("retrieval", "hit").at(5))]
+    ranking = [m.name for m in (measures.NDCG.at(10), measures.HIT.at(5))]
     top = ranked[0]
     rows = []
     for t in tags:
@@ -362,8 +362,8 @@ def _conditional(cells: list[Cell], names: dict[str, str]) -> str:
 
 
 # The answer measures side by side: which is lenient, which reproduces SQuAD 2.0's script.
-_ANSWER_MEASURES = tuple(measures.family("generation", f) for f in (
-    "correct", "answer_recall", "exact_match", "token_f1", "squad_exact", "squad_f1", "squad_noans_exact"))
+_ANSWER_MEASURES = (measures.CORRECT, measures.ANSWER_RECALL, measures.EXACT_MATCH, measures.TOKEN_F1,
+                    measures.SQUAD_EXACT, measures.SQUAD_F1, measures.SQUAD_NOANS_EXACT)
 
 
 def _answers(cells: list[Cell], names: dict[str, str]) -> str:
@@ -375,8 +375,8 @@ def _answers(cells: list[Cell], names: dict[str, str]) -> str:
         row: dict[str, Any] = {"cell": names[c.cell_id]}
         for m in _ANSWER_MEASURES:
             row[m.name] = page.with_ci(c.metric(m.key), _ci(c, m.key))
-        row["n (all / answerable)"] = (f"{c.metrics.get('n', {}).get('generation/squad_exact', 0)} / "
-                                       f"{c.metrics.get('n', {}).get('generation/exact_match', 0)}")
+        row["n (all / answerable)"] = (f"{c.metrics.get('n', {}).get(measures.SQUAD_EXACT.key, 0)} / "
+                                       f"{c.metrics.get('n', {}).get(measures.EXACT_MATCH.key, 0)}")
         rows.append(row)
     return ("<p><b>Lenient</b> (containment, Unicode-aware: any script's punctuation, digit grouping): "
             "<code>answer_recall</code>, facts, and <code>correct</code> under eval.answer_match=auto. "
@@ -420,8 +420,8 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
     rows = []
     for c in cells:
         sec, counts, gen = c.metrics.get("security", {}), c.metrics.get("counts", {}), c.metrics.get("generation", {})
-        row = {"cell": names[c.cell_id], "unauthorized retrievals": sec.get("unauthorized_retrievals", 0),
-               "stale retrievals": sec.get("stale_retrievals", 0),
+        row = {"cell": names[c.cell_id], "unauthorized retrievals": sec.get(measures.UNAUTHORIZED_RETRIEVALS.name, 0),
+               "stale retrievals": sec.get(measures.STALE_RETRIEVALS.name, 0),
                "unparseable answers": counts.get("unparseable", 0),
                "generation errors": int(c.records["generation_error"].notna().sum())
                if "generation_error" in c.records else 0,

@@ -44,7 +44,7 @@ def views(cells: Sequence[Cell], primary: str) -> list[View]:
     """The views with a value in at least one cell: the primary measure first, then correct,
     nDCG@10, latency and tokens (each once)."""
     out: list[View] = []
-    for v in (measure_view(primary), measure_view(measures.family("generation", "correct").key),
+    for v in (measure_view(primary), measure_view(measures.CORRECT.key),
               measure_view(measures.PRIMARY.key), LATENCY, TOKENS):
         if v.key not in {x.key for x in out} and any(v.of(c) is not None for c in cells):
             out.append(v)

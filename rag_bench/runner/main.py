@@ -22,6 +22,7 @@ from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, 
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation.scorers import security
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
@@ -254,10 +255,16 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
         gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
                        for m in measures.CONSOLE_GENERATION)
         line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
-    leaked = metrics.get("security", {}).get("unauthorized_retrievals", 0)
+    leaked = _leaked(metrics)
     if leaked:
         line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")
     return line
+
+
+def _leaked(metrics: dict[str, Any]) -> int:
+    """The cell's unauthorized retrievals (0 when it reports none)."""
+    m = security.UNAUTHORIZED
+    return int(metrics.get(m.section, {}).get(m.name, 0))
 
 
 CONSOLE_WIDTH = 120
@@ -275,7 +282,7 @@ def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDT
     if len(label) > room:
         label = label[: max(room - 1, 8)] + "…"
     line = f"{label} | {shown}"
-    leaked = metrics.get("security", {}).get("unauthorized_retrievals", 0)
+    leaked = _leaked(metrics)
     if leaked:
         line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")
     return line
