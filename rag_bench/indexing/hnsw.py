@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.indexing.base import FaissIndex, positive
+from rag_bench.indexing.tuning import check_target
 
 
 class HnswIndex(FaissIndex):
@@ -19,12 +20,18 @@ class HnswIndex(FaissIndex):
         ``ef_search`` < k or a selective access filter starves the beam; the ANN report measures
         that search as it is (a missing hit is a miss), while retrieval widens the beam (x4 per
         step, up to 3 steps) and then falls back to exact search to fill its ranking.
+    target_recall:
+        null (default): search with ``ef_search``. A number in (0, 1]: the cell sets ``ef_search``
+        to the smallest value whose ann_recall@10 reaches it on half of its questions before it
+        retrieves (:mod:`rag_bench.indexing.tuning`; the ANN report shows the choice and curve).
     """
 
     name = "hnsw"
 
-    def __init__(self, M: int = 32, ef_construction: int = 200, ef_search: int = 64) -> None:
+    def __init__(self, M: int = 32, ef_construction: int = 200, ef_search: int = 64,
+                 target_recall: float | None = None) -> None:
         super().__init__()
+        self.target_recall = check_target(target_recall)
         self.M, self.ef_construction, self.ef_search = (positive("M", M), positive("ef_construction", ef_construction),
                                                         positive("ef_search", ef_search))
 

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from rag_bench.indexing.base import FaissIndex, positive
+from rag_bench.indexing.tuning import check_target
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +21,17 @@ class IvfIndex(FaissIndex):
         allowed vectors (few probes, a selective access filter) the ANN report measures that
         search as it is (a missing hit is a miss), while retrieval probes more cells (x4 per
         step, up to all of them) and then falls back to exact search to fill its ranking.
+    target_recall:
+        null (default): probe ``nprobe`` cells. A number in (0, 1]: the cell sets ``nprobe`` to the
+        smallest value whose ann_recall@10 reaches it on half of its questions before it retrieves
+        (:mod:`rag_bench.indexing.tuning`; the ANN report shows the choice and curve).
     """
 
     name = "ivf"
 
-    def __init__(self, nlist: int = 32, nprobe: int = 4) -> None:
+    def __init__(self, nlist: int = 32, nprobe: int = 4, target_recall: float | None = None) -> None:
         super().__init__()
+        self.target_recall = check_target(target_recall)
         self.nlist, self.nprobe = positive("nlist", nlist), positive("nprobe", nprobe)
         self._nlist_used = nlist
 

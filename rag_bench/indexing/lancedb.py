@@ -30,6 +30,7 @@ import numpy as np
 
 from rag_bench.errors import ConfigError
 from rag_bench.indexing.base import _exact, positive
+from rag_bench.indexing.tuning import check_target
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +69,17 @@ class LanceDbIndex:
         Apply the access filter before the vector search (default, and what retrieval needs);
         ``false`` filters LanceDB's top-k afterwards (measured in the tests; never leaks, but
         leaves queries short).
+    target_recall:
+        null (default): probe ``nprobe`` lists. A number in (0, 1]: the cell sets ``nprobe`` to the
+        smallest value whose ann_recall@10 reaches it on half of its questions before it retrieves
+        (:mod:`rag_bench.indexing.tuning`; the ANN report shows the choice and curve).
     """
 
     name = "lancedb"
 
     def __init__(self, index_type: str = "IVF_PQ", num_partitions: int = 32, nprobe: int = 8,
                  num_sub_vectors: int = 0, ef_search: int = 64, refine_factor: int = 0,
-                 prefilter: bool = True) -> None:
+                 prefilter: bool = True, target_recall: float | None = None) -> None:
         if index_type not in INDEX_TYPES:
             raise ConfigError(f"index.index_type must be one of {', '.join(INDEX_TYPES)}, got {index_type!r} "
                               f"-- fix: e.g. index.index_type=IVF_PQ")
@@ -89,6 +94,7 @@ class LanceDbIndex:
         self.index_type, self.num_sub_vectors, self.refine_factor = index_type, num_sub_vectors, refine_factor
         self.num_partitions, self.nprobe = positive("num_partitions", num_partitions), positive("nprobe", nprobe)
         self.ef_search, self.prefilter = positive("ef_search", ef_search), prefilter
+        self.target_recall = check_target(target_recall)
         self.build_s = 0.0
         self.n = 0
         self._partitions = 1
@@ -99,7 +105,7 @@ class LanceDbIndex:
     def params(self) -> dict[str, Any]:
         """The constructor parameters (what determines the built index besides the vectors)."""
         return {k: getattr(self, k) for k in ("index_type", "num_partitions", "nprobe", "num_sub_vectors",
-                                              "ef_search", "refine_factor", "prefilter")}
+                                              "ef_search", "refine_factor", "prefilter", "target_recall")}
 
     def build(self, vectors: np.ndarray) -> None:
         """Write ``vectors`` (n, dim) float32 to a private LanceDB table and build its ANN index."""

@@ -23,6 +23,12 @@ class Retriever(Protocol):
         ...
 
     @optional
+    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
+        """Tune an approximate index to its ``index.target_recall`` on ``questions`` before they are
+        searched (figures for metrics.json ``ann``); default: nothing to tune."""
+        return None
+
+    @optional
     def ann_report(self, questions: Sequence[Question], ks: Sequence[int],
                    access: AccessFilter) -> dict[str, Any] | None:
         """ANN-vs-exact measurement of an approximate index (metrics.json ``ann``); default: none."""

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.evaluation.scorers import ann as ann_scorer
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.indexing.flat import FlatIndex
+from rag_bench.indexing.tuning import TuneResult
 from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
-from rag_bench.stages import capability
 
 
 def _group_by_asker(questions: Sequence[Question], access: AccessFilter) -> dict[object, list[int]]:
@@ -56,6 +57,7 @@ class DenseRetriever:
         self.exact: VectorIndex | None = None
         self.shared = shared
         self.latency_ms: list[float] = []
+        self._tuned: dict[str, TuneResult | None] = {}  # per question set: index.target_recall's tuning
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         """Embed the chunks (through the cache) and build the index (plus flat for reference).
@@ -101,46 +103,28 @@ class DenseRetriever:
                                  tuple(strictly_decreasing(sc).tolist()))
         return [r for r in out if r is not None]
 
-    def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
-        """ANN vs exact on the same vectors and filter: recall@k per k, latencies, build, bytes.
+    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
+        """Tune the index's search knob to its ``target_recall`` on these questions before they are
+        searched (:func:`rag_bench.evaluation.scorers.ann.tune_index`: half to tune, half held out),
+        once per question set; the knob is set to the choice on every call. Returns the tuning's
+        figures (None without a target, or for a flat index); :meth:`ann_report` adds them."""
+        key = memo.digest(f"{q.qid}\0{q.question}\0{q.asker.key if q.asker else None}" for q in questions)
+        if key not in self._tuned:
+            self._tuned[key] = ann_scorer.tune_index(
+                index=self.index, reference=self.exact, query_vectors=self.query_vectors(questions),
+                masks=[access.mask(q.asker) for q in questions], qids=[q.qid for q in questions])
+        result = self._tuned[key]
+        if result is None:
+            return None
+        setattr(self.index, result.knob, result.chosen)
+        return ann_scorer.tuning_figures(result)
 
-        Measures the index as configured (:meth:`VectorIndex.search_as_configured`), never the
-        wider search retrieval falls back to: ``ann_recall@k`` = mean over questions of
-        |ANN top-k ∩ exact top-k| / k, k capped at the number of readable chunks, a hit the
-        configured search did not return counting as a miss; the latencies are of that one search.
-        ``underfill_fallbacks`` counts the questions whose top-max(ks) it left short (retrieval
-        fills those with a wider or exact search). For a flat index the reference is itself:
-        recall 1.
-        """
-        reference = self.exact or self.index
-        ann = capability(self.index, "index", "search_as_configured")
-        exact = capability(reference, "index", "search_as_configured")
-        qv = self.query_vectors(questions)
-        kmax = max(ks)
-        recalls: dict[int, list[float]] = {k: [] for k in ks}
-        ann_ms, exact_ms, short = [], [], 0
-        for rows in _group_by_asker(questions, access).values():
-            mask = access.mask(questions[rows[0]].asker)
-            for r in rows:
-                t0 = time.perf_counter()
-                _, a = ann(qv[r:r + 1], kmax, mask)
-                t1 = time.perf_counter()
-                _, e = exact(qv[r:r + 1], kmax, mask)
-                t2 = time.perf_counter()
-                ann_ms.append((t1 - t0) * 1000)
-                exact_ms.append((t2 - t1) * 1000)
-                short += int((a[0] >= 0).sum() < (e[0] >= 0).sum())
-                for k in ks:
-                    want = e[0, :k][e[0, :k] >= 0]
-                    if want.size:
-                        got = a[0, :k][a[0, :k] >= 0]
-                        recalls[k].append(len(set(got.tolist()) & set(want.tolist())) / want.size)
-        report: dict[str, Any] = {f"ann_recall@{k}": float(np.mean(v)) if v else None for k, v in recalls.items()}
-        report.update({
-            "index": self.index.name, "ann_p50_ms": float(np.percentile(ann_ms, 50)),
-            "ann_p95_ms": float(np.percentile(ann_ms, 95)), "exact_p50_ms": float(np.percentile(exact_ms, 50)),
-            "exact_p95_ms": float(np.percentile(exact_ms, 95)), "build_s": self.index.build_s,
-            "exact_build_s": reference.build_s, "index_bytes": self.index.nbytes(),
-            "exact_index_bytes": reference.nbytes(), "underfill_fallbacks": short,
-        })
-        return report
+    def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
+        """ANN vs exact on the same vectors and filter (:func:`rag_bench.evaluation.scorers.ann.report`),
+        with the tuning's figures when :meth:`tune` tuned the index on these questions. For a flat
+        index the reference is itself: recall 1."""
+        tuned = self.tune(questions, access) if getattr(self.index, "target_recall", None) is not None else None
+        out = ann_scorer.report(index=self.index, reference=self.exact or self.index,
+                                query_vectors=self.query_vectors(questions),
+                                masks=[access.mask(q.asker) for q in questions], ks=ks)
+        return {**out, **(tuned or {})}

@@ -86,6 +86,10 @@ class HybridRetriever:
             out.append(Ranking(q.qid, tuple(items), tuple(strictly_decreasing(np.asarray(scores)).tolist())))
         return out
 
+    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
+        """The dense branch's index tuned to its ``target_recall``."""
+        return self.dense.tune(questions, access)
+
     def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
         """ANN measurement of the dense branch."""
         return self.dense.ann_report(questions, ks, access)

@@ -408,6 +408,9 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}
     data["dataset"]["fingerprint"] = dataset_fingerprint
+    if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
+        # null (no tuning) is what an index did before the key existed: cells keep their ids
+        data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}
     provenance = component_provenance(data)
     if provenance:  # only then: the ids of cells of built-in, packaged components stay what they were
         data["provenance"] = provenance

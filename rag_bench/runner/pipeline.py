@@ -76,6 +76,7 @@ def run_pipeline(cfg: DictConfig, dataset: Dataset, cell_id: str, work: SharedWo
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
     # over dataset.split shares the index but never the rankings.
     questions_key = memo.key(dataset.fingerprint, str(cfg.dataset.split))
+    stages.tune(indexed=indexed, questions=questions)  # index.target_recall: before anything is searched
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
                                 questions_key=questions_key)
     reranker_key = _key(what("reranker"), *([what("embedder")] if wants(cfg.reranker, "reranker", "embedder") else []))

@@ -75,6 +75,14 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, make: Callable[[], Re
     return Indexed(retriever, searchable, access, key, time.perf_counter() - t0)
 
 
+def tune(*, indexed: Indexed, questions: Sequence[Question]) -> None:
+    """Tune the index's search knob to ``index.target_recall`` on ``questions`` before retrieval
+    (the retriever's ``tune`` capability: a no-op without a target; the result is kept by the
+    retriever per question set and reported with its ANN figures)."""
+    with contracts.calling("retriever", indexed.retriever, "tuning the index to index.target_recall"):
+        capability(indexed.retriever, "retriever", "tune")(questions, indexed.access)
+
+
 def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork,
              questions_key: str = "") -> Retrieved:
     """Top-``depth`` rankings, one question at a time (so each latency is one query's), once per
