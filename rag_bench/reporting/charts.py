@@ -290,30 +290,60 @@ def metric_vs_k(cells: Sequence[Cell], path: Path,
 
 @_plain
 def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
-    """ANN recall@k against ANN p50 query latency, one point per index setting, flat for reference."""
+    """ANN recall@k against ANN p50 query latency, one point per index setting, flat for reference;
+    for an index tuned to ``index.target_recall``, its tuning curve (recall@10 against latency per
+    knob value tried, on the tuning half of the questions) as a line through its points, the
+    chosen value ringed and the target dashed."""
+    from rag_bench.evaluation.scorers import ann as ann_scorer  # the ann section's measures
+
     pts = [(c.metrics["ann"], c) for c in cells if c.metrics.get("ann")
            and str(c.metrics["ann"].get("index", "flat")) != "flat"]
     if not pts:
         return None  # flat against flat is one point on the edge: nothing to trade
-    kmax = max(int(k.split("@")[1]) for k in pts[0][0] if k.startswith("ann_recall@"))
+    cuts = {m.cutoff for k in pts[0][0] if (m := measures.measure(f"ann/{k}")) is not None
+            and m.family == ann_scorer.ANN_RECALL.family and m.cutoff is not None}
+    kmax = 10 if 10 in cuts else max(cuts)  # the tuner's cutoff when the cell has it
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    seen = set()
+    seen, targets = set(), set()
+    for ann, _ in pts:
+        curve = ann.get("tune_curve") or []
+        key = (ann.get("index"), ann.get(ann_scorer.TARGET.name))
+        if curve and key not in seen:
+            seen.add(key)
+            xs, ys = [p["p50_ms"] for p in curve], [p["recall"] for p in curve]
+            line, = ax.plot(xs, ys, marker=".", lw=1, label=f"{ann.get('index')}: {ann.get('tuned_knob')} "
+                            f"{curve[0]['value']}..{curve[-1]['value']} (tuning half, recall@10)")
+            chosen = next((p for p in curve if p["value"] == ann.get(ann_scorer.TUNED_VALUE.name)), None)
+            if chosen is not None:
+                ax.scatter([chosen["p50_ms"]], [chosen["recall"]], s=90, facecolors="none",
+                           edgecolors=line.get_color(), zorder=3)
+                ax.annotate(f"{ann.get('tuned_knob')}={chosen['value']}", (chosen["p50_ms"], chosen["recall"]),
+                            textcoords="offset points", xytext=(6, -12), fontsize=8)
+            targets.add(float(ann[ann_scorer.TARGET.name]))
+    for target in sorted(targets):
+        ax.axhline(target, ls=":", color="grey", lw=1, label=f"target recall {target:g}")
+    drawn = set()
     for ann, c in pts:
-        key = ann.get("index")
-        if key in seen:
+        key = ann.get("index"), ann.get(ann_scorer.TUNED_VALUE.name)
+        if key in drawn:
             continue
-        seen.add(key)
-        x, y = ann.get("ann_p50_ms"), ann.get(f"ann_recall@{kmax}")
+        drawn.add(key)
+        x, y = ann.get(ann_scorer.ANN_P50.name), ann.get(ann_scorer.ANN_RECALL.at(kmax).name)
         ax.scatter([x], [y], s=40)
-        ax.annotate(str(key), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    exact = np.median([ann["exact_p50_ms"] for ann, _ in pts])
+        ax.annotate(str(ann.get("index")), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    exact = np.median([ann[ann_scorer.EXACT_P50.name] for ann, _ in pts])
     ax.axvline(exact, ls="--", color="grey", lw=1, label=f"flat p50 {exact:.3f} ms")
-    ax.set_xlim(left=0)
-    ax.set_xlabel("ANN query latency p50 (ms)")
-    ax.set_ylabel(f"ann_recall@{kmax} vs flat")
+    xs = [x for line in ax.get_lines() if line.get_marker() == "." for x in line.get_xdata() if x > 0]
+    xs += [ann[ann_scorer.ANN_P50.name] for ann, _ in pts if ann.get(ann_scorer.ANN_P50.name)]
+    if xs and max(xs) > 20 * min(xs):  # indexes 100x apart (FAISS HNSW, LanceDB): both legible
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(left=0)
+    ax.set_xlabel("ANN query latency p50 (ms)" + (", log scale" if ax.get_xscale() == "log" else ""))
+    ax.set_ylabel(f"{ann_scorer.ANN_RECALL.at(kmax).name} vs flat")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
-    ax.set_title("ANN recall vs latency per index setting")
+    ax.legend(fontsize=7)
+    ax.set_title("ANN recall vs latency per index" + (" (lines: tuning curves)" if seen else " setting"))
     return _save(fig, path)
 
 

@@ -331,7 +331,7 @@ def _failures(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metr
 def _depth(cells: list[Cell], out: Path) -> str:
     body = _img(charts.metric_vs_k(cells, out / "metric_vs_k.png"), "metric vs k", "Fewer than two cutoffs in eval.ks.")
     ann = charts.ann_tradeoff(cells, out / "ann.png")
-    body += _img(ann, "ANN", "No approximate index (HNSW, IVF) in this sweep: ANN recall is 1 by construction, so "
+    body += _img(ann, "ANN", "No approximate index (HNSW, IVF, LanceDB) in this sweep: ANN recall is 1 by construction, so "
                  "there is no ANN chart.")
     return body
 

@@ -75,3 +75,38 @@ def test_a_ranking_measure_is_not_drawn_against_generator_tokens(demo_cells, tmp
     by_ndcg = render_report(exp, out_root=tmp_path / "b", metric="retrieval/ndcg@10", log_to_mlflow=False).parent
     assert (by_correct / "pareto_tokens.png").exists()  # tokens can buy a better answer
     assert not (by_ndcg / "pareto_tokens.png").exists() and (by_ndcg / "pareto_latency.png").exists()
+
+
+def test_ann_chart_draws_each_tuned_index_recall_against_latency(kept, tmp_path):
+    """index.target_recall cells: one line per index through its tuning curve (from metrics.json
+    ann/tune_curve), the chosen value ringed and named, the target dashed; an untuned cell stays a point."""
+    from types import SimpleNamespace
+
+    def cell(index, curve=None, chosen=None, knob="nprobe"):
+        ann = {"index": index, "ann_recall@10": 0.96, "ann_p50_ms": 0.5, "exact_p50_ms": 2.0}
+        if curve:
+            ann.update(target_recall=0.95, tuned_knob=knob, tuned_value=chosen,
+                       tune_curve=[{"value": v, "recall": r, "p50_ms": ms} for v, r, ms in curve])
+        return SimpleNamespace(metrics={"ann": ann})
+
+    cells = [cell("hnsw", [(1, 0.3, 0.1), (2, 0.6, 0.2), (4, 0.97, 0.4)], 4, "ef_search"),
+             cell("lancedb", [(1, 0.5, 0.3), (2, 0.8, 0.5), (3, 0.96, 0.7)], 3), cell("ivf")]
+    assert charts.ann_tradeoff(cells, tmp_path / "ann.png") is not None
+    (fig,) = kept
+    ax = fig.axes[0]
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+    assert [list(ln.get_ydata()) for ln in curves] == [[0.3, 0.6, 0.97], [0.5, 0.8, 0.96]]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("hnsw: ef_search 1..4") for t in legend) and "target recall 0.95" in legend
+    assert {"ef_search=4", "nprobe=3", "ivf"} <= {t.get_text() for t in ax.texts}
+    assert ax.get_xscale() == "linear"  # latencies within 20x of one another
+
+
+def test_ann_chart_turns_logarithmic_when_indexes_are_orders_apart(kept, tmp_path):
+    from types import SimpleNamespace
+
+    cells = [SimpleNamespace(metrics={"ann": {"index": name, "ann_recall@10": 0.95, "ann_p50_ms": ms,
+                                              "exact_p50_ms": 1.0}}) for name, ms in (("hnsw", 0.05), ("lancedb", 12.0))]
+    charts.ann_tradeoff(cells, tmp_path / "ann.png")
+    (fig,) = kept
+    assert fig.axes[0].get_xscale() == "log" and "log scale" in fig.axes[0].get_xlabel()
