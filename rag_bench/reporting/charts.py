@@ -305,12 +305,14 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
     kmax = 10 if 10 in cuts else max(cuts)  # the tuner's cutoff when the cell has it
     fig, ax = plt.subplots(figsize=(7, 4.2))
     seen, targets = set(), set()
+    curve_ms: list[float] = []
     for ann, _ in pts:
         curve = ann.get("tune_curve") or []
         key = (ann.get("index"), ann.get(ann_scorer.TARGET.name))
         if curve and key not in seen:
             seen.add(key)
             xs, ys = [p["p50_ms"] for p in curve], [p["recall"] for p in curve]
+            curve_ms += xs
             line, = ax.plot(xs, ys, marker=".", lw=1, label=f"{ann.get('index')}: {ann.get('tuned_knob')} "
                             f"{curve[0]['value']}..{curve[-1]['value']} (tuning half, recall@10)")
             chosen = next((p for p in curve if p["value"] == ann.get(ann_scorer.TUNED_VALUE.name)), None)
@@ -333,8 +335,8 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
         ax.annotate(str(ann.get("index")), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
     exact = np.median([ann[ann_scorer.EXACT_P50.name] for ann, _ in pts])
     ax.axvline(exact, ls="--", color="grey", lw=1, label=f"flat p50 {exact:.3f} ms")
-    xs = [x for line in ax.get_lines() if line.get_marker() == "." for x in line.get_xdata() if x > 0]
-    xs += [ann[ann_scorer.ANN_P50.name] for ann, _ in pts if ann.get(ann_scorer.ANN_P50.name)]
+    xs = [x for x in curve_ms if x > 0] + [ann[ann_scorer.ANN_P50.name] for ann, _ in pts
+                                          if ann.get(ann_scorer.ANN_P50.name)]
     if xs and max(xs) > 20 * min(xs):  # indexes 100x apart (FAISS HNSW, LanceDB): both legible
         ax.set_xscale("log")
     else:
