@@ -1,8 +1,11 @@
 """Sharing of built work (chunks, vectors, indexes, rankings) between the cells of a sweep.
 
-All of it lives in one :class:`SharedWork` object that the runner creates and passes in: no
-module holds hidden state, its memory can be read (:meth:`SharedWork.stats`) and bounded (each
-kind of work is a small LRU), and a test starts from a clean one. The sweeper orders cells so
+All of it lives in one :class:`SharedWork` object that the runner creates and passes in: its
+memory can be read (:meth:`SharedWork.stats`) and bounded (each kind of work is a small LRU), and
+a test starts from a clean one. What remains at module level are memos of pure functions (text
+in, value out), loaded models keyed by their weights' hash, and file digests keyed by stat
+signature: each bounded and commented where it is defined, so it saves time and never changes a
+result (tests/test_module_state.py lists them and fails on a new unbounded or undocumented one). The sweeper orders cells so
 those sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off — the
 in-process caches and the persistent generation cache (pass ``embedder.cache=false`` for
 embeddings) — so every cell is built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and

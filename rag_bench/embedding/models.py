@@ -34,7 +34,9 @@ def resolve_model(model: str) -> str:
 
 # weights_hash results by folder: (stat signature of every file, hash). Kept only once every file
 # has settled (rag_bench.digests.SETTLED_NS), so a folder edited in place is hashed again.
+# Cleared past _WEIGHTS_KEPT folders (a process loads a handful), which only costs a hash again.
 _WEIGHTS: dict[str, tuple[tuple[Any, ...], str]] = {}
+_WEIGHTS_KEPT = 64
 
 
 def weights_hash(path: str) -> str:
@@ -63,11 +65,13 @@ def weights_hash(path: str) -> str:
     digest = h.hexdigest()[:16]
     newest = max((max(st.st_mtime_ns, st.st_ctime_ns) for st in stats), default=0)
     if time.time_ns() - newest > SETTLED_NS:
+        if len(_WEIGHTS) >= _WEIGHTS_KEPT:
+            _WEIGHTS.clear()
         _WEIGHTS[path] = (signature, digest)
     return digest
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4)  # loaded models, keyed by weights_hash: an edited folder loads anew
 def load_model(path: str, device: str, weights: str = "") -> Any:
     """Load (once per process and ``weights``, the folder's :func:`weights_hash`: a folder edited in
     place is loaded again) a SentenceTransformer; offline unless HF_HUB_OFFLINE=0 is set.

@@ -47,4 +47,5 @@ def _parse(raw: str, n_passages: int) -> Answer:
     return Answer(text, valid if not refused else (), len(cited) - len(valid), refused, raw=raw)
 
 
+# Pure in (raw output, passage count): a cached answer parsed again by each cell that reuses it.
 _parse_cached = lru_cache(maxsize=4096)(_parse)

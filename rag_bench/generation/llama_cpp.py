@@ -43,6 +43,8 @@ def resolve_gguf(model: str, cache_dir: str | Path | None = None) -> Path:
     return path.resolve()
 
 
+# Loaded models (~1 GB each): two kept so a sweep over two GGUF files does not reload per cell;
+# keyed by every load parameter, so a changed setting loads anew.
 @lru_cache(maxsize=2)
 def _load(path: str, n_ctx: int, chat_format: str, n_threads: int | None, seed: int) -> Any:
     try:

@@ -66,7 +66,7 @@ def _fence(text: str) -> str:
     return text.replace(OPEN, "<source\u200b>").replace(CLOSE, "</source\u200b>")
 
 
-@lru_cache(maxsize=1 << 15)
+@lru_cache(maxsize=1 << 15)  # pure in its arguments (text in, text out): safe to share
 def _source(doc_id: str, heading_path: tuple[str, ...], text: str) -> str:
     """A source's block after its number: the same chunks are fenced for every question of every
     cell of a sweep, once each here."""

@@ -71,6 +71,7 @@ def latency_ms(metrics: Mapping[str, Any]) -> float | None:
     return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
 
 
+# Keyed by the cell folder and its records' mtime: a rewritten cell is read again.
 @lru_cache(maxsize=4096)
 def _tokens(path: Path, mtime: float) -> float | None:
     import pyarrow.parquet as pq
@@ -185,7 +186,7 @@ def pair_names(a: Cell, b: Cell) -> tuple[str, str]:
     return na, nb
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1)  # the packaged conf/ files: they do not change while a process runs
 def _defaults() -> dict[str, Any]:
     """conf/config.yaml's values with each stage's default option file (its ``name`` and parameters)."""
     import yaml

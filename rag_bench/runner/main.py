@@ -30,7 +30,7 @@ from rag_bench.naming import flat_params
 from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
 from rag_bench.runner.pipeline import run_pipeline
-from rag_bench.stages import CONSOLE_STAGES, STAGES, is_null
+from rag_bench.stages import CONSOLE_STAGES, STAGES, TRACKING, capability, is_null
 from rag_bench.tracking import background
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -55,7 +55,7 @@ def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
     return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1)  # one checkout per process (see the docstring)
 def git_sha() -> str:
     """Commit of the code that produced a result (``unknown`` outside a git checkout).
 
@@ -145,7 +145,10 @@ def _load(cfg: DictConfig) -> Dataset:
     return dataset
 
 
-_PROBED: set[str] = set()  # experiment folders found writable (a write failing later is still an error)
+# Experiment folders found writable, once per folder and process (a write failing later is still
+# an error); cleared past _PROBED_KEPT folders, which only costs a probe again.
+_PROBED: set[str] = set()
+_PROBED_KEPT = 1024
 
 
 def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult]) -> Path:
@@ -169,6 +172,8 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             probe = cell_dir.parent / f".write-probe-{os.getpid()}"
             probe.touch()
             probe.unlink()
+            if len(_PROBED) >= _PROBED_KEPT:
+                _PROBED.clear()
             _PROBED.add(str(cell_dir.parent))
     except OSError as exc:
         raise ConfigError(f"output.root: cannot write to {cell_dir.parent} ({exc.strerror}) "
@@ -237,8 +242,7 @@ def _background_job(tracker: Any, cid: str, cell_dir: Path, arguments: dict[str,
     if arguments is None:
         return background.LogJob(cell_id=cid, cell_dir=cell_dir, write=(plain, result),
                                  done={**done, "mlflow_run_id": None, **tracker.describe()})
-    make_job = getattr(tracker, "background_job", None)
-    job = make_job(arguments, done) if make_job is not None else None
+    job = capability(tracker, TRACKING, "background_job")(arguments, done)
     return None if job is None else dataclasses.replace(job, write=(plain, result))
 
 

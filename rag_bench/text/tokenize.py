@@ -43,7 +43,7 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64)  # a packaged list per language: read-only data, returned frozen
 def stopwords_for(language: str) -> frozenset[str]:
     """The stopword list of ``language``: ours for English (unchanged), else the ``stop-words``
     package's list (NFKC, case-folded). ConfigError naming the languages when there is none."""

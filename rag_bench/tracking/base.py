@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from rag_bench import naming
 from rag_bench.metrics import measures
-from rag_bench.stages import STAGES, Null, stage_names
+from rag_bench.stages import STAGES, Null, optional, stage_names
 
 # metrics.json sections that are not tracked as metrics: intervals, sizes, tallies and nested
 # tables stay in metrics.json (an artifact of the run) -- MLflow's metric list keeps the measures.
@@ -132,6 +132,13 @@ class Tracker(Protocol):
     def describe(self) -> dict[str, str | None]:
         """Where results went (stored in the cell's DONE), e.g. tracking URI and parent run id."""
         ...
+
+    @optional
+    def background_job(self, log_cell: dict[str, Any], done: dict[str, Any]) -> Any:
+        """The :class:`~rag_bench.tracking.background.LogJob` logging a cell (``log_cell``: the
+        arguments of :meth:`log_cell`) and writing its DONE (``done``) in the sweep's background
+        process; default: None, the tracker logs in the calling process."""
+        return None
 
 
 class NullTracker(Null):
