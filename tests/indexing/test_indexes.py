@@ -12,17 +12,6 @@ from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
 
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(7)
-    return unit(rng.normal(size=(1500, 24))), unit(rng.normal(size=(40, 24)))
-
-
 INDEXES = {"flat": lambda: FlatIndex(), "hnsw": lambda: HnswIndex(M=4, ef_construction=16, ef_search=1),
            "ivf": lambda: IvfIndex(nlist=48, nprobe=1)}
 

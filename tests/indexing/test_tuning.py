@@ -12,16 +12,12 @@ from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
 from rag_bench.indexing.tuning import exact_ids, split_for_tuning, tune, tune_held_out
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+from tests.indexing.conftest import random_unit, unit
 
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(3)
-    return unit(rng.normal(size=(2000, 16))), unit(rng.normal(size=(40, 16)))
+    return random_unit(3, 2000, 40, 16)
 
 
 @pytest.mark.parametrize("make", [lambda: HnswIndex(M=4, ef_construction=16, ef_search=1),
