@@ -26,6 +26,9 @@ def auroc(scores: np.ndarray, positive: np.ndarray) -> float:
     # O(n log n) time and O(n) memory. Comparing every pair (the former code) was quadratic: 10,000
     # questions (7,000 vs 3,000) took 24 ms and two 21-million-pair arrays, scikit-learn's 2.9 ms, this
     # 0.6 ms (0.08 ms at 200); all three agree to 1e-16 on tied scores (tests/stats/test_threshold.py).
+    # Kept over scikit-learn's roc_auc_score (issue 26: exact and faster). Measured again on the
+    # shared 2-core machine, best of 5x50 calls, 10,000 normal scores, 70% positive: untied 1.75 ms vs
+    # 8.44 ms, rounded to 0.1 (ties) 0.86 ms vs 10.9 ms, 200 tied 0.14 ms vs 4.37 ms; |difference| <= 1.1e-16.
     ranks = rankdata(s, method="average")
     u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2
     return u / (n_pos * n_neg)
