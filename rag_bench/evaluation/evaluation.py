@@ -22,7 +22,7 @@ from rag_bench.cells import CellResult
 from rag_bench.evaluation import summary
 from rag_bench.evaluation.results import Chunked, Generated, Judged
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorers import Scorer, discovered
+from rag_bench.evaluation.scorers import Scorer, discovered, failure_labels
 from rag_bench.evaluation.scorers.answer import score_answers
 from rag_bench.evaluation.scorers.chunk_ranking import CHUNK
 from rag_bench.evaluation.scorers.document_ranking import DOCUMENT
@@ -86,7 +86,7 @@ class Evaluation:
         generated = judged = None
         if run.answered is not None:
             generated = score_answers(answered=run.answered, questions=questions,
-                                             retrieval_labels=list(scored.frame["failure"]),
+                                             retrieval_labels=list(scored.frame[failure_labels.COLUMN]),
                                              min_coverage=self.min_coverage, answer_match=self.answer_match,
                                              f1_threshold=self.f1_threshold)
             if judge is not None:
