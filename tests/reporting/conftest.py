@@ -8,6 +8,7 @@ from rag_bench.cells import load_cell
 from tests.runner.test_run_cell import run
 
 
+from tests.conftest import REPO
 @pytest.fixture(scope="session")
 def demo_cells(tmp_path_factory):
     """baseline (section, k1=1.5), noise (k1=1.3), regression (100-char fixed windows)."""
@@ -19,3 +20,20 @@ def demo_cells(tmp_path_factory):
                           dataset=None),
     }
     return {k: load_cell(v) for k, v in paths.items()}
+
+
+def execute_notebook(experiment: Path, out: Path):
+    """notebooks/design_review.ipynb executed as a reader would, on `experiment`, writing under `out`;
+    returns the executed notebook (nbformat)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / "design_review.ipynb", as_version=4)
+    os.environ["RAG_BENCH_EXPERIMENT"], os.environ["RAG_BENCH_NOTEBOOK_OUT"] = str(experiment), str(out)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    finally:
+        os.environ.pop("RAG_BENCH_EXPERIMENT", None)
+        os.environ.pop("RAG_BENCH_NOTEBOOK_OUT", None)
+    return nb

@@ -15,7 +15,8 @@ import pytest
 
 from rag_bench.errors import ConfigError
 from rag_bench.reporting import decide
-from tests.conftest import REPO, compose_config
+from tests.conftest import compose_config
+from tests.reporting.conftest import execute_notebook
 
 BIN = Path(sys.executable).parent
 
@@ -126,17 +127,7 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
         assert pair.stdout.splitlines()[2].startswith("verdict: ") and "generation/correct" in pair.stdout
 
     # notebook: executed as a reader would, it names the same best cell
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "design_review.ipynb", as_version=4)
-    os.environ["RAG_BENCH_EXPERIMENT"], os.environ["RAG_BENCH_NOTEBOOK_OUT"] = str(exp), str(tmp_path)
-    try:
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    finally:
-        os.environ.pop("RAG_BENCH_EXPERIMENT", None)
-        os.environ.pop("RAG_BENCH_NOTEBOOK_OUT", None)
+    nb = execute_notebook(exp, tmp_path)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert f"primary measure generation/correct; best: {best}\n" in text
     if defaults.cell_id != ranked[0].cell_id:  # its best-vs-baseline comparison, with the same names

@@ -13,7 +13,7 @@ import pytest
 
 from rag_bench.cli import main as cli
 from rag_bench.reporting.report import render_report
-from tests.conftest import REPO
+from tests.reporting.conftest import execute_notebook
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -66,18 +66,7 @@ def test_report_cli_and_bad_input(demo_cells, tmp_path, capsys):
 
 
 def test_notebook_executes(demo_cells, tmp_path):
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "design_review.ipynb", as_version=4)
-    os.environ["RAG_BENCH_EXPERIMENT"] = str(demo_cells["baseline"].path.parent)
-    os.environ["RAG_BENCH_NOTEBOOK_OUT"] = str(tmp_path)
-    try:
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    finally:
-        os.environ.pop("RAG_BENCH_EXPERIMENT", None)
-        os.environ.pop("RAG_BENCH_NOTEBOOK_OUT", None)
+    nb = execute_notebook(demo_cells["baseline"].path.parent, tmp_path)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2
