@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from rag_bench.cells import load_cell
+from tests.conftest import REPO
 from tests.runner.test_run_cell import run
 
 
-from tests.conftest import REPO
 @pytest.fixture(scope="session")
 def demo_cells(tmp_path_factory):
     """baseline (section, k1=1.5), noise (k1=1.3), regression (100-char fixed windows)."""
