@@ -35,7 +35,8 @@ from rag_bench.runner.config import CONF_DIR, build, register_configs  # noqa: E
 
 INDEXES = {
     "hnsw (FAISS, M=16)": ["index=hnsw", "index.M=16", "index.ef_construction=100"],
-    "lancedb IVF_PQ (64 lists, refine x10)": ["index=lancedb", "index.num_partitions=64", "index.refine_factor=10"],
+    "lancedb IVF_PQ (64 lists, 96 sub-vectors, refine x10)": ["index=lancedb", "index.num_partitions=64",
+                                                              "index.num_sub_vectors=96", "index.refine_factor=10"],
     "lancedb IVF_HNSW_SQ (64 lists)": ["index=lancedb_hnsw", "index.num_partitions=64"],
 }
 

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 INDEX_TYPES = ("IVF_PQ", "IVF_HNSW_SQ", "flat")
 MIN_TRAIN_ROWS = 256  # PQ/SQ codebooks need at least 2**num_bits rows
+ROWS_PER_PARTITION = 256  # LanceDB's IVF training sample per list
 
 
 def _where(mask: np.ndarray) -> str:
@@ -54,7 +55,7 @@ class LanceDbIndex:
         ``IVF_PQ`` (product-quantised lists), ``IVF_HNSW_SQ`` (an HNSW graph per list over
         scalar-quantised vectors) or ``flat`` (no ANN index: exhaustive search).
     num_partitions:
-        IVF lists (capped so that each holds a few vectors).
+        IVF lists (capped at one per 256 vectors, as LanceDB trains them).
     nprobe:
         Lists visited per query: the recall/latency knob. Retrieval probes more (x4 per step, up
         to all) and then searches exactly when the configured search leaves a query short.
@@ -126,7 +127,9 @@ class LanceDbIndex:
             log.warning("index=lancedb: %d vectors < %d, too few to train %s; searching exhaustively",
                         self.n, MIN_TRAIN_ROWS, self.index_type)
         if self._ann:
-            self._partitions = max(1, min(self.num_partitions, self.n // 16))
+            # LanceDB trains at most one list per 256 rows (it warns "training 11 of the 64 requested
+            # IVF partitions" for 3,000 rows): the lists that exist are what nprobe can visit.
+            self._partitions = max(1, min(self.num_partitions, self.n // ROWS_PER_PARTITION))
             if self._partitions < self.num_partitions:
                 log.warning("index.num_partitions=%d too many for %d vectors: using %d",
                             self.num_partitions, self.n, self._partitions)

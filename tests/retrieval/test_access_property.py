@@ -62,8 +62,9 @@ def world(demo_dataset):
         "dense-hnsw": DenseRetriever(embedder=embedder, index=HnswIndex(M=4, ef_search=2)),
         "dense-ivf": DenseRetriever(embedder=embedder, index=IvfIndex(nlist=8, nprobe=1)),
         # LanceDB's own engine, the filter as its prefilter. The demo corpus (~170 chunks) is below
-        # the 256 rows its IVF codebooks need, so its ANN variants index every chunk twice (same
-        # texts: no new embedding): real IVF_PQ / IVF_HNSW_SQ indexes, one probed list of 8.
+        # the 256 rows its codebooks need and LanceDB trains one IVF list per 256 rows, so its ANN
+        # variants index every chunk four times (same texts: no new embedding): real IVF_PQ /
+        # IVF_HNSW_SQ indexes of 2 lists, one probed.
         "lancedb-flat": DenseRetriever(embedder=embedder, index=LanceDbIndex(index_type="flat")),
         "lancedb-ivf_pq": DenseRetriever(embedder=embedder, index=LanceDbIndex(
             index_type="IVF_PQ", num_partitions=8, nprobe=1, num_sub_vectors=8)),
@@ -71,10 +72,11 @@ def world(demo_dataset):
             index_type="IVF_HNSW_SQ", num_partitions=8, nprobe=1, ef_search=4)),
         "hybrid": HybridRetriever(embedder=embedder, index=FlatIndex(), sparse_depth=10, dense_depth=10),
     }
-    chunks_of = {name: chunks * 2 if name.startswith("lancedb-ivf") else chunks for name in retrievers}
+    chunks_of = {name: chunks * 4 if name.startswith("lancedb-ivf") else chunks for name in retrievers}
     for name, r in retrievers.items():
         r.fit(chunks_of[name])
-    assert all(retrievers[n].index._ann for n in ("lancedb-ivf_pq", "lancedb-ivf_hnsw_sq"))  # ANN indexes, built
+    assert all(retrievers[n].index._ann and retrievers[n].index._partitions == 2  # ANN indexes, built
+               for n in ("lancedb-ivf_pq", "lancedb-ivf_hnsw_sq"))
     rerankers = {"dense": DenseReranker(embedder=embedder, depth=5), "mmr": MmrReranker(embedder=embedder, depth=5)}
     texts = [q.question for q in demo_dataset.questions]
     return docs, chunks_of, retrievers, rerankers, texts
