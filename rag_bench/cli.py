@@ -12,6 +12,7 @@ import os
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
@@ -61,6 +62,22 @@ def _fail(exc: BaseException | str) -> int:
 
 def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
     """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
+def _exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = None, what: str = "",
+                    fix: str = "") -> int:
+    """Run the body of a command that reads cells, labels or a policy (gate, calibrate, label): bad input
+    (RagBenchError) exits 2 with its own message; with ``also``, such an error too, in one line
+    ``what: Type: message -- fix: ...`` -- never a traceback, and never exit 1 (the gate's verdict)."""
+    try:
+        return body()
+    except RagBenchError as exc:
+        return _fail(exc)
+    except Exception as exc:
+        if also is None or not isinstance(exc, also):
+            raise
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        return _fail(f"{what}: {msg} -- fix: {fix}")
+
+
     parts = [str(exc).strip()]
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
@@ -391,16 +408,16 @@ def _gate(argv: list[str]) -> int:
         summary = markdown(cell, results, baseline)
         if junit is not None:
             write_junit(junit, junit_xml(results))
-    except RagBenchError as exc:
-        return _fail(exc)
-    except Exception as exc:  # a bug or an input nobody foresaw: still "cannot evaluate", in one line
-        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-        return _fail(f"gate could not evaluate: {msg} -- fix: check the cell, baseline and policy files")
-    print(summary)
-    for r in results:
-        if r.status == "error":
-            print(f"error: cannot evaluate rule {r.name!r}: {r.detail}", file=sys.stderr)
-    return exit_code(results)
+        print(summary)
+        for r in results:
+            if r.status == "error":
+                print(f"error: cannot evaluate rule {r.name!r}: {r.detail}", file=sys.stderr)
+        return exit_code(results)
+
+    # Exit 1 is a verdict: anything that goes wrong before the verdict exits 2, never 1 or a traceback
+    # (a bug or an input nobody foresaw included: still "cannot evaluate", in one line).
+    return _exit2_on_error(gate, also=Exception, what="gate could not evaluate",
+                           fix="check the cell, baseline and policy files")
 
 
 def load_cells_of(ref: str) -> list:
@@ -438,14 +455,14 @@ def _calibrate(argv: list[str]) -> int:
         if not cells:
             return _fail(f"{a.target}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
         results = calibrate(cells, names_of(cells), labels, seed=a.seed)
-    except RagBenchError as exc:
-        return _fail(exc)
-    if not any(r.n for r in results):
-        print(f"warning: no label of {a.labels} names an answer of these cells (question id and answer text)",
-              file=sys.stderr)
-    print(json.dumps({"labels": str(a.labels), "measures": as_json(results)}, indent=2) if a.json
-          else format_text(results))
-    return 0
+        if not any(r.n for r in results):
+            print(f"warning: no label of {a.labels} names an answer of these cells (question id and answer text)",
+                  file=sys.stderr)
+        print(json.dumps({"labels": str(a.labels), "measures": as_json(results)}, indent=2) if a.json
+              else format_text(results))
+        return 0
+
+    return _exit2_on_error(calibrate_cells)
 
 
 def _label(argv: list[str]) -> int:
@@ -486,12 +503,10 @@ def _label(argv: list[str]) -> int:
         if out.is_dir():
             return _fail(f"--out {out}: is a folder -- fix: name a file, e.g. {out / 'label.html'}")
         label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale))
-    except RagBenchError as exc:
-        return _fail(exc)
-    except OSError as exc:
-        return _fail(f"cannot write the page: {exc} -- fix: pass a writable --out")
-    print(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
-    return 0
+        print(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
+        return 0
+
+    return _exit2_on_error(write_label_page, also=OSError, what="cannot write the page", fix="pass a writable --out")
 
 
 def _report(argv: list[str]) -> int:
