@@ -60,8 +60,6 @@ def _fail(exc: BaseException | str) -> int:
     return 2
 
 
-def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
-    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
 def _exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = None, what: str = "",
                     fix: str = "") -> int:
     """Run the body of a command that reads cells, labels or a policy (gate, calibrate, label): bad input
@@ -78,6 +76,8 @@ def _exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = N
         return _fail(f"{what}: {msg} -- fix: {fix}")
 
 
+def _config_message(exc: BaseException, args: list[str] | None = None) -> str:
+    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
     parts = [str(exc).strip()]
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
@@ -393,9 +393,9 @@ def _gate(argv: list[str]) -> int:
     p.add_argument("--junit", help="also write JUnit XML here (one test per rule)")
     p.add_argument("--tracking-uri", help="MLflow URI for run ids (default $MLFLOW_TRACKING_URI)")
     a = p.parse_args(argv)
-    # Exit 1 is a verdict: anything that goes wrong before the verdict exits 2, never 1 or a traceback.
-    # Nothing (no JUnit file) is written unless every input was read and the policy is valid.
-    try:
+
+    def gate() -> int:
+        # Nothing (no JUnit file) is written unless every input was read and the policy is valid.
         policy = load_policy(a.policy)
         cell = load_cell(a.cell, tracking_uri=a.tracking_uri)
         baseline = load_cell(a.baseline, tracking_uri=a.tracking_uri) if a.baseline else None
@@ -449,7 +449,8 @@ def _calibrate(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", action="store_true", help="print JSON instead of the tables")
     a = p.parse_args(argv)
-    try:
+
+    def calibrate_cells() -> int:
         labels = load_labels(a.labels)
         cells = load_cells_of(a.target)
         if not cells:
@@ -491,7 +492,8 @@ def _label(argv: list[str]) -> int:
     if not 1 <= a.scale <= label_page.MAX_SCALE:
         return _fail(f"--scale must be 1 (yes/no) to {label_page.MAX_SCALE} (grades typed as one digit), "
                      f"got {a.scale} -- fix: e.g. --scale 4 for grades 0-4")
-    try:
+
+    def write_label_page() -> int:
         existing = load_labels(a.labels) if a.labels else []
         cell = load_cell(a.cell)
         if a.stratify and a.stratify not in cell.records.columns:
