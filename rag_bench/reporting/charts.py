@@ -339,6 +339,9 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
                                           if ann.get(ann_scorer.ANN_P50.name)]
     if xs and max(xs) > 20 * min(xs):  # indexes 100x apart (FAISS HNSW, LanceDB): both legible
         ax.set_xscale("log")
+        # plain numbers: the default log labels are mathtext, printed raw under plain_text()
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
         ax.set_xlim(left=0)
     ax.set_xlabel("ANN query latency p50 (ms)" + (", log scale" if ax.get_xscale() == "log" else ""))

@@ -110,3 +110,6 @@ def test_ann_chart_turns_logarithmic_when_indexes_are_orders_apart(kept, tmp_pat
     charts.ann_tradeoff(cells, tmp_path / "ann.png")
     (fig,) = kept
     assert fig.axes[0].get_xscale() == "log" and "log scale" in fig.axes[0].get_xlabel()
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    assert labels and not any("$" in t for t in labels), labels  # plain_text() would print mathtext raw
