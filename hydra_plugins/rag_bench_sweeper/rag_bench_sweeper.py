@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
+from rag_bench.runner.callbacks import prepare_tracking
 from rag_bench.runner.config import validate
 from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
 
@@ -25,6 +26,7 @@ class RagBenchSweeper(BasicSweeper):
 
     def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
+        self._tracking_prepared = False
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -49,6 +51,9 @@ class RagBenchSweeper(BasicSweeper):
             # As BasicSweeper does, plus rag_bench's range checks: a bad value anywhere in the grid
             # (k=0, experiment.name=../x) fails before the first cell runs.
             validate(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
+        if not self._tracking_prepared:  # the grid is valid: now open the MLflow store and parent run
+            self._tracking_prepared = True
+            prepare_tracking(self.config)
 
     def sweep(self, arguments: list[str]) -> Any:
         """Run the grid with a progress bar over all its cells."""

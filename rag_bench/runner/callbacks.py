@@ -55,6 +55,32 @@ def _index_name(value: Any) -> str:
     return str(value.get("name", "")) if isinstance(value, dict) else str(value or "")
 
 
+def prepare_tracking(config: DictConfig) -> None:
+    """Open the MLflow store, experiment and parent run of the sweep SWEEP_ENV names, in the launching
+    process (see MlflowTracker.prepare). rag_bench's sweeper calls it once the grid is validated, so a
+    misspelt option is the first and only line a bad sweep prints (no store is created for it)."""
+    tracking = config.get("tracking")
+    if tracking is not None and tracking.get("name") == "mlflow" and "${" not in str(config.experiment.name):
+        from rag_bench.runner.config import build
+
+        tracker = build(tracking, "tracking")
+        tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
+                     sweep_id=os.environ[SWEEP_ENV])
+        try:
+            tracker.prepare()
+        except Exception as exc:  # noqa: BLE001
+            # Each cell checks tracking again and reports the problem with exit 2 (TrackingError,
+            # OutputError); Hydra would only turn a raise here into a warning.
+            log.debug("tracking not prepared before the sweep: %s", exc)
+
+
+def _validates_first(config: DictConfig) -> bool:
+    """rag_bench's sweeper prepares tracking itself, after validating the grid."""
+    from rag_bench.runner.sweeper import RagBenchSweeperConf
+
+    return str(config.hydra.sweeper.get("_target_", "")) == RagBenchSweeperConf._target_
+
+
 class SweepCallbacks(Callback):
     """Sets the sweep id (shared with launcher worker processes through the environment), then
     closes the parent MLflow run and prints the experiment's leaderboard."""
@@ -68,19 +94,6 @@ class SweepCallbacks(Callback):
         self._failed = False
         os.environ[SWEEP_ENV] = sweep_id_from_argv(str(config.experiment.name), argv_overrides())
         os.environ[AXES_ENV] = ",".join(_axes(config))
-        tracking = config.get("tracking")
-        if tracking is not None and tracking.get("name") == "mlflow" and "${" not in str(config.experiment.name):
-            from rag_bench.runner.config import build
-
-            tracker = build(tracking, "tracking")
-            tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
-                         sweep_id=os.environ[SWEEP_ENV])
-            try:
-                tracker.prepare()
-            except Exception as exc:  # noqa: BLE001
-                # Each cell checks tracking again and reports the problem with exit 2 (TrackingError,
-                # OutputError); Hydra would only turn a raise here into a warning.
-                log.debug("tracking not prepared before the sweep: %s", exc)
 
     def _end(self, config: DictConfig) -> None:
         from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells
@@ -116,10 +129,13 @@ class SweepCallbacks(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Single run: a sweep of one cell."""
         self._start(config)
+        prepare_tracking(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Before the first cell of a sweep."""
+        """Before the first cell of a sweep (tracking: once the grid is validated, with our sweeper)."""
         self._start(config)
+        if not _validates_first(config):
+            prepare_tracking(config)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         """After a single run."""
