@@ -320,7 +320,7 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
                 ax.scatter([chosen["p50_ms"]], [chosen["recall"]], s=90, facecolors="none",
                            edgecolors=line.get_color(), zorder=3)
                 ax.annotate(f"{ann.get('tuned_knob')}={chosen['value']}", (chosen["p50_ms"], chosen["recall"]),
-                            textcoords="offset points", xytext=(6, -12), fontsize=8)
+                            textcoords="offset points", xytext=(6, -12 * len(seen)), fontsize=8)  # stacked
             targets.add(float(ann[ann_scorer.TARGET.name]))
     for target in sorted(targets):
         ax.axhline(target, ls=":", color="grey", lw=1, label=f"target recall {target:g}")
@@ -332,7 +332,8 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
         drawn.add(key)
         x, y = ann.get(ann_scorer.ANN_P50.name), ann.get(ann_scorer.ANN_RECALL.at(kmax).name)
         ax.scatter([x], [y], s=40)
-        ax.annotate(str(ann.get("index")), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(str(ann.get("index")), (x, y), textcoords="offset points", xytext=(5, 4 + 10 * (len(drawn) - 1)),
+                    fontsize=8)  # stacked: tuned indexes end near one point (the target)
     exact = np.median([ann[ann_scorer.EXACT_P50.name] for ann, _ in pts])
     ax.axvline(exact, ls="--", color="grey", lw=1, label=f"flat p50 {exact:.3f} ms")
     xs = [x for x in curve_ms if x > 0] + [ann[ann_scorer.ANN_P50.name] for ann, _ in pts
