@@ -32,6 +32,8 @@ commands:
   report EXPERIMENT_DIR            HTML report with charts into reports/<experiment>/
   gate CELL --policy FILE [--baseline CELL] [--junit FILE]
                                    release gate: exit 0 pass, 1 fail, 2 cannot evaluate
+  embed [--shards N] [overrides]   phase 1 of a two-phase sweep: embed the grid's texts into the cache
+                                   in shards (a SLURM array job with +cluster=slurm; docs/cluster.md)
   status EXPERIMENT_DIR            a cluster sweep's jobs and cells: done/running/failed, failed jobs' logs
   leaderboard EXPERIMENT_DIR       table of the finished cells (--format table|csv|json|markdown,
                                    --columns, --tag TAG)
@@ -263,6 +265,12 @@ def _chunks(argv: list[str]) -> int:
              "max": max(searchable, default=0), f"tiny(<{a.tiny})": sum(n < a.tiny for n in searchable)}
     print("stats: " + " ".join(f"{k}={v}" for k, v in stats.items()), file=sys.stderr)
     return 0
+
+
+def _embed(argv: list[str]) -> int:
+    from rag_bench.cluster.embed_phase import main as embed_main
+
+    return embed_main(argv)
 
 
 def _status(argv: list[str]) -> int:
@@ -812,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
-                "status": _status, "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
+                "status": _status, "embed": _embed, "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
                 "export": _export, "score-answers": _score_answers,
                 "calibrate": _calibrate, "label": _label}
     if cmd not in handlers:
