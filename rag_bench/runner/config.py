@@ -455,3 +455,78 @@ def cell_id(cfg: DictConfig, dataset_fingerprint: str) -> str:
 def dataset_path(cfg: DictConfig) -> Path:
     """``dataset.path`` resolved (None = the demo set)."""
     return Path(cfg.dataset.path).expanduser() if cfg.dataset.path else DEMO_DATASET
+
+
+@dataclass(frozen=True)
+class CellSettings:
+    """The pipeline settings of one cell, typed: what the stages take instead of the config."""
+
+    ks: tuple[int, ...]  # eval.ks, sorted, each once
+    k: int  # pipeline.k: passages handed to the generator
+    include_archived: bool
+    expand_parents: bool
+    token_budget: int
+    split: str  # dataset.split: the questions asked (in the rankings' shared-work key)
+    index_name: str
+
+
+@dataclass(frozen=True)
+class CellParts:
+    """One cell's components, built once from its config (the embedder once per config and
+    process, through the shared work, so its model stays loaded), its typed settings and its
+    evaluation. ``what`` holds, for each group whose work is shared between cells, its resolved
+    config and what it really is beyond it (:func:`component_provenance`); :meth:`identity` turns
+    that into the shared-work key of a component's output. Nothing downstream reads the config."""
+
+    settings: CellSettings
+    embedder: Any
+    chunker: Any
+    retriever: Any
+    reranker: Any
+    generator: Any
+    judge: Any  # None when the cell generates nothing (no answers to judge)
+    evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
+    what: dict[str, Any]
+    takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
+
+    def identity(self, group: str) -> list[Any]:
+        """What determines ``group``'s output: its own config, then each component it takes."""
+        return [self.what[group], *(self.what[g] for g in self.takes[group])]
+
+
+def build_cell(cfg: DictConfig, work: Any) -> CellParts:
+    """Build the components of the cell ``cfg`` (``work``: the :class:`~rag_bench.memo.SharedWork`
+    of the process, which keeps one checked embedder per embedder config). Each is built, so its
+    parameters are checked (:func:`build`), before anything is loaded: models load lazily."""
+    from rag_bench import memo
+    from rag_bench.evaluation.evaluation import Evaluation
+    from rag_bench.runner.contracts import CheckedEmbedder
+    from rag_bench.stages import is_null
+
+    takes = {"embedder": (), "index": (),
+             "chunker": tuple(g for g in ("embedder",) if wants(cfg.chunker, "chunker", g)),
+             "retriever": tuple(g for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)),
+             "reranker": tuple(g for g in ("embedder",) if wants(cfg.reranker, "reranker", g))}
+    what: dict[str, Any] = {}
+    for group in ("embedder", "chunker", "retriever", "reranker", *takes["retriever"]):
+        node = OmegaConf.to_container(cfg[group], resolve=True)
+        extra = component_provenance({group: node}).get(group)
+        what[group] = [node, extra] if extra else node
+    # One embedder object per config and process: its model stays loaded across cells. Its
+    # outputs are checked at the boundary (finite, one row per text, one width).
+    embedder = work.get_or("embedders", memo.key(what["embedder"]),
+                           lambda: CheckedEmbedder(build(cfg.embedder, "embedder")))
+    generator = build(cfg.generator, "generator")
+    judge = build(cfg.judge, "judge", embedder=embedder)  # built (its parameters checked) in every cell
+    settings = CellSettings(ks=tuple(sorted(set(int(x) for x in cfg.eval.ks))), k=int(cfg.pipeline.k),
+                            include_archived=bool(cfg.pipeline.include_archived),
+                            expand_parents=bool(cfg.pipeline.expand_parents),
+                            token_budget=int(cfg.pipeline.token_budget), split=str(cfg.dataset.split),
+                            index_name=str(cfg.index.name))
+    return CellParts(settings=settings, embedder=embedder,
+                     chunker=build(cfg.chunker, "chunker", embedder=embedder),
+                     retriever=build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),
+                                     shared=work),
+                     reranker=build(cfg.reranker, "reranker", embedder=embedder), generator=generator,
+                     judge=None if is_null(generator) else judge,
+                     evaluation=Evaluation.from_config(cfg), what=what, takes=takes)

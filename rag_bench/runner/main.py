@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import stat
 import subprocess
 import sys
 from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,9 @@ from rag_bench.memo import SharedWork
 from rag_bench.metrics import measures
 from rag_bench.naming import flat_params
 from rag_bench.records import Dataset
-from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, cell_id, dataset_path, validate
-from rag_bench.runner.pipeline import run_pipeline
-from rag_bench.stages import CONSOLE_STAGES, STAGES, TRACKING, capability, is_null
+from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate
+from rag_bench.runner.pipeline import run_parts
+from rag_bench.stages import CONSOLE_STAGES, TRACKING, capability, is_null
 from rag_bench.tracking import background
 from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -78,13 +77,9 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
     """
     validate(cfg)
     work = SharedWork() if work is None else work
-    for group in STAGES:
-        # Fail on a bad parameter before loading anything (models load lazily); a stage whose
-        # resolved parameters an earlier cell of this process already built is not built again.
-        node = OmegaConf.to_container(cfg[group], resolve=True)
-        work.get_or("checked", f"{group}\0{json.dumps(node, sort_keys=True, default=repr)}", partial(_check, cfg, group))
+    parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
-    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint), lambda cid: run_pipeline(cfg, dataset, cid, work))
+    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint), lambda cid: run_parts(parts, dataset, cid, work))
 
 
 def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | None = None,
@@ -126,12 +121,6 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
                          "format": "outputs" if outputs is not None else "ragas" if ragas is not None else "trec"}
     return _finish(stored, dataset, cell_id(stored, dataset.fingerprint),
                    lambda cid: evaluate_outputs(cfg, dataset, results, cid))
-
-
-def _check(cfg: DictConfig, group: str) -> bool:
-    """Build ``group``'s component once to check its parameters (the object is dropped)."""
-    build(cfg[group], group)
-    return True
 
 
 def _load(cfg: DictConfig) -> Dataset:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -44,11 +44,10 @@ from rag_bench.runner.contracts import component_name
 from rag_bench.stages import capability, is_null
 
 
-def chunk(*, dataset: Dataset, key: str, make: Callable[[], Any], work: SharedWork) -> Chunked:
-    """Every chunk of the corpus, by the chunker ``make`` builds, once per ``key`` (dataset +
-    chunker config); checked against the documents (:func:`~rag_bench.runner.contracts.check_chunks`)."""
+def chunk(*, dataset: Dataset, key: str, chunker: Any, work: SharedWork) -> Chunked:
+    """Every chunk of the corpus, by ``chunker``, once per ``key`` (dataset + chunker config);
+    checked against the documents (:func:`~rag_bench.runner.contracts.check_chunks`)."""
     def run() -> list[Chunk]:
-        chunker = make()
         with contracts.calling("chunker", chunker, "chunking the corpus"):
             chunks = chunker.chunk(list(dataset.documents.values()))
         return contracts.check_chunks(chunks, dataset.documents, component=component_name(chunker))
@@ -58,14 +57,14 @@ def chunk(*, dataset: Dataset, key: str, make: Callable[[], Any], work: SharedWo
     return Chunked(chunks, time.perf_counter() - t0)
 
 
-def index(*, dataset: Dataset, chunked: Chunked, key: str, make: Callable[[], Retriever],
-          include_archived: bool, work: SharedWork) -> Indexed:
-    """The retriever ``make`` builds, fitted on the searchable chunks (children, current versions
-    unless ``include_archived``), once per ``key``; plus the access filter over those chunks."""
+def index(*, dataset: Dataset, chunked: Chunked, key: str, retriever: Retriever, include_archived: bool,
+          work: SharedWork) -> Indexed:
+    """``retriever`` fitted on the searchable chunks (children, current versions unless
+    ``include_archived``), once per ``key`` (a retriever fitted by an earlier cell under the same key
+    is used instead); plus the access filter over those chunks."""
     def build() -> tuple[Retriever, list[Chunk], AccessFilter]:
         searchable = [c for c in chunked.chunks if not c.is_parent
                       and (include_archived or not dataset.documents[c.doc_id].archived)]
-        retriever = make()
         with contracts.calling("retriever", retriever, f"indexing {len(searchable)} chunks"):
             retriever.fit(searchable)
         return retriever, searchable, AccessFilter(searchable, dataset.documents)

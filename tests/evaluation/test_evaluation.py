@@ -33,9 +33,9 @@ def test_a_run_reads_question_by_question_as_spans_and_evaluates_as_the_pipeline
     dataset, work = load_dataset(TINY), SharedWork()
     cell = run_pipeline(cfg, dataset, "c", work)
     questions = list(dataset.questions)
-    chunked = stages.chunk(dataset=dataset, key="chunks", work=work, make=lambda: build(cfg.chunker, "chunker"))
+    chunked = stages.chunk(dataset=dataset, key="chunks", work=work, chunker=build(cfg.chunker, "chunker"))
     indexed = stages.index(dataset=dataset, chunked=chunked, key="index", include_archived=False, work=work,
-                           make=lambda: build(cfg.retriever, "retriever"))
+                           retriever=build(cfg.retriever, "retriever"))
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=10, work=work)
     reranked = stages.rerank(reranker=build(cfg.reranker, "reranker"), key=None, retrieved=retrieved,
                              indexed=indexed, questions=questions, work=work)
