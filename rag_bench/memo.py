@@ -68,7 +68,6 @@ SIZES: Mapping[str, int] = {
     "vectors": 2,      # per (embedder, prefix, texts): chunk vectors
     "faiss": 3,        # per (vectors, index kind, params): a built FAISS index
     "bm25": 2,         # per (backend, k1, b, stopwords, texts): a BM25 backend
-    "checked": 64,     # per (stage, resolved parameters): the component was built once and passed
 }
 
 
