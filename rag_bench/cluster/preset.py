@@ -12,6 +12,29 @@ from __future__ import annotations
 LAUNCHERS = {"slurm": "slurm"}
 
 
+def max_jobs_override(args: list[str]) -> list[str]:
+    """``--max-jobs N`` (or ``--max-jobs=N``) as the override ``hydra.launcher.max_jobs=N``.
+
+    >>> max_jobs_override(["-m", "--max-jobs", "4", "chunker=fixed"])
+    ['-m', 'chunker=fixed', 'hydra.launcher.max_jobs=4']
+    >>> max_jobs_override(["--max-jobs=2"])
+    ['hydra.launcher.max_jobs=2']
+    """
+    out, value, i = [], None, 0
+    while i < len(args):
+        a = args[i]
+        if a == "--max-jobs" and i + 1 < len(args):
+            value, i = args[i + 1], i + 2
+            continue
+        if a.startswith("--max-jobs="):
+            value = a.split("=", 1)[1]
+        else:
+            out.append(a)
+        i += 1
+    # Checked where the launcher is built (a bad value is a configuration error there, exit 2).
+    return out if value is None else [*out, f"hydra.launcher.max_jobs={value}"]
+
+
 def with_cluster_launcher(args: list[str]) -> list[str]:
     """``args`` plus ``hydra/launcher=<launcher>`` (right after the preset) when they choose a cluster preset and no launcher.
 
@@ -22,6 +45,7 @@ def with_cluster_launcher(args: list[str]) -> list[str]:
     >>> with_cluster_launcher(["chunker=fixed"])
     ['chunker=fixed']
     """
+    args = max_jobs_override(args)
     chosen = [a.split("=", 1)[1] for a in args if a.lstrip("+~").startswith("cluster=")]
     if not chosen or chosen[-1] not in LAUNCHERS:
         return args

@@ -5,6 +5,11 @@ COMPLETED, Hydra #1928). A job is read from its submitit folder
 (``<experiment>/.submitit/<job id>/``: ``*_log.out``, ``*_log.err``) and, while the scheduler
 still knows it, from ``squeue``; the cell it ran is named by the cell's own summary line in the log.
 Nothing here unpickles the job files (they may come from another machine).
+
+The plan the launcher writes (``<experiment>/.submitit/<array id>.plan.json``,
+:mod:`rag_bench.cluster.jobs`) names the cells of every job, so a cell is: done (DONE), running or
+pending (its job is), failed (its job started it and ended without its DONE, or logged its error),
+or missing (nothing is computing it and no job started it: run the same command again).
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_bench.cluster.jobs import FAILED, START, read_plans
 from rag_bench.errors import OutputError
 
 CELL_DONE = re.compile(r"^cell ([0-9a-f]{12}) done:", re.M)
+CELL_START = re.compile("^" + re.escape(START).replace(re.escape("{cid}"), "([0-9a-f]{12})"), re.M)
+CELL_FAILED = re.compile("^" + re.escape(FAILED).replace(re.escape("{cid}"), "([0-9a-f]{12})"), re.M)
 SUBMITIT_OK = "Job completed successfully"
 TAIL_LINES = 8
 
@@ -30,13 +38,16 @@ class JobStatus:
     cells: tuple[str, ...]  # cell ids the job finished (from its log)
     log: Path             # stderr log (the error, when there is one)
     error_tail: str       # last lines of the error log for a failed job
+    started: tuple[str, ...] = ()  # cell ids the job started (from its log)
+    failed: tuple[str, ...] = ()   # cell ids whose error the job logged
 
 
 @dataclass(frozen=True)
 class CellStatus:
     cell_id: str
-    state: str            # done | unfinished (a folder without DONE: running or interrupted)
-    job_id: str           # the job that finished it, or ""
+    state: str            # done | running | pending | failed | missing
+    job_id: str           # the job that holds it (finished, runs or ran it), or ""
+    group: str = ""       # the overrides of its shared prefix (from the plan)
 
 
 def _scheduler_states(job_ids: list[str]) -> dict[str, str]:
@@ -63,18 +74,20 @@ def _job(folder: Path, scheduler: str) -> JobStatus:
     errs = sorted(folder.glob("*_log.err"))
     text = "".join(p.read_text(errors="replace") for p in outs)
     cells = tuple(dict.fromkeys(CELL_DONE.findall(text)))
+    started = tuple(dict.fromkeys(CELL_START.findall(text)))
+    failed = tuple(dict.fromkeys(CELL_FAILED.findall("".join(p.read_text(errors="replace") for p in errs))))
     log = errs[-1] if errs else folder / f"{job_id}_0_log.err"
     if scheduler in ("PENDING", "CONFIGURING"):
         state = "pending"
     elif scheduler in ("RUNNING", "COMPLETING"):
         state = "running"
-    elif SUBMITIT_OK in text and cells:
+    elif SUBMITIT_OK in text and cells and not failed:
         state = "done"
     elif outs or errs or scheduler:
         state = "failed"  # ended without finishing its cell: cancelled, timed out, node lost, error
     else:
         state = "unknown"
-    return JobStatus(job_id, state, scheduler, cells, log, _tail(log) if state == "failed" else "")
+    return JobStatus(job_id, state, scheduler, cells, log, _tail(log) if state == "failed" else "", started, failed)
 
 
 def sweep_status(experiment_dir: str | Path) -> tuple[list[JobStatus], list[CellStatus]]:
@@ -86,11 +99,27 @@ def sweep_status(experiment_dir: str | Path) -> tuple[list[JobStatus], list[Cell
     states = _scheduler_states([p.name for p in folders])
     jobs = [_job(p, states.get(p.name, "")) for p in folders]
     jobs = [j for j in jobs if j.state != "unknown"]  # an array's own folder holds no task's logs
-    by_cell = {c: j.job_id for j in jobs for c in j.cells}
-    cells = [CellStatus(p.name, "done" if (p / "DONE").exists() else "unfinished", by_cell.get(p.name, ""))
-             for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".") and p.name != "cache"
-             and ((p / "DONE").exists() or (p / "config.yaml").exists() or re.fullmatch(r"[0-9a-f]{12}", p.name))]
+    plans = read_plans(root / ".submitit")
+    folders_ = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "cache"
+                and ((p / "DONE").exists() or (p / "config.yaml").exists() or re.fullmatch(r"[0-9a-f]{12}", p.name))}
+    cells = [_cell(c, root, jobs, plans) for c in sorted(folders_ | set(plans))]
     return jobs, cells
+
+
+def _cell(cid: str, root: Path, jobs: list[JobStatus], plans: dict[str, tuple[str, str]]) -> CellStatus:
+    """A cell's state from its DONE, the job the plan gives it (or whose log names it) and that job's state."""
+    planned, group = plans.get(cid, ("", ""))
+    named = [j for j in jobs if cid in j.cells or cid in j.started or cid in j.failed]
+    job = next((j for j in jobs if j.job_id == planned), named[-1] if named else None)
+    if (root / cid / "DONE").exists():
+        done_by = next((j.job_id for j in jobs if cid in j.cells), planned)
+        return CellStatus(cid, "done", done_by, group)
+    if job is None:
+        return CellStatus(cid, "missing", planned, group)
+    if job.state in ("running", "pending") and cid not in job.failed:
+        return CellStatus(cid, job.state, job.job_id, group)
+    state = "failed" if cid in job.started or cid in job.failed else "missing"
+    return CellStatus(cid, state, job.job_id, group)
 
 
 def _job_key(name: str) -> tuple[int, ...]:
@@ -102,13 +131,16 @@ def format_status(jobs: list[JobStatus], cells: list[CellStatus]) -> str:
     lines = []
     count = {s: sum(j.state == s for j in jobs) for s in ("done", "running", "pending", "failed", "unknown")}
     lines.append("jobs: " + ", ".join(f"{n} {s}" for s, n in count.items() if n) if jobs else "jobs: none submitted")
-    done = sum(c.state == "done" for c in cells)
-    lines.append(f"cells: {done} done, {len(cells) - done} unfinished; "
-                 f"{count['failed']} job(s) ended without a DONE cell (missing: run the same command again)")
+    states = {s: sum(c.state == s for c in cells) for s in ("done", "running", "pending", "failed", "missing")}
+    lines.append("cells: " + ", ".join(f"{n} {s}" for s, n in states.items() if n or s == "done")
+                 + ("; failed and missing cells are run by the same command again" if states["failed"] +
+                    states["missing"] else ""))
     for j in jobs:
-        lines.append(f"  job {j.job_id:<12} {j.state:<8} {j.scheduler or '-':<11} cells {','.join(j.cells) or '-'}")
+        lines.append(f"  job {j.job_id:<12} {j.state:<8} {j.scheduler or '-':<11} cells done {','.join(j.cells) or '-'}")
+    logs = {j.job_id: j.log for j in jobs}
     for c in cells:
-        lines.append(f"  cell {c.cell_id} {c.state:<10} job {c.job_id or '-'}")
+        where = f" log {logs[c.job_id]}" if c.state == "failed" and c.job_id in logs else ""
+        lines.append(f"  cell {c.cell_id} {c.state:<8} job {c.job_id or '-'}{where}" + (f"  ({c.group})" if c.group else ""))
     for j in jobs:
         if j.state == "failed":
             lines.append(f"failed job {j.job_id}: log {j.log}")
