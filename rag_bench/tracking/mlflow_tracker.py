@@ -47,6 +47,7 @@ from rag_bench.metrics.measures import mlflow_name
 from rag_bench.tracking.base import DatasetInfo
 from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
 from rag_bench.tracking.server import unreachable
+from rag_bench.tracking.traces import delete_run_traces, log_traces, question_traces
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 # The experiment tag MLflow 3's UI reads to choose its default view (runs, or GenAI traces).
 EXPERIMENT_KIND = "mlflow.experimentKind"
+# Run tag: how many per-question traces the run has (tracking.traces), or why they failed.
+TRACES_TAG = "rag_bench.traces"
 QUESTIONS_TABLE = "questions.json"
 LEADERBOARD_TABLE = "leaderboard.json"
 
@@ -99,12 +102,17 @@ class MlflowTracker:
         In a sweep of ``rag-bench run -m``, log each cell from a child process while the next
         cell runs (:mod:`rag_bench.tracking.background`; a cell is still DONE only once its run
         is FINISHED). False: log in the sweep's process.
+    traces:
+        Log each question of the cell as an MLflow trace linked to the cell's run, with its stage
+        spans and assessments (:mod:`rag_bench.tracking.traces`). False: none (very large sweeps).
     """
 
-    def __init__(self, uri: str | None = None, required: bool = True, background: bool = True) -> None:
+    def __init__(self, uri: str | None = None, required: bool = True, background: bool = True,
+                 traces: bool = True) -> None:
         self.uri_setting = uri
         self.required = bool(required)
         self.background = bool(background)
+        self.traces = bool(traces)
         self.uri = ""
         self.experiment = "default"
         self.sweep_id = ""
@@ -249,6 +257,8 @@ class MlflowTracker:
             for old in client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}'"):
                 if old.info.status == "RUNNING":
                     client.set_terminated(old.info.run_id, "FAILED")
+                if self.traces:  # the replaced run's traces go with it: one set per cell
+                    delete_run_traces(self._tracing(), exp_id, old.info.run_id)
                 client.delete_run(old.info.run_id)
             run = client.create_run(exp_id, start_time=now, run_name=run_name or cell_id, tags=run_tags)
             run_id = run.info.run_id
@@ -265,11 +275,40 @@ class MlflowTracker:
                         path = Path(tmp) / QUESTIONS_TABLE
                         table.to_json(path, orient="split", index=False, date_format="iso", default_handler=str)
                         client.log_artifact(run_id, str(path))
+                if self.traces:
+                    self._log_traces(client, exp_id, run_id, cell_id, cell_dir)
             except BaseException:
                 client.set_terminated(run_id, "FAILED")
                 raise
             client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
         return run_id
+
+    def _tracing(self) -> Any:
+        from mlflow.tracing.client import TracingClient
+
+        return TracingClient(self.uri)
+
+    def _log_traces(self, client: Any, exp_id: str, run_id: str, cell_id: str, cell_dir: Path) -> None:
+        """The cell's per-question traces, from its records.parquet and metrics.json. Best effort:
+        the run holds the cell's results, so a failure here is a warning and a run tag
+        (``rag_bench.traces``), the traces logged so far are removed, and the cell is still FINISHED
+        and DONE."""
+        import pandas as pd
+
+        tracing = self._tracing()
+        try:
+            records = pd.read_parquet(cell_dir / "records.parquet")
+            metrics_file = cell_dir / "metrics.json"
+            metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.exists() else {}
+            ids = log_traces(tracing, exp_id, run_id, cell_id, question_traces(records, metrics))
+            client.set_tag(run_id, TRACES_TAG, str(len(ids)))
+        except Exception as exc:  # noqa: BLE001 -- the traces are a view of the run; the cell is kept
+            log.warning("cell %s: its MLflow traces were not logged (%s: %s); the run and the cell are kept",
+                        cell_id, type(exc).__name__, exc)
+            with contextlib.suppress(Exception):
+                delete_run_traces(tracing, exp_id, run_id)
+            with contextlib.suppress(Exception):
+                client.set_tag(run_id, TRACES_TAG, f"failed: {type(exc).__name__}: {exc}"[:5000])
 
     def background_job(self, log_cell: dict[str, Any], done: dict[str, Any]) -> Any:
         """The :class:`~rag_bench.tracking.background.LogJob` logging a cell as :meth:`log_cell`
@@ -281,7 +320,8 @@ class MlflowTracker:
         from rag_bench.tracking.background import LogJob
 
         return LogJob(cell_id=str(log_cell["cell_id"]), cell_dir=Path(log_cell["cell_dir"]), done=done,
-                      tracker={"uri": self.uri_setting, "required": self.required, "background": False},
+                      tracker={"uri": self.uri_setting, "required": self.required, "background": False,
+                               "traces": self.traces},
                       bind={"output_root": self.output_root, "experiment": self.experiment,
                             "sweep_id": self.sweep_id},
                       log_cell=log_cell, parent_key=(self.uri, self.experiment, self.sweep_id))

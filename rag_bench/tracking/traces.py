@@ -1,0 +1,264 @@
+"""Per-question MLflow traces of a cell (``tracking.traces``): one trace per question, linked to
+the cell's run, so MLflow 3's trace and evaluation pages open a question and show what each stage
+did with it.
+
+A trace is built from what the cell already recorded (its ``records.parquet``: the rankings, the
+context, the answer, the scores and the per-question latencies); no stage runs again. Each trace
+has a root span ``question`` (the question in, the answer out) and one child span per stage the
+cell ran:
+
+========== ============ =================================================== ==========================
+span       type         inputs -> outputs                                   duration
+========== ============ =================================================== ==========================
+retrieve   RETRIEVER    question -> ranked chunk ids (``retrieved_ids``)    ``retrieve_ms``
+rerank     RERANKER     retrieved ids -> final ranking (``chunk_ids``)      ``rerank_ms``
+context    PARSER       final ranking -> the passages handed to the model   0 (not timed)
+generate   LLM          question and passages -> answer, raw output, tokens ``generate_s``
+judge      EVALUATOR    answer -> correct, faithfulness, citation, judge_*  the cell's judge seconds
+                                                                            shared out (not per question)
+========== ============ =================================================== ==========================
+
+The durations are the recorded ones; the start times are not (the pipeline runs a stage for all
+questions at once): the questions are laid end to end, each stage after the previous one, ending
+when the trace is logged. The root span says so (``rag_bench.timing``).
+
+Each trace carries assessments (MLflow feedback, source CODE, the judge's LLM_JUDGE): ``correct``
+(for an unanswerable question: whether it refused),
+``faithfulness`` and ``citation`` (citation precision; the rationale gives recall and invalid
+citations), and ``judge_<metric>`` for each metric an LLM judge scored. A score the cell left
+undefined (NaN: e.g. faithfulness of a refusal) is not logged.
+
+Cost: all spans of a cell go in one ``log_spans`` batch (per 1000 spans), then one ``start_trace``
+per question carrying its metadata (the source run), tags and assessments together, so a cell of N
+questions costs about N + 1 store calls (``benchmarks/traces.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Trace tags: which cell and question a trace belongs to (searchable in MLflow's trace view).
+CELL_TAG = "rag_bench.cell_id"
+QID_TAG = "rag_bench.qid"
+TRACE_NAME = "question"
+SPANS_PER_CALL = 1000
+PREVIEW = 1000  # MLflow's request/response preview length
+TEXT = 4000  # longest text kept in a span's inputs or outputs
+TIMING_NOTE = ("durations recorded by the cell; start times laid end to end (stages ran for all questions "
+               "at once); judge: the cell's judge seconds shared out over the judged questions")
+
+
+@dataclass(frozen=True)
+class SpanData:
+    """One span as recorded: its stage name, MLflow span type, inputs, outputs, duration in
+    nanoseconds and extra attributes."""
+
+    name: str
+    span_type: str
+    inputs: Any
+    outputs: Any
+    duration_ns: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Score:
+    """One assessment of a question: name, value, rationale (or None), whether an LLM judge gave it."""
+
+    name: str
+    value: float | bool
+    rationale: str | None = None
+    llm: bool = False
+
+
+@dataclass(frozen=True)
+class QuestionTrace:
+    """What one question's trace holds: its id, question, answer, stage spans and scores."""
+
+    qid: str
+    question: str
+    answer: str | None
+    spans: tuple[SpanData, ...]
+    scores: tuple[Score, ...]
+
+
+def _plain(value: Any) -> Any:
+    """A records value as JSON: arrays as lists, NaN as None, numpy scalars as Python ones."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str) and len(value) > TEXT:
+        return value[:TEXT] + " ..."
+    return value
+
+
+def _number(row: Mapping[str, Any], key: str) -> float | None:
+    v = row.get(key)
+    if v is None or isinstance(v, (bool, str)):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _ns(seconds: float | None) -> int:
+    return max(0, int(round((seconds or 0.0) * 1e9)))
+
+
+def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> list[QuestionTrace]:
+    """The traces of a cell: one per row of ``records`` (the cell's records.parquet as a
+    DataFrame); ``metrics`` (its metrics.json) gives the judge's seconds. Stages the cell did not
+    run (no rerank latency, no answer column, no judge column) have no span."""
+    columns = set(records.columns)
+    judge_cols = sorted(c for c in columns if c.startswith("judge_") and not c.endswith(("_samples", "_sd"))
+                        and c != "judge_failures")
+    latency = (metrics or {}).get("latency") or {}
+    judged = int(records[judge_cols[0]].notna().sum()) if judge_cols else 0
+    judge_each = (float(latency.get("judge_s") or 0.0) / judged) if judged else 0.0
+    out = []
+    for row in records.to_dict(orient="records"):
+        question = str(row.get("question") or "")
+        spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
+                          {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
+                           "scores": _plain(row.get("scores")) if "rerank_ms" not in columns else None},
+                          _ns((_number(row, "retrieve_ms") or 0.0) / 1000), {})]
+        if "rerank_ms" in columns:
+            spans.append(SpanData("rerank", "RERANKER", {"query": question, "chunk_ids": _plain(row.get("retrieved_ids"))},
+                                  {"chunk_ids": _plain(row.get("chunk_ids")), "scores": _plain(row.get("scores"))},
+                                  _ns((_number(row, "rerank_ms") or 0.0) / 1000), {}))
+        answered = "answer" in columns
+        if "context_ids" in columns:
+            spans.append(SpanData("context", "PARSER", {"chunk_ids": _plain(row.get("chunk_ids"))},
+                                  {"chunk_ids": _plain(row.get("context_ids")),
+                                   "passages": _plain(row.get("context_texts"))}, 0, {}))
+        if answered:
+            spans.append(SpanData(
+                "generate", "LLM", {"question": question, "passages": len(_plain(row.get("context_texts")) or [])},
+                {"answer": _plain(row.get("answer")), "citations": _plain(row.get("citations")),
+                 "refused": _plain(row.get("refused")), "raw_output": _plain(row.get("raw_output"))},
+                _ns(_number(row, "generate_s")),
+                {k: _plain(row[k]) for k in ("tokens_in", "tokens_out", "generation_cached", "parse_error",
+                                              "generation_error") if k in row and row[k] is not None}))
+        scores = _scores(row, judge_cols)
+        if scores:
+            spans.append(SpanData("judge", "EVALUATOR", {"answer": _plain(row.get("answer"))},
+                                  {s.name: s.value for s in scores},
+                                  _ns(judge_each) if any(s.llm for s in scores) else 0,
+                                  {"failure": _plain(row.get("failure"))} if row.get("failure") else {}))
+        out.append(QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
+                                 tuple(spans), tuple(scores)))
+    return out
+
+
+def _scores(row: Mapping[str, Any], judge_cols: list[str]) -> list[Score]:
+    scores = []
+    correct, refusal = _number(row, "correct"), _number(row, "correct_refusal_rate")
+    if correct is not None:
+        scores.append(Score("correct", correct >= 0.5, f"correct={correct:g}"))
+    elif refusal is not None:  # an unanswerable question: correct means it refused
+        scores.append(Score("correct", refusal >= 0.5, "unanswerable: " + ("refused" if refusal >= 0.5 else
+                                                                            "answered anyway")))
+    faithful = _number(row, "faithfulness")
+    if faithful is not None:
+        scores.append(Score("faithfulness", faithful))
+    precision = _number(row, "citation_precision")
+    if precision is not None:
+        recall, invalid = _number(row, "citation_recall"), _number(row, "invalid_citations")
+        scores.append(Score("citation", precision, f"citation precision {precision:g}"
+                            + (f", recall {recall:g}" if recall is not None else "")
+                            + (f", invalid citations {invalid:g}" if invalid is not None else "")))
+    for col in judge_cols:
+        v = _number(row, col)
+        if v is not None:
+            scores.append(Score(col, v, None, llm=True))
+    return scores
+
+
+def _span_dict(trace_id: str, span_id: str, parent: str | None, data: SpanData, start: int) -> dict[str, Any]:
+    attributes = {"mlflow.traceRequestId": json.dumps(trace_id), "mlflow.spanType": json.dumps(data.span_type),
+                  "mlflow.spanInputs": json.dumps(data.inputs, default=str),
+                  "mlflow.spanOutputs": json.dumps(data.outputs, default=str),
+                  **{k: json.dumps(v, default=str) for k, v in data.attributes.items()}}
+    return {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent, "name": data.name,
+            "start_time_unix_nano": start, "end_time_unix_nano": start + data.duration_ns, "events": [],
+            "status": {"code": "STATUS_CODE_OK", "message": ""}, "attributes": attributes}
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, traces: list[QuestionTrace],
+               end_ns: int | None = None) -> list[str]:
+    """Log ``traces`` to the experiment through ``tracing`` (an ``mlflow.tracing.client.TracingClient``
+    of the tracker's URI), each linked to ``run_id`` (trace metadata ``mlflow.sourceRun``, what
+    MLflow's run page and ``search_traces(run_id=...)`` read) and tagged with the cell and
+    question; return the trace ids."""
+    from mlflow.entities import Assessment, AssessmentSource, Feedback, Span, TraceInfo, TraceLocation, TraceState
+    from mlflow.tracing.constant import TraceMetadataKey, TraceTagKey
+
+    total = sum(sum(s.duration_ns for s in t.spans) for t in traces)
+    clock = (end_ns if end_ns is not None else time.time_ns()) - total
+    spans: list[Any] = []
+    infos = []
+    for t in traces:
+        trace_id = "tr-" + secrets.token_hex(16)
+        root_id = secrets.token_hex(8)
+        start = clock
+        children = []
+        for data in t.spans:
+            children.append(_span_dict(trace_id, secrets.token_hex(8), root_id, data, clock))
+            clock += data.duration_ns
+        duration = clock - start
+        root = SpanData(TRACE_NAME, "CHAIN", {"qid": t.qid, "question": t.question}, {"answer": t.answer},
+                        duration, {"rag_bench.timing": TIMING_NOTE})
+        spans += [Span.from_dict(d) for d in (_span_dict(trace_id, root_id, None, root, start), *children)]
+        code = AssessmentSource(source_type="CODE", source_id="rag_bench")
+        judge = AssessmentSource(source_type="LLM_JUDGE", source_id="rag_bench.judge")
+        assessments: list[Assessment] = [Feedback(name=s.name, value=s.value, rationale=s.rationale, trace_id=trace_id,
+                                source=judge if s.llm else code) for s in t.scores]
+        infos.append(TraceInfo(
+            trace_id=trace_id, trace_location=TraceLocation.from_experiment_id(experiment_id),
+            request_time=start // 1_000_000, execution_duration=duration // 1_000_000, state=TraceState.OK,
+            request_preview=json.dumps({"question": t.question})[:PREVIEW],
+            response_preview=json.dumps({"answer": t.answer})[:PREVIEW],
+            trace_metadata={TraceMetadataKey.SOURCE_RUN: run_id, "mlflow.trace_schema.version": "3"},
+            tags={CELL_TAG: cell_id, QID_TAG: t.qid, TraceTagKey.TRACE_NAME: TRACE_NAME,
+                  TraceTagKey.SPANS_LOCATION: "TRACKING_STORE"},
+            assessments=assessments))
+    for batch in _chunks(spans, SPANS_PER_CALL):
+        tracing.log_spans(experiment_id, batch)
+    for info in infos:
+        tracing.start_trace(info)
+    return [info.trace_id for info in infos]
+
+
+def delete_run_traces(tracing: Any, experiment_id: str, run_id: str) -> int:
+    """Delete the traces linked to ``run_id`` (an earlier run of a cell about to be replaced, so a
+    re-logged cell never holds two sets); return how many."""
+    ids: list[str] = []
+    token = None
+    while True:
+        page = tracing.search_traces(locations=[experiment_id], run_id=run_id, max_results=500, page_token=token,
+                                     include_spans=False)
+        ids += [t.info.trace_id for t in page]
+        token = getattr(page, "token", None)
+        if not token:
+            break
+    for batch in _chunks(ids, 100):
+        tracing.delete_traces(experiment_id=experiment_id, trace_ids=batch)
+    return len(ids)
