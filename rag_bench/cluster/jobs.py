@@ -16,6 +16,7 @@ which cell, including cells a killed job never reached.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,7 +139,8 @@ def read_plans(folder: Path) -> dict[str, tuple[str, str]]:
             data: Any = json.loads(path.read_text())
             for job in data["jobs"]:
                 for cell in job["cells"]:
-                    out[str(cell["cell_id"])] = (str(job["job_id"]), str(cell.get("prefix", "")))
+                    if re.fullmatch(r"[0-9a-f]{12}", str(cell["cell_id"])):  # a cell id, never a path
+                        out[str(cell["cell_id"])] = (str(job["job_id"]), str(cell.get("prefix", "")))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a damaged plan only loses the job names of its cells
     return out

@@ -40,7 +40,9 @@ def test_plan_counts_distinct_texts_and_round_trips(tmp_path):
     assert "distinct texts to embed in all: 3 " in text  # the shared question once
     write_plan(tmp_path, "41", ["41_0", "41_1", "41_2"], jobs, {"a": "A", "b": "B", "c": "C"})
     write_plan(tmp_path, "42", ["42_0"], group(_cells("a")), {"a": "A2"})  # a later re-run holds cell 0
+    (tmp_path / "43.plan.json").write_text('{"jobs": [{"job_id": "43_0", "cells": [{"cell_id": "../../etc"}]}]}')
     plans = read_plans(tmp_path)
+    assert "../../etc" not in plans  # a cell id, never a path
     assert plans[f"{0:012x}"] == ("42_0", "A2") and plans[f"{3:012x}"] == ("41_2", "C")
 
 
