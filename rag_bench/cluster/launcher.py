@@ -55,6 +55,7 @@ class _Planner:
 
     def __init__(self) -> None:
         self.texts: dict[str, frozenset[str] | None] = {}
+        self.datasets: dict[tuple[str, str], Any] = {}  # loaded (and hashed) once per plan, not per cell
 
     def cell(self, index: int, overrides: Sequence[str], cfg: DictConfig) -> tuple[PlannedCell, bool]:
         from rag_bench.cells import is_done
@@ -64,7 +65,10 @@ class _Planner:
         task = cfg.copy()
         with open_dict(task):
             task.pop("hydra", None)
-        dataset = load_dataset(dataset_path(task), split=task.dataset.split)
+        where = (str(dataset_path(task)), str(task.dataset.split))
+        if where not in self.datasets:
+            self.datasets[where] = load_dataset(where[0], split=where[1])
+        dataset = self.datasets[where]
         cid = cell_id(task, dataset.fingerprint)
         node = {g: OmegaConf.to_container(task[g], resolve=True) for g in ("chunker", "embedder", "index") if g in task}
         archived = bool(task.pipeline.include_archived)  # which chunks are indexed: part of the shared work
