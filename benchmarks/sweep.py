@@ -37,7 +37,12 @@ dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
     python benchmarks/sweep.py                       # both corpora, full naive arm on demo
     python benchmarks/sweep.py --corpus synthetic --naive-sample 6
     python benchmarks/sweep.py --corpus squad                         # per-cell overhead, 180 cells
-    python benchmarks/sweep.py --corpus squad --repeats 3             # each overhead run best of 3
+    python benchmarks/sweep.py --corpus squad --repeats 3             # each overhead run best of 3, and median
+    python benchmarks/sweep.py --corpus squad --repeats 3 --arms none # only tracking=none: wing on vs stock Hydra
+
+With ``--corpus squad`` the cold and warm sweeps run with MLflow on (``--cold-tracking``) and are
+printed against the grid's distinct-work floor (as above: model load, distinct texts embedded,
+distinct rerank pairs, distinct prompts).
 """
 
 from __future__ import annotations
@@ -206,7 +211,7 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
 
 
 def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, cells: int,
-             added: int, repeats: int = 1) -> dict[str, float]:
+             added: int, repeats: int = 1, arms: str = "all") -> dict[str, float]:
     """Per-cell fixed cost, warm (``cache`` filled), with tracking none and mlflow (module doc):
     ``full`` is the grid, ``first_k`` the same grid at its first k, ``added`` the cells the other
     values of k add. Each of the two runs of an arm is timed ``repeats`` times (alternating) and
@@ -214,28 +219,42 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     shared machine moves it by tens of milliseconds per cell."""
     out: dict[str, float] = {}
     stock = {STOCK_ENV: "1"}  # rag_bench.fast off: stock Hydra composition, basic launcher, normal exit
-    arms: dict[str, tuple[str, list[str], dict[str, str]]] = {
+    which = arms
+    arms_of: dict[str, tuple[str, list[str], dict[str, str]]] = {
         "none": ("none", [], {}), "none, stock Hydra (RAG_BENCH_STOCK_HYDRA=1)": ("none", [], stock),
         "mlflow": ("mlflow", [], {}),
         "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"], {})}
-    for name, (tracking, extra, env) in arms.items():
+    chosen = {n: a for n, a in arms_of.items() if which == "all" or a[0] == which}
+    for name, (tracking, extra, env) in chosen.items():
         slug = name.split(",")[0] + ("-fg" if extra else "") + ("-stock" if env else "")
-        t_full = t_first = float("inf")
+        fulls: list[float] = []
+        firsts: list[float] = []
         for i in range(repeats):
-            t_full = min(t_full, run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=cache,
-                                     tracking=tracking, env=env))
-            t_first = min(t_first, run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=cache,
-                                       tracking=tracking, env=env))
+            fulls.append(run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=cache, tracking=tracking,
+                             env=env))
+            firsts.append(run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=cache,
+                              tracking=tracking, env=env))
+        t_full, t_first = min(fulls), min(firsts)
         out[name] = (t_full - t_first) / added
         best = f", best of {repeats} each" if repeats > 1 else ""
         print(f"per-cell overhead (warm, tracking={name}): {out[name]:.3f} s  (grid of {cells} cells "
               f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s{best})", flush=True)
+        if repeats > 1:  # the median of the paired differences, beside the difference of the fastest runs
+            med = float(np.median([(f - g) / added for f, g in zip(fulls, firsts)]))
+            out[f"{name} (median)"] = med
+            print(f"    median of {repeats} paired runs: {med:.3f} s/cell  (grid {', '.join(f'{t:.1f}' for t in fulls)}; "
+                  f"first k {', '.join(f'{t:.1f}' for t in firsts)})", flush=True)
     return out
 
 
-def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1) -> dict[str, float]:
-    """The 180-cell grid of issue 16: a cold sweep to fill the cache, then the per-cell overhead
-    (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``)."""
+def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, cold_tracking: str = "mlflow",
+                arms: str = "all", chunkers: list[str] | None = None) -> dict[str, float]:
+    """The 180-cell grid of issue 16: a cold sweep (``cold_tracking``, MLflow by default, as a user
+    runs it) to fill the cache, timed against its distinct-work floor, then the per-cell overhead
+    (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``; ``arms``: all, or
+    only the tracking=none or tracking=mlflow arms; ``chunkers``: a subset of the six, a smaller grid
+    for a busy machine -- the output names the grid it ran)."""
+    chunkers = chunkers or SQUAD_CHUNKERS
     conf = work / "squad-conf" / "reranker"
     conf.mkdir(parents=True, exist_ok=True)
     for n, text in SQUAD_RERANK.items():
@@ -243,16 +262,25 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1) ->
     rerankers = ["none", *SQUAD_RERANK]
     common = [f"dataset.path={SQUAD}", f"hydra.searchpath=[file://{conf.parent}]", *(extra or [])]
     ks = ["5", "10"]
-    n = len(SQUAD_CHUNKERS) * len(RETRIEVERS) * len(rerankers) * len(ks)
-    print(f"\n== squad: {SQUAD} -- grid {len(SQUAD_CHUNKERS)} chunkers x 3 retrievers x {len(rerankers)} rerankers "
+    n = len(chunkers) * len(RETRIEVERS) * len(rerankers) * len(ks)
+    print(f"\n== squad: {SQUAD} -- grid {len(chunkers)} chunkers x 3 retrievers x {len(rerankers)} rerankers "
           f"x {len(ks)} k = {n} cells{'; ' + ' '.join(extra) if extra else ''}", flush=True)
-    full = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks), *common]
-    cold = run(full, out=work / "squad-cold", cache=work / "squad-cache")
-    print(f"sweep (cold): {cold:8.1f} s", flush=True)
-    warm = run(full, out=work / "squad-warm", cache=work / "squad-cache")
-    print(f"warm:         {warm:8.1f} s  (warm/cold = {warm / cold:.1%})", flush=True)
-    first = [*grid(SQUAD_CHUNKERS, rerankers=rerankers, ks=ks[:1]), *common]
-    return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks), repeats=repeats)
+    full = [*grid(chunkers, rerankers=rerankers, ks=ks), *common]
+    cold = run(full, out=work / "squad-cold", cache=work / "squad-cache", tracking=cold_tracking)
+    print(f"sweep (cold, tracking={cold_tracking}): {cold:8.1f} s", flush=True)
+    warm = run(full, out=work / "squad-warm", cache=work / "squad-cache", tracking=cold_tracking)
+    print(f"warm (tracking={cold_tracking}):        {warm:8.1f} s  (warm/cold = {warm / cold:.1%})", flush=True)
+    f = floor(SQUAD, chunkers, common, work / "squad-cold")
+    print(f"floor:        {f['total']:8.1f} s  (model load {f['load_s']:.1f} + embed {f['texts']} distinct texts "
+          f"{f['embed_s']:.1f} + {f['pairs']} rerank pairs {f['rerank_s']:.2f} + {f['prompts']} distinct "
+          f"prompts {f['generate_s']:.1f})", flush=True)
+    print(f"ratios: cold/floor = {cold / f['total']:.2f}   warm/floor = {warm / f['total']:.2f}   "
+          f"cold - floor = {cold - f['total']:.1f} s ({(cold - f['total']) / n:.3f} s per cell)", flush=True)
+    first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
+    r = {"cold_s": cold, "warm_s": warm, "floor_s": f["total"]}
+    r.update(overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks),
+                      repeats=repeats, arms=arms))
+    return r
 
 
 def main() -> None:
@@ -268,11 +296,19 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="time each warm run (the warm arm and the per-cell overhead's runs) this many times "
                         "and keep the fastest")
+    p.add_argument("--cold-tracking", choices=["mlflow", "none"], default="mlflow",
+                   help="tracking of the squad cold and warm sweeps (default mlflow, as a user runs it)")
+    p.add_argument("--arms", choices=["all", "none", "mlflow"], default="all",
+                   help="which per-cell overhead arms to run: all, the two tracking=none ones (wing on and "
+                        "stock Hydra), or the two tracking=mlflow ones")
+    p.add_argument("--chunkers", default=None,
+                   help=f"squad grid: comma-separated subset of {','.join(SQUAD_CHUNKERS)} (default: all six, 180 cells)")
     a = p.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
-            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None, a.repeats)
+            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None, a.repeats,
+                        a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None)
         if a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
