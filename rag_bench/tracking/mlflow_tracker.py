@@ -300,7 +300,8 @@ class MlflowTracker:
             records = pd.read_parquet(cell_dir / "records.parquet")
             metrics_file = cell_dir / "metrics.json"
             metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.exists() else {}
-            ids = log_traces(tracing, exp_id, run_id, cell_id, question_traces(records, metrics))
+            ids = log_traces(tracing, exp_id, run_id, cell_id, question_traces(records, metrics),
+                             is_local=not self.uri.startswith(("http://", "https://")))
             client.set_tag(run_id, TRACES_TAG, str(len(ids)))
         except Exception as exc:  # noqa: BLE001 -- the traces are a view of the run; the cell is kept
             log.warning("cell %s: its MLflow traces were not logged (%s: %s); the run and the cell are kept",
