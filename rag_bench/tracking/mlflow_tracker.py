@@ -238,7 +238,9 @@ class MlflowTracker:
         (plus ``mlflow.parentRunId``), the dataset as an MLflow input, the cell folder as artifacts
         and ``table`` (per-question results) as ``questions.json``, MLflow's table artifact. It is
         written in as few calls as the store allows: one batch of metrics, params and tags (a
-        second only past 100 params), the input, the artifacts, the status.
+        second only past 100 params), the input, the artifacts, the status. With ``traces``,
+        each question is also a trace linked to the run (:mod:`rag_bench.tracking.traces`), and
+        an earlier run of the cell is deleted with its traces.
 
         The whole sequence holds the cell's lock: a process logging the same cell at the same
         moment waits, then replaces this run by its own, so one live run remains, FINISHED."""
