@@ -820,7 +820,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return score_main(rest)
     handlers = {"validate": _validate, "chunks": _chunks, "leaderboard": _leaderboard, "cache": _cache,
-                "status": _status, "embed": _embed, "compare": _compare, "gate": _gate, "report": _report, "sync": _sync, "evaluate": _evaluate,
+                "status": _status, "embed": _embed, "compare": _compare, "gate": _gate, "report": _report,
+                "sync": _sync, "evaluate": _evaluate,
                 "export": _export, "score-answers": _score_answers,
                 "calibrate": _calibrate, "label": _label}
     if cmd not in handlers:

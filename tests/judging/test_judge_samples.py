@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_bench.judging.base import JudgeResult, JudgeSample
-from rag_bench.judging.ragas_judge import RagasJudge, embedder_identity
 from rag_bench.evaluation.scorers.judge import columns as sample_columns
 from rag_bench.evaluation.scorers.judge import failure_warning
+from rag_bench.judging.base import JudgeResult, JudgeSample
+from rag_bench.judging.ragas_judge import RagasJudge, embedder_identity
 from rag_bench.judging.samples import tally
 from rag_bench.metrics.bootstrap import judge_consistency, two_level_bootstrap_ci
 from tests.judging.scripted_judge import ScriptedJudge, verdict
