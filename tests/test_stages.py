@@ -55,18 +55,18 @@ def test_optional_capabilities_fall_back_to_the_declared_default():
             return [np.zeros(len(s)) for s in shortlists]
 
     assert stages.capability(Plain(), "reranker", "prefetch")([], []) is None
-    assert stages.capability(object(), "retriever", "ann_report")([], [1], None) is None
+    assert stages.capability(object(), "retriever", "ann_probe")([], None) is None
 
-    class Measured:
-        def ann_report(self, questions, ks, access):
-            return {"ann_recall@1": 1.0}
+    class Probed:
+        def ann_probe(self, questions, access):
+            return "probe"
 
-    assert stages.capability(Measured(), "retriever", "ann_report")([], [1], None) == {"ann_recall@1": 1.0}
+    assert stages.capability(Probed(), "retriever", "ann_probe")([], None) == "probe"
     with pytest.raises(AttributeError, match="not an optional capability"):
         stages.capability(Plain(), "reranker", "scores")
 
 
 def test_optional_methods_are_not_required():
     assert "prefetch" not in stages.required_methods("reranker")
-    assert "ann_report" not in stages.required_methods("retriever")
+    assert "ann_probe" not in stages.required_methods("retriever")
     assert "usage" not in stages.required_methods("embedder")

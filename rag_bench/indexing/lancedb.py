@@ -21,9 +21,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -37,6 +40,26 @@ log = logging.getLogger(__name__)
 INDEX_TYPES = ("IVF_PQ", "IVF_HNSW_SQ", "flat")
 MIN_TRAIN_ROWS = 256  # PQ/SQ codebooks need at least 2**num_bits rows
 ROWS_PER_PARTITION = 256  # LanceDB's IVF training sample per list
+
+
+@contextmanager
+def _foreign_datasets_hidden() -> Iterator[None]:
+    """Hide a ``datasets`` module that is not Hugging Face's from lancedb while it registers its
+    converters. lancedb registers one for every optional library already imported, by module name
+    (``"datasets" in sys.modules`` -> ``from datasets import Dataset``), at import and on every
+    ``create_table``. A folder named ``datasets/`` on ``sys.path`` -- a project's data folder, like
+    this repository's, with the working directory on the path under ``python -m`` or in a notebook
+    -- is imported as a namespace package when transformers probes for Hugging Face datasets, and
+    lancedb's import then fails with ``cannot import name 'Dataset' from 'datasets'``."""
+    foreign = sys.modules.get("datasets")
+    if foreign is None or hasattr(foreign, "Dataset"):
+        yield
+        return
+    del sys.modules["datasets"]
+    try:
+        yield
+    finally:
+        sys.modules.setdefault("datasets", foreign)
 
 
 def _where(mask: np.ndarray) -> str:
@@ -110,8 +133,10 @@ class LanceDbIndex:
 
     def build(self, vectors: np.ndarray) -> None:
         """Write ``vectors`` (n, dim) float32 to a private LanceDB table and build its ANN index."""
-        import lancedb
         import pyarrow as pa
+
+        with _foreign_datasets_hidden():
+            import lancedb
 
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         t0 = time.perf_counter()
@@ -121,7 +146,8 @@ class LanceDbIndex:
         weakref.finalize(self, shutil.rmtree, self._dir, True)
         data = pa.table({"row": pa.array(np.arange(self.n, dtype=np.int64)),
                          "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim)})
-        self._table = lancedb.connect(self._dir).create_table("chunks", data=data)
+        with _foreign_datasets_hidden():
+            self._table = lancedb.connect(self._dir).create_table("chunks", data=data)
         self._ann = self.index_type != "flat" and self.n >= MIN_TRAIN_ROWS
         if self.index_type != "flat" and not self._ann:
             log.warning("index=lancedb: %d vectors < %d, too few to train %s; searching exhaustively",

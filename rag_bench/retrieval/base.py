@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -23,16 +24,25 @@ class Retriever(Protocol):
         ...
 
     @optional
-    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
-        """Tune an approximate index to its ``index.target_recall`` on ``questions`` before they are
-        searched (figures for metrics.json ``ann``); default: nothing to tune."""
+    def ann_probe(self, questions: Sequence[Question], access: AccessFilter) -> AnnProbe | None:
+        """What the ANN scorer measures (metrics.json ``ann``, ``index.target_recall``): the
+        approximate index, its exact reference over the same vectors, the question vectors and the
+        askers' masks; default: none (the retriever has no approximate index)."""
         return None
 
-    @optional
-    def ann_report(self, questions: Sequence[Question], ks: Sequence[int],
-                   access: AccessFilter) -> dict[str, Any] | None:
-        """ANN-vs-exact measurement of an approximate index (metrics.json ``ann``); default: none."""
-        return None
+
+@dataclass(frozen=True)
+class AnnProbe:
+    """An approximate index laid open for measurement by
+    :mod:`rag_bench.evaluation.scorers.ann` (the retriever never measures itself: measuring is
+    the evaluation layer's). ``reference`` is the exact index over the same vectors (None when
+    ``index`` is itself exact); ``masks[r]`` is question ``r``'s asker's access mask (None: all)."""
+
+    index: Any
+    reference: Any
+    query_vectors: np.ndarray
+    masks: Sequence[np.ndarray | None]
+    qids: Sequence[str]
 
 
 class AccessFilter:

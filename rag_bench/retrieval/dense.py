@@ -1,8 +1,9 @@
 """Dense retrieval: embed chunks and questions, search a FAISS index with the access filter inside.
 
 Every non-flat index is measured against an exact flat index over the same vectors, with the
-same filter, in the same cell (:meth:`DenseRetriever.ann_report`), as configured: retrieval fills
-a ranking the index leaves short with a wider or exact search, the ANN report never does.
+same filter, in the same cell (the retriever lays its indexes open with :meth:`DenseRetriever.ann_probe`;
+:mod:`rag_bench.evaluation.scorers.ann` measures them), as configured: retrieval fills a ranking
+the index leaves short with a wider or exact search, the ANN report never does.
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
-from rag_bench.evaluation.scorers import ann as ann_scorer
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.indexing.flat import FlatIndex
-from rag_bench.indexing.tuning import TuneResult
 from rag_bench.records import Chunk, Question, Ranking
-from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
+from rag_bench.retrieval.base import AccessFilter, AnnProbe, strictly_decreasing
 
 
 def _group_by_asker(questions: Sequence[Question], access: AccessFilter) -> dict[object, list[int]]:
@@ -57,7 +56,6 @@ class DenseRetriever:
         self.exact: VectorIndex | None = None
         self.shared = shared
         self.latency_ms: list[float] = []
-        self._tuned: dict[str, TuneResult | None] = {}  # per question set: index.target_recall's tuning
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         """Embed the chunks (through the cache) and build the index (plus flat for reference).
@@ -103,28 +101,8 @@ class DenseRetriever:
                                  tuple(strictly_decreasing(sc).tolist()))
         return [r for r in out if r is not None]
 
-    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
-        """Tune the index's search knob to its ``target_recall`` on these questions before they are
-        searched (:func:`rag_bench.evaluation.scorers.ann.tune_index`: half to tune, half held out),
-        once per question set; the knob is set to the choice on every call. Returns the tuning's
-        figures (None without a target, or for a flat index); :meth:`ann_report` adds them."""
-        key = memo.digest(f"{q.qid}\0{q.question}\0{q.asker.key if q.asker else None}" for q in questions)
-        if key not in self._tuned:
-            self._tuned[key] = ann_scorer.tune_index(
-                index=self.index, reference=self.exact, query_vectors=self.query_vectors(questions),
-                masks=[access.mask(q.asker) for q in questions], qids=[q.qid for q in questions])
-        result = self._tuned[key]
-        if result is None:
-            return None
-        setattr(self.index, result.knob, result.chosen)
-        return ann_scorer.tuning_figures(result)
-
-    def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
-        """ANN vs exact on the same vectors and filter (:func:`rag_bench.evaluation.scorers.ann.report`),
-        with the tuning's figures when :meth:`tune` tuned the index on these questions. For a flat
-        index the reference is itself: recall 1."""
-        tuned = self.tune(questions, access) if getattr(self.index, "target_recall", None) is not None else None
-        out = ann_scorer.report(index=self.index, reference=self.exact or self.index,
-                                query_vectors=self.query_vectors(questions),
-                                masks=[access.mask(q.asker) for q in questions], ks=ks)
-        return {**out, **(tuned or {})}
+    def ann_probe(self, questions: Sequence[Question], access: AccessFilter) -> AnnProbe:
+        """The index, its exact reference (None for a flat index), the question vectors and masks:
+        what :mod:`rag_bench.evaluation.scorers.ann` measures and tunes."""
+        return AnnProbe(index=self.index, reference=self.exact, query_vectors=self.query_vectors(questions),
+                        masks=[access.mask(q.asker) for q in questions], qids=[q.qid for q in questions])

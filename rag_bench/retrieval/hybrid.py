@@ -16,7 +16,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.memo import SharedWork
 from rag_bench.records import Chunk, Question, Ranking
-from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
+from rag_bench.retrieval.base import AccessFilter, AnnProbe, strictly_decreasing
 from rag_bench.retrieval.bm25 import Bm25Retriever
 from rag_bench.retrieval.dense import DenseRetriever
 
@@ -86,10 +86,6 @@ class HybridRetriever:
             out.append(Ranking(q.qid, tuple(items), tuple(strictly_decreasing(np.asarray(scores)).tolist())))
         return out
 
-    def tune(self, questions: Sequence[Question], access: AccessFilter) -> dict[str, Any] | None:
-        """The dense branch's index tuned to its ``target_recall``."""
-        return self.dense.tune(questions, access)
-
-    def ann_report(self, questions: Sequence[Question], ks: Sequence[int], access: AccessFilter) -> dict[str, Any]:
-        """ANN measurement of the dense branch."""
-        return self.dense.ann_report(questions, ks, access)
+    def ann_probe(self, questions: Sequence[Question], access: AccessFilter) -> AnnProbe:
+        """The dense branch's index, laid open for the ANN scorer."""
+        return self.dense.ann_probe(questions, access)

@@ -56,7 +56,8 @@ def run_parts(parts: CellParts, dataset: Dataset, cell_id: str, work: SharedWork
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
     # over dataset.split shares the index but never the rankings.
     questions_key = memo.key(dataset.fingerprint, s.split)
-    stages.tune(indexed=indexed, questions=questions)  # index.target_recall: before anything is searched
+    # index.target_recall: tuned before anything is searched
+    tuned = stages.tune(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
                                 questions_key=questions_key)
     reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")), retrieved=retrieved,
@@ -67,7 +68,8 @@ def run_parts(parts: CellParts, dataset: Dataset, cell_id: str, work: SharedWork
         answered = stages.answer(generator=parts.generator, questions=questions, reranked=reranked, indexed=indexed,
                                  parents=chunked.parents, k=k, expand_parents=s.expand_parents,
                                  token_budget=s.token_budget)
-    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key)
+    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key,
+                     tuned=tuned)
 
     timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000}
     if reranked.prefetch_s is not None:

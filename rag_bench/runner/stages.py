@@ -28,6 +28,7 @@ from rag_bench.evaluation.results import (
     Reranked,
     Retrieved,
 )
+from rag_bench.evaluation.scorers import ann as ann_scorer
 from rag_bench.evaluation.scorers import judge as judge_scorer
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
@@ -74,12 +75,23 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, retriever: Retriever,
     return Indexed(retriever, searchable, access, key, time.perf_counter() - t0)
 
 
-def tune(*, indexed: Indexed, questions: Sequence[Question]) -> None:
+def tune(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
+         questions_key: str = "") -> dict[str, Any] | None:
     """Tune the index's search knob to ``index.target_recall`` on ``questions`` before retrieval
-    (the retriever's ``tune`` capability: a no-op without a target; the result is kept by the
-    retriever per question set and reported with its ANN figures)."""
-    with contracts.calling("retriever", indexed.retriever, "tuning the index to index.target_recall"):
-        capability(indexed.retriever, "retriever", "tune")(questions, indexed.access)
+    (:func:`rag_bench.evaluation.scorers.ann.tune_index`: half to tune, half held out), once per
+    index and question set; the knob is set to the choice on every call. Returns the tuning's
+    figures for the ``ann`` section (None: no approximate index, or no target)."""
+    with contracts.calling("retriever", indexed.retriever, "laying its index open for tuning"):
+        probe = capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+    if probe is None:
+        return None
+    result = work.get_or("tuned", memo.key(indexed.key, questions_key), lambda: ann_scorer.tune_index(
+        index=probe.index, reference=probe.reference, query_vectors=probe.query_vectors, masks=probe.masks,
+        qids=probe.qids))
+    if result is None:
+        return None
+    setattr(probe.index, result.knob, result.chosen)
+    return ann_scorer.tuning_figures(result)
 
 
 def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork,
@@ -149,11 +161,16 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
 
 
 def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork,
-        questions_key: str = "") -> dict[str, Any] | None:
-    """The retriever's ANN-vs-exact report (once per index, ks and question set), None when it has none."""
-    report = capability(indexed.retriever, "retriever", "ann_report")
-    return work.get_or("ann", memo.key(indexed.key, list(ks), questions_key),
-                       lambda: report(questions, ks, indexed.access))
+        questions_key: str = "", tuned: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """ANN vs exact on the same vectors and filter (:func:`rag_bench.evaluation.scorers.ann.report`)
+    once per index, ks and question set, with ``tuned`` (:func:`tune`'s figures) added; None when
+    the retriever has no index to lay open. A flat index is its own reference: recall 1."""
+    with contracts.calling("retriever", indexed.retriever, "laying its index open for the ANN report"):
+        probe = capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+    if probe is None:
+        return None
+    report = work.get_or("ann", memo.key(indexed.key, list(ks), questions_key), lambda: ann_scorer.probe_report(probe, ks))
+    return {**report, **(tuned or {})}
 
 
 def answer(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,

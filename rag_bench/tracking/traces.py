@@ -46,6 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from rag_bench.metrics import measures
+
 # Trace tags: which cell and question a trace belongs to (searchable in MLflow's trace view).
 CELL_TAG = "rag_bench.cell_id"
 QID_TAG = "rag_bench.qid"
@@ -167,21 +169,28 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> l
     return out
 
 
+_CORRECT, _REFUSED, _FAITHFUL = measures.CORRECT, measures.CORRECT_REFUSAL_RATE, measures.FAITHFULNESS
+_CITE_P, _CITE_R, _INVALID = measures.CITATION_PRECISION, measures.CITATION_RECALL, measures.INVALID_CITATIONS
+# The assessments MLflow shows (named after what they judge, not after a measure).
+_ASSESS_CORRECT, _ASSESS_FAITHFUL, _ASSESS_CITATION = "correct", "faithfulness", "citation"
+
+
 def _scores(row: Mapping[str, Any], judge_cols: list[str]) -> list[Score]:
+    # Assessment names are MLflow's (correct, faithfulness, citation); the columns read are the measures'.
     scores = []
-    correct, refusal = _number(row, "correct"), _number(row, "correct_refusal_rate")
+    correct, refusal = _number(row, _CORRECT.column), _number(row, _REFUSED.column)
     if correct is not None:
-        scores.append(Score("correct", correct >= 0.5, f"correct={correct:g}"))
+        scores.append(Score(_ASSESS_CORRECT, correct >= 0.5, f"{_CORRECT.name}={correct:g}"))
     elif refusal is not None:  # an unanswerable question: correct means it refused
-        scores.append(Score("correct", refusal >= 0.5, "unanswerable: " + ("refused" if refusal >= 0.5 else
+        scores.append(Score(_ASSESS_CORRECT, refusal >= 0.5, "unanswerable: " + ("refused" if refusal >= 0.5 else
                                                                             "answered anyway")))
-    faithful = _number(row, "faithfulness")
+    faithful = _number(row, _FAITHFUL.column)
     if faithful is not None:
-        scores.append(Score("faithfulness", faithful))
-    precision = _number(row, "citation_precision")
+        scores.append(Score(_ASSESS_FAITHFUL, faithful))
+    precision = _number(row, _CITE_P.column)
     if precision is not None:
-        recall, invalid = _number(row, "citation_recall"), _number(row, "invalid_citations")
-        scores.append(Score("citation", precision, f"citation precision {precision:g}"
+        recall, invalid = _number(row, _CITE_R.column), _number(row, _INVALID.column)
+        scores.append(Score(_ASSESS_CITATION, precision, f"citation precision {precision:g}"
                             + (f", recall {recall:g}" if recall is not None else "")
                             + (f", invalid citations {invalid:g}" if invalid is not None else "")))
     for col in judge_cols:

@@ -5,6 +5,8 @@ per-index folders, and a LanceDB cell on squad2-normans reporting ANN figures.""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -147,3 +149,20 @@ def test_lancedb_cell_on_squad2_normans_reports_ann_figures():
     assert flat.metrics["ann"]["ann_recall@10"] == 1.0
     faiss = cell("index=flat")
     assert flat.records["chunk_ids"].tolist() == faiss.records["chunk_ids"].tolist()
+
+
+def test_a_data_folder_named_datasets_does_not_break_lancedb(tmp_path):
+    # A folder named datasets/ on sys.path (this repository's demo data under `python -m pytest`,
+    # a team's data folder in a notebook) imports as a namespace package when transformers probes
+    # for Hugging Face datasets; lancedb then failed at import and at create_table with
+    # "cannot import name 'Dataset' from 'datasets'". In a fresh process: lancedb remembers a
+    # failed registration, so an earlier failure in this process would hide the bug.
+    (tmp_path / "datasets").mkdir()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import datasets, numpy as np\n"
+            "assert not hasattr(datasets, 'Dataset')\n"
+            "from rag_bench.indexing.lancedb import LanceDbIndex\n"
+            "index = LanceDbIndex(index_type='flat'); v = np.eye(4, dtype=np.float32); index.build(v)\n"
+            "print(index.search(v[:1], 2)[1].tolist(), sys.modules['datasets'] is datasets)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "True" and out.stdout.startswith("[[0, ")

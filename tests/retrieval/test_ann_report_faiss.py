@@ -1,6 +1,7 @@
 """The ANN report measures the index as configured, checked against FAISS itself.
 
-Our :meth:`DenseRetriever.ann_report` over random unit vectors is compared with a recall computed
+The ANN report (:func:`rag_bench.evaluation.scorers.ann.probe_report` of
+:meth:`DenseRetriever.ann_probe`) over random unit vectors is compared with a recall computed
 from ``faiss.IndexHNSWFlat`` and ``faiss.IndexFlatIP`` built and searched directly with the same
 parameters and the same access filter (an ``IDSelectorBitmap``), for ``ef_search`` below and above
 k, with and without a filter. Below k FAISS returns fewer than k hits: those count as misses, and
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rag_bench.evaluation.scorers.ann import probe_report
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.records import Asker, Chunk, Document, Question
 from rag_bench.retrieval.base import AccessFilter
@@ -87,7 +89,7 @@ def report(data, ef_search: int, asker: Asker | None) -> dict:
                                                                      ef_search=ef_search))
     r.fit(chunks)
     questions = [Question(f"q{j}", f"q{j}", True, asker=asker) for j in range(NQ)]
-    return r.ann_report(questions, list(KS), AccessFilter(chunks, DOCS))
+    return probe_report(r.ann_probe(questions, AccessFilter(chunks, DOCS)), list(KS))
 
 
 @pytest.mark.parametrize("ef_search", [1, 4, 16, 64])  # below and above k = 10
@@ -129,7 +131,7 @@ def test_the_report_times_no_widened_search_but_retrieval_still_fills_its_rankin
     access = AccessFilter(chunks, DOCS)
     questions = [Question(f"q{j}", f"q{j}", True, asker=a) for j in range(NQ) for a in (None, CUSTOMER)]
     CountingHnsw.widened = 0
-    rep = r.ann_report(questions, list(KS), access)
+    rep = probe_report(r.ann_probe(questions, access), list(KS))
     assert CountingHnsw.widened == 0 and rep["underfill_fallbacks"] > 0
     # Retrieval (documented): a ranking the configured search leaves short is widened to full depth.
     rankings = r.search(questions, 10, access)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation.scorers.ann import probe_report
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
@@ -83,7 +84,7 @@ def test_ann_report_known_answer():
     r = DenseRetriever(embedder=KeywordEmbedder(), index=OffByOneIndex())
     r.fit(CHUNKS)
     questions = [Question("a", "kettle", True), Question("b", "bread toaster", True)]
-    rep = r.ann_report(questions, [1, 5], AccessFilter(CHUNKS, DOCS))
+    rep = probe_report(r.ann_probe(questions, AccessFilter(CHUNKS, DOCS)), [1, 5])
     # k=5 search swaps the 5th exact result for the 6th: 4 of 5 kept -> 0.8; k=1 unaffected.
     assert rep["ann_recall@5"] == pytest.approx(0.8) and rep["ann_recall@1"] == 1.0
     assert rep["index"] == "fake_ann" and rep["index_bytes"] > 0 and rep["ann_p50_ms"] >= 0
@@ -92,5 +93,6 @@ def test_ann_report_known_answer():
 def test_flat_ann_report_is_exact():
     r = DenseRetriever(embedder=KeywordEmbedder(), index=FlatIndex())
     r.fit(CHUNKS)
-    rep = r.ann_report([Question("a", "kettle", True, asker=CUSTOMER)], [1, 3], AccessFilter(CHUNKS, DOCS))
+    probe = r.ann_probe([Question("a", "kettle", True, asker=CUSTOMER)], AccessFilter(CHUNKS, DOCS))
+    rep = probe_report(probe, [1, 3])
     assert rep["ann_recall@1"] == rep["ann_recall@3"] == 1.0

@@ -88,6 +88,13 @@ def report(*, index: Any, reference: Any, query_vectors: np.ndarray, masks: Sequ
     return out
 
 
+def probe_report(probe: Any, ks: Sequence[int]) -> dict[str, Any]:
+    """:func:`report` of a retriever's :class:`~rag_bench.retrieval.base.AnnProbe` (a flat index
+    is its own reference: recall 1)."""
+    return report(index=probe.index, reference=probe.reference or probe.index,
+                  query_vectors=probe.query_vectors, masks=probe.masks, ks=ks)
+
+
 def tune_index(*, index: Any, reference: Any, query_vectors: np.ndarray, masks: Sequence[np.ndarray | None],
                qids: Sequence[str]) -> TuneResult | None:
     """Tune ``index``'s knob to its ``target_recall`` on half the questions, checked on the other
