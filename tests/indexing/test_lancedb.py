@@ -156,8 +156,11 @@ def test_a_data_folder_named_datasets_does_not_break_lancedb(tmp_path):
     # a team's data folder in a notebook) imports as a namespace package when transformers probes
     # for Hugging Face datasets; lancedb then failed at import and at create_table with
     # "cannot import name 'Dataset' from 'datasets'". In a fresh process: lancedb remembers a
-    # failed registration, so an earlier failure in this process would hide the bug.
+    # failed registration, so an earlier failure in this process would hide the bug. Where Hugging
+    # Face datasets is installed (make llm installs it with ragas) a bare folder loses to it, so the
+    # foreign folder is a regular package here: the same module without `Dataset`, on any machine.
     (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "__init__.py").write_text("")
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import datasets, numpy as np\n"
             "assert not hasattr(datasets, 'Dataset')\n"
             "from rag_bench.indexing.lancedb import LanceDbIndex\n"
