@@ -68,6 +68,16 @@ HEADER = struct.Struct("<Q")  # each job on the pipe: its pickled size, then the
 _CURRENT: BackgroundLogger | None = None
 
 
+def _child_env() -> dict[str, str]:
+    """The child's environment: this process's, with the folder this ``rag_bench`` was imported
+    from first on ``PYTHONPATH``. With ``-P`` (no working directory on ``sys.path``) the child runs
+    the same code as its parent: under plain ``python -m`` a folder named ``rag_bench`` in the
+    working directory (another checkout, an older version) came first, and the child ran that."""
+    root = str(Path(os.path.abspath(__file__)).parents[2])
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, rest] if rest else [root])}
+
+
 @dataclass(frozen=True)
 class LogJob:
     """The end of one cell: ``write`` (the resolved config as a plain container, the
@@ -205,12 +215,13 @@ class BackgroundLogger:
         if self._proc is None:
             read, write = os.pipe()
             log_file = _log_file()
-            args = [sys.executable, "-m", "rag_bench.tracking.finisher", str(os.getpid()), str(write),
+            args = [sys.executable, "-P", "-m", "rag_bench.tracking.finisher", str(os.getpid()), str(write),
                     *([log_file] if log_file else [])]
             try:
                 with contextlib.ExitStack() as stack:
                     out = stack.enter_context(open(log_file, "ab")) if log_file else 2  # fd 2: stderr
-                    self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, pass_fds=(write,))
+                    self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, pass_fds=(write,),
+                                                  env=_child_env())
                 assert self._proc.stdin is not None
                 _widen_pipe(self._proc.stdin.fileno())
             except BaseException:

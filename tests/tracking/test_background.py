@@ -229,3 +229,22 @@ def test_the_hand_over_pipe_holds_a_whole_cell(tmp_path):
         assert fcntl.fcntl(proc.stdin.fileno(), fcntl.F_GETPIPE_SZ) >= min(limit, 1 << 20)
     finally:
         logger.close()
+
+
+def test_the_child_runs_its_parents_code_whatever_the_working_directory_holds(tmp_path, monkeypatch):
+    # A folder named rag_bench in the working directory (another checkout, an older version) came
+    # first on the child's sys.path under `python -m`: the child ran that code -- here a finisher
+    # that exits at once -- and every cell failed with "ended (exit code 0) before it was DONE".
+    other = tmp_path / "elsewhere" / "rag_bench" / "tracking"
+    other.mkdir(parents=True)
+    for init in (other.parent / "__init__.py", other / "__init__.py"):
+        init.write_text("")
+    (other / "finisher.py").write_text("raise SystemExit(0)\n")
+    monkeypatch.chdir(other.parents[1])
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(_job(tmp_path, "c1"), lambda: None)
+        logger.drain()
+    finally:
+        logger.close()
+    assert (tmp_path / "exp" / "c1" / "DONE").is_file()
