@@ -106,9 +106,18 @@ def test_against_a_rerank_server_wrapping_a_real_cross_encoder(tiny_cross_encode
             return 200, json.dumps({"results": [{"index": int(i), "relevance_score": float(scores[i])}
                                                 for i in order]}).encode()
 
-    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
     with serving(CrossEncoderService) as server:
-        rr = RerankApiReranker(base_url=f"http://127.0.0.1:{server.server_port}/v1", depth=4)
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        rr = RerankApiReranker(base_url=url, depth=4)
         (scores,) = rr.scores([Q], [CHUNKS])
+        cell = ["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "experiment.name=r",
+                "reranker=rerank_api", f"reranker.base_url={url}", "reranker.depth=5", "generator=none"]
+        assert cli(cell) == 0 and len(server.requests) > 1
     direct = model.predict([(Q.question, c.text) for c in CHUNKS], convert_to_numpy=True)
     assert np.allclose(scores, direct, atol=1e-6)
+    # The service is gone: the same reranking in another cell (another k) comes from the pair cache
+    # with zero calls -- an unreachable service would exit 2.
+    assert cli([*cell, "pipeline.k=3"]) == 0
+    assert len(list((out / "r").glob("*/DONE"))) == 2
