@@ -39,6 +39,8 @@ dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
     python benchmarks/sweep.py --corpus squad                         # per-cell overhead, 180 cells
     python benchmarks/sweep.py --corpus squad --repeats 3             # each overhead run best of 3, and median
     python benchmarks/sweep.py --corpus squad --repeats 3 --arms none # only tracking=none: wing on vs stock Hydra
+    git worktree add /tmp/base <commit>                               # today's overhead beside an earlier commit's:
+    python benchmarks/sweep.py --corpus demo --overhead-only --arms none --repeats 5 --baseline /tmp/base
 
 With ``--corpus squad`` the cold and warm sweeps run with MLflow on (``--cold-tracking``) and are
 printed against the grid's distinct-work floor (as above: model load, distinct texts embedded,
@@ -96,8 +98,9 @@ def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | N
     e.pop("MLFLOW_TRACKING_URI", None)
     if STOCK_ENV not in (env or {}):
         e.pop(STOCK_ENV, None)  # the wing on unless the arm asks for stock Hydra
+    out.parent.mkdir(parents=True, exist_ok=True)  # the working directory: no rag_bench folder in it (--baseline)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=e, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=e, capture_output=True, text=True, cwd=out.parent)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
@@ -175,10 +178,17 @@ def floor(dataset: Path, chunkers: list[str], common: list[str], sweep_out: Path
 
 
 def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work: Path,
-          naive_sample: int | None, repeats: int = 1) -> dict[str, float]:
+          naive_sample: int | None, repeats: int = 1, arms: str = "all", baseline: Path | None = None,
+          overhead_only: bool = False) -> dict[str, float]:
     print(f"\n== {name}: {dataset} -- grid {len(chunkers)} chunkers x 3 retrievers x 2 rerankers x 3 k = 72 cells",
           flush=True)
     full = [*grid(chunkers), *common]
+    first = [*grid(chunkers, ks=KS[:1]), *common]
+    if overhead_only:
+        t = run(full, out=work / "sweep", cache=work / "cache")
+        print(f"cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
+        return overhead(full, first, work=work, cache=work / "cache", cells=72, added=72 - 72 // len(KS),
+                        repeats=repeats, arms=arms, baseline=baseline)
     sweep_s = run(full, out=work / "sweep", cache=work / "cache")
     print(f"sweep (cold): {sweep_s:8.1f} s", flush=True)
     warms = [run(full, out=work / f"warm{i}", cache=work / "cache") for i in range(repeats)]
@@ -204,51 +214,70 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
     r = {"naive_s": naive_s, "sweep_s": sweep_s, "floor_s": f["total"], "warm_s": warm_s}
     print(f"ratios: sweep/floor = {sweep_s / f['total']:.2f} (target <= 1.3)   naive/sweep = {naive_s / sweep_s:.1f} "
           f"(target >= 5)   warm/cold = {warm_s / sweep_s:.1%} (target <= 15%)", flush=True)
-    over = overhead(full, [*grid(chunkers, ks=KS[:1]), *common], work=work, cache=work / "cache", cells=72,
-                    added=72 - 72 // len(KS), repeats=repeats)
+    over = overhead(full, first, work=work, cache=work / "cache", cells=72,
+                    added=72 - 72 // len(KS), repeats=repeats, arms=arms, baseline=baseline)
     r.update({f"overhead_{t}_s": v for t, v in over.items()})
     return r
 
 
 def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, cells: int,
-             added: int, repeats: int = 1, arms: str = "all") -> dict[str, float]:
+             added: int, repeats: int = 1, arms: str = "all", baseline: Path | None = None) -> dict[str, float]:
     """Per-cell fixed cost, warm (``cache`` filled), with tracking none and mlflow (module doc):
     ``full`` is the grid, ``first_k`` the same grid at its first k, ``added`` the cells the other
-    values of k add. Each of the two runs of an arm is timed ``repeats`` times (alternating) and
-    the fastest of each kept: the figure is a difference of two wall times, and one slow run on a
-    shared machine moves it by tens of milliseconds per cell."""
+    values of k add. Each of the two runs of an arm is timed ``repeats`` times and the fastest of
+    each kept: the figure is a difference of two wall times, and one slow run on a shared machine
+    moves it by tens of milliseconds per cell. The arms take turns within each repeat, so a quiet
+    or a loaded minute falls on all of them alike.
+
+    ``baseline``: the source tree of another rag_bench (e.g. ``git worktree add /tmp/base <commit>``)
+    run as one more tracking=none arm -- the same ``rag-bench`` entry point with ``PYTHONPATH`` set
+    to it, its own cache filled by one untimed run first -- so today's overhead and an earlier
+    commit's are measured side by side, in one run, on the same machine."""
     out: dict[str, float] = {}
     stock = {STOCK_ENV: "1"}  # rag_bench.fast off: stock Hydra composition, basic launcher, normal exit
-    which = arms
-    arms_of: dict[str, tuple[str, list[str], dict[str, str]]] = {
-        "none": ("none", [], {}), "none, stock Hydra (RAG_BENCH_STOCK_HYDRA=1)": ("none", [], stock),
-        "mlflow": ("mlflow", [], {}),
-        "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"], {})}
-    chosen = {n: a for n, a in arms_of.items() if which == "all" or a[0] == which}
-    for name, (tracking, extra, env) in chosen.items():
-        slug = name.split(",")[0] + ("-fg" if extra else "") + ("-stock" if env else "")
-        fulls: list[float] = []
-        firsts: list[float] = []
-        for i in range(repeats):
-            fulls.append(run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=cache, tracking=tracking,
-                             env=env))
-            firsts.append(run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=cache,
-                              tracking=tracking, env=env))
-        t_full, t_first = min(fulls), min(firsts)
+    arms_of: dict[str, tuple[str, list[str], dict[str, str], Path]] = {
+        "none": ("none", [], {}, cache),
+        "none, stock Hydra (RAG_BENCH_STOCK_HYDRA=1)": ("none", [], stock, cache),
+        "mlflow": ("mlflow", [], {}, cache),
+        "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"], {}, cache)}
+    if baseline is not None:
+        base_cache = cache.with_name(cache.name + "-baseline")
+        arms_of[f"none, baseline {baseline}"] = ("none", [], {"PYTHONPATH": str(baseline)}, base_cache)
+        t = run(full, out=work / "over-baseline-fill", cache=base_cache, env={"PYTHONPATH": str(baseline)})
+        print(f"baseline {baseline}: its cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
+    chosen = {n: a for n, a in arms_of.items() if arms == "all" or a[0] == arms}
+    fulls: dict[str, list[float]] = {n: [] for n in chosen}
+    firsts: dict[str, list[float]] = {n: [] for n in chosen}
+    for i in range(repeats):
+        for j, (name, (tracking, extra, env, arm_cache)) in enumerate(chosen.items()):
+            slug = f"arm{j}"
+            fulls[name].append(run([*full, *extra], out=work / f"over-{slug}-full{i}", cache=arm_cache,
+                                   tracking=tracking, env=env))
+            firsts[name].append(run([*first_k, *extra], out=work / f"over-{slug}-first{i}", cache=arm_cache,
+                                    tracking=tracking, env=env))
+    for name in chosen:
+        t_full, t_first = min(fulls[name]), min(firsts[name])
         out[name] = (t_full - t_first) / added
         best = f", best of {repeats} each" if repeats > 1 else ""
         print(f"per-cell overhead (warm, tracking={name}): {out[name]:.3f} s  (grid of {cells} cells "
               f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s{best})", flush=True)
         if repeats > 1:  # the median of the paired differences, beside the difference of the fastest runs
-            med = float(np.median([(f - g) / added for f, g in zip(fulls, firsts)]))
+            med = float(np.median([(f - g) / added for f, g in zip(fulls[name], firsts[name])]))
             out[f"{name} (median)"] = med
-            print(f"    median of {repeats} paired runs: {med:.3f} s/cell  (grid {', '.join(f'{t:.1f}' for t in fulls)}; "
-                  f"first k {', '.join(f'{t:.1f}' for t in firsts)})", flush=True)
+            print(f"    median of {repeats} paired runs: {med:.3f} s/cell  (grid "
+                  f"{', '.join(f'{t:.1f}' for t in fulls[name])}; first k "
+                  f"{', '.join(f'{t:.1f}' for t in firsts[name])})", flush=True)
+    base = f"none, baseline {baseline}"
+    if baseline is not None and "none" in out and base in out:
+        print(f"ratio today / baseline (tracking=none, wing on): {out['none'] / out[base]:.2f} "
+              f"(fastest runs)" + (f", {out['none (median)'] / out[base + ' (median)']:.2f} (medians)"
+                                   if repeats > 1 else ""), flush=True)
     return out
 
 
 def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, cold_tracking: str = "mlflow",
-                arms: str = "all", chunkers: list[str] | None = None) -> dict[str, float]:
+                arms: str = "all", chunkers: list[str] | None = None, baseline: Path | None = None,
+                overhead_only: bool = False) -> dict[str, float]:
     """The 180-cell grid of issue 16: a cold sweep (``cold_tracking``, MLflow by default, as a user
     runs it) to fill the cache, timed against its distinct-work floor, then the per-cell overhead
     (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``; ``arms``: all, or
@@ -266,6 +295,12 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
     print(f"\n== squad: {SQUAD} -- grid {len(chunkers)} chunkers x 3 retrievers x {len(rerankers)} rerankers "
           f"x {len(ks)} k = {n} cells{'; ' + ' '.join(extra) if extra else ''}", flush=True)
     full = [*grid(chunkers, rerankers=rerankers, ks=ks), *common]
+    first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
+    if overhead_only:
+        t = run(full, out=work / "squad-cold", cache=work / "squad-cache")
+        print(f"cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
+        return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks),
+                        repeats=repeats, arms=arms, baseline=baseline)
     cold = run(full, out=work / "squad-cold", cache=work / "squad-cache", tracking=cold_tracking)
     print(f"sweep (cold, tracking={cold_tracking}): {cold:8.1f} s", flush=True)
     warm = run(full, out=work / "squad-warm", cache=work / "squad-cache", tracking=cold_tracking)
@@ -276,10 +311,9 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
           f"prompts {f['generate_s']:.1f})", flush=True)
     print(f"ratios: cold/floor = {cold / f['total']:.2f}   warm/floor = {warm / f['total']:.2f}   "
           f"cold - floor = {cold - f['total']:.1f} s ({(cold - f['total']) / n:.3f} s per cell)", flush=True)
-    first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
     r = {"cold_s": cold, "warm_s": warm, "floor_s": f["total"]}
     r.update(overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks),
-                      repeats=repeats, arms=arms))
+                      repeats=repeats, arms=arms, baseline=baseline))
     return r
 
 
@@ -303,16 +337,28 @@ def main() -> None:
                         "stock Hydra), or the two tracking=mlflow ones")
     p.add_argument("--chunkers", default=None,
                    help=f"squad grid: comma-separated subset of {','.join(SQUAD_CHUNKERS)} (default: all six, 180 cells)")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="source tree of another rag_bench (git worktree add DIR COMMIT) timed as one more "
+                        "tracking=none per-cell overhead arm beside today's, with the ratio")
+    p.add_argument("--overhead-only", action="store_true",
+                   help="demo/squad: fill the cache with one untimed run, then only the per-cell overhead "
+                        "(no cold, warm, floor or naive arms)")
     a = p.parse_args()
+    if a.baseline is not None:
+        a.baseline = a.baseline.resolve()
+        if not (a.baseline / "rag_bench" / "__init__.py").is_file():
+            p.error(f"--baseline {a.baseline}: not a rag_bench source tree (no rag_bench/__init__.py)")
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
             bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None, a.repeats,
-                        a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None)
+                        a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None, a.baseline,
+                        a.overhead_only)
         if a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
-            bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample, a.repeats)
+            bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample, a.repeats, a.arms,
+                  a.baseline, a.overhead_only)
         if a.corpus in ("synthetic", "both"):
             from benchmarks.synthetic import make_dataset
 
@@ -322,7 +368,8 @@ def main() -> None:
             for n, text in SYN_CONF.items():
                 (conf / f"{n}.yaml").write_text(text)
             common = [f"dataset.path={syn}", f"hydra.searchpath=[file://{conf.parent}]"]
-            bench("synthetic", syn, SYN_CHUNKERS, common, work / "synthetic", a.naive_sample, a.repeats)
+            bench("synthetic", syn, SYN_CHUNKERS, common, work / "synthetic", a.naive_sample, a.repeats, a.arms,
+                  a.baseline, a.overhead_only)
     finally:
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
