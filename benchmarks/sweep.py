@@ -185,10 +185,8 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
     full = [*grid(chunkers), *common]
     first = [*grid(chunkers, ks=KS[:1]), *common]
     if overhead_only:
-        t = run(full, out=work / "sweep", cache=work / "cache")
-        print(f"cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
         return overhead(full, first, work=work, cache=work / "cache", cells=72, added=72 - 72 // len(KS),
-                        repeats=repeats, arms=arms, baseline=baseline)
+                        repeats=repeats, arms=arms, baseline=baseline, fill=True)
     sweep_s = run(full, out=work / "sweep", cache=work / "cache")
     print(f"sweep (cold): {sweep_s:8.1f} s", flush=True)
     warms = [run(full, out=work / f"warm{i}", cache=work / "cache") for i in range(repeats)]
@@ -221,7 +219,8 @@ def bench(name: str, dataset: Path, chunkers: list[str], common: list[str], work
 
 
 def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, cells: int,
-             added: int, repeats: int = 1, arms: str = "all", baseline: Path | None = None) -> dict[str, float]:
+             added: int, repeats: int = 1, arms: str = "all", baseline: Path | None = None,
+             fill: bool = False) -> dict[str, float]:
     """Per-cell fixed cost, warm (``cache`` filled), with tracking none and mlflow (module doc):
     ``full`` is the grid, ``first_k`` the same grid at its first k, ``added`` the cells the other
     values of k add. Each of the two runs of an arm is timed ``repeats`` times and the fastest of
@@ -232,7 +231,8 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     ``baseline``: the source tree of another rag_bench (e.g. ``git worktree add /tmp/base <commit>``)
     run as one more tracking=none arm -- the same ``rag-bench`` entry point with ``PYTHONPATH`` set
     to it, its own cache filled by one untimed run first -- so today's overhead and an earlier
-    commit's are measured side by side, in one run, on the same machine."""
+    commit's are measured side by side, in one run, on the same machine. ``fill``: ``cache`` is
+    empty, fill it by one untimed run of ``full`` first (``--overhead-only``)."""
     out: dict[str, float] = {}
     stock = {STOCK_ENV: "1"}  # rag_bench.fast off: stock Hydra composition, basic launcher, normal exit
     arms_of: dict[str, tuple[str, list[str], dict[str, str], Path]] = {
@@ -241,11 +241,16 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
         "mlflow": ("mlflow", [], {}, cache),
         "mlflow, logged in the sweep's process": ("mlflow", ["tracking.background=false"], {}, cache)}
     if baseline is not None:
-        base_cache = cache.with_name(cache.name + "-baseline")
-        arms_of[f"none, baseline {baseline}"] = ("none", [], {"PYTHONPATH": str(baseline)}, base_cache)
-        t = run(full, out=work / "over-baseline-fill", cache=base_cache, env={"PYTHONPATH": str(baseline)})
-        print(f"baseline {baseline}: its cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
+        arms_of[f"none, baseline {baseline}"] = ("none", [], {"PYTHONPATH": str(baseline)},
+                                                  cache.with_name(cache.name + "-baseline"))
     chosen = {n: a for n, a in arms_of.items() if arms == "all" or a[0] == arms}
+    fills: dict[Path, dict[str, str]] = {}  # each cache that starts empty, with its first arm's environment
+    for _, _, env, arm_cache in chosen.values():
+        if fill or arm_cache != cache:
+            fills.setdefault(arm_cache, env)
+    for i, (empty, env) in enumerate(fills.items()):
+        t = run(full, out=work / f"over-fill{i}", cache=empty, env=env)
+        print(f"cache {empty.name} filled by one cold run ({t:.1f} s, not counted)", flush=True)
     fulls: dict[str, list[float]] = {n: [] for n in chosen}
     firsts: dict[str, list[float]] = {n: [] for n in chosen}
     for i in range(repeats):
@@ -268,7 +273,7 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
                   f"{', '.join(f'{t:.1f}' for t in fulls[name])}; first k "
                   f"{', '.join(f'{t:.1f}' for t in firsts[name])})", flush=True)
     base = f"none, baseline {baseline}"
-    if baseline is not None and "none" in out and base in out:
+    if baseline is not None and "none" in out and out.get(base, 0) > 0 and out.get(f"{base} (median)", 1) > 0:
         print(f"ratio today / baseline (tracking=none, wing on): {out['none'] / out[base]:.2f} "
               f"(fastest runs)" + (f", {out['none (median)'] / out[base + ' (median)']:.2f} (medians)"
                                    if repeats > 1 else ""), flush=True)
@@ -297,10 +302,8 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
     full = [*grid(chunkers, rerankers=rerankers, ks=ks), *common]
     first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
     if overhead_only:
-        t = run(full, out=work / "squad-cold", cache=work / "squad-cache")
-        print(f"cache filled by one cold run ({t:.1f} s, not counted)", flush=True)
         return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks),
-                        repeats=repeats, arms=arms, baseline=baseline)
+                        repeats=repeats, arms=arms, baseline=baseline, fill=True)
     cold = run(full, out=work / "squad-cold", cache=work / "squad-cache", tracking=cold_tracking)
     print(f"sweep (cold, tracking={cold_tracking}): {cold:8.1f} s", flush=True)
     warm = run(full, out=work / "squad-warm", cache=work / "squad-cache", tracking=cold_tracking)
