@@ -142,6 +142,7 @@ class GenerationCounts:
     retries: int
     wall_s: float
     questions: int
+    tokens_per_question: float | None = None  # prompt + completion, mean; None when no question reported any
 
     @property
     def seconds_per_question(self) -> float:

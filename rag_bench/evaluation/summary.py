@@ -186,6 +186,8 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
         counts.update(endpoint_calls=g.endpoint_calls, endpoint_failures=g.endpoint_failures,
                       unparseable=g.unparseable, retries=g.retries)
         metrics["cost"]["generations_cached"] = g.generations_cached  # depends on the cache, not the config
+        if g.tokens_per_question is not None:
+            metrics["cost"][measures.GENERATOR_TOKENS.name] = g.tokens_per_question
     if judged is not None:
         counts.update(judge_attempted=judged.attempted, judge_failures=judged.failures, judge_calls=judged.calls)
         metrics["cost"].update(judge_calls=judged.calls, judge_tokens_in=judged.tokens_in,

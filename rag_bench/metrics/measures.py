@@ -258,6 +258,8 @@ COST = _figures("cost", (
     ("embed_s", False, "seconds spent encoding"),
     ("embedding_cache_hits", None, "texts served by the embedding cache (depends on earlier runs)"),
     ("generations_cached", None, "answers served by the generation cache (depends on earlier runs)"),
+    ("generator_tokens", False, "generator tokens (prompt + completion) per question, mean; cached answers count "
+     "their original tokens (the leaderboard's tie rule reads it)"),
     ("judge_calls", False, "judge calls made (judgements served by the judge cache make none)"),
     ("judge_tokens_in", False, "prompt tokens of the judge calls (the endpoint's usage)"),
     ("judge_tokens_out", False, "completion tokens of the judge calls (the endpoint's usage)"),
@@ -283,6 +285,7 @@ _FAILURE_MEANINGS: dict[str, tuple[bool | None, str]] = {
 FAILURES = _figures("failures", tuple((label, *_FAILURE_MEANINGS[label]) for label in GENERATION_CELL_LABELS))
 FIGURES = (*COUNTS, *COST, *FAILURES)
 _FIGURES = {m.key: m for m in FIGURES}
+GENERATOR_TOKENS = _FIGURES["cost/generator_tokens"]  # the tie rule's second cost (rag_bench.reporting.decide)
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
 DURATION_SECTIONS = ("latency",)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 import difflib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -297,7 +298,7 @@ def _import_target(target: str, group: str) -> Any:
 def wants(node: DictConfig, group: str, name: str) -> bool:
     """Whether the component of ``node`` takes a ``name`` argument (e.g. an injected embedder)."""
     cls = _import_target(node.get("_target_"), group)
-    return name in inspect.signature(cls).parameters
+    return name in _shape(cls, cls.__init__)[0].parameters
 
 
 def _type_name(hint: Any) -> str:
@@ -346,6 +347,15 @@ def _hints(cls: type) -> dict[str, Any]:
         return {}
 
 
+@functools.lru_cache(maxsize=256)
+def _shape(cls: type, init: Any) -> tuple[inspect.Signature, dict[str, Any]]:
+    """``cls``'s signature and resolved parameter annotations. Pure in the class and its
+    ``__init__`` (``init``, part of the key: a replaced ``__init__`` is read again); every cell
+    builds some seven components and computing these cost ~1.5 ms a cell. Bounded: 256 classes.
+    The hints are shared, never mutated."""
+    return inspect.signature(cls), _hints(cls)
+
+
 def build(node: DictConfig, group: str, **inject: Any) -> Any:
     """Construct the component described by ``node`` (``_target_`` + keyword arguments), after
     checking it: the call Hydra's ``instantiate`` would make (not recursive, plain containers).
@@ -365,8 +375,7 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
     target = params.pop("_target_", None)
     params.pop("name", None)
     cls = _import_target(target, group)
-    sig = inspect.signature(cls)
-    hints = _hints(cls)
+    sig, hints = _shape(cls, cls.__init__)
     valid = [p for p in sig.parameters if p != "self" and p not in inject]
     for key, value in params.items():
         if key not in sig.parameters or key in inject:

@@ -132,3 +132,31 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
     assert f"primary measure generation/correct; best: {best}\n" in text
     if defaults.cell_id != ranked[0].cell_id:  # its best-vs-baseline comparison, with the same names
         assert "A: section k=5\n" in text and f"B: {best}\n" in text
+
+
+def test_tie_rule_tokens_come_from_metrics_and_equal_the_records_mean(demo_cells, tmp_path, monkeypatch):
+    """metrics.json cost/generator_tokens is the float the records' tokens_in + tokens_out mean
+    gives (the value the tie rule read from every cell's records.parquet before), and the tie rule
+    reads it without opening the records; a cell written before the figure existed is still read
+    from its records."""
+    import shutil
+
+    from rag_bench.cells import load_cell
+    from rag_bench.metrics import measures
+
+    read_records = decide._tokens
+    for cell in demo_cells.values():
+        stored = cell.metric(measures.GENERATOR_TOKENS.key)
+        from_records = read_records(cell.path, (cell.path / "records.parquet").stat().st_mtime)
+        assert stored is not None and stored > 0 and stored == from_records
+    # an older cell (no figure): from its records, as before
+    old = tmp_path / "old"
+    shutil.copytree(demo_cells["baseline"].path, old)
+    metrics = json.loads((old / "metrics.json").read_text())
+    del metrics["cost"][measures.GENERATOR_TOKENS.name]
+    (old / "metrics.json").write_text(json.dumps(metrics))
+    assert decide.tokens(load_cell(old, records=False)) == demo_cells["baseline"].metric(measures.GENERATOR_TOKENS.key)
+    # the figure is read, not the records
+    monkeypatch.setattr(decide, "_tokens", lambda *a: pytest.fail("records.parquet read for the tie rule"))
+    for cell in demo_cells.values():
+        assert decide.tokens(cell) == cell.metric(measures.GENERATOR_TOKENS.key)

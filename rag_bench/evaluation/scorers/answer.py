@@ -46,6 +46,21 @@ def answer_columns(q: Question, a: Answer, passages: Sequence[Any], *, ok: bool,
 CORRECT = measures.family("generation", "correct")
 
 
+def tokens_per_question(generations: Sequence[Any]) -> float | None:
+    """Generator tokens (prompt + completion, a missing count as 0) per question, mean -- the float
+    the mean of records.parquet's ``tokens_in + tokens_out`` gives (integer sums are exact), so
+    metrics.json ``cost/generator_tokens`` and a cell read back from its records agree; None
+    without questions.
+
+    >>> from types import SimpleNamespace as G
+    >>> tokens_per_question([G(tokens_in=10, tokens_out=3), G(tokens_in=None, tokens_out=2)])
+    7.5
+    """
+    if not generations:
+        return None
+    return float(sum((g.tokens_in or 0) + (g.tokens_out or 0) for g in generations)) / len(generations)
+
+
 def score_answers(*, answered: Answered, questions: Sequence[Question], retrieval_labels: Sequence[str | None],
                   min_coverage: float, answer_match: str = "auto", f1_threshold: float = 0.5) -> Generated:
     """Per question: what the system answered, the answer, citation and abstention measures, the
@@ -72,5 +87,6 @@ def score_answers(*, answered: Answered, questions: Sequence[Question], retrieva
     counts = GenerationCounts(
         endpoint_calls=len(calls), endpoint_failures=sum(g.error is not None for g in calls),
         generations_cached=sum(g.cached for g in gens), unparseable=int(sum(a.parse_error is not None for a in answers)),
-        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=answered.wall_s, questions=len(questions))
+        retries=sum(max(0, g.attempts - 1) for g in calls), wall_s=answered.wall_s, questions=len(questions),
+        tokens_per_question=tokens_per_question(gens))
     return Generated(pd.DataFrame(rows, index=range(len(rows))), counts)
