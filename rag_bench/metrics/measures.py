@@ -23,7 +23,7 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from rag_bench.errors import ConfigError
@@ -66,28 +66,32 @@ class Measure:
     short: str = ""  # shorter display name for the console line; the name when empty
     prefix: str = ""  # of the records.parquet column, when two sections share family names
 
-    @property
+    # The spellings below are computed once per instance (cached_property writes the instance's
+    # __dict__, which a frozen dataclass allows; fields alone decide equality, hash and replace()):
+    # scoring a cell reads them some 2,000 times.
+
+    @cached_property
     def column(self) -> str:
         """Per-question column in records.parquet: the name, prefixed for document-level measures
         (``doc_ndcg@10``)."""
         return self.prefix + self.name
 
-    @property
+    @cached_property
     def name(self) -> str:
         """Name inside its section and as a records.parquet column: ``hit@5``, ``map``."""
         return f"{self.family}@{self.cutoff}" if self.cutoff is not None else self.family
 
-    @property
+    @cached_property
     def display(self) -> str:
         """Name on the console line: ``cite_p`` for citation_precision, else :attr:`name`."""
         return self.short or self.name
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Canonical name, as in metrics.json, gate policies and ``--metric``: ``retrieval/hit@5``."""
         return f"{self.section}/{self.name}"
 
-    @property
+    @cached_property
     def mlflow_key(self) -> str:
         """MLflow's spelling (no ``@`` allowed): ``retrieval.hit_at_5``."""
         return mlflow_name(self.key)
