@@ -39,6 +39,7 @@ dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
     python benchmarks/sweep.py --corpus squad                         # per-cell overhead, 180 cells
     python benchmarks/sweep.py --corpus squad --repeats 3             # each overhead run best of 3, and median
     python benchmarks/sweep.py --corpus squad --repeats 3 --arms none # only tracking=none: wing on vs stock Hydra
+    python benchmarks/sweep.py --corpus squad --set tracking.traces=false   # MLflow on, without per-question traces
     git worktree add /tmp/base <commit>                               # today's overhead beside an earlier commit's:
     python benchmarks/sweep.py --corpus demo --overhead-only --arms none --repeats 5 --baseline /tmp/base
 
@@ -330,6 +331,10 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one, removed)")
     p.add_argument("--embedder-backend", choices=["torch", "onnx"], default=None,
                    help="embedder.backend for every run of the squad grid (default: the config's, torch)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="squad grid: one more override for every run (repeatable), e.g. tracking.traces=false to "
+                        "time MLflow runs and metrics without per-question traces (N + 1 store calls per cell, "
+                        "benchmarks/traces.py)")
     p.add_argument("--repeats", type=int, default=1,
                    help="time each warm run (the warm arm and the per-cell overhead's runs) this many times "
                         "and keep the fastest")
@@ -354,7 +359,8 @@ def main() -> None:
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
-            bench_squad(work, [f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else None, a.repeats,
+            extra = [*([f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else []), *a.overrides]
+            bench_squad(work, extra or None, a.repeats,
                         a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None, a.baseline,
                         a.overhead_only)
         if a.corpus in ("demo", "both"):
