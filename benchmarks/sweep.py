@@ -92,7 +92,9 @@ def grid(chunkers: list[str], retrievers: list[str] = RETRIEVERS, rerankers: lis
 
 def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | None = None,
         tracking: str = "none") -> float:
-    """One `rag-bench run -m` process; its wall time in seconds."""
+    """One `rag-bench run -m` process; its wall time in seconds. ``tracking.*`` overrides (``--set``)
+    go to MLflow runs only: tracking=none has no such keys."""
+    overrides = [o for o in overrides if tracking == "mlflow" or not o.lstrip("+~").startswith("tracking.")]
     cmd = [str(BIN), "run", "-m", *overrides, f"tracking={tracking}", "generator=extractive", f"output.root={out}",
            "experiment.name=bench"]
     e = {**os.environ, "RAG_BENCH_CACHE": str(cache), "TQDM_DISABLE": "1", **(env or {})}
@@ -332,7 +334,8 @@ def main() -> None:
     p.add_argument("--embedder-backend", choices=["torch", "onnx"], default=None,
                    help="embedder.backend for every run of the squad grid (default: the config's, torch)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="squad grid: one more override for every run (repeatable), e.g. tracking.traces=false to "
+                   help="squad grid: one more override for every run (repeatable; tracking.* ones for MLflow runs "
+                        "only), e.g. tracking.traces=false to "
                         "time MLflow runs and metrics without per-question traces (N + 1 store calls per cell, "
                         "benchmarks/traces.py)")
     p.add_argument("--repeats", type=int, default=1,
