@@ -47,13 +47,19 @@ class ExtractiveGenerator:
         self.identity: dict[str, Any] = {"generator": "extractive", "version": self.VERSION, "threshold": self.threshold,
                                          "max_sentences": max_sentences, "second_ratio": self.second_ratio}
 
-    def _answer(self, item: GenerationInput) -> dict[str, Any]:
+    def _answer(self, item: GenerationInput,
+                split: dict[str, list[tuple[str, frozenset[str]]]] | None = None) -> dict[str, Any]:
+        """``split``: passage text -> its sentences and their content words, filled as passages are
+        met (a batch's prompts share most passages: each is split and tokenized once per batch)."""
+        split = {} if split is None else split
         q = {t for t in tokenize(item.question, ENGLISH_STOPWORDS)}
         scored: list[tuple[float, int, int, str]] = []  # (support, passage, order, sentence)
         for p in item.passages:
-            for order, (s, e) in enumerate(sentence_spans(p.text)):
-                sent = p.text[s:e]
-                words = set(tokenize(sent, ENGLISH_STOPWORDS))
+            sentences = split.get(p.text)
+            if sentences is None:
+                sentences = split[p.text] = [(p.text[s:e], frozenset(tokenize(p.text[s:e], ENGLISH_STOPWORDS)))
+                                             for s, e in sentence_spans(p.text)]
+            for order, (sent, words) in enumerate(sentences):
                 support = len(q & words) / len(q) if q else 0.0
                 scored.append((support, p.number, order, sent))
         if not scored:
@@ -74,8 +80,9 @@ class ExtractiveGenerator:
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """Deterministic answers, as JSON in the contract's format."""
         out = []
+        split: dict[str, list[tuple[str, frozenset[str]]]] = {}  # this batch's passages, split once each
         for item in items:
-            raw = json.dumps(self._answer(item))
+            raw = json.dumps(self._answer(item, split))
             # attempts=0: no model or endpoint was called (nothing to count as an endpoint call).
             out.append(Generation(raw, None, count_tokens(item.prompt.system + item.prompt.user), count_tokens(raw),
                                   attempts=0))

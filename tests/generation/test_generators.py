@@ -36,6 +36,23 @@ def test_extractive_answers_cites_and_refuses():
         ExtractiveGenerator(threshold=2)
 
 
+def test_extractive_batch_answers_equal_one_at_a_time(demo_dataset):
+    """The batch splits each passage once and reuses it across prompts: every answer of a batch
+    is the one that prompt gets alone (demo questions over overlapping passage sets)."""
+    from rag_bench.chunking.section import SectionChunker
+
+    chunks = SectionChunker().chunk(list(demo_dataset.documents.values()))
+    def passages(j: int) -> tuple[Passage, ...]:  # six chunks from a sliding start: prompts overlap
+        return tuple(Passage(n + 1, c.chunk_id, c.doc_id, c.start, c.end, c.text)
+                     for n, c in enumerate(chunks[j % 7:j % 7 + 6]))
+
+    items = [item(q.question, passages(j)) for j, q in enumerate(demo_dataset.questions)]
+    gen = ExtractiveGenerator()
+    batch = gen.generate(items)
+    assert batch == [gen.generate([it])[0] for it in items]
+    assert sum(not parse_answer(g.raw, 6).refused for g in batch) >= 5  # answers, not only refusals
+
+
 class Scripted(JsonEndpoint):
     """Answers /v1/chat/completions from a per-server script: status codes, delays, bodies."""
 
