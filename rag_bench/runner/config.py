@@ -347,6 +347,7 @@ def _hints(cls: type) -> dict[str, Any]:
         return {}
 
 
+# Pure in the class and its __init__ (both in the key); bounded; results shared, never mutated.
 @functools.lru_cache(maxsize=256)
 def _shape(cls: type, init: Any) -> tuple[inspect.Signature, dict[str, Any]]:
     """``cls``'s signature and resolved parameter annotations. Pure in the class and its
