@@ -141,11 +141,15 @@ sentence-transformers embedder and the two rerankers rag_bench's squad grid uses
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
+
+sys.path.insert(0, {root!r})  # rag_bench's MMR itself (numpy and the standard library only), not a copy
+from rag_bench.reranking.mmr import mmr_order  # noqa: E402
 
 from contextgrid.embed import EMBEDDERS
 from contextgrid.embed.base import EmbeddingResult
@@ -213,29 +217,13 @@ class DenseST:
     def rerank(self, query, candidates, k):
         if not candidates:
             return []
-        q = encode(self.model, [query])[0]
-        d = encode(self.model, [c.text for c in candidates])
+        q, d = _vectors(self.model, query, candidates)
         return top_k({{c.id: float(s) for c, s in zip(candidates, d @ q)}}, k)
 
 
-def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
-    """rag_bench.reranking.mmr.mmr_order: greedy lam*sim(q,d) - (1-lam)*max sim(d, picked)."""
-    rel = docs @ query
-    sim = docs @ docs.T
-    n = len(docs)
-    red = np.zeros(n, dtype=np.result_type(rel, sim))
-    alive = np.ones(n, dtype=bool)
-    picked: list[int] = []
-    for step in range(n):
-        val = lam * rel - (1 - lam) * red
-        val[~alive] = -np.inf
-        best = int(np.argmax(val))
-        if not alive[best]:
-            best = int(np.flatnonzero(alive)[0])
-        picked.append(best)
-        alive[best] = False
-        red = sim[:, best] if step == 0 else np.maximum(red, sim[:, best])
-    return picked
+def _vectors(model: str, query, candidates) -> tuple[np.ndarray, np.ndarray]:
+    """The query's and the candidates' unit vectors (both rerankers score with them)."""
+    return encode(model, [query])[0], encode(model, [c.text for c in candidates])
 
 
 @RERANKERS.register("mmr-st", shorthand="lambda_", doc="MMR over MiniLM vectors (rag_bench's mmr).")
@@ -250,8 +238,7 @@ class MmrST:
     def rerank(self, query, candidates, k):
         if not candidates:
             return []
-        q = encode(self.model, [query])[0]
-        d = encode(self.model, [c.text for c in candidates])
+        q, d = _vectors(self.model, query, candidates)
         order = mmr_order(q, d, self.lambda_)[:k]
         return [Scored(candidates[i].id, float(k - pos)) for pos, i in enumerate(order)]
 '''
@@ -449,7 +436,7 @@ def main() -> None:
         shutil.rmtree(work / "warm", ignore_errors=True)
     model = model_folder()
     plugin = work / "cg_plugins.py"
-    plugin.write_text(PLUGIN.format(model=model))
+    plugin.write_text(PLUGIN.format(model=model, root=str(ROOT)))
     evalset = work / "evalset.jsonl"
     answerable, total = write_evalset(evalset, a.questions)
 
