@@ -7,10 +7,11 @@ import numpy as np
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
     """1-based ranks, tied values sharing their mean rank: ``scipy.stats.rankdata(method="average")``
-    for finite input, the same algorithm (a stable sort, tie groups, the mean of each group's first and
-    last rank), so the same float64 values. Here because importing ``scipy.stats`` cost every
-    ``rag-bench`` process ~0.5 s (0.68 of a warm 2-cell sweep's start-up under ``-X importtime``),
-    and this was its one use on a run's path. NaN anywhere: every rank NaN, as rankdata's default.
+    (the same algorithm: a stable sort, tie groups, the mean of each group's first and last rank, so
+    the same float64 values, infinities included). Here because importing ``scipy.stats`` took 0.68 s
+    of a warm 2-cell sweep's start-up (``-X importtime``, on a loaded 2-core machine) in every
+    ``rag-bench`` process, and this was its one use on a run's path. NaN anywhere: every rank NaN, as
+    rankdata's default.
 
     >>> average_ranks(np.array([0.5, 0.1, 0.5, 0.9]))
     array([2.5, 1. , 2.5, 4. ])
