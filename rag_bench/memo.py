@@ -66,6 +66,7 @@ SIZES: Mapping[str, int] = {
     "run_lines": 4,    # per final rankings: the lines of run.trec without the cell's tag
     "ann": 8,          # per (index, ks): the ANN-vs-exact report
     "tuned": 4,        # per (index, questions): index.target_recall's tuning
+    "probes": 2,       # per (index, questions): the index laid open for tuning and the ANN report
     "vectors": 2,      # per (embedder, prefix, texts): chunk vectors
     "faiss": 3,        # per (vectors, index kind, params): a built FAISS index
     "bm25": 2,         # per (backend, k1, b, stopwords, texts): a BM25 backend

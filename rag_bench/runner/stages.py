@@ -75,14 +75,23 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, retriever: Retriever,
     return Indexed(retriever, searchable, access, key, time.perf_counter() - t0)
 
 
+def _probe(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork, questions_key: str) -> Any:
+    """The retriever's index laid open (``ann_probe``: the index, its exact reference, the question
+    vectors and access masks), or None: once per index and question set, for :func:`tune` and
+    :func:`ann` alike (the question vectors and masks cost every cell ~1 ms otherwise)."""
+    def lay_open() -> Any:
+        with contracts.calling("retriever", indexed.retriever, "laying its index open for tuning and the ANN report"):
+            return capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+    return work.get_or("probes", memo.key(indexed.key, questions_key), lay_open)
+
+
 def tune(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
          questions_key: str = "") -> dict[str, Any] | None:
     """Tune the index's search knob to ``index.target_recall`` on ``questions`` before retrieval
     (:func:`rag_bench.evaluation.scorers.ann.tune_index`: half to tune, half held out), once per
     index and question set; the knob is set to the choice on every call. Returns the tuning's
     figures for the ``ann`` section (None: no approximate index, or no target)."""
-    with contracts.calling("retriever", indexed.retriever, "laying its index open for tuning"):
-        probe = capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+    probe = _probe(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
     if probe is None:
         return None
     result = work.get_or("tuned", memo.key(indexed.key, questions_key), lambda: ann_scorer.tune_index(
@@ -165,8 +174,7 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
     """ANN vs exact on the same vectors and filter (:func:`rag_bench.evaluation.scorers.ann.report`)
     once per index, ks and question set, with ``tuned`` (:func:`tune`'s figures) added; None when
     the retriever has no index to lay open. A flat index is its own reference: recall 1."""
-    with contracts.calling("retriever", indexed.retriever, "laying its index open for the ANN report"):
-        probe = capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+    probe = _probe(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
     if probe is None:
         return None
     report = work.get_or("ann", memo.key(indexed.key, list(ks), questions_key), lambda: ann_scorer.probe_report(probe, ks))

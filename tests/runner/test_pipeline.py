@@ -126,3 +126,26 @@ def test_a_sweep_over_the_split_shares_the_index_but_never_the_rankings(tmp_path
         return {k: v for k, v in m["ann"].items() if "recall" in k or k == "queries"}
     assert recalls(dev.metrics) == recalls(alone.metrics)
     assert len(test.records) != len(dev.records) and work.stats()["indexes"]["entries"] == 1
+
+
+def test_the_index_is_laid_open_once_per_index_and_question_set(monkeypatch):
+    # tune() and ann() share one ann_probe per (index, questions): each call computes every
+    # question's vector and access mask, which each cell of a sweep paid twice before.
+    from rag_bench.retrieval.dense import DenseRetriever
+
+    calls = []
+    real = DenseRetriever.ann_probe
+
+    def counted(self, questions, access):
+        calls.append(len(questions))
+        return real(self, questions, access)
+
+    monkeypatch.setattr(DenseRetriever, "ann_probe", counted)
+    dataset = load_dataset(TINY)
+    work = SharedWork()
+    cells = [run_pipeline(_cfg("retriever=dense", f"pipeline.k={k}"), dataset, f"k{k}", work) for k in (3, 5)]
+    assert calls == [len(dataset.questions)]
+    assert cells[0].metrics["ann"] == cells[1].metrics["ann"] and cells[0].metrics["ann"]["ann_recall@5"] == 1.0
+    alone = run_pipeline(_cfg("retriever=dense", "pipeline.k=5"), dataset, "k5", SharedWork())
+    recalls = [{k: v for k, v in m["ann"].items() if k.startswith("ann_recall")} for m in (alone.metrics, cells[1].metrics)]
+    assert recalls[0] == recalls[1] and len(recalls[0]) == 4 and len(calls) == 2
