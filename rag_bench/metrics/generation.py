@@ -64,7 +64,12 @@ def squad_v2(answer: Answer, references: Sequence[str], *, answerable: bool) -> 
     if answer.parse_error is not None:
         return 0.0, 0.0
     prediction = "" if answer.refused else _CITE.sub("", answer.text)
-    em, f1 = squad.score(tuple(references) if answerable else (), prediction)
+    return _squad_score(tuple(references) if answerable else (), prediction)
+
+
+@lru_cache(maxsize=1 << 16)  # pure (texts in, numbers out): the cells of a sweep score the same answers again
+def _squad_score(references: tuple[str, ...], prediction: str) -> tuple[float, float]:
+    em, f1 = squad.score(references, prediction)
     return float(em), float(f1)
 
 
