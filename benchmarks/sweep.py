@@ -29,6 +29,12 @@ logged in the sweep's own process, as before):
 
   per-cell overhead = (warm(grid) - warm(grid at the first k only)) / (cells added by the other k)
 
+printed in wall time and, from the same runs, in CPU time (user + system of every thread of the
+`rag-bench` process and of the children it waited for). The CPU figure is the larger (numpy's BLAS
+threads work and spin beside the Python thread: 0.060 vs 0.041 s a cell on the demo, 2 cores) but
+leaves out the time a thread waited for a core, so between two checkouts (``--baseline``) its ratio
+is the one a busy neighbour moves less: the wall time of one 5-7 s run moves by a second there.
+
 The cells a second value of k adds share chunks, indexes, rankings and reranked lists with the
 first, and their answers are cache hits: all they cost is the fixed cost. ``--corpus squad``
 measures it on the 180-cell grid of issue 16 (6 chunkers x bm25/dense/hybrid x reranker none,
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -102,12 +109,20 @@ def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | N
     if STOCK_ENV not in (env or {}):
         e.pop(STOCK_ENV, None)  # the wing on unless the arm asks for stock Hydra
     out.parent.mkdir(parents=True, exist_ok=True)  # the working directory: no rag_bench folder in it (--baseline)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=e, capture_output=True, text=True, cwd=out.parent)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    CPU[out] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall
+
+
+# CPU seconds (user + system, every thread) of each run's process and the children it waited for, by
+# output folder: the time waited for a core (steal, neighbours) is not in it (module doc).
+CPU: dict[Path, float] = {}
 
 
 def cells(out: Path) -> list[tuple[dict, pd.DataFrame]]:
@@ -266,9 +281,15 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     for name in chosen:
         t_full, t_first = min(fulls[name]), min(firsts[name])
         out[name] = (t_full - t_first) / added
+        j = list(chosen).index(name)
+        cpu_full = [CPU[work / f"over-arm{j}-full{i}"] for i in range(repeats)]
+        cpu_first = [CPU[work / f"over-arm{j}-first{i}"] for i in range(repeats)]
+        out[f"{name} (cpu)"] = (min(cpu_full) - min(cpu_first)) / added
         best = f", best of {repeats} each" if repeats > 1 else ""
         print(f"per-cell overhead (warm, tracking={name}): {out[name]:.3f} s  (grid of {cells} cells "
               f"{t_full:.1f} s, at the first k {cells - added} cells {t_first:.1f} s{best})", flush=True)
+        print(f"    CPU time (user + system, the same runs): {out[f'{name} (cpu)']:.3f} s/cell  (grid "
+              f"{min(cpu_full):.1f} s, first k {min(cpu_first):.1f} s{best})", flush=True)
         if repeats > 1:  # the median of the paired differences, beside the difference of the fastest runs
             med = float(np.median([(f - g) / added for f, g in zip(fulls[name], firsts[name])]))
             out[f"{name} (median)"] = med
@@ -280,6 +301,9 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
         print(f"ratio today / baseline (tracking=none, wing on): {out['none'] / out[base]:.2f} "
               f"(fastest runs)" + (f", {out['none (median)'] / out[base + ' (median)']:.2f} (medians)"
                                    if repeats > 1 else ""), flush=True)
+        if out.get(f"{base} (cpu)", 0) > 0:
+            print(f"ratio today / baseline in CPU time: {out['none (cpu)'] / out[base + ' (cpu)']:.2f} (fastest runs)",
+                  flush=True)
     return out
 
 
