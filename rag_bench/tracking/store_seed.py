@@ -97,9 +97,11 @@ def seed_store(db: Path, *, root: Path | None = None) -> bool:
             return False
         shutil.copyfile(template, part)
         with contextlib.closing(sqlite3.connect(part)) as con, con:
+            # An empty store: SQLite's check of every page takes milliseconds.
+            check = con.execute("PRAGMA quick_check").fetchall()
             rows = con.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall()
-            if rows != [(0, _default_location(_CWD))]:
-                log.debug("MLflow store template %s: experiments %r; not used", template, rows)
+            if check != [("ok",)] or rows != [(0, _default_location(_CWD))]:
+                log.debug("MLflow store template %s: check %r, experiments %r; not used", template, check, rows)
                 return False
             now = int(time.time() * 1000)
             con.execute("UPDATE experiments SET artifact_location = ?, creation_time = ?, last_update_time = ? "
