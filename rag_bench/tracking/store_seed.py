@@ -46,13 +46,38 @@ def _default_location(cwd: str) -> str:
     return str(Path(cwd) / "mlruns" / "0")
 
 
+def _copy(source: Path, target: Path, *, found: str, put: str, stamp: bool) -> bool:
+    """Copy the store ``source`` to ``target`` (atomically, through a part file beside it) when its
+    one experiment is the Default one at ``found``, rewritten to ``put`` (and, with ``stamp``, its
+    creation and update times to now). False, nothing written, otherwise."""
+    part = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
+    try:
+        shutil.copyfile(source, part)
+        with contextlib.closing(sqlite3.connect(part)) as con, con:
+            # An empty store: SQLite's check of every page takes milliseconds.
+            check = con.execute("PRAGMA quick_check").fetchall()
+            rows = con.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall()
+            if check != [("ok",)] or rows != [(0, found)]:
+                log.debug("MLflow store %s: check %r, experiments %r, not the Default one alone at %r; not copied",
+                          source, check, rows, found)
+                return False
+            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (put,))
+            if stamp:
+                now = int(time.time() * 1000)
+                con.execute("UPDATE experiments SET creation_time = ?, last_update_time = ? WHERE experiment_id = 0",
+                            (now, now))
+        os.replace(part, target)  # atomic: a concurrent writer's copy is as good as ours
+        return True
+    finally:
+        part.unlink(missing_ok=True)
+
+
 def keep_template(db: Path, *, root: Path | None = None) -> bool:
     """Keep ``db``, a store MLflow has just created in this working directory (nothing logged
     yet), as the template of the installed MLflow's stores, unless one is kept already. Returns
     whether it did. The caller holds the store's lock."""
     if not sharing_enabled():
         return False
-    part: Path | None = None
     try:
         import mlflow
 
@@ -60,59 +85,29 @@ def keep_template(db: Path, *, root: Path | None = None) -> bool:
         if template.is_file():
             return False
         template.parent.mkdir(parents=True, exist_ok=True)
-        part = template.with_name(f".{template.name}.{uuid.uuid4().hex}.part")
-        shutil.copyfile(db, part)
-        with contextlib.closing(sqlite3.connect(part)) as con, con:
-            rows = con.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall()
-            if rows != [(0, _default_location(os.getcwd()))]:
-                log.debug("new MLflow store %s: experiments %r, not the Default one alone at %r; no template kept",
-                          db, rows, _default_location(os.getcwd()))
-                return False
-            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
-                        (_default_location(_CWD),))
-        os.replace(part, template)  # atomic: a concurrent keeper's template is as good as ours
-        return True
+        return _copy(db, template, found=_default_location(os.getcwd()), put=_default_location(_CWD), stamp=False)
     except (OSError, sqlite3.Error, DataError) as exc:  # DataError: a bad cache folder
         log.debug("MLflow store %s not kept as a template (%s)", db, exc)
         return False
-    finally:
-        if part is not None:
-            part.unlink(missing_ok=True)
 
 
 def seed_store(db: Path, *, root: Path | None = None) -> bool:
     """Create ``db`` (absent) as a copy of the template of the installed MLflow's stores, with the
     Default experiment's artifact location and times a fresh store made here and now would have.
     Returns False, leaving ``db`` absent, when it cannot: no template yet, or one not as expected
-    (MLflow then creates the store itself).
-    The caller holds the store's lock."""
+    (MLflow then creates the store itself). The caller holds the store's lock."""
     if db.exists() or not sharing_enabled():
         return False
-    part = db.with_name(f".{db.name}.{uuid.uuid4().hex}.part")
     try:
         import mlflow
 
         template = template_path(mlflow.__version__, root)
         if not template.is_file():
             return False
-        shutil.copyfile(template, part)
-        with contextlib.closing(sqlite3.connect(part)) as con, con:
-            # An empty store: SQLite's check of every page takes milliseconds.
-            check = con.execute("PRAGMA quick_check").fetchall()
-            rows = con.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall()
-            if check != [("ok",)] or rows != [(0, _default_location(_CWD))]:
-                log.debug("MLflow store template %s: check %r, experiments %r; not used", template, check, rows)
-                return False
-            now = int(time.time() * 1000)
-            con.execute("UPDATE experiments SET artifact_location = ?, creation_time = ?, last_update_time = ? "
-                        "WHERE experiment_id = 0", (_default_location(os.getcwd()), now, now))
-        os.replace(part, db)
-        return True
+        return _copy(template, db, found=_default_location(_CWD), put=_default_location(os.getcwd()), stamp=True)
     except (OSError, sqlite3.Error, DataError) as exc:  # DataError: a bad cache folder
         log.debug("MLflow store %s not seeded from a template (%s); MLflow creates it", db, exc)
         return False
-    finally:
-        part.unlink(missing_ok=True)
 
 
 __all__ = ["keep_template", "seed_store", "template_path"]
