@@ -11,6 +11,10 @@ The grid (demo dataset, tracking none, 104 cells in 2 invocations):
      x k 3,5 x generator extractive,none, eval.unit=both                               (72 cells)
   B  retriever dense x index hnsw,ivf_nl16_np4 x chunker section,parent_child x k 3,5
      x pipeline.expand_parents false,true x eval.unit chunk,document                      (32 cells)
+and external systems through ``rag-bench evaluate`` (issue 39), 7 cells:
+  E  examples/app_outputs/kettleby_app.jsonl x pipeline.k 3,5 x eval.unit chunk,both    (4 cells)
+  T  a TREC run of document ids made from the same file, eval.unit chunk,document       (2 cells)
+  R  the E cell k=5, unit chunk exported as a ragas EvaluationDataset (export --format ragas)      (1 cell)
 A measure or records column only the second checkout has (a new measure) is listed as added, not
 compared; one only the first has is a difference. Metrics are equal when both are NaN or
 |a - b| <= 1e-12; timings (``*_s``, ``*_ms``, latency and
@@ -63,7 +67,46 @@ def run(out: Path) -> None:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    external(out, env)
     print("cells:", len(cells(out)))
+
+
+APP = Path(__file__).resolve().parents[1] / "examples" / "app_outputs" / "kettleby_app.jsonl"
+
+
+def _cli(args: list[str], env: dict[str, str]) -> str:
+    cmd = [sys.executable, "-m", "rag_bench.cli", *args]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def external(out: Path, env: dict[str, str]) -> None:
+    """The external-system cells (E, T, R of the module docstring)."""
+    from rag_bench.runner.config import DEMO_DATASET
+
+    common = ["--dataset", str(DEMO_DATASET), "tracking=none", f"output.root={out}"]
+    for k in (3, 5):
+        for unit in ("chunk", "both"):
+            _cli(["evaluate", str(APP), *common, f"pipeline.k={k}", f"eval.unit={unit}", "experiment.name=gridE",
+                  "--name", "app"], env)
+    # A TREC run of document ids: each line's passages' documents in order, first occurrence kept.
+    lines = []
+    for row in (json.loads(x) for x in APP.read_text().splitlines() if x.strip()):
+        docs = list(dict.fromkeys(p["doc_id"] for p in row["retrieved"] if "doc_id" in p))
+        lines += [f"{row['id']} Q0 {d} {r} {len(docs) - r + 1}.5 app" for r, d in enumerate(docs, start=1)]
+    trec = out / "app.trec"
+    trec.write_text("\n".join(lines) + "\n")
+    for unit in ("chunk", "document"):
+        _cli(["evaluate", "--trec", str(trec), *common, f"eval.unit={unit}", "experiment.name=gridT",
+              "--name", "app_trec"], env)
+    first = next(d.parent for d in sorted((out / "gridE").glob("*/DONE"))
+                 if yaml.safe_load((d.parent / "config.yaml").read_text())["pipeline"]["k"] == 5
+                 and yaml.safe_load((d.parent / "config.yaml").read_text())["eval"]["unit"] == "chunk")
+    ragas = out / "app.ragas.jsonl"
+    _cli(["export", str(first), "--format", "ragas", "--out", str(ragas)], env)
+    _cli(["evaluate", "--ragas", str(ragas), *common, "experiment.name=gridR", "--name", "app_ragas"], env)
 
 
 COMPONENTS = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
@@ -76,7 +119,8 @@ def cells(out: Path) -> dict[str, Path]:
     found = {}
     for done in sorted(out.glob("grid*/*/DONE")):
         cfg = yaml.safe_load((done.parent / "config.yaml").read_text())
-        what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": cfg["eval"]}
+        what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": cfg["eval"],
+                "system": (cfg.get("system") or {}).get("format")}
         found[f"{done.parent.parent.name} {json.dumps(what, sort_keys=True)}"] = done.parent
     return found
 
