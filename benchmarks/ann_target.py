@@ -5,7 +5,7 @@ A synthetic corpus of 20,000 L2-normalised 384-d vectors in 2,000 Gaussian clust
 query's neighbours spread over several IVF lists; MiniLM's dimension, without spending minutes
 embedding text on two cores) and 400 queries drawn near the same clusters. Each index is built
 from the project's config (``index=... index.target_recall=0.95``, composed as ``rag-bench run``
-composes it) and tuned by the code a cell runs (:func:`rag_bench.evaluation.scorers.ann.tune_index`):
+composes it) and tuned by the code a cell runs (:func:`rag_bench.indexing.ann_report.tune_index`):
 doubling then bisection of the knob on the tuning half of the queries, the chosen value measured
 on the held-out half. Prints, per index, the chosen value, ann_recall@10 and the p50 latency at it
 on both halves, whether the target is reached on the held-out half, and the recall curve; with
@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from rag_bench.evaluation.scorers import ann  # noqa: E402
+from rag_bench.indexing import ann_report  # noqa: E402
 from rag_bench.indexing.flat import FlatIndex  # noqa: E402
 from rag_bench.runner.config import CONF_DIR, build, register_configs  # noqa: E402
 
@@ -76,7 +77,7 @@ def main() -> None:
     for label, overrides in INDEXES.items():
         index, name = index_from_config([*overrides, f"index.target_recall={a.target}"])
         index.build(x)  # type: ignore[attr-defined]
-        result = ann.tune_index(index=index, reference=exact, query_vectors=q, masks=[None] * len(q), qids=qids)
+        result = ann_report.tune_index(index=index, reference=exact, query_vectors=q, masks=[None] * len(q), qids=qids)
         assert result is not None
         at = result.point()
         held = result.held_out_recall or 0.0
@@ -88,8 +89,9 @@ def main() -> None:
               f"(target {'reached' if held >= a.target else 'NOT reached'} on held-out)")
         print("  curve (value:recall/p50 ms): " + ", ".join(f"{c.value}:{c.recall:.3f}/{c.p50_ms:.2f}"
                                                              for c in result.curve))
-        report = ann.report(index=index, reference=exact, query_vectors=q, masks=[None] * len(q), ks=[10])
-        cells.append(SimpleNamespace(metrics={"ann": {**report, "index": name, **ann.tuning_figures(result)}}))
+        report = ann_report.report(index=index, reference=exact, query_vectors=q, masks=[None] * len(q), ks=[10],
+                                   tuning=result)
+        cells.append(SimpleNamespace(metrics={"ann": ann.section(report, name)}))
     if a.chart:
         from rag_bench.reporting import charts
 

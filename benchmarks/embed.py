@@ -105,7 +105,7 @@ def pipeline(dataset: Path, cache: str, threads: int | None) -> None:
     """Top-10 overlap with torch and nDCG@10 of a dense flat cell per backend (real run_cell)."""
     from hydra import compose, initialize_config_dir
 
-    from rag_bench.metrics import measures
+    from rag_bench.evaluation import measures
     from rag_bench.runner.config import CONF_DIR, register_configs
     from rag_bench.runner.main import run_cell
 

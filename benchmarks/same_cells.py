@@ -49,6 +49,16 @@ TIMING = ("_s", "_ms", "latency", "per_s", "seconds", "wall", "qps", "throughput
 NOT_COMPARED = ("dataset_fingerprint", "cost/")
 
 
+# Measures renamed (issue 39: one name per thing), before -> after, compared under the new name.
+RENAMED = {"context_precision@": "passage_precision@"}
+
+
+def renamed(name: str) -> str:
+    for old, new in RENAMED.items():
+        name = name.replace(old, new)
+    return name
+
+
 def timing(name: str) -> bool:
     if name.startswith(NOT_COMPARED):
         return True
@@ -119,7 +129,8 @@ def cells(out: Path) -> dict[str, Path]:
     found = {}
     for done in sorted(out.glob("grid*/*/DONE")):
         cfg = yaml.safe_load((done.parent / "config.yaml").read_text())
-        what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": cfg["eval"],
+        evaluation = {k: v for k, v in cfg["eval"].items() if not (k == "scorers" and v == ["all"])}  # the default
+        what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": evaluation,
                 "system": (cfg.get("system") or {}).get("format")}
         found[f"{done.parent.parent.name} {json.dumps(what, sort_keys=True)}"] = done.parent
     return found
@@ -159,7 +170,7 @@ def compare(before: Path, after: Path) -> int:
     added: set[str] = set()
     for key in sorted(a.keys() & b.keys()):
         cell = f"{a[key].parent.name}/{a[key].name}"
-        ma = {k: v for k, v in flat(json.loads((a[key] / "metrics.json").read_text())).items() if not timing(k)}
+        ma = {renamed(k): v for k, v in flat(json.loads((a[key] / "metrics.json").read_text())).items() if not timing(k)}
         mb = {k: v for k, v in flat(json.loads((b[key] / "metrics.json").read_text())).items() if not timing(k)}
         for k in sorted(ma.keys() & mb.keys()):
             metrics += 1
@@ -167,8 +178,10 @@ def compare(before: Path, after: Path) -> int:
                 bad.append(f"{cell} metrics {k}: {ma[k]!r} != {mb[k]!r}")
         for k in sorted(ma.keys() - mb.keys()):
             bad.append(f"{cell} metrics {k}: only before")
-        added.update(_family(k) for k in mb.keys() - ma.keys())
+        added.update("measures (the block describing each key)" if k.startswith("measures/") else _family(k)
+                     for k in mb.keys() - ma.keys())
         ra, rb = pd.read_parquet(a[key] / "records.parquet"), pd.read_parquet(b[key] / "records.parquet")
+        ra = ra.rename(columns=renamed)
         if [c for c in rb.columns if c in ra.columns] != list(ra.columns):
             bad.append(f"{cell} records columns: {list(ra.columns)} are not in {list(rb.columns)} in order")
         added.update(f"records {_family(c)}" for c in rb.columns if c not in ra.columns)

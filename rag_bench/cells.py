@@ -32,7 +32,6 @@ from omegaconf._utils import get_omega_conf_dumper
 
 from rag_bench.errors import DataError, OutputError, Problem
 from rag_bench.locking import file_lock
-from rag_bench.metrics.measures import is_question_ranking_column
 from rag_bench.spreadsheet import to_csv
 from rag_bench.stages import LABEL_STAGES, stage_names
 
@@ -359,7 +358,3 @@ def one_dataset(cells: list[Cell], fingerprint: str | None = None) -> tuple[list
               "version its own experiment.name)")
     return versions[newest], notice
 
-
-def question_metrics(cell: Cell) -> list[str]:
-    """Per-question metric columns present in the cell's records."""
-    return [c for c in cell.records.columns if is_question_ranking_column(c)]

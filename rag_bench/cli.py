@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 USAGE = """\
 rag-bench COMMAND ...
@@ -663,7 +663,7 @@ def _score_answers(argv: list[str]) -> int:
 
 
 def _export(argv: list[str]) -> int:
-    from rag_bench.runner.external import export_outputs
+    from rag_bench.adapters.external import export_outputs
     from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench export", description="Write a cell's per-question results as "
@@ -678,8 +678,8 @@ def _export(argv: list[str]) -> int:
         out = _output_file(a.out, "--out") if a.out else None  # before any work: nothing half-done
         cell = load_cell(a.cell)
         if a.format == "ragas":
+            from rag_bench.adapters.external import export_ragas
             from rag_bench.data.loader import load_dataset
-            from rag_bench.runner.external import export_ragas
 
             path = (cell.config.get("dataset") or {}).get("path")
             dataset = load_dataset(path) if path and Path(path).is_dir() else None

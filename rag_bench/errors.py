@@ -62,4 +62,4 @@ class OutputError(RagBenchError):
 
 class ComponentError(RagBenchError):
     """A component (built-in or plugin) returned output that breaks its stage's contract
-    (:mod:`rag_bench.runner.contracts`); the cell is refused and nothing of it is written."""
+    (:mod:`rag_bench.pipeline.contracts`); the cell is refused and nothing of it is written."""

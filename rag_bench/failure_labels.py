@@ -1,6 +1,6 @@
 """The failure labels (docs/contract.md §4) and their attribution order: one label per question, the
 first that applies. Names only, so every floor can read them: the runner attributes them
-(:mod:`rag_bench.evaluation.scorers.failure_labels`), metrics.json counts them, the measures registry declares each
+(:mod:`rag_bench.evaluation.scorers.attribution`), metrics.json counts them, the measures registry declares each
 tally's direction, reports and the leaderboard list them in this order.
 
 Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →

@@ -62,8 +62,9 @@ SIZES: Mapping[str, int] = {
     "indexes": 2,      # per (chunks, retriever, embedder, index): a fitted retriever
     "rankings": 8,     # per (index, depth): rankings and their latencies
     "reranked": 8,     # per (rankings, reranker)
-    "scored": 8,       # per (final rankings, eval parameters): k-independent retrieval scores
-    "run_lines": 4,    # per final rankings: the lines of run.trec without the cell's tag
+    "graded": 8,       # per (final rankings, grading settings): the rankings' relevance grades
+    "scored": 48,      # per (final rankings, grading settings, scorer, its parameters): a scorer's
+                       # k-independent part (some six scorers share each ranking)
     "ann": 8,          # per (index, ks): the ANN-vs-exact report
     "tuned": 4,        # per (index, questions): index.target_recall's tuning
     "probes": 2,       # per (index, questions): the index laid open for tuning and the ANN report

@@ -5,14 +5,14 @@ builds, the sweep's loop order, the identity columns of leaderboards and reports
 of a cell (live and synced alike). A stage's *protocol* (``typing.Protocol`` in the stage's
 ``base.py``) says what a component must provide; methods decorated :func:`optional` are
 capabilities with a declared no-op default, looked up through :func:`capability` so a component
-that does not offer one still works. "No component" is a null object deriving from :class:`Null`
-(``reranker=none``, ``generator=none``, ``judge=none``, ``tracking=none``), tested with
-:func:`is_null` and nothing else.
+that does not offer one still works. Which protocol a config group's components implement is the
+runner's table (:data:`rag_bench.runner.config.PROTOCOLS`): this module imports no stage. "No
+component" is a null object deriving from :class:`Null` (``reranker=none``, ``generator=none``,
+``judge=none``, ``tracking=none``), tested with :func:`is_null` and nothing else.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,20 +30,6 @@ CONSOLE_STAGES = ("chunker", "retriever", "reranker", "index", "generator")
 # Override keys in loop order for the sweeper: the dataset, then every stage; others innermost.
 SWEEP_ORDER = ("dataset", *STAGES)
 
-# Where each group's protocol lives (module, class); imported on demand (no import cycle with
-# the stage packages, which import records and helpers only).
-_PROTOCOLS = {
-    "chunker": ("rag_bench.chunking.base", "Chunker"),
-    "embedder": ("rag_bench.embedding.base", "Embedder"),
-    "index": ("rag_bench.indexing.base", "VectorIndex"),
-    "retriever": ("rag_bench.retrieval.base", "Retriever"),
-    "reranker": ("rag_bench.reranking.base", "Reranker"),
-    "generator": ("rag_bench.generation.base", "Generator"),
-    "judge": ("rag_bench.judging.base", "Judge"),
-    "tracking": ("rag_bench.tracking.base", "Tracker"),
-}
-
-
 class Null:
     """Marker base of the null objects that stand for "no component" in a stage."""
 
@@ -59,16 +45,8 @@ def optional(method: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
-def protocol(group: str) -> type:
-    """The protocol class of a config group (``protocol("reranker")`` is ``Reranker``)."""
-    module, name = _PROTOCOLS[group]
-    cls: type = getattr(importlib.import_module(module), name)
-    return cls
-
-
-def required_methods(group: str) -> tuple[str, ...]:
-    """Public methods of the group's protocol that a component must have (optional ones excluded)."""
-    proto = protocol(group)
+def required_methods(proto: type) -> tuple[str, ...]:
+    """Public methods of the protocol ``proto`` that a component must have (optional ones excluded)."""
     names = []
     for klass in reversed(proto.__mro__):
         for name, value in vars(klass).items():
@@ -80,16 +58,16 @@ def required_methods(group: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def missing_methods(cls: type, group: str) -> list[str]:
-    """Required methods of ``group``'s protocol that ``cls`` lacks (empty when it implements it)."""
-    return [m for m in required_methods(group) if not callable(getattr(cls, m, None))]
+def missing_methods(cls: type, proto: type) -> list[str]:
+    """Required methods of the protocol ``proto`` that ``cls`` lacks (empty when it implements it)."""
+    return [m for m in required_methods(proto) if not callable(getattr(cls, m, None))]
 
 
-def capability(component: Any, group: str, name: str) -> Callable[..., Any]:
+def capability(component: Any, proto: type, name: str) -> Callable[..., Any]:
     """The component's optional method ``name``, or the protocol's declared default bound to it."""
-    default = getattr(protocol(group), name, None)
+    default = getattr(proto, name, None)
     if not getattr(default, "__rag_bench_optional__", False):
-        raise AttributeError(f"{name} is not an optional capability of the {group} protocol")
+        raise AttributeError(f"{name} is not an optional capability of the {proto.__name__} protocol")
     own = getattr(component, name, None)
     if callable(own):
         return own  # type: ignore[no-any-return]

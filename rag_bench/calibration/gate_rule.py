@@ -29,7 +29,7 @@ from rag_bench.calibration.labels import load_labels
 from rag_bench.calibration.standins import StandIn, stand_ins
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 KEY = "judge_agreement"
 _FIELDS = {"measure", "min_kappa", "labels"}

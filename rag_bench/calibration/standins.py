@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_bench.calibration.labels import CORRECT, FAITHFULNESS
+from rag_bench.evaluation import measures
+from rag_bench.evaluation.measures import JUDGE_PREFIX
 from rag_bench.judging.samples import CONSISTENCY_SUFFIX, SAMPLES_SUFFIX, SPREAD_SUFFIX
-from rag_bench.metrics import measures
-from rag_bench.metrics.measures import JUDGE_PREFIX
 
 
 @dataclass(frozen=True)

@@ -1,89 +1,120 @@
-"""A run of a system: what any system produced for each question of a dataset.
+"""A run of a system: what any system produced for each question of a dataset -- the only thing
+the evaluation reads.
 
-Our pipeline (:mod:`rag_bench.runner.pipeline`) returns one; ``rag-bench evaluate``
-(:mod:`rag_bench.runner.external`) parses an application's outputs into one. The evaluation
-(:mod:`rag_bench.evaluation.evaluation`) scores a run and never asks which it was.
+Our pipeline (:mod:`rag_bench.pipeline`) produces one; ``rag-bench evaluate``'s adapters
+(:mod:`rag_bench.adapters`: an application's outputs, a TREC run, a ragas set) parse one from a
+file. The evaluation (:mod:`rag_bench.evaluation.evaluation`) scores a run and never asks which it
+was: every scorer reads :class:`QuestionRun` objects (one per question, holding its question) and
+the run-level figures of :class:`SystemRun`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import Literal
 
 from rag_bench.embedding.base import EmbedStats
-from rag_bench.evaluation.results import Answered, Indexed, Reranked, Retrieved
-from rag_bench.records import Chunk, Dataset
+from rag_bench.generation.base import Generation
+from rag_bench.indexing.ann_report import AnnReport
+from rag_bench.judging.base import JudgeResult
+from rag_bench.records import Answer, Chunk, Dataset, Document, Passage, Question, Ranking
 
 Latency = Literal["pipeline", "system", "none"]
 
 
 @dataclass(frozen=True)
 class QuestionRun:
-    """One question's part of a run: the ranked passages of each retrieval stage as spans
-    ``(doc_id, start, end)``, the context handed to the generator, the answer, its citations
-    (context passage numbers), whether it refused, and what it cost."""
+    """One question's part of a run.
 
-    qid: str
-    retrieved: tuple[tuple[str, int, int], ...]
-    ranked: tuple[tuple[str, int, int], ...]
-    context: tuple[str, ...]
-    answer: str | None
-    citations: tuple[int, ...]
-    refused: bool
-    seconds: float | None
-    tokens_in: int | None
-    tokens_out: int | None
+    ``retrieved`` is the first stage's ranking (depth D), ``ranked`` the final one (after
+    reranking; the same object without a reranker), both as indices into
+    :attr:`SystemRun.passages` with scores; ``retrieve_ms``/``rerank_ms`` their latencies (None:
+    not measured); ``dropped_by_retriever``/``dropped_by_reranker`` the passages each stage
+    returned that the asker may not read (dropped before anything downstream saw them).
+    ``context`` is what the generator was handed (None: the system only retrieves), ``generation``
+    the raw call (output, seconds, tokens, cached), ``answer`` the parsed answer (text, citations,
+    refusal), ``judge`` the LLM judge's scores of it (None: not judged)."""
+
+    question: Question
+    retrieved: Ranking
+    ranked: Ranking
+    retrieve_ms: float | None = None
+    rerank_ms: float | None = None
+    dropped_by_retriever: int = 0
+    dropped_by_reranker: int = 0
+    context: tuple[Passage, ...] | None = None
+    generation: Generation | None = None
+    answer: Answer | None = None
+    judge: JudgeResult | None = None
+
+    @property
+    def qid(self) -> str:
+        """The question's id."""
+        return self.question.qid
+
+    @property
+    def answered(self) -> bool:
+        """Whether the system produced an answer for it (a call that failed counts)."""
+        return self.answer is not None
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    """Which LLM judge scored the answers and which metrics it gives (``judge/judge_<metric>``)."""
+
+    name: str
+    metrics: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class SystemRun:
-    """Everything a system produced on a dataset, stage by stage.
+    """Everything a system produced on a dataset.
 
-    ``corpus`` is the dataset whose documents the passages are spans of (for an external system,
-    the dataset plus a placeholder document for passages no document holds); ``indexed.searchable``
-    are the passages a ranking's indices point into; ``retrieved`` and ``reranked`` the rankings of
-    the retrieval stages (``reranked`` the final one); ``answered`` the contexts, generations and
-    parsed answers (None: the system only retrieves). ``attribute_chunking`` is False when the
-    passages are not a chunking of the whole corpus (an external system's): ``chunking`` cannot be
-    told from ``retrieval_miss``; ``min_relevant`` then makes a missed question score 0.
-    ``counts`` are the system's own figures for metrics.json ``counts``; ``latency`` says whose
-    latencies ``retrieved`` holds (``pipeline``: our retriever's; ``system``: the application's
-    end-to-end; ``none``: not given). ``usage`` reads the embedder's usage after the evaluation
-    (a judge may embed too)."""
+    ``dataset`` is the golden set (its questions, documents and fingerprint); ``passages`` what the
+    rankings index: the chunks a pipeline searched, or the spans an external system's passages were
+    located at; ``documents`` the corpus those passages are spans of, when it holds more than the
+    dataset's (a placeholder document for an external system's passages no document holds).
+    ``questions`` one :class:`QuestionRun` per question of the dataset, in its order.
 
-    corpus: Dataset
-    chunks: list[Chunk]
-    indexed: Indexed
-    retrieved: Retrieved
-    reranked: Reranked
-    answered: Answered | None = None
-    ann: dict[str, Any] | None = None
-    timings: dict[str, float] = field(default_factory=dict)
+    Run-level figures: ``chunks`` made (parents excluded), the retrieval ``depth``, the ANN index's
+    report (``ann``, measured where the index is), ``index_name``, stage ``timings``, the system's
+    own ``counts``, whose latencies the questions hold (``latency``: ``pipeline``, our stages';
+    ``system``, the application's end to end; ``none``), the embedder's usage during the run, the
+    generation stage's wall time and the judge. ``attribute_chunking`` is False when the passages
+    are not a chunking of the whole corpus (an external system's): ``chunking`` cannot be told
+    from ``retrieval_miss``; ``min_relevant`` then makes a missed question score 0.
+    ``ranking_key`` identifies the final rankings in the shared work (None: not shared)."""
+
+    dataset: Dataset
+    passages: list[Chunk]
+    questions: tuple[QuestionRun, ...]
+    documents: Mapping[str, Document] | None = None
+    chunks: int | None = None
+    depth: int = 0
+    ann: AnnReport | None = None
     index_name: str = "external"
+    timings: Mapping[str, float] = field(default_factory=dict)
+    counts: Mapping[str, int] = field(default_factory=dict)
+    latency: Latency = "pipeline"
+    embedding: EmbedStats = field(default_factory=EmbedStats)
+    generate_s: float | None = None
+    judge: JudgeRun | None = None
     attribute_chunking: bool = True
     min_relevant: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    latency: Latency = "pipeline"
-    usage: Callable[[], EmbedStats] = EmbedStats
+    ranking_key: str | None = None
 
-    def questions(self) -> list[QuestionRun]:
-        """The run question by question, as spans (what any system can be compared on)."""
-        out = []
-        searchable = self.indexed.searchable
+    @cached_property
+    def corpus(self) -> Mapping[str, Document]:
+        """The documents the passages are spans of."""
+        return self.documents if self.documents is not None else self.dataset.documents
 
-        def spans(indices: tuple[int, ...]) -> tuple[tuple[str, int, int], ...]:
-            return tuple((searchable[i].doc_id, searchable[i].start, searchable[i].end) for i in indices)
+    @cached_property
+    def answered(self) -> bool:
+        """Whether the system answered (a generation stage ran, or an application gave answers)."""
+        return any(q.answered for q in self.questions)
 
-        for n, (q, got, final) in enumerate(zip(self.corpus.questions, self.retrieved.rankings,
-                                                self.reranked.rankings)):
-            a = g = None
-            if self.answered is not None:
-                a, g = self.answered.answers[n], self.answered.generations[n]
-            out.append(QuestionRun(
-                q.qid, spans(got.indices), spans(final.indices),
-                tuple(p.text for p in self.answered.items[n].passages) if self.answered is not None else (),
-                a.text if a is not None else None, tuple(a.citations) if a is not None else (),
-                bool(a.refused) if a is not None else False, g.seconds if g is not None else None,
-                g.tokens_in if g is not None else None, g.tokens_out if g is not None else None))
-        return out
+    def spans(self, ranking: Ranking) -> tuple[tuple[str, int, int], ...]:
+        """A ranking's passages as spans ``(doc_id, start, end)`` (what any system can be compared on)."""
+        return tuple((self.passages[i].doc_id, self.passages[i].start, self.passages[i].end) for i in ranking.indices)

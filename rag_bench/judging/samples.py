@@ -20,8 +20,10 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.judging.base import JudgeResult
-from rag_bench.metrics import measures
 
+# The judge's measures are judge/judge_<metric> (metrics.json section, records.parquet column prefix).
+JUDGE_SECTION = "judge"
+JUDGE_PREFIX = "judge_"
 SAMPLES_SUFFIX = "_samples"
 SPREAD_SUFFIX = "_sd"
 CONSISTENCY_SUFFIX = "_consistency"
@@ -59,7 +61,7 @@ def frame_samples(frame: pd.DataFrame, metric: str) -> np.ndarray | None:
     """The ``(questions, samples)`` matrix of a records frame's ``judge_<metric>_samples`` column
     (NaN padded), or None when the frame has no such column (a cell written before samples).
     ValueError naming the column when it holds anything but lists of finite numbers (or NaN)."""
-    col = measures.JUDGE_PREFIX + metric + SAMPLES_SUFFIX
+    col = JUDGE_PREFIX + metric + SAMPLES_SUFFIX
     if col not in frame:
         return None
     try:
@@ -83,9 +85,9 @@ def paired_samples(key: str, a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarr
     when ``key`` is not judged or either cell kept no samples (then the questions-only test
     applies)."""
     section, _, name = key.partition("/")
-    if section != measures.JUDGE_SECTION or not name.startswith(measures.JUDGE_PREFIX):
+    if section != JUDGE_SECTION or not name.startswith(JUDGE_PREFIX):
         return None
-    metric = name[len(measures.JUDGE_PREFIX):]
+    metric = name[len(JUDGE_PREFIX):]
     sa, sb = frame_samples(a, metric), frame_samples(b, metric)
     if sa is None or sb is None:
         return None

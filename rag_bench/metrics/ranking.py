@@ -26,8 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench.metrics import measures
-
 __all__ = [
     "GAINS",
     "average_precision",
@@ -500,15 +498,18 @@ def ranking_metrics(
     cutoffs = _check_ks(ks)
     rl = _check_relevance_level(relevance_level)
     kernels: dict[str, Callable[[int | None], np.ndarray]] = {
-        measures.HIT.family: lambda k: hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        measures.PRECISION.family: lambda k: precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        measures.RECALL.family: lambda k: recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
-        measures.MRR.family: lambda k: reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl),
-        measures.NDCG.family: lambda k: ndcg_at_k(lv, ideal, k=k, gain=gain),
-        measures.MAP.family: lambda k: average_precision(lv, n_relevant=n_rel, relevance_level=rl),
+        "hit": lambda k: hit_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "precision": lambda k: precision_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "recall": lambda k: recall_at_k(lv, n_relevant=n_rel, k=k, relevance_level=rl),  # type: ignore[arg-type]
+        "mrr": lambda k: reciprocal_rank(lv, n_relevant=n_rel, k=k, relevance_level=rl),
+        "ndcg": lambda k: ndcg_at_k(lv, ideal, k=k, gain=gain),
+        "map": lambda k: average_precision(lv, n_relevant=n_rel, relevance_level=rl),
     }
-    # Names and cutoffs come from the measure registry; the kernels above are the arithmetic.
-    out = {m.name: kernels[m.family](m.cutoff) for m in measures.retrieval_measures(cutoffs)}
+    # The kernels' own names (the chunk-ranking scorer declares the measures and calls the kernels
+    # itself): the cut ones at every k, then the uncut.
+    cut = [f"{name}@{k}" for name in ("hit", "precision", "recall", "mrr", "ndcg") for k in cutoffs]
+    out = {name: kernels[name.partition("@")[0]](int(name.partition("@")[2])) for name in cut}
+    out.update({name: kernels[name](None) for name in ("mrr", "ndcg", "map")})
     no_relevant = n_rel == 0
     for values in out.values():
         values[no_relevant] = np.nan

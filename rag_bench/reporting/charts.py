@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rag_bench.cells import Cell  # noqa: E402
+from rag_bench.evaluation import measures  # noqa: E402
 from rag_bench.failure_labels import in_attribution_order  # noqa: E402
-from rag_bench.metrics import measures  # noqa: E402
 from rag_bench.reporting import decide  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 

@@ -20,8 +20,8 @@ import pandas as pd
 
 from rag_bench.cells import Cell, check_same_dataset
 from rag_bench.errors import DataError, Problem
+from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
-from rag_bench.metrics import measures
 from rag_bench.reporting import decide
 from rag_bench.stats.paired import (
     holm,

@@ -27,7 +27,7 @@ from typing import Any
 from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 AUTO = measures.AUTO_PRIMARY
 CORRECT = measures.CORRECT_KEY

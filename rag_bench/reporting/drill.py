@@ -23,7 +23,7 @@ import numpy as np
 
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 log = logging.getLogger(__name__)
 MAX_PASSAGE_CHARS = 4000

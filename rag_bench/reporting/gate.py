@@ -7,7 +7,7 @@ A policy (YAML) has three parts, all optional:
                  when the paired difference over the same questions goes the measure's worse
                  way (down, or up for lower-is-better measures such as false_refusal_rate,
                  latencies and counts of what went wrong, e.g. counts/unlocated_passages; see
-                 :func:`rag_bench.metrics.measures.direction`) and its randomisation-test
+                 :func:`rag_bench.evaluation.measures.direction`) and its randomisation-test
                  p-value is at most ``a``; ``{rule: not_worse_than, max_drop: d}`` fails when the
                  cell is more than ``d`` worse than the baseline. A metric that declares no
                  direction, or a descriptive one (counts/chunks), takes no regression rule: the
@@ -44,8 +44,8 @@ import yaml
 from rag_bench.calibration import gate_rule as judge_rule
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError, OutputError, Problem
+from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
-from rag_bench.metrics import measures
 from rag_bench.reporting.decide import cell_name, pair_names
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
 

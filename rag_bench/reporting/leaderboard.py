@@ -19,8 +19,8 @@ import pandas as pd
 
 from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
+from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
-from rag_bench.metrics import measures
 from rag_bench.reporting import decide
 from rag_bench.stages import RETRIEVAL_STAGES
 
@@ -111,7 +111,7 @@ def tag_columns(cells: pd.DataFrame, tag: str) -> tuple[str, ...]:
 
 def _lower_is_better(column: str) -> bool:
     """Direction of a leaderboard column: ``section/name`` (a measure, count, cost, failure tally or
-    duration: :func:`rag_bench.metrics.measures.direction`), or ``tag:<tag>/name`` (a ranking
+    duration: :func:`rag_bench.evaluation.measures.direction`), or ``tag:<tag>/name`` (a ranking
     measure). A column with no better direction (descriptive, or declaring none) is listed largest
     first, as a display order only: no verdict is drawn from it."""
     try:

@@ -25,7 +25,7 @@ from rag_bench.calibration.report_section import TITLE as TRUST_TITLE
 from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_bench.cells import Cell
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 from rag_bench.reporting import decide
 
 

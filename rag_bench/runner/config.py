@@ -27,11 +27,20 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from rag_bench.chunking.base import Chunker
 from rag_bench.digests import path_digest, source_digest
+from rag_bench.embedding.base import Embedder
 from rag_bench.errors import ConfigError, RagBenchError
-from rag_bench.metrics import measures
-from rag_bench.metrics.generation import ANSWER_MATCH_MODES
+from rag_bench.evaluation import measures
+from rag_bench.evaluation.evaluation import chosen
+from rag_bench.generation.base import Generator
+from rag_bench.indexing.base import VectorIndex
+from rag_bench.judging.base import Judge
+from rag_bench.registry import Registry
+from rag_bench.reranking.base import Reranker
+from rag_bench.retrieval.base import Retriever
 from rag_bench.stages import COMPONENT_GROUPS, missing_methods
+from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
 # top-level conf/ and datasets/kettleby are relative symlinks to these folders.
@@ -42,8 +51,20 @@ DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
-# eval.unit: which rankings the ranking measures score.
-UNITS = {"chunk": ("chunk",), "document": ("document",), "both": ("chunk", "document")}
+# The protocol each config group's components implement (checked before a component is built).
+PROTOCOLS: Registry[type] = Registry("component group", {
+    "chunker": Chunker, "embedder": Embedder, "index": VectorIndex, "retriever": Retriever, "reranker": Reranker,
+    "generator": Generator, "judge": Judge, "tracking": Tracker})
+# The value tables eval.* settings choose from: each name with what it means.
+RELEVANCE: Registry[str] = Registry("eval.relevance", {
+    "overlap": "a chunk overlapping an evidence span by eval.min_coverage", "section": "a chunk inside the "
+    "evidence's section", "facts": "a chunk holding all the question's facts"})
+GAIN: Registry[str] = Registry("eval.gain", {"linear": "nDCG gain = grade", "exponential": "nDCG gain = 2^grade - 1"})
+UNITS: Registry[str] = Registry("eval.unit", {"chunk": "ranking measures over chunks", "document": "over documents (BEIR-comparable)",
+                               "both": "both, in two sections"})
+ANSWER_MATCH: Registry[str] = Registry("eval.answer_match", {
+    "auto": "facts present when the question has facts, else contains", "contains": "a reference occurs in the "
+    "answer", "f1": "SQuAD token F1 >= eval.f1_threshold", "em": "SQuAD exact match", "facts": "every fact occurs"})
 # Bootstrap memory: resample indices (int64) and resampled values (float64), per question.
 MAX_BOOTSTRAP_BYTES = 4 << 30
 
@@ -76,6 +97,8 @@ class EvalConf:
     relevance_level: int = 1  # binary measures count grades >= this (trec_eval -l)
     bootstrap_resamples: int = 1000
     seed: int = 0
+    # The scorers the evaluation runs (rag_bench.evaluation.measures.SCORERS): all, or a list of names.
+    scorers: list[str] = field(default_factory=lambda: ["all"])
 
 
 @dataclass
@@ -134,19 +157,14 @@ def validate(cfg: DictConfig) -> None:
     mc = cfg.eval.min_coverage
     if not (math.isfinite(mc) and 0 < mc <= 1):
         raise ConfigError(f"eval.min_coverage must be in (0, 1], got {mc} -- fix: eval.min_coverage=0.5")
-    if cfg.eval.relevance not in ("overlap", "section", "facts"):
-        raise ConfigError(f"eval.relevance must be overlap, section or facts, got {cfg.eval.relevance!r}")
-    if cfg.eval.gain not in ("linear", "exponential"):
-        raise ConfigError(f"eval.gain must be linear or exponential, got {cfg.eval.gain!r} -- fix: eval.gain=linear")
-    if cfg.eval.unit not in UNITS:
-        raise ConfigError(f"eval.unit must be one of {', '.join(UNITS)}, got {cfg.eval.unit!r} -- fix: eval.unit=chunk "
-                          "(eval.unit=document scores the document ranking as BEIR does; both reports the two)")
+    RELEVANCE.check(cfg.eval.relevance)
+    GAIN.check(cfg.eval.gain)
+    UNITS.check(cfg.eval.unit)
     if isinstance(cfg.eval.relevance_level, bool) or not 1 <= cfg.eval.relevance_level <= 1000:
         raise ConfigError(f"eval.relevance_level must be an integer in [1, 1000], got {cfg.eval.relevance_level} "
                           "-- fix: eval.relevance_level=1 (binary measures count grades >= it)")
-    if cfg.eval.answer_match not in ANSWER_MATCH_MODES:
-        raise ConfigError(f"eval.answer_match must be one of {', '.join(ANSWER_MATCH_MODES)}, got "
-                          f"{cfg.eval.answer_match!r} -- fix: eval.answer_match=auto")
+    ANSWER_MATCH.check(cfg.eval.answer_match)
+    chosen(list(cfg.eval.scorers))
     f1 = cfg.eval.f1_threshold
     if not (math.isfinite(f1) and 0 < f1 <= 1):
         raise ConfigError(f"eval.f1_threshold must be in (0, 1], got {f1} -- fix: eval.f1_threshold=0.5")
@@ -273,7 +291,7 @@ def check_component(cls: Any, group: str, target: str) -> None:
     if not inspect.isclass(cls):
         raise ConfigError(f"{group}._target_ {target!r} is a {type(cls).__name__}, not a class -- fix: name a "
                           f"{group} class (see conf/{group}/)")
-    missing = missing_methods(cls, group)
+    missing = missing_methods(cls, PROTOCOLS.get(group))
     if missing:
         raise ConfigError(f"{group}._target_ {target!r} does not implement the {group} stage: missing "
                           f"{', '.join(missing)} -- fix: name a {group} class (see conf/{group}/)")
@@ -418,6 +436,9 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}
     data["dataset"]["fingerprint"] = dataset_fingerprint
+    if data["eval"].get("scorers") == [measures.ALL_SCORERS]:
+        # every scorer is what a cell was before eval.scorers existed: cells keep their ids
+        data["eval"] = {k: v for k, v in data["eval"].items() if k != "scorers"}
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
         # null (no tuning) is what an index did before the key existed: cells keep their ids
         data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}
@@ -467,50 +488,14 @@ def dataset_path(cfg: DictConfig) -> Path:
     return Path(cfg.dataset.path).expanduser() if cfg.dataset.path else DEMO_DATASET
 
 
-@dataclass(frozen=True)
-class CellSettings:
-    """The pipeline settings of one cell, typed: what the stages take instead of the config."""
-
-    ks: tuple[int, ...]  # eval.ks, sorted, each once
-    k: int  # pipeline.k: passages handed to the generator
-    include_archived: bool
-    expand_parents: bool
-    token_budget: int
-    split: str  # dataset.split: the questions asked (in the rankings' shared-work key)
-    index_name: str
-
-
-@dataclass(frozen=True)
-class CellParts:
-    """One cell's components, built once from its config (the embedder once per config and
-    process, through the shared work, so its model stays loaded), its typed settings and its
-    evaluation. ``what`` holds, for each group whose work is shared between cells, its resolved
-    config and what it really is beyond it (:func:`component_provenance`); :meth:`identity` turns
-    that into the shared-work key of a component's output. Nothing downstream reads the config."""
-
-    settings: CellSettings
-    embedder: Any
-    chunker: Any
-    retriever: Any
-    reranker: Any
-    generator: Any
-    judge: Any  # None when the cell generates nothing (no answers to judge)
-    evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
-    what: dict[str, Any]
-    takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
-
-    def identity(self, group: str) -> list[Any]:
-        """What determines ``group``'s output: its own config, then each component it takes."""
-        return [self.what[group], *(self.what[g] for g in self.takes[group])]
-
-
-def build_cell(cfg: DictConfig, work: Any) -> CellParts:
+def build_cell(cfg: DictConfig, work: Any) -> Any:
     """Build the components of the cell ``cfg`` (``work``: the :class:`~rag_bench.memo.SharedWork`
     of the process, which keeps one checked embedder per embedder config). Each is built, so its
     parameters are checked (:func:`build`), before anything is loaded: models load lazily."""
     from rag_bench import memo
     from rag_bench.evaluation.evaluation import Evaluation
-    from rag_bench.runner.contracts import CheckedEmbedder
+    from rag_bench.pipeline.contracts import CheckedEmbedder
+    from rag_bench.pipeline.parts import CellParts, CellSettings
     from rag_bench.stages import is_null
 
     takes = {"embedder": (), "index": (),
@@ -532,7 +517,7 @@ def build_cell(cfg: DictConfig, work: Any) -> CellParts:
                             include_archived=bool(cfg.pipeline.include_archived),
                             expand_parents=bool(cfg.pipeline.expand_parents),
                             token_budget=int(cfg.pipeline.token_budget), split=str(cfg.dataset.split),
-                            index_name=str(cfg.index.name))
+                            index_name=str(cfg.index.name), judge_name=str(cfg.judge.name))
     return CellParts(settings=settings, embedder=embedder,
                      chunker=build(cfg.chunker, "chunker", embedder=embedder),
                      retriever=build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),

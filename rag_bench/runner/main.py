@@ -21,17 +21,17 @@ from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, 
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError
-from rag_bench.evaluation.scorers import security
+from rag_bench.evaluation import measures as catalog
+from rag_bench.evaluation.evaluation import Evaluation
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
-from rag_bench.metrics import measures
 from rag_bench.naming import flat_params
+from rag_bench.pipeline import pipeline, stages
 from rag_bench.records import Dataset
-from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate
-from rag_bench.runner.pipeline import run_parts
-from rag_bench.stages import CONSOLE_STAGES, TRACKING, capability, is_null
+from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
+from rag_bench.stages import CONSOLE_STAGES, capability, is_null
 from rag_bench.tracking import background
-from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, run_name, tracked_metrics
+from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
 log = logging.getLogger("rag_bench")
 
@@ -79,15 +79,22 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
-    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint), lambda cid: run_parts(parts, dataset, cid, work))
+    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
+                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work))
+
+
+def compute(cfg: DictConfig, dataset: Dataset, cid: str, work: SharedWork) -> CellResult:
+    """The cell ``cfg`` on ``dataset`` computed (its pipeline run, then evaluated), not written."""
+    parts = build_cell(cfg, work)
+    return parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work)
 
 
 def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | None = None,
                   ragas: Path | None = None, system: str = "external") -> Path:
     """The cell of an external system's results (OUTPUTS JSON lines or a TREC run) over the
-    dataset of ``cfg`` (:mod:`rag_bench.runner.external`); its config records the system's name
+    dataset of ``cfg`` (:mod:`rag_bench.adapters.external`); its config records the system's name
     and the file's content hash, so the cell id changes when the file does."""
-    from rag_bench.runner.external import evaluate_outputs, read_outputs, read_ragas, read_trec_run
+    from rag_bench.adapters.external import read_outputs, read_ragas, read_trec_run, system_run
 
     validate(cfg)
     dataset = _load(cfg)
@@ -107,8 +114,7 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
     elif ragas is not None:
         results = read_ragas(ragas, dataset)
     else:
-        chunks = build(cfg.chunker, "chunker").chunk(list(dataset.documents.values()))
-        results = read_trec_run(source, dataset, chunks)
+        results = read_trec_run(source, dataset, chunk_corpus(cfg, dataset))
     stored = cfg.copy()
     with open_dict(stored):
         # The system's own stages are unknown: name them after it (a TREC run keeps the chunker
@@ -119,8 +125,27 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
         stored.generator = {"name": system if results.has_answers else "none"}
         stored.system = {"name": system, "source": str(source.resolve()), "sha256": digest,
                          "format": "outputs" if outputs is not None else "ragas" if ragas is not None else "trec"}
-    return _finish(stored, dataset, cell_id(stored, dataset.fingerprint),
-                   lambda cid: evaluate_outputs(cfg, dataset, results, cid))
+
+    def compute(cid: str) -> CellResult:
+        judge = None
+        if results.has_answers:  # built only when there are answers to judge
+            embedder = build(cfg.embedder, "embedder") if wants(cfg.judge, "judge", "embedder") else None
+            judge = build(cfg.judge, "judge", embedder=embedder)
+        run = system_run(dataset, results, context=stages.ContextRule(int(cfg.pipeline.k), int(cfg.pipeline.token_budget)),
+                         judge=judge, judge_name=str(cfg.judge.name))
+        return Evaluation.from_config(cfg).evaluate(run, cid)
+
+    return _finish(stored, dataset, cell_id(stored, dataset.fingerprint), compute)
+
+
+def chunk_corpus(cfg: DictConfig, dataset: Dataset) -> list[Any]:
+    """Every chunk of ``dataset`` by the config's chunker, through the pipeline's chunking stage
+    (its contracts checked) -- what a sweep's cells chunk, for the commands that need chunks alone."""
+    from rag_bench.memo import SharedWork
+
+    parts = build(cfg.chunker, "chunker", embedder=build(cfg.embedder, "embedder")) \
+        if wants(cfg.chunker, "chunker", "embedder") else build(cfg.chunker, "chunker")
+    return stages.chunk(dataset=dataset, key="chunks", chunker=parts, work=SharedWork()).chunks
 
 
 def _load(cfg: DictConfig) -> Dataset:
@@ -231,22 +256,22 @@ def _background_job(tracker: Any, cid: str, cell_dir: Path, arguments: dict[str,
     if arguments is None:
         return background.LogJob(cell_id=cid, cell_dir=cell_dir, write=(plain, result),
                                  done={**done, "mlflow_run_id": None, **tracker.describe()})
-    job = capability(tracker, TRACKING, "background_job")(arguments, done)
+    job = capability(tracker, Tracker, "background_job")(arguments, done)
     return None if job is None else dataclasses.replace(job, write=(plain, result))
 
 
 def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
     """The one-line summary of a finished cell: its components, chunk count, headline measures
-    (:data:`~rag_bench.metrics.measures.CONSOLE`) and, when it generates, the answer measures and
+    (:data:`~rag_bench.metrics.catalog.CONSOLE`) and, when it generates, the answer measures and
     failure labels."""
     shown = " ".join(f"{g}={names.get(g, '')}" for g in CONSOLE_STAGES)
-    shown_measures = [m for m in (*measures.CONSOLE, *measures.CONSOLE_DOCUMENT) if m.section in metrics]
+    shown_measures = [m for m in (*catalog.CONSOLE, *catalog.CONSOLE_DOCUMENT) if m.section in metrics]
     head = " ".join(f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
                     f"{_fmt(metrics.get(m.section, {}).get(m.name))}" for m in shown_measures)
     line = f"{shown} k={k} chunks={metrics['counts']['chunks']} {head}"
     if "generation" in metrics:
         gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
-                       for m in measures.CONSOLE_GENERATION)
+                       for m in catalog.CONSOLE_GENERATION)
         line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
     leaked = _leaked(metrics)
     if leaked:
@@ -256,7 +281,7 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
 
 def _leaked(metrics: dict[str, Any]) -> int:
     """The cell's unauthorized retrievals (0 when it reports none)."""
-    m = security.UNAUTHORIZED
+    m = catalog.UNAUTHORIZED_RETRIEVALS
     return int(metrics.get(m.section, {}).get(m.name, 0))
 
 
@@ -265,11 +290,11 @@ CONSOLE_WIDTH = 120
 
 def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDTH) -> str:
     """The cell's console line after ``cell <id> done: ``: its label (its values on the swept axes),
-    each stage's main measure (:data:`~rag_bench.metrics.measures.CONSOLE_SHORT`), and a red
+    each stage's main measure (:data:`~rag_bench.metrics.catalog.CONSOLE_SHORT`), and a red
     SECURITY alert when a component returned chunks the asker may not read. The label is cut so
     that the whole line, prefix included, stays within ``width`` characters (the alert excepted:
     it is never cut)."""
-    shown = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}" for m in measures.CONSOLE_SHORT
+    shown = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}" for m in catalog.CONSOLE_SHORT
                      if m.section in metrics and metrics[m.section].get(m.name) is not None)
     room = width - len("cell 0123456789ab done: ") - len(shown) - 3
     if len(label) > room:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_bench import naming
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 from rag_bench.stages import STAGES, Null, optional, stage_names
 
 # metrics.json sections that are not tracked as metrics: intervals, sizes, tallies and nested

@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import TrackingError
+from rag_bench.evaluation.scorer import mlflow_name
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
-from rag_bench.metrics.measures import mlflow_name
 from rag_bench.tracking.base import DatasetInfo
 from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
 from rag_bench.tracking.server import unreachable

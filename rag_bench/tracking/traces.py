@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 # Trace tags: which cell and question a trace belongs to (searchable in MLflow's trace view).
 CELL_TAG = "rag_bench.cell_id"

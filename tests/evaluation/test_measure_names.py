@@ -7,7 +7,7 @@ spells a registered measure -- its family (``hit``, ``doc_ndcg``), with a cutoff
 ``rag_bench/metrics/measures.py`` or ``rag_bench/evaluation/scorers/`` (where measures are declared
 and computed) or listed in :data:`ELSEWHERE` with the vocabulary it belongs to (a word two
 vocabularies share, such as the failure label ``correct``). Everything else takes the name from
-the :class:`~rag_bench.metrics.measures.Measure` object (``measures.CORRECT.column``).
+the :class:`~rag_bench.evaluation.measures.Measure` object (``measures.CORRECT.column``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import pytest
 
 from rag_bench.metrics import measures
-from rag_bench.metrics.measures import Measure
+from rag_bench.evaluation.measures import Measure
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from rag_bench.evaluation.scorers.failure_labels import final_label
+from rag_bench.evaluation.scorers.attribution import final_label
 from rag_bench.metrics.generation import correctness, match_answer
 from rag_bench.records import Answer
 from tests.conftest import SHARED

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rag_bench.evaluation.scorers.failure_labels import final_label
+from rag_bench.evaluation.scorers.attribution import final_label
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.metrics.generation import (
     citation_precision,

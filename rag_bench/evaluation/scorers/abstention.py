@@ -1,20 +1,48 @@
-"""Abstention: refusing the unanswerable, answering the answerable (metrics.json ``abstention``;
-the top-1 score threshold analysis is :func:`rag_bench.evaluation.summary.threshold_analysis`)."""
+"""Abstention (metrics.json ``abstention``): refusing the unanswerable, answering the answerable.
+
+``correct_refusal_rate`` and ``unsupported_answer_rate`` over unanswerable questions,
+``false_refusal_rate`` over answerable ones; a failed call is NaN (left out). Whether the top-1
+retrieval score alone could tell them apart is :mod:`.threshold`'s.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rag_bench.metrics import measures
-from rag_bench.records import Answer
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
 
-CORRECT_REFUSAL, UNSUPPORTED, FALSE_REFUSAL = measures.ABSTENTION
+ABSTENTION = (
+    declare("correct_refusal_rate", "abstention", "unanswerable questions answered with the refusal",
+            short="correct_refusal"),
+    declare("unsupported_answer_rate", "abstention", "unanswerable questions answered anyway", up=False),
+    declare("false_refusal_rate", "abstention", "answerable questions refused", up=False, short="false_refusal"),
+)
+CORRECT_REFUSAL, UNSUPPORTED, FALSE_REFUSAL = ABSTENTION
 
 
-def abstention_columns(a: Answer, *, ok: bool, answerable: bool) -> dict[str, float]:
-    """One question's refusal measures (NaN where undefined: a failed call, or the other kind of question)."""
-    return {
-        CORRECT_REFUSAL.column: float(a.refused) if ok and not answerable else np.nan,
-        UNSUPPORTED.column: float(not a.refused) if ok and not answerable else np.nan,
-        FALSE_REFUSAL.column: float(a.refused) if ok and answerable else np.nan,
-    }
+class Abstention:
+    """The scorer of :data:`ABSTENTION` (cells whose system answered)."""
+
+    name = "abstention"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The refusal rates when the run answered."""
+        return list(ABSTENTION) if run.answered else []
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question, the refusal measures (NaN for a failed call or the other kind of question)."""
+        if not context.run.answered:
+            return []
+        columns: dict[str, list[float]] = {m.column: [] for m in ABSTENTION}
+        for qr in context.run.questions:
+            a, answerable = qr.answer, qr.question.answerable
+            assert a is not None
+            ok = a.error is None
+            columns[CORRECT_REFUSAL.column].append(float(a.refused) if ok and not answerable else np.nan)
+            columns[UNSUPPORTED.column].append(float(not a.refused) if ok and not answerable else np.nan)
+            columns[FALSE_REFUSAL.column].append(float(a.refused) if ok and answerable else np.nan)
+        return [Part("abstention", columns)]
+
+
+SCORER = Abstention()

@@ -1,24 +1,55 @@
-"""Citations: do the passages an answer cites hold what it needs (metrics.json ``citation``)."""
+"""Citations (metrics.json ``citation``): do the passages an answer cites hold what it needs.
+
+``citation_precision`` is the share of cited passages relevant to the question's evidence (the
+passage-relevance overlap rule, ``eval.min_coverage``), NaN when nothing is cited;
+``citation_recall`` the share of evidence spans the cited passages cover (answerable questions);
+``invalid_citations`` citation numbers outside the context.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from rag_bench.metrics import measures
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorers.generation import undefined_warning
 from rag_bench.metrics.generation import citation_precision, citation_recall
-from rag_bench.records import Answer, EvidenceSpan, Passage
 
-PRECISION, RECALL, INVALID = measures.CITATION
+CITATION = (
+    declare("citation_precision", "citation", "cited passages that are relevant / cited passages", short="cite_p",
+            params=("eval.min_coverage",)),
+    declare("citation_recall", "citation", "evidence spans covered by cited passages / evidence spans",
+            short="cite_r", params=("eval.min_coverage",)),
+    declare("invalid_citations", "citation", "citation numbers outside the context", up=False),
+)
+PRECISION, RECALL, INVALID = CITATION
 
 
-def citation_columns(a: Answer, passages: Sequence[Passage], evidence: Sequence[EvidenceSpan], *, ok: bool,
-                     answerable: bool, min_coverage: float) -> dict[str, float]:
-    """One question's citation measures (NaN where undefined: a failed call; recall needs evidence)."""
-    return {
-        PRECISION.column: citation_precision(a, passages, evidence, min_coverage=min_coverage) if ok else np.nan,
-        RECALL.column: citation_recall(a, passages, evidence, min_coverage=min_coverage)
-        if ok and answerable else np.nan,
-        INVALID.column: float(a.invalid_citations) if ok else np.nan,
-    }
+class Citations:
+    """The scorer of :data:`CITATION` (cells whose system answered)."""
+
+    name = "citation"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The citation measures when the run answered."""
+        return list(CITATION) if run.answered else []
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question: citation precision, recall and invalid citations (NaN for a failed call)."""
+        run, cover = context.run, context.settings.min_coverage
+        if not run.answered:
+            return []
+        columns: dict[str, list[float]] = {m.column: [] for m in CITATION}
+        for qr in run.questions:
+            q, a, passages = qr.question, qr.answer, qr.context or ()
+            assert a is not None
+            ok = a.error is None
+            columns[PRECISION.column].append(citation_precision(a, passages, q.evidence, min_coverage=cover)
+                                             if ok else np.nan)
+            columns[RECALL.column].append(citation_recall(a, passages, q.evidence, min_coverage=cover)
+                                          if ok and q.answerable else np.nan)
+            columns[INVALID.column].append(float(a.invalid_citations) if ok else np.nan)
+        return [Part("citation", columns, warnings=undefined_warning(PRECISION, columns[PRECISION.column]))]
+
+
+SCORER = Citations()

@@ -1,24 +1,40 @@
-"""Document ranking (eval.unit=document|both): each document at the rank of its best chunk, scored
-against document grades (metrics.json ``document``, columns ``doc_*``), comparable with published
-BEIR figures; run.document.trec and qrels.document.trec reproduce it with trec_eval."""
+"""Document ranking (metrics.json ``document``, ``eval.unit=document|both``): the final ranking of
+passages as a ranking of documents -- each document at the rank of its first (best) passage, with
+that passage's score -- scored against document grades (a document's grade is the highest grade of
+its evidence spans), comparable with published BEIR figures; ``run.document.trec`` and
+``qrels.document.trec``, on which ``trec_eval`` gives the section's numbers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
-from rag_bench.evaluation.results import Judgment, Qrels
-from rag_bench.metrics import measures
-from rag_bench.metrics.measures import Measure
-from rag_bench.records import Chunk, Question
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorers.chunk_ranking import RANKING, answerable, ranking_columns, ranking_measures
+from rag_bench.records import Chunk
+
+# The chunk families over documents: graded by the evidence documents (neither eval.relevance nor
+# eval.min_coverage plays a part), documents' columns prefixed.
+DOCUMENT = tuple(replace(f, section="document", prefix="doc_", description=f"{f.description} (documents)",
+                         params=tuple(p for p in f.params if p not in ("eval.relevance", "eval.min_coverage",
+                                                                          "unit=chunk")) + ("unit=document",))
+                 for f in RANKING)
+DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT
+COUNTS = figures("counts", (
+    ("evaluated_documents", None, "answerable questions with a relevant document: the document measures' "
+     "denominator"),
+    ("excluded_no_relevant_document", None, "answerable questions with no relevant document in the dataset"),
+))
+EVALUATED, EXCLUDED = COUNTS
 
 
 def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[list[str], list[float]]:
-    """The chunk ranking as a document ranking: each document at the rank of its first (best)
-    chunk, with that chunk's score (max score per document, first occurrence order).
+    """The passage ranking as a document ranking: each document at the rank of its first (best)
+    passage, with that passage's score (max score per document, first occurrence order).
 
     >>> c = [Chunk(f"{d}#{i}", d, 0, 1, "x") for i, d in enumerate("abab")]
     >>> document_ranking(c, [4.0, 3.0, 2.0, 1.0])
@@ -30,43 +46,60 @@ def document_ranking(ranked: Sequence[Chunk], scores: Sequence[float]) -> tuple[
     return list(seen), list(seen.values())
 
 
-@dataclass(frozen=True)
 class DocumentRanking:
-    """The document unit: a document's grade is the highest grade of its evidence spans."""
+    """The scorer of :data:`DOCUMENT`: the document ranking of each question, its measures and files."""
 
-    name: str = "document"
-    section: str = "document"
-    prefix: str = "doc_"
-    families: tuple[Measure, ...] = measures.DOCUMENT
-    qrels_field: str = "documents"
+    name = "document"
 
-    def judge(self, q: Question, top: Sequence[Chunk], scores: Sequence[float], chunk: Judgment,
-              relevance_level: int) -> Judgment:
-        """The document ranking of ``top`` judged by the question's evidence documents."""
-        doc_grade: dict[str, int] = {}
-        for span in q.evidence:
-            doc_grade[span.doc_id] = max(doc_grade.get(span.doc_id, 0), span.grade)
-        doc_ids, doc_scores = document_ranking(top, scores)
-        return Judgment([doc_grade.get(d, 0) for d in doc_ids],
-                        sum(g >= relevance_level for g in doc_grade.values()),
-                        [g for g in doc_grade.values() if g > 0], {"doc_ids": doc_ids, "doc_scores": doc_scores},
-                        doc_grade)
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The document measures at ``eval.ks`` and their denominators (when documents are reported)."""
+        if settings.unit not in ("document", "both"):
+            return []
+        return [*ranking_measures(sorted(set(settings.ks)), DOCUMENT), *COUNTS]
 
-    def counts(self, frame: pd.DataFrame, answerable: np.ndarray, ks: Sequence[int]) -> dict[str, int]:
-        """Answerable questions with a relevant document (the document measures' denominator) and without."""
-        doc_eval = int(np.sum(answerable & frame[self.families[0].at(ks[0]).column].notna().to_numpy()))
-        return {"evaluated_documents": doc_eval, "excluded_no_relevant_document": int(answerable.sum()) - doc_eval}
-
-    def trec_files(self, frame: pd.DataFrame, questions: Sequence[Question], qrels: Qrels, tag: str) -> dict[str, str]:
-        """``run.document.trec`` (each question's document ranking: a document at its best chunk's
-        rank and score) and ``qrels.document.trec`` (document grades): trec_eval on these two files
-        gives the cell's ``document`` section."""
-        run = [f"{qid} Q0 {d} {rank} {score!r} {tag}" for qid, ids, scores in
-               zip(frame["qid"], frame["doc_ids"], frame["doc_scores"]) for rank, (d, score) in
-               enumerate(zip(ids, scores), start=1)]
-        rel = [f"{questions[i].qid} 0 {d} {g}" for i, docs in qrels.documents.items() for d, g in sorted(docs.items())]
-        return {"run.document.trec": "\n".join(run) + ("\n" if run else ""),
-                "qrels.document.trec": "\n".join(rel) + ("\n" if rel else "")}
+    def score(self, context: Context) -> list[Part]:
+        """Each question's documents and scores, the measures' columns, the counts and the two files."""
+        if context.settings.unit not in ("document", "both"):
+            return []
+        doc_ids, doc_scores, measures, values, lines, rel = context.shared(
+            self.name, (sorted(set(context.settings.ks)), context.settings.gain), lambda: _documents(context))
+        warnings: tuple[str, ...] = ()
+        ndcg = DOC_NDCG.at(10)
+        if ndcg.column in measures and np.isnan(measures[ndcg.column]).all():
+            warnings = (f"{ndcg.key} is averaged over 0 questions: no answerable question has a relevant document "
+                        "-- check the evidence and eval.min_coverage",)
+        end = f" {context.cell_id}\n"
+        return [Part("document", {"doc_ids": doc_ids, "doc_scores": doc_scores}),
+                Part("document_measures", measures, warnings=warnings, values=values,
+                     files={"run.document.trec": end.join(lines) + end if lines else "", "qrels.document.trec": rel})]
 
 
-DOCUMENT = DocumentRanking()
+def _documents(context: Context) -> tuple[list[list[str]], list[list[float]], dict[str, np.ndarray],
+                                          dict[str, int], list[str], str]:
+    """Each question's document ranking and its measures, the counts, run.document.trec's lines
+    (untagged) and qrels.document.trec: what cells sharing the final rankings share."""
+    run, settings = context.run, context.settings
+    doc_ids, doc_scores, levels, n_relevant, ideals, qrels = [], [], [], [], [], []
+    for qr in run.questions:
+        grade: dict[str, int] = {}
+        for span in qr.question.evidence:
+            grade[span.doc_id] = max(grade.get(span.doc_id, 0), span.grade)
+        ids, scores = document_ranking([run.passages[j] for j in qr.ranked.indices], qr.ranked.scores)
+        doc_ids.append(ids)
+        doc_scores.append(scores)
+        levels.append([grade.get(d, 0) for d in ids])
+        n_relevant.append(sum(g >= settings.relevance_level for g in grade.values()))
+        ideals.append([g for g in grade.values() if g > 0])
+        qrels.append(grade)
+    ok = answerable(run)
+    measures = ranking_columns(levels, n_relevant, ideals, ok, settings, DOCUMENT)
+    first = DOC_HIT.at(sorted(set(settings.ks))[0]).column
+    evaluated = int(np.sum(ok & ~np.isnan(measures[first])))
+    lines = [f"{qr.qid} Q0 {d} {rank} {score!r}" for i, qr in enumerate(run.questions)
+             for rank, (d, score) in enumerate(zip(doc_ids[i], doc_scores[i]), start=1)]
+    rel = [f"{qr.qid} 0 {d} {g}" for i, qr in enumerate(run.questions) for d, g in sorted(qrels[i].items())]
+    return (doc_ids, doc_scores, measures, {EVALUATED.key: evaluated, EXCLUDED.key: int(ok.sum()) - evaluated},
+            lines, "\n".join(rel) + ("\n" if rel else ""))
+
+
+SCORER = DocumentRanking()

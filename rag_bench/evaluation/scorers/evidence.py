@@ -1,22 +1,27 @@
-"""Evidence (metrics.json ``evidence``): how much of a question's evidence the top k chunks cover,
+"""Evidence (metrics.json ``evidence``): how much of a question's evidence the top k passages cover,
 at each of ``eval.ks`` and at ``pipeline.k`` (the passages handed to the generator).
 
 ``evidence_recall@k`` is the share of the question's evidence spans covered by the union of the
-top k chunks (each span by at least ``eval.min_coverage``); ``complete@k`` is 1 when every span is
-covered (multi-hop questions need them all). Both are defined for every question with evidence.
+top k passages (each span by at least ``eval.min_coverage`` of its characters); ``complete@k`` is 1
+when every span is (multi-hop questions need them all). Both are defined for every question with
+evidence, and depend on the passages' spans only: any chunking, any system, compared alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.metrics import measures
-from rag_bench.metrics.measures import Measure
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
 from rag_bench.metrics.relevance import evidence_coverage
-from rag_bench.records import Chunk, Question
 
-RECALL, COMPLETE = measures.EVIDENCE
-SECTION = RECALL.section
+EVIDENCE = (
+    declare("evidence_recall", "evidence", "evidence spans covered by the union of the top k chunks", cut="required",
+            params=("eval.min_coverage",)),
+    declare("complete", "evidence", "all evidence spans covered by the top k chunks (multi-hop)", cut="required",
+            params=("eval.min_coverage",)),
+)
+RECALL, COMPLETE = EVIDENCE
 
 
 def cutoffs(ks: Sequence[int], k: int) -> list[int]:
@@ -24,21 +29,37 @@ def cutoffs(ks: Sequence[int], k: int) -> list[int]:
     return sorted(set(ks) | {k})
 
 
-def evidence_measures(cuts: Sequence[int]) -> list[Measure]:
-    """The section's measures at ``cuts``, cutoff-major (the records' column order:
-    ``evidence_recall@1, complete@1, evidence_recall@3, ...``)."""
-    return [m.at(kk) for kk in cuts for m in (RECALL, COMPLETE)]
+class Evidence:
+    """The scorer of :data:`EVIDENCE` at ``eval.ks`` and ``pipeline.k``."""
+
+    name = "evidence"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """Evidence recall and completeness at each cutoff (family-major, metrics.json's order)."""
+        return [f.at(k) for f in EVIDENCE for k in cutoffs(settings.ks, settings.k)]
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question, both measures at each cutoff (cutoff-major: ``evidence_recall@1, complete@1, ...``);
+        the cutoffs of ``eval.ks`` once per final rankings, ``pipeline.k`` per cell when it is not one of them."""
+        run, s = context.run, context.settings
+        ks = sorted(set(s.ks))
+        columns = dict(context.shared(self.name, (ks,), lambda: _columns(run, ks, s.min_coverage)))
+        if s.k not in ks:
+            extra = _columns(run, [s.k], s.min_coverage)
+            order = [f.at(k).column for k in cutoffs(ks, s.k) for f in EVIDENCE]
+            columns = {name: (columns | extra)[name] for name in order}
+        return [Part("evidence", columns)]
 
 
-def section_measures(cuts: Sequence[int]) -> list[Measure]:
-    """The section's measures at ``cuts`` in metrics.json order (family-major)."""
-    return measures.at(measures.EVIDENCE, cuts)
-
-
-def columns(q: Question, top: Sequence[Chunk], cuts: Sequence[int], *, min_coverage: float) -> dict[str, float]:
-    """One question's evidence measures at each cutoff of ``cuts``, by their columns (cutoff-major)."""
-    out: dict[str, float] = {}
-    for kk in cuts:
-        out[RECALL.at(kk).column], out[COMPLETE.at(kk).column] = evidence_coverage(q, top[:kk],
-                                                                                  min_coverage=min_coverage)
+def _columns(run: SystemRun, cuts: Sequence[int], min_coverage: float) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {f.at(k).column: [] for k in cuts for f in EVIDENCE}
+    for qr in run.questions:
+        top = [run.passages[j] for j in qr.ranked.indices]
+        for k in cuts:
+            recall, complete = evidence_coverage(qr.question, top[:k], min_coverage=min_coverage)
+            out[RECALL.at(k).column].append(recall)
+            out[COMPLETE.at(k).column].append(complete)
     return out
+
+
+SCORER = Evidence()

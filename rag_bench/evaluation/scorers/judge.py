@@ -8,70 +8,125 @@ for a failed call) and ``judge_<metric>_sd`` their spread (standard deviation, N
 than two). The cell's interval of ``judge/judge_<metric>`` is the two-level bootstrap over that
 list column (:func:`rag_bench.metrics.bootstrap.two_level_bootstrap_ci`), and
 ``judge/judge_<metric>_consistency`` says how often the judge agrees with itself. Which metrics
-are judged is the judge's choice (``judge.metrics``): the measures are made per cell
-(:func:`judge_measures`), not declared once.
+are judged is the judge's choice (``judge.metrics``): the measures are made per run
+(:func:`judge_measure`), not declared once. What judging cost goes to ``counts`` and ``cost``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare, figures
 from rag_bench.judging.base import JudgeResult
-from rag_bench.judging.samples import CONSISTENCY_SUFFIX, SAMPLES_SUFFIX, SPREAD_SUFFIX, frame_samples, sample_matrix
-from rag_bench.metrics import measures
+from rag_bench.judging.samples import (
+    CONSISTENCY_SUFFIX,
+    JUDGE_PREFIX,
+    JUDGE_SECTION,
+    SAMPLES_SUFFIX,
+    SPREAD_SUFFIX,
+    sample_matrix,
+    tally,
+)
 from rag_bench.metrics.bootstrap import judge_consistency, question_spreads, two_level_bootstrap_ci
-from rag_bench.metrics.measures import Measure
 
-SECTION = measures.JUDGE_SECTION
+SECTION = JUDGE_SECTION
+COUNTS = figures("counts", (
+    ("judge_attempted", None, "items the judge was asked to score"),
+    ("judge_failures", False, "judge calls that failed"),
+    ("judge_calls", False, "judge calls (a cost)"),
+))
+COST = figures("cost", (
+    ("judge_calls", False, "judge calls made (judgements served by the judge cache make none)"),
+    ("judge_tokens_in", False, "prompt tokens of the judge calls (the endpoint's usage)"),
+    ("judge_tokens_out", False, "completion tokens of the judge calls (the endpoint's usage)"),
+    ("judge_s", False, "seconds spent in judge calls (summed over calls in flight together)"),
+))
 
 
-def judge_measures(metrics: Sequence[str]) -> list[Measure]:
-    """The measures of the judged ``metrics`` (``faithfulness`` → ``judge/judge_faithfulness``)."""
-    return [measures.judge_measure(m) for m in metrics]
+def judge_measure(metric: str) -> Measure:
+    """The measure of one judged metric (``faithfulness`` → ``judge/judge_faithfulness``)."""
+    return declare(JUDGE_PREFIX + metric, SECTION, f"LLM judge: {metric}")
+
+
+def consistency_measure(metric: str) -> Measure:
+    """How often the judge agrees with itself on one metric (items with two or more samples)."""
+    return declare(JUDGE_PREFIX + metric + CONSISTENCY_SUFFIX, SECTION, f"LLM judge: {metric}, agreement of its "
+                   "samples with each other", agg="value")
+
+
+def _results(run: SystemRun) -> list[JudgeResult]:
+    return [q.judge if q.judge is not None else JudgeResult() for q in run.questions]
 
 
 def columns(results: Sequence[JudgeResult], metrics: Sequence[str]) -> dict[str, list[Any]]:
     """Per metric: ``judge_<m>`` (the mean of the samples that succeeded), ``judge_<m>_samples``
     (each sample, NaN when its call failed; an empty list when the item was not judged) and
-    ``judge_<m>_sd``."""
-    columns: dict[str, list[Any]] = {}
+    ``judge_<m>_sd``; then ``judge_failures`` (each item's failure reasons, JSON)."""
+    out: dict[str, list[Any]] = {}
     for m in metrics:
         matrix = sample_matrix(results, m)
-        col = measures.judge_measure(m).column
-        columns[col] = [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
-        columns[col + SAMPLES_SUFFIX] = [row.tolist() if m in r.samples or m in r.scores else []
-                                         for r, row in zip(results, matrix)]
-        columns[col + SPREAD_SUFFIX] = question_spreads(matrix).tolist()
-    return columns
-
-
-def statistics(frame: pd.DataFrame, metrics: Sequence[str], *, n_resamples: int, seed: int) -> dict[str, Any]:
-    """For metrics.json: per judged metric the two-level CI (``ci``), and its consistency
-    (``judge``: ``judge_<m>_consistency``, None when no item has two samples; ``n``: the items
-    with two or more samples)."""
-    out: dict[str, Any] = {SECTION: {}, "ci": {}, "n": {}}
-    for m in metrics:
-        samples = frame_samples(frame, m)
-        if samples is None:
-            continue
-        key = measures.judge_measure(m).key
-        lo, hi = two_level_bootstrap_ci(samples, n_resamples=n_resamples, seed=seed)
-        out["ci"][key] = None if np.isnan(lo) else [lo, hi]
-        name = measures.judge_measure(m).name + CONSISTENCY_SUFFIX
-        c = judge_consistency(samples)
-        out[SECTION][name] = None if np.isnan(c) else c
-        out["n"][f"{SECTION}/{name}"] = int(((~np.isnan(samples)).sum(axis=1) >= 2).sum())
+        col = judge_measure(m).column
+        out[col] = [r.scores.get(m, np.nan) if r.scores.get(m) is not None else np.nan for r in results]
+        out[col + SAMPLES_SUFFIX] = [row.tolist() if m in r.samples or m in r.scores else []
+                                     for r, row in zip(results, matrix)]
+        out[col + SPREAD_SUFFIX] = question_spreads(matrix).tolist()
+    out["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
     return out
 
 
-def failure_warning(frame: pd.DataFrame, failures: int, attempted: int) -> str:
+class Judge:
+    """The scorer of the judged measures (cells an LLM judge scored)."""
+
+    name = "judge"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """Each judged metric's measure and consistency, and what judging cost."""
+        if run.judge is None:
+            return []
+        ms = run.judge.metrics
+        return [*(judge_measure(m) for m in ms), *(consistency_measure(m) for m in ms), *COUNTS, *COST]
+
+    def score(self, context: Context) -> list[Part]:
+        """The judge's columns; per metric its two-level interval and consistency; counts, cost and
+        the failure warning."""
+        run = context.run
+        if run.judge is None:
+            return []
+        metrics, results = run.judge.metrics, _results(run)
+        cols = columns(results, metrics)
+        values: dict[str, Any] = {}
+        n: dict[str, int] = {}
+        cis: dict[str, list[float] | None] = {}
+        for m in metrics:
+            samples = sample_matrix(results, m)
+            lo, hi = two_level_bootstrap_ci(samples, n_resamples=context.settings.n_resamples,
+                                            seed=context.settings.seed)
+            cis[judge_measure(m).key] = None if np.isnan(lo) else [lo, hi]
+            c = judge_consistency(samples)
+            key = consistency_measure(m).key
+            values[key] = None if np.isnan(c) else c
+            n[key] = int(((~np.isnan(samples)).sum(axis=1) >= 2).sum())
+        cost = tally(results)
+        values.update({COUNTS[0].key: cost["attempted"], COUNTS[1].key: cost["failures"], COUNTS[2].key: cost["calls"],
+                       COST[0].key: cost["calls"], COST[1].key: cost["tokens_in"], COST[2].key: cost["tokens_out"],
+                       COST[3].key: cost["seconds"]})
+        warnings = (failure_warning(cols["judge_failures"], cost["failures"], cost["attempted"]),) \
+            if cost["failures"] else ()
+        return [Part("judge", cols, values=values, n=n, cis=cis, warnings=warnings)]
+
+
+def failure_warning(failures: Sequence[str | None], failed: int, attempted: int) -> str:
     """The console's and report's line about failed judgements: how many, that they are left out
     of n, and the first reason recorded in ``judge_failures``."""
-    reasons = [r for r in frame.get("judge_failures", pd.Series(dtype=object)) if isinstance(r, str) and r]
+    reasons = [r for r in failures if isinstance(r, str) and r]
     first = f"; first reason: {reasons[0][:200]}" if reasons else ""
-    return (f"judge: {failures} of {attempted} judgements failed and are left out of n (records.parquet "
+    return (f"judge: {failed} of {attempted} judgements failed and are left out of n (records.parquet "
             f"judge_failures has each reason){first}")
+
+
+SCORER = Judge()

@@ -1,29 +1,74 @@
 """Security (metrics.json ``security``, sums over questions; the release policy requires the
-unauthorized ones to be 0): chunks in a question's final ranking the asker may not read, the
-chunks each stage returned that the asker may not read (dropped before anything downstream saw
-them), and chunks of archived documents."""
+unauthorized ones to be 0): passages in a question's final ranking the asker may not read, the
+passages each stage returned that the asker may not read (dropped before anything downstream saw
+them, counted by the run), and passages of archived documents."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from rag_bench.metrics import measures
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
 
-UNAUTHORIZED, FROM_RETRIEVER, FROM_RERANKER, STALE = measures.SECURITY
+SECURITY = (
+    declare("unauthorized_retrievals", "security", "retrieved chunks the asker may not read (must be 0)", up=False,
+            agg="sum"),
+    declare("unauthorized_from_retriever", "security", "chunks the retriever returned that the asker may not read "
+            "(dropped before the context; must be 0)", up=False, agg="sum"),
+    declare("unauthorized_from_reranker", "security", "chunks left by the reranking stage that the asker may not "
+            "read (dropped before the context; must be 0)", up=False, agg="sum"),
+    declare("stale_retrievals", "security", "retrieved chunks of archived documents", up=False, agg="sum"),
+)
+UNAUTHORIZED, FROM_RETRIEVER, FROM_RERANKER, STALE = SECURITY
 
 
-def with_stage_counts(frame: pd.DataFrame, from_retriever: Sequence[int], from_reranker: Sequence[int]) -> pd.DataFrame:
-    """``frame`` (one row per question, with the final ranking's :data:`UNAUTHORIZED` and
-    :data:`STALE` counts) with what each stage dropped counted too: into :data:`UNAUTHORIZED`,
-    and per stage right after it."""
-    retriever = np.asarray(from_retriever, np.int64)
-    reranker = np.asarray(from_reranker, np.int64)
-    if retriever.any() or reranker.any():
-        frame = frame.assign(**{UNAUTHORIZED.column: frame[UNAUTHORIZED.column].to_numpy(np.int64)
-                                + retriever + reranker})
-    frame.insert(frame.columns.get_loc(UNAUTHORIZED.column) + 1, FROM_RETRIEVER.column, retriever)
-    frame.insert(frame.columns.get_loc(FROM_RETRIEVER.column) + 1, FROM_RERANKER.column, reranker)
-    return frame
+class Security:
+    """The scorer of :data:`SECURITY`, and the console's alarm when a stage returned what it should
+    have filtered."""
+
+    name = "security"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """Every security count, for every cell."""
+        return list(SECURITY)
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question: unreadable and archived passages in the final ranking (plus what each stage dropped)."""
+        run = context.run
+        final, stale = context.shared(self.name, (), lambda: _final(run))
+        retriever = np.array([q.dropped_by_retriever for q in run.questions], np.int64)
+        reranker = np.array([q.dropped_by_reranker for q in run.questions], np.int64)
+        warnings = []
+        for stage, dropped in (("retriever", retriever), ("reranker", reranker)):
+            if dropped.any():
+                warnings.append(f"SECURITY: the {stage} returned {int(dropped.sum())} chunk(s) the asker may not read; "
+                                "they were dropped before the context, the generator and every file of the cell -- "
+                                f"fix: the {stage} must apply the access filter it is given "
+                                f"({UNAUTHORIZED.mlflow_key} fails the release policy)")
+        return [Part("security", {UNAUTHORIZED.column: final + retriever + reranker, FROM_RETRIEVER.column: retriever,
+                                  FROM_RERANKER.column: reranker, STALE.column: stale}, warnings=tuple(warnings))]
+
+
+def _final(run: SystemRun) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: passages of the final ranking the asker may not read, and those of archived documents."""
+    documents = run.corpus
+    readable: dict[tuple[Any, str], bool] = {}  # (asker key, doc id) -> may read: one ACL check each
+    unauthorized, stale = [], []
+    for qr in run.questions:
+        q = qr.question
+        who = q.asker.key if q.asker else None
+        top = [run.passages[j] for j in qr.ranked.indices]
+        n = 0
+        for c in top:
+            may = readable.get((who, c.doc_id))
+            if may is None:
+                may = readable[(who, c.doc_id)] = documents[c.doc_id].readable_by(q.asker)
+            n += not may
+        unauthorized.append(n)
+        stale.append(sum(documents[c.doc_id].archived for c in top))
+    return np.array(unauthorized, np.int64), np.array(stale, np.int64)
+
+
+SCORER = Security()

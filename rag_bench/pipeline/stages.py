@@ -1,6 +1,6 @@
 """The stages of one cell, each a function from the previous stage's result to a frozen result.
 
-chunk → index → retrieve → rerank → score → generate → judge. Work that cells of a sweep share
+chunk → index → (tune) → retrieve → rerank → answer → judge, and the index's ANN report. Work that cells of a sweep share
 (chunks, indexes, rankings, reranked rankings, ANN reports) goes through the
 :class:`~rag_bench.memo.SharedWork` passed in, keyed by what determines it: a sweep over ``k`` or
 ``eval.*`` re-chunks, re-indexes, re-retrieves and re-ranks nothing. Latencies of shared work are
@@ -9,45 +9,49 @@ those measured when it was done.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
 from tqdm import tqdm
 
 from rag_bench import memo
 from rag_bench.errors import EndpointError
-from rag_bench.evaluation.results import (
-    Answered,
-    Chunked,
-    Generated,
-    Indexed,
-    Judged,
-    Reranked,
-    Retrieved,
-)
-from rag_bench.evaluation.scorers import ann as ann_scorer
-from rag_bench.evaluation.scorers import judge as judge_scorer
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
 from rag_bench.generation.prompt import build_prompt
+from rag_bench.indexing.ann_report import AnnReport, probe_report, tune_probe
+from rag_bench.indexing.tuning import TuneResult
 from rag_bench.judging import samples as judge_samples
 from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
+from rag_bench.pipeline import contracts
+from rag_bench.pipeline.contracts import component_name
+from rag_bench.pipeline.results import Answered, Chunked, Indexed, Reranked, Retrieved
 from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
-from rag_bench.runner import contracts
-from rag_bench.runner.contracts import component_name
 from rag_bench.stages import capability, is_null
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    """How a ranking becomes the generator's context (:func:`rag_bench.generation.context.build_context`):
+    its top ``k``, parents expanded or not, within a token budget."""
+
+    k: int
+    token_budget: int
+    expand_parents: bool = False
+    parents: Mapping[str, Chunk] = field(default_factory=dict)
 
 
 def chunk(*, dataset: Dataset, key: str, chunker: Any, work: SharedWork) -> Chunked:
     """Every chunk of the corpus, by ``chunker``, once per ``key`` (dataset + chunker config);
-    checked against the documents (:func:`~rag_bench.runner.contracts.check_chunks`)."""
+    checked against the documents (:func:`~rag_bench.pipeline.contracts.check_chunks`)."""
     def run() -> list[Chunk]:
         with contracts.calling("chunker", chunker, "chunking the corpus"):
             chunks = chunker.chunk(list(dataset.documents.values()))
@@ -81,26 +85,23 @@ def _probe(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
     :func:`ann` alike (the question vectors and masks cost every cell ~1 ms otherwise)."""
     def lay_open() -> Any:
         with contracts.calling("retriever", indexed.retriever, "laying its index open for tuning and the ANN report"):
-            return capability(indexed.retriever, "retriever", "ann_probe")(questions, indexed.access)
+            return capability(indexed.retriever, Retriever, "ann_probe")(questions, indexed.access)
     return work.get_or("probes", memo.key(indexed.key, questions_key), lay_open)
 
 
 def tune(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
-         questions_key: str = "") -> dict[str, Any] | None:
+         questions_key: str = "") -> TuneResult | None:
     """Tune the index's search knob to ``index.target_recall`` on ``questions`` before retrieval
-    (:func:`rag_bench.evaluation.scorers.ann.tune_index`: half to tune, half held out), once per
-    index and question set; the knob is set to the choice on every call. Returns the tuning's
-    figures for the ``ann`` section (None: no approximate index, or no target)."""
+    (:func:`rag_bench.indexing.ann_report.tune_index`: half to tune, half held out), once per
+    index and question set; the knob is set to the choice on every call. None: no approximate
+    index, or no target."""
     probe = _probe(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
     if probe is None:
         return None
-    result = work.get_or("tuned", memo.key(indexed.key, questions_key), lambda: ann_scorer.tune_index(
-        index=probe.index, reference=probe.reference, query_vectors=probe.query_vectors, masks=probe.masks,
-        qids=probe.qids))
-    if result is None:
-        return None
-    setattr(probe.index, result.knob, result.chosen)
-    return ann_scorer.tuning_figures(result)
+    result: TuneResult | None = work.get_or("tuned", memo.key(indexed.key, questions_key), lambda: tune_probe(probe))
+    if result is not None:
+        setattr(probe.index, result.knob, result.chosen)
+    return result
 
 
 def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork,
@@ -109,7 +110,7 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
     index, depth and question set (``questions_key``: what determines ``questions`` beyond the
     index, e.g. the dataset split -- one corpus, two splits, two sets of rankings).
 
-    Each ranking is checked (:func:`~rag_bench.runner.contracts.check_ranking`) and the asker's
+    Each ranking is checked (:func:`~rag_bench.pipeline.contracts.check_ranking`) and the asker's
     access enforced again: chunks the retriever returned that the asker may not read are dropped
     here and counted (``Retrieved.unauthorized``)."""
     name = component_name(indexed.retriever)
@@ -148,7 +149,7 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
         shortlists = [[searchable[i] for i in r.indices[: reranker.depth]] for r in retrieved.rankings]
         t = time.perf_counter()
         with contracts.calling("reranker", reranker, "prefetching the shortlists"):
-            capability(reranker, "reranker", "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
+            capability(reranker, Reranker, "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
         prefetch_s = time.perf_counter() - t
         reranked, ms, dropped = [], [], []
         for q, r, shortlist in zip(questions, retrieved.rankings, shortlists):
@@ -170,26 +171,28 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
 
 
 def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], work: SharedWork,
-        questions_key: str = "", tuned: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """ANN vs exact on the same vectors and filter (:func:`rag_bench.evaluation.scorers.ann.report`)
-    once per index, ks and question set, with ``tuned`` (:func:`tune`'s figures) added; None when
-    the retriever has no index to lay open. A flat index is its own reference: recall 1."""
+        questions_key: str = "", tuned: TuneResult | None = None) -> AnnReport | None:
+    """ANN vs exact on the same vectors and filter (:func:`rag_bench.indexing.ann_report.report`)
+    once per index, ks and question set, with the tuning (:func:`tune`); None when the retriever
+    has no index to lay open. A flat index is its own reference: recall 1."""
     probe = _probe(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
     if probe is None:
         return None
-    report = work.get_or("ann", memo.key(indexed.key, list(ks), questions_key), lambda: ann_scorer.probe_report(probe, ks))
-    return {**report, **(tuned or {})}
+    report: AnnReport = work.get_or("ann", memo.key(indexed.key, list(ks), questions_key),
+                                    lambda: probe_report(probe, ks))
+    return report if tuned is None else dataclasses.replace(report, tuning=tuned)
 
 
-def answer(*, generator: Generator, questions: Sequence[Question], reranked: Reranked, indexed: Indexed,
-           parents: Mapping[str, Chunk], k: int, expand_parents: bool, token_budget: int) -> Answered:
+def answer(*, generator: Generator, questions: Sequence[Question], rankings: Sequence[Ranking],
+           passages: Sequence[Chunk], context: ContextRule) -> Answered:
     """What the generator produced: the context and prompt of each question from its final
-    ranking, the (cached) generations and the parsed answers. Nothing is scored here."""
+    ranking (indices into ``passages``), the (cached) generations and the parsed answers. Nothing
+    is scored here."""
     items = []
-    for q, r in zip(questions, reranked.rankings):
-        passages = build_context([indexed.searchable[i] for i in r.indices[:k]], k=k, parents=parents,
-                                 expand_parents=expand_parents, token_budget=token_budget)
-        items.append(GenerationInput(q.question, tuple(passages), build_prompt(q.question, passages)))
+    for q, r in zip(questions, rankings):
+        given = build_context([passages[i] for i in r.indices[:context.k]], k=context.k, parents=context.parents,
+                              expand_parents=context.expand_parents, token_budget=context.token_budget)
+        items.append(GenerationInput(q.question, tuple(given), build_prompt(q.question, given)))
     t0 = time.perf_counter()
     name = component_name(generator)
     with contracts.calling("generator", generator, f"answering {len(items)} questions"):
@@ -201,17 +204,17 @@ def answer(*, generator: Generator, questions: Sequence[Question], reranked: Rer
     return Answered(items, list(gens), answers, wall)
 
 
-def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) -> Judged | None:
+def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) -> list[JudgeResult] | None:
     """Judge every answered question (refusals, failed calls and unparseable outputs are not
-    judged); None for the null judge. Raises EndpointError when more judgements failed than
-    ``judge.max_failure_rate`` allows: scores over a biased subset are not reported."""
+    judged): one result per question; None for the null judge. Raises EndpointError when more
+    judgements failed than ``judge.max_failure_rate`` allows: scores over a biased subset are not
+    reported."""
     if is_null(judge):
         return None
     samples: list[JudgeSample | None] = []
-    for q, row in zip(questions, generated.frame.itertuples(index=False)):
-        answered = (pd.isna(row.generation_error) and pd.isna(row.parse_error) and not row.refused
-                    and bool(row.answer))
-        samples.append(JudgeSample(q.question, row.answer, tuple(row.context_texts), q.reference) if answered
+    for q, item, a in zip(questions, answered.items, answered.answers):
+        ok = a.error is None and a.parse_error is None and not a.refused and bool(a.text)
+        samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference) if ok
                        else None)
     with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
         results = judge.judge(samples)
@@ -223,17 +226,11 @@ def judge(*, judge: Judge, questions: Sequence[Question], generated: Generated) 
         contracts.check_judge_scores(r.scores, component=name, item=n)
         contracts.check_judge_scores({f"{m} sample {i}": v for m, vs in r.samples.items() for i, v in enumerate(vs)},
                                      component=name, item=n)  # every judge sample too
-    # Per metric the mean of its samples, every sample and their spread (rag_bench.judging.samples).
-    columns = judge_scorer.columns(results, judge.metrics)
-    columns["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
     cost = judge_samples.tally(results)
-    judged = Judged(pd.DataFrame(columns, index=range(len(results))), tuple(judge.metrics),
-                    attempted=cost["attempted"], failures=cost["failures"], calls=cost["calls"],
-                    tokens_in=cost["tokens_in"], tokens_out=cost["tokens_out"], seconds=cost["seconds"])
-    rate = judged.failures / max(1, judged.attempted)
+    rate = cost["failures"] / max(1, cost["attempted"])
     if rate > judge.max_failure_rate:
-        first = next(f for f in columns["judge_failures"] if f)
-        raise EndpointError(f"judge: {judged.failures} of {judged.attempted} judgements failed ({rate:.0%} > "
+        first = next(json.dumps(r.failures) for r in results if r.failures)
+        raise EndpointError(f"judge: {cost['failures']} of {cost['attempted']} judgements failed ({rate:.0%} > "
                             f"judge.max_failure_rate={judge.max_failure_rate}); first reason: {first} -- fix: check "
                             "the judge endpoint or raise judge.max_failure_rate")
-    return judged
+    return results

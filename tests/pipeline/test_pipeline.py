@@ -1,16 +1,17 @@
-"""The runner as typed stages: shared work held by one object, no stage mutates its inputs."""
+"""The pipeline as typed stages: shared work held by one object, a run the evaluation reads and
+never changes."""
 
 from __future__ import annotations
+
+import copy
 
 import pandas as pd
 
 from rag_bench.data.loader import load_dataset
-from rag_bench.evaluation.results import Reranked, Scored
-from rag_bench.evaluation.scorers.answer import score_answers
-from rag_bench.evaluation.scoring import score
 from rag_bench.memo import SharedWork
-from rag_bench.runner import stages
-from rag_bench.runner.pipeline import run_pipeline
+from rag_bench.pipeline import pipeline
+from rag_bench.runner.config import build_cell
+from rag_bench.runner.main import compute
 from tests.conftest import TINY, compose_config
 
 
@@ -19,54 +20,40 @@ def _cfg(*overrides: str):
 
 
 def _stable(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if k not in ("latency", "cost")}
+    return {k: v for k, v in metrics.items() if k not in ("latency", "cost", "measures")}
 
 
 def test_cells_differing_in_k_share_one_retrieval_and_a_fresh_object_shares_nothing():
     dataset = load_dataset(TINY)
     work = SharedWork()
-    first = run_pipeline(_cfg("pipeline.k=3"), dataset, "a", work)
+    first = compute(_cfg("pipeline.k=3"), dataset, "a", work)
     after_first = work.stats()
     assert after_first["rankings"]["entries"] == 1 and after_first["rankings"]["bytes"] > 0
     assert after_first["indexes"]["entries"] == 1 and after_first["chunks"]["entries"] == 1
-    second = run_pipeline(_cfg("pipeline.k=5"), dataset, "b", work)
+    second = compute(_cfg("pipeline.k=5"), dataset, "b", work)
     assert work.stats()["rankings"]["entries"] == 1  # same depth D = max(eval.ks, k): one retrieval
     assert first.records["chunk_ids"].tolist() == second.records["chunk_ids"].tolist()
-    alone = run_pipeline(_cfg("pipeline.k=5"), dataset, "b", SharedWork())
+    alone = compute(_cfg("pipeline.k=5"), dataset, "b", SharedWork())
     assert _stable(alone.metrics) == _stable(second.metrics)
     assert alone.run_trec == second.run_trec and alone.qrels_trec == second.qrels_trec
     work.clear()
     assert all(v["entries"] == 0 for v in work.stats().values())
 
 
-def test_generation_does_not_touch_the_scored_frame():
+def test_the_evaluation_reads_the_run_and_changes_nothing_of_it():
     dataset = load_dataset(TINY)
     cfg = _cfg("generator=extractive")
     work = SharedWork()
-    result = run_pipeline(cfg, dataset, "c", work)
-    assert "answer" in result.records and "failure" in result.records
-    # Re-run the stages by hand on the shared work and check the inputs after each.
-    from rag_bench.runner.config import build
-
-    questions = list(dataset.questions)
-    key = next(iter(work._caches["indexes"]))
-    retriever, searchable, access = work._caches["indexes"][key]
-    from rag_bench.evaluation.results import Indexed
-
-    indexed = Indexed(retriever, searchable, access, key, 0.0)
-    retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=10, work=work)
-    reranked = Reranked(retrieved.rankings)
-    scored = score(questions=questions, dataset=dataset, indexed=indexed, retrieved=retrieved,
-                          reranked=reranked, ks=[1, 3, 5, 10], k=5, min_coverage=0.5, relevance="overlap",
-                          gain="linear")
-    before = scored.frame.copy(deep=True)
-    answered = stages.answer(generator=build(cfg.generator, "generator"), questions=questions, reranked=reranked,
-                             indexed=indexed, parents={}, k=5, expand_parents=False, token_budget=2000)
-    generated = score_answers(answered=answered, questions=questions, retrieval_labels=list(scored.frame["failure"]),
-                              min_coverage=0.5)
-    pd.testing.assert_frame_equal(scored.frame, before)
-    assert list(scored.frame.columns) == list(before.columns)  # no answer columns were added to it
-    assert isinstance(scored, Scored) and len(generated.frame) == len(questions)
+    parts = build_cell(cfg, work)
+    run = pipeline.run(parts, dataset, work)
+    before = copy.deepcopy(run.questions)
+    shared = parts.evaluation.evaluate(run, "c", work)
+    alone = parts.evaluation.evaluate(run, "c", None)
+    assert run.questions == before  # every question's rankings, context, generation and answer
+    assert "answer" in shared.records and "failure" in shared.records
+    same = [c for c in shared.records.columns if not c.endswith(("_ms", "_s"))]
+    pd.testing.assert_frame_equal(shared.records[same], alone.records[same])
+    assert _stable(shared.metrics) == _stable(alone.metrics)
 
 
 def test_shared_work_pickles_empty_for_worker_processes():
@@ -76,26 +63,28 @@ def test_shared_work_pickles_empty_for_worker_processes():
 
     work = SharedWork()
     work.get_or("chunks", "k", lambda: [1, 2, 3])
-    copy = pickle.loads(pickle.dumps(work))
-    assert copy.stats()["chunks"]["entries"] == 0 and copy.get_or("chunks", "k", lambda: "fresh") == "fresh"
+    copy_ = pickle.loads(pickle.dumps(work))
+    assert copy_.stats()["chunks"]["entries"] == 0 and copy_.get_or("chunks", "k", lambda: "fresh") == "fresh"
 
 
 def test_cells_differing_in_k_share_the_k_independent_scoring_and_score_as_alone():
-    """One shared RankedScores per final ranking; the k-dependent columns (evidence at a k outside
+    """One grading and one k-independent part per scorer per final ranking; the k-dependent columns (evidence at a k outside
     eval.ks, the retrieval label) are the same as scoring each cell alone, in the same column order."""
     dataset = load_dataset(TINY)
     work = SharedWork()
+    entries = []
     for k in (3, 4, 7):  # 4 and 7 are not in eval.ks: evidence@4/@7 columns, labels at 4/7
-        shared = run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", work)
-        alone = run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", SharedWork())
+        shared = compute(_cfg(f"pipeline.k={k}"), dataset, "a", work)
+        alone = compute(_cfg(f"pipeline.k={k}"), dataset, "a", SharedWork())
         timing = ["retrieve_ms", "rerank_ms", "generate_s", "generation_cached"]
         pd.testing.assert_frame_equal(shared.records.drop(columns=timing, errors="ignore"),
                                       alone.records.drop(columns=timing, errors="ignore"))
         assert _stable(shared.metrics) == _stable(alone.metrics)
         if k != 3:
             assert f"evidence_recall@{k}" in shared.records and f"complete@{k}" in shared.records
-    assert work.stats()["scored"]["entries"] == 1
-    labels = {k: run_pipeline(_cfg(f"pipeline.k={k}"), dataset, "a", work).records["failure"].tolist() for k in (1, 10)}
+        entries.append(work.stats()["scored"]["entries"])
+    assert work.stats()["graded"]["entries"] == 1 and entries[0] == entries[1] == entries[2] > 0
+    labels = {k: compute(_cfg(f"pipeline.k={k}"), dataset, "a", work).records["failure"].tolist() for k in (1, 10)}
     assert labels[1].count("ranking") >= labels[10].count("ranking")  # a smaller k loses more to ranking
 
 
@@ -113,9 +102,9 @@ def test_a_sweep_over_the_split_shares_the_index_but_never_the_rankings(tmp_path
                                "retriever=dense", "generator=none", "index=hnsw"])
 
     work = SharedWork()
-    test = run_pipeline(cfg("test"), load_dataset(root, split="test"), "t", work)
-    dev = run_pipeline(cfg("dev"), load_dataset(root, split="dev"), "d", work)
-    alone = run_pipeline(cfg("dev"), load_dataset(root, split="dev"), "d", SharedWork())
+    test = compute(cfg("test"), load_dataset(root, split="test"), "t", work)
+    dev = compute(cfg("dev"), load_dataset(root, split="dev"), "d", work)
+    alone = compute(cfg("dev"), load_dataset(root, split="dev"), "d", SharedWork())
     assert dev.records["qid"].tolist() == alone.records["qid"].tolist() == ["q2", "q3", "q4"]
     assert dev.records["chunk_ids"].tolist() == alone.records["chunk_ids"].tolist()
     assert dev.run_trec == alone.run_trec
@@ -143,9 +132,9 @@ def test_the_index_is_laid_open_once_per_index_and_question_set(monkeypatch):
     monkeypatch.setattr(DenseRetriever, "ann_probe", counted)
     dataset = load_dataset(TINY)
     work = SharedWork()
-    cells = [run_pipeline(_cfg("retriever=dense", f"pipeline.k={k}"), dataset, f"k{k}", work) for k in (3, 5)]
+    cells = [compute(_cfg("retriever=dense", f"pipeline.k={k}"), dataset, f"k{k}", work) for k in (3, 5)]
     assert calls == [len(dataset.questions)]
     assert cells[0].metrics["ann"] == cells[1].metrics["ann"] and cells[0].metrics["ann"]["ann_recall@5"] == 1.0
-    alone = run_pipeline(_cfg("retriever=dense", "pipeline.k=5"), dataset, "k5", SharedWork())
+    alone = compute(_cfg("retriever=dense", "pipeline.k=5"), dataset, "k5", SharedWork())
     recalls = [{k: v for k, v in m["ann"].items() if k.startswith("ann_recall")} for m in (alone.metrics, cells[1].metrics)]
     assert recalls[0] == recalls[1] and len(recalls[0]) == 4 and len(calls) == 2

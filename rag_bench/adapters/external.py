@@ -46,21 +46,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig
 
-from rag_bench.cells import CellResult
 from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
 from rag_bench.errors import Problem
-from rag_bench.evaluation.evaluation import Evaluation
-from rag_bench.evaluation.results import Answered, Generated, Indexed, Judged, Reranked, Retrieved
-from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import REFUSAL
+from rag_bench.judging.base import Judge
 from rag_bench.metrics import trec
+from rag_bench.pipeline import stages
 from rag_bench.records import Chunk, Dataset, Document, Ranking
-from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
-from rag_bench.runner import stages
-from rag_bench.runner.config import build, wants
+from rag_bench.retrieval.base import strictly_decreasing
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
@@ -461,9 +457,12 @@ class ReplayGenerator:
         return out
 
 
-def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_id: str) -> CellResult:
-    """The cell of an external system's outputs: the same stages and summary as our pipelines,
-    from located passages instead of a retriever and given answers instead of a generator."""
+def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRule, judge: Judge | None = None,
+               judge_name: str = "none") -> SystemRun:
+    """The run of an external system's outputs: located passages instead of a retriever's, given
+    answers instead of a generator's -- handed to the generator's context exactly as our pipelines
+    do (``context``) and judged by ``judge`` (None or the null judge: not judged), so the
+    evaluation scores it as any run."""
     questions = list(dataset.questions)
     spans: dict[tuple[str, int, int], int] = {}
     duplicates = 0
@@ -483,9 +482,7 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         documents[UNLOCATED] = Document(UNLOCATED, "")
     chunks = [Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) if d != UNLOCATED else
               Chunk(f"{UNLOCATED}#{s}", d, 0, 0, "") for d, s, e in spans]
-    placeholder = Dataset(dataset.name, dataset.root, dataset.layout, documents, dataset.questions,
-                          dataset.fingerprint)
-    rankings, latency = [], []
+    rankings = []
     for q in questions:
         o = outputs.records[q.qid]
         ids = tuple(spans[s] for s in ranked[q.qid])
@@ -493,27 +490,25 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         ok = given is not None and all(a >= b for a, b in zip(given, given[1:]))
         scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
         rankings.append(Ranking(q.qid, ids, tuple(strictly_decreasing(np.asarray(scores, np.float64)).tolist())))
-        latency.append(o.latency_ms or 0.0)
-    indexed = Indexed(retriever=None, searchable=chunks, access=AccessFilter(chunks, documents),  # type: ignore[arg-type]
-                      key=cell_id, seconds=0.0)
-    retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id)
-    reranked = Reranked(rankings)
-    answered: Answered | None = None
-    judge: Any = None  # built only when there are answers to judge
+    answered = judged = None
     if outputs.has_answers:
-        answered = stages.answer(
-            generator=ReplayGenerator([outputs.records[q.qid] for q in questions]), questions=questions,
-            reranked=reranked, indexed=indexed, parents={}, k=int(cfg.pipeline.k), expand_parents=False,
-            token_budget=int(cfg.pipeline.token_budget))
-        embedder = build(cfg.embedder, "embedder") if wants(cfg.judge, "judge", "embedder") else None
-        judge = build(cfg.judge, "judge", embedder=embedder)
+        answered = stages.answer(generator=ReplayGenerator([outputs.records[q.qid] for q in questions]),
+                                 questions=questions, rankings=rankings, passages=chunks, context=context)
+        if judge is not None:
+            judged = stages.judge(judge=judge, questions=questions, answered=answered)
     counts = {"unlocated_passages": outputs.unlocated, "passages_located_by_text": outputs.located_by_text,
               "passages_not_in_claimed_doc": outputs.not_in_claimed_doc, "duplicate_passages": duplicates}
-    run = SystemRun(corpus=placeholder, chunks=chunks, indexed=indexed, retrieved=retrieved, reranked=reranked,
-                    answered=answered, attribute_chunking=False, min_relevant=1, counts=counts,
-                    latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none")
-
-    def judging(generated: Generated) -> Judged | None:  # the judge we built, handed to the evaluation
-        return stages.judge(judge=judge, questions=questions, generated=generated)
-
-    return Evaluation.from_config(cfg).evaluate(run, dataset, cell_id, judge=judging)
+    per_question = tuple(QuestionRun(
+        q, rankings[n], rankings[n], retrieve_ms=outputs.records[q.qid].latency_ms or 0.0,
+        context=answered.items[n].passages if answered is not None else None,
+        generation=answered.generations[n] if answered is not None else None,
+        answer=answered.answers[n] if answered is not None else None,
+        judge=judged[n] if judged is not None else None) for n, q in enumerate(questions))
+    return SystemRun(
+        dataset=dataset, passages=chunks, questions=per_question,
+        documents=documents if UNLOCATED in documents else None, chunks=len(chunks),
+        depth=max((len(r.indices) for r in rankings), default=0), counts=counts,
+        latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none",
+        generate_s=answered.wall_s if answered is not None else None,
+        judge=JudgeRun(judge_name, tuple(judge.metrics)) if judged is not None and judge is not None else None,
+        attribute_chunking=False, min_relevant=1)

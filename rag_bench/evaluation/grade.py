@@ -1,0 +1,124 @@
+"""Relevance grading: the graded judgments of a run's final rankings, derived from the evidence spans
+(what trec_eval's qrels are to a run), read by every scorer that needs to know which passages are
+relevant.
+
+A passage's grade is the highest grade of the evidence spans it is relevant to
+(:func:`rag_bench.metrics.relevance.relevant_chunks`: overlap, section or facts, ``eval.relevance``,
+``eval.min_coverage``); binary measures count grades >= ``eval.relevance_level`` (trec_eval's
+``-l``). ``min_relevant`` (an external system, whose passages are not a chunking of the corpus)
+counts at least that many relevant passages for an answerable question with evidence at the level,
+so a miss scores 0. Grading depends on the final rankings and those settings only: cells that share
+them (a sweep over ``k``, the generator or the judge) share it through the shared work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rag_bench import memo
+from rag_bench.data.evidence import section_span
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Settings
+from rag_bench.memo import SharedWork
+from rag_bench.metrics.relevance import ChunkIndex, relevant_chunks
+from rag_bench.records import Document, Question
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One question's final ranking, judged: the grade of each ranked passage (rank order), how
+    many passages are relevant at the relevance level (``min_relevant`` padding included), every
+    positive grade (the ideal ranking), the passage judgments (passage index -> grade), whether
+    each evidence span has any relevant passage in the corpus (``found``), whether the question has
+    evidence at the level (``judged``) and the 1-based rank of its first relevant passage."""
+
+    levels: np.ndarray
+    n_relevant: float
+    ideal: list[int]
+    qrels: dict[int, int]
+    found: np.ndarray
+    judged: bool
+    first_relevant: int | None
+
+
+@dataclass(frozen=True)
+class Grades:
+    """Every question's :class:`Graded`, in the run's order, and their records.parquet columns
+    (the final ranking's ids, scores and spans, and its judgments)."""
+
+    questions: tuple[Graded, ...]
+    columns: Mapping[str, list[Any]]
+
+
+def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple[int, int]]:
+    spans = []
+    for ev in q.evidence:
+        doc = documents[ev.doc_id]
+        secs = [s for s in doc.sections if s.heading_path == ev.heading_path and ev.heading_path]
+        spans.append(section_span(doc, secs[0]) if secs else (ev.start, ev.end))
+    return spans
+
+
+def grade(run: SystemRun, settings: Settings, work: SharedWork | None = None) -> Grades:
+    """The run's final rankings graded (module docstring), once per final rankings and grading
+    settings when ``work`` is given and the run names its rankings."""
+    if work is None or run.ranking_key is None:
+        return _grade(run, settings)
+    key = memo.key(run.dataset.fingerprint, run.ranking_key, settings.min_coverage, settings.relevance,
+                   settings.relevance_level, run.min_relevant)
+    return work.get_or("graded", key, lambda: _grade(run, settings))
+
+
+def _grade(run: SystemRun, settings: Settings) -> Grades:
+    passages, documents, level = run.passages, run.corpus, settings.relevance_level
+    index = ChunkIndex(passages)
+    graded: list[Graded] = []
+    columns: dict[str, list[Any]] = {name: [] for name in ("chunk_ids", "scores", "relevant", "chunk_spans", "grades",
+                                                           "n_relevant", "first_relevant_rank")}
+    for qr in run.questions:
+        q = qr.question
+        sec = _section_spans(q, documents) if settings.relevance == "section" else None
+        rel, grades, found = relevant_chunks(q, index, min_coverage=settings.min_coverage, mode=settings.relevance,
+                                             section_spans=sec)
+        grade_of = dict(zip(rel.tolist(), grades.tolist()))
+        ranked = qr.ranked.indices
+        levels = np.array([grade_of.get(j, 0) for j in ranked], np.float64)
+        is_rel = levels >= level
+        n_relevant = int(np.sum(grades >= level))
+        judged = q.answerable and any(s.grade >= level for s in q.evidence)
+        padding = max(0, run.min_relevant - n_relevant) if judged else 0
+        first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
+        graded.append(Graded(levels, n_relevant + padding,
+                             [g for g in grades.tolist() if g > 0]
+                             + ([max(s.grade for s in q.evidence)] * padding if padding else []),
+                             grade_of, found, bool(judged), first))
+        top = [passages[j] for j in ranked]
+        columns["chunk_ids"].append([c.chunk_id for c in top])
+        columns["scores"].append(list(qr.ranked.scores))
+        columns["relevant"].append(is_rel.tolist())
+        columns["chunk_spans"].append([{"doc_id": c.doc_id, "start": c.start, "end": c.end} for c in top])
+        columns["grades"].append(levels.astype(np.int64).tolist())
+        columns["n_relevant"].append(int(n_relevant + padding))
+        columns["first_relevant_rank"].append(first)
+    return Grades(tuple(graded), columns)
+
+
+def ideal_matrix(ideals: Sequence[list[int]]) -> np.ndarray:
+    """The ideal rankings' grades as a ``(questions, width)`` array, best first, zero padded."""
+    width = max((len(g) for g in ideals), default=0)
+    out = np.zeros((len(ideals), max(width, 1)))
+    for i, g in enumerate(ideals):
+        out[i, :len(g)] = sorted(g, reverse=True)
+    return out
+
+
+def level_matrix(levels: Sequence[Sequence[float] | np.ndarray], depth: int) -> np.ndarray:
+    """Ranked grades as a ``(questions, depth)`` array, zero padded (at least one column)."""
+    out = np.zeros((len(levels), max(depth, 1)))
+    for i, lv in enumerate(levels):
+        out[i, :len(lv)] = lv
+    return out

@@ -1,0 +1,267 @@
+"""The catalog: every scorer of the evaluation (:data:`SCORERS`, in the order they run) and every
+measure they declare, looked up by name.
+
+A measure is declared once, by the scorer file that computes it (:mod:`rag_bench.evaluation.scorers`);
+this module only collects them, so every consumer -- records.parquet columns, metrics.json keys,
+MLflow names, gate policies (a regression is a change in the measure's worse direction), the
+leaderboard's and report's columns, the CLI's defaults, the console line -- takes names from the
+same objects (cf. ir_measures' measure objects and sentence-transformers'
+``primary_metric``/``greater_is_better``). A cell also describes its own measures (metrics.json
+``measures``: direction, aggregate, parameters, definition), so a cell written by another version
+stays readable without this catalog (:mod:`rag_bench.evaluation.described`).
+
+>>> m = measure("retrieval/hit@5")
+>>> (m.name, m.key, m.mlflow_key, m.higher_is_better)
+('hit@5', 'retrieval/hit@5', 'retrieval.hit_at_5', True)
+>>> measure("abstention/false_refusal_rate").higher_is_better
+False
+>>> measure("retrieval/hit") is None  # hit needs a cutoff
+True
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+
+from rag_bench.errors import ConfigError
+from rag_bench.evaluation.scorer import Measure, Scorer, mlflow_name
+from rag_bench.evaluation.scorers import (
+    abstention,
+    ann,
+    attribution,
+    by_tag,
+    chunk_ranking,
+    citations,
+    conditional,
+    cost,
+    counts,
+    document_ranking,
+    evidence,
+    generation,
+    judge,
+    latency,
+    passage_precision,
+    rerank_lift,
+    security,
+    threshold,
+)
+from rag_bench.judging.samples import JUDGE_PREFIX, JUDGE_SECTION
+from rag_bench.registry import Registry
+
+__all__ = ["SCORERS", "Measure", "measure", "direction", "higher_is_better", "mlflow_name"]
+
+# Every scorer, in the order the evaluation runs them: each may read the columns of those before it
+# (the failure labels read correct and citation precision; by_tag reads everyone's); latency last
+# (it reports the scoring's own time). Their warnings come in this order too.
+SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
+    security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
+    citations.SCORER, abstention.SCORER, conditional.SCORER, judge.SCORER, threshold.SCORER, attribution.SCORER,
+    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, cost.SCORER, by_tag.SCORER,
+    latency.SCORER)})
+ALL_SCORERS = "all"  # eval.scorers=[all]: every scorer of SCORERS
+
+# --- every family a scorer declares, in report order ---------------------------------------------
+RANKING = chunk_ranking.RANKING
+DOCUMENT = document_ranking.DOCUMENT
+EVIDENCE = evidence.EVIDENCE
+GENERATION = generation.GENERATION
+CITATION = citations.CITATION
+ABSTENTION = abstention.ABSTENTION
+THRESHOLD = threshold.THRESHOLD
+SECURITY = security.SECURITY
+ANN = (*ann.ANN, *ann.TUNING)
+OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
+FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *THRESHOLD,
+                                 *SECURITY, *ANN, *OTHER)
+# Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
+# tallies: no per-question column, no CI, never a headline), each with its direction.
+COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *judge.COUNTS, *counts.SYSTEM)
+COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST)
+FAILURES = attribution.FAILURES
+FIGURES = (*COUNTS, *COST, *FAILURES)
+# Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
+DURATION_SECTIONS = (latency.SECTION,)
+# Sections whose measures are means over questions with n and a bootstrap CI (in that order).
+QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention")
+
+HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
+DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT
+EVIDENCE_RECALL, COMPLETE = EVIDENCE
+(CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
+ SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
+CITATION_PRECISION, CITATION_RECALL, INVALID_CITATIONS = CITATION
+CORRECT_REFUSAL_RATE, UNSUPPORTED_ANSWER_RATE, FALSE_REFUSAL_RATE = ABSTENTION
+TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
+UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
+ANN_RECALL = ann.ANN_RECALL
+GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's second cost (rag_bench.reporting.decide)
+judge_measure = judge.judge_measure
+
+_BY_FAMILY = {(m.section, m.family): m for m in FAMILIES}
+_FIGURES = {m.key: m for m in FIGURES}
+_NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
+
+
+def families() -> tuple[Measure, ...]:
+    """Every measure family the scorers declare (the judge's are made per judged metric)."""
+    return FAMILIES
+
+
+def family(section: str, name: str) -> Measure:
+    """The family ``name`` of ``section`` (``family("retrieval", "hit")``); KeyError when unknown."""
+    return _BY_FAMILY[(section, name)]
+
+
+def measure(key: str) -> Measure | None:
+    """The measure named ``section/name`` (``retrieval/ndcg@10``), or None when no such measure exists."""
+    section, _, name = str(key).partition("/")
+    match = _NAME.match(name)
+    if not match:
+        return None
+    fam, cutoff = match["family"], match["cutoff"]
+    if section == JUDGE_SECTION and fam.startswith(JUDGE_PREFIX) and cutoff is None:
+        return judge_measure(fam[len(JUDGE_PREFIX):])
+    base = _BY_FAMILY.get((section, fam))
+    if base is None:
+        return None
+    if cutoff is None:
+        return None if base.cut == "required" else base
+    if base.cut == "none" or int(cutoff) < 1:
+        return None
+    return base.at(int(cutoff))
+
+
+def figure(key: str) -> Measure | None:
+    """The count, cost or failure tally named ``section/name`` (``counts/unlocated_passages``), or None."""
+    return _FIGURES.get(str(key))
+
+
+def direction(key: str) -> bool | None:
+    """Declared direction of any ``section/name`` of metrics.json: True (higher is better), False
+    (lower is better) or None (descriptive: neither). A measure's or figure's own declaration;
+    lower for durations. ValueError when nothing declares one: never a default.
+
+    >>> direction("retrieval/ndcg@10"), direction("counts/unlocated_passages"), direction("counts/chunks")
+    (True, False, None)
+    >>> direction("latency/retrieve_p95_ms")
+    False
+    """
+    m = measure(key) or figure(key)
+    if m is not None:
+        return m.higher_is_better
+    section, _, name = str(key).partition("/")
+    if section in DURATION_SECTIONS and name:
+        return False
+    raise ValueError(f"{key!r} declares no direction (whether higher or lower is better): it is not a measure, "
+                     "count, cost, failure tally or duration of rag_bench")
+
+
+def higher_is_better(key: str) -> bool:
+    """Whether a higher value of ``key`` is better (:func:`direction`); ValueError for a
+    descriptive figure (no better way) and for a key that declares no direction.
+
+    >>> higher_is_better("retrieval/ndcg@10"), higher_is_better("citation/invalid_citations")
+    (True, False)
+    >>> higher_is_better("counts/unlocated_passages")
+    False
+    """
+    up = direction(key)
+    if up is None:
+        raise ValueError(f"{key!r} is descriptive (a size or a cache's state): neither higher nor lower is better")
+    return up
+
+
+def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[str]:
+    """Canonical names of ``section``'s measures (at common cutoffs) or figures, for "did you mean"
+    hints."""
+    out = []
+    for f in (*FAMILIES, *FIGURES):
+        if f.section == section:
+            out += [f.at(k).key for k in cutoffs] if f.cut != "none" else []
+            out += [f.key] if f.cut != "required" else []
+    return out
+
+
+def registry_sections() -> set[str]:
+    """The metrics.json sections whose every name is a declared measure."""
+    return {f.section for f in FAMILIES} | {JUDGE_SECTION}
+
+
+def at(families: Iterable[Measure], cutoffs: Iterable[int]) -> list[Measure]:
+    """Each family at each cutoff, family-major (``hit@1, hit@3, precision@1, ...``)."""
+    cuts = list(cutoffs)
+    return [f.at(k) for f in families for k in cuts]
+
+
+def retrieval_measures(ks: Sequence[int], families: Sequence[Measure] = RANKING) -> list[Measure]:
+    """The ranking measures of a cell with cutoffs ``ks`` (``families=DOCUMENT`` for documents)."""
+    return chunk_ranking.ranking_measures(ks, families)
+
+
+def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
+    """Evidence recall and completeness at each cutoff (``eval.ks`` plus ``pipeline.k``)."""
+    return at(EVIDENCE, cutoffs)
+
+
+def column_measure(column: str) -> Measure | None:
+    """The retrieval, document or evidence measure whose per-question column is ``column``."""
+    for section, prefix in (("retrieval", ""), ("document", "doc_"), ("evidence", "")):
+        if prefix and not column.startswith(prefix):
+            continue
+        m = measure(f"{section}/{column[len(prefix):]}")
+        if m is not None:
+            return m
+    return None
+
+
+def is_question_ranking_column(column: str) -> bool:
+    """Whether a records.parquet column holds a per-question retrieval, document or evidence
+    measure (the values ``compare`` and the gate's paired tests resample)."""
+    return column_measure(column) is not None
+
+
+# --- what consumers show by default -----------------------------------------------------------
+PRIMARY = NDCG.at(10)  # ranks cells: leaderboard, report, CLI defaults
+
+# experiment.primary: "auto" (generation/correct when answers were generated, else PRIMARY) or a
+# measure with a direction; checked when the config is composed (rag_bench.reporting.decide uses it).
+AUTO_PRIMARY = "auto"
+CORRECT_KEY = CORRECT.key
+
+
+def check_primary(name: str) -> str:
+    """``name`` when it is ``auto`` or a declared measure with a direction; else ConfigError
+    naming the key with the closest declared names."""
+    if name == AUTO_PRIMARY:
+        return name
+    m = measure(name)
+    if m is not None and m.higher_is_better is not None:
+        return m.key
+    known = sorted({n for s in QUESTION_SECTIONS for n in known_names(s)})
+    close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ConfigError(f"experiment.primary: {name!r} is not a measure with a better direction -- fix: {hint}"
+                      f"experiment.primary=auto ({CORRECT_KEY} when answers were generated, else "
+                      f"{PRIMARY.key}) or a section/name such as {CORRECT_KEY}")
+
+
+CONSOLE = (HIT.at(5), MRR)  # the cell's summary line
+CONSOLE_DOCUMENT = (DOC_HIT.at(5), DOC_MRR, DOC_NDCG.at(10))
+CONSOLE_GENERATION = (CORRECT, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, CITATION_PRECISION, CITATION_RECALL,
+                      CORRECT_REFUSAL_RATE, FALSE_REFUSAL_RATE)
+# The console's one line per cell: each stage's main measure, in data-flow order.
+# The answer's are correct and SQuAD v2's combined EM/F1 (answerable and unanswerable questions,
+# a refusal the empty answer: refusals are in them).
+CONSOLE_SHORT = (HIT.at(5), MRR, CORRECT, SQUAD_EXACT, SQUAD_F1)
+# Per-tag means (metrics.json by_tag, leaderboard --tag).
+TAG = by_tag.TAG
+TAG_ANSWER = by_tag.TAG_ANSWER
+# Columns of the leaderboard and the report's table, in order.
+HEADLINE = (*TAG, EVIDENCE_RECALL.at(5), COMPLETE.at(5), ANN_RECALL.at(10), CORRECT, ANSWER_WORDS, CITATION_PRECISION,
+            FALSE_REFUSAL_RATE, CORRECT_REFUSAL_RATE)
+# The main measure(s) of each stage: the leaderboard's default columns, the report's CI columns.
+MAIN = (PRIMARY, HIT.at(5), DOC_NDCG.at(10), COMPLETE.at(5), CORRECT, CITATION_PRECISION, FALSE_REFUSAL_RATE)
+# The ANN latencies the leaderboard appends when a cell has them.
+ANN_LATENCY = (ann.ANN_P50, ann.EXACT_P50)

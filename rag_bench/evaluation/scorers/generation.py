@@ -1,0 +1,104 @@
+"""Answer matching (metrics.json ``generation``): the answer against the question's facts and
+reference answers (containment, SQuAD v2 EM/F1 and its HasAns/NoAns splits), its length, its
+lexical support by the passages it cites and whether it kept the JSON answer contract.
+
+A failed generator call (``answer.error``) is NaN in every measure: counted and reported, kept out
+of every quality denominator. ``correct`` is the measure ``eval.answer_match`` chooses
+(:func:`~rag_bench.metrics.generation.correctness`), so it carries that setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag_bench.evaluation.run import QuestionRun, SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.metrics.generation import AnswerMatch, correctness, faithfulness, match_answer, squad_v2
+
+GENERATION = (
+    declare("correct", "generation", "the answer is right by eval.answer_match (auto: facts present, else answer "
+            "recall)", params=("eval.answer_match", "eval.f1_threshold")),
+    declare("answer_recall", "generation", "a normalised reference occurs in the answer (long-form accuracy, "
+            "STR-EM)"),
+    declare("exact_match", "generation", "the answer equals a reference after SQuAD 2.0's normalisation (SQuAD EM, "
+            "answerable questions: HasAns_exact)", short="em"),
+    declare("token_f1", "generation", "best token-overlap F1 against the references, as SQuAD 2.0's script (SQuAD "
+            "F1, answerable questions: HasAns_f1)", short="f1"),
+    # SQuAD v2's combined figures, answerable and unanswerable questions together (an unanswerable
+    # question's gold is the empty answer; a refusal is the empty answer), and its two splits under
+    # the official script's names: what a published SQuAD 2.0 or NQ figure is compared with.
+    declare("squad_exact", "generation", "SQuAD v2 exact match over all questions (the script's 'exact'; a refusal "
+            "is the empty answer, the gold of an unanswerable question)", short="squad_em"),
+    declare("squad_f1", "generation", "SQuAD v2 F1 over all questions (the script's 'f1')"),
+    declare("squad_hasans_exact", "generation", "SQuAD v2 HasAns_exact: exact match on the answerable questions"),
+    declare("squad_hasans_f1", "generation", "SQuAD v2 HasAns_f1: F1 on the answerable questions"),
+    declare("squad_noans_exact", "generation", "SQuAD v2 NoAns_exact: unanswerable questions given the empty answer "
+            "(a refusal)"),
+    declare("squad_noans_f1", "generation", "SQuAD v2 NoAns_f1: as NoAns_exact (F1 against an empty gold is 0 or 1)"),
+    declare("facts_present", "generation", "every fact of the question occurs in the answer"),
+    declare("answer_words", "generation", "answer length in words (containment rewards long answers)", up=None,
+            short="words"),
+    declare("faithfulness", "generation", "answer sentences supported by the passages they cite"),
+    declare("unparseable", "generation", "outputs that broke the JSON answer contract", up=False),
+)
+(CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
+ SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
+FAITHFULNESS_METHOD = "lexical_support_proxy"  # metrics.json methods: how faithfulness is judged
+
+
+def answer_values(qr: QuestionRun, *, answer_match: str, f1_threshold: float) -> dict[str, float]:
+    """One question's ``generation`` measures, by their columns, in the declared order."""
+    q, a = qr.question, qr.answer
+    assert a is not None
+    ok = a.error is None
+    nan = float("nan")
+    match = match_answer(a, q.facts, q.answers) if ok and q.answerable else AnswerMatch(nan, nan, nan, nan, nan)
+    # SQuAD v2 over all questions, and its HasAns/NoAns splits as their own columns (means over
+    # the questions where each is defined, like every measure).
+    sq_em, sq_f1 = squad_v2(a, q.answers, answerable=q.answerable) if ok else (nan, nan)
+    has = (sq_em, sq_f1) if q.answerable else (nan, nan)
+    no = (nan, nan) if q.answerable else (sq_em, sq_f1)
+    return {  # the declared order
+        CORRECT.column: correctness(match, answer_match, f1_threshold=f1_threshold),
+        ANSWER_RECALL.column: match.answer_recall, EXACT_MATCH.column: match.exact_match,
+        TOKEN_F1.column: match.token_f1, SQUAD_EXACT.column: sq_em, SQUAD_F1.column: sq_f1,
+        SQUAD_HASANS_EXACT.column: has[0], SQUAD_HASANS_F1.column: has[1], SQUAD_NOANS_EXACT.column: no[0],
+        SQUAD_NOANS_F1.column: no[1], FACTS_PRESENT.column: match.facts_present, ANSWER_WORDS.column: match.words,
+        FAITHFULNESS.column: faithfulness(a, qr.context or ()) if ok and not a.parse_error else np.nan,
+        UNPARSEABLE.column: float(a.parse_error is not None) if ok else np.nan,
+    }
+
+
+def undefined_warning(m: Measure, values: Sequence[float], why: str = "") -> tuple[str, ...]:
+    """The warning for a measure a cell computes on no question (every value NaN)."""
+    return (f"{m.key} is computed on 0 questions{why}",) if np.isnan(np.asarray(values, np.float64)).all() else ()
+
+
+class Generation:
+    """The scorer of :data:`GENERATION` (cells whose system answered)."""
+
+    name = "generation"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """Every generation measure when the run answered; none for a retrieval-only run."""
+        return list(GENERATION) if run.answered else []
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question, every generation measure; how faithfulness and the judge were judged."""
+        run, s = context.run, context.settings
+        if not run.answered:
+            return []
+        columns: dict[str, list[float]] = {m.column: [] for m in GENERATION}
+        for qr in run.questions:
+            for name, v in answer_values(qr, answer_match=s.answer_match, f1_threshold=s.f1_threshold).items():
+                columns[name].append(v)
+        judge = run.judge.name if run.judge is not None else "none"
+        return [Part("generation", columns, sections={"methods": {FAITHFULNESS.name: FAITHFULNESS_METHOD,
+                                                                    "judge": judge}},
+                     warnings=undefined_warning(CORRECT, columns[CORRECT.column],
+                                                " (no question has facts or references)"))]
+
+
+SCORER = Generation()

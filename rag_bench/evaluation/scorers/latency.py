@@ -1,0 +1,69 @@
+"""Latency (metrics.json ``latency``): each stage's time and the per-question latencies' p50/p95.
+
+Whose latencies they are is the run's to say: our pipeline's retrieval (``retrieve_p50_ms``), an
+external system's end-to-end figure (``system_p50_ms``), or none given (an empty section). Every
+number here is a duration: lower is better. Shared work is counted once, by the cell that did it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+
+SECTION = "latency"
+
+
+def duration(name: str, description: str = "") -> Measure:
+    """A duration of the latency section (lower is better)."""
+    return declare(name, SECTION, description or f"{name.replace('_', ' ')}", up=False, agg="value")
+
+
+def _percentiles(prefix: str, ms: Any) -> dict[str, float]:
+    return {f"{prefix}_p50_ms": float(np.percentile(ms, 50)), f"{prefix}_p95_ms": float(np.percentile(ms, 95))}
+
+
+class Latency:
+    """The scorer of the ``latency`` section."""
+
+    name = "latency"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The durations the run reports (their names depend on the stages it ran)."""
+        return [duration(name) for name in _values(run, 0.0)]
+
+    def score(self, context: Context) -> list[Part]:
+        """The stage timings (scoring's own included) and the latencies' percentiles."""
+        values = _values(context.run, time.perf_counter() - context.started)
+        return [Part(SECTION, values={f"{SECTION}/{name}": v for name, v in values.items()},
+                     sections={SECTION: {}})]  # an empty section says "no latency given"
+
+
+def _values(run: SystemRun, score_s: float) -> dict[str, Any]:
+    if run.latency == "none":
+        return {}
+    latency: dict[str, Any] = {}
+    for name, v in run.timings.items():
+        latency[name] = round(v, 6)
+        if name == "retrieve_s":
+            latency["score_s"] = round(score_s, 6)
+    if run.timings:
+        latency.setdefault("score_s", round(score_s, 6))
+    prefix = "system" if run.latency == "system" else "retrieve"
+    lat = np.asarray([q.retrieve_ms for q in run.questions if q.retrieve_ms is not None], np.float64)
+    latency.update({f"{prefix}_p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
+                    f"{prefix}_p95_ms": float(np.percentile(lat, 95)) if lat.size else None})
+    rerank = [q.rerank_ms for q in run.questions if q.rerank_ms is not None]
+    if rerank:
+        latency.update(_percentiles("rerank", rerank))
+    if run.answered and run.generate_s is not None:
+        latency.update(generate_s=round(run.generate_s, 6),
+                       seconds_per_question=run.generate_s / max(1, len(run.questions)))
+    return latency
+
+
+SCORER = Latency()

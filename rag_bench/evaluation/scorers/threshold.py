@@ -1,0 +1,42 @@
+"""Can the top-1 retrieval score alone tell answerable from unanswerable questions (metrics.json
+``abstention``): its AUROC, the threshold with the best F1 and that F1 -- what a "refuse below this
+score" rule would achieve, reported for every cell."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.stats.threshold import auroc, best_f1_threshold
+
+THRESHOLD = (
+    declare("top1_auroc", "abstention", "AUROC of the top-1 retrieval score for answerable vs unanswerable",
+            agg="value"),
+    declare("top1_best_f1_threshold", "abstention", "top-1 score threshold with the best F1", up=None, agg="value"),
+    declare("top1_best_f1", "abstention", "F1 of answerable-vs-unanswerable at that threshold", agg="value"),
+)
+AUROC, BEST_THRESHOLD, BEST_F1 = THRESHOLD
+
+
+class Threshold:
+    """The scorer of :data:`THRESHOLD`."""
+
+    name = "threshold"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The three figures, for every cell."""
+        return list(THRESHOLD)
+
+    def score(self, context: Context) -> list[Part]:
+        """The figures from each question's top-1 score of its final ranking (None where undefined)."""
+        top = np.array([q.ranked.scores[0] if len(q.ranked.scores) else np.nan for q in context.run.questions], float)
+        y = np.array([q.question.answerable for q in context.run.questions], bool)
+        keep = ~np.isnan(top)
+        area = auroc(top[keep], y[keep])
+        t, f1 = best_f1_threshold(top[keep], y[keep])
+        values = {AUROC.key: area, BEST_THRESHOLD.key: t, BEST_F1.key: f1}
+        return [Part("threshold", values={k: None if v is None or np.isnan(v) else float(v) for k, v in values.items()})]
+
+
+SCORER = Threshold()

@@ -1,0 +1,2 @@
+"""Our pipeline: the stages of a cell (chunk, index, retrieve, rerank, answer, judge), each checked at
+its boundary, producing the run the evaluation reads."""

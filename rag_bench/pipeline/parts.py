@@ -1,0 +1,46 @@
+"""A cell's pipeline, built: its components, typed settings and evaluation (what
+:func:`rag_bench.runner.config.build_cell` makes from a config, and :func:`rag_bench.pipeline.pipeline.run`
+runs). Nothing downstream reads the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CellSettings:
+    """The pipeline settings of one cell, typed: what the stages take instead of the config."""
+
+    ks: tuple[int, ...]  # eval.ks, sorted, each once
+    k: int  # pipeline.k: passages handed to the generator
+    include_archived: bool
+    expand_parents: bool
+    token_budget: int
+    split: str  # dataset.split: the questions asked (in the rankings' shared-work key)
+    index_name: str
+    judge_name: str = "none"  # judge.name
+
+
+@dataclass(frozen=True)
+class CellParts:
+    """One cell's components, built once from its config (the embedder once per config and
+    process, through the shared work, so its model stays loaded), its typed settings and its
+    evaluation. ``what`` holds, for each group whose work is shared between cells, its resolved
+    config and what it really is beyond it (:func:`rag_bench.runner.config.component_provenance`);
+    :meth:`identity` turns that into the shared-work key of a component's output."""
+
+    settings: CellSettings
+    embedder: Any
+    chunker: Any
+    retriever: Any
+    reranker: Any
+    generator: Any
+    judge: Any  # None when the cell generates nothing (no answers to judge)
+    evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
+    what: dict[str, Any]
+    takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
+
+    def identity(self, group: str) -> list[Any]:
+        """What determines ``group``'s output: its own config, then each component it takes."""
+        return [self.what[group], *(self.what[g] for g in self.takes[group])]

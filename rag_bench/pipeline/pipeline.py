@@ -1,0 +1,94 @@
+"""One cell's pipeline, run: its components (built once, :func:`~rag_bench.runner.config.build_cell`)
+run the stages in order and hand back the run the evaluation reads
+(:class:`~rag_bench.evaluation.run.SystemRun`). No scoring and no writing here.
+
+Each stage (:mod:`rag_bench.pipeline.stages`) takes the results of the stages before it and returns
+a frozen result. Work shared between cells lives in the :class:`~rag_bench.memo.SharedWork` passed
+in; the keys below say what determines each piece (see :mod:`rag_bench.memo`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_bench import memo
+from rag_bench.embedding.base import Embedder, EmbedStats
+from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
+from rag_bench.memo import SharedWork
+from rag_bench.pipeline import stages
+from rag_bench.pipeline.parts import CellParts
+from rag_bench.pipeline.results import Answered, Reranked, Retrieved
+from rag_bench.records import Dataset
+from rag_bench.reranking.base import check_depth
+from rag_bench.stages import capability, is_null
+
+
+def _usage(embedder: Any) -> EmbedStats:
+    stats: EmbedStats = capability(embedder, Embedder, "usage")()
+    return stats
+
+
+def run(parts: CellParts, dataset: Dataset, work: SharedWork) -> SystemRun:
+    """Run every stage of a cell, built, on ``dataset``; its run. Each piece of shared work is keyed
+    by what determines it (see :mod:`rag_bench.memo`)."""
+    s, embedder = parts.settings, parts.embedder
+    before = _usage(embedder)
+    questions = list(dataset.questions)
+    ks, k = list(s.ks), s.k
+
+    chunk_key = [dataset.fingerprint, *parts.identity("chunker")]
+    chunked = stages.chunk(dataset=dataset, key=memo.key(*chunk_key), chunker=parts.chunker, work=work)
+    indexed = stages.index(
+        dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=work, retriever=parts.retriever,
+        key=memo.key(dataset.fingerprint, chunk_key, *parts.identity("retriever"), s.include_archived))
+
+    reranker = parts.reranker
+    depth = max(ks + [k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+    # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
+    # over dataset.split shares the index but never the rankings.
+    questions_key = memo.key(dataset.fingerprint, s.split)
+    # index.target_recall: tuned before anything is searched
+    tuned = stages.tune(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
+    retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
+                                questions_key=questions_key)
+    reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")), retrieved=retrieved,
+                             indexed=indexed, questions=questions, work=work)
+
+    answered: Answered | None = None
+    judged = None
+    if not is_null(parts.generator):
+        answered = stages.answer(generator=parts.generator, questions=questions, rankings=reranked.rankings,
+                                 passages=indexed.searchable, context=stages.ContextRule(
+                                     k, s.token_budget, s.expand_parents, chunked.parents))
+        judged = stages.judge(judge=parts.judge, questions=questions, answered=answered)
+    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key,
+                     tuned=tuned)
+
+    timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000}
+    if reranked.prefetch_s is not None:
+        timings.update(rerank_prefetch_s=reranked.prefetch_s, rerank_s=sum(reranked.latency_ms) / 1000)
+    return SystemRun(
+        dataset=dataset, passages=indexed.searchable,
+        questions=question_runs(questions, retrieved, reranked, answered, judged),
+        chunks=sum(not c.is_parent for c in chunked.chunks), depth=retrieved.depth, ann=ann, index_name=s.index_name,
+        timings=timings, embedding=_usage(embedder).since(before),
+        generate_s=answered.wall_s if answered is not None else None,
+        judge=JudgeRun(s.judge_name, tuple(parts.judge.metrics)) if judged is not None else None,
+        ranking_key=reranked.key)
+
+
+def question_runs(questions: list[Any], retrieved: Retrieved, reranked: Reranked, answered: Answered | None,
+                  judged: list[Any] | None) -> tuple[QuestionRun, ...]:
+    """The stages' results question by question: what each stage did for each question."""
+    out = []
+    for n, q in enumerate(questions):
+        out.append(QuestionRun(
+            q, retrieved.rankings[n], reranked.rankings[n], retrieve_ms=retrieved.latency_ms[n],
+            rerank_ms=reranked.latency_ms[n] if reranked.latency_ms else None,
+            dropped_by_retriever=retrieved.unauthorized[n] if retrieved.unauthorized else 0,
+            dropped_by_reranker=reranked.unauthorized[n] if reranked.unauthorized else 0,
+            context=answered.items[n].passages if answered is not None else None,
+            generation=answered.generations[n] if answered is not None else None,
+            answer=answered.answers[n] if answered is not None else None,
+            judge=judged[n] if judged is not None else None))
+    return tuple(out)
