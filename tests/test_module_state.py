@@ -29,7 +29,6 @@ MODULE_STATE: dict[str, str] = {
     "metrics/bootstrap.py:_SEEN": "_SEEN_SIZE intervals, oldest dropped; a pure function of the column's bytes",
     "runner/main.py:_PROBED": "_PROBED_KEPT folders, then cleared; only skips a write probe (a failing write is "
                               "still an error)",
-    "metrics/measures.py:_REGISTERED": "one entry per measure family a scorer file declares (the package's files)",
     "tracking/parents.py:PARENT_RUNS": "one entry per open sweep, popped when the sweep's parent run is closed",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
 }

@@ -11,7 +11,7 @@ import yaml
 
 from rag_bench import stages
 from rag_bench.errors import ConfigError
-from rag_bench.runner.config import CONF_DIR, check_component
+from rag_bench.runner.config import CONF_DIR, PROTOCOLS, check_component
 
 
 def _options():
@@ -26,7 +26,7 @@ def _options():
 def test_every_option_implements_its_stage_protocol(group, option, target):
     module, _, name = target.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    assert stages.missing_methods(cls, group) == [], f"conf/{group}/{option}.yaml"
+    assert stages.missing_methods(cls, PROTOCOLS.get(group)) == [], f"conf/{group}/{option}.yaml"
     check_component(cls, group, target)
     assert stages.is_null(object.__new__(cls)) == (option == "none")
 
@@ -34,7 +34,7 @@ def test_every_option_implements_its_stage_protocol(group, option, target):
 def test_every_config_group_is_a_stage_or_tracking():
     groups = {p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name not in ("experiment", "gate", "hydra",
                                                                                           "dataset", "cluster")}
-    assert groups == set(stages.COMPONENT_GROUPS)
+    assert groups == set(stages.COMPONENT_GROUPS) == set(PROTOCOLS)
 
 
 def test_a_class_missing_a_protocol_method_is_named():
@@ -42,7 +42,7 @@ def test_a_class_missing_a_protocol_method_is_named():
         def fit(self, chunks):
             return None
 
-    assert stages.missing_methods(HalfRetriever, "retriever") == ["search"]
+    assert stages.missing_methods(HalfRetriever, PROTOCOLS.get("retriever")) == ["search"]
     with pytest.raises(ConfigError, match="missing search"):
         check_component(HalfRetriever, "retriever", "x.HalfRetriever")
 
@@ -54,19 +54,19 @@ def test_optional_capabilities_fall_back_to_the_declared_default():
         def scores(self, questions, shortlists):
             return [np.zeros(len(s)) for s in shortlists]
 
-    assert stages.capability(Plain(), "reranker", "prefetch")([], []) is None
-    assert stages.capability(object(), "retriever", "ann_probe")([], None) is None
+    assert stages.capability(Plain(), PROTOCOLS.get("reranker"), "prefetch")([], []) is None
+    assert stages.capability(object(), PROTOCOLS.get("retriever"), "ann_probe")([], None) is None
 
     class Probed:
         def ann_probe(self, questions, access):
             return "probe"
 
-    assert stages.capability(Probed(), "retriever", "ann_probe")([], None) == "probe"
+    assert stages.capability(Probed(), PROTOCOLS.get("retriever"), "ann_probe")([], None) == "probe"
     with pytest.raises(AttributeError, match="not an optional capability"):
-        stages.capability(Plain(), "reranker", "scores")
+        stages.capability(Plain(), PROTOCOLS.get("reranker"), "scores")
 
 
 def test_optional_methods_are_not_required():
-    assert "prefetch" not in stages.required_methods("reranker")
-    assert "ann_probe" not in stages.required_methods("retriever")
-    assert "usage" not in stages.required_methods("embedder")
+    assert "prefetch" not in stages.required_methods(PROTOCOLS.get("reranker"))
+    assert "ann_probe" not in stages.required_methods(PROTOCOLS.get("retriever"))
+    assert "usage" not in stages.required_methods(PROTOCOLS.get("embedder"))

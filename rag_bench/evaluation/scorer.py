@@ -138,16 +138,10 @@ def _at(m: Measure, cutoff: int) -> Measure:
     return replace(m, cutoff=cutoff)
 
 
-def declare(family: str, section: str, description: str, *, up: bool | None = True, agg: Aggregate = "mean",
-            cut: Cut = "none", short: str = "", params: tuple[str, ...] = ()) -> Measure:
-    """A measure family, as the scorers declare theirs (keyword arguments for what varies)."""
-    return Measure(family, section, up, agg, cut, None, description, short, "", params)
-
-
 def figures(section: str, rows: Sequence[tuple[str, bool | None, str]]) -> tuple[Measure, ...]:
     """Figures of a cell (counts, costs, tallies: one value each, no per-question column, no CI),
     each with its direction: ``(name, higher_is_better, definition)`` rows."""
-    return tuple(declare(f, section, d, up=up, agg="value") for f, up, d in rows)
+    return tuple(Measure(f, section, up, "value", description=d) for f, up, d in rows)
 
 
 @dataclass(frozen=True)

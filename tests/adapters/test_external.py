@@ -26,8 +26,10 @@ def _metrics(cell: Path) -> dict:
 
 
 def _comparable(m: dict) -> dict:
-    out = {k: v for k, v in m.items() if k not in ("latency", "cost")}
+    out = {k: v for k, v in m.items() if k not in ("latency", "cost", "measures")}
     out["counts"] = {k: v for k, v in m["counts"].items() if k not in UNKNOWABLE_COUNTS}
+    # The block describes the same measures alike (the latency and count keys differ, as above).
+    out["measures"] = {k: v for k, v in m["measures"].items() if k.partition("/")[0] not in ("latency", "cost", "counts")}
     return out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from rag_bench.cli import main as cli
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 from tests.conftest import TINY, compose_config
 from tests.servers import free_port, serving
 

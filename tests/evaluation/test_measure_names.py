@@ -4,7 +4,7 @@ Every string literal of rag_bench's source (docstrings aside; comments are not l
 spells a registered measure -- its family (``hit``, ``doc_ndcg``), with a cutoff (``hit@5``,
 ``f"ann_recall@{k}"``), as a key (``generation/correct``) or in MLflow's spelling
 (``retrieval.hit_at_5``) -- fails this test naming file:line, unless it is in
-``rag_bench/metrics/measures.py`` or ``rag_bench/evaluation/scorers/`` (where measures are declared
+``rag_bench/evaluation/measures.py`` or ``rag_bench/evaluation/scorers/`` (where measures are declared
 and computed) or listed in :data:`ELSEWHERE` with the vocabulary it belongs to (a word two
 vocabularies share, such as the failure label ``correct``). Everything else takes the name from
 the :class:`~rag_bench.evaluation.measures.Measure` object (``measures.CORRECT.column``).
@@ -17,10 +17,10 @@ import re
 from pathlib import Path
 
 import rag_bench
-from rag_bench.metrics import measures
+from rag_bench.evaluation import measures
 
 ROOT = Path(rag_bench.__file__).parent
-OWNERS = ("metrics/measures.py", "evaluation/scorers/")
+OWNERS = ("evaluation/scorers/",)
 _ANN = "the ann section's names in ANN code (tuning, its chart): left to the ANN work of issue 29"
 _FAILURE_LABEL = "a failure label (rag_bench.failure_labels), not the generation measure"
 # (file under rag_bench/, literal) -> the vocabulary the literal belongs to.
@@ -34,11 +34,14 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("metrics/trec_cli.py", "map"): "trec_eval's measure names (its default -m list)",
     ("metrics/trec_cli.py", "ndcg"): "trec_eval's measure names (its default -m list)",
     ("judging/ragas_judge.py", "faithfulness"): "a ragas metric name (judge.metrics; reported as judge_faithfulness)",
-    ("judging/ragas_judge.py", "context_precision"): "a ragas metric name (judge.metrics)",
     ("calibration/labels.py", "correct"): "labels.jsonl's measure field: what a person labels",
     ("calibration/labels.py", "faithfulness"): "labels.jsonl's measure field: what a person labels",
-    ("evaluation/summary.py", "hit"): "metrics.json conditional: answers when retrieval hit or missed",
-    ("evaluation/summary.py", "correct"): "metrics.json conditional: the count of correct answers",
+    ("metrics/ranking.py", "hit"): "the ranking kernels' own names (ranking_metrics: trec_eval's success)",
+    ("metrics/ranking.py", "precision"): "the ranking kernels' own names (ranking_metrics: trec_eval's P)",
+    ("metrics/ranking.py", "recall"): "the ranking kernels' own names (ranking_metrics: trec_eval's recall)",
+    ("metrics/ranking.py", "mrr"): "the ranking kernels' own names (ranking_metrics: trec_eval's recip_rank)",
+    ("metrics/ranking.py", "ndcg"): "the ranking kernels' own names (ranking_metrics: trec_eval's ndcg_cut)",
+    ("metrics/ranking.py", "map"): "the ranking kernels' own names (ranking_metrics: trec_eval's map)",
     ("reporting/report.py", "hit"): "metrics.json conditional: answers when retrieval hit or missed",
     ("reporting/report.py", "correct"): "metrics.json conditional: the count of correct answers",
     ("reporting/report.py", "unparseable"): "counts/unparseable, a count (measures.COUNTS), not the measure",
@@ -46,6 +49,7 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("tracking/traces.py", "correct"): "an MLflow assessment's name (read from measures.CORRECT's column)",
     ("tracking/traces.py", "faithfulness"): "an MLflow assessment's name (read from measures.FAITHFULNESS's column)",
     ("indexing/lancedb.py", "target_recall"): "the config key index.target_recall",
+    ("indexing/ann_report.py", "target_recall"): "the index's attribute index.target_recall (its config key)",
     ("indexing/tuning.py", "target_recall"): "ANN tuning's own figures (indexing, issue 29)",
     ("indexing/tuning.py", "held_out_recall"): "ANN tuning's own figures (indexing, issue 29)",
     ("indexing/tuning.py", "recall"): "ANN tuning's own figures: a point of the recall curve",
@@ -100,7 +104,7 @@ def typed_names(root: Path = ROOT) -> list[str]:
 
 def test_no_measure_name_is_typed_outside_its_owners() -> None:
     found = typed_names()
-    assert not found, ("measure names typed outside rag_bench/metrics/measures.py and evaluation/scorers/ "
+    assert not found, ("measure names typed outside rag_bench/evaluation/scorers/ "
                        "-- fix: take them from the Measure object (measures.CORRECT.column, .name, .key):\n"
                        + "\n".join(found))
 

@@ -47,7 +47,7 @@ def test_a_refusal_matches_nothing_and_a_question_without_references_has_no_corr
 def test_answer_match_is_checked(tmp_path):
     from rag_bench.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="eval.answer_match must be one of auto, contains"):
+    with pytest.raises(ConfigError, match="eval.answer_match: .fuzzy. is not one of auto, contains"):
         run(tmp_path, "eval.answer_match=fuzzy")
 
 

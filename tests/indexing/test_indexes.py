@@ -106,6 +106,7 @@ def test_configured_search_is_faiss_as_is_and_search_fills_it(data, every):
 def test_an_index_without_a_configured_search_is_measured_by_its_search(data):
     """search_as_configured is an optional capability: an index plugin that never widens its own
     search need not write it."""
+    from rag_bench.indexing.base import VectorIndex
     from rag_bench.stages import capability, required_methods
 
     class Plain:
@@ -114,6 +115,6 @@ def test_an_index_without_a_configured_search_is_measured_by_its_search(data):
         def search(self, queries, k, mask=None):
             return np.zeros((len(queries), k), np.float32), np.tile(np.arange(k), (len(queries), 1))
 
-    assert "search_as_configured" not in required_methods("index")
-    _, ids = capability(Plain(), "index", "search_as_configured")(data[1][:2], 3)
+    assert "search_as_configured" not in required_methods(VectorIndex)
+    _, ids = capability(Plain(), VectorIndex, "search_as_configured")(data[1][:2], 3)
     assert ids.tolist() == [[0, 1, 2], [0, 1, 2]]

@@ -128,7 +128,7 @@ def test_lancedb_cell_on_squad2_normans_reports_ann_figures():
     FAISS flat does."""
     from rag_bench.data.loader import load_dataset
     from rag_bench.memo import SharedWork
-    from rag_bench.runner.pipeline import run_pipeline
+    from rag_bench.runner.main import compute as run_pipeline
     from tests.conftest import compose_config
 
     work = SharedWork()  # one embedding of the corpus for the three cells

@@ -104,7 +104,7 @@ def test_a_cell_tunes_before_it_retrieves_and_reports_the_choice(demo_dataset):
 
     from rag_bench.memo import SharedWork
     from rag_bench.runner.config import build, cell_id
-    from rag_bench.runner.pipeline import run_pipeline
+    from rag_bench.runner.main import compute as run_pipeline
     from rag_bench.tracking.base import tracked_metrics
     from tests.conftest import compose_config
 

@@ -118,8 +118,9 @@ def test_columns_statistics_and_failures_left_out_of_n():
     assert cols["judge_f_sd"][0] == pytest.approx(np.sqrt(0.5)) and np.isnan(cols["judge_f_sd"][1])
     assert tally(results) == {"attempted": 6, "failures": 3, "calls": 0, "tokens_in": 0, "tokens_out": 0,
                               "seconds": 0.0}
-    frame = pd.DataFrame({"judge_failures": [None, json.dumps(results[1].failures), None, None]})
-    assert "3 of 6 judgements failed" in failure_warning(frame, 3, 6) and "Timeout" in failure_warning(frame, 3, 6)
+    assert cols["judge_failures"] == [None, json.dumps(results[1].failures), json.dumps(results[2].failures), None]
+    warning = failure_warning(cols["judge_failures"], 3, 6)
+    assert "3 of 6 judgements failed" in warning and "sample 1: Timeout" in warning
 
 
 def test_the_two_level_interval_widens_with_judge_noise_and_equals_questions_only_for_one_sample():

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from rag_bench.errors import ComponentError
+from rag_bench.pipeline import contracts
 from rag_bench.records import Asker, Chunk, Document, Question, Ranking, Section
 from rag_bench.retrieval.base import AccessFilter
-from rag_bench.pipeline import contracts
 
 TEXT = "# Plans\n\nAnnual plans cost less.\n\n# Refunds\n\nA full refund within 14 days."
 DOCS = {

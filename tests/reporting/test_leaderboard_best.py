@@ -142,7 +142,7 @@ def test_tie_rule_tokens_come_from_metrics_and_equal_the_records_mean(demo_cells
     import shutil
 
     from rag_bench.cells import load_cell
-    from rag_bench.metrics import measures
+    from rag_bench.evaluation import measures
 
     read_records = decide._tokens
     for cell in demo_cells.values():

@@ -1,6 +1,6 @@
 """The ANN report measures the index as configured, checked against FAISS itself.
 
-The ANN report (:func:`rag_bench.evaluation.scorers.ann.probe_report` of
+The ANN report (:func:`rag_bench.indexing.ann_report.probe_report` of
 :meth:`DenseRetriever.ann_probe`) over random unit vectors is compared with a recall computed
 from ``faiss.IndexHNSWFlat`` and ``faiss.IndexFlatIP`` built and searched directly with the same
 parameters and the same access filter (an ``IDSelectorBitmap``), for ``ef_search`` below and above
@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_bench.evaluation.scorers.ann import probe_report
+from rag_bench.evaluation.scorers.ann import section
+from rag_bench.indexing import ann_report
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.records import Asker, Chunk, Document, Question
 from rag_bench.retrieval.base import AccessFilter
@@ -26,6 +27,12 @@ KS = (1, 5, 10)
 PUBLIC_EVERY = 5  # one chunk in five is public: a selective filter for customers
 DOCS = {"pub": Document("pub", "x", tenant="t", acl=()), "staff": Document("staff", "x", tenant="t", acl=("staff",))}
 CUSTOMER = Asker("t", ("customers",))
+
+
+def probe_report(probe, ks):
+    """The ANN report of a retriever's laid-open index, as a cell's ``ann`` section."""
+    report = ann_report.probe_report(probe, ks)
+    return section(report, report.index)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

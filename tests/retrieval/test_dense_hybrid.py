@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag_bench.errors import ConfigError
-from rag_bench.evaluation.scorers.ann import probe_report
+from rag_bench.evaluation.scorers.ann import section
+from rag_bench.indexing import ann_report
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
@@ -20,6 +21,12 @@ TEXTS = [("pub", "kettle boils water fast"), ("pub", "toaster browns bread"), ("
          ("pub", "fridge keeps food cold"), ("int", "supplier of kettles is acme"), ("pub", "kettle descaling guide")]
 CHUNKS = [Chunk(f"{d}#{i}", d, 0, 1, t) for i, (d, t) in enumerate(TEXTS)]
 CUSTOMER = Asker("t", ("customers",))
+
+
+def probe_report(probe, ks):
+    """The ANN report of a retriever's laid-open index, as a cell's ``ann`` section."""
+    report = ann_report.probe_report(probe, ks)
+    return section(report, report.index)
 
 
 def test_rrf_hand_made_lists():

@@ -118,18 +118,28 @@ def test_degenerate_numbers_come_with_a_warning(tmp_path):
 
 
 def test_a_retriever_that_matches_nothing_is_flagged():
-    from rag_bench.evaluation.summary import sanity_warnings
+    from rag_bench.evaluation.grade import Grades
+    from rag_bench.evaluation.run import QuestionRun, SystemRun
+    from rag_bench.evaluation.scorer import Settings
+    from rag_bench.evaluation.scorers.chunk_ranking import _warnings
+    from rag_bench.records import Dataset, Question, Ranking
 
-    frame = pd.DataFrame({"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0], [0.0]], "answerable": [True, True, True, False],
-                          "first_relevant_rank": [None, 1, None, None]})
-    (warning,) = sanity_warnings(frame, {"n": {}}, k=5)
+    def run(answerable: list[bool], index: str = "flat") -> SystemRun:
+        qs = [Question(f"q{i}", "?", a) for i, a in enumerate(answerable)]
+        empty = Ranking("q", (), ())
+        return SystemRun(Dataset("d", "", "native", {}, tuple(qs)), [], tuple(QuestionRun(q, empty, empty) for q in qs),
+                         index_name=index)
+
+    scores = {"scores": [[0.0, -1e-7], [2.5, 1.0], [0.0], [0.0]]}
+    settings = Settings(ks=(5,), k=5)
+    (warning,) = _warnings(run([True, True, True, False]), Grades((), scores), {}, settings)
     # The unanswerable question that matched nothing is retrieval working, not a sign of a bad setting.
     assert warning.startswith("2 of 3 answerable questions have a top retrieval score of 0")
     assert "retriever.language" in warning
-    (warning,) = sanity_warnings(frame, {"n": {}}, k=5, external=True)  # an app: no advice about our BM25
+    (warning,) = _warnings(run([True, True, True, False], "external"), Grades((), scores), {}, settings)
     assert "BM25" not in warning and "retriever.language" not in warning and "passages the system returned" in warning
-    only_unanswerable = frame.assign(answerable=[True, True, False, False], scores=[[1.0], [2.5], [0.0], [0.0]])
-    assert sanity_warnings(only_unanswerable, {"n": {}}, k=5) == []
+    only = {"scores": [[1.0], [2.5], [0.0], [0.0]]}
+    assert _warnings(run([True, True, False, False]), Grades((), only), {}, settings) == []
 
 
 def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path):

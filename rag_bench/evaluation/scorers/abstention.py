@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 
 ABSTENTION = (
-    declare("correct_refusal_rate", "abstention", "unanswerable questions answered with the refusal",
-            short="correct_refusal"),
-    declare("unsupported_answer_rate", "abstention", "unanswerable questions answered anyway", up=False),
-    declare("false_refusal_rate", "abstention", "answerable questions refused", up=False, short="false_refusal"),
+    Measure("correct_refusal_rate", "abstention",
+            description="unanswerable questions answered with the refusal", short="correct_refusal"),
+    Measure("unsupported_answer_rate", "abstention",
+            description="unanswerable questions answered anyway", higher_is_better=False),
+    Measure("false_refusal_rate", "abstention",
+            description="answerable questions refused", higher_is_better=False, short="false_refusal"),
 )
 CORRECT_REFUSAL, UNSUPPORTED, FALSE_REFUSAL = ABSTENTION
 

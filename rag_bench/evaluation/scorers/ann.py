@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.indexing.tuning import TuneResult
 
 
 def _value(family: str, description: str, up: bool | None = False, cut: str = "none") -> Measure:
-    return declare(family, "ann", description, up=up, agg="value", cut=cut)  # type: ignore[arg-type]
+    return Measure(family, "ann",
+            description=description, higher_is_better=up, aggregate="value", cut=cut)  # type: ignore[arg-type]
 
 
 ANN = (

@@ -17,7 +17,7 @@ import numpy as np
 
 from rag_bench.evaluation.grade import Grades, ideal_matrix, level_matrix
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.metrics.ranking import (
     average_precision,
     hit_at_k,
@@ -34,15 +34,16 @@ _PARAMS = (*GRADED_BY, "unit=chunk")
 
 def _families(section: str, params: tuple[str, ...], unit: str) -> tuple[Measure, ...]:
     return (
-        declare("hit", section, f"a relevant {unit} in the top k (trec success_k)", cut="required", params=params),
-        declare("precision", section, f"relevant {unit}s in the top k / k", cut="required", params=params),
-        declare("recall", section, f"relevant {unit}s in the top k / all relevant {unit}s", cut="required",
-                params=params),
-        declare("mrr", section, f"1 / rank of the first relevant {unit} (within k when cut)", cut="optional",
-                params=params),
-        declare("ndcg", section, "normalised discounted cumulative gain (within k when cut)", cut="optional",
-                params=(*params, "eval.gain")),
-        declare("map", section, "mean average precision over the whole ranking", params=params),
+        Measure("hit", section,
+                description=f"a relevant {unit} in the top k (trec success_k)", cut="required", params=params),
+        Measure("precision", section, description=f"relevant {unit}s in the top k / k", cut="required", params=params),
+        Measure("recall", section,
+                description=f"relevant {unit}s in the top k / all relevant {unit}s", cut="required", params=params),
+        Measure("mrr", section,
+                description=f"1 / rank of the first relevant {unit} (within k when cut)", cut="optional", params=params),
+        Measure("ndcg", section, description="normalised discounted cumulative gain (within k when cut)",
+                cut="optional", params=(*params, "eval.gain")),
+        Measure("map", section, description="mean average precision over the whole ranking", params=params),
     )
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.evaluation.scorers.generation import undefined_warning
 from rag_bench.metrics.generation import citation_precision, citation_recall
 
 CITATION = (
-    declare("citation_precision", "citation", "cited passages that are relevant / cited passages", short="cite_p",
-            params=("eval.min_coverage",)),
-    declare("citation_recall", "citation", "evidence spans covered by cited passages / evidence spans",
-            short="cite_r", params=("eval.min_coverage",)),
-    declare("invalid_citations", "citation", "citation numbers outside the context", up=False),
+    Measure("citation_precision", "citation",
+            description="cited passages that are relevant / cited passages", short="cite_p", params=("eval.min_coverage",)),
+    Measure("citation_recall", "citation",
+            description="evidence spans covered by cited passages / evidence spans", short="cite_r", params=("eval.min_coverage",)),
+    Measure("invalid_citations", "citation",
+            description="citation numbers outside the context", higher_is_better=False),
 )
 PRECISION, RECALL, INVALID = CITATION
 

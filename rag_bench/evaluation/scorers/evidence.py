@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.metrics.relevance import evidence_coverage
 
 EVIDENCE = (
-    declare("evidence_recall", "evidence", "evidence spans covered by the union of the top k chunks", cut="required",
-            params=("eval.min_coverage",)),
-    declare("complete", "evidence", "all evidence spans covered by the top k chunks (multi-hop)", cut="required",
-            params=("eval.min_coverage",)),
+    Measure("evidence_recall", "evidence",
+            description="evidence spans covered by the union of the top k chunks", cut="required", params=("eval.min_coverage",)),
+    Measure("complete", "evidence",
+            description="all evidence spans covered by the top k chunks (multi-hop)", cut="required", params=("eval.min_coverage",)),
 )
 RECALL, COMPLETE = EVIDENCE
 

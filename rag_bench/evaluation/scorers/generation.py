@@ -14,34 +14,43 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.metrics.generation import AnswerMatch, correctness, faithfulness, match_answer, squad_v2
 
 GENERATION = (
-    declare("correct", "generation", "the answer is right by eval.answer_match (auto: facts present, else answer "
+    Measure("correct", "generation",
+            description="the answer is right by eval.answer_match (auto: facts present, else answer "
             "recall)", params=("eval.answer_match", "eval.f1_threshold")),
-    declare("answer_recall", "generation", "a normalised reference occurs in the answer (long-form accuracy, "
+    Measure("answer_recall", "generation",
+            description="a normalised reference occurs in the answer (long-form accuracy, "
             "STR-EM)"),
-    declare("exact_match", "generation", "the answer equals a reference after SQuAD 2.0's normalisation (SQuAD EM, "
+    Measure("exact_match", "generation",
+            description="the answer equals a reference after SQuAD 2.0's normalisation (SQuAD EM, "
             "answerable questions: HasAns_exact)", short="em"),
-    declare("token_f1", "generation", "best token-overlap F1 against the references, as SQuAD 2.0's script (SQuAD "
+    Measure("token_f1", "generation",
+            description="best token-overlap F1 against the references, as SQuAD 2.0's script (SQuAD "
             "F1, answerable questions: HasAns_f1)", short="f1"),
     # SQuAD v2's combined figures, answerable and unanswerable questions together (an unanswerable
     # question's gold is the empty answer; a refusal is the empty answer), and its two splits under
     # the official script's names: what a published SQuAD 2.0 or NQ figure is compared with.
-    declare("squad_exact", "generation", "SQuAD v2 exact match over all questions (the script's 'exact'; a refusal "
+    Measure("squad_exact", "generation",
+            description="SQuAD v2 exact match over all questions (the script's 'exact'; a refusal "
             "is the empty answer, the gold of an unanswerable question)", short="squad_em"),
-    declare("squad_f1", "generation", "SQuAD v2 F1 over all questions (the script's 'f1')"),
-    declare("squad_hasans_exact", "generation", "SQuAD v2 HasAns_exact: exact match on the answerable questions"),
-    declare("squad_hasans_f1", "generation", "SQuAD v2 HasAns_f1: F1 on the answerable questions"),
-    declare("squad_noans_exact", "generation", "SQuAD v2 NoAns_exact: unanswerable questions given the empty answer "
+    Measure("squad_f1", "generation", description="SQuAD v2 F1 over all questions (the script's 'f1')"),
+    Measure("squad_hasans_exact", "generation",
+            description="SQuAD v2 HasAns_exact: exact match on the answerable questions"),
+    Measure("squad_hasans_f1", "generation", description="SQuAD v2 HasAns_f1: F1 on the answerable questions"),
+    Measure("squad_noans_exact", "generation",
+            description="SQuAD v2 NoAns_exact: unanswerable questions given the empty answer "
             "(a refusal)"),
-    declare("squad_noans_f1", "generation", "SQuAD v2 NoAns_f1: as NoAns_exact (F1 against an empty gold is 0 or 1)"),
-    declare("facts_present", "generation", "every fact of the question occurs in the answer"),
-    declare("answer_words", "generation", "answer length in words (containment rewards long answers)", up=None,
-            short="words"),
-    declare("faithfulness", "generation", "answer sentences supported by the passages they cite"),
-    declare("unparseable", "generation", "outputs that broke the JSON answer contract", up=False),
+    Measure("squad_noans_f1", "generation",
+            description="SQuAD v2 NoAns_f1: as NoAns_exact (F1 against an empty gold is 0 or 1)"),
+    Measure("facts_present", "generation", description="every fact of the question occurs in the answer"),
+    Measure("answer_words", "generation",
+            description="answer length in words (containment rewards long answers)", higher_is_better=None, short="words"),
+    Measure("faithfulness", "generation", description="answer sentences supported by the passages they cite"),
+    Measure("unparseable", "generation",
+            description="outputs that broke the JSON answer contract", higher_is_better=False),
 )
 (CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
  SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION

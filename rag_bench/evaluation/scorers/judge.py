@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare, figures
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.judging.base import JudgeResult
 from rag_bench.judging.samples import (
     CONSISTENCY_SUFFIX,
@@ -50,13 +50,14 @@ COST = figures("cost", (
 
 def judge_measure(metric: str) -> Measure:
     """The measure of one judged metric (``faithfulness`` → ``judge/judge_faithfulness``)."""
-    return declare(JUDGE_PREFIX + metric, SECTION, f"LLM judge: {metric}")
+    return Measure(JUDGE_PREFIX + metric, SECTION, description=f"LLM judge: {metric}")
 
 
 def consistency_measure(metric: str) -> Measure:
     """How often the judge agrees with itself on one metric (items with two or more samples)."""
-    return declare(JUDGE_PREFIX + metric + CONSISTENCY_SUFFIX, SECTION, f"LLM judge: {metric}, agreement of its "
-                   "samples with each other", agg="value")
+    return Measure(JUDGE_PREFIX + metric + CONSISTENCY_SUFFIX, SECTION,
+            description=f"LLM judge: {metric}, agreement of its "
+                   "samples with each other", aggregate="value")
 
 
 def _results(run: SystemRun) -> list[JudgeResult]:

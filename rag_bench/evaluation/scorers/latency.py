@@ -13,14 +13,15 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 
 SECTION = "latency"
 
 
 def duration(name: str, description: str = "") -> Measure:
     """A duration of the latency section (lower is better)."""
-    return declare(name, SECTION, description or f"{name.replace('_', ' ')}", up=False, agg="value")
+    return Measure(name, SECTION,
+            description=description or f"{name.replace('_', ' ')}", higher_is_better=False, aggregate="value")
 
 
 def _percentiles(prefix: str, ms: Any) -> dict[str, float]:

@@ -11,10 +11,11 @@ reports it too: the passages its ranking would hand over.
 from __future__ import annotations
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.evaluation.scorers.chunk_ranking import GRADED_BY
 
-PASSAGE_PRECISION = declare("passage_precision", "context", "relevant passages among the k handed to the generator "
+PASSAGE_PRECISION = Measure("passage_precision", "context",
+        description="relevant passages among the k handed to the generator "
                             "/ those passages", cut="required", short="pass_p", params=GRADED_BY)
 
 

@@ -11,10 +11,11 @@ scorer grades, from the run (:attr:`QuestionRun.retrieved`) and the passage grad
 from __future__ import annotations
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.evaluation.scorers.chunk_ranking import GRADED_BY
 
-HIT_LIFT = declare("hit_lift", "rerank", "hit@k of the final ranking minus hit@k of the first stage's: what reranking "
+HIT_LIFT = Measure("hit_lift", "rerank",
+        description="hit@k of the final ranking minus hit@k of the first stage's: what reranking "
                    "changed in the passages handed to the generator", cut="required", params=GRADED_BY)
 
 

@@ -10,16 +10,19 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 
 SECURITY = (
-    declare("unauthorized_retrievals", "security", "retrieved chunks the asker may not read (must be 0)", up=False,
-            agg="sum"),
-    declare("unauthorized_from_retriever", "security", "chunks the retriever returned that the asker may not read "
-            "(dropped before the context; must be 0)", up=False, agg="sum"),
-    declare("unauthorized_from_reranker", "security", "chunks left by the reranking stage that the asker may not "
-            "read (dropped before the context; must be 0)", up=False, agg="sum"),
-    declare("stale_retrievals", "security", "retrieved chunks of archived documents", up=False, agg="sum"),
+    Measure("unauthorized_retrievals", "security",
+            description="retrieved chunks the asker may not read (must be 0)", higher_is_better=False, aggregate="sum"),
+    Measure("unauthorized_from_retriever", "security",
+            description="chunks the retriever returned that the asker may not read "
+            "(dropped before the context; must be 0)", higher_is_better=False, aggregate="sum"),
+    Measure("unauthorized_from_reranker", "security",
+            description="chunks left by the reranking stage that the asker may not "
+            "read (dropped before the context; must be 0)", higher_is_better=False, aggregate="sum"),
+    Measure("stale_retrievals", "security",
+            description="retrieved chunks of archived documents", higher_is_better=False, aggregate="sum"),
 )
 UNAUTHORIZED, FROM_RETRIEVER, FROM_RERANKER, STALE = SECURITY
 

@@ -7,14 +7,16 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, declare
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
 THRESHOLD = (
-    declare("top1_auroc", "abstention", "AUROC of the top-1 retrieval score for answerable vs unanswerable",
-            agg="value"),
-    declare("top1_best_f1_threshold", "abstention", "top-1 score threshold with the best F1", up=None, agg="value"),
-    declare("top1_best_f1", "abstention", "F1 of answerable-vs-unanswerable at that threshold", agg="value"),
+    Measure("top1_auroc", "abstention",
+            description="AUROC of the top-1 retrieval score for answerable vs unanswerable", aggregate="value"),
+    Measure("top1_best_f1_threshold", "abstention",
+            description="top-1 score threshold with the best F1", higher_is_better=None, aggregate="value"),
+    Measure("top1_best_f1", "abstention",
+            description="F1 of answerable-vs-unanswerable at that threshold", aggregate="value"),
 )
 AUROC, BEST_THRESHOLD, BEST_F1 = THRESHOLD
 
