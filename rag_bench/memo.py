@@ -6,10 +6,10 @@ a test starts from a clean one. What remains at module level are memos of pure f
 in, value out), loaded models keyed by their weights' hash, and file digests keyed by stat
 signature: each bounded and commented where it is defined, so it saves time and never changes a
 result (tests/test_module_state.py lists them and fails on a new unbounded or undocumented one). The sweeper orders cells so
-those sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off — the
-in-process caches and the persistent generation cache (pass ``embedder.cache=false`` for
-embeddings) — so every cell is built from scratch: the "naive" arm of ``benchmarks/sweep.py``, and
-a test that sharing never changes a result.
+those sharing work run back to back. ``RAG_BENCH_SHARE=0`` turns all sharing off
+(:mod:`rag_bench.switches`) — the in-process caches and the persistent generation cache (pass
+``embedder.cache=false`` for embeddings) — so every cell is built from scratch: the "naive" arm of
+``benchmarks/sweep.py``, and a test that sharing never changes a result.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -25,8 +24,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rag_bench import switches
+
 T = TypeVar("T")
-SHARE_ENV = "RAG_BENCH_SHARE"
 
 
 class Lru(OrderedDict):  # type: ignore[type-arg]
@@ -125,8 +125,8 @@ def approx_bytes(value: Any, seen: dict[int, Any] | None = None, depth: int = 0)
 
 
 def sharing_enabled() -> bool:
-    """False when ``RAG_BENCH_SHARE=0``."""
-    return os.environ.get(SHARE_ENV, "1") != "0"
+    """False when sharing is switched off (``RAG_BENCH_SHARE=0``, :mod:`rag_bench.switches`)."""
+    return switches.current().share
 
 
 def digest(texts: Iterable[str]) -> str:

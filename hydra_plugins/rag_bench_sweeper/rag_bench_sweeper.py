@@ -4,6 +4,7 @@ progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ from omegaconf import DictConfig
 
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
-from rag_bench.runner.callbacks import prepare_tracking
+from rag_bench.runner.callbacks import axes_of, prepare_tracking
 from rag_bench.runner.config import validate
-from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, log, stage_order
+from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.runner.main import argv_overrides
+from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
 
 
 class RagBenchSweeper(BasicSweeper):
@@ -27,6 +30,8 @@ class RagBenchSweeper(BasicSweeper):
     def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
         self._tracking_prepared = False
+        self._context: SweepContext | None = None
+        self._context_path: Path | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -53,7 +58,17 @@ class RagBenchSweeper(BasicSweeper):
             validate(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
         if not self._tracking_prepared:  # the grid is valid: now open the MLflow store and parent run
             self._tracking_prepared = True
-            prepare_tracking(self.config)
+            assert self._context is not None and self._context_path is not None
+            self._context = dataclasses.replace(self._context,
+                                                parent_run=prepare_tracking(self.config, self._context))
+            self._context.write(self._context_path.parent)
+
+    def get_job_batch(self) -> Any:
+        """The next batch, each job told where its sweep's context is (``sweep=PATH``)."""
+        batch = super().get_job_batch()
+        if self._context_path is None:
+            return batch
+        return [[*job, f"{CONTEXT_KEY}={self._context_path}"] for job in batch]
 
     def sweep(self, arguments: list[str]) -> Any:
         """Run the grid with a progress bar over all its cells."""
@@ -65,10 +80,13 @@ class RagBenchSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         progress = sweep_dir / f"progress-{os.getpid()}.log"
         progress.write_bytes(b"")
-        os.environ[PROGRESS_ENV] = str(progress.resolve())
+        # The sweep's context, handed to every cell (its parent run is added once tracking is prepared).
+        self._context = SweepContext.of_command(str(self.config.experiment.name), argv_overrides(),
+                                                axes_of(self.config))
+        self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
+        self._context_path = self._context.write(sweep_dir).resolve()
         try:
             with Progress(progress, total):
                 return super().sweep(arguments)
         finally:
-            os.environ.pop(PROGRESS_ENV, None)
             progress.unlink(missing_ok=True)

@@ -107,21 +107,25 @@ class GroupedSlurmLauncher(SlurmLauncher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
+        from rag_bench.runner.callbacks import context_of
         from rag_bench.runner.sweeper import record_progress
 
         planner = _Planner()
         cells: list[PlannedCell] = []
         done: list[PlannedCell] = []
+        sweep = None
         for i, overrides in enumerate(job_overrides):
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             cell, is_done = planner.cell(i, overrides, cfg)
             (done if is_done else cells).append(cell)
+            sweep = sweep or context_of(cfg)
         labels = {c.prefix: label(c.overrides) for c in [*cells, *done]}
         jobs = group(cells, self.max_jobs)
         print(describe(jobs, len(done), labels), flush=True)
         results: dict[int, JobReturn] = {}
         for c in done:  # success is the cell's DONE: nothing to submit for it
-            record_progress("done", c.cell_id)
+            if sweep is not None:
+                record_progress(sweep, "done", c.cell_id)
             results[c.index] = JobReturn(overrides=list(c.overrides), status=JobStatus.COMPLETED,
                                          task_name=str(self.config.hydra.job.name))
         if jobs:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bench import switches
 from rag_bench.storage import BlobStore, default_cache_dir
 
 __all__ = ["EmbeddingCache", "ShardSet", "default_cache_dir", "shards_only", "text_key", "vector_bytes",
@@ -43,7 +44,6 @@ __all__ = ["EmbeddingCache", "ShardSet", "default_cache_dir", "shards_only", "te
 
 log = logging.getLogger(__name__)
 
-SHARDS_ENV = "RAG_BENCH_CACHE_SHARDS"
 SHARD_DIR = "embeddings.shards"
 SHARD_SUFFIX = ".vecs"
 _MAGIC = b"RBVECS01"
@@ -81,8 +81,9 @@ def _is_hex(key: str) -> bool:
 
 
 def shards_only() -> bool:
-    """``RAG_BENCH_CACHE_SHARDS`` is set to 1/true/yes/on: new vectors go to shard files only."""
-    return os.environ.get(SHARDS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    """``RAG_BENCH_CACHE_SHARDS`` is set to 1/true/yes/on: new vectors go to shard files only
+    (:mod:`rag_bench.switches`)."""
+    return switches.current().cache_shards
 
 
 class _Shard:

@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from rag_bench import memo
+from rag_bench.evaluation.settings import Settings
 
 if TYPE_CHECKING:  # types only: the run and grades modules import nothing from here at run time
     from rag_bench.evaluation.grade import Grades
@@ -142,33 +143,6 @@ def figures(section: str, rows: Sequence[tuple[str, bool | None, str]]) -> tuple
     """Figures of a cell (counts, costs, tallies: one value each, no per-question column, no CI),
     each with its direction: ``(name, higher_is_better, definition)`` rows."""
     return tuple(Measure(f, section, up, "value", description=d) for f, up, d in rows)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The evaluation settings of a cell (``eval.*``, ``pipeline.k``), typed. The parameters a
-    measure declares (:attr:`Measure.params`) are read from here by their config keys."""
-
-    ks: tuple[int, ...]
-    k: int
-    min_coverage: float = 0.5
-    relevance: str = "overlap"
-    gain: str = "linear"
-    relevance_level: int = 1
-    unit: str = "chunk"
-    answer_match: str = "auto"
-    f1_threshold: float = 0.5
-    n_resamples: int = 1000
-    seed: int = 0
-
-    def values(self, params: Sequence[str]) -> dict[str, Any]:
-        """``{parameter: value}`` of ``params`` (config keys such as ``eval.gain``; ``name=value``
-        entries are fixed by the family)."""
-        out: dict[str, Any] = {}
-        for p in params:
-            name, fixed, value = p.partition("=")
-            out[name] = value if fixed else getattr(self, name.removeprefix("eval."))
-        return out
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
-NON_IDENTITY_KEYS = ("tracking", "output", "experiment")
+NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
@@ -121,6 +121,9 @@ class RagBenchConf:
     eval: EvalConf = field(default_factory=EvalConf)
     experiment: ExperimentConf = field(default_factory=ExperimentConf)
     output: OutputConf = field(default_factory=OutputConf)
+    # The sweep context file this cell belongs to (rag_bench.runner.context), set by the sweeper for
+    # each job; neither part of the cell id nor of its stored config.
+    sweep: str | None = None
     chunker: Any = None
     embedder: Any = None
     index: Any = None

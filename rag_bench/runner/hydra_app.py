@@ -1,14 +1,18 @@
 """The Hydra application behind ``rag-bench run`` (config folder: the packaged ``rag_bench/conf/``;
-a checkout links it as ``conf/``)."""
+a checkout links it as ``conf/``): the entry point of every cell's process, where the switches
+are read and the cell's sweep context is found (:mod:`rag_bench.runner.context`)."""
 
 from __future__ import annotations
 
 import hydra
 from omegaconf import DictConfig
 
+from rag_bench import switches
 from rag_bench.memo import SharedWork
+from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
-from rag_bench.runner.main import run_cell
+from rag_bench.runner.context import SweepContext
+from rag_bench.runner.main import argv_overrides, run_cell
 
 register_configs()
 # The work cells of this process share (Hydra calls main once per cell of a sweep): the one
@@ -18,5 +22,8 @@ WORK = SharedWork()
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
-    """Run one cell (Hydra calls this once per cell of a sweep)."""
-    run_cell(cfg, WORK)
+    """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
+    run's own: the command's experiment and overrides)."""
+    switches.configure(switches.Switches.from_environment())
+    sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
+    run_cell(cfg, WORK, sweep)

@@ -29,30 +29,12 @@ from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
+from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.stages import CONSOLE_STAGES, capability, is_null
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
 log = logging.getLogger("rag_bench")
-
-SWEEP_ENV = "RAG_BENCH_SWEEP_ID"
-AXES_ENV = "RAG_BENCH_AXES"  # the sweep's axes (comma-separated keys), set by the sweep callbacks
-
-
-def sweep_axes() -> list[str]:
-    """The axes of the sweep this cell belongs to (:func:`rag_bench.naming.sweep_axes`); none
-    outside a sweep."""
-    return [k for k in os.environ.get(AXES_ENV, "").split(",") if k]
-
-
-def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
-    """Identity of a sweep: experiment name + the command-line overrides, order-insensitive.
-
-    Re-running the same command (to resume) finds the same parent run.
-    """
-    args = sorted(a for a in argv if not a.startswith("-"))
-    return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
-
 
 @lru_cache(maxsize=1)  # one checkout per process (see the docstring)
 def git_sha() -> str:
@@ -69,18 +51,19 @@ def git_sha() -> str:
         return "unknown"
 
 
-def run_cell(cfg: DictConfig, work: SharedWork | None = None) -> Path:
+def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContext | None = None) -> Path:
     """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input.
 
     ``work`` holds what this cell may share with cells run before it in this process (the Hydra
-    app passes one for the whole sweep); None starts from nothing.
+    app passes one for the whole sweep); None starts from nothing. ``sweep`` is the sweep the cell
+    belongs to (:mod:`rag_bench.runner.context`); None: a sweep of this cell alone.
     """
     validate(cfg)
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
     return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
-                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work))
+                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep)
 
 
 def compute(cfg: DictConfig, dataset: Dataset, cid: str, work: SharedWork) -> CellResult:
@@ -165,7 +148,8 @@ _PROBED: set[str] = set()
 _PROBED_KEPT = 1024
 
 
-def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult]) -> Path:
+def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
+            sweep: SweepContext | None = None) -> Path:
     """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE."""
     tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
@@ -192,8 +176,9 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     except OSError as exc:
         raise ConfigError(f"output.root: cannot write to {cell_dir.parent} ({exc.strerror}) "
                           "-- fix: pass output.root=<writable folder>") from exc
-    sweep = os.environ.get(SWEEP_ENV) or sweep_id_from_argv(cfg.experiment.name, [])
-    tracker.bind(output_root=root, experiment=cfg.experiment.name, sweep_id=sweep)
+    sweep = sweep or SweepContext.of_command(str(cfg.experiment.name), [])
+    tracker.bind(output_root=root, experiment=cfg.experiment.name, sweep_id=sweep.sweep_id,
+                 parent_run=sweep.parent_run)
     tracker.check()
 
     discard(cell_dir)
@@ -209,7 +194,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
         done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha()}
         arguments = None if is_null(tracker) else dict(
             cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
-            tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, sweep_axes()),
+            tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, list(sweep.axes)),
             dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
         job = None if logger is None else _background_job(tracker, cid, cell_dir, arguments, done, plain, result)
         if job is not None:
@@ -224,7 +209,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             failpoint("before_done")
             mark_done(cell_dir, {**done, "mlflow_run_id": run_id, **tracker.describe()})
     # The console gets one short line (the whole summary is the MLflow run's note).
-    log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, sweep_axes())))
+    log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, list(sweep.axes))))
     for warning in result.metrics.get("warnings", []):
         log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir
@@ -235,17 +220,25 @@ def stored_config(cfg: DictConfig, path: str) -> dict[str, Any]:
     dataset's absolute path; interpolations of ``dataset.path`` see it too). The path is set on
     ``cfg`` for the duration and put back as it was (the same raw value, so an interpolation stays
     one), instead of on a copy (0.54 ms instead of 2.1 ms for a shallow copy, 6 ms for a full one;
-    demo config). The raw value is read through OmegaConf's public API (no private node access)."""
+    demo config). The raw value is read through OmegaConf's public API (no private node access). The
+sweep context's path (``sweep``) is left out: where the cell's sweep state came from, not what it
+computes."""
     node = cfg.dataset
     if node.path == path:
-        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+        return _without_sweep(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
     raw = OmegaConf.to_container(node, resolve=False)["path"]  # type: ignore[index,call-overload]
     with read_write(node):
         node.path = path
         try:
-            return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+            return _without_sweep(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
         finally:
             node.path = raw
+
+
+def _without_sweep(config: Any) -> dict[str, Any]:
+    """A stored config without the sweep context's path (transport to the cell, not configuration)."""
+    config.pop(CONTEXT_KEY, None)
+    return config  # type: ignore[no-any-return]
 
 
 def _background_job(tracker: Any, cid: str, cell_dir: Path, arguments: dict[str, Any] | None, done: dict[str, Any],

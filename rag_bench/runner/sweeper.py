@@ -34,11 +34,11 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
 from tqdm import tqdm
 
+from rag_bench.runner.context import SweepContext
 from rag_bench.stages import SWEEP_ORDER
 
 log = logging.getLogger(__name__)
 
-PROGRESS_ENV = "RAG_BENCH_PROGRESS"
 
 
 @dataclass
@@ -118,9 +118,9 @@ class Progress:
         self.bar.close()
 
 
-def record_progress(status: str, cell: str = "") -> None:
-    """Append one line for a finished cell to the sweep's progress file (no-op outside a sweep)."""
-    path = os.environ.get(PROGRESS_ENV)
+def record_progress(sweep: SweepContext, status: str, cell: str = "") -> None:
+    """Append one line for a finished cell to the sweep's progress file (no-op without one)."""
+    path = sweep.progress
     if not path:
         return
     try:

@@ -110,7 +110,7 @@ def questions_table(records: Any) -> Any:
 class Tracker(Protocol):
     """Logs one run per cell, nested under one parent run per sweep."""
 
-    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str, parent_run: str | None = None) -> None:
         """Tell the tracker where results live and which sweep the cell belongs to."""
         ...
 
@@ -144,7 +144,7 @@ class Tracker(Protocol):
 class NullTracker(Null):
     """``tracking=none``: results live only in the cell folders."""
 
-    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str, parent_run: str | None = None) -> None:
         """Nothing to bind."""
 
     def check(self) -> None:

@@ -52,7 +52,6 @@ from rag_bench.tracking.traces import delete_run_traces, log_traces, question_tr
 
 log = logging.getLogger(__name__)
 
-PARENT_ENV = "RAG_BENCH_PARENT_RUN_ID"
 # MLflow's tag listing a run's table artifacts (what the UI's artifact and evaluation views read).
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 # The experiment tag MLflow 3's UI reads to choose its default view (runs, or GenAI traces).
@@ -117,16 +116,19 @@ class MlflowTracker:
         self.uri = ""
         self.experiment = "default"
         self.sweep_id = ""
+        self.parent_run: str | None = None
         self.output_root = Path("experiments")
         self._client: Any = None
         self._exp_id: str | None = None
         self._disabled = False
 
-    def bind(self, *, output_root: Path, experiment: str, sweep_id: str) -> None:
-        """Resolve the URI and remember the experiment and sweep."""
+    def bind(self, *, output_root: Path, experiment: str, sweep_id: str, parent_run: str | None = None) -> None:
+        """Resolve the URI and remember the experiment, the sweep and its parent run (when the
+        launching process opened it: :class:`rag_bench.runner.context.SweepContext`)."""
         self.output_root = output_root.resolve()
         self.experiment = experiment
         self.sweep_id = sweep_id
+        self.parent_run = parent_run
         self.uri = tracking_uri(self.output_root, self.uri_setting)
 
     def _sqlite_path(self) -> Path | None:
@@ -204,22 +206,19 @@ class MlflowTracker:
     def prepare(self) -> str | None:
         """Create the store, the experiment and the sweep's parent run up front (in the launching
         process), so parallel launcher workers neither race to initialise a SQLite store nor
-        create two parents. Workers find the parent through ``RAG_BENCH_PARENT_RUN_ID``."""
+        create two parents. Its id goes to the workers in the sweep's context (``bind(parent_run=)``)."""
         self.check()
         if self._disabled:
             return None
-        parent = self._parent(self._experiment_id())
-        os.environ[PARENT_ENV] = f"{self.uri}|{self.experiment}|{self.sweep_id}|{parent}"
-        return parent
+        return self._parent(self._experiment_id())
 
     def _parent(self, exp_id: str) -> str:
         key = (self.uri, self.experiment, self.sweep_id)
         if key in _PARENTS:
             return _PARENTS[key]
-        uri, exp, sweep, run_id = (os.environ.get(PARENT_ENV, "").split("|") + ["", "", "", ""])[:4]
-        if (uri, exp, sweep) == key and run_id:
-            _PARENTS[key] = run_id  # created by the launching process
-            return run_id
+        if self.parent_run:
+            _PARENTS[key] = self.parent_run  # opened by the launching process
+            return self.parent_run
         client = self._get_client()
         with self._lock("sweep", self.sweep_id):  # two processes of one sweep: one parent
             found = client.search_runs([exp_id], filter_string=f"tags.sweep_id = '{self.sweep_id}'",
@@ -331,7 +330,8 @@ class MlflowTracker:
                       tracker={"uri": self.uri_setting, "required": self.required, "background": False,
                                "traces": self.traces},
                       bind={"output_root": self.output_root, "experiment": self.experiment,
-                            "sweep_id": self.sweep_id},
+                            "sweep_id": self.sweep_id, "parent_run": _PARENTS.get((self.uri, self.experiment,
+                                                                                  self.sweep_id), self.parent_run)},
                       log_cell=log_cell, parent_key=(self.uri, self.experiment, self.sweep_id))
 
     def _log_dataset(self, client: Any, run_id: str, info: DatasetInfo) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from rag_bench.runner.sweeper import PROGRESS_ENV, Progress, covering_subset, expand, record_progress, stage_rank
+from rag_bench.runner.context import SweepContext
+from rag_bench.runner.sweeper import Progress, covering_subset, expand, record_progress, stage_rank
 from tests.conftest import TINY
 
 BIN = Path(sys.executable).parent
@@ -39,29 +40,31 @@ def test_covering_subset_covers_every_override_with_few_jobs():
     assert len(subset) <= 4 + 3 + 2 + 3 and len(batch) == 72
 
 
-def test_progress_counts_lines_from_any_process(tmp_path, monkeypatch):
+def test_progress_counts_lines_from_any_process(tmp_path):
     path = tmp_path / "progress.log"
     path.write_bytes(b"")
-    monkeypatch.setenv(PROGRESS_ENV, str(path))
+    sweep = SweepContext("s", progress=str(path))
+    context = sweep.write(tmp_path)
     shown = io.StringIO()
     with Progress(path, total=3, disable=False, file=shown) as bar:
-        record_progress("done", "a")
+        record_progress(sweep, "done", "a")
+        # Another process (a launcher's worker) finds the file through the sweep's context.
         subprocess.run([sys.executable, "-c", "from rag_bench.runner.sweeper import record_progress as r; "
-                        "r('done', 'b'); r('failed', 'c')"], check=True, env=os.environ.copy())
+                        "from rag_bench.runner.context import SweepContext as C; "
+                        f"c = C.read({str(context)!r}); r(c, 'done', 'b'); r(c, 'failed', 'c')"],
+                       check=True, env=os.environ.copy())
     assert bar.bar.n == 3 and "3/3" in shown.getvalue()
     assert path.read_text().splitlines() == ["done a", "done b", "failed c"]
 
 
 def test_record_progress_outside_a_sweep_is_a_no_op(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(PROGRESS_ENV, raising=False)
-    assert record_progress("done") is None  # nothing to write to, nothing raised
+    assert record_progress(SweepContext("s"), "done") is None  # nothing to write to, nothing raised
     assert list(tmp_path.iterdir()) == []  # and no file appeared anywhere it could have guessed
-    # Inside a sweep the same call appends one line per cell: the no-op is the absence of the env.
+    # Inside a sweep the same call appends one line per cell: the no-op is the context without a file.
     progress = tmp_path / "progress.log"
-    monkeypatch.setenv(PROGRESS_ENV, str(progress))
-    record_progress("done", "c1")
-    record_progress("failed", "c2")
+    record_progress(SweepContext("s", progress=str(progress)), "done", "c1")
+    record_progress(SweepContext("s", progress=str(progress)), "failed", "c2")
     assert progress.read_text() == "done c1\nfailed c2\n"
 
 

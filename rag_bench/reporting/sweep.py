@@ -1,0 +1,91 @@
+"""What a sweep shows when it ends: the experiment's leaderboard and the table of where questions
+were lost on the console, and the sweep's parent MLflow runs filled with the leaderboard and the
+best cell (:mod:`rag_bench.reporting.decide`'s rule, ties said). A Hydra callback beside the
+runner's lifecycle callbacks (``hydra.callbacks``: it ends first, before the parent runs close)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+
+def _summarize(cells: Any, axes: tuple[str, ...]) -> None:
+    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure that ranked
+    it, the best cell's measures and name, the sweep's axes (when this process opened one)."""
+    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, primary, tie_line
+    from rag_bench.tracking.mlflow_tracker import summarize_sweeps
+
+    key = primary(cells)
+    table = leaderboard_table(cells, sort_by=key, columns=ALL_COLUMNS)
+    best = table.iloc[0]
+    # ANN figures describe an approximate index against flat: logged only when one was swept.
+    approximate = "index" in table and any(_index_name(v) not in ("", "flat") for v in table["index"])
+    metrics = {f"best/{c}": float(best[c]) for c in table.columns if "/" in c and best[c] == best[c]
+               and (approximate or not c.startswith("ann/"))}
+    if key in table and best[key] == best[key]:
+        metrics["primary"] = float(best[key])
+    tie = tie_line(cells, key)
+    params = {"sweep.axes": ",".join(axes) or "none", "sweep.cells": len(table), "best.cell": best["cell"],
+              "best.label": best["label"], "sweep.sort_by": key, "sweep.primary": key}
+    note = (f"{len(table)} cells; primary measure {key}; best: {best['label']} ({best['cell']}) "
+            f"{best.get(key, float('nan')):.3f}{'; ' + tie if tie else ''}")
+    summarize_sweeps(table, metrics, params, note)
+
+
+def _index_name(value: Any) -> str:
+    """An index column's value (the stage's config, or its option name) as its option name."""
+    return str(value.get("name", "")) if isinstance(value, dict) else str(value or "")
+
+
+class SweepReport(Callback):
+    """Prints the leaderboard and fills the sweep's parent runs once the sweep (or single run) ends."""
+
+    def __init__(self) -> None:
+        self._failed = False
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run starts: nothing failed yet."""
+        self._failed = False
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A sweep starts: nothing failed yet."""
+        self._failed = False
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        """A failed cell: the parent run gets no summary (it closes FAILED)."""
+        from hydra.core.utils import JobStatus
+
+        self._failed |= not (job_return is None or job_return.status == JobStatus.COMPLETED)
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """After a single run."""
+        self._end(config)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """After the last cell of a sweep."""
+        self._end(config)
+
+    def _end(self, config: DictConfig) -> None:
+        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells
+        from rag_bench.runner.callbacks import axes_of
+
+        exp_dir = Path(config.output.root) / str(config.experiment.name)
+        cells = load_cells(exp_dir)
+        if cells.empty:
+            return
+        if not self._failed:
+            _summarize(cells, axes_of(config))
+        print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
+        print(format_leaderboard(cells), file=sys.stdout, flush=True)
+        failures = format_failures(cells)
+        if failures:
+            shown = min(10, len(cells))
+            print(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}",
+                  file=sys.stdout, flush=True)
+        print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
+              f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
+              file=sys.stdout, flush=True)

@@ -1,0 +1,70 @@
+"""What a cell knows of the sweep it belongs to: one object, passed in.
+
+The launching process (rag_bench's sweeper, :mod:`hydra_plugins.rag_bench_sweeper`) makes the
+sweep's :class:`SweepContext` -- its id (the experiment and the command's overrides: re-running the
+command finds the same MLflow parent run), its axes (what the cells' run names show), the progress
+file the sweep's bar counts, and the MLflow parent run it opened -- writes it to the sweep folder
+and hands each cell its path as the cell's ``sweep`` key. The Hydra task function reads it there
+(a single ``rag-bench run`` makes its own) and passes it to :func:`rag_bench.runner.main.run_cell`;
+nothing below the entry points reads sweep state from the environment, and a cell's run name and
+parent depend on its arguments only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rag_bench.errors import ConfigError
+
+CONTEXT_KEY = "sweep"  # the cell config's key holding the context file's path (not part of a cell id)
+
+
+def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
+    """Identity of a sweep: experiment name + the command-line overrides, order-insensitive.
+
+    Re-running the same command (to resume) finds the same parent run.
+    """
+    args = sorted(a for a in argv if not a.startswith("-"))
+    return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    """``sweep_id``: the sweep's identity; ``axes``: the config keys it varies; ``progress``: the
+    file a finished cell appends its line to (None: no progress bar); ``parent_run``: the MLflow
+    parent run the launching process opened (None: the tracker finds or opens it)."""
+
+    sweep_id: str
+    axes: tuple[str, ...] = ()
+    progress: str | None = None
+    parent_run: str | None = None
+
+    @classmethod
+    def of_command(cls, experiment: str, overrides: list[str], axes: tuple[str, ...] = ()) -> SweepContext:
+        """The context of a command's sweep (or single run) from its experiment and overrides."""
+        return cls(sweep_id_from_argv(experiment, overrides), tuple(axes))
+
+    def write(self, folder: Path) -> Path:
+        """Write the context to ``folder`` (atomically: a cell never reads half of it); its path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"sweep-{self.sweep_id}.json"
+        part = path.with_name(f".{path.name}.{os.getpid()}.part")
+        part.write_text(json.dumps(asdict(self), sort_keys=True), encoding="utf-8")
+        os.replace(part, path)
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> SweepContext:
+        """The context written at ``path``; ConfigError when it cannot be read (a sweep folder
+        removed while its cells ran)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls(str(data["sweep_id"]), tuple(str(a) for a in data.get("axes") or ()),
+                       data.get("progress"), data.get("parent_run"))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"sweep={path}: the sweep's context cannot be read ({exc}) -- fix: run the cell from "
+                              "its sweep command again (the sweep folder writes it), or drop the sweep= override")

@@ -1,0 +1,56 @@
+"""Process-wide switches, read from the environment once, by an entry point.
+
+``RAG_BENCH_SHARE=0`` turns all sharing off -- the in-process caches of a sweep and the persistent
+generation, rerank-pair and embedding memos, and the MLflow store template -- so every cell is
+built from scratch (the "naive" arm of ``benchmarks/sweep.py``, and a test that sharing never
+changes a result). ``RAG_BENCH_CACHE_SHARDS=1`` writes new vectors to shard files only (cluster
+jobs that share a cache folder, docs/cluster.md).
+
+An entry point (the CLI, the Hydra task function, the background finisher, a cluster job) calls
+:func:`configure` with :meth:`Switches.from_environment`; code below it reads :func:`current`,
+never the environment. A library call with no entry point reads the environment when asked
+(:func:`current` configures nothing).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+SHARE_ENV = "RAG_BENCH_SHARE"
+SHARDS_ENV = "RAG_BENCH_CACHE_SHARDS"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Switches:
+    """``share``: work and caches are shared (``RAG_BENCH_SHARE``, default on); ``cache_shards``:
+    new vectors go to shard files only (``RAG_BENCH_CACHE_SHARDS``, default off)."""
+
+    share: bool = True
+    cache_shards: bool = False
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Switches:
+        """The switches the environment sets (``os.environ`` by default)."""
+        env = os.environ if environ is None else environ
+        return cls(share=env.get(SHARE_ENV, "1") != "0",
+                   cache_shards=env.get(SHARDS_ENV, "").strip().lower() in _TRUE)
+
+
+# The switches an entry point configured (None: none did -- a library call). Set by configure(),
+# read by current(): the one process-wide setting, and what a test sets instead of the environment.
+_CONFIGURED: Switches | None = None
+
+
+def configure(switches: Switches) -> Switches:
+    """Set the process's switches (an entry point calls this once, with the environment's)."""
+    global _CONFIGURED
+    _CONFIGURED = switches
+    return switches
+
+
+def current() -> Switches:
+    """The switches configured by the entry point (the environment's, read now, when none did)."""
+    return _CONFIGURED if _CONFIGURED is not None else Switches.from_environment()
