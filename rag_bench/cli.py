@@ -809,7 +809,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    from rag_bench import switches
     from rag_bench.logs import quiet_libraries, setup_console
+
+    switches.configure(switches.Switches.from_environment())
 
     quiet_libraries()
     setup_console()

@@ -100,6 +100,9 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
 
 
 if __name__ == "__main__":
+    from rag_bench import switches
+
+    switches.configure(switches.Switches.from_environment())  # this child process's entry point
     code = _serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
     # Every cell is written, logged (its MLflow run ended) and reported, and the log flushed: exit
     # without the interpreter's teardown of pandas, pyarrow and MLflow (~0.3 s the sweep waited
