@@ -116,3 +116,23 @@ def test_a_logged_question_cannot_drive_the_terminal(capsys):
     setup_console()
     logging.getLogger("rag_bench.test").warning("question q1 %s", "How long?" + TERMINAL_ATTACK)
     no_raw_controls(capsys.readouterr().err)
+
+
+# --- 21. the gate's JUnit file stays well-formed XML whatever the messages hold ---------------
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\x1b", "\x08", "\ufffe"], ids=["nul", "soh", "esc", "backspace", "fffe"])
+def test_gate_junit_parses_whatever_control_character_a_message_holds(demo_pair, tmp_path, capsys, char):
+    from xml.etree import ElementTree
+
+    policy = tmp_path / "policy.yaml"
+    # the labels path is echoed in the rule's message (no such labels file)
+    policy.write_text("thresholds: {generation/correct: {min: 0.1}}\njudge_agreement: {measure: generation/correct, "
+                      f"min_kappa: 0.5, labels: {json.dumps('lab' + char + 'els.jsonl')}}}\n", encoding="utf-8")
+    junit = tmp_path / "gate.xml"
+    assert cli(["gate", str(demo_pair[0]), "--policy", str(policy), "--junit", str(junit)]) == 2
+    capsys.readouterr()
+    suite = ElementTree.parse(junit).getroot()
+    assert suite.get("tests") == "2" and suite.get("errors") == "1"
+    (error,) = suite.iter("error")
+    assert f"lab\\u{ord(char):04x}els.jsonl: no such labels file" in error.get("message", "")
+    assert error.text == error.get("message")
