@@ -18,7 +18,7 @@ from typing import TextIO
 
 from rag_bench.errors import RagBenchError
 from rag_bench.metrics import measures
-from rag_bench.text.untrusted import shown
+from rag_bench.text.untrusted import visible
 
 USAGE = """\
 rag-bench COMMAND ...
@@ -62,7 +62,7 @@ RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker"
 def _say(text: object = "", *, file: TextIO | None = None) -> None:
     """Print for a person: what the line carries from datasets, answers, labels and cell folders
     cannot drive the terminal (control characters shown escaped: rag_bench.text.untrusted)."""
-    print(shown(str(text)), file=file or sys.stdout)
+    print(visible(str(text)), file=file or sys.stdout)
 
 
 def _fail(exc: BaseException | str) -> int:
@@ -264,7 +264,7 @@ def _chunks(argv: list[str]) -> int:
     out = sys.stdout
     if not a.stats_only:
         for c in chunks:
-            out.write(shown(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
+            out.write(visible(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
                                   "heading_path": list(c.heading_path), "parent_id": c.parent_id,
                                   "is_parent": c.is_parent, "text": c.text}, ensure_ascii=False)) + "\n")
     searchable = [c.length for c in chunks if not c.is_parent]
@@ -465,6 +465,8 @@ def _calibrate(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", action="store_true", help="print JSON instead of the tables")
     a = p.parse_args(argv)
+    if a.seed < 0:  # numpy's generators take non-negative seeds only
+        return _fail(f"--seed must be a non-negative integer, got {a.seed} -- fix: e.g. --seed 0")
 
     def calibrate_cells() -> int:
         labels = load_labels(a.labels)
@@ -483,7 +485,7 @@ def _calibrate(argv: list[str]) -> int:
 
 
 def _label(argv: list[str]) -> int:
-    from rag_bench.calibration.labels import load_labels
+    from rag_bench.calibration.labels import Sample, load_labels
     from rag_bench.reporting import label_page
     from rag_bench.reporting.decide import cell_name
     from rag_bench.tracking.download import load_cell
@@ -512,15 +514,13 @@ def _label(argv: list[str]) -> int:
     def write_label_page() -> int:
         existing = load_labels(a.labels) if a.labels else []
         cell = load_cell(a.cell)
-        if a.stratify and a.stratify not in cell.records.columns:
-            cols = [c for c in cell.records.columns if cell.records[c].dtype.kind == "f"]
-            return _fail(f"--stratify {a.stratify!r}: no such records column -- fix: one of {', '.join(cols[:40])}")
         rows = label_page.sample(cell.records, a.n, a.seed, a.stratify)
         shown = label_page.items(cell, rows, label_page.references(cell))
         out = Path(a.out or f"reports/label-{cell.cell_id}.html")
         if out.is_dir():
             return _fail(f"--out {out}: is a folder -- fix: name a file, e.g. {out / 'label.html'}")
-        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale))
+        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale,
+                                                     Sample(cell.cell_id, a.seed, a.stratify)))
         _say(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
         return 0
 
@@ -699,7 +699,7 @@ def _export(argv: list[str]) -> int:
             lines = export_outputs(cell.records)
     except RagBenchError as exc:
         return _fail(exc)
-    text = "".join(shown(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)  # same JSON, escaped
+    text = "".join(visible(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)  # same JSON, escaped
     if out is None:
         sys.stdout.write(text)
         return 0

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from rag_bench.text.untrusted import shown
+from rag_bench.text.untrusted import visible
 
 OWN = ("rag_bench", "hydra_plugins.rag_bench")
 
@@ -49,7 +49,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         from tqdm import tqdm
 
         try:
-            msg = shown(self.format(record))  # a logged question or answer cannot drive the terminal
+            msg = visible(self.format(record))  # a logged question or answer cannot drive the terminal
             with tqdm.external_write_mode(file=self.stream):
                 self.stream.write(msg + self.terminator)
                 self.flush()

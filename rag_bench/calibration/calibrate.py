@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.calibration.agreement import bootstrap_ci, cohen_kappa, confusion, spearman
-from rag_bench.calibration.labels import Label, answer_digest
+from rag_bench.calibration.labels import Label, check_conflicts, label_digest
 from rag_bench.calibration.ppi import MIN_LABELLED, PpiEstimate, ppi_mean
 from rag_bench.calibration.standins import StandIn, stand_ins
 from rag_bench.cells import Cell
@@ -53,6 +53,12 @@ class Agreement:
     cells: tuple[tuple[str, str, PpiEstimate], ...] = field(default=())  # (cell id, name, PPI)
 
 
+def _digests(records: pd.DataFrame) -> list[str | None]:
+    """Each row's answer digest, None where there is no answer (labels by digest never apply there)."""
+    errors = records["generation_error"] if "generation_error" in records else [None] * len(records)
+    return [label_digest(a, e) for a, e in zip(records["answer"], errors)]
+
+
 def _rows(cell: Cell, s: StandIn) -> pd.DataFrame:
     """The cell's questions where the stand-in is defined: qid, value, answer digest."""
     r = cell.records
@@ -63,7 +69,7 @@ def _rows(cell: Cell, s: StandIn) -> pd.DataFrame:
         keep &= r["answerable"].astype(bool) == s.answerable
     sub = r.loc[keep]
     return pd.DataFrame({"qid": sub["qid"].astype(str).to_numpy(), "value": sub[s.column].astype(float).to_numpy(),
-                         "digest": [answer_digest(str(a)) for a in sub["answer"]]})
+                         "digest": _digests(sub)})
 
 
 _Index = dict[tuple[str, str], list[Label]]
@@ -76,9 +82,13 @@ def _index(labels: Sequence[Label]) -> _Index:
     return out
 
 
-def _labels_for(labels: _Index, cell_id: str, qid: str, digest: str, human: str) -> list[Label]:
-    return [lb for lb in labels.get((human, qid), ()) if (lb.cell is None or lb.cell == cell_id)
-            and (lb.answer_sha256 is None or lb.answer_sha256 == digest)]
+def _labels_for(labels: _Index, cell_id: str, qid: str, digest: str | None, human: str) -> list[Label]:
+    if digest is None:  # no answer (failed or empty): nothing a label can judge
+        return []
+    found = [lb for lb in labels.get((human, qid), ()) if (lb.cell is None or lb.cell == cell_id)
+             and (lb.answer_sha256 is None or lb.answer_sha256 == digest)]
+    check_conflicts(found, cell_id)
+    return found
 
 
 def _verdict(value: float, s: StandIn, scale: int) -> int:
@@ -140,8 +150,11 @@ def agreement(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Lab
     for cell in sorted(cells, key=lambda c: c.cell_id):
         rows = _rows(cell, s)
         defined = set(zip(rows["qid"], rows["digest"]))
-        for key_qid, ans in zip(cell.records["qid"].astype(str), cell.records.get("answer", pd.Series(dtype=str))):
-            key = (key_qid, answer_digest(str(ans)))
+        digests = _digests(cell.records) if "answer" in cell.records else []
+        for key_qid, digest in zip(cell.records["qid"].astype(str), digests):
+            if digest is None:
+                continue
+            key = (key_qid, digest)
             labs = _labels_for(index, cell.cell_id, key[0], key[1], s.human)
             if labs and key not in defined:
                 undefined.add(key)

@@ -80,11 +80,11 @@ def section(cells: Sequence[Cell], names: dict[str, str], shown: Sequence[Cell],
         return None
     try:
         labels = load_labels(path)
+        results = calibrate(cells, names, labels)  # refuses labels that conflict on these cells' answers
     except RagBenchError as exc:
         if labels_path is not None:
             raise
         return f"<p class='note'>{html.escape(str(path))} does not validate: {html.escape(str(exc)[:500])}</p>"
-    results = calibrate(cells, names, labels)
     labellers = sorted({lb.labeller for lb in labels})
     return (f"<p class='sub'>{len(labels)} labels by {html.escape(', '.join(labellers))} from "
             f"{html.escape(str(path))}; kappa: 1 = agreement as good as possible, 0 = what chance gives at those "

@@ -48,7 +48,7 @@ from rag_bench.judging import samples as judge_samples
 from rag_bench.metrics import measures
 from rag_bench.reporting.decide import cell_name, pair_names
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
-from rag_bench.text.untrusted import shown
+from rag_bench.text.untrusted import visible
 
 _TOP = {"thresholds", "regressions", "errors", judge_rule.KEY}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
@@ -487,14 +487,14 @@ def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> st
 def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate") -> str:
     """JUnit XML: one testcase per rule, so CI systems list each rule as a test. XML 1.0 cannot hold
     most control characters even as references (a NUL makes the file ill-formed and CI then ignores
-    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.text.untrusted.shown`)."""
+    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.text.untrusted.visible`)."""
     fails = sum(r.status == "fail" for r in results)
     errs = sum(r.status == "error" for r in results)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name={quoteattr(shown(suite))} tests="{len(results)}" failures="{fails}" errors="{errs}">']
+           f'<testsuite name={quoteattr(visible(suite))} tests="{len(results)}" failures="{fails}" errors="{errs}">']
     for r in results:
-        msg = shown(f"value {r.value}, limit {r.limit}. {r.detail}".strip())
-        out.append(f'  <testcase classname="rag_bench.gate" name={quoteattr(shown(r.name))}>')
+        msg = visible(f"value {r.value}, limit {r.limit}. {r.detail}".strip())
+        out.append(f'  <testcase classname="rag_bench.gate" name={quoteattr(visible(r.name))}>')
         if r.status == "fail":
             out.append(f"    <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
         elif r.status == "error":

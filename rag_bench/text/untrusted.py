@@ -4,10 +4,10 @@ notes people wrote in labels, values read from cell folders.
 Such text reaches a terminal, an HTML page and a JUnit XML file. Written raw, an ESC or BEL
 sequence sets the terminal's title or clears the screen, a carriage return overwrites the line
 already printed, a NUL makes XML ill-formed, and a bidirectional override (U+202E) makes a text
-read differently from the stored one. :func:`shown` writes each such character as a visible
+read differently from the stored one. :func:`visible` writes each such character as a visible
 ``\\uXXXX`` escape; everything else is kept as it is (accents, other scripts, emoji, tab and
 newline). The escape is also a valid JSON string escape of the same character, so a JSON line
-passed through :func:`shown` still decodes to the same value.
+passed through :func:`visible` still decodes to the same value.
 
 :func:`control_characters` finds what a dataset may not hold in its texts (C0 controls other than
 tab, newline and carriage return, DEL, C1 controls): dataset validation refuses them.
@@ -32,13 +32,13 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\u{ord(m.group()):04x}"
 
 
-def shown(text: str) -> str:
+def visible(text: str) -> str:
     """``text`` with every control character but tab and newline, every bidirectional control and
     every code point UTF-8 or XML 1.0 cannot hold written as a visible ``\\uXXXX`` escape.
 
-    >>> shown("name\\x1b]0;title\\x07 ok\\tdone\\n")
+    >>> visible("name\\x1b]0;title\\x07 ok\\tdone\\n")
     'name\\\\u001b]0;title\\\\u0007 ok\\tdone\\n'
-    >>> shown("abc\\u202edef")
+    >>> visible("abc\\u202edef")
     'abc\\\\u202edef'
     """
     return _SHOWN.sub(_escape, text)

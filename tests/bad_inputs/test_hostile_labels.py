@@ -94,18 +94,32 @@ def test_compare_shows_question_texts_escaped(demo_pair, capsys):
     no_raw_controls(out)
 
 
-def test_calibrate_shows_labeller_names_escaped(demo_pair, tmp_path, capsys):
+def _labels_by(cell: Path, path: Path, *names: str, note: str = "") -> Path:
     from rag_bench.calibration.labels import answer_digest
 
-    r = pd.read_parquet(demo_pair[0] / "records.parquet")
-    rows = [{"qid": q, "answer_sha256": answer_digest(a), "measure": "correct", "value": 1, "labeller": who}
-            for q, a in zip(r["qid"][:3], r["answer"][:3]) for who in ("ann", "bob" + TERMINAL_ATTACK)]
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    r = pd.read_parquet(cell / "records.parquet")
+    rows = [{"qid": q, "answer_sha256": answer_digest(a), "measure": "correct", "value": 1, "labeller": who,
+             **({"note": note} if note else {})} for q, a in zip(r["qid"][:3], r["answer"][:3]) for who in names]
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
+    return path
+
+
+def test_calibrate_shows_a_labeller_name_with_a_bidi_override_escaped(demo_pair, tmp_path, capsys):
+    labels = _labels_by(demo_pair[0], tmp_path / "labels.jsonl", "ann", "bob\u202eeve")
     assert cli(["calibrate", str(demo_pair[0]), "--labels", str(labels)]) == 0
     out = capsys.readouterr().out
-    assert "ann vs bob" in out
-    no_raw_controls(out)
+    assert "ann vs bob\\u202eeve" in out and "\u202e" not in out
+
+
+@pytest.mark.parametrize("field", ["labeller", "note"])
+def test_labels_with_terminal_controls_are_refused(demo_pair, tmp_path, capsys, field):
+    bad = "bob" + TERMINAL_ATTACK
+    labels = _labels_by(demo_pair[0], tmp_path / "labels.jsonl", *(["ann", bad] if field == "labeller" else ["ann"]),
+                        note=bad if field == "note" else "")
+    assert cli(["calibrate", str(demo_pair[0]), "--labels", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert f"labels.jsonl:{2 if field == 'labeller' else 1}: [{field}] control character U+001B" in err, err
+    assert not any(c in err for c in RAW)
 
 
 def test_a_logged_question_cannot_drive_the_terminal(capsys):
@@ -136,3 +150,162 @@ def test_gate_junit_parses_whatever_control_character_a_message_holds(demo_pair,
     (error,) = suite.iter("error")
     assert f"lab\\u{ord(char):04x}els.jsonl: no such labels file" in error.get("message", "")
     assert error.text == error.get("message")
+
+
+# --- 26, 27: options the label and calibrate commands once crashed on --------------------------
+
+@pytest.mark.parametrize("column", ["answer", "failure", "tags", "chunk_ids", "nosuch"])
+def test_label_stratify_by_a_column_that_is_not_numeric_exits_2_with_the_choices(demo_pair, tmp_path, capsys, column):
+    out = tmp_path / "label.html"
+    assert cli(["label", str(demo_pair[0]), "--stratify", column, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--stratify {column!r}" in err and "-- fix: one of correct, faithfulness, " in err, err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_calibrate_with_a_negative_seed_exits_2_with_a_hint(demo_pair, capsys):
+    labels = REPO / "rag_bench" / "datasets" / "kettleby" / "labels.jsonl"
+    assert cli(["calibrate", str(demo_pair[0]), "--labels", str(labels), "--seed", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert "--seed must be a non-negative integer, got -5 -- fix: e.g. --seed 0" in err, err
+
+
+# --- 23. a cell without answers is not labelled; an empty answer carries no label --------------
+
+def test_label_refuses_a_cell_without_answers(tmp_path, capsys):
+    cell = run(tmp_path, "experiment.name=none", "generator=none", dataset=None)
+    out = tmp_path / "label.html"
+    assert cli(["label", str(cell), "--out", str(out)]) == 2
+    assert "the cell has no answers to label" in capsys.readouterr().err and not out.exists()
+
+
+def _failed_cell(root: Path, failed: set[int]) -> Path:
+    from tests.calibration.test_calibrate import write_cell
+
+    d = write_cell(root)
+    r = pd.read_parquet(d / "records.parquet")
+    r["generation_error"] = [("HTTP 500" if i in failed else None) for i in range(len(r))]
+    r.loc[r.index.isin(failed), "answer"] = ""
+    r.to_parquet(d / "records.parquet")
+    return d
+
+
+def test_the_page_never_offers_a_failed_generation(tmp_path, capsys):
+    d = _failed_cell(tmp_path / "exp", {0, 2})
+    out = tmp_path / "label.html"
+    assert cli(["label", str(d), "--n", "50", "--out", str(out)]) == 0
+    assert "8 answers to label" in capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    assert '"qid": "q01"' not in page and '"qid": "q03"' not in page and '"answer": ""' not in page
+
+
+def test_a_label_of_the_empty_answer_is_refused(tmp_path, capsys):
+    from rag_bench.calibration.labels import answer_digest
+
+    d = _failed_cell(tmp_path / "exp", {0})
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"qid": "q01", "answer_sha256": answer_digest(""), "measure": "correct", "value": 0,
+                                  "labeller": "a"}) + "\n", encoding="utf-8")
+    assert cli(["calibrate", str(d), "--labels", str(labels)]) == 2
+    assert "labels.jsonl:1: [answer_sha256] names the empty answer" in capsys.readouterr().err
+
+
+def test_a_cell_label_does_not_judge_a_failed_generation(tmp_path, capsys):
+    d = _failed_cell(tmp_path / "exp", {0})
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"qid": q, "cell": d.name, "measure": "correct", "value": 1, "labeller": "a"})
+                              + "\n" for q in ("q01", "q02")), encoding="utf-8")
+    assert cli(["calibrate", str(d), "--labels", str(labels), "--json"]) == 0
+    (correct,) = [m for m in json.loads(capsys.readouterr().out)["measures"] if m["measure"] == "correct"]
+    assert correct["n"] + correct["n_undefined"] == 1  # q02 only: q01 has no answer to judge
+
+
+# --- 20. one labeller, one answer, two lines: refused however the answer is named -------------
+
+def _keyed(how: str, cell: str, digest: str) -> dict:
+    return {"digest": {"answer_sha256": digest}, "cell": {"cell": cell},
+            "both": {"answer_sha256": digest, "cell": cell}}[how]
+
+
+CONFLICTS = [("digest", "both"), ("both", "digest"), ("cell", "both"), ("both", "cell"), ("cell", "digest"),
+             ("digest", "cell"), ("both", "both")]
+
+
+@pytest.mark.parametrize("first,second", CONFLICTS, ids=[f"{a}-then-{b}" for a, b in CONFLICTS])
+def test_two_verdicts_of_one_labeller_on_one_answer_are_refused(tmp_path, capsys, first, second):
+    from rag_bench.calibration.labels import answer_digest
+    from tests.calibration.test_calibrate import ANSWERS, write_cell
+
+    d = write_cell(tmp_path / "exp")
+    rows = [{"qid": "q02", **_keyed(how, d.name, answer_digest(ANSWERS[1])), "measure": "correct", "value": v,
+             "labeller": "ann"} for how, v in ((first, 1), (second, 0))]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert cli(["calibrate", str(d), "--labels", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert "labels.jsonl:2: [labeller] ann labelled this answer's correct already on line 1" in err, err
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("judge_agreement: {measure: generation/correct, min_kappa: 0, labels: labels.jsonl}\n")
+    assert cli(["gate", str(d), "--policy", str(policy)]) == 2
+    assert "labels.jsonl:2" in capsys.readouterr().out
+
+
+def test_one_text_labelled_per_cell_and_by_two_labellers_is_no_conflict(tmp_path, capsys):
+    from rag_bench.calibration.labels import answer_digest
+
+    digest = answer_digest("Ten years.")
+    rows = [{"qid": "q02", "answer_sha256": digest, "cell": c, "measure": "faithfulness", "value": v,
+             "labeller": "ann"} for c, v in (("c0ffee000001", 1), ("c0ffee000002", 0))]
+    rows.append({"qid": "q02", "answer_sha256": digest, "measure": "correct", "value": 1, "labeller": "bob"})
+    rows.append({"qid": "q02", "cell": "c0ffee000001", "measure": "correct", "value": 1, "labeller": "ann"})
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    from tests.calibration.test_calibrate import write_cell
+
+    assert cli(["calibrate", str(write_cell(tmp_path / "exp")), "--labels", str(labels)]) == 0, capsys.readouterr().err
+
+
+# --- 5. bidirectional overrides: the person sees the text that is stored ----------------------
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "Yes." + RLO + "on si ti" reads "Yes. it is no"
+BIDI_FIELDS = {"answer": lambda r: r.__setitem__("answer", [a + RLO + "on si ti" for a in r["answer"]]),
+               "question": lambda r: r.__setitem__("question", [q + "\u2067" + "?" for q in r["question"]]),
+               "passage": lambda r: r.__setitem__("context_texts", [[t + "\u202d" for t in ts] for ts in r["context_texts"]]),
+               "passage-id": lambda r: r.__setitem__("context_ids", [[c + "\u200f" for c in cs] for cs in r["context_ids"]])}
+
+
+@pytest.mark.parametrize("field", sorted(BIDI_FIELDS))
+def test_label_page_shows_bidi_controls_as_markers_and_isolates_texts(tmp_path, capsys, field):
+    from tests.calibration.test_calibrate import write_cell
+
+    d = write_cell(tmp_path / "exp")
+    r = pd.read_parquet(d / "records.parquet")
+    BIDI_FIELDS[field](r)
+    r.to_parquet(d / "records.parquet")
+    out = tmp_path / "label.html"
+    assert cli(["label", str(d), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert not any(c in page for c in "\u202e\u2067\u202d\u200f"), field  # nothing reorders what is shown
+    assert {"answer": "on si ti", "question": "\\\\u2067?", "passage": "\\\\u202d",
+            "passage-id": "\\\\u200f"}[field] in page
+    assert ".q,.ans,.pass,.ref{unicode-bidi:plaintext}" in page  # each text its own direction, isolated
+
+
+def test_report_drill_down_and_tables_show_bidi_controls_as_markers(tmp_path):
+    from rag_bench.cells import load_cell
+    from rag_bench.reporting import drill, page
+    from tests.calibration.test_calibrate import write_cell
+
+    d = write_cell(tmp_path / "exp")
+    r = pd.read_parquet(d / "records.parquet")
+    for f in BIDI_FIELDS.values():
+        f(r)
+    r["tags"] = [[] for _ in range(len(r))]
+    r.to_parquet(d / "records.parquet")
+    cell = load_cell(d)
+    drill.write(tmp_path / "report", [cell], ["cell" + RLO])
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "report" / "drill").glob("*.js"))
+    assert "on si ti" in written and not any(c in written for c in "\u202e\u2067\u202d")
+    html = page.table([{"question": "Yes?" + RLO + "on"}])
+    assert RLO not in html and "Yes?\\u202eon" in html
+    assert "td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td{unicode-bidi:plaintext}" in page.CSS
