@@ -309,3 +309,42 @@ def test_report_drill_down_and_tables_show_bidi_controls_as_markers(tmp_path):
     html = page.table([{"question": "Yes?" + RLO + "on"}])
     assert RLO not in html and "Yes?\\u202eon" in html
     assert "td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td{unicode-bidi:plaintext}" in page.CSS
+
+
+# --- 6. kappa's interval at small n: none, or exact, never a degenerate [1, 1] ----------------
+
+@pytest.mark.parametrize("n", [3, 4, 9, 40])
+def test_agreeing_labels_on_few_answers_do_not_pass_a_high_min_kappa(tmp_path, capsys, n):
+    """The review's case: kappa's CI was [1.000, 1.000] whenever the labels agreed, so min_kappa 0.95
+    passed on 3 labelled answers. Below 10 answers there is no interval; from 10 on, all agreeing,
+    the exact bound; either way the rule fails and says how many more labels would do."""
+    from rag_bench.calibration.agreement import items_without_disagreement
+    from tests.calibration.test_gate_agreement import big_cell, label_rows
+
+    auto = [float(i % 2) for i in range(n)]
+    d = big_cell(tmp_path / "exp", auto)
+    label_rows(tmp_path / "labels.jsonl", d, {i: int(v) for i, v in enumerate(auto)})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("judge_agreement: {measure: generation/correct, min_kappa: 0.95, labels: labels.jsonl}\n")
+    assert cli(["gate", str(d), "--policy", str(policy)]) == 1
+    out = capsys.readouterr().out
+    need = items_without_disagreement(0.95, 1 - sum((auto.count(v) / n) ** 2 for v in (0.0, 1.0)))
+    assert f"label at least {need - n} more answers of this cell" in out, out
+    assert ("no 95% CI: " if n < 10 else "95% CI [0.824, 1.000] (exact bound") in out
+    assert "1.000, 1.000" not in out
+
+
+def test_calibrate_reports_no_interval_for_four_agreeing_answers(tmp_path, capsys):
+    from tests.calibration.test_gate_agreement import big_cell, label_rows
+
+    auto = [1.0, 0.0, 1.0, 0.0]
+    d = big_cell(tmp_path / "exp", auto)
+    labels = label_rows(tmp_path / "labels.jsonl", d, {i: int(v) for i, v in enumerate(auto)})
+    assert cli(["calibrate", str(d), "--labels", str(labels)]) == 0
+    out = capsys.readouterr().out
+    assert "1.00 [no CI]" in out and "[1.00, 1.00]" not in out
+    assert "no CI for correct: 4 labelled answers, fewer than the 10 an interval needs" in out
+    assert cli(["calibrate", str(d), "--labels", str(labels), "--json"]) == 0
+    (correct,) = [m for m in json.loads(capsys.readouterr().out)["measures"] if m["measure"] == "correct"]
+    assert correct["kappa"] == 1 and correct["kappa_ci"] == [None, None]
+    assert correct["kappa_ci_note"].startswith("4 labelled answers")
