@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from rag_bench.calibration.agreement import Interval, bootstrap_ci, cohen_kappa,
 from rag_bench.calibration.labels import Label, check_conflicts, label_digest
 from rag_bench.calibration.ppi import MIN_LABELLED, PpiEstimate, ppi_mean
 from rag_bench.calibration.sampling import draw
-from rag_bench.calibration.standins import StandIn, stand_ins
+from rag_bench.calibration.standins import StandIn, parameters, stand_ins
 from rag_bench.cells import Cell
 
 
@@ -52,6 +52,7 @@ class Agreement:
     labellers_kappa: float = float("nan")
     labellers_kappa_ci: Interval = Interval()
     cells: tuple[tuple[str, str, PpiEstimate], ...] = field(default=())  # (cell id, name, PPI)
+    parameters: tuple[tuple[str, str], ...] = ()  # the settings of a group of cells (calibrate)
 
 
 def _digests(records: pd.DataFrame) -> list[str | None]:
@@ -230,11 +231,26 @@ def agreement(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Lab
 
 def calibrate(cells: Sequence[Cell], names: dict[str, str], labels: Sequence[Label], *,
               seed: int = 0) -> list[Agreement]:
-    """Every stand-in the cells have, against the people's labels of its human measure."""
+    """Every stand-in the cells have, against the people's labels of its human measure; per group
+    of cells, named by its settings, where the cells' settings give the column different meanings
+    (``correct`` under eval.answer_match contains in one cell and em in another)."""
     columns: list[str] = []
     for c in cells:
         columns += [col for col in c.records.columns if col not in columns]
-    return [agreement(cells, names, labels, s, seed=seed) for s in stand_ins(columns)]
+    out = []
+    for s in stand_ins(columns):
+        groups: dict[tuple[tuple[str, str], ...], list[Cell]] = {}
+        for c in cells:
+            if s.column in c.records:
+                groups.setdefault(parameters(s, c.config if isinstance(c.config, dict) else {}), []).append(c)
+        if len(groups) <= 1:
+            out.append(agreement(cells, names, labels, s, seed=seed))
+            continue
+        for params, group in sorted(groups.items()):
+            a = agreement(group, names, labels, s, seed=seed)
+            out.append(replace(a, measure=f"{s.name} ({', '.join(f'{k}={v}' for k, v in params)})",
+                               parameters=params))
+    return out
 
 
 def _num(x: float) -> float | None:
@@ -251,7 +267,8 @@ def as_json(results: Sequence[Agreement]) -> list[dict[str, Any]]:
             "categories": list(a.categories), "confusion": [list(r) for r in a.confusion],
             "kappa": _num(a.kappa), **_interval("kappa_ci", a.kappa_ci), "weighted": a.weighted,
             "spearman": _num(a.spearman), **_interval("spearman_ci", a.spearman_ci),
-            "labellers": list(a.labellers), "labellers_n": a.labellers_n, "labellers_kappa": _num(a.labellers_kappa),
+            "parameters": dict(a.parameters), "labellers": list(a.labellers), "labellers_n": a.labellers_n,
+            "labellers_kappa": _num(a.labellers_kappa),
             **_interval("labellers_kappa_ci", a.labellers_kappa_ci),
             "cells": [{"cell": cid, "name": name, "raw_mean": _num(p.raw_mean), "ppi_mean": _num(p.mean),
                        "ppi_ci": [_num(p.low), _num(p.high)], "n_labelled": p.n_labelled, "n_all": p.n_all}
@@ -280,7 +297,8 @@ def format_text(results: Sequence[Agreement], *, max_cells: int = 6) -> str:
     """The console table: agreement per measure, then raw vs PPI means per cell."""
     lines = ["Agreement with people (kappa: 1 = as people, 0 = chance; 95% CI over labelled answers: bootstrap, or "
              "the exact bound when no answer shows a disagreement)", ""]
-    head = f"{'measure':<30} {'vs':<12} {'n':>4} {'undef':>5} {'people':>6} {'auto':>6}  {'confusion':<17} " \
+    w = max([30] + [len(a.measure) for a in results])  # a group's settings lengthen its name
+    head = f"{'measure':<{w}} {'vs':<12} {'n':>4} {'undef':>5} {'people':>6} {'auto':>6}  {'confusion':<17} " \
            f"{'kappa [95% CI]':<24} labellers' kappa"
     lines += [head, "-" * len(head)]
     for a in results:
@@ -291,7 +309,7 @@ def format_text(results: Sequence[Agreement], *, max_cells: int = 6) -> str:
         ceiling = (f"{_f(a.labellers_kappa)}{'' if math.isnan(a.labellers_kappa) else _ci(a.labellers_kappa_ci)} "
                    f"(n={a.labellers_n}, "
                    f"{' vs '.join(a.labellers)})") if a.labellers_n else "-"
-        lines.append(f"{a.measure:<30} {a.human:<12} {a.n:>4} {a.n_undefined:>5} {_f(a.base_rate):>6} "
+        lines.append(f"{a.measure:<{w}} {a.human:<12} {a.n:>4} {a.n_undefined:>5} {_f(a.base_rate):>6} "
                      f"{_f(a.auto_rate):>6}  {conf:<17} {kap:<24} {ceiling}")
     lines += ["", "confusion: people-no/measure-no / people-no/measure-yes / people-yes/measure-no / "
               "people-yes/measure-yes; undef: labelled answers the measure is not defined on"]

@@ -348,3 +348,30 @@ def test_calibrate_reports_no_interval_for_four_agreeing_answers(tmp_path, capsy
     (correct,) = [m for m in json.loads(capsys.readouterr().out)["measures"] if m["measure"] == "correct"]
     assert correct["kappa"] == 1 and correct["kappa_ci"] == [None, None]
     assert correct["kappa_ci_note"].startswith("4 labelled answers")
+
+
+# --- 11. one kappa per meaning of `correct` -----------------------------------------------------
+
+KETTLEBY_LABELS = REPO / "rag_bench" / "datasets" / "kettleby" / "labels.jsonl"
+
+
+@pytest.mark.parametrize("a,b,groups", [
+    ("eval.answer_match=contains", "eval.answer_match=em", ["eval.answer_match=contains", "eval.answer_match=em"]),
+    ("eval.answer_match=f1", "eval.answer_match=f1 eval.f1_threshold=0.8",
+     ["eval.answer_match=f1, eval.f1_threshold=0.5", "eval.answer_match=f1, eval.f1_threshold=0.8"]),
+    ("eval.answer_match=contains", "eval.answer_match=contains eval.f1_threshold=0.8", []),  # f1_threshold unused
+])
+def test_calibrate_does_not_pool_cells_whose_correct_means_different_things(tmp_path, capsys, a, b, groups):
+    """The review's case: an experiment swept eval.answer_match=contains,em and calibrate reported one
+    kappa for `correct`, the first cell's in id order."""
+    cells = [run(tmp_path, "experiment.name=match", *ov.split(), dataset=None) for ov in (a, b)]
+    assert cli(["calibrate", str(tmp_path / "match"), "--labels", str(KETTLEBY_LABELS), "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out)["measures"]
+    correct = [m for m in measured if m["measure"].split(" ")[0] == "correct"]
+    assert [m["measure"] for m in correct] == (["correct"] if not groups else [f"correct ({g})" for g in groups])
+    for m in correct if groups else ():  # each group: the numbers of its own cell, calibrated alone
+        (cell,) = [c for c in cells if c.name == m["cells"][0]["cell"]]
+        assert cli(["calibrate", str(cell), "--labels", str(KETTLEBY_LABELS), "--json"]) == 0
+        (alone,) = [x for x in json.loads(capsys.readouterr().out)["measures"] if x["measure"] == "correct"]
+        assert (m["n"], m["kappa"], m["confusion"]) == (alone["n"], alone["kappa"], alone["confusion"])
+        assert len(m["cells"]) == 1 and m["parameters"]
