@@ -19,6 +19,7 @@ from rag_bench.calibration.calibrate import Agreement, calibrate
 from rag_bench.calibration.labels import load_labels
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
+from rag_bench.text.untrusted import visible
 
 TITLE = "Can we trust the automatic answer measures?"
 
@@ -74,7 +75,7 @@ def _ppi_table(results: Sequence[Agreement], shown: Sequence[Cell], names: dict[
             tds.append("<td></td><td></td>" if p is None else
                        f"<td>{_f(p.raw_mean)}</td><td>{_f(p.mean)}{_ci(p.low, p.high)} "
                        f"<span class='ci'>{p.n_labelled}/{p.n_all}</span></td>")
-        rows.append(f"<tr><td>{html.escape(names.get(cid, cid))}</td>{''.join(tds)}</tr>")
+        rows.append(f"<tr><td>{html.escape(visible(names.get(cid, cid)))}</td>{''.join(tds)}</tr>")
     return (f"<table><tr><th>cell</th>{head}</tr>" + "".join(rows) + "</table>"
             "<p class='note'>PPI: the cell's mean corrected by the mean person-minus-measure difference on its "
             "labelled answers (labelled/all shown); its CI holds however poor the measure is.</p>")
@@ -94,7 +95,7 @@ def section(cells: Sequence[Cell], names: dict[str, str], shown: Sequence[Cell],
             raise
         return f"<p class='note'>{html.escape(str(path))} does not validate: {html.escape(str(exc)[:500])}</p>"
     labellers = sorted({lb.labeller for lb in labels})
-    return (f"<p class='sub'>{len(labels)} labels by {html.escape(', '.join(labellers))} from "
+    return (f"<p class='sub'>{len(labels)} labels by {html.escape(visible(', '.join(labellers)))} from "
             f"{html.escape(str(path))}; kappa: 1 = agreement as good as possible, 0 = what chance gives at those "
             "rates, n/a = no disagreement seen (the labels cannot tell); 95% CI over the labelled answers (bootstrap; "
             "the exact bound when none disagrees; none below 10 answers). "

@@ -1,18 +1,22 @@
 """``rag-bench label CELL``: a static labelling page (one HTML file, opens from disk, no server).
 
-Per sampled question it shows the question, the passages the generator was given (the cited ones
-marked), the answer with each citation checked (does it name a passage that was given?), and the
-reference answers; the labeller presses keys to judge ``correct`` and then ``faithfulness``
-(``y``/``1`` yes, ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G``
-the digit keys ``0``..``G`` give a grade instead, written with ``"scale": G``); a progress line
-counts labelled answers; "download labels.jsonl" saves every label, old and new, in the format
-of :mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text). Given the
-labels file it saved before (``--labels``), the page starts with those labels and at the first
-answer not yet labelled.
+Per sampled question (in the random order of :func:`rag_bench.calibration.sampling.draw`, so the
+answers labelled first are a uniform sample of the cell's) it shows the question, the passages the
+generator was given (the cited ones marked), the answer with each citation checked (does it name a
+passage that was given?), and the reference answers. The labeller types their name (label keys
+wait for it; a name is never taken from the labels file, so nobody replaces another labeller's
+verdicts), then presses keys to judge ``correct`` and then ``faithfulness`` (``y``/``1`` yes,
+``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G`` the digit keys
+``0``..``G`` give a grade instead, written with ``"scale": G``); a progress line counts labelled
+answers; "download labels.jsonl" saves every label, old and new, in the format of
+:mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text, the draw recorded
+as ``sample``). Given the labels file it saved before (``--labels``), the page starts with those
+labels and, once the name is typed, at that labeller's first answer not yet labelled.
 
 Every text of the cell (answers are untrusted: a generator's output, a dataset's passages) goes
 into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&``
-escaped, and the script sets it as text (``textContent``), never as HTML.
+escaped, and the script sets it as text (``textContent``), never as HTML; control and
+bidirectional characters are shown as visible ``\\uXXXX`` markers (:mod:`rag_bench.text.untrusted`).
 """
 
 from __future__ import annotations

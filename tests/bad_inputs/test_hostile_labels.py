@@ -375,3 +375,17 @@ def test_calibrate_does_not_pool_cells_whose_correct_means_different_things(tmp_
         (alone,) = [x for x in json.loads(capsys.readouterr().out)["measures"] if x["measure"] == "correct"]
         assert (m["n"], m["kappa"], m["confusion"]) == (alone["n"], alone["kappa"], alone["confusion"])
         assert len(m["cells"]) == 1 and m["parameters"]
+
+
+def test_export_lines_decode_to_the_stored_answer_and_show_no_raw_controls(tmp_path, capsys):
+    """export writes JSON with ensure_ascii=False: DEL, C1 and bidi characters came out raw. Written as
+    \\uXXXX escapes they reach no terminal raw, and each line still decodes to the stored answer."""
+    cell = run(tmp_path, "experiment.name=demo", dataset=None)
+    r = pd.read_parquet(cell / "records.parquet")
+    r["answer"] = [a + "\x7f\x85\u202e\x1b[2J" for a in r["answer"]]
+    r.to_parquet(cell / "records.parquet")
+    assert cli(["export", str(cell)]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x7f\x85\u202e\x1b")
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["answer"] for x in lines] == list(r["answer"])
