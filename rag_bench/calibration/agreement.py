@@ -107,15 +107,14 @@ class Interval:
 
 
 def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], a: Sequence[float], b: Sequence[float], *,
-                 n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-                 min_items: int = MIN_ITEMS) -> Interval:
+                 n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
     """Percentile CI of ``statistic(a, b)`` over items resampled with replacement, or no interval
-    (and why) below ``min_items`` items, when more than the tail share of resamples leave the
+    (and why) below :data:`MIN_ITEMS` items, when more than the tail share of resamples leave the
     statistic undefined, or when every resample gives the same value."""
     x, y = np.asarray(a), np.asarray(b)
     n = len(x)
-    if n < max(min_items, 2):
-        return Interval(reason=f"{n} labelled answers, fewer than the {max(min_items, 2)} an interval needs")
+    if n < MIN_ITEMS:
+        return Interval(reason=f"{n} labelled answers, fewer than the {MIN_ITEMS} an interval needs")
     rng = np.random.default_rng(seed)
     reps = np.array([statistic(x[idx], y[idx]) for idx in rng.integers(0, n, size=(n_resamples, n))])
     undefined = int(np.isnan(reps).sum())

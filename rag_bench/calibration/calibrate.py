@@ -282,8 +282,10 @@ def _f(x: float, d: int = 2) -> str:
 
 
 def _interval(key: str, ci: Interval) -> dict[str, Any]:
-    """``key: [low, high]`` (nulls when there is none) and, without one, ``key_note``: why."""
-    return {key: [_num(v) for v in ci.bounds], **({f"{key}_note": ci.reason} if ci.reason else {})}
+    """``key: [low, high]`` (nulls when there is none), ``key_note``: why there is none, and
+    ``key_undefined``: the bootstrap resamples on which the statistic was undefined."""
+    return {key: [_num(v) for v in ci.bounds], **({f"{key}_note": ci.reason} if ci.reason else {}),
+            **({f"{key}_undefined": ci.undefined} if ci.undefined else {})}
 
 
 def _ci(ci: tuple[float, float] | Interval) -> str:

@@ -106,9 +106,10 @@ class Label:
 
     def applies_to(self, cell_id: str, qid: str, answer: str) -> bool:
         """Whether this label judges ``answer`` given by ``cell_id`` to question ``qid``."""
-        if qid != self.qid or (self.cell is not None and self.cell != cell_id):
+        digest = label_digest(answer)
+        if digest is None or qid != self.qid or (self.cell is not None and self.cell != cell_id):
             return False
-        return self.answer_sha256 is None or self.answer_sha256 == answer_digest(answer)
+        return self.answer_sha256 is None or self.answer_sha256 == digest
 
 
 def _value(obj: dict[str, Any], path: Path, lineno: int, log: ProblemLog) -> tuple[int, int] | None:
