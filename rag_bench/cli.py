@@ -14,9 +14,11 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures
+from rag_bench.text.untrusted import visible
 
 USAGE = """\
 rag-bench COMMAND ...
@@ -57,8 +59,14 @@ RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker"
            "chunker.parent_chars": "chunker.parent_ratio (parents are size × parent_ratio characters)"}
 
 
+def _say(text: object = "", *, file: TextIO | None = None) -> None:
+    """Print for a person: what the line carries from datasets, answers, labels and cell folders
+    cannot drive the terminal (control characters shown escaped: rag_bench.text.untrusted)."""
+    print(visible(str(text)), file=file or sys.stdout)
+
+
 def _fail(exc: BaseException | str) -> int:
-    print(f"error: {exc}", file=sys.stderr)
+    _say(f"error: {exc}", file=sys.stderr)
     return 2
 
 
@@ -215,7 +223,7 @@ def _validate(argv: list[str]) -> int:
     n_ans = sum(q.answerable for q in qs)
     unjudged = sum(q.answerable and not q.evidence for q in qs)
     grades = sorted({s.grade for q in qs for s in q.evidence})
-    print(f"ok: {ds.name} ({ds.layout}): {len(ds.documents)} documents, "
+    _say(f"ok: {ds.name} ({ds.layout}): {len(ds.documents)} documents, "
           f"{sum(len(d.text) for d in ds.documents.values())} characters, {len(qs)} questions "
           f"({n_ans} answerable, {len(qs) - n_ans} unanswerable"
           + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
@@ -256,14 +264,14 @@ def _chunks(argv: list[str]) -> int:
     out = sys.stdout
     if not a.stats_only:
         for c in chunks:
-            out.write(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
+            out.write(visible(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
                                   "heading_path": list(c.heading_path), "parent_id": c.parent_id,
-                                  "is_parent": c.is_parent, "text": c.text}, ensure_ascii=False) + "\n")
+                                  "is_parent": c.is_parent, "text": c.text}, ensure_ascii=False)) + "\n")
     searchable = [c.length for c in chunks if not c.is_parent]
     stats = {"chunker": cfg.chunker.name, "count": len(searchable), "parents": sum(c.is_parent for c in chunks),
              "min": min(searchable, default=0), "median": statistics.median(searchable) if searchable else 0,
              "max": max(searchable, default=0), f"tiny(<{a.tiny})": sum(n < a.tiny for n in searchable)}
-    print("stats: " + " ".join(f"{k}={v}" for k, v in stats.items()), file=sys.stderr)
+    _say("stats: " + " ".join(f"{k}={v}" for k, v in stats.items()), file=sys.stderr)
     return 0
 
 
@@ -282,7 +290,7 @@ def _status(argv: list[str]) -> int:
     p.add_argument("experiment_dir", help="<output.root>/<experiment.name>")
     a = p.parse_args(argv)
     try:
-        print(format_status(*sweep_status(a.experiment_dir)))
+        _say(format_status(*sweep_status(a.experiment_dir)))
     except RagBenchError as exc:
         return _fail(exc)
     return 0
@@ -324,8 +332,8 @@ def _leaderboard(argv: list[str]) -> int:
         if not cols:
             return _fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {question_tags(cells)}")
         if a.format == "table":
-            print(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
-        print(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))
+            _say(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
+        _say(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))
         return 0
     try:
         columns = resolve_columns(cells, a.columns)
@@ -333,7 +341,7 @@ def _leaderboard(argv: list[str]) -> int:
         sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
     except ValueError as exc:
         return _fail(str(exc).replace("--columns", "--sort-by", 1) if a.sort_by and a.sort_by in str(exc) else exc)
-    print(format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format))
+    _say(format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format))
     return 0
 
 
@@ -368,14 +376,14 @@ def _compare(argv: list[str]) -> int:
             from rag_bench.reporting.decide import default_pair
 
             ca, cb, note = default_pair(a.cell_a, a.baseline)
-            print(note, file=sys.stderr)
+            _say(note, file=sys.stderr)
         else:
             ca, cb = load_cell(a.cell_a, tracking_uri=a.tracking_uri), load_cell(a.cell_b, tracking_uri=a.tracking_uri)
         result = compare_cells(ca, cb, metrics=a.metric, n_resamples=a.resamples, seed=a.seed, alpha=a.alpha,
                                flip_metric=a.flip_metric)
     except RagBenchError as exc:
         return _fail(exc)
-    print(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))
+    _say(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))
     return 0
 
 
@@ -416,10 +424,10 @@ def _gate(argv: list[str]) -> int:
         summary = markdown(cell, results, baseline)
         if junit is not None:
             write_junit(junit, junit_xml(results))
-        print(summary)
+        _say(summary)
         for r in results:
             if r.status == "error":
-                print(f"error: cannot evaluate rule {r.name!r}: {r.detail}", file=sys.stderr)
+                _say(f"error: cannot evaluate rule {r.name!r}: {r.detail}", file=sys.stderr)
         return exit_code(results)
 
     # Exit 1 is a verdict: anything that goes wrong before the verdict exits 2, never 1 or a traceback
@@ -436,7 +444,7 @@ def load_cells_of(ref: str) -> list:
     if Path(ref).is_dir() and not is_done(Path(ref)):
         cells, notice = one_dataset(experiment_cells(ref))
         if notice:
-            print(notice, file=sys.stderr)
+            _say(notice, file=sys.stderr)
         return cells
     return [load_cell(ref)]
 
@@ -457,6 +465,8 @@ def _calibrate(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", action="store_true", help="print JSON instead of the tables")
     a = p.parse_args(argv)
+    if a.seed < 0:  # numpy's generators take non-negative seeds only
+        return _fail(f"--seed must be a non-negative integer, got {a.seed} -- fix: e.g. --seed 0")
 
     def calibrate_cells() -> int:
         labels = load_labels(a.labels)
@@ -465,9 +475,9 @@ def _calibrate(argv: list[str]) -> int:
             return _fail(f"{a.target}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
         results = calibrate(cells, names_of(cells), labels, seed=a.seed)
         if not any(r.n for r in results):
-            print(f"warning: no label of {a.labels} names an answer of these cells (question id and answer text)",
+            _say(f"warning: no label of {a.labels} names an answer of these cells (question id and answer text)",
                   file=sys.stderr)
-        print(json.dumps({"labels": str(a.labels), "measures": as_json(results)}, indent=2) if a.json
+        _say(json.dumps({"labels": str(a.labels), "measures": as_json(results)}, indent=2) if a.json
               else format_text(results))
         return 0
 
@@ -475,7 +485,7 @@ def _calibrate(argv: list[str]) -> int:
 
 
 def _label(argv: list[str]) -> int:
-    from rag_bench.calibration.labels import load_labels
+    from rag_bench.calibration.labels import Sample, load_labels
     from rag_bench.reporting import label_page
     from rag_bench.reporting.decide import cell_name
     from rag_bench.tracking.download import load_cell
@@ -504,16 +514,14 @@ def _label(argv: list[str]) -> int:
     def write_label_page() -> int:
         existing = load_labels(a.labels) if a.labels else []
         cell = load_cell(a.cell)
-        if a.stratify and a.stratify not in cell.records.columns:
-            cols = [c for c in cell.records.columns if cell.records[c].dtype.kind == "f"]
-            return _fail(f"--stratify {a.stratify!r}: no such records column -- fix: one of {', '.join(cols[:40])}")
         rows = label_page.sample(cell.records, a.n, a.seed, a.stratify)
         shown = label_page.items(cell, rows, label_page.references(cell))
         out = Path(a.out or f"reports/label-{cell.cell_id}.html")
         if out.is_dir():
             return _fail(f"--out {out}: is a folder -- fix: name a file, e.g. {out / 'label.html'}")
-        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale))
-        print(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
+        label_page.write_page(out, label_page.render(cell.cell_id, cell_name(cell), shown, existing, a.scale,
+                                                     Sample(cell.cell_id, a.seed, a.stratify)))
+        _say(f"{len(shown)} answers to label: {out} (open it in a browser; keys y/n, then 'download labels.jsonl')")
         return 0
 
     return _exit2_on_error(write_label_page, also=OSError, what="cannot write the page", fix="pass a writable --out")
@@ -553,7 +561,7 @@ def _report(argv: list[str]) -> int:
                               fingerprint=a.fingerprint, labels_file=a.labels)
     except RagBenchError as exc:
         return _fail(exc)
-    print(f"report: {index}")
+    _say(f"report: {index}")
     return 0
 
 
@@ -572,7 +580,7 @@ def _sync(argv: list[str]) -> int:
         counts = sync_experiment(a.experiment_dir, tracking_uri=a.tracking_uri)
     except RagBenchError as exc:
         return _fail(exc)
-    print(f"sync: {counts['uploaded']} cell(s) uploaded, {counts['already_tracked']} already tracked")
+    _say(f"sync: {counts['uploaded']} cell(s) uploaded, {counts['already_tracked']} already tracked")
     return 0
 
 
@@ -631,7 +639,7 @@ def _evaluate(argv: list[str]) -> int:
         finish_all(ok=False)
         raise
     finish_all(ok=True)
-    print(_where_written(cell_dir, default_experiment=not any(o.startswith("experiment.name=") for o in overrides)))
+    _say(_where_written(cell_dir, default_experiment=not any(o.startswith("experiment.name=") for o in overrides)))
     return 0
 
 
@@ -691,7 +699,7 @@ def _export(argv: list[str]) -> int:
             lines = export_outputs(cell.records)
     except RagBenchError as exc:
         return _fail(exc)
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    text = "".join(visible(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)  # same JSON, escaped
     if out is None:
         sys.stdout.write(text)
         return 0
@@ -787,16 +795,16 @@ def _cache(argv: list[str]) -> int:
         except DataError as exc:  # the file itself is damaged: no entry of it can be trusted
             store.close()
             if not a.repair:
-                print(f"error: {exc}", file=sys.stderr)
+                _say(f"error: {exc}", file=sys.stderr)
                 code = 2
                 continue
             remove_store(db)
-            print(f"{db}: damaged file removed (SQLite could not read it); its entries are recomputed on use")
+            _say(f"{db}: damaged file removed (SQLite could not read it); its entries are recomputed on use")
             continue
         finally:
             store.close()
         state = "repaired: deleted" if a.repair and bad else "corrupt"
-        print(f"{db}: {ok} entries ok, {bad} {state}")
+        _say(f"{db}: {ok} entries ok, {bad} {state}")
         if bad and not a.repair:
             code = max(code, 1)
     return code
@@ -806,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rag-bench`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
+        _say(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     from rag_bench import switches
@@ -828,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
                 "export": _export, "score-answers": _score_answers,
                 "calibrate": _calibrate, "label": _label}
     if cmd not in handlers:
-        print(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
+        _say(f"error: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     try:
         return handlers[cmd](rest)

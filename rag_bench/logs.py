@@ -16,6 +16,8 @@ import os
 import sys
 from pathlib import Path
 
+from rag_bench.text.untrusted import visible
+
 OWN = ("rag_bench", "hydra_plugins.rag_bench")
 
 
@@ -47,7 +49,7 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
         from tqdm import tqdm
 
         try:
-            msg = self.format(record)
+            msg = visible(self.format(record))  # a logged question or answer cannot drive the terminal
             with tqdm.external_write_mode(file=self.stream):
                 self.stream.write(msg + self.terminator)
                 self.flush()

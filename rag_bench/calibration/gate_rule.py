@@ -11,10 +11,13 @@ judgment (:mod:`rag_bench.calibration.standins`: ``generation/correct``, ``gener
 ``labels`` is a labels.jsonl, relative to the policy file's folder unless absolute.
 
 The rule is ``error`` (exit 2, cannot evaluate) when the labels file is unreadable or none of its
-labels names an answer of the cell for that measure (or kappa is undefined), ``fail`` (exit 1) when
-the lower bound of kappa's 95 % CI is below ``min_kappa``, else ``pass``. While the rule holds
-labels for the cell, a threshold on the same measure is checked against its PPI-corrected mean
-(the gate's table says ``PPI``); regression rules keep the raw per-question values.
+labels names an answer of the cell for that measure; ``fail`` (exit 1) when the lower bound of
+kappa's 95 % CI is below ``min_kappa`` or there is no CI (:func:`rag_bench.calibration.agreement.kappa_ci`:
+too few labels, kappa undefined, ...), with how many more labels would do; else ``pass``. When the
+rule passed, a threshold on the same measure is checked against its PPI-corrected mean (the gate's
+table says ``PPI``) if the labels are a uniform sample of the cell
+(:func:`rag_bench.calibration.calibrate.uniform_ppi`), else against the raw value, saying why;
+regression rules keep the raw per-question values.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rag_bench.calibration.calibrate import Agreement, agreement
-from rag_bench.calibration.labels import load_labels
+import numpy as np
+
+from rag_bench.calibration.agreement import MIN_ITEMS, chance_disagreement, items_without_disagreement
+from rag_bench.calibration.calibrate import Agreement, agreement, uniform_ppi
+from rag_bench.calibration.labels import Label, load_labels
 from rag_bench.calibration.standins import StandIn, stand_ins
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
@@ -81,23 +87,45 @@ def validate(policy_path: Path, body: Any, add: Callable[[tuple[Any, ...], str, 
     return out
 
 
-def _measured(cell: Cell, entry: dict[str, Any]) -> Agreement:
+def _measured(cell: Cell, entry: dict[str, Any]) -> tuple[Agreement, StandIn, list[Label]]:
     s = stand_in_of(entry["measure"])
     assert s is not None  # validated
-    return agreement([cell], {}, load_labels(entry["labels"]), s)
+    labels = load_labels(entry["labels"])
+    return agreement([cell], {}, labels, s), s, labels
+
+
+def _more(a: Agreement, min_kappa: float) -> str:
+    """What would let the rule pass: how many more labelled answers, where that can be told."""
+    ci = a.kappa_ci
+    chance = chance_disagreement(np.array(a.confusion))
+    if math.isnan(a.kappa):
+        return "label answers of both kinds (people and the measure gave one verdict to every answer)"
+    if a.n < MIN_ITEMS or ci.method == "exact":
+        need = items_without_disagreement(min_kappa, chance) if a.kappa == 1 else None
+        if a.kappa == 1 and need is None:
+            return f"min_kappa {min_kappa:g} cannot be shown from a sample; lower it"
+        total = max(MIN_ITEMS, need or 0)
+        return (f"label at least {total - a.n} more answers of this cell (rag-bench label CELL)"
+                + (f": {need} answers without a disagreement show kappa >= {min_kappa:g}" if need else ""))
+    if not ci.defined:
+        return "label more answers, of both verdicts of the measure and of people"
+    if a.kappa <= min_kappa:
+        return f"kappa {a.kappa:.3f} itself is below {min_kappa:g}: more labels will not make it pass"
+    need = math.ceil(a.n * ((a.kappa - ci.low) / (a.kappa - min_kappa)) ** 2)  # the CI narrows as 1/sqrt(n)
+    return f"about {need - a.n} more labelled answers would narrow the CI enough if kappa stays at {a.kappa:.3f}"
 
 
 def evaluate(cell: Cell, entries: list[dict[str, Any]]) -> tuple[list[tuple[str, str, str, str, str]],
-                                                               dict[str, tuple[float, str]]]:
-    """Per entry (name, status, value, limit, detail); and the PPI means (metric -> (mean, detail))
-    that thresholds on those measures use."""
+                                                               dict[str, tuple[float | None, str]]]:
+    """Per entry (name, status, value, limit, detail); and, per measure of an entry, what a threshold
+    on it checks: (the PPI mean, what it rests on), or (None, why the raw value is checked)."""
     results: list[tuple[str, str, str, str, str]] = []
-    ppi: dict[str, tuple[float, str]] = {}
+    ppi: dict[str, tuple[float | None, str]] = {}
     for e in entries:
         name = f"{e['measure']} agrees with people: kappa CI low >= {e['min_kappa']:g}"
         limit = f">= {e['min_kappa']:g}"
         try:
-            a = _measured(cell, e)
+            a, s, labels = _measured(cell, e)
         except RagBenchError as exc:
             results.append((name, "error", "n/a", limit, " ".join(str(exc).split())[:400]))
             continue
@@ -105,18 +133,25 @@ def evaluate(cell: Cell, entries: list[dict[str, Any]]) -> tuple[list[tuple[str,
             results.append((name, "error", "n/a", limit, f"no label in {e['labels']} names an answer of this cell for "
                             f"{a.human} -- fix: label some (rag-bench label CELL)"))
             continue
-        lo, hi = a.kappa_ci
-        if math.isnan(a.kappa) or math.isnan(lo):
-            results.append((name, "error", "n/a", limit, f"kappa is undefined on {a.n} labelled answers (one "
-                            "category only, or too few) -- fix: label answers of both kinds"))
+        ci = a.kappa_ci
+        value = "n/a" if math.isnan(a.kappa) else f"{a.kappa:.3f}"
+        if not ci.defined:  # not shown to agree: a verdict (fail), with what would show it
+            results.append((name, "fail", value, limit, f"no 95% CI: {ci.reason}; n={a.n} labelled answers -- fix: "
+                            f"{_more(a, e['min_kappa'])}"))
+            ppi[e["measure"]] = (None, "raw value: PPI not used (the agreement rule failed)")
             continue
-        status = "pass" if lo >= e["min_kappa"] else "fail"
-        results.append((name, status, f"{a.kappa:.3f}", limit, f"95% CI [{lo:.3f}, {hi:.3f}], n={a.n} labelled "
-                        f"answers, {a.rule}"))
-        p = a.cells[0][2]
-        # The PPI mean replaces the raw value of a threshold only when people vouch for the measure
-        # (this rule passed) and enough answers are labelled (ppi.MIN_LABELLED; else it is NaN).
-        if status == "pass" and p.n_labelled and not math.isnan(p.mean):
-            ppi[e["measure"]] = (p.mean, f"PPI mean (raw {p.raw_mean:.4f}; 95% CI [{p.low:.3f}, {p.high:.3f}], "
-                                 f"{p.n_labelled} of {p.n_all} answers labelled)")
+        passed = ci.low >= e["min_kappa"]
+        how = "exact bound, no disagreement seen" if ci.method == "exact" else "bootstrap"
+        results.append((name, "pass" if passed else "fail", value, limit,
+                        f"95% CI [{ci.low:.3f}, {ci.high:.3f}] ({how}), n={a.n} labelled answers, {a.rule}"
+                        + ("" if passed else f" -- fix: {_more(a, e['min_kappa'])}")))
+        if not passed:
+            ppi[e["measure"]] = (None, "raw value: PPI not used (the agreement rule failed)")
+            continue
+        # The PPI mean replaces the raw value only when people vouch for the measure (this rule
+        # passed) and its labels are a uniform sample of this cell with ppi.MIN_LABELLED answers.
+        est, why = uniform_ppi(cell, s, labels)
+        ppi[e["measure"]] = (None, f"raw value: PPI not used ({why})") if est is None else (
+            est.mean, f"PPI mean (raw {est.raw_mean:.4f}; 95% CI [{est.low:.3f}, {est.high:.3f}], {est.n_labelled} of "
+                      f"{est.n_all} answers labelled: {why})")
     return results, ppi

@@ -13,7 +13,9 @@ included — the labelled items are a sample of them. The interval is valid what
 measure's quality (a good measure makes it narrow, a poor one wide) **provided the labelled items
 are a uniform random sample of the N**: labels chosen by stratum (``rag-bench label --stratify``)
 or carried over from other cells by answer digest are not, and then the PPI mean is indicative
-only. ``rag-bench calibrate`` and the gate use it from :data:`MIN_LABELLED` labelled items on.
+only. ``rag-bench calibrate`` shows it from :data:`MIN_LABELLED` labelled items on; the gate uses
+it only from labels shown to be a uniform sample of the cell
+(:func:`rag_bench.calibration.calibrate.uniform_ppi`).
 """
 
 from __future__ import annotations

@@ -15,12 +15,17 @@ column's own value (so its raw mean is the cell's mean in metrics.json).
   Both are undefined for refusals, which are then left out (counted as undefined).
 - every judged column (``judge_*``): against ``faithfulness`` when its name says faithful, else
   ``correct`` when it says correct; ``>= 0.5``.
+
+A column whose meaning depends on the cell's settings (``correct`` on ``eval.answer_match``,
+citation support on ``eval.min_coverage``) is compared per group of cells that agree on them
+(:func:`parameters`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rag_bench.calibration.labels import CORRECT, FAITHFULNESS
 from rag_bench.evaluation import measures
@@ -37,10 +42,36 @@ class StandIn:
     column: str
     threshold: float
     answerable: bool | None  # True: answerable questions only; False: unanswerable only; None: all
+    config_keys: tuple[str, ...] = ()  # the cell's settings that decide what the column means
+
+
+# A setting that decides the column only under another one's value: eval.f1_threshold is read by
+# correct only when eval.answer_match is f1.
+_ONLY_WHEN = {"eval.f1_threshold": ("eval.answer_match", "f1")}
+
+
+def _setting(config: dict[str, Any], key: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def parameters(s: StandIn, config: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The cell's values of the settings ``s``'s column depends on (``correct``: eval.answer_match,
+    and eval.f1_threshold under f1; citation support: eval.min_coverage). Cells that differ in them
+    give the column different meanings, so their answers are not pooled into one kappa."""
+    out = []
+    for key in s.config_keys:
+        cond = _ONLY_WHEN.get(key)
+        if cond is None or str(_setting(config, cond[0])) == cond[1]:
+            out.append((key, str(_setting(config, key))))
+    return tuple(out)
 
 
 STAND_INS = (
-    StandIn(measures.CORRECT.name, CORRECT, measures.CORRECT.column, 0.5, True),
+    StandIn(measures.CORRECT.name, CORRECT, measures.CORRECT.column, 0.5, True,
+            ("eval.answer_match", "eval.f1_threshold")),
     StandIn(f"{CORRECT}[contains]", CORRECT, measures.ANSWER_RECALL.column, 0.5, True),
     StandIn(f"{CORRECT}[facts]", CORRECT, measures.FACTS_PRESENT.column, 0.5, True),
     StandIn(f"{CORRECT}[em]", CORRECT, measures.EXACT_MATCH.column, 0.5, True),
@@ -48,7 +79,7 @@ STAND_INS = (
     StandIn(f"{CORRECT}[f1>=0.5]", CORRECT, measures.TOKEN_F1.column, 0.5, True),
     StandIn(measures.CORRECT_REFUSAL_RATE.display, CORRECT, measures.CORRECT_REFUSAL_RATE.column, 0.5, False),
     StandIn(f"{FAITHFULNESS} (lexical proxy)", FAITHFULNESS, measures.FAITHFULNESS.column, 1.0, None),
-    StandIn("citation support", FAITHFULNESS, measures.CITATION_PRECISION.column, 1.0, None),
+    StandIn("citation support", FAITHFULNESS, measures.CITATION_PRECISION.column, 1.0, None, ("eval.min_coverage",)),
 )
 
 

@@ -14,7 +14,15 @@ import re
 from pathlib import Path
 
 from rag_bench.data.markdown import parse_sections
-from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
+from rag_bench.data.problems import (
+    ProblemLog,
+    check_id,
+    check_text,
+    did_you_mean,
+    id_index,
+    read_jsonl,
+    read_text,
+)
 from rag_bench.records import Document, EvidenceSpan, Question
 
 MAX_GRADE = 1000
@@ -71,6 +79,8 @@ def load_beir(root: Path, split: str, log: ProblemLog) -> tuple[dict[str, Docume
                 continue
             if not isinstance(qtext, str) or not qtext.strip():
                 log.add(qpath, lineno, "text", "query needs a non-empty 'text'", "fix the line")
+                continue
+            if not check_text(qtext, qpath, lineno, "text", log):
                 continue
             if qid in queries:
                 log.add(qpath, lineno, "_id", f"duplicate query id {qid!r} (first at line {queries[qid][0]})",

@@ -11,7 +11,15 @@ import yaml
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
 from rag_bench.data.markdown import parse_sections
-from rag_bench.data.problems import ProblemLog, check_id, did_you_mean, id_index, read_jsonl, read_text
+from rag_bench.data.problems import (
+    ProblemLog,
+    check_id,
+    check_text,
+    did_you_mean,
+    id_index,
+    read_jsonl,
+    read_text,
+)
 from rag_bench.records import Asker, Document, EvidenceSpan, Question
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
@@ -156,12 +164,17 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
     text = obj.get("question")
     if not isinstance(text, str) or not text.strip():
         log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
+    else:
+        check_text(text, path, lineno, "question", log)
     answerable = obj.get("answerable")
     if not isinstance(answerable, bool):
         log.add(path, lineno, "answerable", f"must be true or false, got {answerable!r}",
                 'add "answerable": true (or false for questions the corpus cannot answer)')
     facts = _str_list(path, lineno, obj, "facts", log)
     answers = _str_list(path, lineno, obj, "answers", log)
+    for key, values in (("facts", facts), ("answers", answers)):
+        for i, v in enumerate(values or ()):
+            check_text(v, path, lineno, f"{key}[{i}]", log)
     tags = _str_list(path, lineno, obj, "tags", log)
     asker = _check_asker(path, lineno, obj.get("asker"), log)
     raw_ev = obj.get("evidence", [])

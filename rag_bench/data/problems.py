@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import DataError, Problem
+from rag_bench.text.untrusted import control_characters
 
 
 class ProblemLog:
@@ -71,6 +72,20 @@ def check_id(value: Any, path: Path, lineno: int, field: str, log: ProblemLog, w
     else:
         return value
     return None
+
+
+def check_text(text: str, path: Path, lineno: int, field: str, log: ProblemLog) -> bool:
+    """False, with the problem logged, when ``text`` holds a control character other than tab, newline
+    and carriage return (C0, DEL, C1): invisible on a page, and in a terminal an ESC or BEL sequence
+    rewrites the screen of whoever prints the question."""
+    found = control_characters(text)
+    if not found:
+        return True
+    pos, code = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    log.add(path, lineno, field, f"control character {code} at character {pos}{more}",
+            "remove it (only tab, newline and carriage return may appear in a text)")
+    return False
 
 
 def normalise_id(value: str) -> str:

@@ -5,7 +5,9 @@ Written as small JavaScript files beside the page (``drill/<cell_id>.js``, loade
 opened) so the report opens from disk with no server: browsers refuse ``fetch`` of local files
 but load local scripts. Passage texts and questions are stored once (``drill/passages.js``,
 ``drill/questions.js``) and referenced by number, so a sweep of many chunkers over the same
-corpus does not repeat them per cell. Texts come from the dataset the cells were computed on
+corpus does not repeat them per cell. Every text (questions, answers, passages, references) is stored with its control and
+bidirectional characters made visible (:func:`rag_bench.text.untrusted.visible`): an U+202E in an
+answer would make it read reversed. Texts come from the dataset the cells were computed on
 (its recorded path); when it is gone, the context texts kept in records.parquet stand in and the
 rest shows ids only.
 """
@@ -24,6 +26,7 @@ import numpy as np
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures
+from rag_bench.text.untrusted import visible
 
 log = logging.getLogger(__name__)
 MAX_PASSAGE_CHARS = 4000
@@ -56,7 +59,7 @@ class Passages:
     def add(self, key: tuple[str, ...], text: str) -> int:
         if key not in self._index:
             self._index[key] = len(self.texts)
-            self.texts.append(text[:MAX_PASSAGE_CHARS])
+            self.texts.append(visible(text[:MAX_PASSAGE_CHARS]))
         return self._index[key]
 
 
@@ -96,15 +99,16 @@ def questions(cells: Sequence[Cell], corpus: Corpus) -> dict[str, Any]:
             for e in q.evidence:
                 doc = dataset.documents.get(e.doc_id)
                 text = doc.text[e.start:e.end] if doc is not None and e.end is not None else ""
-                evidence.append({"doc": e.doc_id, "text": text[:MAX_PASSAGE_CHARS],
+                evidence.append({"doc": e.doc_id, "text": visible(text[:MAX_PASSAGE_CHARS]),
                                  "grade": getattr(e, "grade", 1)})
-            out[q.qid] = {"question": q.question, "answerable": q.answerable, "tags": list(q.tags),
-                          "answers": list(q.answers), "facts": list(q.facts), "evidence": evidence}
+            out[q.qid] = {"question": visible(q.question), "answerable": q.answerable, "tags": list(q.tags),
+                          "answers": [visible(a) for a in q.answers], "facts": [visible(f) for f in q.facts],
+                          "evidence": evidence}
         break
     if not out and cells:  # no dataset: the records still hold the questions
         r = cells[0].records
         for row in r.itertuples(index=False):
-            out[row.qid] = {"question": row.question, "answerable": bool(row.answerable),
+            out[row.qid] = {"question": visible(str(row.question)), "answerable": bool(row.answerable),
                             "tags": _plain(row.tags), "answers": [], "facts": [], "evidence": []}
     return out
 
@@ -150,8 +154,9 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "qid": rec["qid"], "label": rec.get("failure"), "ranked": ranked, "context": context_ids,
             "context_extra": [passages.add(("chunk", c, t[:64]), t) for c, t in zip(context_ids, context_texts)
                               if c not in ids],
-            "answer": None if answer is None else str(answer)[:MAX_ANSWER_CHARS], "refused": _plain(rec.get("refused")),
-            "citations": citations, "error": rec.get("generation_error") or rec.get("parse_error"),
+            "answer": None if answer is None else visible(str(answer)[:MAX_ANSWER_CHARS]),
+            "refused": _plain(rec.get("refused")), "citations": citations,
+            "error": visible(str(error)) if (error := rec.get("generation_error") or rec.get("parse_error")) else None,
             "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
             "measures": {m.name: _plain(rec.get(m.column)) for m in shown},
             "first_relevant": _plain(rec.get("first_relevant_rank")), "retrieved": len(ids),
@@ -172,7 +177,7 @@ def write(folder: Path, cells: Sequence[Cell], names: Sequence[str]) -> dict[str
             log.warning("report: no drill-down for %s: %s", cell.path, exc)
             continue
         script = f"drill/{cell.cell_id}.js"
-        payload = {"id": cell.cell_id, "name": name, "rows": rows}
+        payload = {"id": cell.cell_id, "name": visible(name), "rows": rows}
         (folder / script).write_text(f"RB.cell({json.dumps(payload, ensure_ascii=False, default=str)});\n",
                                      encoding="utf-8")
         scripts[cell.cell_id] = script

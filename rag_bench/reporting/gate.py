@@ -16,8 +16,9 @@ A policy (YAML) has three parts, all optional:
                  / ``counts.endpoint_calls``); such failures never enter quality denominators,
                  but too many fail the gate.
 ``judge_agreement`` ``{measure: M, min_kappa: K, labels: FILE}`` (or a list): M's agreement with people's
-                 labels (kappa's CI low >= K); a threshold on M then uses its PPI-corrected mean
-                 (:mod:`rag_bench.calibration.gate_rule`).
+                 labels (kappa's CI low >= K; no CI fails); a threshold on M then uses its
+                 PPI-corrected mean when the labels are a uniform sample of the cell, else its raw
+                 value and says why (:mod:`rag_bench.calibration.gate_rule`).
 
 Every rule ends ``pass``, ``fail`` or ``error`` (cannot evaluate: metric absent or not a number,
 no per-question values). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
@@ -48,6 +49,7 @@ from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
 from rag_bench.reporting.decide import cell_name, pair_names
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
+from rag_bench.text.untrusted import visible
 
 _TOP = {"thresholds", "regressions", "errors", judge_rule.KEY}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
@@ -377,15 +379,18 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     results: list[RuleResult] = []
     agreed, ppi = judge_rule.evaluate(cell, policy.get(judge_rule.KEY) or [])
     for metric, rule in (policy.get("thresholds") or {}).items():
-        value, ppi_detail = ppi.get(metric, (cell.metric(metric), ""))  # the PPI mean where labels exist
+        mean, ppi_detail = ppi.get(metric, (None, ""))  # the PPI mean where a uniform sample is labelled
+        value = cell.metric(metric) if mean is None else mean
+        if mean is None:  # the raw value, and (where labels exist) why not the PPI mean
+            ppi_detail = "; ".join(x for x in (_ci_detail(cell, metric), ppi_detail) if x)
         for bound, limit in rule.items():
             name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
             if value is None:
                 results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue
             ok = value >= limit if bound == "min" else value <= limit
-            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + (" (PPI)" if ppi_detail else ""),
-                                      str(limit), ppi_detail or _ci_detail(cell, metric)))
+            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + ("" if mean is None else " (PPI)"),
+                                      str(limit), ppi_detail))
     results += [RuleResult(*r) for r in agreed]
     regressions = policy.get("regressions") or {}
     if regressions and baseline is None:
@@ -484,14 +489,16 @@ def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> st
 
 
 def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate") -> str:
-    """JUnit XML: one testcase per rule, so CI systems list each rule as a test."""
+    """JUnit XML: one testcase per rule, so CI systems list each rule as a test. XML 1.0 cannot hold
+    most control characters even as references (a NUL makes the file ill-formed and CI then ignores
+    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.text.untrusted.visible`)."""
     fails = sum(r.status == "fail" for r in results)
     errs = sum(r.status == "error" for r in results)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name={quoteattr(suite)} tests="{len(results)}" failures="{fails}" errors="{errs}">']
+           f'<testsuite name={quoteattr(visible(suite))} tests="{len(results)}" failures="{fails}" errors="{errs}">']
     for r in results:
-        msg = f"value {r.value}, limit {r.limit}. {r.detail}".strip()
-        out.append(f'  <testcase classname="rag_bench.gate" name={quoteattr(r.name)}>')
+        msg = visible(f"value {r.value}, limit {r.limit}. {r.detail}".strip())
+        out.append(f'  <testcase classname="rag_bench.gate" name={quoteattr(visible(r.name))}>')
         if r.status == "fail":
             out.append(f"    <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
         elif r.status == "error":

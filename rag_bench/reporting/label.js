@@ -5,8 +5,10 @@
   var data = JSON.parse(document.getElementById("lb-data").textContent);
   var items = data.items, measures = data.measures, labels = data.labels.slice(), scale = data.scale || 1;
   var cur = 0, m = 0;
+  // The labeller types a name before any key counts: the page never guesses one (a name carried
+  // over from the labels file let the next person overwrite that labeller's verdicts and notes).
   var who = document.getElementById("lb-labeller");
-  if (labels.length) { who.value = labels[labels.length - 1].labeller; }
+  function name() { return who.value.trim(); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) { e.className = cls; }
@@ -16,7 +18,7 @@
   function find(it, measure) {
     for (var i = 0; i < labels.length; i++) {
       var l = labels[i];
-      if (l.qid === it.qid && l.measure === measure && l.labeller === who.value &&
+      if (l.qid === it.qid && l.measure === measure && l.labeller === name() &&
           (l.answer_sha256 === it.answer_sha256 || (!l.answer_sha256 && l.cell === data.cell))) { return i; }
     }
     return -1;
@@ -24,7 +26,8 @@
   function done(it) { return measures.every(function (ms) { return find(it, ms) >= 0; }); }
   function progress() {
     var n = items.filter(done).length;
-    document.getElementById("lb-progress").textContent = n + " / " + items.length + " answers labelled";
+    document.getElementById("lb-progress").textContent = name() ? n + " / " + items.length + " answers labelled by " +
+      name() : "type your name in Labeller first";
     document.body.dataset.labelled = String(n);
     document.body.dataset.current = String(cur);
   }
@@ -65,9 +68,11 @@
   function set(value) {
     var it = items[cur];
     if (!it) { return; }
-    var row = {qid: it.qid, answer_sha256: it.answer_sha256, measure: measures[m], value: value, labeller: who.value};
+    var row = {qid: it.qid, answer_sha256: it.answer_sha256, measure: measures[m], value: value, labeller: name()};
     if (scale > 1) { row.scale = scale; }
-    var k = find(it, measures[m]);
+    if (data.sample) { row.sample = data.sample; }
+    var k = find(it, measures[m]);  // this labeller's own label only: others' are never replaced
+    if (k >= 0 && labels[k].note) { row.note = labels[k].note; }
     if (k >= 0) { labels[k] = row; } else { labels.push(row); }
     if (m < measures.length - 1) { m += 1; } else { m = 0; if (cur < items.length - 1) { cur += 1; } }
     show();
@@ -78,9 +83,12 @@
     m = 0; show();
   }
   document.addEventListener("keydown", function (e) {
-    if (e.target === who) { return; }
+    if (e.target === who) { if (e.key === "Enter") { who.blur(); } return; }
     var k = e.key;
     var digit = k.length === 1 && k >= "0" && k <= "9" ? Number(k) : -1;
+    var ours = k === "y" || k === "n" || k === "u" || k === "ArrowRight" || k === "ArrowLeft" || (digit >= 0 && digit <= scale);
+    if (!ours) { return; }
+    if (!name() && k.indexOf("Arrow") !== 0) { progress(); who.focus(); e.preventDefault(); return; }
     if (k === "y") { set(scale); } else if (k === "n") { set(0); }
     else if (digit >= 0 && digit <= scale) { set(digit); }
     else if (k === "ArrowRight") { cur = Math.min(cur + 1, items.length - 1); m = 0; show(); }
@@ -88,7 +96,12 @@
     else if (k === "u") { clear(); } else { return; }
     e.preventDefault();
   });
-  who.addEventListener("change", show);
+  function resume() {  // continue where this labeller stopped: the first answer they have not fully labelled
+    for (cur = 0; cur < items.length - 1 && done(items[cur]); cur++) { /* skip */ }
+    m = 0;
+    show();
+  }
+  who.addEventListener("change", resume);
   document.getElementById("lb-download").addEventListener("click", function () {
     var text = labels.map(function (l) { return JSON.stringify(l); }).join("\n") + (labels.length ? "\n" : "");
     var a = document.createElement("a");
@@ -97,8 +110,6 @@
     document.body.appendChild(a); a.click(); a.remove();
     document.body.dataset.downloaded = String(labels.length);
   });
-  // continue where the labels file stopped: the first answer not fully labelled
-  for (cur = 0; cur < items.length - 1 && done(items[cur]); cur++) { /* skip */ }
-  show();
+  resume();
   document.body.dataset.ready = "1";
 }());

@@ -1,32 +1,38 @@
 """``rag-bench label CELL``: a static labelling page (one HTML file, opens from disk, no server).
 
-Per sampled question it shows the question, the passages the generator was given (the cited ones
-marked), the answer with each citation checked (does it name a passage that was given?), and the
-reference answers; the labeller presses keys to judge ``correct`` and then ``faithfulness``
-(``y``/``1`` yes, ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G``
-the digit keys ``0``..``G`` give a grade instead, written with ``"scale": G``); a progress line
-counts labelled answers; "download labels.jsonl" saves every label, old and new, in the format
-of :mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text). Given the
-labels file it saved before (``--labels``), the page starts with those labels and at the first
-answer not yet labelled.
+Per sampled question (in the random order of :func:`rag_bench.calibration.sampling.draw`, so the
+answers labelled first are a uniform sample of the cell's) it shows the question, the passages the
+generator was given (the cited ones marked), the answer with each citation checked (does it name a
+passage that was given?), and the reference answers. The labeller types their name (label keys
+wait for it; a name is never taken from the labels file, so nobody replaces another labeller's
+verdicts), then presses keys to judge ``correct`` and then ``faithfulness`` (``y``/``1`` yes,
+``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G`` the digit keys
+``0``..``G`` give a grade instead, written with ``"scale": G``); a progress line counts labelled
+answers; "download labels.jsonl" saves every label, old and new, in the format of
+:mod:`rag_bench.calibration.labels` (answers named by the SHA-256 of their text, the draw recorded
+as ``sample``). Given the labels file it saved before (``--labels``), the page starts with those
+labels and, once the name is typed, at that labeller's first answer not yet labelled.
 
 Every text of the cell (answers are untrusted: a generator's output, a dataset's passages) goes
 into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&``
-escaped, and the script sets it as text (``textContent``), never as HTML.
+escaped, and the script sets it as text (``textContent``), never as HTML; control and
+bidirectional characters are shown as visible ``\\uXXXX`` markers (:mod:`rag_bench.text.untrusted`).
 """
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from rag_bench.calibration.labels import MEASURES, Label, answer_digest
+from rag_bench.calibration import sampling
+from rag_bench.calibration.labels import MEASURES, Label, Sample, answer_digest
 from rag_bench.cells import Cell
+from rag_bench.errors import ConfigError
+from rag_bench.text.untrusted import visible
 
 _JS = Path(__file__).with_name("label.js")
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222;padding:0 1em}
@@ -34,6 +40,7 @@ h1{font-size:1.3em}.sub{color:#555;font-size:13px}kbd{border:1px solid #bbb;bord
 .q{font-size:1.15em;font-weight:600;margin:.6em 0}
 .ans{border-left:4px solid #4c72b0;padding:.3em .7em;background:#f5f8ff;white-space:pre-wrap}
 .pass{border-left:4px solid #ccc;padding:.2em .6em;margin:.3em 0;white-space:pre-wrap;font-size:13px}
+.q,.ans,.pass,.ref{unicode-bidi:plaintext}
 .pass.cited{border-color:#2ca02c;background:#f3fbf4}.ok{color:#2ca02c}.bad{color:#d62728}
 .meas{display:inline-block;margin:.4em 1em .4em 0;padding:.3em .6em;border:1px solid #ccc;border-radius:4px}
 .meas.active{border:2px solid #4c72b0}.ref{color:#333}.muted{color:#777}#lb-progress{margin:0 1em}
@@ -60,25 +67,15 @@ def references(cell: Cell) -> dict[str, list[str]]:
 
 
 def sample(records: pd.DataFrame, n: int, seed: int, stratify: str | None = None) -> list[int]:
-    """Row positions of ``n`` questions drawn without replacement; stratified: one from each group in
-    turn (``stratify`` >= 0.5, below 0.5, undefined) until a group runs out, so each kind is seen.
-    Such a sample is not uniform: PPI means from it are indicative only (calibration/ppi.py)."""
-    rng = random.Random(seed)
-    rows = list(range(len(records)))
-    if stratify is None:
-        rng.shuffle(rows)
-        return sorted(rows[:n])
-    values = records[stratify].astype(float)
-    groups = [[i for i in rows if values.iloc[i] >= 0.5], [i for i in rows if values.iloc[i] < 0.5],
-              [i for i in rows if pd.isna(values.iloc[i])]]
-    for g in groups:
-        rng.shuffle(g)
-    picked: list[int] = []
-    while len(picked) < min(n, len(rows)):
-        for g in groups:
-            if g and len(picked) < n:
-                picked.append(g.pop())
-    return sorted(picked)
+    """Row positions of the first ``n`` answers of the cell's draw (:func:`rag_bench.calibration.sampling.draw`),
+    in the order the page shows them: uniform (any start of it is a uniform sample), or stratified
+    by a numeric column (``stratify`` >= 0.5, below 0.5, undefined in turn; not uniform: PPI means
+    from it are indicative only). ConfigError when the cell has no answer to label."""
+    order = sampling.draw(records, seed, stratify)
+    if not order:
+        raise ConfigError("the cell has no answers to label (no generator, or every generation failed) -- fix: "
+                          "label a cell that generated answers (generator=extractive or an LLM)")
+    return order[:n]
 
 
 def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -93,13 +90,16 @@ def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[d
         checked = []
         for c in cites:
             k = int(c) if c.isdigit() else 0
-            checked.append({"marker": c, "ok": 1 <= k <= len(ctx),
-                            "passage": ctx_ids[k - 1] if 1 <= k <= len(ctx_ids) else None})
-        out.append({"qid": str(rec["qid"]), "question": str(rec.get("question", "")),
-                    "answerable": bool(rec.get("answerable", True)), "answer": answer,
+            checked.append({"marker": visible(c), "ok": 1 <= k <= len(ctx),
+                            "passage": visible(str(ctx_ids[k - 1])) if 1 <= k <= len(ctx_ids) else None})
+        # Shown with control and bidi characters made visible (an U+202E would make the answer read
+        # reversed, so the person would judge another text than the one stored); the digest is the
+        # stored text's.
+        out.append({"qid": str(rec["qid"]), "question": visible(str(rec.get("question", ""))),
+                    "answerable": bool(rec.get("answerable", True)), "answer": visible(answer),
                     "answer_sha256": answer_digest(answer), "refused": bool(rec.get("refused", False)),
-                    "citations": checked, "references": refs.get(str(rec["qid"]), []),
-                    "context": [{"id": str(a), "text": str(t)} for a, t in zip(ctx_ids, ctx)]})
+                    "citations": checked, "references": [visible(x) for x in refs.get(str(rec["qid"]), [])],
+                    "context": [{"id": visible(str(a)), "text": visible(str(t))} for a, t in zip(ctx_ids, ctx)]})
     return out
 
 
@@ -113,6 +113,8 @@ def _label_json(lb: Label) -> dict[str, Any]:
         d["scale"] = lb.scale
     if lb.note:
         d["note"] = lb.note
+    if lb.sample:
+        d["sample"] = lb.sample.as_json()
     return d
 
 
@@ -132,22 +134,24 @@ def _keys_help(scale: int) -> str:
 
 
 def render(cell_id: str, cell_name: str, shown: list[dict[str, Any]], existing: Sequence[Label],
-           scale: int = 1) -> str:
-    """The whole page; ``scale`` > 1 labels grades ``0..scale`` (digit keys) instead of yes/no."""
+           scale: int = 1, sample: Sample | None = None) -> str:
+    """The whole page; ``scale`` > 1 labels grades ``0..scale`` (digit keys) instead of yes/no;
+    ``sample`` (how ``shown`` was drawn) is written on every new label."""
     import html
 
     if not 1 <= scale <= MAX_SCALE:
         raise ValueError(f"scale {scale}: must be 1 (yes/no) to {MAX_SCALE} (grades 0..{MAX_SCALE})")
     data = {"cell": cell_id, "name": cell_name, "measures": list(MEASURES), "items": shown,
-            "labels": [_label_json(lb) for lb in existing], "scale": scale}
-    title = html.escape(f"Label answers: {cell_name} ({cell_id})")
+            "labels": [_label_json(lb) for lb in existing], "scale": scale,
+            "sample": sample.as_json() if sample else None}
+    title = html.escape(visible(f"Label answers: {cell_name} ({cell_id})"))
     return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>{title}</title>\n"
             f"<style>{CSS}</style></head>\n<body>\n<h1>{title}</h1>\n"
             f"<p class=sub>Keys: {_keys_help(scale)} (first <b>correct</b>: "
             "does the answer answer the question right? a refusal of an unanswerable question is correct; then "
             "<b>faithfulness</b>: is everything it says supported by the passages it was given? a refusal is "
             "faithful), <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> previous/next, <kbd>u</kbd> clear this answer's labels."
-            "</p>\n<p>Labeller: <input id=lb-labeller value=\"author\" size=12> <span id=lb-progress></span> "
+            "</p>\n<p>Labeller: <input id=lb-labeller value=\"\" placeholder=\"your name\" size=12> <span id=lb-progress></span> "
             "<button id=lb-download>download labels.jsonl</button></p>\n<div id=lb-item></div>\n"
             f"<script type=\"application/json\" id=lb-data>{_safe_json(data)}</script>\n"
             f"<script>\n{_JS.read_text(encoding='utf-8')}</script>\n</body></html>\n")

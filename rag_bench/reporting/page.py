@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_bench.text.untrusted import visible
+
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{margin-bottom:0}.sub{color:#555;margin-top:.2em}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
@@ -39,7 +41,8 @@ body.only-drill #rb-main{display:none}#rb-view{display:flex;gap:1em;align-items:
 .rb-side-wrap{overflow-x:auto}#rb-side td{vertical-align:top;text-align:left;min-width:14em;max-width:28em}
 #rb-side td.q{min-width:16em}#rb-side tr.differ td.q{border-left:4px solid #fd8d3c}
 .rb-answer{white-space:pre-wrap;margin:.2em 0}.tw{overflow-x:auto}.ci{white-space:nowrap}
-.tw td:first-child,.tw td.l a{white-space:nowrap}body.only-section h1,body.only-section #rb-drill{display:none}"""
+.tw td:first-child,.tw td.l a{white-space:nowrap}body.only-section h1,body.only-section #rb-drill{display:none}
+td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td{unicode-bidi:plaintext}"""
 
 
 def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool = False, left: int = 1) -> str:
@@ -60,12 +63,12 @@ def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool 
             text = "" if shown is None else (f"{shown:.3f}" if isinstance(shown, float) else str(shown))
             if "\x00" in text:  # value + CI: "0.806\x00[0.73, 0.87]"
                 a, b = text.split("\x00", 1)
-                content = f"{html.escape(a)} <span class='ci'>{html.escape(b)}</span>"
+                content = f"{html.escape(visible(a))} <span class='ci'>{html.escape(b)}</span>"
             else:
-                content = html.escape(text)
+                content = html.escape(visible(text))  # a question or name: its controls shown, not obeyed
             if href:
                 content = f"<a href='{html.escape(href)}'>{content}</a>"
-            sort = "" if key is None else f" data-v='{html.escape(str(key))}'"
+            sort = "" if key is None else f" data-v='{html.escape(visible(str(key)))}'"
             cls = " class='l'" if i < left else ""
             tds.append(f"<td{cls}{sort}>{content}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")

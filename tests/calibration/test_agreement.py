@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from rag_bench.calibration.agreement import bootstrap_ci, cohen_kappa, confusion, spearman
+from rag_bench.calibration.agreement import (
+    bootstrap_ci,
+    chance_disagreement,
+    cohen_kappa,
+    confusion,
+    items_without_disagreement,
+    kappa_ci,
+    no_disagreement_low,
+    spearman,
+)
 from rag_bench.calibration.labels import answer_digest, load_labels
 from rag_bench.calibration.ppi import ppi_mean
 from rag_bench.errors import DataError
@@ -40,11 +49,46 @@ def test_kappa_of_constant_raters_is_undefined_not_one():
 
 def test_spearman_and_bootstrap_ci_bracket_the_estimate():
     rho = spearman(GA, GB)
-    lo, hi = bootstrap_ci(spearman, GA, GB, n_resamples=500, seed=1)
+    lo, hi = bootstrap_ci(spearman, GA, GB, n_resamples=500, seed=1).bounds
     assert lo <= rho <= hi and -1 <= lo < hi <= 1
     k = cohen_kappa(A, B)
-    klo, khi = bootstrap_ci(lambda x, y: cohen_kappa(x, y), A, B, n_resamples=500)
+    klo, khi = bootstrap_ci(lambda x, y: cohen_kappa(x, y), A, B, n_resamples=500).bounds
     assert klo <= k <= khi
+
+
+def test_kappa_ci_keeps_the_bootstrap_numbers_where_the_labels_are_enough():
+    """On 15 answers with disagreements: the percentile bootstrap exactly as before this rule."""
+    rng = np.random.default_rng(0)
+    x, y = np.asarray(A), np.asarray(B)
+    reps = np.array([cohen_kappa(x[i].tolist(), y[i].tolist(), categories=[0, 1])
+                     for i in rng.integers(0, len(x), size=(2000, len(x)))])
+    tail = (1.0 - 0.95) / 2.0 * 100.0  # 2.5000000000000022, as the former code computed it
+    want = np.percentile(reps[~np.isnan(reps)], [tail, 100.0 - tail])
+    ci = kappa_ci(A, B, categories=[0, 1])
+    assert ci.method == "bootstrap" and ci.bounds == (float(want[0]), float(want[1])) and ci.reason == ""
+
+
+def test_kappa_ci_is_none_below_min_items_or_where_too_many_resamples_are_undefined():
+    assert kappa_ci([1, 0, 1, 0], [1, 0, 1, 0], categories=[0, 1]).reason.startswith("4 labelled answers, fewer than")
+    assert "kappa is undefined" in kappa_ci([1] * 12, [1] * 12, categories=[0, 1]).reason
+    # 19 agreeing "no" and one disagreement: (19/20)^20 = 36 % of the resamples hold one category only
+    rare = kappa_ci([0] * 19 + [1], [0] * 20, categories=[0, 1])
+    assert not rare.defined and "resamples have no value" in rare.reason and rare.undefined > 50
+    # one rater constant: kappa 0 in every resample, a zero-width interval that measures nothing
+    flat = kappa_ci([0, 1] * 10, [0] * 20, categories=[0, 1])
+    assert not flat.defined and flat.reason.startswith("every resample gives 0.00")
+
+
+def test_without_disagreement_the_lower_bound_is_exact_and_tells_how_many_labels_a_bar_needs():
+    ci = kappa_ci([0, 1] * 20, [0, 1] * 20, categories=[0, 1])
+    # no disagreement in 40: share <= 1 - 0.025^(1/40) (Clopper-Pearson), chance share 0.5
+    assert ci.method == "exact" and ci.high == 1.0
+    assert ci.low == pytest.approx(1 - (1 - 0.025 ** (1 / 40)) / 0.5, abs=1e-12)
+    for bar in (0.6, 0.8, 0.95):
+        need = items_without_disagreement(bar, 0.5)
+        assert need is not None and no_disagreement_low(need, 0.5) >= bar > no_disagreement_low(need - 1, 0.5)
+    assert items_without_disagreement(1.0, 0.5) is None
+    assert chance_disagreement(np.array([[20, 0], [0, 20]])) == 0.5
 
 
 # ppi-python 0.2.3 (pip install ppi-python, in a separate venv), on these vectors:
