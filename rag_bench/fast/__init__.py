@@ -23,12 +23,15 @@ import contextlib
 import os
 import sys
 
-STOCK_ENV = "RAG_BENCH_STOCK_HYDRA"
+from rag_bench import switches
+
+STOCK_ENV = switches.STOCK_ENV
 
 
 def stock() -> bool:
-    """True when ``RAG_BENCH_STOCK_HYDRA`` is set to anything but ``""``/``0``: run stock Hydra."""
-    return os.environ.get(STOCK_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    """True when ``RAG_BENCH_STOCK_HYDRA`` is set to anything but ``""``/``0``: run stock Hydra
+    (:mod:`rag_bench.switches`)."""
+    return switches.current().stock
 
 
 def launcher_overrides(args: list[str], is_stock: bool | None = None) -> list[str]:

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from rag_bench import switches
 from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder, resolve_model
 from rag_bench.errors import ConfigError
 
@@ -101,7 +102,7 @@ def test_vectors_asked_again_come_from_memory_with_the_same_counts(tmp_path, mon
     assert emb.usage().requested == 7 and emb.usage().cache_hits == 3 and emb.usage().encoded == 3
     fresh = SentenceTransformerEmbedder(cache_dir=str(tmp_path))  # a new embedder starts from the cache
     assert np.array_equal(fresh.embed_documents(TEXTS), first) and lookups[-1] == 3
-    monkeypatch.setenv("RAG_BENCH_SHARE", "0")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(share=False))
     assert np.array_equal(emb.embed_documents(TEXTS), first) and lookups[-1] == 3
     assert emb.usage().cache_hits == 6  # found in the cache, not in memory: counted alike
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_bench import switches
 from rag_bench.embedding.cache import SHARD_DIR, EmbeddingCache, ShardSet, text_key, vector_bytes
 
 
@@ -68,7 +69,7 @@ def test_failed_write_leaves_no_file(tmp_path):
 
 
 def test_shards_only_never_opens_sqlite(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAG_BENCH_CACHE_SHARDS", "1")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(cache_shards=True))
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     items = _items(0, 20)
     cache.put_bytes(items)

@@ -11,8 +11,7 @@ from rag_bench.tracking.mlflow_tracker import MlflowTracker, finish_all
 
 @pytest.fixture
 def tracker(tmp_path, monkeypatch):
-    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     t = MlflowTracker()
     t.bind(output_root=tmp_path, experiment="exp", sweep_id="sweep-1")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_bench import switches
 from rag_bench.tracking.store_seed import keep_template, seed_store, template_path
 
 # Columns a store made at another moment differs in (milliseconds since the epoch).
@@ -84,7 +85,7 @@ def test_an_unexpected_store_or_template_or_sharing_off_leaves_stores_to_mlflow(
     assert not seed_store(tmp_path / "b.db", root=cache)
     assert not (tmp_path / "b.db").exists() and list(tmp_path.rglob(".*.part")) == []
     template.unlink()
-    monkeypatch.setenv("RAG_BENCH_SHARE", "0")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(share=False))
     assert not keep_template(fresh, root=cache) and not template.exists()
 
 
@@ -114,8 +115,7 @@ def test_the_tracker_seeds_every_store_after_its_first(tmp_path, monkeypatch):
 
     from rag_bench.tracking import mlflow_tracker
 
-    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
     template = template_path(mlflow.__version__, tmp_path / "cache")
@@ -125,7 +125,6 @@ def test_the_tracker_seeds_every_store_after_its_first(tmp_path, monkeypatch):
         t.bind(output_root=tmp_path / name, experiment="exp", sweep_id=f"sweep-{name}")
         parents.append(t.prepare())
         assert template.is_file()  # kept from a's store, a copy of it is b's
-        monkeypatch.delenv(mlflow_tracker.PARENT_ENV, raising=False)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}")
     run = client.get_run(parents[1])
     assert run.info.experiment_id == client.get_experiment_by_name("exp").experiment_id
