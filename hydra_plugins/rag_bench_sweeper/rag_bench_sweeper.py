@@ -31,7 +31,6 @@ class RagBenchSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
         self._tracking_prepared = False
         self._context: SweepContext | None = None
-        self._context_path: Path | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -58,17 +57,21 @@ class RagBenchSweeper(BasicSweeper):
             validate(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
         if not self._tracking_prepared:  # the grid is valid: now open the MLflow store and parent run
             self._tracking_prepared = True
-            assert self._context is not None and self._context_path is not None
+            assert self._context is not None
             self._context = dataclasses.replace(self._context,
                                                 parent_run=prepare_tracking(self.config, self._context))
-            self._context.write(self._context_path.parent)
+            self._context.write(self._experiment_dir())
 
     def get_job_batch(self) -> Any:
-        """The next batch, each job told where its sweep's context is (``sweep=PATH``)."""
+        """The next batch, each job told which sweep it belongs to (``sweep=<id>``: its context's file)."""
         batch = super().get_job_batch()
-        if self._context_path is None:
+        if self._context is None:
             return batch
-        return [[*job, f"{CONTEXT_KEY}={self._context_path}"] for job in batch]
+        return [[*job, f"{CONTEXT_KEY}={self._context.sweep_id}"] for job in batch]
+
+    def _experiment_dir(self) -> Path:
+        assert self.config is not None
+        return Path(str(self.config.output.root)) / str(self.config.experiment.name)
 
     def sweep(self, arguments: list[str]) -> Any:
         """Run the grid with a progress bar over all its cells."""
@@ -84,7 +87,7 @@ class RagBenchSweeper(BasicSweeper):
         self._context = SweepContext.of_command(str(self.config.experiment.name), argv_overrides(),
                                                 axes_of(self.config))
         self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
-        self._context_path = self._context.write(sweep_dir).resolve()
+        self._context.write(self._experiment_dir())
         try:
             with Progress(progress, total):
                 return super().sweep(arguments)

@@ -49,9 +49,11 @@ def prepare_tracking(config: DictConfig, sweep: SweepContext) -> str | None:
 
 
 def context_of(config: DictConfig) -> SweepContext | None:
-    """The sweep context a job's config names (``sweep``), None when it names none."""
-    path = config.get(CONTEXT_KEY)
-    return SweepContext.read(path) if path else None
+    """The context of the sweep a job's config names (``sweep``: its id), None when it names none."""
+    sweep_id = config.get(CONTEXT_KEY)
+    if not sweep_id:
+        return None
+    return SweepContext.read(SweepContext.path(Path(config.output.root) / str(config.experiment.name), str(sweep_id)))
 
 
 def _validates_first(config: DictConfig) -> bool:

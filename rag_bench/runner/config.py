@@ -121,8 +121,8 @@ class RagBenchConf:
     eval: EvalConf = field(default_factory=EvalConf)
     experiment: ExperimentConf = field(default_factory=ExperimentConf)
     output: OutputConf = field(default_factory=OutputConf)
-    # The sweep context file this cell belongs to (rag_bench.runner.context), set by the sweeper for
-    # each job; neither part of the cell id nor of its stored config.
+    # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
+    # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
     chunker: Any = None
     embedder: Any = None

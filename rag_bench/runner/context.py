@@ -3,8 +3,9 @@
 The launching process (rag_bench's sweeper, :mod:`hydra_plugins.rag_bench_sweeper`) makes the
 sweep's :class:`SweepContext` -- its id (the experiment and the command's overrides: re-running the
 command finds the same MLflow parent run), its axes (what the cells' run names show), the progress
-file the sweep's bar counts, and the MLflow parent run it opened -- writes it to the sweep folder
-and hands each cell its path as the cell's ``sweep`` key. The Hydra task function reads it there
+file the sweep's bar counts, and the MLflow parent run it opened -- writes it to the experiment's
+folder (``.hydra/sweep-<id>.json``) and hands each cell the sweep's id as the cell's ``sweep``
+key. The Hydra task function reads it there
 (a single ``rag-bench run`` makes its own) and passes it to :func:`rag_bench.runner.main.run_cell`;
 nothing below the entry points reads sweep state from the environment, and a cell's run name and
 parent depend on its arguments only.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from rag_bench.errors import ConfigError
 
-CONTEXT_KEY = "sweep"  # the cell config's key holding the context file's path (not part of a cell id)
+CONTEXT_KEY = "sweep"  # the cell config's key holding its sweep's id (not part of a cell id)
 
 
 def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
@@ -48,10 +49,15 @@ class SweepContext:
         """The context of a command's sweep (or single run) from its experiment and overrides."""
         return cls(sweep_id_from_argv(experiment, overrides), tuple(axes))
 
-    def write(self, folder: Path) -> Path:
-        """Write the context to ``folder`` (atomically: a cell never reads half of it); its path."""
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"sweep-{self.sweep_id}.json"
+    @staticmethod
+    def path(experiment_dir: Path, sweep_id: str) -> Path:
+        """Where the context of sweep ``sweep_id`` of the experiment folder ``experiment_dir`` is kept."""
+        return experiment_dir / ".hydra" / f"sweep-{sweep_id}.json"
+
+    def write(self, experiment_dir: Path) -> Path:
+        """Write the context to the experiment folder (atomically: a cell never reads half of it); its path."""
+        path = self.path(experiment_dir, self.sweep_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f".{path.name}.{os.getpid()}.part")
         part.write_text(json.dumps(asdict(self), sort_keys=True), encoding="utf-8")
         os.replace(part, path)
@@ -66,5 +72,5 @@ class SweepContext:
             return cls(str(data["sweep_id"]), tuple(str(a) for a in data.get("axes") or ()),
                        data.get("progress"), data.get("parent_run"))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"sweep={path}: the sweep's context cannot be read ({exc}) -- fix: run the cell from "
-                              "its sweep command again (the sweep folder writes it), or drop the sweep= override")
+            raise ConfigError(f"{path}: the sweep's context cannot be read ({exc}) -- fix: run the cell from its sweep "
+                              "command again (the sweep writes it), or drop the sweep= override") from exc

@@ -221,7 +221,7 @@ def stored_config(cfg: DictConfig, path: str) -> dict[str, Any]:
     ``cfg`` for the duration and put back as it was (the same raw value, so an interpolation stays
     one), instead of on a copy (0.54 ms instead of 2.1 ms for a shallow copy, 6 ms for a full one;
     demo config). The raw value is read through OmegaConf's public API (no private node access). The
-sweep context's path (``sweep``) is left out: where the cell's sweep state came from, not what it
+sweep's id (``sweep``) is left out: how the cell found its sweep's context, not what it
 computes."""
     node = cfg.dataset
     if node.path == path:
@@ -236,7 +236,7 @@ computes."""
 
 
 def _without_sweep(config: Any) -> dict[str, Any]:
-    """A stored config without the sweep context's path (transport to the cell, not configuration)."""
+    """A stored config without the sweep's id (how the cell found its sweep, not configuration)."""
     config.pop(CONTEXT_KEY, None)
     return config  # type: ignore[no-any-return]
 
