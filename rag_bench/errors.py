@@ -7,6 +7,9 @@ fix it*. The command line turns any :class:`RagBenchError` into exit code 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from rag_bench.redaction import redact
 
 
 @dataclass(frozen=True)
@@ -30,9 +33,13 @@ class Problem:
 
 
 class RagBenchError(Exception):
-    """Base class: bad input or configuration; the CLI exits with code 2."""
+    """Base class: bad input or configuration; the CLI exits with code 2. The message never holds
+    an API key (:func:`~rag_bench.redaction.redact`): it is printed, logged and stored."""
 
     exit_code = 2
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class DataError(RagBenchError):

@@ -31,6 +31,8 @@ MODULE_STATE: dict[str, str] = {
                               "still an error)",
     "tracking/parents.py:PARENT_RUNS": "one entry per open sweep, popped when the sweep's parent run is closed",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
+    "redaction.py:_forms": "six escaped forms of each distinct API key this process sent (one key per "
+                           "api_key_env variable); only masks text in messages, never changes a result",
 }
 _EMPTY_CALLS = {"dict", "set", "list", "OrderedDict", "defaultdict", "WeakValueDictionary", "WeakKeyDictionary"}
 

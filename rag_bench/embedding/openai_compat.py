@@ -9,9 +9,11 @@ embeddings.sqlite``), keyed by the endpoint's identity -- URL, model, dimensions
 so a re-run calls nothing. The API key is read from the environment variable ``api_key_env``
 names; it is never in the config, the identity or a cache key.
 
-An endpoint that cannot answer (after the retries), answers garbage (not the embeddings layout, a
-vector of the wrong dimension, NaN, fewer vectors than texts) stops the cell with an
-:class:`~rag_bench.errors.EndpointError` naming the endpoint (exit 2; nothing written).
+An endpoint that cannot answer (after the retries; :mod:`rag_bench.http`: a deadline per request,
+no redirect across hosts), answers garbage (not the embeddings layout, a vector of the wrong
+dimension, of strings or all zeros, NaN, indices that are not each text's once, fewer vectors than
+texts) stops the cell with an :class:`~rag_bench.errors.EndpointError` naming the endpoint (exit 2;
+nothing written, nothing of the reply cached).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.errors import ConfigError, EndpointError
-from rag_bench.http import post_json
+from rag_bench.http import check_settings, check_url, is_json_int, is_json_number, post_json
 from rag_bench.storage import get_or_compute
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,8 @@ class OpenAIEmbedder:
     query_prefix, document_prefix:
         Prepended to questions and to chunk texts before embedding (and part of the cache key).
     batch_size, concurrency, timeout_s, max_retries, backoff_s:
-        Texts per request, requests in flight, seconds per request, retries and first backoff.
+        Texts per request, requests in flight, seconds per request (the whole request, reply
+        included), retries and first backoff.
     normalize:
         L2-normalise vectors (cosine = inner product, as the FAISS inner-product indexes need).
     cache, cache_dir:
@@ -61,22 +64,20 @@ class OpenAIEmbedder:
                  batch_size: int = 64, concurrency: int = 2, timeout_s: float = 60.0, max_retries: int = 3,
                  backoff_s: float = 1.0, normalize: bool = True, cache: bool = True,
                  cache_dir: str | None = None) -> None:
-        if not base_url:
-            raise ConfigError("embedder.base_url is not set -- fix: embedder.base_url=http://HOST:PORT/v1")
-        for name, value, low in (("batch_size", batch_size, 1), ("concurrency", concurrency, 1),
-                                 ("max_retries", max_retries, 0)):
+        url = check_url("embedder", base_url)
+        for name, value, low in (("batch_size", batch_size, 1), ("concurrency", concurrency, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"embedder.{name} must be an integer >= {low}, got {value!r}")
         if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int)
                                        or dimensions < 1):
             raise ConfigError(f"embedder.dimensions must be an integer >= 1 or null, got {dimensions!r}")
-        if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-            raise ConfigError(f"embedder.timeout_s must be > 0, got {timeout_s!r}")
-        self.url = base_url.rstrip("/") + "/embeddings"
+        timeout_s, max_retries, backoff_s = check_settings("embedder", timeout_s=timeout_s, max_retries=max_retries,
+                                                           backoff_s=backoff_s)
+        self.url = url.rstrip("/") + "/embeddings"
         self.model, self.dimensions, self.api_key_env = model, dimensions, api_key_env
         self.query_prefix, self.document_prefix = query_prefix, document_prefix
         self.batch_size, self.concurrency = batch_size, concurrency
-        self.timeout_s, self.max_retries, self.backoff_s = float(timeout_s), max_retries, float(backoff_s)
+        self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
         self.normalize = bool(normalize)
         # What determines the vectors: where, which model, which size. Not the key, not timeouts.
         self.identity = f"openai|{self.url}|{model}|{dimensions}"
@@ -150,6 +151,8 @@ class OpenAIEmbedder:
                           backoff_s=self.backoff_s, api_key_env=self.api_key_env)
         self.calls += reply.attempts
         self.retries += reply.attempts - 1
+        if reply.fatal:
+            raise self._error(reply.reason, reply.fix)
         if reply.body is None:
             raise self._error(f"no embeddings after {reply.attempts} attempt(s) ({reply.reason})",
                               "check that the server is up and serves embeddings (llama.cpp: --embedding), "
@@ -158,28 +161,39 @@ class OpenAIEmbedder:
 
     def _parse(self, payload: bytes, count: int) -> np.ndarray:
         """The vectors of one response, in input order, checked: ``data[i].embedding`` lists of
-        finite numbers, one per input, all of one size (``dimensions`` when set)."""
+        numbers, one per input by an integer ``index`` (each once), all of one size
+        (``dimensions`` when set), finite in float32, none all zeros; ``usage.prompt_tokens`` a
+        count when given. Anything else is the endpoint's error: nothing of the reply is kept."""
         try:
             doc = json.loads(payload)
             items = doc["data"]
-            if not isinstance(items, list):
-                raise TypeError("data is not a list")
-            order = [int(it.get("index", i)) for i, it in enumerate(items)]
+            if not isinstance(items, list) or not all(isinstance(it, dict) for it in items):
+                raise TypeError("data is not a list of objects")
+            order = [it.get("index", i) for i, it in enumerate(items)]
             rows = [it["embedding"] for it in items]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise self._error(f"the response is not the embeddings layout ({type(exc).__name__}: "
                               f"{str(exc)[:120]}; starts {payload[:80]!r})",
                               "point embedder.base_url at an OpenAI-compatible /v1 (…/v1/embeddings)") from None
-        if len(rows) != count or sorted(order) != list(range(count)):
+        if len(rows) != count:
             raise self._error(f"{len(rows)} vectors for {count} texts", "check the endpoint's batch limit (lower "
                               "embedder.batch_size)")
+        if not all(is_json_int(i) for i in order) or sorted(order) != list(range(count)):
+            raise self._error(f"the indices {order[:8]!r}{' ...' if count > 8 else ''} do not number the {count} "
+                              f"texts 0..{count - 1} once each", "check the endpoint: each data[].index is the "
+                              "position of its text in the request, an integer")
         usage = doc.get("usage") if isinstance(doc, dict) else None
-        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-            self.tokens += usage["prompt_tokens"]
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if tokens is not None and not (is_json_int(tokens) and tokens >= 0):
+            raise self._error(f"usage.prompt_tokens is {tokens!r}, not a count", "check the endpoint")
         if rows and isinstance(rows[0], list) and rows[0] and isinstance(rows[0][0], list):
             raise self._error("one vector per token, not one per text (the server does not pool)",
                               "serve the model with a pooling type (llama.cpp's server: --pooling mean; "
                               "llama-cpp-python: pooling_type=1)")
+        wrong = [i for i, row in zip(order, rows) if not isinstance(row, list) or not all(map(is_json_number, row))]
+        if wrong:
+            raise self._error(f"the vectors of texts {sorted(wrong)[:5]} are not lists of numbers (strings, booleans "
+                              "or nulls)", "check embedder.model and the endpoint")
         ordered: list[Any] = [None] * count
         for i, row in zip(order, rows):
             ordered[i] = row
@@ -192,10 +206,19 @@ class OpenAIEmbedder:
             got = matrix.shape[1] if matrix.ndim == 2 else "none"
             raise self._error(f"vectors of size {got}, expected {want if want is not None else 'one size > 0'}",
                               "set embedder.dimensions to the model's size, or check embedder.model")
-        if not np.isfinite(matrix).all():
+        with np.errstate(over="ignore"):
+            vectors = matrix.astype(np.float32)
+        if not np.isfinite(vectors).all():  # also a finite value beyond float32's range
             raise self._error("vectors hold NaN or infinite values", "check the model served")
+        zero = np.flatnonzero(~vectors.any(axis=1))
+        if zero.size:
+            raise self._error(f"all-zero vectors for {zero.size} of {count} texts (texts {zero[:5].tolist()}): a "
+                              "vector without a direction matches nothing", "check the model served and its input "
+                              "limits")
+        if tokens is not None:
+            self.tokens += tokens
         self._dim = matrix.shape[1]
-        return matrix.astype(np.float32)
+        return vectors
 
     @property
     def dim(self) -> int:

@@ -1,8 +1,12 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
-Plain HTTP (``urllib``) with a timeout per call, bounded retries with exponential backoff on
-connection errors, timeouts, 429 and 5xx, and a concurrency limit. A call that still fails is
-recorded with its reason; it is never dropped silently.
+Plain HTTP (:mod:`rag_bench.http`) with a deadline per call, bounded retries with exponential
+backoff on connection errors, timeouts, a reply cut short, 429 and 5xx, and a concurrency limit. A
+call that still fails is recorded with its reason (the key redacted); it is never dropped
+silently. An endpoint that redirects elsewhere, or answers something that is not a chat
+completion (no ``choices[0].message.content`` string, token counts that are not counts), stops
+the cell with an :class:`~rag_bench.errors.EndpointError` naming it (exit 2; nothing of the reply
+cached): that is the endpoint, not one question.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, EndpointError
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import ANSWER_SCHEMA
-from rag_bench.http import post_json
+from rag_bench.http import check_settings, check_url, is_json_int, post_json
 
 
 class OpenAICompatibleGenerator:
@@ -34,7 +38,7 @@ class OpenAICompatibleGenerator:
         ``json_schema`` (OpenAI structured outputs), ``json_object`` (llama.cpp/Ollama style, with
         the schema attached) or ``none``.
     timeout_s, max_retries, backoff_s, concurrency, temperature, max_tokens, seed:
-        Call behaviour.
+        Call behaviour (``timeout_s`` bounds a whole request, reply included).
     """
 
     cacheable = True
@@ -43,19 +47,17 @@ class OpenAICompatibleGenerator:
                  response_format: str = "json_object", timeout_s: float = 60.0, max_retries: int = 3,
                  backoff_s: float = 1.0, concurrency: int = 2, temperature: float = 0.0, max_tokens: int = 256,
                  seed: int = 0) -> None:
-        if not base_url:
-            raise ConfigError("generator.base_url is not set -- fix: generator.base_url=http://HOST:PORT/v1")
+        url = check_url("generator", base_url)
         if response_format not in ("json_schema", "json_object", "none"):
             raise ConfigError(f"generator.response_format must be json_schema, json_object or none, got "
                               f"{response_format!r}")
-        for name, v in (("max_retries", max_retries), ("concurrency", concurrency)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "max_retries" else 1):
-                raise ConfigError(f"generator.{name} must be a non-negative integer, got {v!r}")
-        if not timeout_s > 0:
-            raise ConfigError(f"generator.timeout_s must be > 0, got {timeout_s!r}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"generator.concurrency must be an integer >= 1, got {concurrency!r}")
+        timeout_s, max_retries, backoff_s = check_settings("generator", timeout_s=timeout_s, max_retries=max_retries,
+                                                           backoff_s=backoff_s)
+        self.url = url.rstrip("/") + "/chat/completions"
         self.model, self.api_key_env, self.response_format = model, api_key_env, response_format
-        self.timeout_s, self.max_retries, self.backoff_s = float(timeout_s), max_retries, float(backoff_s)
+        self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
         self.concurrency, self.temperature, self.max_tokens, self.seed = concurrency, temperature, max_tokens, seed
         # The URL and model say which model answers; timeouts and keys do not change outputs.
         self.identity: dict[str, Any] = {"generator": "openai", "url": self.url, "model": model,
@@ -76,17 +78,39 @@ class OpenAICompatibleGenerator:
         t0 = time.perf_counter()
         reply = post_json(self.url, self._body(item), timeout_s=self.timeout_s, max_retries=self.max_retries,
                           backoff_s=self.backoff_s, api_key_env=self.api_key_env)
+        if reply.fatal:
+            raise self._error(reply.reason, reply.fix)
         if reply.body is None:
             return Generation("", reply.reason, seconds=time.perf_counter() - t0, attempts=reply.attempts)
+        text, tokens_in, tokens_out = self._parse(reply.body)
+        return Generation(text, None, tokens_in, tokens_out, time.perf_counter() - t0, attempts=reply.attempts)
+
+    def _error(self, what: str, fix: str) -> EndpointError:
+        return EndpointError(f"generator endpoint {self.url} (model {self.model!r}): {what}; nothing was written "
+                             f"-- fix: {fix}")
+
+    def _parse(self, payload: bytes) -> tuple[str, int, int]:
+        """The text and token counts of a chat completion: ``choices[0].message.content`` a string
+        (null: empty), ``usage``'s ``prompt_tokens``/``completion_tokens`` counts when given."""
         try:
-            data = json.loads(reply.body)
-            text = data["choices"][0]["message"]["content"] or ""
+            data = json.loads(payload)
+            content = data["choices"][0]["message"]["content"]
+            if content is not None and not isinstance(content, str):
+                raise TypeError(f"content is a {type(content).__name__}, not a string")
             usage = data.get("usage") or {}
-            return Generation(text, None, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                              time.perf_counter() - t0, attempts=reply.attempts)
+            if not isinstance(usage, dict):
+                raise TypeError("usage is not an object")
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
-            return Generation("", f"malformed response: {exc}", seconds=time.perf_counter() - t0,
-                              attempts=reply.attempts)
+            raise self._error(f"the response is not a chat completion ({type(exc).__name__}: {str(exc)[:120]}; "
+                              f"starts {payload[:80]!r})", "point generator.base_url at an OpenAI-compatible /v1 "
+                              "(…/v1/chat/completions)") from None
+        counts = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
+        wrong = [f"{name}={v!r}" for name, v in zip(("prompt_tokens", "completion_tokens"), counts)
+                 if v is not None and not (is_json_int(v) and v >= 0)]
+        if wrong:
+            raise self._error(f"usage holds token counts that are not counts ({', '.join(wrong)})",
+                              "check the endpoint")
+        return content or "", counts[0] or 0, counts[1] or 0
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """Calls in parallel up to ``concurrency``; results in input order."""

@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import ConfigError
+from rag_bench.http import MAX_REPLY_BYTES, check_settings, check_url, is_json_int
 from rag_bench.judging.base import JudgeResult, JudgeSample
+from rag_bench.redaction import redact, remember
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 
@@ -94,10 +96,45 @@ async def _count_usage(response: Any) -> None:
     await response.aread()
     try:
         got = json.loads(response.content).get("usage") or {}
-        usage["tokens_in"] += int(got.get("prompt_tokens") or 0)
-        usage["tokens_out"] += int(got.get("completion_tokens") or 0)
+        counts: list[Any] = [got.get("prompt_tokens"), got.get("completion_tokens")]
     except (ValueError, TypeError, AttributeError):
-        pass  # not a completion (or no usage reported): nothing to count
+        return  # not a completion (or no usage reported): nothing to count
+    # Only counts: Infinity, 1.9, true or "12" are the endpoint's garbage, not tokens.
+    usage["tokens_in"] += counts[0] if is_json_int(counts[0]) and counts[0] > 0 else 0
+    usage["tokens_out"] += counts[1] if is_json_int(counts[1]) and counts[1] > 0 else 0
+
+
+def _deadline_transport(seconds: float) -> Any:
+    """An httpx transport whose every request -- the reply's last byte included -- ends within
+    ``seconds`` (httpx's timeout bounds each read: a reply sent a byte at a time never trips it)
+    or fails with httpx's ReadTimeout, which the OpenAI client retries; a reply larger than
+    :data:`~rag_bench.http.MAX_REPLY_BYTES` fails too."""
+    import httpx
+
+    class DeadlineTransport(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            async def whole() -> httpx.Response:
+                response = await super(DeadlineTransport, self).handle_async_request(request)
+                parts, size = [], 0
+                try:
+                    async for chunk in response.stream:  # type: ignore[union-attr]
+                        size += len(chunk)
+                        if size > MAX_REPLY_BYTES:
+                            raise httpx.DecodingError(f"the reply is larger than {MAX_REPLY_BYTES >> 20} MiB",
+                                                      request=request)
+                        parts.append(chunk)
+                finally:
+                    await response.aclose()
+                return httpx.Response(response.status_code, headers=response.headers,
+                                      stream=httpx.ByteStream(b"".join(parts)), extensions=response.extensions)
+
+            try:
+                return await asyncio.wait_for(whole(), seconds)
+            except asyncio.TimeoutError:
+                raise httpx.ReadTimeout(f"timed out: no complete reply within judge.timeout_s={seconds:g} s (the "
+                                        "deadline of the whole request)", request=request) from None
+
+    return DeadlineTransport()
 
 
 def embedder_identity(embedder: Any) -> str:
@@ -149,7 +186,8 @@ class RagasJudge:
     metrics:
         Names in :data:`RAGAS_METRICS` (default ``faithfulness``, ``response_relevancy``).
     timeout_s, max_retries:
-        Per judge call: a request that times out, cannot connect or gets 429/5xx is retried up to
+        Per judge call: ``timeout_s`` bounds each request whole (the reply's last byte included); a
+        request that times out, cannot connect or gets 429/5xx is retried up to
         ``max_retries`` times, and so is a completion that does not fit the metric's output schema
         (re-asked with the validation error).
     concurrency:
@@ -178,8 +216,7 @@ class RagasJudge:
                  max_failure_rate: float = 0.2, concurrency: int = 1, max_tokens: int = 1024,
                  response_format: str = "json_object", samples: int = 1, seed: int = 0,
                  temperature: float | None = None, embedder: Any = None) -> None:
-        if not base_url:
-            raise ConfigError("judge.base_url is not set -- fix: judge.base_url=http://HOST:PORT/v1")
+        check_url("judge", base_url)
         bad = [m for m in metrics if m not in RAGAS_METRICS]
         if bad or not metrics:
             raise ConfigError(f"judge.metrics: unknown {bad} -- fix: a subset of {sorted(RAGAS_METRICS)}")
@@ -202,8 +239,7 @@ class RagasJudge:
             raise ConfigError(f"judge.temperature must be null or in [0, 2], got {temperature!r}")
         self.samples, self.seed = samples, seed
         self.temperature = None if temperature is None else float(temperature)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigError(f"judge.max_retries must be an integer >= 0, got {max_retries!r}")
+        timeout_s, max_retries, _ = check_settings("judge", timeout_s=timeout_s, max_retries=max_retries)
         if not (isinstance(max_failure_rate, (int, float)) and 0 <= max_failure_rate <= 1):
             raise ConfigError(f"judge.max_failure_rate must be in [0, 1], got {max_failure_rate!r}")
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
@@ -228,9 +264,14 @@ class RagasJudge:
             raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
         import httpx
 
-        client = AsyncOpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
-                             timeout=self.timeout_s, max_retries=self.max_retries,
-                             http_client=httpx.AsyncClient(timeout=self.timeout_s,
+        key = os.environ.get(self.api_key_env)
+        remember(key)  # a failure's reason (an echoed request) is stored
+        # No redirect is followed (the key stays with judge.base_url's host), and timeout_s bounds a
+        # whole request, not each read.
+        client = AsyncOpenAI(base_url=self.base_url, api_key=key or "not-needed", timeout=self.timeout_s,
+                             max_retries=self.max_retries,
+                             http_client=httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False,
+                                                           transport=_deadline_transport(self.timeout_s),
                                                            event_hooks={"response": [_count_usage]}))
         # What ragas' llm_factory builds for an OpenAI client, but with our mode: it picks JSON (the
         # schema only in the prompt), and a small model under a free JSON grammar rarely fits it.
@@ -284,7 +325,7 @@ class RagasJudge:
                     if not isinstance(outcome, Exception):
                         raise outcome  # KeyboardInterrupt and friends stop the run
                     # any judge failure is recorded with its reason, never raised
-                    failures[k] = f"{type(outcome).__name__}: {str(outcome)[:300]}"
+                    failures[k] = redact(f"{type(outcome).__name__}: {outcome}")[:300]
                     yield k, None
                 else:
                     yield k, outcome

@@ -116,8 +116,8 @@ def invalid_endpoint():
 
 
 def _judge_once(server, tmp_path, **kwargs):
-    judge = RagasJudge(base_url=f"http://127.0.0.1:{server.server_port}/v1", metrics=["faithfulness"], timeout_s=10,
-                       **kwargs)
+    judge = RagasJudge(base_url=f"http://127.0.0.1:{server.server_port}/v1", metrics=["faithfulness"],
+                       **{"timeout_s": 10, **kwargs})
     (result,) = judge.judge([JudgeSample("How long?", "14 days.", ("Refunds within 14 days.",))], cache_dir=tmp_path)
     return result
 
@@ -170,3 +170,44 @@ def test_a_score_that_compares_embeddings_is_cached_per_embedder():
     assert a._key("faithfulness", sample) == b._key("faithfulness", sample)
     before = json.dumps([a.identity, "faithfulness", "q?", "a.", ["ctx"], "ref"], sort_keys=True)
     assert a._key("faithfulness", sample) == hashlib.sha256(before.encode()).hexdigest()
+
+
+def test_the_judge_client_keeps_the_key_home_and_bounds_each_request_whole(tmp_path, monkeypatch):
+    """Our judge client (httpx under openai) against tests/servers.py's hostile endpoint: a
+    redirect to another host is not followed (nothing reaches it), a reply dripped a byte at a time
+    ends at judge.timeout_s (httpx's own timeout bounds each read only), and a failure's reason
+    never holds the key an error page quotes back."""
+    import time
+
+    from tests.servers import TRANSPORT_ACTS, HostileEndpoint, hostile
+
+    class Elsewhere(HostileEndpoint):
+        def do_POST(self):  # noqa: N802 (http.server API)
+            self.server.seen.append(self.headers.get("Authorization"))
+            self.send(200, b"{}")
+
+        do_GET = do_POST  # noqa: N815
+
+    key = "sk-JUDGE-hostile-5c0ffee"
+    monkeypatch.setenv("JUDGE_TEST_KEY", key)
+    with serving(Elsewhere, seen=[]) as other:
+        for act in ("redirect-302-elsewhere", "redirect-307-elsewhere", "drip", "echo-401"):
+            with hostile(TRANSPORT_ACTS[act]) as server:
+                server.elsewhere = f"http://localhost:{other.server_port}"
+                t0 = time.monotonic()
+                result = _judge_once(server, tmp_path / act, max_retries=0, api_key_env="JUDGE_TEST_KEY", timeout_s=1)
+                took = time.monotonic() - t0
+            assert result.scores == {"faithfulness": None}, act
+            assert key not in json.dumps(result.failures), act
+            assert all(auth == f"Bearer {key}" for _, auth in server.seen)
+            if act == "drip":
+                assert took < 6, took  # one request of 1 s (the reply would take a minute)
+                assert "timed out" in result.failures["faithfulness"].lower()
+    assert other.seen == []
+
+
+@pytest.mark.parametrize(("kw", "needle"), [({"timeout_s": 0}, "judge.timeout_s"), ({"timeout_s": -5}, "judge.timeout_s"),
+                                            ({"base_url": "127.0.0.1:8080/v1"}, "judge.base_url")])
+def test_judge_timeout_and_url_are_checked(kw, needle):
+    with pytest.raises(ConfigError, match=needle):
+        RagasJudge(**{"base_url": "http://127.0.0.1:9/v1", **kw})
