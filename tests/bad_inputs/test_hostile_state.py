@@ -7,14 +7,21 @@ what, where and ``-- fix: ...``, and leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
-from tests.conftest import REPO
+from rag_bench.cli import main as cli
+from rag_bench.generation import base as generation_base
+from tests.conftest import REPO, TINY
+from tests.servers import JsonEndpoint, serving
 
 # --- 32. `rag-bench status` reads only regular files -------------------------------------------
 
@@ -47,3 +54,67 @@ def test_status_never_reads_a_device_linked_as_a_log(tmp_path):
     out = _status(exp)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "jobs: none submitted" in out.stdout
+
+
+# --- 15. a generation that is not valid Unicode -------------------------------------------------
+
+LONE = "\ud83d"  # the first half of an emoji's UTF-16 pair: no character, UTF-8 cannot encode it
+
+
+class SurrogateEndpoint(JsonEndpoint):
+    """An OpenAI-compatible endpoint whose replies hold a lone surrogate: in the message content
+    itself (``server.where == "content"``) or escaped inside the answer JSON the model wrote."""
+
+    def answer(self, body: Any) -> tuple[int, bytes]:
+        if self.server.where == "content":  # type: ignore[attr-defined]
+            content = '{"answer": "Refunds take 5 days ' + LONE + '", "sources": [1]}'
+        else:
+            content = json.dumps({"answer": "Refunds take 5 days " + LONE, "sources": [1]})  # "\\ud83d" in JSON
+        return 200, json.dumps({"choices": [{"message": {"content": content}}],
+                                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
+
+
+def _run_generator(out: Path, url: str) -> int:
+    return cli(["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "generator=openai",
+                f"generator.base_url={url}", "generator.max_retries=0"])
+
+
+def _answers(out: Path) -> pd.DataFrame:
+    (records,) = out.glob("default/*/records.parquet")
+    assert (records.parent / "DONE").exists()
+    return pd.read_parquet(records, columns=["answer", "parse_error", "generation_error", "generation_cached"])
+
+
+@pytest.mark.parametrize(("where", "answer", "parse_error"), [
+    ("content", "Refunds take 5 days \ufffd", None),
+    ("answer-json", "", "'answer' is not text: it holds a lone UTF-16 surrogate escape"),
+], ids=["in-the-content", "escaped-in-the-answer-json"])
+def test_lone_surrogate_in_a_generation_is_never_cached_or_written(tmp_path, capsys, monkeypatch, where, answer,
+                                                                    parse_error):
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    with serving(SurrogateEndpoint, where=where) as server:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        assert _run_generator(tmp_path / "live", url) == 0, capsys.readouterr().err[-3000:]
+    # The endpoint is gone: the same prompts come from the cache, which holds text.
+    assert _run_generator(tmp_path / "cached", url) == 0, capsys.readouterr().err[-3000:]
+    for out, cached in (("live", False), ("cached", True)):
+        frame = _answers(tmp_path / out)
+        assert (frame.answer == answer).all() and frame.generation_error.isna().all()
+        assert frame.parse_error.isna().all() if parse_error is None else frame.parse_error.str.startswith(
+            parse_error).all()
+        assert (frame.generation_cached == cached).all()
+
+
+def test_a_poisoned_generation_cache_entry_does_not_crash_a_rerun(tmp_path, capsys, monkeypatch):
+    """A cache written before generations were checked holds the surrogate: served, it is text."""
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    with monkeypatch.context() as m:
+        m.setattr(generation_base, "valid_unicode", lambda g: g)  # the unchecked former behaviour
+        with serving(SurrogateEndpoint, where="content") as server:
+            url = f"http://127.0.0.1:{server.server_port}/v1"
+            with contextlib.suppress(Exception):
+                _run_generator(tmp_path / "poisoning", url)  # crashed writing records.parquet
+    capsys.readouterr()
+    assert _run_generator(tmp_path / "rerun", url) == 0, capsys.readouterr().err[-3000:]
+    frame = _answers(tmp_path / "rerun")
+    assert (frame.answer == "Refunds take 5 days \ufffd").all() and frame.generation_cached.all()
