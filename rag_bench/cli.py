@@ -200,6 +200,7 @@ def _run(args: list[str]) -> int:
 
 
 def _validate(argv: list[str]) -> int:
+    from rag_bench.data.files import describe_files
     from rag_bench.data.loader import load_dataset
 
     p = argparse.ArgumentParser(prog="rag-bench validate", description="Check a dataset folder (native or "
@@ -221,6 +222,8 @@ def _validate(argv: list[str]) -> int:
           + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
           + (f"grades {grades}, " if grades != [1] and grades else "") +
           f"{sum(len(q.evidence) for q in qs)} evidence spans; fingerprint {ds.fingerprint}")
+    print(f"the fingerprint covers: {', '.join(describe_files(ds.files))} (other files in the folder are not "
+          "part of the dataset)")
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rag_bench.data.files import describe_files
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.evaluation.results import Chunked, Generated, Indexed, Judged, Qrels, Reranked, Retrieved, Scored
 from rag_bench.evaluation.scorers import evidence, failure_labels, judge
@@ -195,6 +196,7 @@ def summarize(*, frame: pd.DataFrame, dataset: Dataset, chunked: Chunked, indexe
                                judge_tokens_out=judged.tokens_out, judge_s=judged.seconds)
     metrics["counts"] = counts
     metrics["dataset_fingerprint"] = dataset.fingerprint
+    metrics["dataset_files"] = describe_files(dataset.files)  # what the fingerprint covers
     metrics["warnings"] = sanity_warnings(frame, metrics, k, external=index_name == "external")
     if judged is not None and judged.failures:
         metrics["warnings"].append(judge.failure_warning(frame, judged.failures, judged.attempted))

@@ -20,6 +20,9 @@ import pytest
 
 from rag_bench.cli import main as cli
 from rag_bench.generation import base as generation_base
+from tests.bad_inputs.test_bad_inputs import copy_tiny, edit_questions
+from tests.bad_inputs.test_hostile_datasets import make_beir
+from tests.bad_inputs.test_hostile_outputs import run_cell
 from tests.conftest import REPO, TINY
 from tests.servers import JsonEndpoint, serving
 
@@ -118,3 +121,79 @@ def test_a_poisoned_generation_cache_entry_does_not_crash_a_rerun(tmp_path, caps
     assert _run_generator(tmp_path / "rerun", url) == 0, capsys.readouterr().err[-3000:]
     frame = _answers(tmp_path / "rerun")
     assert (frame.answer == "Refunds take 5 days \ufffd").all() and frame.generation_cached.all()
+
+
+# --- 16. files beside a dataset are not the dataset ---------------------------------------------
+
+
+def _fingerprint(capsys: pytest.CaptureFixture[str], root: Path, *split: str) -> str:
+    assert cli(["validate", str(root), *split]) == 0, capsys.readouterr().err[-3000:]
+    out = capsys.readouterr().out
+    return out.split("fingerprint ")[1].split()[0]
+
+
+def _fifo_beside(root: Path) -> None:
+    os.mkfifo(root / "notes.fifo")  # never read: before, refused as "not a regular file"
+
+
+BESIDE = [
+    ("labels", lambda r: (r / "labels.jsonl").write_text('{"qid": "q1", "cell": "0123456789ab", "measure": '
+                                                         '"correct", "value": 1}\n')),
+    ("notes", lambda r: (r / "NOTES.txt").write_text("ask Ann about q3\n")),
+    ("swap-file", lambda r: (r / ".questions.jsonl.swp").write_bytes(b"b0VIM 9.0\0" * 50)),
+    ("notes-folder", lambda r: ((r / "drafts").mkdir(), (r / "drafts" / "q7.md").write_text("# draft\n"))),
+    ("not-a-document-in-docs", lambda r: (r / "docs" / ".billing.md.swp").write_bytes(b"b0VIM\0")),
+    ("fifo-beside", _fifo_beside),
+    ("link-out-beside", lambda r: (r / "README.md").symlink_to("/etc/hostname")),
+]
+
+
+@pytest.mark.parametrize(("case", "add"), BESIDE, ids=[c[0] for c in BESIDE])
+def test_files_beside_the_dataset_keep_its_fingerprint_and_cell_ids(tmp_path, capsys, case, add):
+    root = copy_tiny(tmp_path)
+    before = _fingerprint(capsys, root)
+    exp = run_cell(capsys, tmp_path / "out", dataset=root)
+    (cell,) = [p for p in exp.iterdir() if (p / "DONE").exists()]
+    add(root)
+    assert _fingerprint(capsys, root) == before
+    run_cell(capsys, tmp_path / "out", dataset=root)  # the cell is found done, nothing recomputed
+    assert [p for p in exp.iterdir() if not p.name.startswith(".")] == [cell]
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert metrics["dataset_fingerprint"] == before
+    assert metrics["dataset_files"] == ["docs/**/*.md|*.txt (3 files)", "dataset.yaml", "docs.jsonl",
+                                        "questions.jsonl"]
+
+
+EDITS = [
+    ("document", lambda r: (r / "docs" / "billing.md").write_text((r / "docs" / "billing.md").read_text() + "\nMore.\n")),
+    ("new-document", lambda r: (r / "docs" / "extra.txt").write_text("An extra document.\n")),
+    ("docs-jsonl", lambda r: (r / "docs.jsonl").write_text((r / "docs.jsonl").read_text().replace(
+        '"version": "2"', '"version": "3"', 1))),
+    ("question", lambda r: edit_questions(r, lambda q: q[0].update(question=q[0]["question"] + "?"))),
+    ("manifest", lambda r: (r / "dataset.yaml").write_text("name: tiny-renamed\n")),
+]
+
+
+@pytest.mark.parametrize(("case", "edit"), EDITS, ids=[c[0] for c in EDITS])
+def test_editing_the_dataset_changes_its_fingerprint(tmp_path, capsys, case, edit):
+    root = copy_tiny(tmp_path)
+    before = _fingerprint(capsys, root)
+    edit(root)
+    assert _fingerprint(capsys, root) != before
+
+
+def test_beir_fingerprint_covers_the_split_it_reads(tmp_path, capsys):
+    root = make_beir(tmp_path / "beir")
+    test = _fingerprint(capsys, root)
+    (root / "qrels" / "dev.tsv").write_text("q1\td2\t1\n")  # another split: not what a test cell reads
+    (root / "labels.jsonl").write_text("{}\n")
+    assert _fingerprint(capsys, root) == test
+    dev = _fingerprint(capsys, root, "--split", "dev")
+    assert dev != test
+    (root / "qrels" / "dev.tsv").write_text("q1\td1\t1\n")
+    assert _fingerprint(capsys, root) == test and _fingerprint(capsys, root, "--split", "dev") != dev
+    with open(root / "corpus.jsonl", "a") as fh:
+        fh.write(json.dumps({"_id": "d3", "text": "A third document."}) + "\n")
+    assert _fingerprint(capsys, root) != test
+    assert cli(["validate", str(root), "--split", "../corpus"]) == 2
+    assert "is not a file name in qrels/" in capsys.readouterr().err
