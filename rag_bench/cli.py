@@ -761,15 +761,17 @@ CACHE_STORES = {"embeddings.sqlite": ("rag_bench.embedding.cache", "EmbeddingCac
 def _cache(argv: list[str]) -> int:
     import importlib
 
+    from rag_bench.embedding.cache import SHARD_DIR, EmbeddingCache, ShardSet
     from rag_bench.errors import DataError
     from rag_bench.storage import check_cache_dir, default_cache_dir, remove_store
 
     p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent caches (embeddings, "
                                 "generations, judge scores, reranker scores).")
-    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum")
+    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum and every embedding "
+                   "shard file (embeddings.shards/)")
     p.add_argument("--dir", default=None, help="cache folder (default $RAG_BENCH_CACHE or ~/.cache/rag_bench)")
-    p.add_argument("--repair", action="store_true", help="delete corrupt entries, and cache files SQLite cannot "
-                   "read (they are recomputed on use)")
+    p.add_argument("--repair", action="store_true", help="delete corrupt entries, cache files SQLite cannot "
+                   "read and damaged or disagreeing shard files (they are recomputed on use)")
     a = p.parse_args(argv)
     try:
         path = Path(a.dir).expanduser() if a.dir else default_cache_dir()
@@ -777,10 +779,12 @@ def _cache(argv: list[str]) -> int:
     except RagBenchError as exc:
         return _fail(exc)
     files = [name for name in CACHE_STORES if (path / name).is_file()]
-    if not files:
-        return _fail(f"{path}: no cache here (none of {', '.join(CACHE_STORES)}) -- fix: pass --dir or set "
-                     "RAG_BENCH_CACHE")
+    shards = ShardSet(path / SHARD_DIR).files()
+    if not files and not shards:
+        return _fail(f"{path}: no cache here (none of {', '.join(CACHE_STORES)}, {SHARD_DIR}/) -- fix: pass --dir "
+                     "or set RAG_BENCH_CACHE")
     code = 0
+    unreadable = set()
     for name in files:
         db = path / name
         module, cls = CACHE_STORES[name]
@@ -792,6 +796,7 @@ def _cache(argv: list[str]) -> int:
             if not a.repair:
                 print(f"error: {exc}", file=sys.stderr)
                 code = 2
+                unreadable.add(name)
                 continue
             remove_store(db)
             print(f"{db}: damaged file removed (SQLite could not read it); its entries are recomputed on use")
@@ -802,6 +807,20 @@ def _cache(argv: list[str]) -> int:
         print(f"{db}: {ok} entries ok, {bad} {state}")
         if bad and not a.repair:
             code = max(code, 1)
+    if shards:
+        # A shard file is read before SQLite and overrides it: a bad one is an error, not a count.
+        cache = EmbeddingCache(path / "embeddings.sqlite")
+        ok, bad_shards = cache.verify_shards(repair=a.repair, against_sqlite="embeddings.sqlite" not in unreadable)
+        cache.close()
+        print(f"{path / SHARD_DIR}: {ok} vectors ok in {len(shards) - len(bad_shards)} shard file(s)"
+              + (f", {len(bad_shards)} deleted" if a.repair and bad_shards else ""))
+        for shard, why in bad_shards:
+            if a.repair:
+                print(f"{shard}: deleted ({why}); its vectors are recomputed on use")
+            else:
+                print(f"error: {shard}: {why} -- fix: run `rag-bench cache verify --repair --dir {path}` (deletes the "
+                      "shard file; its vectors are recomputed on use)", file=sys.stderr)
+                code = 2
     return code
 
 

@@ -10,15 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from rag_bench.cli import main as cli
+from rag_bench.embedding.cache import SHARD_DIR, EmbeddingCache, ShardSet, text_key, vector_bytes
 from rag_bench.generation import base as generation_base
 from tests.bad_inputs.test_bad_inputs import copy_tiny, edit_questions
 from tests.bad_inputs.test_hostile_datasets import make_beir
@@ -197,3 +200,87 @@ def test_beir_fingerprint_covers_the_split_it_reads(tmp_path, capsys):
     assert _fingerprint(capsys, root) != test
     assert cli(["validate", str(root), "--split", "../corpus"]) == 2
     assert "is not a file name in qrels/" in capsys.readouterr().err
+
+
+# --- 18. `cache verify` checks the embedding shard files ---------------------------------------
+
+
+def _vectors(n: int, dim: int, seed: int = 0) -> list[tuple[str, bytes]]:
+    rng = np.random.default_rng(seed)
+    return [(text_key("m", "", str(i)), vector_bytes(rng.random(dim))) for i in range(n)]
+
+
+def _truncate(cache: Path, shard: Path) -> None:
+    shard.write_bytes(shard.read_bytes()[:-9])
+
+
+def _flip(cache: Path, shard: Path) -> None:
+    data = bytearray(shard.read_bytes())
+    data[60] ^= 0x01
+    shard.write_bytes(bytes(data))
+
+
+def _forge_other_size(cache: Path, shard: Path) -> None:
+    """A shard with a valid checksum whose vectors for texts SQLite holds have another size."""
+    shard.unlink()
+    ShardSet(cache / SHARD_DIR).put_bytes([(k, vector_bytes(np.ones(3))) for k, _ in _vectors(4, 8)])
+
+
+def _two_shards_disagree(cache: Path, shard: Path) -> None:
+    ShardSet(cache / SHARD_DIR).put_bytes([(_vectors(1, 8)[0][0], vector_bytes(np.ones(5)))])
+
+
+SHARD_CASES = [("truncated", _truncate, "damaged: size"), ("flipped-bit", _flip, "damaged: checksum mismatch"),
+               ("forged-other-size", _forge_other_size, "where embeddings.sqlite has size 8"),
+               ("two-shards-disagree", _two_shards_disagree, "for the same texts")]
+
+
+@pytest.mark.parametrize(("case", "damage", "needle"), SHARD_CASES, ids=[c[0] for c in SHARD_CASES])
+def test_cache_verify_reports_a_bad_shard_and_repair_deletes_it(tmp_path, capsys, case, damage, needle):
+    cache = tmp_path / "cache"
+    store = EmbeddingCache(cache / "embeddings.sqlite")
+    store.put_bytes(_vectors(4, 8))  # SQLite holds the texts...
+    [shard] = store.shards.put_bytes(_vectors(8, 8))  # ...and a phase-1 shard holds them too
+    store.close()
+    assert cli(["cache", "verify", "--dir", str(cache)]) == 0
+    assert "8 vectors ok in 1 shard file(s)" in capsys.readouterr().out
+    damage(cache, shard)
+    assert cli(["cache", "verify", "--dir", str(cache)]) == 2
+    err = capsys.readouterr().err
+    named = [p for p in (cache / SHARD_DIR).iterdir() if f"error: {p}: " in err]
+    assert named and (case != "two-shards-disagree" or len(named) == 2), err
+    assert needle in err and f"fix: run `rag-bench cache verify --repair --dir {cache}`" in err
+    assert cli(["cache", "verify", "--dir", str(cache), "--repair"]) == 0
+    assert "deleted (" in capsys.readouterr().out
+    assert cli(["cache", "verify", "--dir", str(cache)]) == 0  # what is left is sound
+    assert "4 entries ok, 0 corrupt" in capsys.readouterr().out
+
+
+def test_cache_verify_of_a_folder_of_shards_only(tmp_path, capsys):
+    ShardSet(tmp_path / SHARD_DIR).put_bytes(_vectors(5, 8))  # a cluster cache: no SQLite file
+    assert cli(["cache", "verify", "--dir", str(tmp_path)]) == 0
+    assert "5 vectors ok in 1 shard file(s)" in capsys.readouterr().out
+    assert not (tmp_path / "embeddings.sqlite").exists()
+
+
+def _dense_run(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """A dense cell in a child process: the parent's in-memory vectors must not hide the cache."""
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", f"dataset.path={TINY}", f"output.root={out}",
+                           "tracking=none", "retriever=dense"], capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "RAG_BENCH_CACHE": str(cache)})
+
+
+@pytest.mark.parametrize("forged", ["some-texts", "every-text"])
+def test_a_forged_shard_neither_crashes_nor_overrides_a_run(tmp_path, forged):
+    cache = tmp_path / "cache"
+    first = _dense_run(tmp_path / "a", cache)
+    assert first.returncode == 0, first.stderr[-3000:]
+    with sqlite3.connect(cache / "embeddings.sqlite") as conn:
+        keys = [str(r[0]) for r in conn.execute("SELECT key FROM vectors")]
+    keys = keys[:2] if forged == "some-texts" else keys
+    [shard] = ShardSet(cache / SHARD_DIR).put_bytes([(k, vector_bytes(np.ones(7))) for k in keys])
+    second = _dense_run(tmp_path / "b", cache)
+    assert second.returncode == 0, second.stderr[-3000:]
+    (a,), (b,) = (list((tmp_path / x).glob("default/*/metrics.json")) for x in "ab")
+    assert json.loads(a.read_text())["retrieval"] == json.loads(b.read_text())["retrieval"]
+    assert f"cache shard {shard} not used" in (tmp_path / "b" / "default" / ".hydra" / "rag_bench.log").read_text()
