@@ -284,3 +284,35 @@ def test_a_forged_shard_neither_crashes_nor_overrides_a_run(tmp_path, forged):
     (a,), (b,) = (list((tmp_path / x).glob("default/*/metrics.json")) for x in "ab")
     assert json.loads(a.read_text())["retrieval"] == json.loads(b.read_text())["retrieval"]
     assert f"cache shard {shard} not used" in (tmp_path / "b" / "default" / ".hydra" / "rag_bench.log").read_text()
+
+
+# --- 22. read-only commands leave the current folder as it was -----------------------------------
+
+RUN_ID, OTHER_ID = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+READ_ONLY = [
+    ("label", ["label", RUN_ID]),
+    ("export", ["export", RUN_ID]),
+    ("compare", ["compare", RUN_ID, OTHER_ID]),
+    ("gate", ["gate", RUN_ID, "--policy", str(REPO / "rag_bench" / "conf" / "gate" / "release.yaml")]),
+    ("calibrate", ["calibrate", RUN_ID, "--labels", str(REPO / "rag_bench" / "datasets" / "kettleby" / "labels.jsonl")]),
+    ("compare-sqlite-uri", ["compare", RUN_ID, OTHER_ID, "--tracking-uri", "sqlite:///elsewhere/mlflow.db"]),
+    ("gate-file-uri", ["gate", RUN_ID, "--policy", str(REPO / "rag_bench" / "conf" / "gate" / "release.yaml"),
+                       "--tracking-uri", "file:./mlruns"]),
+    ("leaderboard", ["leaderboard", "experiments/default"]),
+    ("status", ["status", "experiments/default"]),
+    ("report", ["report", "experiments/default", "--no-mlflow"]),
+    ("cache-verify", ["cache", "verify"]),
+]
+
+
+@pytest.mark.parametrize(("case", "argv"), READ_ONLY, ids=[c[0] for c in READ_ONLY])
+def test_read_only_command_creates_nothing(tmp_path, capsys, monkeypatch, case, argv):
+    here = tmp_path / "empty"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "no-cache"))
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "-- fix:" in err, err[-2000:]
+    assert list(here.iterdir()) == [] and not (tmp_path / "no-cache").exists()
