@@ -316,3 +316,54 @@ def test_read_only_command_creates_nothing(tmp_path, capsys, monkeypatch, case, 
     err = capsys.readouterr().err
     assert "Traceback" not in err and "-- fix:" in err, err[-2000:]
     assert list(here.iterdir()) == [] and not (tmp_path / "no-cache").exists()
+
+
+# --- 17. the MLflow store template is checked before it is used ----------------------------------
+
+PLANTED = [
+    ("trigger", "CREATE TRIGGER t AFTER INSERT ON latest_metrics BEGIN UPDATE latest_metrics SET value = 0.999 "
+                "WHERE run_uuid = NEW.run_uuid AND key = NEW.key; UPDATE metrics SET value = 0.999 WHERE "
+                "run_uuid = NEW.run_uuid AND key = NEW.key; END;", "trigger 't' that is not one of MLflow's"),
+    ("view", "CREATE VIEW v AS SELECT * FROM runs;", "view 'v'"),
+    ("row", "INSERT INTO experiment_tags (key, value, experiment_id) VALUES ('owner', 'mallory', 0);",
+     "table experiment_tags is not empty"),
+    ("other-schema-version", "UPDATE alembic_version SET version_num = '0584bdc529eb';", "schema revision"),
+    ("missing-table", "DROP TABLE trace_tags;", "missing ['trace_tags']"),
+    ("extra-column", "ALTER TABLE runs ADD COLUMN note TEXT;", "table runs's columns differ"),
+]
+
+
+@pytest.mark.parametrize(("case", "sql", "needle"), PLANTED, ids=[c[0] for c in PLANTED])
+def test_a_tampered_mlflow_store_template_is_not_used(tmp_path, capsys, monkeypatch, case, sql, needle):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.tracking import mlflow_tracker
+    from rag_bench.tracking.store_seed import keep_template, template_path
+
+    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "first.db"
+    MlflowClient(tracking_uri=f"sqlite:///{first}").search_experiments()  # MLflow's own empty store...
+    assert keep_template(first)  # ...kept, as the first sweep here keeps it
+    template = template_path(mlflow.__version__)
+    with contextlib.closing(sqlite3.connect(template)) as con, con:  # what a writer to a shared cache can do
+        con.executescript(sql)
+    out = tmp_path / "out"
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={out}"]) == 0, capsys.readouterr().err[-3000:]
+    err = capsys.readouterr().err
+    assert f"MLflow store template {template} not used" in err and needle in err, err[-3000:]
+    (done,) = out.glob("default/*/DONE")
+    metrics = json.loads((done.parent / "metrics.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    (run,) = [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])
+              if r.data.tags.get("rag_bench.role") == "cell"]
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["generation.correct"] == pytest.approx(metrics["generation"]["correct"])
+    assert run.data.metrics["retrieval.hit_at_5"] == pytest.approx(metrics["retrieval"]["hit@5"])
+    assert 0.999 not in run.data.metrics.values()
+    with contextlib.closing(sqlite3.connect(out / "mlflow.db")) as con:  # the store is MLflow's, nothing planted
+        assert not con.execute("SELECT name FROM sqlite_master WHERE type = 'view' OR name IN ('t', 'v')").fetchall()
