@@ -26,6 +26,7 @@ from rag_bench.generation import base as generation_base
 from tests.bad_inputs.test_bad_inputs import copy_tiny, edit_questions
 from tests.bad_inputs.test_hostile_datasets import make_beir
 from tests.bad_inputs.test_hostile_outputs import run_cell
+from tests.cluster.conftest import slurm  # noqa: F401 (a fixture: the real one-node SLURM cluster)
 from tests.conftest import REPO, TINY
 from tests.servers import JsonEndpoint, serving
 
@@ -367,3 +368,57 @@ def test_a_tampered_mlflow_store_template_is_not_used(tmp_path, capsys, monkeypa
     assert 0.999 not in run.data.metrics.values()
     with contextlib.closing(sqlite3.connect(out / "mlflow.db")) as con:  # the store is MLflow's, nothing planted
         assert not con.execute("SELECT name FROM sqlite_master WHERE type = 'view' OR name IN ('t', 'v')").fetchall()
+
+
+# --- 31. a SLURM request no node can hold is refused, not waited on ------------------------------
+
+SLURM_GRID = ["chunker=fixed", "pipeline.k=3,5", "retriever=bm25", "generator=none", "tracking=none",
+              f"dataset.path={TINY}", "experiment.name=grid"]
+
+
+def _rag_bench(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(Path(sys.executable).parent / "rag-bench"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**env, "PYTHONPATH": str(REPO)})
+
+
+def _jobs(env: dict[str, str]) -> set[str]:
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%A"], env=env, capture_output=True, text=True)
+    return set(out.stdout.split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["run", "embed"])
+def test_a_slurm_request_no_node_can_hold_is_refused_before_submission(slurm, tmp_path, command):  # noqa: F811
+    # The fixture's node has 2 CPUs and 8000 MB; the preset asks 4 CPUs and 16 GB per task.
+    env = {**slurm, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+    before = _jobs(slurm)
+    args = ["run", "-m"] if command == "run" else ["embed", "--shards", "1"]
+    grid = SLURM_GRID if command == "run" else [*SLURM_GRID[:2], "retriever=dense", *SLURM_GRID[3:]]
+    out = _rag_bench([*args, "+cluster=slurm", *grid, f"output.root={tmp_path / 'out'}"], env, tmp_path)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-3000:]
+    assert ("SLURM partition 'debug' has no node for one task: its largest node has 2 CPUs and 8000 MB; the request "
+            "asks 4 CPUs and 16384 MB per task") in out.stderr, out.stderr[-3000:]
+    assert "fix: +cluster=slurm hydra.launcher.cpus_per_task=2 hydra.launcher.mem_gb=7" in out.stderr
+    assert "Traceback" not in out.stderr and _jobs(slurm) == before  # nothing submitted
+    assert not list((tmp_path / "out").glob("grid/*/DONE")) and not list((tmp_path / "out").glob("**/*.submitit"))
+
+
+@pytest.mark.slow
+def test_a_slurm_job_pending_for_a_reason_that_never_resolves_is_cancelled(slurm, tmp_path):  # noqa: F811
+    # The request fits the node, but its time limit exceeds the partition's: SLURM accepts the job
+    # and leaves it PENDING (Reason=PartitionTimeLimit) for ever.
+    env = {**slurm, "RAG_BENCH_CACHE": str(tmp_path / "cache")}
+    subprocess.run(["scontrol", "update", "PartitionName=debug", "MaxTime=5"], env=slurm, check=True)
+    try:
+        out = _rag_bench(["run", "-m", "+cluster=slurm", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1",
+                          "hydra.launcher.timeout_min=10", *SLURM_GRID, f"output.root={tmp_path / 'out'}"], env, tmp_path)
+    finally:
+        subprocess.run(["scontrol", "update", "PartitionName=debug", "MaxTime=UNLIMITED"], env=slurm, check=True)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-3000:]
+    assert "can never start: pending with Reason=Partition" in out.stderr, out.stderr[-3000:]
+    assert "it was cancelled -- fix:" in out.stderr and "Traceback" not in out.stderr
+    array = out.stderr.split("SLURM array job ")[1].split()[0]
+    states = subprocess.run(["squeue", "-h", "-t", "all", "-j", array, "-o", "%T"], env=slurm, capture_output=True,
+                            text=True).stdout.split()
+    assert states and set(states) <= {"CANCELLED"}, states
+    assert not list((tmp_path / "out").glob("grid/*/DONE"))
