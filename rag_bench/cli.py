@@ -221,9 +221,8 @@ def _validate(argv: list[str]) -> int:
           f"({n_ans} answerable, {len(qs) - n_ans} unanswerable"
           + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
           + (f"grades {grades}, " if grades != [1] and grades else "") +
-          f"{sum(len(q.evidence) for q in qs)} evidence spans; fingerprint {ds.fingerprint}")
-    print(f"the fingerprint covers: {', '.join(describe_files(ds.files))} (other files in the folder are not "
-          "part of the dataset)")
+          f"{sum(len(q.evidence) for q in qs)} evidence spans; dataset files {', '.join(describe_files(ds.files))} "
+          f"(other files in the folder are not part of it); fingerprint {ds.fingerprint}")
     return 0
 
 
