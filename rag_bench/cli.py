@@ -208,6 +208,7 @@ def _run(args: list[str]) -> int:
 
 
 def _validate(argv: list[str]) -> int:
+    from rag_bench.data.files import describe_files
     from rag_bench.data.loader import load_dataset
 
     p = argparse.ArgumentParser(prog="rag-bench validate", description="Check a dataset folder (native or "
@@ -228,7 +229,8 @@ def _validate(argv: list[str]) -> int:
           f"({n_ans} answerable, {len(qs) - n_ans} unanswerable"
           + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
           + (f"grades {grades}, " if grades != [1] and grades else "") +
-          f"{sum(len(q.evidence) for q in qs)} evidence spans; fingerprint {ds.fingerprint}")
+          f"{sum(len(q.evidence) for q in qs)} evidence spans; dataset files {', '.join(describe_files(ds.files))} "
+          f"(other files in the folder are not part of it); fingerprint {ds.fingerprint}")
     return 0
 
 
@@ -766,15 +768,17 @@ CACHE_STORES = {"embeddings.sqlite": ("rag_bench.embedding.cache", "EmbeddingCac
 def _cache(argv: list[str]) -> int:
     import importlib
 
+    from rag_bench.embedding.cache import SHARD_DIR, EmbeddingCache, ShardSet
     from rag_bench.errors import DataError
     from rag_bench.storage import check_cache_dir, default_cache_dir, remove_store
 
     p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent caches (embeddings, "
                                 "generations, judge scores, reranker scores).")
-    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum")
+    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum and every embedding "
+                   "shard file (embeddings.shards/)")
     p.add_argument("--dir", default=None, help="cache folder (default $RAG_BENCH_CACHE or ~/.cache/rag_bench)")
-    p.add_argument("--repair", action="store_true", help="delete corrupt entries, and cache files SQLite cannot "
-                   "read (they are recomputed on use)")
+    p.add_argument("--repair", action="store_true", help="delete corrupt entries, cache files SQLite cannot "
+                   "read and damaged or disagreeing shard files (they are recomputed on use)")
     a = p.parse_args(argv)
     try:
         path = Path(a.dir).expanduser() if a.dir else default_cache_dir()
@@ -782,10 +786,12 @@ def _cache(argv: list[str]) -> int:
     except RagBenchError as exc:
         return _fail(exc)
     files = [name for name in CACHE_STORES if (path / name).is_file()]
-    if not files:
-        return _fail(f"{path}: no cache here (none of {', '.join(CACHE_STORES)}) -- fix: pass --dir or set "
-                     "RAG_BENCH_CACHE")
+    shards = ShardSet(path / SHARD_DIR).files()
+    if not files and not shards:
+        return _fail(f"{path}: no cache here (none of {', '.join(CACHE_STORES)}, {SHARD_DIR}/) -- fix: pass --dir "
+                     "or set RAG_BENCH_CACHE")
     code = 0
+    unreadable = set()
     for name in files:
         db = path / name
         module, cls = CACHE_STORES[name]
@@ -797,6 +803,7 @@ def _cache(argv: list[str]) -> int:
             if not a.repair:
                 _say(f"error: {exc}", file=sys.stderr)
                 code = 2
+                unreadable.add(name)
                 continue
             remove_store(db)
             _say(f"{db}: damaged file removed (SQLite could not read it); its entries are recomputed on use")
@@ -807,6 +814,20 @@ def _cache(argv: list[str]) -> int:
         _say(f"{db}: {ok} entries ok, {bad} {state}")
         if bad and not a.repair:
             code = max(code, 1)
+    if shards:
+        # A shard file is read before SQLite and overrides it: a bad one is an error, not a count.
+        cache = EmbeddingCache(path / "embeddings.sqlite")
+        ok, bad_shards = cache.verify_shards(repair=a.repair, against_sqlite="embeddings.sqlite" not in unreadable)
+        cache.close()
+        print(f"{path / SHARD_DIR}: {ok} vectors ok in {len(shards) - len(bad_shards)} shard file(s)"
+              + (f", {len(bad_shards)} deleted" if a.repair and bad_shards else ""))
+        for shard, why in bad_shards:
+            if a.repair:
+                print(f"{shard}: deleted ({why}); its vectors are recomputed on use")
+            else:
+                print(f"error: {shard}: {why} -- fix: run `rag-bench cache verify --repair --dir {path}` (deletes the "
+                      "shard file; its vectors are recomputed on use)", file=sys.stderr)
+                code = 2
     return code
 
 

@@ -174,6 +174,7 @@ class Dataset:
     documents: dict[str, Document] = field(default_factory=dict)
     questions: tuple[Question, ...] = ()
     fingerprint: str = ""
+    files: tuple[str, ...] = ()  # what the fingerprint covers (relative paths; rag_bench.data.files)
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,17 @@ class BlobStore:
             self._delete(bad)
         return ok, len(bad)
 
+    def sizes(self, keys: Sequence[str]) -> dict[str, int]:
+        """Byte size of each stored value among ``keys`` (those the store holds; bytes not read)."""
+        conn = self._conn()
+        out: dict[str, int] = {}
+        with readable(self.path):
+            for i in range(0, len(keys), _BATCH):
+                part = list(keys[i:i + _BATCH])
+                out.update((str(k), int(n)) for k, n in conn.execute(
+                    f"SELECT key, length(data) FROM {self.table} WHERE key IN ({','.join('?' * len(part))})", part))
+        return out
+
     def __len__(self) -> int:
         conn = self._conn()
         with readable(self.path):

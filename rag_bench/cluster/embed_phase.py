@@ -256,6 +256,9 @@ def run_slurm(plan: EmbedPlan, launcher: DictConfig, folder: Path) -> list[Shard
     A shard that fails raises here with its log's path (submitit's exception names it)."""
     import submitit
 
+    from rag_bench.cluster.request import check_request, wait_until_started
+
+    check_request(launcher.get("partition"), launcher.get("cpus_per_task"), launcher.get("mem_gb"))
     executor = submitit.AutoExecutor(folder=str(folder / "%j"), cluster="slurm")
     params: dict[str, Any] = {"timeout_min": int(launcher.get("timeout_min") or 60),
                               "cpus_per_task": int(launcher.get("cpus_per_task") or 1),
@@ -270,6 +273,8 @@ def run_slurm(plan: EmbedPlan, launcher: DictConfig, folder: Path) -> list[Shard
     jobs = executor.map_array(run_shard, list(plan.shards))
     print(f"phase 1: submitted {len(jobs)} shard task(s) as array job {jobs[0].job_id.split('_')[0]}"
           if jobs else "phase 1: nothing to submit", flush=True)
+    if jobs:
+        wait_until_started(jobs[0].job_id.split("_")[0])
     return [j.result() for j in jobs]
 
 

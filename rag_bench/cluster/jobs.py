@@ -16,7 +16,9 @@ which cell, including cells a killed job never reached.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from rag_bench.stages import SWEEP_ORDER
 # Stages of the shared prefix (up to and including the index): the overrides that name them label a job.
 PREFIX_STAGES = ("dataset", "chunker", "embedder", "index")
 PLAN_SUFFIX = ".plan.json"
+READ_LIMIT = 16 << 20  # bytes of one job log or plan that status reads (its tail, for a log)
 START = "rag-bench job: cell {cid} starting"     # printed by a job before each cell (status reads it)
 FAILED = "rag-bench job: cell {cid} failed"      # printed to stderr with the traceback
 
@@ -136,7 +139,7 @@ def read_plans(folder: Path) -> dict[str, tuple[str, str]]:
     plans = sorted(folder.glob(f"*{PLAN_SUFFIX}"), key=lambda p: _number(p.name[: -len(PLAN_SUFFIX)]))
     for path in plans:
         try:
-            data: Any = json.loads(path.read_text())
+            data: Any = json.loads(read_regular(path, tail=False))
             for job in data["jobs"]:
                 for cell in job["cells"]:
                     if re.fullmatch(r"[0-9a-f]{12}", str(cell["cell_id"])):  # a cell id, never a path
@@ -144,6 +147,24 @@ def read_plans(folder: Path) -> dict[str, tuple[str, str]]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a damaged plan only loses the job names of its cells
     return out
+
+
+def read_regular(path: Path, limit: int = READ_LIMIT, *, tail: bool = True) -> str:
+    """The text of ``path`` if it is a regular file: its last ``limit`` bytes (``tail``) or its first;
+    "" for anything else. The files under ``.submitit`` are named by whoever can write there: a FIFO
+    named like a log would block ``open`` forever and a device would never end, so the file is
+    opened without blocking and without following a link, and read only when fstat says regular."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return ""
+        if tail and st.st_size > limit:
+            f.seek(st.st_size - limit)
+        return f.read(limit).decode("utf-8", errors="replace")
 
 
 def _number(text: str) -> int:

@@ -136,8 +136,11 @@ class GroupedSlurmLauncher(SlurmLauncher):
     def _submit(self, jobs: list[PlannedJob], labels: dict[str, str], first: int) -> list[JobReturn]:
         import submitit
 
+        from rag_bench.cluster.request import check_request, wait_until_started
+
         assert self.config is not None
         params = dict(self.params)
+        check_request(params.get("partition"), params.get("cpus_per_task"), params.get("mem_gb"))
         executor = submitit.AutoExecutor(cluster="slurm", folder=params.pop("submitit_folder"),
                                          slurm_max_num_timeout=params.pop("max_num_timeout", 0))
         base = set(OmegaConf.structured(BaseQueueConf).keys())
@@ -150,6 +153,7 @@ class GroupedSlurmLauncher(SlurmLauncher):
         array = submitted[0].job_id.split("_")[0]
         plan = write_plan(Path(str(self.params["submitit_folder"])).parent, array, [j.job_id for j in submitted], jobs, labels)
         print(f"cluster plan: submitted {len(submitted)} job(s) as array {array} (plan: {plan})", flush=True)
+        wait_until_started(array)
         return [r for j in submitted for r in j.results()[0]]
 
     def run_group(self, cells: list[tuple[list[str], int, str]], singleton_state: dict[type, Singleton]) -> list[JobReturn]:

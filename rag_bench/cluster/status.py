@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_bench.cluster.jobs import FAILED, START, read_plans
+from rag_bench.cluster.jobs import FAILED, START, read_plans, read_regular
 from rag_bench.errors import OutputError
 
 CELL_DONE = re.compile(r"^cell ([0-9a-f]{12}) done:", re.M)
@@ -62,20 +62,18 @@ def _scheduler_states(job_ids: list[str]) -> dict[str, str]:
 
 
 def _tail(path: Path, n: int = TAIL_LINES) -> str:
-    if not path.is_file():
-        return ""
-    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    lines = [ln for ln in read_regular(path).splitlines() if ln.strip()]
     return "\n".join(lines[-n:])
 
 
 def _job(folder: Path, scheduler: str) -> JobStatus:
     job_id = folder.name
-    outs = sorted(folder.glob("*_log.out"))
-    errs = sorted(folder.glob("*_log.err"))
-    text = "".join(p.read_text(errors="replace") for p in outs)
+    outs = sorted(p for p in folder.glob("*_log.out") if p.is_file() and not p.is_symlink())
+    errs = sorted(p for p in folder.glob("*_log.err") if p.is_file() and not p.is_symlink())
+    text = "".join(read_regular(p) for p in outs)
     cells = tuple(dict.fromkeys(CELL_DONE.findall(text)))
     started = tuple(dict.fromkeys(CELL_START.findall(text)))
-    failed = tuple(dict.fromkeys(CELL_FAILED.findall("".join(p.read_text(errors="replace") for p in errs))))
+    failed = tuple(dict.fromkeys(CELL_FAILED.findall("".join(read_regular(p) for p in errs))))
     log = errs[-1] if errs else folder / f"{job_id}_0_log.err"
     if scheduler in ("PENDING", "CONFIGURING"):
         state = "pending"

@@ -1,35 +1,72 @@
-"""What a dataset folder may contain: regular files inside it, of bounded size.
+"""Which files of a dataset folder are the dataset, and that each is a regular file of bounded size.
 
-Checked before anything is read (the fingerprint reads every file): a symbolic link that leaves
-the dataset folder (``docs/x.md -> /etc/passwd``) would put outside text into the artifacts, and
-a device or FIFO (``docs.jsonl -> /dev/zero``) would be read until memory runs out. Links that
-stay inside the folder are followed; links to folders are not (a loop would never end).
+The dataset is exactly the files its loader reads: native ``docs/**/*.md|*.txt``, ``docs.jsonl``,
+``questions.jsonl``; BEIR ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``; both
+``dataset.yaml``. Its fingerprint (in every cell id) covers these and nothing else: labels saved
+beside the dataset, notes, an editor's swap file or a folder of drafts leave it unchanged.
+
+Each of them is checked before anything is read: a symbolic link that leaves the dataset folder
+(``docs/x.md -> /etc/passwd``) would put outside text into the artifacts, and a device or FIFO
+(``docs.jsonl -> /dev/zero``) would be read until memory runs out. Links that stay inside the
+folder are followed; links to folders are not (a loop would never end).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 
+from rag_bench.data.beir import is_beir
 from rag_bench.data.problems import ProblemLog
 
 MAX_FILE_BYTES = 1 << 30  # one file of a dataset; larger ones are refused, not read
+DOCUMENT_SUFFIXES = (".md", ".txt")  # native documents: docs/**/<id>.md or .txt
+NATIVE_FILES = ("dataset.yaml", "docs.jsonl", "questions.jsonl")
+BEIR_FILES = ("dataset.yaml", "corpus.jsonl", "queries.jsonl")
 
 
-def dataset_files(root: Path, log: ProblemLog) -> list[Path]:
-    """Every regular file under ``root`` (sorted); problems with the others go to ``log``."""
+def is_document(rel: PurePosixPath) -> bool:
+    """A native document: a .md or .txt file under docs/ (``rel`` relative to the docs/ folder's parent)."""
+    return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in DOCUMENT_SUFFIXES
+
+
+def _covers(rel: PurePosixPath, beir: bool, split: str) -> bool:
+    if beir:
+        return rel.as_posix() in (*BEIR_FILES, f"qrels/{split}.tsv")
+    return rel.as_posix() in NATIVE_FILES or is_document(rel)
+
+
+def _may_hold(rel: PurePosixPath, beir: bool) -> bool:
+    """A folder inside which the dataset may have files (no other folder is walked)."""
+    return rel.as_posix() == "qrels" if beir else rel.parts[0] == "docs"
+
+
+def dataset_files(root: Path, log: ProblemLog, split: str = "test") -> list[Path]:
+    """The files of the dataset under ``root`` (sorted), each a regular file inside the folder;
+    problems with them go to ``log``. Other files in the folder are not looked at."""
     base = root.resolve()
+    beir = is_beir(root)
+    if beir and (not split or "/" in split or "\\" in split or split.startswith(".")):
+        log.add(root / "qrels", 0, "dataset.split", f"split {split!r} is not a file name in qrels/",
+                "set dataset.split to the name of a qrels/<split>.tsv file, e.g. dataset.split=test")
+        return []
     files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
-        for name in sorted(dirnames):
+        rel_here = PurePosixPath(here.relative_to(root).as_posix())
+        dirnames[:] = sorted(d for d in dirnames if _may_hold(rel_here / d, beir))
+        for name in list(dirnames):
             p = here / name
             if p.is_symlink():
+                dirnames.remove(name)
                 log.add(p, 0, "", "symbolic link to a folder (not followed)",
                         "copy the files into the dataset folder instead of linking a folder")
         for name in sorted(filenames):
             p = here / name
+            if not _covers(rel_here / name, beir, split):
+                continue
             if p.is_symlink():
                 target = Path(os.path.realpath(p))
                 if not target.is_relative_to(base):
@@ -51,3 +88,11 @@ def dataset_files(root: Path, log: ProblemLog) -> list[Path]:
                 continue
             files.append(p)
     return sorted(files)
+
+
+def describe_files(files: Sequence[str]) -> list[str]:
+    """The covered files (relative paths) as said to a user: each file by name, native documents
+    as one entry with their count (a corpus may have thousands)."""
+    docs = sum(is_document(PurePosixPath(f)) for f in files)
+    rest = [f for f in files if not is_document(PurePosixPath(f))]
+    return ([f"docs/**/*.md|*.txt ({docs} files)"] if docs else []) + rest

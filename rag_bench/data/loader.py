@@ -15,10 +15,11 @@ from rag_bench.errors import DataError, Problem
 from rag_bench.records import Dataset
 
 
-def fingerprint(root: Path, files: list[Path] | None = None) -> str:
-    """sha256 over every file of the dataset (relative path + bytes): changes when anything does."""
+def fingerprint(root: Path, files: list[Path]) -> str:
+    """sha256 over the dataset's files (relative path + bytes; :func:`dataset_files`): changes when
+    any of them does, and only then."""
     h = hashlib.sha256()
-    for path in sorted(files if files is not None else (p for p in root.rglob("*") if p.is_file())):
+    for path in sorted(files):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(b"\0")
         h.update(file_digest(path))
@@ -32,13 +33,14 @@ def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
         raise DataError(Problem(str(root), 0, "dataset.path", "dataset folder does not exist",
                                 "pass dataset.path=DIR with docs/ + questions.jsonl (or a BEIR folder)"))
     log = ProblemLog(root)
-    files = dataset_files(root, log)  # links out of the folder, devices, FIFOs: refused before any read
+    files = dataset_files(root, log, split)  # links out of the folder, devices, FIFOs: refused before any read
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
-    return _load_cached(str(root.resolve()), split, fingerprint(root, files))
+    covered = tuple(p.relative_to(root).as_posix() for p in files)
+    return _load_cached(str(root.resolve()), split, fingerprint(root, files), covered)
 
 
 @lru_cache(maxsize=4)
-def _load_cached(root_s: str, split: str, fp: str) -> Dataset:
+def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...]) -> Dataset:
     # Keyed by fingerprint: a sweep in one process parses the dataset once, an edit reloads it.
     root = Path(root_s)
     log = ProblemLog(root)
@@ -52,4 +54,4 @@ def _load_cached(root_s: str, split: str, fp: str) -> Dataset:
         layout = "native"
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
     return Dataset(name=str(manifest.get("name") or root.name), root=root_s, layout=layout,
-                   documents=documents, questions=tuple(questions), fingerprint=fp)
+                   documents=documents, questions=tuple(questions), fingerprint=fp, files=files)

@@ -10,6 +10,7 @@ import yaml
 
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
+from rag_bench.data.files import DOCUMENT_SUFFIXES
 from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import (
     ProblemLog,
@@ -36,7 +37,7 @@ def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
     texts: dict[str, tuple[Path, str]] = {}
     on_disk: set[str] = set()  # ids of files that exist, even if unreadable (no double report)
     for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-        if path.suffix not in (".md", ".txt"):
+        if path.suffix not in DOCUMENT_SUFFIXES:
             continue
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
         on_disk.add(doc_id)

@@ -17,6 +17,11 @@ Two kinds of storage live side by side in a cache folder:
   skipped (its vectors are misses, recomputed). Phase 1 of a two-phase sweep
   (:mod:`rag_bench.cluster.embed_phase`) writes shard files; every lookup reads them first.
 
+A lookup asks for the texts of one model, so the vectors it returns have one size: a shard whose
+vectors disagree in size with ``embeddings.sqlite``'s for the same text (or with the vectors most
+of the lookup has) is not used, with a warning, and those vectors are recomputed; ``rag-bench cache
+verify`` reports damaged and disagreeing shards (exit 2) and ``--repair`` deletes them.
+
 With ``RAG_BENCH_CACHE_SHARDS=1`` in the environment the embedders' own writes go to new shard
 files too and ``embeddings.sqlite`` is never opened (cluster jobs on a network filesystem); without
 it (the default, every local run) new vectors go to SQLite exactly as before, and a lookup whose
@@ -31,7 +36,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -150,14 +156,27 @@ class ShardSet:
                     self._open[p.name] = _Shard(p)
                 except (OSError, ValueError) as exc:
                     self._bad.add(p.name)
-                    log.warning("cache shard %s skipped (%s); its vectors are recomputed on use -- fix: delete it", p,
-                                exc)
+                    log.warning("cache shard %s skipped (%s); its vectors are recomputed on use -- fix: rag-bench "
+                                "cache verify --repair --dir %s (deletes it)", p, exc, self.folder.parent)
             return list(self._open.values())
+
+    def reject(self, path: Path, why: str) -> None:
+        """Stop using the shard file ``path`` in this process (its vectors are recomputed), with a warning."""
+        with self._lock:
+            if self._open.pop(path.name, None) is not None or path.name not in self._bad:
+                self._bad.add(path.name)
+                log.warning("cache shard %s not used (%s); the texts it holds are looked up elsewhere or "
+                            "recomputed -- fix: rag-bench cache verify --repair --dir %s (deletes it)", path, why,
+                            self.folder.parent)
 
     def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
         """Stored bytes for ``keys`` (absent keys are absent from the result)."""
+        return {k: data for k, (data, _) in self.find_bytes(keys).items()}
+
+    def find_bytes(self, keys: Sequence[str]) -> dict[str, tuple[bytes, Path]]:
+        """Stored bytes for ``keys`` and the shard file each came from."""
         unique = list(dict.fromkeys(keys))
-        out: dict[str, bytes] = {}
+        out: dict[str, tuple[bytes, Path]] = {}
         if not unique:
             return out
         shards = self._shards()
@@ -171,7 +190,7 @@ class ShardSet:
             rows = shard.find(want)
             hit = rows >= 0
             for i in np.flatnonzero(hit).tolist():
-                out[todo[i]] = shard.vectors[rows[i]].tobytes()
+                out[todo[i]] = (shard.vectors[rows[i]].tobytes(), shard.path)
             todo = [k for k, h in zip(todo, hit.tolist()) if not h]
             want = want[~hit]
         return out
@@ -217,15 +236,33 @@ class ShardSet:
         self.written += 1
         return final
 
-    def verify(self) -> tuple[int, list[Path]]:
-        """``(vectors in good files, damaged files)`` over every shard file of the folder."""
-        ok, bad = 0, []
+    def verify(self, sizes: Callable[[list[str]], dict[str, int]] | None = None) -> tuple[int, list[tuple[Path, str]]]:
+        """``(vectors in good files, [(bad file, why)])`` over every shard file of the folder. A file
+        is bad when damaged (header, size, checksum) or when a text it holds has a vector of another
+        size in another shard file or in ``sizes(keys)`` (the SQLite store's: key -> bytes)."""
+        good: list[_Shard] = []
+        bad: dict[Path, str] = {}
         for p in self.files():
             try:
-                ok += _Shard(p).n
-            except (OSError, ValueError):
-                bad.append(p)
-        return ok, bad
+                good.append(_Shard(p))
+            except (OSError, ValueError) as exc:
+                bad[p] = f"damaged: {exc}"
+        seen: dict[bytes, _Shard] = {}
+        for shard in good:
+            keys = [bytes(k) for k in shard.keys]
+            if sizes is not None:
+                hexed = [k.hex() for k in keys]
+                other = {size for k, size in sizes(hexed).items() if size != 4 * shard.dim}
+                if other:
+                    bad[shard.path] = (f"vectors of size {shard.dim} where embeddings.sqlite has size "
+                                       f"{'/'.join(str(n // 4) for n in sorted(other))} for the same texts")
+            for k in keys:
+                first = seen.setdefault(k, shard)
+                if first.dim != shard.dim:
+                    for a, b in ((first, shard), (shard, first)):
+                        bad.setdefault(a.path, f"vectors of size {a.dim} where {b.path.name} has size {b.dim} "
+                                               "for the same texts")
+        return sum(s.n for s in good if s.path not in bad), sorted(bad.items())
 
 
 class EmbeddingCache(BlobStore):
@@ -241,13 +278,47 @@ class EmbeddingCache(BlobStore):
         self.shards = ShardSet(self.path.parent / SHARD_DIR)
 
     def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """Stored bytes for ``keys``: from the shard files, then SQLite (never opened when the
-        shards hold every key, or with ``RAG_BENCH_CACHE_SHARDS=1``)."""
-        out = self.shards.get_bytes(keys)
+        """Stored bytes for ``keys`` (the texts of one model), all of one size: from the shard
+        files, then SQLite for the keys they lack (with ``RAG_BENCH_CACHE_SHARDS=1`` SQLite is
+        never opened). A shard file whose vectors disagree in size with SQLite's for the same texts
+        is not used (:meth:`ShardSet.reject`); a remaining mix keeps the size most texts have."""
+        found = self.shards.find_bytes(keys)
+        out = {k: data for k, (data, _) in found.items()}
         rest = [k for k in dict.fromkeys(keys) if k not in out]
-        if rest and not shards_only() and self.path.exists():
-            out.update(super().get_bytes(rest))
+        if not shards_only() and self.path.exists():
+            if found:
+                # Shards are read first, so one forged for these texts would override SQLite's
+                # entries: their sizes (not their bytes) are compared.
+                stored = self.sizes(list(found))
+                for path in {found[k][1] for k, n in stored.items() if n != len(found[k][0])}:
+                    self.shards.reject(path, "its vectors disagree in size with embeddings.sqlite's for the same texts")
+                    dropped = [k for k, (_, p) in found.items() if p == path]
+                    for k in dropped:
+                        del out[k], found[k]
+                    rest += dropped
+            if rest:
+                out.update(super().get_bytes(rest))
+        if len({len(data) for data in out.values()}) > 1:
+            size = Counter(len(data) for data in out.values()).most_common(1)[0][0]
+            for k in [k for k, data in out.items() if len(data) != size]:
+                if k in found:
+                    self.shards.reject(found[k][1], f"its vectors have size {len(out[k]) // 4} where the other "
+                                                    f"vectors of the same model have {size // 4}")
+                else:
+                    log.warning("cache entry %s of size %d where the other vectors of the same model have %d: "
+                                "recomputed", k[:16], len(out[k]) // 4, size // 4)
+                del out[k]
         return out
+
+    def verify_shards(self, *, repair: bool = False, against_sqlite: bool = True) -> tuple[int, list[tuple[Path, str]]]:
+        """``(vectors ok, [(bad shard file, why)])`` (:meth:`ShardSet.verify`, checked against this
+        SQLite store when it exists and ``against_sqlite``); ``repair`` deletes the bad files."""
+        use = against_sqlite and self.path.exists()
+        ok, bad = self.shards.verify(self.sizes if use else None)
+        if repair:
+            for path, _ in bad:
+                path.unlink(missing_ok=True)
+        return ok, bad
 
     def put_bytes(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store values: in SQLite in one transaction, or as one new shard file with

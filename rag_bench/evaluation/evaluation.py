@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from rag_bench.cells import CellResult
+from rag_bench.data.files import describe_files
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
 from rag_bench.evaluation import table
@@ -66,6 +67,7 @@ class Evaluation:
         frame = table.records([*parts, *own], len(run.questions))
         metrics = aggregate(context.columns, declared, own, self.settings)
         metrics["dataset_fingerprint"] = run.dataset.fingerprint
+        metrics["dataset_files"] = describe_files(run.dataset.files)  # what the fingerprint covers
         metrics["warnings"] = [w for part in own for w in part.warnings]
         files = {name: text for part in own for name, text in part.files.items()}
         return CellResult(frame, metrics, files.pop("run.trec", ""), files.pop("qrels.trec", ""), files)

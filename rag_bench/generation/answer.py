@@ -10,6 +10,7 @@ from rag_bench.generation.prompt import REFUSAL
 from rag_bench.records import Answer
 
 _CITE = re.compile(r"\[(\d+)\]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's lone "\ud83d" escape: no character, not UTF-8
 
 
 def is_refusal(text: str) -> bool:
@@ -37,6 +38,9 @@ def _parse(raw: str, n_passages: int) -> Answer:
         return Answer("", parse_error=f"not JSON: {exc}", raw=str(raw))
     if not isinstance(obj, dict) or not isinstance(obj.get("answer"), str):
         return Answer("", parse_error="JSON lacks a string 'answer'", raw=raw)
+    if _SURROGATE.search(obj["answer"]):
+        return Answer("", parse_error="'answer' is not text: it holds a lone UTF-16 surrogate escape (\\ud800-\\udfff)",
+                      raw=raw)
     sources = obj.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sources):
         return Answer("", parse_error="'sources' is not a list of integers", raw=raw)

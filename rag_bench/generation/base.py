@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +17,13 @@ from rag_bench.digests import module_digest
 from rag_bench.generation.prompt import Prompt
 from rag_bench.records import Passage
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
+
+log = logging.getLogger(__name__)
+
+# A UTF-16 surrogate is no character: JSON's "\ud83d" escape decodes to one (an endpoint that cut a
+# reply between the two halves of an emoji), and UTF-8 cannot encode it, so records.parquet could
+# not be written.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     ``check(outputs, count)`` validates what the generator returned before anything is stored."""
     def call(batch: Sequence[GenerationInput]) -> list[Generation]:
         out = generator.generate(batch)
-        return check(out, len(batch)) if check is not None else list(out)
+        return [valid_unicode(g) for g in (check(out, len(batch)) if check is not None else out)]
 
     if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
         return call(items)
@@ -103,6 +113,18 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     return [got.values[k] for k in keys]
 
 
+def valid_unicode(g: Generation) -> Generation:
+    """``g`` with each UTF-16 surrogate in its text replaced by U+FFFD (as a UTF-8 decoder replaces
+    a broken byte), so what is scored, cached and written is text; the same for a fresh generation
+    and for one served from a cache entry stored before this check existed."""
+    raw, n_raw = _SURROGATE.subn("\ufffd", g.raw) if isinstance(g.raw, str) else (g.raw, 0)
+    error, n_error = _SURROGATE.subn("\ufffd", g.error) if isinstance(g.error, str) else (g.error, 0)
+    if not n_raw + n_error:
+        return g
+    log.warning("a generation held %d UTF-16 surrogate(s), not text: replaced by U+FFFD", n_raw + n_error)
+    return dataclasses.replace(g, raw=raw, error=error)
+
+
 def _encode(g: Generation) -> bytes:
     return json.dumps({"raw": g.raw, "tokens_in": g.tokens_in, "tokens_out": g.tokens_out,
                        "seconds": g.seconds}).encode()
@@ -110,4 +132,4 @@ def _encode(g: Generation) -> bytes:
 
 def _decode(data: bytes) -> Generation:
     d = json.loads(data)
-    return Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0)
+    return valid_unicode(Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 from rag_bench.cells import DEFAULT_OUTPUT_ROOT, Cell
@@ -44,6 +45,13 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
         raise DataError(Problem(run_id, 0, "tracking_uri", f"MLflow tracking server {uri} is unreachable ({why}): "
                                 "cannot look up the run", "start the server, point MLFLOW_TRACKING_URI (or "
                                 "--tracking-uri) at the one that holds the run, or pass the cell folder"))
+    store = local_store(uri)
+    if store is not None and not store.exists():
+        # MLflow creates a store it is asked to read from: a lookup must leave the folder as it was.
+        raise DataError(Problem(run_id, 0, "tracking_uri", f"no MLflow store at {store}: the run cannot be there",
+                                "run the command where the sweep's output.root is ./experiments, set "
+                                "MLFLOW_TRACKING_URI (or --tracking-uri) to the store that holds the run, or pass "
+                                "the cell folder"))
     client = MlflowClient(tracking_uri=uri)
     with bounded_requests():
         try:
@@ -67,3 +75,15 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
                 "mlflow_run_name": str(run.info.run_name or "")}
         (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")
     return dest
+
+
+def local_store(uri: str) -> Path | None:
+    """The file or folder of a local MLflow store URI (``sqlite:///...``, ``file:...``, a bare
+    path); None for a server or a database of another kind."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme == "sqlite":
+        path = uri[len("sqlite:///"):].split("?")[0] if uri.startswith("sqlite:///") else ""
+        return Path(path) if path and path != ":memory:" else None
+    if parsed.scheme == "file":
+        return Path(urllib.parse.unquote(parsed.path))
+    return Path(uri) if parsed.scheme == "" or len(parsed.scheme) == 1 else None  # a bare path (C:\ on Windows)

@@ -235,14 +235,14 @@ def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path
     with monkeypatch.context() as m:
         real_ns = time.time_ns
         m.setattr(digests.time, "time_ns", lambda: real_ns() + 2 * digests.SETTLED_NS)  # as if 4 s later
-        first = loader.fingerprint(tmp_path)
-        assert loader.fingerprint(tmp_path) == first and len(reads) == 1  # kept: read once
+        first = loader.fingerprint(tmp_path, [f])
+        assert loader.fingerprint(tmp_path, [f]) == first and len(reads) == 1  # kept: read once
         time.sleep(0.05)  # the edit below lands in a later tick of the file system's clock
         f.write_text("omega")  # same size, mtime put back: the ctime still moves
         os.utime(f, (old, old))
-        assert loader.fingerprint(tmp_path) != first and len(reads) == 2
+        assert loader.fingerprint(tmp_path, [f]) != first and len(reads) == 2
     fresh = tmp_path / "new.md"
     fresh.write_text("just written")  # changed under 2 s ago: read every time
-    loader.fingerprint(tmp_path)
-    loader.fingerprint(tmp_path)
+    loader.fingerprint(tmp_path, [f, fresh])
+    loader.fingerprint(tmp_path, [f, fresh])
     assert reads.count(fresh) == 2

@@ -56,7 +56,7 @@ def test_damaged_shard_is_skipped_not_served(tmp_path, caplog):
     assert ShardSet(tmp_path).get_bytes([k for k, _ in _items(0, 50)]) == {}
     assert "checksum mismatch" in caplog.text
     ok, bad = ShardSet(tmp_path).verify()
-    assert (ok, bad) == (0, [path])
+    assert ok == 0 and [(p, why.split(":")[0]) for p, why in bad] == [(path, "damaged")]
     Path(path.with_name(path.name[:-5] + "-cut.vecs")).write_bytes(bytes(data[:-10]))  # truncated: also skipped
     assert ShardSet(tmp_path).get_bytes([k for k, _ in _items(0, 50)]) == {}
 
@@ -75,3 +75,30 @@ def test_shards_only_never_opens_sqlite(tmp_path, monkeypatch):
     cache.put_bytes(items)
     assert cache.get_bytes([k for k, _ in items]) == dict(items)
     assert len(cache.shards.files()) == 1 and not (tmp_path / "embeddings.sqlite").exists()
+
+
+def test_a_shard_never_overrides_sqlite_with_vectors_of_another_size(tmp_path, caplog):
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    items = _items(0, 10)
+    cache.put_bytes(items)
+    keys = [k for k, _ in items]
+    [forged] = cache.shards.put_bytes([(k, vector_bytes(np.ones(3))) for k in keys])  # all keys, valid checksum
+    assert cache.get_bytes(keys) == dict(items)  # SQLite's entries, not the shard's
+    assert f"cache shard {forged} not used" in caplog.text and "disagree in size" in caplog.text
+    ok, bad = EmbeddingCache(tmp_path / "embeddings.sqlite").verify_shards()
+    assert ok == 0 and [p for p, _ in bad] == [forged] and "size 3 where embeddings.sqlite has size 8" in bad[0][1]
+    EmbeddingCache(tmp_path / "embeddings.sqlite").verify_shards(repair=True)
+    assert cache.shards.files() == []
+
+
+def test_a_lookup_returns_vectors_of_one_size(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("RAG_BENCH_CACHE_SHARDS", "1")
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    items = _items(0, 10)
+    [most] = cache.shards.put_bytes(items[:8])
+    [odd] = cache.shards.put_bytes([(k, vector_bytes(np.ones(3))) for k, _ in items[8:]])
+    got = cache.get_bytes([k for k, _ in items])
+    assert got == dict(items[:8]) and f"cache shard {odd} not used" in caplog.text  # two texts recomputed
+    [dup] = cache.shards.put_bytes([(items[0][0], vector_bytes(np.ones(5)))])  # one text, two sizes
+    ok, bad = cache.verify_shards()  # which of the two is right is unknown: both are reported
+    assert [p for p, _ in bad] == sorted([most, dup]) and ok == 2 and "for the same texts" in bad[0][1]
