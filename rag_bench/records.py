@@ -175,6 +175,14 @@ class Dataset:
     questions: tuple[Question, ...] = ()
     fingerprint: str = ""
     files: tuple[str, ...] = ()  # what the fingerprint covers (relative paths; rag_bench.data.files)
+    # The corpus's own fingerprint (documents and their metadata, not the questions): what chunks
+    # and indexes are keyed by, so two splits or an edited question set share them.
+    corpus_fingerprint: str = ""
+
+    @property
+    def corpus_key(self) -> str:
+        """What determines the corpus: its own fingerprint (the dataset's when not given)."""
+        return self.corpus_fingerprint or self.fingerprint
 
 
 @dataclass(frozen=True)

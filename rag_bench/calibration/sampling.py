@@ -21,6 +21,7 @@ import pandas as pd
 
 from rag_bench.calibration.labels import label_digest
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation import measures
 
 
 def labellable(records: pd.DataFrame) -> list[int]:
@@ -41,7 +42,7 @@ def check_stratify(records: pd.DataFrame, column: str) -> None:
     choices = stratify_columns(records)
     if column not in choices:
         what = "is not a numeric records column" if column in records.columns else "no such records column"
-        first = [c for c in ("correct", "faithfulness") if c in choices]
+        first = [c for c in (measures.CORRECT.column, measures.FAITHFULNESS.column) if c in choices]
         rest = [c for c in choices if c not in first][:40 - len(first)]
         raise ConfigError(f"--stratify {column!r}: {what} (strata are value >= 0.5, below, undefined) -- fix: one "
                           f"of {', '.join(first + rest)}{', ...' if len(choices) > 40 else ''}")

@@ -32,6 +32,12 @@ def is_document(rel: PurePosixPath) -> bool:
     return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in DOCUMENT_SUFFIXES
 
 
+def is_question_file(rel: PurePosixPath) -> bool:
+    """A file of the golden questions and their judgments (the rest is the corpus): native
+    ``questions.jsonl``; BEIR ``queries.jsonl`` and ``qrels/``."""
+    return rel.as_posix() in ("questions.jsonl", "queries.jsonl") or rel.parts[:1] == ("qrels",)
+
+
 def _covers(rel: PurePosixPath, beir: bool, split: str) -> bool:
     if beir:
         return rel.as_posix() in (*BEIR_FILES, f"qrels/{split}.tsv")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rag_bench.data.beir import is_beir, load_beir
-from rag_bench.data.files import dataset_files
+from rag_bench.data.files import dataset_files, is_question_file
 from rag_bench.data.native import load_documents, load_questions, read_manifest
 from rag_bench.data.problems import ProblemLog
 from rag_bench.digests import file_digest
@@ -36,11 +36,12 @@ def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
     files = dataset_files(root, log, split)  # links out of the folder, devices, FIFOs: refused before any read
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
     covered = tuple(p.relative_to(root).as_posix() for p in files)
-    return _load_cached(str(root.resolve()), split, fingerprint(root, files), covered)
+    corpus = [p for p in files if not is_question_file(PurePosixPath(p.relative_to(root).as_posix()))]
+    return _load_cached(str(root.resolve()), split, fingerprint(root, files), covered, fingerprint(root, corpus))
 
 
 @lru_cache(maxsize=4)
-def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...]) -> Dataset:
+def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...], corpus_fp: str) -> Dataset:
     # Keyed by fingerprint: a sweep in one process parses the dataset once, an edit reloads it.
     root = Path(root_s)
     log = ProblemLog(root)
@@ -54,4 +55,5 @@ def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...]) -> Da
         layout = "native"
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
     return Dataset(name=str(manifest.get("name") or root.name), root=root_s, layout=layout,
-                   documents=documents, questions=tuple(questions), fingerprint=fp, files=files)
+                   documents=documents, questions=tuple(questions), fingerprint=fp, files=files,
+                   corpus_fingerprint=corpus_fp)

@@ -36,11 +36,11 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork) -> SystemRun:
     questions = list(dataset.questions)
     ks, k = list(s.ks), s.k
 
-    chunk_key = [dataset.fingerprint, *parts.identity("chunker")]
+    chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
     chunked = stages.chunk(dataset=dataset, key=memo.key(*chunk_key), chunker=parts.chunker, work=work)
     indexed = stages.index(
         dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=work, retriever=parts.retriever,
-        key=memo.key(dataset.fingerprint, chunk_key, *parts.identity("retriever"), s.include_archived))
+        key=memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived))
 
     reranker = parts.reranker
     depth = max(ks + [k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))

@@ -56,6 +56,8 @@ def _default_location(cwd: str) -> str:
     return str(Path(cwd) / "mlruns" / "0")
 
 
+# One entry: what the installed MLflow creates does not change while a process runs (pure in the
+# installed package); the result (frozensets and strings) is never mutated.
 @functools.lru_cache(maxsize=1)
 def _mlflow_schema() -> tuple[dict[str, frozenset[str]], str, str]:
     """What the installed MLflow creates: table -> column names (its table models), its schema's

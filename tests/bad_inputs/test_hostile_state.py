@@ -342,8 +342,7 @@ def test_a_tampered_mlflow_store_template_is_not_used(tmp_path, capsys, monkeypa
     from rag_bench.tracking import mlflow_tracker
     from rag_bench.tracking.store_seed import keep_template, template_path
 
-    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
