@@ -111,3 +111,30 @@ def test_stores_closed_at_exit_leave_no_wal(tmp_path):
     assert (tmp_path / "x.sqlite-wal").exists()
     close_all()
     assert not (tmp_path / "x.sqlite-wal").exists() and store._local.conn is None
+
+
+def test_every_command_module_is_in_the_table_and_the_usage():
+    """A command is one module of rag_bench/cli with a COMMAND; the usage text is made from the table."""
+    import importlib
+    import pkgutil
+
+    import rag_bench.cli as package
+    from rag_bench.cli.main import COMMANDS, USAGE
+
+    helpers = {"common", "table", "main", "__main__"}
+    modules = [m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in helpers]
+    declared = {importlib.import_module(f"rag_bench.cli.{m}").COMMAND.name for m in modules}
+    assert declared == {c.name for c in COMMANDS} and len(COMMANDS) == len(modules)
+    for c in COMMANDS:
+        assert f"  {c.name} {c.synopsis}" in USAGE and c.summary.split()[0] in USAGE
+
+
+def test_chunks_go_through_the_sweeps_chunking_stage(capsys, monkeypatch):
+    """`chunks` chunks as a cell does (the pipeline's stage, its contracts checked)."""
+    from rag_bench.pipeline import contracts
+
+    checked = []
+    real = contracts.check_chunks
+    monkeypatch.setattr(contracts, "check_chunks", lambda *a, **k: checked.append(1) or real(*a, **k))
+    assert cli(["chunks", str(TINY), "chunker=section", "--stats-only"]) == 0
+    assert checked == [1] and "stats: chunker=section" in capsys.readouterr().err

@@ -1,0 +1,181 @@
+"""What every command of the ``rag-bench`` command line shares: printing for a person (untrusted
+text made visible), exit 2 with one line for bad input, Hydra's configuration errors made readable,
+output files written whole or not at all, and cells read from a folder or a run id."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from rag_bench.errors import RagBenchError
+from rag_bench.text.untrusted import visible
+
+# Keys an earlier release had: the message of an override that names one says what replaced it.
+RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker",
+           "chunker.child_chars": "chunker.size (the children's size, in characters)",
+           "chunker.parent_chars": "chunker.parent_ratio (parents are size × parent_ratio characters)"}
+
+
+def say(text: object = "", *, file: TextIO | None = None) -> None:
+    """Print for a person: what the line carries from datasets, answers, labels and cell folders
+    cannot drive the terminal (control characters shown escaped: rag_bench.text.untrusted)."""
+    print(visible(str(text)), file=file or sys.stdout)
+
+
+def fail(exc: BaseException | str) -> int:
+    """Print ``error: <message>`` on standard error; exit code 2 (bad input or configuration)."""
+    say(f"error: {exc}", file=sys.stderr)
+    return 2
+
+
+def exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = None, what: str = "",
+                    fix: str = "") -> int:
+    """Run the body of a command that reads cells, labels or a policy (gate, calibrate, label): bad input
+    (RagBenchError) exits 2 with its own message; with ``also``, such an error too, in one line
+    ``what: Type: message -- fix: ...`` -- never a traceback, and never exit 1 (the gate's verdict)."""
+    try:
+        return body()
+    except RagBenchError as exc:
+        return fail(exc)
+    except Exception as exc:
+        if also is None or not isinstance(exc, also):
+            raise
+        msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        return fail(f"{what}: {msg} -- fix: {fix}")
+
+
+def config_message(exc: BaseException, args: list[str] | None = None) -> str:
+    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
+    parts = [str(exc).strip()]
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and len(parts) < 4:
+        text = str(cause).strip()
+        if text and text not in parts[-1] and "$VALUE" not in text:
+            parts.append(text)
+        cause = cause.__cause__ or cause.__context__
+    msg = "\n  ".join(parts)
+    if "Could not override" in msg:
+        msg += "\n  (no such key: check its spelling; use +key=value only to add a new key on purpose)"
+        missing = re.search(r"Could not override '([^']+)'", msg)
+        listing = valid_keys(args or [], missing.group(1)) if missing else ""
+        if listing:
+            msg += f"\n  {listing}"
+        old = missing.group(1) if missing else ""
+        if old in RENAMED:
+            msg += f"\n  ({old} was renamed: {RENAMED[old]})"
+    return msg
+
+
+def missing_option(exc: BaseException) -> str:
+    """One line for an option a config group does not have (``chunker=secton``): the option, the
+    closest one and the group's options, from Hydra's own listing (which also holds the options of
+    plugins and search paths); empty for every other error."""
+    import difflib
+
+    text = str(exc)
+    found = re.search(r"Could not (?:find|load) '([^']+)/([^'/]+)'", text)
+    if not found:
+        return ""
+    group, option = found.groups()
+    listing = re.search(r"Available options in '[^']+':\n((?:\t[^\n]*\n?)*)", text)
+    options = [line.strip() for line in listing.group(1).splitlines() if line.strip()] if listing else []
+    near = difflib.get_close_matches(option, options, n=1)
+    return (f"configuration: {group}={option}: {group} has no option {option!r} -- fix: "
+            + (f"did you mean {group}={near[0]}? (" if near else "use one of ")
+            + (f"{group}'s options: {', '.join(options)}" if options else f"the options in {group}/ of the config")
+            + (")" if near else ""))
+
+
+def valid_keys(args: list[str], full_key: str) -> str:
+    """``valid keys of chunker: size, overlap (did you mean size?)`` for a key that does
+    not exist, from the config composed without it; empty when that cannot be composed."""
+    import difflib
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import DictConfig, OmegaConf
+
+    from rag_bench.runner.config import CONF_DIR
+
+    parent, _, leaf = full_key.rpartition(".")
+    rest = [a for a in args if not a.startswith("-") and a.lstrip("+~").split("=", 1)[0] != full_key]
+    try:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=rest)
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+    except Exception:  # noqa: BLE001 -- a listing is a courtesy; the error above stands alone
+        return ""
+    finally:
+        GlobalHydra.instance().clear()
+    if not isinstance(node, DictConfig):
+        return ""
+    keys = [str(k) for k in node.keys() if k not in ("_target_", "name") and not str(k).startswith("_")]
+    if not keys:
+        return ""
+    close = difflib.get_close_matches(leaf, keys, n=1)
+    return f"valid keys of {parent or 'the config'}: {', '.join(keys)}" + \
+        (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
+
+
+def load_cells_of(ref: str) -> list:
+    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names."""
+    from rag_bench.cells import experiment_cells, is_done, one_dataset
+    from rag_bench.tracking.download import load_cell
+
+    if Path(ref).is_dir() and not is_done(Path(ref)):
+        cells, notice = one_dataset(experiment_cells(ref))
+        if notice:
+            say(notice, file=sys.stderr)
+        return cells
+    return [load_cell(ref)]
+
+
+def output_file(name: str, option: str) -> Path:
+    """Check, before any work, that ``option``'s file can be written: not a folder, its folder exists
+    and is writable. Nothing is created here."""
+    from rag_bench.errors import ConfigError, Problem
+
+    path = Path(name).expanduser()
+
+    def bad(msg: str, fix: str) -> ConfigError:
+        return ConfigError(str(Problem(str(path), 0, option, msg, fix)))
+
+    if path.is_dir():
+        raise bad("is a folder, not a file", f"pass a file inside it, e.g. {path / 'outputs.jsonl'}")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise bad(f"{folder} is a file, not a folder", "pass a file in an existing folder")
+    if not folder.is_dir():
+        raise bad(f"folder {folder} does not exist", f"create it first (mkdir -p {folder}) or pass a file in an "
+                  "existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK) and not (path.exists() and os.access(path, os.W_OK)):
+        raise bad(f"cannot write in {folder} (permission denied)", "pass a file in a folder you can write")
+    return path
+
+
+def write_output(path: Path, text: str, option: str) -> None:
+    """Write a command's output file whole or not at all: a regular file through a temporary file
+    renamed over it; a device or pipe (``/dev/stdout``) written in place. An OSError (disk full,
+    quota, permissions) is an OutputError naming the file; no temporary file is left."""
+    from rag_bench.errors import OutputError, Problem
+
+    special = path.exists() and not path.is_file()
+    tmp = path if special else path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            if not special:
+                os.fsync(fh.fileno())
+        if not special:
+            os.replace(tmp, path)
+    except OSError as exc:
+        if not special:
+            tmp.unlink(missing_ok=True)
+        raise OutputError(str(Problem(str(path), 0, option, f"cannot write ({exc.strerror or exc})",
+                                      "free disk space or pass another file; nothing was written"))) from exc

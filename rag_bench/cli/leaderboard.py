@@ -1,0 +1,64 @@
+"""``rag-bench leaderboard``: table of the finished cells (--format table|csv|json|markdown, --columns, --tag TAG)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rag_bench.cli.common import fail, say
+from rag_bench.cli.table import Command
+from rag_bench.errors import RagBenchError
+
+
+def run(argv: list[str]) -> int:
+    """``rag-bench leaderboard`` with the arguments ``argv``; its exit code."""
+    from rag_bench.evaluation import measures
+    from rag_bench.reporting.leaderboard import (
+        FORMATS,
+        format_leaderboard,
+        load_cells,
+        question_tags,
+        resolve_columns,
+        tag_columns,
+    )
+
+    p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
+                                "experiment folder, best first. Cells are named by the parameters that vary "
+                                "between them (the labels of the report and of the MLflow runs).")
+    p.add_argument("experiment_dir")
+    p.add_argument("--sort-by", default=None, help="measure as section/name (default: the experiment's primary "
+                   f"measure, experiment.primary: generation/correct when answers were generated, else "
+                   f"{measures.PRIMARY.key}); lower-is-better measures sort ascending; ties go to the cheaper cell")
+    p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="table (default, aligned text), csv or "
+                   "json (full precision, for scripts), markdown (for a pull request)")
+    p.add_argument("--columns", help="comma-separated measures (section/name or name, e.g. ndcg@10,correct), or "
+                   "'all'; default: the main measure of each stage")
+    p.add_argument("--fingerprint", help="dataset version (fingerprint or a prefix of it) whose cells are shown when "
+                   "the folder holds cells of several; default: the version of the cell finished last")
+    a = p.parse_args(argv)
+    try:  # a cell that cannot be read (or an unknown --fingerprint): exit 2, as report and gate do
+        cells = load_cells(a.experiment_dir, fingerprint=a.fingerprint)
+    except RagBenchError as exc:
+        return fail(exc)
+    if cells.empty:
+        return fail(f"{a.experiment_dir}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
+    if a.tag:
+        cols = tag_columns(cells, a.tag)
+        if not cols:
+            return fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {question_tags(cells)}")
+        if a.format == "table":
+            say(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
+        say(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))
+        return 0
+    try:
+        columns = resolve_columns(cells, a.columns)
+        # a measure these cells lack was once ignored silently (the table sorted by its first column)
+        sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
+    except ValueError as exc:
+        return fail(str(exc).replace("--columns", "--sort-by", 1) if a.sort_by and a.sort_by in str(exc) else exc)
+    say(format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format))
+    return 0
+
+
+COMMAND = Command("leaderboard", "EXPERIMENT_DIR",
+                  "table of the finished cells (--format table|csv|json|markdown, --columns, --tag TAG)", run)

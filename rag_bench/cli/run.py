@@ -1,0 +1,60 @@
+"""``rag-bench run``: evaluate one cell; with -m a sweep (rag-bench run --help)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rag_bench.cli.common import config_message, fail, missing_option
+from rag_bench.cli.table import Command
+from rag_bench.errors import RagBenchError
+
+
+def run(args: list[str]) -> int:
+    """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2."""
+    modes = sorted({_HYDRA_MODES[a.split("=")[0]] for a in args if a.split("=")[0] in _HYDRA_MODES})
+    if len(modes) > 1:
+        return fail(f"{' and '.join(modes)} cannot be combined -- fix: give one (`rag-bench run --cfg job "
+                     "chunker=fixed` prints the config of one cell of a grid; `-m` runs the grid)")
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from rag_bench.cluster.preset import with_cluster_launcher
+    from rag_bench.fast import in_hydra as compose_in_hydra
+    from rag_bench.fast import launcher_overrides
+    from rag_bench.runner.config import check_group_overrides, check_hydra_targets
+    from rag_bench.runner.hydra_app import main as hydra_main
+    from rag_bench.tracking.mlflow_tracker import finish_all
+
+    args = with_cluster_launcher(args)  # +cluster=slurm runs on hydra/launcher=slurm
+    args = launcher_overrides(args)  # RAG_BENCH_STOCK_HYDRA=1: Hydra's basic launcher
+    # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    sys.argv = ["rag-bench run", *args]
+    try:
+        check_hydra_targets(args)
+        check_group_overrides(args)
+        with compose_in_hydra():
+            hydra_main()
+    except RagBenchError as exc:
+        finish_all(ok=False)
+        return fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:
+        finish_all(ok=False)
+        if missing := missing_option(exc):
+            return fail(missing)
+        return fail(f"configuration: {config_message(exc, args)}\n  -- fix: see `rag-bench run --help` for groups "
+                     "and options (`rag-bench run --cfg job` prints every key), conf/ for the files")
+    except BaseException:
+        finish_all(ok=False)
+        raise
+    return 0
+
+
+# Hydra's mutually exclusive modes of `run` (Hydra raises a bare ValueError when two are given).
+_HYDRA_MODES = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun": "--multirun", "-c": "--cfg",
+                "--cfg": "--cfg", "-i": "--info", "--info": "--info", "-sc": "--shell-completion",
+                "--shell-completion": "--shell-completion"}
+
+
+COMMAND = Command("run", "[hydra overrides]", "evaluate one cell; with -m a sweep (rag-bench run --help)", run)

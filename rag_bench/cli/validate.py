@@ -1,0 +1,40 @@
+"""``rag-bench validate``: check a dataset; every problem listed; exit 2 if any."""
+
+from __future__ import annotations
+
+import argparse
+
+from rag_bench.cli.common import fail, say
+from rag_bench.cli.table import Command
+from rag_bench.errors import RagBenchError
+
+
+def run(argv: list[str]) -> int:
+    """``rag-bench validate`` with the arguments ``argv``; its exit code."""
+    from rag_bench.data.files import describe_files
+    from rag_bench.data.loader import load_dataset
+
+    p = argparse.ArgumentParser(prog="rag-bench validate", description="Check a dataset folder (native or "
+                                "BEIR layout) and list every problem with file:line, field and a fix.")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    a = p.parse_args(argv)
+    try:
+        ds = load_dataset(a.dataset, split=a.split)
+    except RagBenchError as exc:
+        return fail(exc)
+    qs = ds.questions
+    n_ans = sum(q.answerable for q in qs)
+    unjudged = sum(q.answerable and not q.evidence for q in qs)
+    grades = sorted({s.grade for q in qs for s in q.evidence})
+    say(f"ok: {ds.name} ({ds.layout}): {len(ds.documents)} documents, "
+          f"{sum(len(d.text) for d in ds.documents.values())} characters, {len(qs)} questions "
+          f"({n_ans} answerable, {len(qs) - n_ans} unanswerable"
+          + (f", {unjudged} with no relevant judgment: excluded from ranking measures" if unjudged else "") + "), "
+          + (f"grades {grades}, " if grades != [1] and grades else "") +
+          f"{sum(len(q.evidence) for q in qs)} evidence spans; dataset files {', '.join(describe_files(ds.files))} "
+          f"(other files in the folder are not part of it); fingerprint {ds.fingerprint}")
+    return 0
+
+
+COMMAND = Command("validate", "DATASET", "check a dataset; every problem listed; exit 2 if any", run)

