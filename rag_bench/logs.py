@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 OWN = ("rag_bench", "hydra_plugins.rag_bench")
 

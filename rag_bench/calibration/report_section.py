@@ -19,7 +19,7 @@ from rag_bench.calibration.calibrate import Agreement, calibrate
 from rag_bench.calibration.labels import load_labels
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 TITLE = "Can we trust the automatic answer measures?"
 

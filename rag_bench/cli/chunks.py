@@ -10,7 +10,7 @@ import sys
 from rag_bench.cli.common import fail, missing_option, say
 from rag_bench.cli.table import Command
 from rag_bench.errors import RagBenchError
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 
 def run(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rag_bench.errors import RagBenchError
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 # Keys an earlier release had: the message of an override that names one says what replaced it.
 RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker",
@@ -22,7 +22,7 @@ RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker"
 
 def say(text: object = "", *, file: TextIO | None = None) -> None:
     """Print for a person: what the line carries from datasets, answers, labels and cell folders
-    cannot drive the terminal (control characters shown escaped: rag_bench.text.untrusted)."""
+    cannot drive the terminal (control characters shown escaped: rag_bench.untrusted)."""
     print(visible(str(text)), file=file or sys.stdout)
 
 

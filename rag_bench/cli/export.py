@@ -10,7 +10,7 @@ from pathlib import Path
 from rag_bench.cli.common import fail, output_file, write_output
 from rag_bench.cli.table import Command
 from rag_bench.errors import RagBenchError
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 
 def run(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import DataError, Problem
-from rag_bench.text.untrusted import control_characters
+from rag_bench.untrusted import control_characters
 
 
 class ProblemLog:

@@ -23,6 +23,7 @@ from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
 from rag_bench.reporting import decide
+from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import (
     holm,
     paired_bootstrap_ci,
@@ -141,6 +142,7 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
     ``hit@<pipeline.k of a>``, or on ``flip_metric`` when given."""
     ra, rb = _aligned(a, b)
     cols = _columns(a, ra, rb, metrics)
+    check_comparable([a, b], [c.key for c in cols], names=dict(zip((a.cell_id, b.cell_id), names)) if names else None)
     rows: list[dict[str, Any]] = []
     for col in cols:
         x = col.read(ra).to_numpy(np.float64)  # type: ignore[union-attr]

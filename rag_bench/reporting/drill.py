@@ -6,7 +6,7 @@ opened) so the report opens from disk with no server: browsers refuse ``fetch`` 
 but load local scripts. Passage texts and questions are stored once (``drill/passages.js``,
 ``drill/questions.js``) and referenced by number, so a sweep of many chunkers over the same
 corpus does not repeat them per cell. Every text (questions, answers, passages, references) is stored with its control and
-bidirectional characters made visible (:func:`rag_bench.text.untrusted.visible`): an U+202E in an
+bidirectional characters made visible (:func:`rag_bench.untrusted.visible`): an U+202E in an
 answer would make it read reversed. Texts come from the dataset the cells were computed on
 (its recorded path); when it is gone, the context texts kept in records.parquet stand in and the
 rest shows ids only.
@@ -26,7 +26,7 @@ import numpy as np
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 log = logging.getLogger(__name__)
 MAX_PASSAGE_CHARS = 4000

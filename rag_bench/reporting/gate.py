@@ -48,8 +48,9 @@ from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
 from rag_bench.reporting.decide import cell_name, pair_names
+from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 _TOP = {"thresholds", "regressions", "errors", judge_rule.KEY}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
@@ -396,6 +397,8 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     if regressions and baseline is None:
         results.append(RuleResult("regressions", "pass", "skipped", "", "no --baseline given"))
     if baseline is not None:
+        check_comparable([baseline, cell], list(regressions),
+                         fix="gate against a --baseline scored with the same settings")
         for metric, rule in regressions.items():
             results.append(_regression(cell, baseline, metric, rule, seed))
     max_rate = (policy.get("errors") or {}).get("max_error_rate")
@@ -491,7 +494,7 @@ def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> st
 def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate") -> str:
     """JUnit XML: one testcase per rule, so CI systems list each rule as a test. XML 1.0 cannot hold
     most control characters even as references (a NUL makes the file ill-formed and CI then ignores
-    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.text.untrusted.visible`)."""
+    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.untrusted.visible`)."""
     fails = sum(r.status == "fail" for r in results)
     errs = sum(r.status == "error" for r in results)
     out = ['<?xml version="1.0" encoding="UTF-8"?>',

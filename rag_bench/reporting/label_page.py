@@ -16,7 +16,7 @@ labels and, once the name is typed, at that labeller's first answer not yet labe
 Every text of the cell (answers are untrusted: a generator's output, a dataset's passages) goes
 into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&``
 escaped, and the script sets it as text (``textContent``), never as HTML; control and
-bidirectional characters are shown as visible ``\\uXXXX`` markers (:mod:`rag_bench.text.untrusted`).
+bidirectional characters are shown as visible ``\\uXXXX`` markers (:mod:`rag_bench.untrusted`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from rag_bench.calibration import sampling
 from rag_bench.calibration.labels import MEASURES, Label, Sample, answer_digest
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 _JS = Path(__file__).with_name("label.js")
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222;padding:0 1em}

@@ -21,7 +21,7 @@ from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
 from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
-from rag_bench.reporting import decide
+from rag_bench.reporting import decide, params
 from rag_bench.stages import RETRIEVAL_STAGES
 
 # The main measure of each stage: the leaderboard's default columns (the report adds the rest).
@@ -66,12 +66,13 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
                "k": cfg.get("pipeline", {}).get("k"),
                # the tie rule's costs and the configured primary measure (private: never shown)
                "_latency_ms": decide.latency_ms(metrics), "_tokens": decide.tokens(cell),
-               "_primary": decide.configured_primary([cfg])}
+               "_primary": decide.configured_primary([cfg]),
+               "_described": params.describe(cell, label)}  # what each measure means (private)
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
                 row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
-            if section in ("ci", "n", "by_tag") or not isinstance(values, dict):
+            if section in ("ci", "n", "by_tag", "measures") or not isinstance(values, dict):
                 continue
             for key, v in values.items():
                 row[f"{section}/{key}"] = v
@@ -190,6 +191,9 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     if sort_by in cells.columns and "/" in sort_by and sort_by not in columns:
         columns = (sort_by, *columns)
     cols = [c for c in columns if c in cells.columns]
+    if "_described" in cells:  # cells whose shown measures mean different things are not ranked together
+        params.check_described(list(cells["_described"]), [c for c in cols if "/" in c and ":" not in c],
+                               fix="or show other measures (--columns)")
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
     table = best_first(cells, key) if key else cells
     out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], "k"]].copy()

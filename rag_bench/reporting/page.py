@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_bench.text.untrusted import visible
+from rag_bench.untrusted import visible
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{margin-bottom:0}.sub{color:#555;margin-top:.2em}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
