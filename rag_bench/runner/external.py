@@ -20,7 +20,10 @@ retrieval, while a forbidden document's text is found where it really is -- unde
 ``doc_id`` it claims -- and counted in ``security.unauthorized_retrievals``. Texts found outside
 the document they name are counted (``counts.passages_not_in_claimed_doc``). A passage that
 cannot be located stays in the ranking as an irrelevant placeholder, so later ranks keep their
-positions, and is counted (``counts.unlocated_passages``). Citations are positions in
+positions, and is counted (``counts.unlocated_passages``). A passage the asker may not read is
+counted as the retriever's unauthorized retrieval and withheld (:func:`withhold_unreadable`): an
+irrelevant placeholder at its rank, so its text reaches no file, context, trace or page -- as
+our own pipelines drop such chunks before anything is written. Citations are positions in
 ``retrieved`` counted from 1 (an integer in ``1..len(retrieved)``) or document ids; anything
 else -- 0, a negative, ``true``, ``1.0``, a position past the list, a document with no passage
 in the context -- is an invalid citation (``generation.invalid_citations``). The ranking
@@ -40,7 +43,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,12 +60,13 @@ from rag_bench.evaluation.run import SystemRun
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.metrics import trec
-from rag_bench.records import Chunk, Dataset, Document, Ranking
+from rag_bench.records import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 from rag_bench.runner import stages
 from rag_bench.runner.config import build, wants
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
+WITHHELD = "<withheld>"  # the placeholder document of passages the asker may not read
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
 _PASSAGE_FIELDS = {"doc_id", "start", "end", "text", "score"}
 MAX_PASSAGES = 10_000  # per question
@@ -461,6 +465,25 @@ class ReplayGenerator:
         return out
 
 
+def withhold_unreadable(ranked: Sequence[tuple[str, int, int]], question: Question,
+                        documents: Mapping[str, Document]) -> tuple[list[tuple[str, int, int]], int]:
+    """``ranked`` with every passage of a document ``question``'s asker may not read replaced by a
+    :data:`WITHHELD` placeholder at its rank, and how many were replaced.
+
+    The one place an external system's unreadable passages are taken out: they are counted as
+    the retriever's unauthorized retrievals (as our own pipelines count the chunks a retriever
+    returned that the asker may not read), while their text reaches nothing the cell writes --
+    the context, records.parquet, failures.csv, traces, MLflow, the label page, the report.
+    Later passages keep their ranks (a forbidden passage never moves a readable one up)."""
+    out, withheld = [], 0
+    for i, (doc_id, start, end) in enumerate(ranked):
+        if doc_id in documents and not documents[doc_id].readable_by(question.asker):
+            withheld += 1
+            doc_id, start, end = WITHHELD, -1 - i, -1 - i
+        out.append((doc_id, start, end))
+    return out, withheld
+
+
 def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_id: str) -> CellResult:
     """The cell of an external system's outputs: the same stages and summary as our pipelines,
     from located passages instead of a retriever and given answers instead of a generator."""
@@ -468,21 +491,26 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
     spans: dict[tuple[str, int, int], int] = {}
     duplicates = 0
     ranked: dict[str, list[tuple[str, int, int]]] = {}
-    for o in outputs.records.values():
+    unauthorized: dict[str, int] = {}
+    for q in questions:
+        o = outputs.records[q.qid]
         seen: set[tuple[str, int, int]] = set()
-        ranked[o.qid] = []
+        kept = []
         for i, s in enumerate(o.passages):
             if s in seen:  # the same span twice in one ranking counts once: the repeat is a placeholder
                 duplicates += 1
                 s = (UNLOCATED, -1 - i, -1 - i)
             seen.add(s)
-            ranked[o.qid].append(s)
+            kept.append(s)
+        ranked[q.qid], unauthorized[q.qid] = withhold_unreadable(kept, q, dataset.documents)
+        for s in ranked[q.qid]:
             spans.setdefault(s, len(spans))
     documents = dict(dataset.documents)
-    if any(d == UNLOCATED for d, _, _ in spans):
-        documents[UNLOCATED] = Document(UNLOCATED, "")
-    chunks = [Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) if d != UNLOCATED else
-              Chunk(f"{UNLOCATED}#{s}", d, 0, 0, "") for d, s, e in spans]
+    for placeholder_doc in (UNLOCATED, WITHHELD):
+        if any(d == placeholder_doc for d, _, _ in spans):
+            documents[placeholder_doc] = Document(placeholder_doc, "")
+    chunks = [Chunk(f"{d}#{s}", d, 0, 0, "") if d in (UNLOCATED, WITHHELD) else
+              Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) for d, s, e in spans]
     placeholder = Dataset(dataset.name, dataset.root, dataset.layout, documents, dataset.questions,
                           dataset.fingerprint)
     rankings, latency = [], []
@@ -496,7 +524,8 @@ def evaluate_outputs(cfg: DictConfig, dataset: Dataset, outputs: Outputs, cell_i
         latency.append(o.latency_ms or 0.0)
     indexed = Indexed(retriever=None, searchable=chunks, access=AccessFilter(chunks, documents),  # type: ignore[arg-type]
                       key=cell_id, seconds=0.0)
-    retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id)
+    retrieved = Retrieved(rankings, latency, max((len(r.indices) for r in rankings), default=0), cell_id,
+                          [unauthorized[q.qid] for q in questions])
     reranked = Reranked(rankings)
     answered: Answered | None = None
     judge: Any = None  # built only when there are answers to judge
