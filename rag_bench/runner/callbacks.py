@@ -26,14 +26,19 @@ def _axes(config: DictConfig) -> list[str]:
     return sweep_axes([*overrides, *(f"{k}={v}" for k, v in params.items())])
 
 
-def _summarize(cells: Any, axes: list[str]) -> None:
-    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure that ranked
-    it, the best cell's measures and name (:mod:`rag_bench.reporting.decide`'s rule, ties said),
-    the sweep's axes (when this process opened one)."""
-    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, primary, tie_line
+def _summarize(cells: Any, axes: list[str], key: str | None, problem: str) -> None:
+    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure ``key`` that
+    ranked it, the best cell's measures and name (:mod:`rag_bench.reporting.decide`'s rule, ties
+    said), the sweep's axes (when this process opened one). ``key`` None: no cell has the primary
+    measure (``problem`` says so): the cells and that note, no best cell."""
+    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, tie_line
     from rag_bench.tracking.mlflow_tracker import summarize_sweeps
 
-    key = primary(cells)
+    if key is None:
+        summarize_sweeps(cells[["label", "cell"]], {}, {"sweep.axes": ",".join(axes) or "none",
+                                                        "sweep.cells": len(cells)},
+                         f"{len(cells)} cells; no best cell: {problem}")
+        return
     table = leaderboard_table(cells, sort_by=key, columns=ALL_COLUMNS)
     best = table.iloc[0]
     # ANN figures describe an approximate index against flat: logged only when one was swept.
@@ -96,18 +101,27 @@ class SweepCallbacks(Callback):
         os.environ[AXES_ENV] = ",".join(_axes(config))
 
     def _end(self, config: DictConfig) -> None:
-        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells
+        from rag_bench.errors import RagBenchError
+        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, primary
         from rag_bench.tracking.mlflow_tracker import finish_all
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
+        key, problem = None, ""
+        try:
+            key = primary(cells) if not cells.empty else None
+        except RagBenchError as exc:  # no cell has experiment.primary: said, never ranked by another
+            problem = str(exc)
         if not cells.empty and not self._failed:
-            _summarize(cells, _axes(config))
+            _summarize(cells, _axes(config), key, problem)
         finish_all(ok=not self._failed)
-        if not cells.empty:
+        if problem:
+            print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}", file=sys.stderr,
+                  flush=True)
+        elif not cells.empty:
             print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
-            print(format_leaderboard(cells), file=sys.stdout, flush=True)
-            failures = format_failures(cells)
+            print(format_leaderboard(cells, sort_by=key), file=sys.stdout, flush=True)
+            failures = format_failures(cells, sort_by=key)
             if failures:
                 shown = min(10, len(cells))
                 print(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}",

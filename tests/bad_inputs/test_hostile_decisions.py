@@ -130,3 +130,114 @@ def test_evaluate_counts_an_unreadable_passage_and_writes_its_text_nowhere(tmp_p
              for f in ([str(root)] if root.is_file() and CANARY in root.read_text() else
                        _files_holding(root, CANARY) if root.is_dir() else [])]
     assert not leaks, leaks
+
+
+# --- 8. a primary measure no cell has -----------------------------------------------------------
+
+def _runs(out: Path) -> list:
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    return [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id],
+                                                                                run_view_type=ViewType.ALL)]
+
+
+def _nothing_run(out: Path) -> None:
+    """No cell folder, no DONE, and no MLflow run left active (a parent opened for nothing is deleted)."""
+    assert not list(out.rglob("DONE")), "a cell was marked done"
+    assert not [p for p in out.glob("*/*") if not p.name.startswith(".")], "a cell folder was left"
+    if (out / "mlflow.db").exists():
+        assert not [r.info for r in _runs(out) if r.info.lifecycle_stage == "active"], "an MLflow run was left"
+
+
+# (case, experiment.primary, the grid's overrides, what the message says) -- known from the configs alone
+UNREACHABLE = [
+    ("answers-without-generator", "generation/correct", ["generator=none", "pipeline.k=3,5"], "generator=none"),
+    ("citation-without-generator", "citation/citation_precision", ["generator=none"], "generator=none"),
+    ("refusals-without-generator", "abstention/false_refusal_rate", ["generator=none"], "generator=none"),
+    ("judge-without-judge", "judge/judge_faithfulness", ["generator=extractive", "judge=none"], "judge=none"),
+    ("document-with-chunk-unit", "document/ndcg@10", ["generator=none", "eval.unit=chunk"], "eval.unit=chunk"),
+    ("chunk-with-document-unit", "retrieval/hit@5", ["generator=none", "eval.unit=document"], "eval.unit=document"),
+    ("cutoff-not-in-ks", "retrieval/hit@7", ["generator=none", "eval.ks=[1,5],[3,10]"], "cutoff 7"),
+    ("evidence-cutoff", "evidence/complete@7", ["generator=none", "pipeline.k=3,5"], "cutoff 7"),
+    ("ann-without-index", "ann/ann_recall@10", ["generator=none", "retriever=bm25"], "no ANN index"),
+]
+
+
+@pytest.mark.parametrize(("case", "primary", "grid", "needle"), UNREACHABLE, ids=[c[0] for c in UNREACHABLE])
+def test_a_sweep_whose_cells_cannot_report_the_primary_measure_is_refused(tmp_path, capsys, local_mlflow, case,
+                                                                          primary, grid, needle):
+    """Accepted before: the leaderboard then ranked by nDCG@10, compare named a best cell with no
+    value, the MLflow parent logged `best ... nan` and the report exited 2 after the sweep."""
+    from tests.conftest import TINY
+
+    out = tmp_path / "out"
+    code = cli(["run", "-m", f"experiment.primary={primary}", *grid, f"dataset.path={TINY}", f"output.root={out}",
+                "experiment.name=p"])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    assert f"experiment.primary={primary}: no cell can report it" in err and needle in err and "-- fix:" in err, err
+    _nothing_run(out)
+
+
+def test_a_single_run_is_a_grid_of_one(tmp_path, capsys, local_mlflow):
+    from tests.conftest import TINY
+
+    out = tmp_path / "out"
+    assert cli(["run", "experiment.primary=generation/correct", "generator=none", f"dataset.path={TINY}",
+                f"output.root={out}", "experiment.name=p"]) == 2
+    assert "no cell can report it (generator=none" in capsys.readouterr().err
+    _nothing_run(out)
+
+
+def test_a_grid_where_some_cell_reports_the_primary_measure_runs(tmp_path, capsys, local_mlflow):
+    """generator=none,extractive: the extractive cells have correct (the others rank last); and a
+    value of an axis in a later batch counts (hydra.sweeper.max_batch_size=1)."""
+    from tests.conftest import TINY
+
+    out = tmp_path / "out"
+    assert cli(["run", "-m", "experiment.primary=generation/correct", "generator=none,extractive",
+                "hydra.sweeper.max_batch_size=1", f"dataset.path={TINY}", f"output.root={out}",
+                "experiment.name=p", "tracking=none"]) == 0, capsys.readouterr().err[-2000:]
+    assert len(list((out / "p").glob("*/DONE"))) == 2
+    assert "ranked by generation/correct" in capsys.readouterr().out
+
+
+def _answerable_only(tmp: Path) -> Path:
+    """The tiny dataset without its unanswerable questions: correct_refusal_rate has no value."""
+    import shutil
+
+    from tests.conftest import TINY
+
+    data = tmp / "ds"
+    shutil.copytree(TINY, data)
+    qs = [json.loads(line) for line in (data / "questions.jsonl").read_text().splitlines() if line.strip()]
+    (data / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs if q.get("answerable", True)))
+    return data
+
+
+def test_a_primary_measure_no_cell_has_is_an_error_everywhere(tmp_path, capsys, local_mlflow):
+    """What the configs cannot tell (no unanswerable question, so no correct_refusal_rate): the
+    sweep's end, leaderboard, compare and report each name the measure and the measures the cells
+    have; the MLflow parent logs no best cell (it logged `best ... nan`); --sort-by still ranks."""
+    out = tmp_path / "out"
+    primary = "abstention/correct_refusal_rate"
+    assert cli(["run", "-m", f"experiment.primary={primary}", "generator=extractive", "pipeline.k=3,5",
+                f"dataset.path={_answerable_only(tmp_path)}", f"output.root={out}", "experiment.name=p"]) == 0
+    said = capsys.readouterr()
+    expected = f"experiment.primary: {primary!r} is a measure no cell has (the cells have: "
+    assert expected in said.err and "did you mean abstention/false_refusal_rate" in said.err, said.err[-3000:]
+    assert "ranked by" not in said.out
+    (parent,) = [r for r in _runs(out) if r.data.tags.get("rag_bench.role") == "sweep"]
+    assert parent.info.status == "FINISHED"
+    assert not [k for k in parent.data.metrics if k.startswith("best") or k == "primary"], parent.data.metrics
+    assert "no best cell" in parent.data.tags["mlflow.note.content"]
+    for command in (["leaderboard", str(out / "p")], ["compare", str(out / "p"), "--baseline", "k=3"],
+                    ["report", str(out / "p"), "--out", str(tmp_path / "reports"), "--no-mlflow"]):
+        assert cli(command) == 2, command
+        err = capsys.readouterr().err
+        assert expected in err and "retrieval/ndcg@10" in err and "-- fix:" in err, (command, err)
+    assert not (tmp_path / "reports").exists() or not list((tmp_path / "reports").rglob("index.html"))
+    assert cli(["leaderboard", str(out / "p"), "--sort-by", "retrieval/ndcg@10"]) == 0
+    assert "ranked by retrieval/ndcg@10" in capsys.readouterr().out
