@@ -241,3 +241,44 @@ def test_a_primary_measure_no_cell_has_is_an_error_everywhere(tmp_path, capsys, 
     assert not (tmp_path / "reports").exists() or not list((tmp_path / "reports").rglob("index.html"))
     assert cli(["leaderboard", str(out / "p"), "--sort-by", "retrieval/ndcg@10"]) == 0
     assert "ranked by retrieval/ndcg@10" in capsys.readouterr().out
+
+
+# --- 9. question tags whose MLflow metric names collide once sanitised --------------------------
+
+# Question i (0-based) of the tiny dataset gets tag TAGS[i]: every one of them sanitises to `x_y`,
+# or is `x_y` itself, or looks like a sanitised-and-suffixed name.
+COLLIDING_TAGS = ["x y", "x_y", "x<y", "x.y", "x/y", "x_y-3a5c9e01"]
+
+
+def test_tags_that_sanitise_alike_are_logged_under_distinct_mlflow_names(tmp_path, capsys, local_mlflow):
+    """`x y`, `x_y` and `x<y` were all logged as `tag.x_y.*`: two of three values lost, no warning."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.metrics.measures import mlflow_name
+    from rag_bench.tracking.base import tag_metric_name
+    from tests.bad_inputs.test_bad_inputs import copy_tiny, edit_questions
+
+    data = copy_tiny(tmp_path)
+
+    def retag(qs: list[dict]) -> None:
+        for q, tag in zip(qs, COLLIDING_TAGS):
+            q["tags"] = [tag]
+
+    edit_questions(data, retag)
+    out = tmp_path / "out"
+    assert cli(["run", f"dataset.path={data}", f"output.root={out}", "generator=extractive",
+                "experiment.name=t"]) == 0, capsys.readouterr().err[-2000:]
+    (cell,) = [p.parent for p in (out / "t").glob("*/DONE")]
+    by_tag = json.loads((cell / "metrics.json").read_text())["by_tag"]
+    assert set(COLLIDING_TAGS) <= set(by_tag)
+    run_id = json.loads((cell / "DONE").read_text())["mlflow_run_id"]
+    logged = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}").get_run(run_id).data.metrics
+    tag_keys = [k for k in logged if k.startswith("tag.")]
+    assert len(tag_keys) == sum(1 for vs in by_tag.values() for k, v in vs.items() if k != "n" and v is not None)
+    names = {tag: tag_metric_name(tag) for tag in by_tag}
+    assert len(set(names.values())) == len(names), names  # one name per tag
+    assert names["x_y"] == "x_y" and names["x y"].startswith("x_y-")  # a clean tag keeps its name
+    for tag, values in by_tag.items():
+        for key, v in values.items():
+            if key != "n" and v is not None:
+                assert logged[mlflow_name(f"tag/{names[tag]}/{key}")] == pytest.approx(v), (tag, key)
