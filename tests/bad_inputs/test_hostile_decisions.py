@@ -282,3 +282,40 @@ def test_tags_that_sanitise_alike_are_logged_under_distinct_mlflow_names(tmp_pat
         for key, v in values.items():
             if key != "n" and v is not None:
                 assert logged[mlflow_name(f"tag/{names[tag]}/{key}")] == pytest.approx(v), (tag, key)
+
+
+# --- 10. a measure named twice in `compare -m` ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_cells(tmp_path_factory):
+    """Two cells of the demo dataset that differ (section chunks vs 100-character windows)."""
+    from tests.runner.test_run_cell import run
+
+    root = tmp_path_factory.mktemp("compare")
+    return (run(root, "experiment.name=c", dataset=None),
+            run(root, "experiment.name=c", "chunker=fixed", "chunker.size=100", "chunker.overlap=0", dataset=None))
+
+
+def _compare(capsys: pytest.CaptureFixture[str], cells: tuple[Path, Path], *metrics: str) -> list:
+    capsys.readouterr()
+    assert cli(["compare", str(cells[0]), str(cells[1]), "--resamples", "300", "--json",
+                *(a for m in metrics for a in ("-m", m))]) == 0
+    return [(r["key"], r["p"], r["p_holm"], r["significant"]) for r in json.loads(capsys.readouterr().out)["metrics"]]
+
+
+# (case, the -m list, the same family named once)
+REPEATED_MEASURES = [
+    ("same-twice", ["generation/correct", "generation/correct"], ["generation/correct"]),
+    ("bare-alias", ["generation/correct", "correct"], ["generation/correct"]),
+    ("ranking-alias", ["retrieval/ndcg@10", "ndcg@10"], ["retrieval/ndcg@10"]),
+    ("zero-padded-cutoff", ["retrieval/hit@5", "retrieval/hit@05"], ["retrieval/hit@5"]),
+    ("alias-in-a-family", ["ndcg@10", "generation/correct", "retrieval/ndcg@10", "correct"],
+     ["retrieval/ndcg@10", "generation/correct"]),
+]
+
+
+@pytest.mark.parametrize(("case", "named", "once"), REPEATED_MEASURES, ids=[c[0] for c in REPEATED_MEASURES])
+def test_a_measure_named_twice_counts_once_in_holms_family(two_cells, capsys, case, named, once):
+    """`-m X -m X` (or X and an alias of X) made Holm's family one larger: p_holm doubled, and a
+    verdict flipped from significant to not."""
+    assert _compare(capsys, two_cells, *named) == _compare(capsys, two_cells, *once)
