@@ -319,3 +319,64 @@ def test_a_measure_named_twice_counts_once_in_holms_family(two_cells, capsys, ca
     """`-m X -m X` (or X and an alias of X) made Holm's family one larger: p_holm doubled, and a
     verdict flipped from significant to not."""
     assert _compare(capsys, two_cells, *named) == _compare(capsys, two_cells, *once)
+
+
+# --- 13. a failed generation's trace span -------------------------------------------------------
+
+class _Flaky:
+    """An OpenAI-compatible endpoint: the Pro plan question gets HTTP 400, the access review
+    question an output that is not the JSON answer contract, every other question an answer."""
+
+    @staticmethod
+    def handler():
+        from tests.servers import JsonEndpoint
+
+        class Flaky(JsonEndpoint):
+            def answer(self, body):
+                prompt = json.dumps(body["messages"])
+                if "What does the Pro plan cost" in prompt:
+                    return 400, b'{"error": "model overloaded"}'
+                content = ("this is not JSON" if "How often is production access reviewed" in prompt
+                           else json.dumps({"answer": "Within 14 days [1].", "sources": [1]}))
+                return 200, json.dumps({"choices": [{"message": {"content": content}}],
+                                        "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+
+        return Flaky
+
+
+def test_a_failed_generation_is_an_error_span_in_mlflow(tmp_path, capsys, local_mlflow):
+    """Its span was OK (green in MLflow's trace view) although the call failed."""
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.tracking.traces import QID_TAG
+    from tests.conftest import TINY
+    from tests.servers import serving
+
+    out = tmp_path / "out"
+    with serving(_Flaky.handler()) as server:
+        code = cli(["run", f"dataset.path={TINY}", f"output.root={out}", "experiment.name=g", "generator=openai",
+                    f"generator.base_url=http://127.0.0.1:{server.server_port}/v1", "generator.max_retries=0"])
+    assert code == 0, capsys.readouterr().err[-3000:]
+    (cell,) = [p.parent for p in (out / "g").glob("*/DONE")]
+    records = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    failed = records.index[records["generation_error"].notna()]
+    unparseable = records.index[records["parse_error"].notna()]
+    assert len(failed) == 1 and len(unparseable) == 1, records[["generation_error", "parse_error"]]
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    run_id = json.loads((cell / "DONE").read_text())["mlflow_run_id"]
+    exp = client.get_run(run_id).info.experiment_id
+    traces = {t.info.tags[QID_TAG]: client.get_trace(t.info.trace_id)
+              for t in client.search_traces(locations=[exp], run_id=run_id)}
+    assert set(traces) == set(records.index)
+    for qid, trace in traces.items():
+        spans = {s.name: s for s in trace.data.spans}
+        generate, root = spans["generate"], spans["question"]
+        if qid in failed or qid in unparseable:
+            reason = ("generation failed: HTTP 400" if qid in failed else "unparseable output: not JSON")
+            assert generate.status.status_code == "ERROR" and generate.status.description.startswith(reason), qid
+            assert root.status.status_code == "ERROR" and root.status.description.startswith("generate: " + reason)
+            assert trace.info.state == "ERROR"
+            assert "OPENAI_API_KEY" not in generate.status.description
+        else:
+            assert {s.status.status_code for s in spans.values()} == {"OK"}, qid
+            assert trace.info.state == "OK"
