@@ -380,3 +380,64 @@ def test_a_failed_generation_is_an_error_span_in_mlflow(tmp_path, capsys, local_
         else:
             assert {s.status.status_code for s in spans.values()} == {"OK"}, qid
             assert trace.info.state == "OK"
+
+
+# --- 29. a report URL whose hash names Object's own properties -----------------------------------
+
+@pytest.fixture(scope="module")
+def hash_report(tmp_path_factory):
+    """The report of two answering cells of the tiny dataset whose first questions are `constructor`
+    and `__proto__`."""
+    import shutil
+
+    from rag_bench.reporting.report import render_report
+    from tests.conftest import TINY
+    from tests.runner.test_run_cell import run
+
+    root = tmp_path_factory.mktemp("hash_report")
+    data = root / "ds"
+    shutil.copytree(TINY, data)
+    qs = [json.loads(line) for line in (data / "questions.jsonl").read_text().splitlines() if line.strip()]
+    qs[0]["id"], qs[1]["id"] = "constructor", "__proto__"
+    (data / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    for k in ("3", "5"):
+        run(root, "experiment.name=h", "generator=extractive", f"pipeline.k={k}", dataset=data)
+    return render_report(root / "h", out_root=root / "reports", log_to_mlflow=False)
+
+
+HOSTILE_HASHES = [
+    ("side-pick-constructor", "#side=2&pick=constructor"),
+    ("drill-toString", "#drill=toString"),
+    ("drill-proto-q-constructor", "#drill=__proto__&q=constructor"),
+    ("pick-proto-and-hasOwnProperty", "#side=1&pick=__proto__,hasOwnProperty,valueOf"),
+    ("key-proto", "#__proto__=x&side=2"),
+    ("sq-and-sort-valueOf", "#side=2&sq=valueOf&sort=valueOf:asc&effect=toString&label=toString&tag=constructor"),
+]
+
+
+@pytest.mark.skipif(__import__("shutil").which("chromium") is None, reason="Debian chromium is not installed")
+@pytest.mark.parametrize(("case", "fragment"), HOSTILE_HASHES, ids=[c[0] for c in HOSTILE_HASHES])
+def test_a_hash_naming_object_properties_renders_the_views(hash_report, tmp_path, case, fragment):
+    """`#side=2&pick=constructor` and `#drill=toString` threw in the page script (RB_SCRIPTS,
+    RB.data and the hash state were plain objects: `constructor` is in every one): views stayed empty."""
+    from tests.reporting.cdp import Page
+
+    with Page(tmp_path / "p") as page:
+        page.goto(hash_report.as_uri() + fragment)
+        page.wait("document.body.dataset.sideRows !== undefined && document.body.dataset.drillCell !== undefined")
+        assert not page.errors, page.errors
+        cells = page.eval("Array.from(document.getElementById('rb-cell').options).map(o => o.value)")
+        assert page.eval("document.body.dataset.drillCell") in cells  # a real cell, not `toString`
+        assert int(page.eval("document.body.dataset.sideCells")) == (1 if "side=1" in fragment else 2)
+        rows = page.eval("document.querySelectorAll('#rb-qs tbody tr').length")
+        assert rows == (0 if "label=toString" in fragment else 6)
+        # the question named `constructor` is a question like any other
+        page.eval("location.hash = 'drill=' + document.getElementById('rb-cell').value + '&q=constructor'")
+        page.wait("document.body.dataset.drillQ === 'constructor'")
+        assert "constructor: " in page.eval("document.querySelector('#rb-detail h3').textContent")
+        assert page.eval("document.querySelectorAll('#rb-side tbody tr[data-qid=\"constructor\"]').length") >= (
+            0 if "sq=" in fragment else 1)
+        page.eval("location.hash = 'drill=' + document.getElementById('rb-cell').value + '&q=__proto__'")
+        page.wait("document.body.dataset.drillQ === '__proto__'")
+        assert "__proto__: What does the Pro plan cost" in page.eval("document.querySelector('#rb-detail h3').textContent")
+        assert not page.errors, page.errors
