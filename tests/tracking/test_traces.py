@@ -88,6 +88,9 @@ def test_a_failure_to_log_traces_keeps_the_cell_finished(mlflow_server, tmp_path
         raise ConnectionError("trace endpoint down")
 
     monkeypatch.setattr(mlflow_tracker, "log_traces", broken)
+    # the parent this opens at the module's server is this test's: a later sweep in the same
+    # session must not try to fill it after the server is gone
+    monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     tracker = MlflowTracker(uri=mlflow_server, background=False)
     tracker.bind(output_root=tmp_path, experiment="e", sweep_id="s")
     run_id = tracker.log_cell(cell_id="c1", cell_dir=cell, params={}, metrics={"retrieval/hit@1": 1.0}, tags={})
