@@ -21,6 +21,7 @@ from rag_bench.runner.callbacks import axes_of, prepare_tracking
 from rag_bench.runner.config import validate
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides
+from rag_bench.runner.primary import check_primary_reachable
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
 
 
@@ -31,6 +32,7 @@ class RagBenchSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
         self._tracking_prepared = False
         self._context: SweepContext | None = None
+        self._grid: list[list[str]] = []  # every job of the sweep, over all its batches
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -51,11 +53,19 @@ class RagBenchSweeper(BasicSweeper):
         subset = [list(job) for job in batch] if stock() else covering_subset([list(job) for job in batch])
         log.debug("validating %d of %d jobs (every override covered)", len(subset), len(batch))
         assert self.config is not None and self.hydra_context is not None
+        loader = self.hydra_context.config_loader
+        configs = []
         for overrides in subset:
             # As BasicSweeper does, plus rag_bench's range checks: a bad value anywhere in the grid
             # (k=0, experiment.name=../x) fails before the first cell runs.
-            validate(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
+            configs.append(loader.load_sweep_config(self.config, list(overrides)))
+            validate(configs[-1])
         if not self._tracking_prepared:  # the grid is valid: now open the MLflow store and parent run
+            # Some cell of the whole grid (every batch: configs holding each of its values) must be
+            # able to report the measure that ranks them.
+            configs += [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)
+                        if job not in subset]
+            check_primary_reachable(configs)
             self._tracking_prepared = True
             assert self._context is not None
             self._context = dataclasses.replace(self._context,
@@ -77,8 +87,9 @@ class RagBenchSweeper(BasicSweeper):
         """Run the grid with a progress bar over all its cells."""
         assert self.config is not None and self.hydra_context is not None
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        total = sum(len(b) for b in self.split_arguments(
-            parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size))
+        self._grid = [list(job) for batch in self.split_arguments(
+            parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size) for job in batch]
+        total = len(self._grid)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         progress = sweep_dir / f"progress-{os.getpid()}.log"

@@ -20,7 +20,10 @@ retrieval, while a forbidden document's text is found where it really is -- unde
 ``doc_id`` it claims -- and counted in ``security.unauthorized_retrievals``. Texts found outside
 the document they name are counted (``counts.passages_not_in_claimed_doc``). A passage that
 cannot be located stays in the ranking as an irrelevant placeholder, so later ranks keep their
-positions, and is counted (``counts.unlocated_passages``). Citations are positions in
+positions, and is counted (``counts.unlocated_passages``). A passage the asker may not read is
+counted as the retriever's unauthorized retrieval and withheld (:func:`withhold_unreadable`): an
+irrelevant placeholder at its rank, so its text reaches no file, context, trace or page -- as
+our own pipelines drop such chunks before anything is written. Citations are positions in
 ``retrieved`` counted from 1 (an integer in ``1..len(retrieved)``) or document ids; anything
 else -- 0, a negative, ``true``, ``1.0``, a position past the list, a document with no passage
 in the context -- is an invalid citation (``generation.invalid_citations``). The ranking
@@ -40,7 +43,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,10 +58,11 @@ from rag_bench.generation.prompt import REFUSAL
 from rag_bench.judging.base import Judge
 from rag_bench.metrics import trec
 from rag_bench.pipeline import stages
-from rag_bench.records import Chunk, Dataset, Document, Ranking
+from rag_bench.records import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.retrieval.base import strictly_decreasing
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
+WITHHELD = "<withheld>"  # the placeholder document of passages the asker may not read
 _FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
 _PASSAGE_FIELDS = {"doc_id", "start", "end", "text", "score"}
 MAX_PASSAGES = 10_000  # per question
@@ -457,31 +461,56 @@ class ReplayGenerator:
         return out
 
 
+def withhold_unreadable(ranked: Sequence[tuple[str, int, int]], question: Question,
+                        documents: Mapping[str, Document]) -> tuple[list[tuple[str, int, int]], int]:
+    """``ranked`` with every passage of a document ``question``'s asker may not read replaced by a
+    :data:`WITHHELD` placeholder at its rank, and how many were replaced.
+
+    The one place an external system's unreadable passages are taken out: they are counted as
+    the retriever's unauthorized retrievals (as our own pipelines count the chunks a retriever
+    returned that the asker may not read), while their text reaches nothing the cell writes --
+    the context, records.parquet, failures.csv, traces, MLflow, the label page, the report.
+    Later passages keep their ranks (a forbidden passage never moves a readable one up)."""
+    out, withheld = [], 0
+    for i, (doc_id, start, end) in enumerate(ranked):
+        if doc_id in documents and not documents[doc_id].readable_by(question.asker):
+            withheld += 1
+            doc_id, start, end = WITHHELD, -1 - i, -1 - i
+        out.append((doc_id, start, end))
+    return out, withheld
+
+
 def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRule, judge: Judge | None = None,
                judge_name: str = "none") -> SystemRun:
     """The run of an external system's outputs: located passages instead of a retriever's, given
     answers instead of a generator's -- handed to the generator's context exactly as our pipelines
     do (``context``) and judged by ``judge`` (None or the null judge: not judged), so the
-    evaluation scores it as any run."""
+    evaluation scores it as any run. A passage the asker may not read is withheld
+    (:func:`withhold_unreadable`) and counted as the retriever's unauthorized retrieval."""
     questions = list(dataset.questions)
     spans: dict[tuple[str, int, int], int] = {}
     duplicates = 0
     ranked: dict[str, list[tuple[str, int, int]]] = {}
-    for o in outputs.records.values():
+    unauthorized: dict[str, int] = {}
+    for q in questions:
+        o = outputs.records[q.qid]
         seen: set[tuple[str, int, int]] = set()
-        ranked[o.qid] = []
+        kept = []
         for i, s in enumerate(o.passages):
             if s in seen:  # the same span twice in one ranking counts once: the repeat is a placeholder
                 duplicates += 1
                 s = (UNLOCATED, -1 - i, -1 - i)
             seen.add(s)
-            ranked[o.qid].append(s)
+            kept.append(s)
+        ranked[q.qid], unauthorized[q.qid] = withhold_unreadable(kept, q, dataset.documents)
+        for s in ranked[q.qid]:
             spans.setdefault(s, len(spans))
     documents = dict(dataset.documents)
-    if any(d == UNLOCATED for d, _, _ in spans):
-        documents[UNLOCATED] = Document(UNLOCATED, "")
-    chunks = [Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) if d != UNLOCATED else
-              Chunk(f"{UNLOCATED}#{s}", d, 0, 0, "") for d, s, e in spans]
+    for placeholder_doc in (UNLOCATED, WITHHELD):
+        if any(d == placeholder_doc for d, _, _ in spans):
+            documents[placeholder_doc] = Document(placeholder_doc, "")
+    chunks = [Chunk(f"{d}#{s}", d, 0, 0, "") if d in (UNLOCATED, WITHHELD) else
+              Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) for d, s, e in spans]
     rankings = []
     for q in questions:
         o = outputs.records[q.qid]
@@ -500,15 +529,19 @@ def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRul
               "passages_not_in_claimed_doc": outputs.not_in_claimed_doc, "duplicate_passages": duplicates}
     per_question = tuple(QuestionRun(
         q, rankings[n], rankings[n], retrieve_ms=outputs.records[q.qid].latency_ms or 0.0,
+        dropped_by_retriever=unauthorized[q.qid],
         context=answered.items[n].passages if answered is not None else None,
         generation=answered.generations[n] if answered is not None else None,
         answer=answered.answers[n] if answered is not None else None,
         judge=judged[n] if judged is not None else None) for n, q in enumerate(questions))
+    placeholders = UNLOCATED in documents or WITHHELD in documents
     return SystemRun(
         dataset=dataset, passages=chunks, questions=per_question,
-        documents=documents if UNLOCATED in documents else None, chunks=len(chunks),
+        documents=documents if placeholders else None, chunks=len(chunks),
         depth=max((len(r.indices) for r in rankings), default=0), counts=counts,
         latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none",
         generate_s=answered.wall_s if answered is not None else None,
         judge=JudgeRun(judge_name, tuple(judge.metrics)) if judged is not None and judge is not None else None,
         attribute_chunking=False, min_relevant=1)
+
+

@@ -54,9 +54,12 @@ def run(argv: list[str]) -> int:
         columns = resolve_columns(cells, a.columns)
         # a measure these cells lack was once ignored silently (the table sorted by its first column)
         sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
+        table = format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format)
     except ValueError as exc:
         return fail(str(exc).replace("--columns", "--sort-by", 1) if a.sort_by and a.sort_by in str(exc) else exc)
-    say(format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format))
+    except RagBenchError as exc:  # experiment.primary names a measure no cell has; measures that differ
+        return fail(exc)
+    say(table)
     return 0
 
 

@@ -128,7 +128,9 @@ def _columns(a: Cell, ra: pd.DataFrame, rb: pd.DataFrame, metrics: Sequence[str]
                                     "both cells' records", "compare a measure both cells computed (a retrieval-only "
                                     "cell has no answer measures)"))
         out.append(col)
-    return out
+    # One test per measure in Holm's family: a measure named twice (``correct`` and
+    # ``generation/correct``, ``hit@05`` and ``hit@5``) would count twice and double its p.
+    return list({c.key: c for c in out}.values())  # each at its first place
 
 
 def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_resamples: int = 2000,

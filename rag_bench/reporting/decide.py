@@ -5,7 +5,11 @@ The leaderboard, the report, the sweep's MLflow parent run, ``compare``'s defaul
 and the notebook all call these functions, so they name the same best cell under the same name.
 
 * **Primary measure**: ``experiment.primary`` from the cells' config; ``auto`` (the default) is
-  end-to-end ``generation/correct`` when a cell generated answers, else ``retrieval/ndcg@10``.
+  end-to-end ``generation/correct`` when a cell generated answers, else ``retrieval/ndcg@10``
+  (``document/ndcg@10`` when the cells rank documents only). A measure no cell has is an error
+  naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
+  and a sweep whose grid cannot report it is refused before its first cell
+  (:func:`check_primary_reachable`).
 * **Order**: the primary measure in its better direction; then the cheaper cell (query latency,
   then generator tokens per question); then the name; then the cell id. Cells equal on the primary
   measure are *tied*, and said to be ("3 cells tied at 0.787").
@@ -17,48 +21,81 @@ and the notebook all call these functions, so they name the same best cell under
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
-from rag_bench.errors import DataError, Problem
+from rag_bench.errors import ConfigError, DataError, Problem
 from rag_bench.evaluation import measures
+from rag_bench.runner.primary import AUTO_ORDER, configured_primary
 
 AUTO = measures.AUTO_PRIMARY
 CORRECT = measures.CORRECT_KEY
-check_primary = measures.check_primary  # lives with the registry: runner/config checks it at compose
-
-
-def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
-    """``experiment.primary`` of the cells (the value most cells hold), ``auto`` when unset."""
-    values = Counter(str(((c.get("experiment") or {}) if isinstance(c, Mapping) else {}).get("primary") or AUTO)
-                     for c in configs)
-    return values.most_common(1)[0][0] if values else AUTO
+check_primary = measures.check_primary  # lives with the catalog: runner/config checks it at compose
 
 
 def primary_measure(cells: Sequence[Cell], configured: str | None = None) -> str:
-    """The measure that ranks ``cells``: ``configured`` (else the cells' ``experiment.primary``)
-    when it names one, else ``generation/correct`` when a cell has it, else nDCG@10."""
-    return choose_primary(configured or configured_primary([c.config for c in cells]),
-                          any(c.metric(CORRECT) is not None for c in cells))
+    """The measure that ranks ``cells``: ``configured`` (else the cells' ``experiment.primary``),
+    or what ``auto`` chooses (:func:`choose_primary`); ConfigError when no cell has it."""
+    keys = (f"{section}/{name}" for c in cells for section, values in c.metrics.items()
+            if isinstance(values, Mapping) for name, v in values.items() if _finite(v))
+    return choose_primary(configured or configured_primary([c.config for c in cells]), rankable(keys))
 
 
-def choose_primary(configured: str, generated: bool) -> str:
-    """``configured`` (checked, :func:`check_primary`) unless ``auto``; then ``generation/correct``
-    when answers were ``generated``, else nDCG@10.
+_HEADLINE = {m.key for m in (*measures.MAIN, *measures.HEADLINE)}
 
-    >>> choose_primary("auto", True), choose_primary("auto", False), choose_primary("retrieval/hit@5", True)
-    ('generation/correct', 'retrieval/ndcg@10', 'retrieval/hit@5')
+
+def choose_primary(configured: str, available: Collection[str]) -> str:
+    """``configured`` (checked, :func:`check_primary`) unless ``auto``; then the first of
+    :data:`AUTO_ORDER` (``generation/correct`` when answers were generated, else nDCG@10 of the
+    chunk ranking, else of the document ranking) among ``available``, the measures with a value
+    in at least one cell (:func:`rankable`). ConfigError when the measure is not available:
+    ranking by a measure no cell has would put the cells in no order.
+
+    >>> choose_primary("auto", ["generation/correct", "retrieval/ndcg@10"])
+    'generation/correct'
+    >>> choose_primary("auto", ["retrieval/ndcg@10"])
+    'retrieval/ndcg@10'
+    >>> choose_primary("retrieval/hit@5", ["retrieval/hit@5"]), choose_primary("auto", ["document/ndcg@10"])
+    ('retrieval/hit@5', 'document/ndcg@10')
     """
     chosen = check_primary(configured)
-    if chosen != AUTO:
+    if chosen == AUTO:
+        found = next((k for k in AUTO_ORDER if k in available), None)
+        if found is not None:
+            return found
+    elif chosen in available:
         return chosen
-    return CORRECT if generated else measures.PRIMARY.key
+    asked = f"auto ({', '.join(AUTO_ORDER)})" if chosen == AUTO else repr(chosen)
+    have = sorted(available, key=lambda k: (k not in _HEADLINE, k))  # the main measures first
+    close = difflib.get_close_matches(chosen, have, n=3, cutoff=0.5) if chosen != AUTO else []
+    shown = ", ".join(have[:12]) + (f" and {len(have) - 12} more" if len(have) > 12 else "") if have else "none"
+    raise ConfigError(f"experiment.primary: {asked} is a measure no cell has (the cells have: {shown}) -- fix: "
+                      + (f"did you mean {' or '.join(close)}? " if close else "")
+                      + "set experiment.primary to a measure the cells have (or auto), or name one with "
+                      "--sort-by / --metric")
+
+
+def rankable(keys: Iterable[str]) -> list[str]:
+    """The measures among ``keys`` (``section/name``) that can rank cells (a registered measure
+    with a better direction), each once, in order."""
+    out: dict[str, None] = {}
+    for key in keys:
+        if key not in out:
+            m = measures.measure(key)
+            if m is not None and m.higher_is_better is not None:
+                out[key] = None
+    return list(out)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def latency_ms(metrics: Mapping[str, Any]) -> float | None:

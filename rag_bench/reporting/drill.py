@@ -181,8 +181,10 @@ def write(folder: Path, cells: Sequence[Cell], names: Sequence[str]) -> dict[str
         (folder / script).write_text(f"RB.cell({json.dumps(payload, ensure_ascii=False, default=str)});\n",
                                      encoding="utf-8")
         scripts[cell.cell_id] = script
-    bank = questions(cells, corpus)
-    (out / "questions.js").write_text(f"RB.questions({json.dumps(_plain(bank), ensure_ascii=False, default=str)});\n",
+    bank = json.dumps(_plain(questions(cells, corpus)), ensure_ascii=False, default=str)
+    # Parsed as JSON, not read as an object literal, where a question id ``__proto__`` would set the
+    # object's prototype instead of naming a question.
+    (out / "questions.js").write_text(f"RB.questions(JSON.parse({json.dumps(bank, ensure_ascii=False)}));\n",
                                       encoding="utf-8")
     (out / "passages.js").write_text(f"RB.passages({json.dumps(passages.texts, ensure_ascii=False)});\n",
                                      encoding="utf-8")

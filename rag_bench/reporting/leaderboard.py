@@ -154,10 +154,12 @@ def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tu
 
 def primary(cells: pd.DataFrame) -> str:
     """The experiment's primary measure (:func:`rag_bench.reporting.decide.choose_primary`):
-    ``experiment.primary`` of the cells, ``auto`` → correct when they generated answers, else nDCG@10."""
+    ``experiment.primary`` of the cells, ``auto`` → correct when they generated answers, else nDCG@10;
+    ConfigError naming the measures the cells have when none has it."""
     configured = str(cells["_primary"].mode().iloc[0]) if "_primary" in cells and len(cells) else decide.AUTO
-    generated = decide.CORRECT in cells and bool(pd.to_numeric(cells[decide.CORRECT], errors="coerce").notna().any())
-    return decide.choose_primary(configured, generated)
+    keys = decide.rankable(c for c in cells.columns if "/" in c and not c.startswith(("ci/", "n/", "tag:")))
+    have = [c for c in keys if bool(pd.to_numeric(cells[c], errors="coerce").notna().any())]
+    return decide.choose_primary(configured, have)
 
 
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:

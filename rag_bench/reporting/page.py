@@ -7,7 +7,9 @@ State lives in the URL's fragment, so a link opens a view: ``#sort=<column>:asc`
 leaderboard, ``#drill=<cell_id>&label=<label>&tag=<tag>&q=<qid>`` opens a cell's questions
 filtered by failure label and tag, and one question; ``#effect=<measure>`` shows the main effects
 on that measure; ``#side=<n>&pick=<id>,<id>&differ=1&sq=<qid>`` sets the answers-side-by-side
-view (:mod:`rag_bench.reporting.sidebyside`); ``#only=<section>`` shows one section alone. The page sets ``data-*`` attributes on
+view (:mod:`rag_bench.reporting.sidebyside`); ``#only=<section>`` shows one section alone. A cell id
+that names no cell is ignored (``#drill=toString`` opens the first cell): the script keys every map
+by such strings without a prototype. The page sets ``data-*`` attributes on
 ``<body>`` (``data-images-ok``, ``data-sorted``, ``data-drill-cell``, ``data-drill-q``,
 ``data-effect``, ``data-side-cells``, ``data-side-rows``) that a
 headless browser test reads.

@@ -1,6 +1,9 @@
 // The report's tables and drill-down viewer (rag_bench/reporting/page.py says what it does).
-var RB = {data: {}, qs: {}, ps: [], pending: null, state: {}};
-RB.questions = function (q) { RB.qs = q; };
+// Every map keyed by a string from the URL or the data (cell ids, question ids, hash keys) has no
+// prototype: `#drill=toString` or `pick=constructor` must find nothing, not Object's own members.
+function dict(o) { var m = Object.create(null); if (o) Object.keys(o).forEach(function (k) { m[k] = o[k]; }); return m; }
+var RB = {data: dict(), qs: dict(), ps: [], pending: null, state: dict(), scripts: dict(RB_SCRIPTS)};
+RB.questions = function (q) { RB.qs = dict(q); };
 RB.passages = function (p) { RB.ps = p; };
 RB.cell = function (c) { RB.data[c.id] = c; if (RB.pending === c.id) { RB.pending = null; RB.render(); } RB.side(); };
 function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
@@ -27,14 +30,14 @@ function filterTable(t, q) {
     var s = r.textContent.toLowerCase(); r.style.display = terms.every(function (w) { return s.indexOf(w) >= 0; }) ? '' : 'none';
   });
 }
-RB.requested = {};
+RB.requested = dict();
 RB.fetch = function (id) {  // a cell's drill-down script, once
-  if (RB.data[id] || RB.requested[id] || !RB_SCRIPTS[id]) return;
-  RB.requested[id] = true; var s = document.createElement('script'); s.src = RB_SCRIPTS[id]; document.head.appendChild(s);
+  if (RB.data[id] || RB.requested[id] || !RB.scripts[id]) return;
+  RB.requested[id] = true; var s = document.createElement('script'); s.src = RB.scripts[id]; document.head.appendChild(s);
 };
 RB.load = function (id) {
   if (!id || RB.data[id]) { RB.render(); return; }
-  if (!RB_SCRIPTS[id]) return;
+  if (!RB.scripts[id]) return;
   RB.pending = id; RB.fetch(id);
 };
 RB.render = function () {
@@ -97,7 +100,7 @@ RB.sideIds = function (st) {
   if (isNaN(n) || n < 1) n = parseInt(sel.dataset.default, 10);
   n = Math.min(n, RB_RANKED.length); sel.value = String(Math.min(n, sel.options.length));
   var ids = RB_RANKED.slice(0, n);
-  (st.pick || '').split(',').forEach(function (id) { if (id && ids.indexOf(id) < 0 && RB_SCRIPTS[id]) ids.push(id); });
+  (st.pick || '').split(',').forEach(function (id) { if (id && ids.indexOf(id) < 0 && RB.scripts[id]) ids.push(id); });
   return ids;
 };
 RB.right = function (r, q) {  // null: nothing to judge the answer by
@@ -115,7 +118,7 @@ RB.side = function () {
   var head = table.tHead; head.textContent = ''; var hr = el('tr'); hr.appendChild(el('th', 'question', 'l'));
   cells.forEach(function (c, i) { hr.appendChild(el('th', (RB_RANKED.indexOf(c.id) + 1) + '. ' + c.name, 'l')); });
   head.appendChild(hr);
-  var rowsOf = cells.map(function (c) { var m = {}; c.rows.forEach(function (r) { m[r.qid] = r; }); return m; });
+  var rowsOf = cells.map(function (c) { var m = dict(); c.rows.forEach(function (r) { m[r.qid] = r; }); return m; });
   var body = table.tBodies[0]; body.textContent = ''; var shown = 0, total = 0;
   cells[0] && cells[0].rows.forEach(function (r0) {
     var qid = r0.qid, q = RB.qs[qid] || {}; total++;
@@ -158,17 +161,18 @@ RB.effect = function (key) {  // the main-effects block of one measure
   document.body.dataset.effect = key;
 };
 RB.parse = function () {
-  var st = {}; location.hash.replace(/^#/, '').split('&').forEach(function (kv) { var i = kv.indexOf('='); if (i > 0) st[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); });
+  var st = dict(); location.hash.replace(/^#/, '').split('&').forEach(function (kv) { var i = kv.indexOf('='); if (i > 0) st[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); });
   return st;
 };
 RB.go = function (change) {
   RB.stay = true;  // a click inside the viewer: keep the scroll position
-  var st = Object.assign({}, RB.state, change), parts = [];
+  var st = Object.assign(dict(), RB.state, change), parts = [];
   Object.keys(st).forEach(function (k) { if (st[k]) parts.push(encodeURIComponent(k) + '=' + encodeURIComponent(st[k])); });
   location.hash = parts.join('&');
 };
 RB.apply = function () {
   var st = RB.parse(); RB.state = st;
+  if (st.drill && !RB.scripts[st.drill]) delete st.drill;  // names no cell: the first cell's, as with none
   var lb = document.getElementById('rb-leaderboard');
   if (st.sort && lb) { var i = st.sort.lastIndexOf(':'); sortTable(lb, i > 0 ? st.sort.slice(0, i) : st.sort, i > 0 ? st.sort.slice(i + 1) : null); }
   var stay = RB.stay; RB.stay = false;

@@ -13,13 +13,19 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
-def _summarize(cells: Any, axes: tuple[str, ...]) -> None:
-    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure that ranked
-    it, the best cell's measures and name, the sweep's axes (when this process opened one)."""
-    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, primary, tie_line
+def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str) -> None:
+    """The sweep's parent MLflow run: the leaderboard as a table, the primary measure ``key`` that
+    ranked it, the best cell's measures and name, the sweep's axes (when this process opened one).
+    ``key`` None: no cell has the primary measure (``problem`` says so): the cells and that note,
+    no best cell."""
+    from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, tie_line
     from rag_bench.tracking.mlflow_tracker import summarize_sweeps
 
-    key = primary(cells)
+    if key is None:
+        summarize_sweeps(cells[["label", "cell"]], {}, {"sweep.axes": ",".join(axes) or "none",
+                                                        "sweep.cells": len(cells)},
+                         f"{len(cells)} cells; no best cell: {problem}")
+        return
     table = leaderboard_table(cells, sort_by=key, columns=ALL_COLUMNS)
     best = table.iloc[0]
     # ANN figures describe an approximate index against flat: logged only when one was swept.
@@ -70,18 +76,28 @@ class SweepReport(Callback):
         self._end(config)
 
     def _end(self, config: DictConfig) -> None:
-        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells
+        from rag_bench.errors import RagBenchError
+        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, primary
         from rag_bench.runner.callbacks import axes_of
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
         if cells.empty:
             return
+        key, problem = None, ""
+        try:
+            key = primary(cells)
+        except RagBenchError as exc:  # no cell has experiment.primary: said, never ranked by another
+            problem = str(exc)
         if not self._failed:
-            _summarize(cells, axes_of(config))
+            _summarize(cells, axes_of(config), key, problem)
+        if problem:
+            print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}", file=sys.stderr,
+                  flush=True)
+            return
         print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
-        print(format_leaderboard(cells), file=sys.stdout, flush=True)
-        failures = format_failures(cells)
+        print(format_leaderboard(cells, sort_by=key), file=sys.stdout, flush=True)
+        failures = format_failures(cells, sort_by=key)
         if failures:
             shown = min(10, len(cells))
             print(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}",

@@ -5,6 +5,8 @@ are read and the cell's sweep context is found (:mod:`rag_bench.runner.context`)
 from __future__ import annotations
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rag_bench import switches
@@ -13,6 +15,7 @@ from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
 from rag_bench.runner.context import SweepContext
 from rag_bench.runner.main import argv_overrides, run_cell
+from rag_bench.runner.primary import check_primary_reachable
 
 register_configs()
 # The work cells of this process share (Hydra calls main once per cell of a sweep): the one
@@ -23,7 +26,10 @@ WORK = SharedWork()
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
-    run's own: the command's experiment and overrides)."""
+    run's own: the command's experiment and overrides). rag_bench's sweeper checks a grid's primary
+    measure; a single run is a grid of one."""
     switches.configure(switches.Switches.from_environment())
+    if HydraConfig.get().mode == RunMode.RUN:
+        check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
     run_cell(cfg, WORK, sweep)

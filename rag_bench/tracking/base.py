@@ -3,6 +3,7 @@ holds (the same whether it is logged live or uploaded later by ``sync``)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -50,11 +51,36 @@ def dataset_info(config: Mapping[str, Any], metrics: Mapping[str, Any], name: st
                        schema=QUESTION_SCHEMA, profile=profile)
 
 
+# A question tag in a metric name: MLflow names allow few characters (and "/" and "." are our
+# separators), so a tag keeps its name only when it is made of these, is short, and does not look
+# like a name with a digest suffix; any other gets one (tag_metric_name).
+_CLEAN_TAG = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_DIGEST_SUFFIX = re.compile(r".*-[0-9a-f]{8}")
+
+
+def tag_metric_name(tag: str) -> str:
+    """A question tag as it appears in MLflow metric names (``tag.<name>.<measure>``): the tag
+    itself when it is a clean name (letters, digits, ``_``, ``-``; at most 64 characters); else
+    its characters outside those replaced by ``_``, cut to 64, then ``-`` and the first 8 hex
+    digits of the tag's SHA-256. Deterministic, and one name per tag: a clean name never ends in
+    such a suffix (a tag that looks like one gets its own), so ``x y``, ``x_y`` and ``x<y`` --
+    once all ``x_y`` -- stay three metrics.
+
+    >>> tag_metric_name("paraphrase"), tag_metric_name("x y"), tag_metric_name("x<y")
+    ('paraphrase', 'x_y-887fcea6', 'x_y-5264b2ba')
+    """
+    if _CLEAN_TAG.fullmatch(tag) and not _DIGEST_SUFFIX.fullmatch(tag):
+        return tag
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", tag)[:64]
+    return f"{safe}-{hashlib.sha256(tag.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 def tracked_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """The numbers a cell's run logs as metrics: every measure of every stage section (retrieval,
     document, evidence, generation, citation, abstention, security, ann, judge), latency and cost,
-    and each tag's measures as ``tag/<tag>/<measure>``. CIs, n, counts and failure tallies are
-    not metrics: they are in metrics.json, an artifact of the same run.
+    and each tag's measures as ``tag/<tag>/<measure>`` (the tag named by :func:`tag_metric_name`).
+    CIs, n, counts and failure tallies are not metrics: they are in metrics.json, an artifact of
+    the same run.
 
     >>> tracked_metrics({"retrieval": {"hit@5": 0.5}, "ci": {"retrieval/hit@5": [0.4, 0.6]},
     ...                  "counts": {"chunks": 3}, "by_tag": {"lexical": {"hit@5": 1.0, "n": 2}}})
@@ -73,10 +99,10 @@ def tracked_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
                 out[f"{section}/{key}"] = float(v)
     for tag, values in (metrics.get("by_tag") or {}).items():
         if isinstance(values, dict):
-            safe = re.sub(r"[^A-Za-z0-9_-]", "_", str(tag))  # a tag is data: MLflow names allow few characters
+            name = tag_metric_name(str(tag))
             for key, v in values.items():
                 if key != "n" and number(v):
-                    out[f"tag/{safe}/{key}"] = float(v)
+                    out[f"tag/{name}/{key}"] = float(v)
     return out
 
 

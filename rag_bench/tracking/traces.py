@@ -18,6 +18,11 @@ judge      EVALUATOR    answer -> correct, faithfulness, citation, judge_*  the 
                                                                             shared out (not per question)
 ========== ============ =================================================== ==========================
 
+A generation that failed (the call, or the answer contract: ``generation_error``,
+``parse_error``) and a judge call that failed (``judge_failures``) give their span the status
+ERROR with the recorded reason, as does the root span (and the trace's state) of a question with
+such a span; every other span is OK.
+
 The durations are the recorded ones; the start times are not (the pipeline runs a stage for all
 questions at once): the questions are laid end to end, each stage after the previous one, ending
 when the trace is logged. The root span says so (``rag_bench.timing``).
@@ -63,7 +68,8 @@ TIMING_NOTE = ("durations recorded by the cell; start times laid end to end (sta
 @dataclass(frozen=True)
 class SpanData:
     """One span as recorded: its stage name, MLflow span type, inputs, outputs, duration in
-    nanoseconds and extra attributes."""
+    nanoseconds, extra attributes, and why the stage failed for this question (None: it did not;
+    the span's status is then OK, else ERROR with this message)."""
 
     name: str
     span_type: str
@@ -71,6 +77,7 @@ class SpanData:
     outputs: Any
     duration_ns: int
     attributes: Mapping[str, Any]
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,16 +164,41 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> l
                  "refused": _plain(row.get("refused")), "raw_output": _plain(row.get("raw_output"))},
                 _ns(_number(row, "generate_s")),
                 {k: _plain(row[k]) for k in ("tokens_in", "tokens_out", "generation_cached", "parse_error",
-                                              "generation_error") if k in row and row[k] is not None}))
+                                              "generation_error") if k in row and row[k] is not None},
+                _failed(("generation failed", row.get("generation_error")),
+                        ("unparseable output", row.get("parse_error")))))
         scores = _scores(row, judge_cols)
-        if scores:
+        judge_failed = _failed(("judge failed", _judge_failures(row.get("judge_failures"))))
+        if scores or judge_failed:
             spans.append(SpanData("judge", "EVALUATOR", {"answer": _plain(row.get("answer"))},
                                   {s.name: s.value for s in scores},
                                   _ns(judge_each) if any(s.llm for s in scores) else 0,
-                                  {"failure": _plain(row.get("failure"))} if row.get("failure") else {}))
+                                  {"failure": _plain(row.get("failure"))} if row.get("failure") else {},
+                                  judge_failed))
         out.append(QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
                                  tuple(spans), tuple(scores)))
     return out
+
+
+def _failed(*reasons: tuple[str, Any]) -> str | None:
+    """``what: reason`` of the first recorded reason (a non-empty string), cut to :data:`PREVIEW`; None."""
+    for what, reason in reasons:
+        if isinstance(reason, str) and reason.strip():
+            return f"{what}: {reason}"[:PREVIEW]
+    return None
+
+
+def _judge_failures(value: Any) -> str | None:
+    """A row's ``judge_failures`` (JSON: metric -> reason) as ``metric: reason; ...``."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        failures = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(failures, dict):
+        return "; ".join(f"{m}: {r}" for m, r in failures.items()) or None
+    return str(failures)
 
 
 _CORRECT, _REFUSED, _FAITHFUL = measures.CORRECT, measures.CORRECT_REFUSAL_RATE, measures.FAITHFULNESS
@@ -207,7 +239,8 @@ def _span_dict(trace_id: str, span_id: str, parent: str | None, data: SpanData, 
                   **{k: json.dumps(v, default=str) for k, v in data.attributes.items()}}
     return {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent, "name": data.name,
             "start_time_unix_nano": start, "end_time_unix_nano": start + data.duration_ns, "events": [],
-            "status": {"code": "STATUS_CODE_OK", "message": ""}, "attributes": attributes}
+            "status": {"code": "STATUS_CODE_ERROR", "message": data.error} if data.error is not None else
+            {"code": "STATUS_CODE_OK", "message": ""}, "attributes": attributes}
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -237,8 +270,9 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
             children.append(_span_dict(trace_id, secrets.token_hex(8), root_id, data, clock))
             clock += data.duration_ns
         duration = clock - start
+        error = next((f"{data.name}: {data.error}" for data in t.spans if data.error is not None), None)
         root = SpanData(TRACE_NAME, "CHAIN", {"qid": t.qid, "question": t.question}, {"answer": t.answer},
-                        duration, {"rag_bench.timing": TIMING_NOTE})
+                        duration, {"rag_bench.timing": TIMING_NOTE}, error)
         spans += [Span.from_dict(d) for d in (_span_dict(trace_id, root_id, None, root, start), *children)]
         code = AssessmentSource(source_type="CODE", source_id="rag_bench")
         judge = AssessmentSource(source_type="LLM_JUDGE", source_id="rag_bench.judge")
@@ -246,7 +280,8 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
                                 source=judge if s.llm else code) for s in t.scores]
         infos.append(TraceInfo(
             trace_id=trace_id, trace_location=TraceLocation.from_experiment_id(experiment_id),
-            request_time=start // 1_000_000, execution_duration=duration // 1_000_000, state=TraceState.OK,
+            request_time=start // 1_000_000, execution_duration=duration // 1_000_000,
+            state=TraceState.OK if error is None else TraceState.ERROR,
             request_preview=json.dumps({"question": t.question})[:PREVIEW],
             response_preview=json.dumps({"answer": t.answer})[:PREVIEW],
             trace_metadata={TraceMetadataKey.SOURCE_RUN: run_id, "mlflow.trace_schema.version": "3"},

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rag_bench.adapters.external import WITHHELD
 from rag_bench.cli import main as cli
 from tests.conftest import TINY
 
@@ -63,17 +64,18 @@ def _nothing_left(out: Path) -> None:
     assert not [p for p in out.glob("*/*") if not p.name.startswith(".") and p.is_dir()], "a cell folder was left"
 
 
-# (passage the system returned for a customer, document it must be placed in, unauthorized, not in claimed doc)
+# (passage the system returned for a customer, document it must be placed in, unauthorized, not in claimed doc);
+# a passage placed in a document the asker may not read is counted and withheld: records show WITHHELD.
 ACCESS_CASES = [
     # The leak: staff text under a public doc id was "unlocated", never unauthorized.
-    ("staff-text-claims-public-doc", {"doc_id": "z-faq", "text": SECRET}, "a-staff", 1, 1),
-    ("staff-text-no-doc", {"text": SECRET}, "a-staff", 1, 0),
+    ("staff-text-claims-public-doc", {"doc_id": "z-faq", "text": SECRET}, WITHHELD, 1, 1),
+    ("staff-text-no-doc", {"text": SECRET}, WITHHELD, 1, 0),
     # An exact match in a forbidden document beat a loose one in a readable document.
     ("loose-readable-beats-exact-forbidden", {"text": SHARED}, "z-faq", 0, 0),
     ("claimed-doc-loose-beats-exact-elsewhere", {"doc_id": "z-faq", "text": SHARED}, "z-faq", 0, 0),
     ("wrong-public-doc-then-readable", {"doc_id": "m-news", "text": SHARED}, "z-faq", 0, 1),
     # The system says it read the staff document, and the text is there: it did.
-    ("claimed-forbidden-doc-holds-it", {"doc_id": "a-staff", "text": SHARED}, "a-staff", 1, 0),
+    ("claimed-forbidden-doc-holds-it", {"doc_id": "a-staff", "text": SHARED}, WITHHELD, 1, 0),
 ]
 
 

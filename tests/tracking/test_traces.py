@@ -88,6 +88,9 @@ def test_a_failure_to_log_traces_keeps_the_cell_finished(mlflow_server, tmp_path
         raise ConnectionError("trace endpoint down")
 
     monkeypatch.setattr(mlflow_tracker, "log_traces", broken)
+    # the parent this opens at the module's server is this test's: a later sweep in the same
+    # session must not try to fill it after the server is gone
+    monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     tracker = MlflowTracker(uri=mlflow_server, background=False)
     tracker.bind(output_root=tmp_path, experiment="e", sweep_id="s")
     run_id = tracker.log_cell(cell_id="c1", cell_dir=cell, params={}, metrics={"retrieval/hit@1": 1.0}, tags={})
@@ -149,3 +152,35 @@ def test_traces_read_back_from_a_real_server_and_the_switch_turns_them_off(mlflo
     (run_off,) = client.search_runs([off], filter_string="tags.`rag_bench.role` = 'cell'")
     assert run_off.info.status == "FINISHED" and TRACES_TAG not in run_off.data.tags
     assert client.search_traces(locations=[off]) == []
+
+
+def test_failed_calls_are_error_spans_in_a_real_store(tmp_path, monkeypatch):
+    """A failed judge call (judge_failures) and a failed generation (generation_error) give their
+    span, the root span and the trace the status ERROR with the recorded reason; a judge that
+    failed on every metric of a question still has its span."""
+    from mlflow.tracking import MlflowClient
+
+    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    _records(generation_error=[None, "HTTP 503: busy"],
+             judge_failures=[json.dumps({"faithfulness": "TimeoutError: judge endpoint"}), None]).to_parquet(
+        cell / "records.parquet")
+    tracker = MlflowTracker(background=False)
+    tracker.bind(output_root=tmp_path, experiment="e", sweep_id="s")
+    run_id = tracker.log_cell(cell_id="c1", cell_dir=cell, params={}, metrics={"retrieval/hit@1": 1.0}, tags={})
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_run(run_id).info.experiment_id
+    traces = {t.info.tags[QID_TAG]: client.get_trace(t.info.trace_id)
+              for t in client.search_traces(locations=[exp], run_id=run_id)}
+    status = {q: {s.name: (s.status.status_code, s.status.description) for s in t.data.spans} for q, t in traces.items()}
+    assert status["q1"]["judge"] == ("ERROR", "judge failed: faithfulness: TimeoutError: judge endpoint")
+    assert status["q1"]["generate"] == ("OK", "")
+    assert status["q1"]["question"] == ("ERROR", "judge: judge failed: faithfulness: TimeoutError: judge endpoint")
+    assert status["q2"]["generate"] == ("ERROR", "generation failed: HTTP 503: busy")
+    assert {q: t.info.state for q, t in traces.items()} == {"q1": "ERROR", "q2": "ERROR"}
+    only_failures = question_traces(_records(judge_failures=[None, json.dumps({"faithfulness": "x"})]).drop(
+        columns=["correct_refusal_rate"]))[1]
+    assert [s.name for s in only_failures.spans][-1] == "judge" and only_failures.spans[-1].error

@@ -45,10 +45,17 @@ class Security:
         reranker = np.array([q.dropped_by_reranker for q in run.questions], np.int64)
         warnings = []
         for stage, dropped in (("retriever", retriever), ("reranker", reranker)):
-            if dropped.any():
-                warnings.append(f"SECURITY: the {stage} returned {int(dropped.sum())} chunk(s) the asker may not read; "
-                                "they were dropped before the context, the generator and every file of the cell -- "
-                                f"fix: the {stage} must apply the access filter it is given "
+            if not dropped.any():
+                continue
+            if run.index_name == "external":  # an application's passages: its own generator saw them
+                warnings.append(f"SECURITY: the system returned {int(dropped.sum())} passage(s) the asker may not "
+                                "read; their text was withheld from every file of the cell (the system's own "
+                                "generator may have seen them) -- fix: the system must apply the asker's access "
+                                f"rights ({UNAUTHORIZED.mlflow_key} fails the release policy)")
+            else:
+                warnings.append(f"SECURITY: the {stage} returned {int(dropped.sum())} chunk(s) the asker may not "
+                                "read; they were dropped before the context, the generator and every file of the "
+                                f"cell -- fix: the {stage} must apply the access filter it is given "
                                 f"({UNAUTHORIZED.mlflow_key} fails the release policy)")
         return [Part("security", {UNAUTHORIZED.column: final + retriever + reranker, FROM_RETRIEVER.column: retriever,
                                   FROM_RERANKER.column: reranker, STALE.column: stale}, warnings=tuple(warnings))]
