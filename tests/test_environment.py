@@ -29,7 +29,7 @@ ALLOWED = {
     "tracking/mlflow_tracker.py": "MLFLOW_TRACKING_URI, MLflow's own setting",
     "fast/compose.py": "Hydra's hydra.job.env_set semantics (the job's environment), kept by the speed wing",
     "runner/main.py": "NO_COLOR (the console's colour convention)",
-    "cli.py": "HYDRA_FULL_ERROR set before Hydra runs (tracebacks of Hydra's own errors)",
+    "cli/run.py": "HYDRA_FULL_ERROR set before Hydra runs (tracebacks of Hydra's own errors)",
 }
 SWEEP_STATE = ("RAG_BENCH_SWEEP_ID", "RAG_BENCH_AXES", "RAG_BENCH_PROGRESS", "RAG_BENCH_PARENT_RUN_ID")
 SWITCHES = ("RAG_BENCH_SHARE", "RAG_BENCH_CACHE_SHARDS", "RAG_BENCH_STOCK_HYDRA")

@@ -253,8 +253,8 @@ COLLIDING_TAGS = ["x y", "x_y", "x<y", "x.y", "x/y", "x_y-3a5c9e01"]
 def test_tags_that_sanitise_alike_are_logged_under_distinct_mlflow_names(tmp_path, capsys, local_mlflow):
     """`x y`, `x_y` and `x<y` were all logged as `tag.x_y.*`: two of three values lost, no warning."""
     from mlflow.tracking import MlflowClient
-    from rag_bench.metrics.measures import mlflow_name
 
+    from rag_bench.evaluation.scorer import mlflow_name
     from rag_bench.tracking.base import tag_metric_name
     from tests.bad_inputs.test_bad_inputs import copy_tiny, edit_questions
 

@@ -160,8 +160,7 @@ def test_failed_calls_are_error_spans_in_a_real_store(tmp_path, monkeypatch):
     failed on every metric of a question still has its span."""
     from mlflow.tracking import MlflowClient
 
-    for name in ("MLFLOW_TRACKING_URI", mlflow_tracker.PARENT_ENV):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
     cell = tmp_path / "cell"
     cell.mkdir()
