@@ -12,6 +12,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from rag_bench.untrusted import visible
+
 
 def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str) -> None:
     """The sweep's parent MLflow run: the leaderboard as a table, the primary measure ``key`` that
@@ -87,20 +89,21 @@ class SweepReport(Callback):
         key, problem = None, ""
         try:
             key = primary(cells)
-        except RagBenchError as exc:  # no cell has experiment.primary: said, never ranked by another
+            ranked = format_leaderboard(cells, sort_by=key)  # refuses measures that mean different things
+        except RagBenchError as exc:  # said, never ranked by another measure
             problem = str(exc)
         if not self._failed:
-            _summarize(cells, axes_of(config), key, problem)
+            _summarize(cells, axes_of(config), None if problem else key, problem)
         if problem:
-            print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}", file=sys.stderr,
-                  flush=True)
+            print(visible(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}"),
+                  file=sys.stderr, flush=True)
             return
         print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
-        print(format_leaderboard(cells, sort_by=key), file=sys.stdout, flush=True)
+        print(visible(ranked), file=sys.stdout, flush=True)
         failures = format_failures(cells, sort_by=key)
         if failures:
             shown = min(10, len(cells))
-            print(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}",
+            print(visible(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}"),
                   file=sys.stdout, flush=True)
         print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
               f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
