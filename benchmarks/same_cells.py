@@ -67,14 +67,18 @@ def timing(name: str) -> bool:
 
 
 def run(out: Path) -> None:
-    import rag_bench
-    print("rag_bench:", rag_bench.__file__, flush=True)
+    out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "RAG_BENCH_CACHE": str(out / "cache"), "TQDM_DISABLE": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
+    # The code the commands run: PYTHONPATH's checkout, else the installed one -- never the current
+    # folder's (python -P: `-m` would put it first on sys.path).
+    where = subprocess.run([sys.executable, "-P", "-c", "import rag_bench; print(rag_bench.__file__)"], env=env,
+                           capture_output=True, text=True, check=True, cwd=out).stdout.strip()
+    print("rag_bench:", where, flush=True)
     for name, overrides in GRIDS.items():
-        cmd = [sys.executable, "-m", "rag_bench.cli", "run", "-m", *overrides, "tracking=none",
+        cmd = [sys.executable, "-P", "-m", "rag_bench.cli", "run", "-m", *overrides, "tracking=none",
                f"output.root={out}", f"experiment.name=grid{name}"]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=out)
         if done.returncode != 0:
             sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
     external(out, env)
@@ -85,8 +89,8 @@ APP = Path(__file__).resolve().parents[1] / "examples" / "app_outputs" / "kettle
 
 
 def _cli(args: list[str], env: dict[str, str]) -> str:
-    cmd = [sys.executable, "-m", "rag_bench.cli", *args]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    cmd = [sys.executable, "-P", "-m", "rag_bench.cli", *args]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=Path(env["RAG_BENCH_CACHE"]).parent)
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
     return done.stdout
@@ -94,9 +98,8 @@ def _cli(args: list[str], env: dict[str, str]) -> str:
 
 def external(out: Path, env: dict[str, str]) -> None:
     """The external-system cells (E, T, R of the module docstring)."""
-    from rag_bench.runner.config import DEMO_DATASET
-
-    common = ["--dataset", str(DEMO_DATASET), "tracking=none", f"output.root={out}"]
+    demo = Path(__file__).resolve().parents[1] / "rag_bench" / "datasets" / "kettleby"
+    common = ["--dataset", str(demo), "tracking=none", f"output.root={out}"]
     for k in (3, 5):
         for unit in ("chunk", "both"):
             _cli(["evaluate", str(APP), *common, f"pipeline.k={k}", f"eval.unit={unit}", "experiment.name=gridE",

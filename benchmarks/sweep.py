@@ -138,11 +138,11 @@ def floor(dataset: Path, chunkers: list[str], common: list[str], sweep_out: Path
     from hydra import compose, initialize_config_dir
 
     from rag_bench.data.loader import load_dataset
+    from rag_bench.domain import Passage
     from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder, load_model
     from rag_bench.generation.base import GenerationInput
     from rag_bench.generation.extractive import ExtractiveGenerator
     from rag_bench.generation.prompt import build_prompt
-    from rag_bench.records import Passage
     from rag_bench.runner.config import CONF_DIR, build, register_configs
 
     register_configs()

@@ -30,10 +30,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_omega_conf_dumper
 
+from rag_bench.components import LABEL_STAGES, stage_names
 from rag_bench.errors import DataError, OutputError, Problem
 from rag_bench.locking import file_lock
 from rag_bench.spreadsheet import to_csv
-from rag_bench.stages import LABEL_STAGES, stage_names
 
 # Where cells go unless output.root says otherwise (the schema's default; a cell named by MLflow
 # run id is looked up in <this>/mlflow.db when no tracking URI is set).

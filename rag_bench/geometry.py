@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.records import EvidenceSpan
+from rag_bench.domain import EvidenceSpan
 
 
 def overlap_ratio(start: int, end: int, span_start: int, span_end: int) -> float:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_bench.stages import STAGES
+from rag_bench.components import STAGES
 
 # Never axes: where results go, not what they are.
 IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system.sha256", "system.format",

@@ -11,7 +11,7 @@ from hypothesis import settings as hypothesis_settings
 from omegaconf import DictConfig
 
 from rag_bench.data.loader import load_dataset
-from rag_bench.records import Dataset
+from rag_bench.domain import Dataset
 from rag_bench.runner.config import CONF_DIR, DEMO_DATASET, register_configs
 
 REPO = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ def test_the_example_plugin_is_swept_beside_built_in_components(tmp_path):
 
 
 PLUGIN = '''
-from rag_bench.records import Ranking
+from rag_bench.domain import Ranking
 
 
 class NoSearch:

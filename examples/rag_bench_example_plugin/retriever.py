@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from rag_bench.records import Chunk, Question, Ranking
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
 
 

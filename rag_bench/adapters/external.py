@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jsonl
+from rag_bench.domain import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.errors import Problem
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
 from rag_bench.generation.base import Generation, GenerationInput
@@ -58,7 +59,6 @@ from rag_bench.generation.prompt import REFUSAL
 from rag_bench.judging.base import Judge
 from rag_bench.metrics import trec
 from rag_bench.pipeline import stages
-from rag_bench.records import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.retrieval.base import strictly_decreasing
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from rag_bench.data.markdown import heading_path_at, trim
+from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document
 
 
 class Chunker(Protocol):

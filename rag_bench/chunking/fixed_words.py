@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_bench.chunking.base import DocumentChunker, check_overlap, make_chunks, positive_int
-from rag_bench.records import Chunk, Document
+from rag_bench.domain import Chunk, Document
 from rag_bench.text.sentences import word_spans
 
 

@@ -12,8 +12,8 @@ import importlib
 from typing import Any
 
 from rag_bench.chunking.base import DocumentChunker, check_overlap, make_chunks, positive_int
+from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document
 
 
 class LangChainChunker(DocumentChunker):

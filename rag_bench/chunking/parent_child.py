@@ -7,8 +7,8 @@ import math
 from rag_bench.chunking.base import DocumentChunker, make_chunks, positive_int
 from rag_bench.chunking.section import section_spans
 from rag_bench.chunking.spans import pack
+from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document
 from rag_bench.text.sentences import sentence_spans
 
 

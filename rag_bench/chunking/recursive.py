@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_bench.chunking.base import DocumentChunker, check_overlap, make_chunks, positive_int
+from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document
 from rag_bench.text.sentences import Span
 
 DEFAULT_SEPARATORS = ("\n# ", "\n## ", "\n### ", "\n\n", "\n", ". ", " ")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from rag_bench.chunking.base import DocumentChunker, make_chunks, positive_int
+from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document
 
 
 def _words(text: str) -> int:

@@ -142,8 +142,8 @@ def launcher_config(overrides: list[str]) -> DictConfig:
 
 
 def _uses_embedder(cfg: DictConfig) -> bool:
+    from rag_bench.components import is_null
     from rag_bench.runner.config import wants
-    from rag_bench.stages import is_null
 
     uses = wants(cfg.retriever, "retriever", "embedder") or wants(cfg.chunker, "chunker", "embedder")
     reranker = cfg.get("reranker")

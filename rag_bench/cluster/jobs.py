@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_bench.components import SWEEP_ORDER
 from rag_bench.runner.sweeper import stage_rank
-from rag_bench.stages import SWEEP_ORDER
 
 # Stages of the shared prefix (up to and including the index): the overrides that name them label a job.
 PREFIX_STAGES = ("dataset", "chunker", "embedder", "index")

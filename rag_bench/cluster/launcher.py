@@ -41,8 +41,8 @@ class RagBenchSlurmConf(SlurmQueueConf):
 
 
 def _uses_embedder(cfg: DictConfig) -> bool:
+    from rag_bench.components import is_null
     from rag_bench.runner.config import wants
-    from rag_bench.stages import is_null
 
     stages = [("retriever", cfg.retriever), ("chunker", cfg.chunker)]
     if cfg.get("reranker") is not None and cfg.reranker.get("_target_") and not is_null(cfg.reranker):

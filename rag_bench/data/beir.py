@@ -23,7 +23,7 @@ from rag_bench.data.problems import (
     read_jsonl,
     read_text,
 )
-from rag_bench.records import Document, EvidenceSpan, Question
+from rag_bench.domain import Document, EvidenceSpan, Question
 
 MAX_GRADE = 1000
 

@@ -6,7 +6,7 @@ import unicodedata
 from typing import Any
 
 from rag_bench.data.markdown import heading_path_at, trim
-from rag_bench.records import Document, EvidenceSpan, Section
+from rag_bench.domain import Document, EvidenceSpan, Section
 
 
 def _path_parts(section: str) -> tuple[str, ...]:

@@ -11,8 +11,8 @@ from rag_bench.data.files import dataset_files, is_question_file
 from rag_bench.data.native import load_documents, load_questions, read_manifest
 from rag_bench.data.problems import ProblemLog
 from rag_bench.digests import file_digest
+from rag_bench.domain import Dataset
 from rag_bench.errors import DataError, Problem
-from rag_bench.records import Dataset
 
 
 def fingerprint(root: Path, files: list[Path]) -> str:

@@ -21,7 +21,7 @@ from rag_bench.data.problems import (
     read_jsonl,
     read_text,
 )
-from rag_bench.records import Asker, Document, EvidenceSpan, Question
+from rag_bench.domain import Asker, Document, EvidenceSpan, Question
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
 _Q_FIELDS = {"id", "question", "answerable", "evidence", "facts", "answers", "asker", "tags"}

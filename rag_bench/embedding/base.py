@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag_bench.stages import optional
+from rag_bench.components import optional
 
 # Encoding this many texts or more is announced on the console (a model's load and the encoding
 # took ~47 s of the demo's first dense cell with no line).

@@ -21,11 +21,11 @@ import numpy as np
 
 from rag_bench import memo
 from rag_bench.data.evidence import section_span
+from rag_bench.domain import Document, Question
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.settings import Settings
 from rag_bench.memo import SharedWork
 from rag_bench.metrics.relevance import ChunkIndex, relevant_chunks
-from rag_bench.records import Document, Question
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from rag_bench.domain import Answer, Chunk, Dataset, Document, Passage, Question, Ranking
 from rag_bench.embedding.base import EmbedStats
 from rag_bench.generation.base import Generation
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.judging.base import JudgeResult
-from rag_bench.records import Answer, Chunk, Dataset, Document, Passage, Question, Ranking
 
 Latency = Literal["pipeline", "system", "none"]
 

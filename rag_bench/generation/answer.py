@@ -6,8 +6,8 @@ import json
 import re
 from functools import lru_cache
 
+from rag_bench.domain import Answer
 from rag_bench.generation.prompt import REFUSAL
-from rag_bench.records import Answer
 
 _CITE = re.compile(r"\[(\d+)\]")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's lone "\ud83d" escape: no character, not UTF-8

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from rag_bench import memo
 from rag_bench.digests import module_digest
+from rag_bench.domain import Passage
 from rag_bench.generation.prompt import Prompt
-from rag_bench.records import Passage
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 log = logging.getLogger(__name__)

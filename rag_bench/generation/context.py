@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from rag_bench.records import Chunk, Passage
+from rag_bench.domain import Chunk, Passage
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rag_bench.components import Null
 from rag_bench.generation.base import Generation, GenerationInput
-from rag_bench.stages import Null
 
 
 class NoGenerator(Null):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag_bench.records import Passage
+from rag_bench.domain import Passage
 
 REFUSAL = "I cannot answer this from the provided sources."
 ANSWER_SCHEMA = {

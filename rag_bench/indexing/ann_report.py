@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.components import capability
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.indexing.tuning import TUNE_K, TuneResult, tune_held_out
-from rag_bench.stages import capability
 
 
 @dataclass(frozen=True)

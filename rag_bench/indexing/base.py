@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_bench.components import optional
 from rag_bench.errors import ConfigError
-from rag_bench.stages import optional
 
 
 def _selector(mask: np.ndarray) -> Any:

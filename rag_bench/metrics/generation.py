@@ -13,9 +13,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from rag_bench.domain import Answer, EvidenceSpan, Passage
 from rag_bench.geometry import covered_fraction, overlap_ratio
 from rag_bench.metrics import squad
-from rag_bench.records import Answer, EvidenceSpan, Passage
 from rag_bench.text.normalize import contains, facts_present, lenient_normalize
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS

@@ -16,8 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from rag_bench.domain import Chunk, EvidenceSpan, Question
 from rag_bench.geometry import covered_fraction
-from rag_bench.records import Chunk, EvidenceSpan, Question
 from rag_bench.text.normalize import facts_present
 
 RELEVANCE_MODES = ("overlap", "section", "facts")

@@ -748,7 +748,7 @@ def _success(a: TrecArrays, k: int, rl: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Measure:
+class _TrecMeasure:
     #: (arrays, cutoff or None, relevance_level) -> one value per topic.
     compute: Callable[[TrecArrays, Any, int], np.ndarray]
     #: Cutoffs used when the measure is named without parameters; empty = takes no cutoff.
@@ -758,18 +758,18 @@ class _Measure:
 
 
 # In trec_eval's own table order, which is also its output order.
-_MEASURES: dict[str, _Measure] = {
-    "num_ret": _Measure(_num_ret, integer=True),
-    "num_rel": _Measure(_num_rel, integer=True),
-    "num_rel_ret": _Measure(_num_rel_ret, integer=True),
-    "map": _Measure(_map),
-    "Rprec": _Measure(_rprec),
-    "recip_rank": _Measure(_recip_rank),
-    "P": _Measure(_precision, default_cutoffs=DEFAULT_CUTOFFS),
-    "recall": _Measure(_recall, default_cutoffs=DEFAULT_CUTOFFS),
-    "ndcg": _Measure(_ndcg),
-    "ndcg_cut": _Measure(_ndcg, default_cutoffs=DEFAULT_CUTOFFS),
-    "success": _Measure(_success, default_cutoffs=(1, 5, 10)),
+_MEASURES: dict[str, _TrecMeasure] = {
+    "num_ret": _TrecMeasure(_num_ret, integer=True),
+    "num_rel": _TrecMeasure(_num_rel, integer=True),
+    "num_rel_ret": _TrecMeasure(_num_rel_ret, integer=True),
+    "map": _TrecMeasure(_map),
+    "Rprec": _TrecMeasure(_rprec),
+    "recip_rank": _TrecMeasure(_recip_rank),
+    "P": _TrecMeasure(_precision, default_cutoffs=DEFAULT_CUTOFFS),
+    "recall": _TrecMeasure(_recall, default_cutoffs=DEFAULT_CUTOFFS),
+    "ndcg": _TrecMeasure(_ndcg),
+    "ndcg_cut": _TrecMeasure(_ndcg, default_cutoffs=DEFAULT_CUTOFFS),
+    "success": _TrecMeasure(_success, default_cutoffs=(1, 5, 10)),
 }
 
 #: trec_eval measure names understood by :func:`evaluate`.

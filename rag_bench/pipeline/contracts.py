@@ -6,13 +6,13 @@ them, not to inherit them. Each check either returns the output in its canonical
 :class:`~rag_bench.errors.ComponentError` naming the component, the document or question, and the
 rule broken -- the command line turns that into exit 2, before any file of the cell is written.
 
-- **Chunks** (:func:`check_chunks`): real :class:`~rag_bench.records.Chunk` records; unique ids;
+- **Chunks** (:func:`check_chunks`): real :class:`~rag_bench.domain.Chunk` records; unique ids;
   the document is in the corpus; ``0 <= start < end <= len(document)``; the body *is* the
   document's slice ``[start, end)``; the prefix is empty or the declared heading path of the
   document's own sections (``"A > B\\n\\n"``), never text from elsewhere; a child's parent exists
   and lies in the same document. Tenant, ACL, version and status are never taken from a chunk:
   access and freshness are always looked up on the document the chunk is a slice of.
-- **Rankings** (:func:`check_ranking`): one :class:`~rag_bench.records.Ranking` per question, for
+- **Rankings** (:func:`check_ranking`): one :class:`~rag_bench.domain.Ranking` per question, for
   that question; indices integers in ``[0, n)`` (a negative index is refused, never wrapped), no
   duplicates, at most the requested depth; scores finite reals, one per index, non-increasing.
   Ties are made strict by :func:`~rag_bench.retrieval.base.strictly_decreasing` (the order given
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.domain import Chunk, Document, Question, Ranking
 from rag_bench.errors import ComponentError, RagBenchError
-from rag_bench.records import Chunk, Document, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 
 _tracebacks = logging.getLogger("component_tracebacks")
@@ -105,7 +105,7 @@ def check_chunks(chunks: Any, documents: Mapping[str, Document], *, component: s
     otherwise a :class:`ComponentError` listing the first violations."""
     if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
         raise _fail("chunker", component, [f"returned {type(chunks).__name__}, not a list of Chunk"],
-                    "chunk() must return a list of rag_bench.records.Chunk")
+                    "chunk() must return a list of rag_bench.domain.Chunk")
     problems: list[str] = []
     seen: set[str] = set()
     parents: dict[str, str] = {c.chunk_id: c.doc_id for c in chunks
@@ -114,7 +114,7 @@ def check_chunks(chunks: Any, documents: Mapping[str, Document], *, component: s
     for n, c in enumerate(chunks):
         where = f"chunk {n}"
         if not isinstance(c, Chunk):
-            problems.append(f"{where}: is a {type(c).__name__}, not a rag_bench.records.Chunk")
+            problems.append(f"{where}: is a {type(c).__name__}, not a rag_bench.domain.Chunk")
             continue
         where = f"chunk {n} ({c.chunk_id!r} of document {c.doc_id!r})"
         if not isinstance(c.chunk_id, str) or not c.chunk_id or any(ch.isspace() for ch in c.chunk_id):
@@ -169,7 +169,7 @@ def check_ranking(out: Any, question: Question, *, n: int, depth: int, component
         raise _fail(stage, component, [f"{q}: returned {got} for 1 question"], fix)
     r = out[0]
     if not isinstance(r, Ranking):
-        raise _fail(stage, component, [f"{q}: returned a {type(r).__name__}, not a rag_bench.records.Ranking"], fix)
+        raise _fail(stage, component, [f"{q}: returned a {type(r).__name__}, not a rag_bench.domain.Ranking"], fix)
     problems: list[str] = []
     if r.qid != question.qid:
         problems.append(f"{q}: the ranking is for question {r.qid!r}")

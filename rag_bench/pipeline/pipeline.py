@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench import memo
+from rag_bench.components import capability, is_null
+from rag_bench.domain import Dataset
 from rag_bench.embedding.base import Embedder, EmbedStats
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import stages
 from rag_bench.pipeline.parts import CellParts
 from rag_bench.pipeline.results import Answered, Reranked, Retrieved
-from rag_bench.records import Dataset
 from rag_bench.reranking.base import check_depth
-from rag_bench.stages import capability, is_null
 
 
 def _usage(embedder: Any) -> EmbedStats:

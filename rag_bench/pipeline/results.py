@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rag_bench.domain import Answer, Chunk, Ranking
 from rag_bench.generation.base import Generation, GenerationInput
-from rag_bench.records import Answer, Chunk, Ranking
 from rag_bench.retrieval.base import AccessFilter, Retriever
 
 

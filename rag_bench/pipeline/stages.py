@@ -19,6 +19,8 @@ from typing import Any
 from tqdm import tqdm
 
 from rag_bench import memo
+from rag_bench.components import capability, is_null
+from rag_bench.domain import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.errors import EndpointError
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
@@ -32,10 +34,8 @@ from rag_bench.memo import SharedWork
 from rag_bench.pipeline import contracts
 from rag_bench.pipeline.contracts import component_name
 from rag_bench.pipeline.results import Answered, Chunked, Indexed, Reranked, Retrieved
-from rag_bench.records import Answer, Chunk, Dataset, Question, Ranking
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever
-from rag_bench.stages import capability, is_null
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def _defaults() -> dict[str, Any]:
     """conf/config.yaml's values with each stage's default option file (its ``name`` and parameters)."""
     import yaml
 
-    from rag_bench.stages import STAGES
+    from rag_bench.components import STAGES
 
     conf_dir = Path(__file__).resolve().parents[1] / "conf"  # runner.config.CONF_DIR, without importing upward
 

@@ -19,10 +19,10 @@ import pandas as pd
 
 from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
+from rag_bench.components import RETRIEVAL_STAGES
 from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
 from rag_bench.reporting import decide, params
-from rag_bench.stages import RETRIEVAL_STAGES
 
 # The main measure of each stage: the leaderboard's default columns (the report adds the rest).
 DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN)

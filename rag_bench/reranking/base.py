@@ -7,10 +7,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_bench.components import optional
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import strictly_decreasing
-from rag_bench.stages import optional
 
 
 class Reranker(Protocol):

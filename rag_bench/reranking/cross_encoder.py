@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.domain import Chunk, Question
 from rag_bench.embedding.models import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 

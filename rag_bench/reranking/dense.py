@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench.records import Chunk, Question
+from rag_bench.domain import Chunk, Question
 from rag_bench.reranking.base import check_depth, prefetch_embeddings
 
 

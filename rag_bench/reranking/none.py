@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_bench.records import Chunk, Question
-from rag_bench.stages import Null
+from rag_bench.components import Null
+from rag_bench.domain import Chunk, Question
 
 
 class NoReranker(Null):

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.domain import Chunk, Question
 from rag_bench.errors import ConfigError, EndpointError
 from rag_bench.http import check_settings, check_url, is_json_int, is_json_number, post_json
-from rag_bench.records import Chunk, Question
 from rag_bench.reranking.base import check_depth
 from rag_bench.reranking.cross_encoder import PairScoreCache, pair_key
 from rag_bench.storage import default_cache_dir, get_or_compute

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_bench.records import Asker, Chunk, Document, Question, Ranking
-from rag_bench.stages import optional
+from rag_bench.components import optional
+from rag_bench.domain import Asker, Chunk, Document, Question, Ranking
 
 
 class Retriever(Protocol):

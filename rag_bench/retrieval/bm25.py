@@ -16,8 +16,8 @@ from typing import Literal, Protocol
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
 from rag_bench.text.tokenize import Tokenizer
 

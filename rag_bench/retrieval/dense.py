@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.indexing.flat import FlatIndex
-from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, AnnProbe, strictly_decreasing
 
 

@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.errors import ConfigError
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.memo import SharedWork
-from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter, AnnProbe, strictly_decreasing
 from rag_bench.retrieval.bm25 import Bm25Retriever
 from rag_bench.retrieval.dense import DenseRetriever

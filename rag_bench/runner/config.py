@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.chunking.base import Chunker
+from rag_bench.components import COMPONENT_GROUPS, missing_methods
 from rag_bench.digests import path_digest, source_digest
 from rag_bench.embedding.base import Embedder
 from rag_bench.errors import ConfigError, RagBenchError
@@ -39,7 +40,6 @@ from rag_bench.judging.base import Judge
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
-from rag_bench.stages import COMPONENT_GROUPS, missing_methods
 from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
@@ -496,10 +496,10 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     of the process, which keeps one checked embedder per embedder config). Each is built, so its
     parameters are checked (:func:`build`), before anything is loaded: models load lazily."""
     from rag_bench import memo
+    from rag_bench.components import is_null
     from rag_bench.evaluation.evaluation import Evaluation
     from rag_bench.pipeline.contracts import CheckedEmbedder
     from rag_bench.pipeline.parts import CellParts, CellSettings
-    from rag_bench.stages import is_null
 
     takes = {"embedder": (), "index": (),
              "chunker": tuple(g for g in ("embedder",) if wants(cfg.chunker, "chunker", g)),

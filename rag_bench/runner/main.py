@@ -18,8 +18,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
+from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
+from rag_bench.domain import Dataset
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
 from rag_bench.evaluation.evaluation import Evaluation
@@ -27,10 +29,8 @@ from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
-from rag_bench.records import Dataset
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
-from rag_bench.stages import CONSOLE_STAGES, capability, is_null
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 

@@ -34,8 +34,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
 from tqdm import tqdm
 
+from rag_bench.components import SWEEP_ORDER
 from rag_bench.runner.context import SweepContext
-from rag_bench.stages import SWEEP_ORDER
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_bench import naming
+from rag_bench.components import STAGES, Null, optional, stage_names
 from rag_bench.evaluation import measures
-from rag_bench.stages import STAGES, Null, optional, stage_names
 
 # metrics.json sections that are not tracked as metrics: intervals, sizes, tallies and nested
 # tables stay in metrics.json (an artifact of the run) -- MLflow's metric list keeps the measures.

@@ -197,7 +197,7 @@ def test_bad_parameters_name_the_key(name, overrides, needle):
 def test_semantic_cuts_where_topics_change():
     from rag_bench.chunking.semantic import SemanticChunker
     from rag_bench.data.markdown import parse_sections
-    from rag_bench.records import Document
+    from rag_bench.domain import Document
 
     text = ("# Doc\n\n## Part\n\nKettle boils water. Kettle water boils fast. "
             "Toaster browns bread. Bread toaster browns evenly.\n")

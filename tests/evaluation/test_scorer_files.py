@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rag_bench.domain import Chunk, Dataset, Document, EvidenceSpan, Question, Ranking
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Settings
 from rag_bench.evaluation.scorers import attribution, evidence
-from rag_bench.records import Chunk, Dataset, Document, EvidenceSpan, Question, Ranking
 
 TWO_HOP = Question("q1", "?", True, (EvidenceSpan("d", 0, 10), EvidenceSpan("d", 20, 30)))
 

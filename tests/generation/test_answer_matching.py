@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import pytest
 
+from rag_bench.domain import Answer
 from rag_bench.evaluation.scorers.attribution import final_label
 from rag_bench.metrics.generation import correctness, match_answer
-from rag_bench.records import Answer
 from tests.conftest import SHARED
 from tests.runner.test_run_cell import run
 

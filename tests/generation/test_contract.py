@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rag_bench.domain import Chunk, Passage
 from rag_bench.generation.answer import is_refusal, parse_answer
 from rag_bench.generation.context import build_context, count_tokens
 from rag_bench.generation.prompt import CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, build_prompt
-from rag_bench.records import Chunk, Passage
 
 
 def chunk(cid, doc, s, e, body, parent=None, is_parent=False):

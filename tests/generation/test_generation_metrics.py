@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from rag_bench.domain import Answer, EvidenceSpan, Passage
 from rag_bench.evaluation.scorers.attribution import final_label
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.metrics.generation import (
@@ -16,7 +17,6 @@ from rag_bench.metrics.generation import (
     is_correct,
     token_f1,
 )
-from rag_bench.records import Answer, EvidenceSpan, Passage
 from rag_bench.text.normalize import lenient_normalize
 
 P = [Passage(1, "d#0", "d", 0, 100, "Refunds are paid within 14 days. The fee is $1,250."),

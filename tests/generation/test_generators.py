@@ -8,13 +8,13 @@ import time
 
 import pytest
 
+from rag_bench.domain import Passage
 from rag_bench.errors import ConfigError
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, generate_cached
 from rag_bench.generation.extractive import ExtractiveGenerator
 from rag_bench.generation.openai_compat import OpenAICompatibleGenerator
 from rag_bench.generation.prompt import REFUSAL, build_prompt
-from rag_bench.records import Passage
 from tests.servers import JsonEndpoint, serving
 
 PASSAGES = (Passage(1, "d#0", "d", 0, 80, "Opened items carry a restocking fee of 10%. Gift cards never expire."),

@@ -106,8 +106,8 @@ def test_configured_search_is_faiss_as_is_and_search_fills_it(data, every):
 def test_an_index_without_a_configured_search_is_measured_by_its_search(data):
     """search_as_configured is an optional capability: an index plugin that never widens its own
     search need not write it."""
+    from rag_bench.components import capability, required_methods
     from rag_bench.indexing.base import VectorIndex
-    from rag_bench.stages import capability, required_methods
 
     class Plain:
         name, build_s = "plain", 0.0

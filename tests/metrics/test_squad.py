@@ -9,9 +9,9 @@ import math
 import pytest
 
 from rag_bench.cli import main as cli
+from rag_bench.domain import Answer
 from rag_bench.metrics import squad
 from rag_bench.metrics.generation import exact_match, match_answer, squad_v2, token_f1
-from rag_bench.records import Answer
 from tests.conftest import SHARED
 
 SYSTEMS = ("empty", "perturbed", "sentence", "random_span")

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from rag_bench.domain import Asker, Chunk, Document, Question, Ranking, Section
 from rag_bench.errors import ComponentError
 from rag_bench.pipeline import contracts
-from rag_bench.records import Asker, Chunk, Document, Question, Ranking, Section
 from rag_bench.retrieval.base import AccessFilter
 
 TEXT = "# Plans\n\nAnnual plans cost less.\n\n# Refunds\n\nA full refund within 14 days."
@@ -44,7 +44,7 @@ def test_chunks_that_are_slices_of_their_documents_pass_unchanged():
     (Chunk("billing#0", "billing", True, 32, TEXT[1:32]), "must be integers"),  # type: ignore[arg-type]
     (chunk(cid="has space"), "without whitespace"),
     (chunk(parent_id="staff#p0"), "is not a parent chunk of the same document"),
-    ("a string", "not a rag_bench.records.Chunk"),
+    ("a string", "not a rag_bench.domain.Chunk"),
 ])
 def test_a_chunk_that_is_not_its_documents_slice_is_refused(bad, needle):
     with pytest.raises(ComponentError, match="chunker c broke the chunker contract") as err:
@@ -84,7 +84,7 @@ def test_a_valid_ranking_comes_back_strict_in_the_order_given():
     (ranking([0], [1], qid="q9"), "is for question 'q9'"),
     ([], "returned 0 items for 1 question"),
     (ranking([0], [1]) * 2, "returned 2 items for 1 question"),
-    ([{"qid": "q1"}], "not a rag_bench.records.Ranking"),
+    ([{"qid": "q1"}], "not a rag_bench.domain.Ranking"),
     (None, "returned NoneType"),
 ])
 def test_a_broken_ranking_is_refused(out, needle):

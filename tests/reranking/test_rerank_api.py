@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from rag_bench.cli import main as cli
+from rag_bench.domain import Chunk, Question
 from rag_bench.errors import EndpointError
-from rag_bench.records import Chunk, Question
 from rag_bench.reranking.rerank_api import RerankApiReranker
 from tests.bad_inputs.test_bad_inputs import nothing_left
 from tests.conftest import TINY

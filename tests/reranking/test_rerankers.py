@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Question, Ranking
 from rag_bench.reranking.base import apply_rerank
 from rag_bench.reranking.dense import DenseReranker
 from rag_bench.reranking.mmr import MmrReranker, mmr_order
@@ -133,7 +133,7 @@ def test_cross_encoder_pairs_are_scored_once_across_processes(tiny_cross_encoder
 
     code = f"""
 import json, sys
-from rag_bench.records import Asker, Chunk, Question
+from rag_bench.domain import Asker, Chunk, Question
 from rag_bench.reranking.cross_encoder import CrossEncoderReranker
 rr = CrossEncoderReranker(model={str(tiny_cross_encoder)!r}, depth=4, max_length=64)
 (s,) = rr.scores([{Q!r}], [{CHUNKS!r}])

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_bench.chunking.section import SectionChunker
+from rag_bench.domain import Asker, Question
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
 from rag_bench.indexing.lancedb import LanceDbIndex
-from rag_bench.records import Asker, Question
 from rag_bench.reranking.base import apply_rerank
 from rag_bench.reranking.dense import DenseReranker
 from rag_bench.reranking.mmr import MmrReranker

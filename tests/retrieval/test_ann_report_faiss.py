@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rag_bench.domain import Asker, Chunk, Document, Question
 from rag_bench.evaluation.scorers.ann import section
 from rag_bench.indexing import ann_report
 from rag_bench.indexing.hnsw import HnswIndex
-from rag_bench.records import Asker, Chunk, Document, Question
 from rag_bench.retrieval.base import AccessFilter
 from rag_bench.retrieval.dense import DenseRetriever
 

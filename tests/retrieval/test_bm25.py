@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_bench.chunking.section import SectionChunker
+from rag_bench.domain import Asker, Question
 from rag_bench.errors import ConfigError
-from rag_bench.records import Asker, Question
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing, top_k
 from rag_bench.retrieval.bm25 import Bm25Retriever, SparseBm25
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS, tokenize

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from rag_bench.domain import Asker, Chunk, Document, Question
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation.scorers.ann import section
 from rag_bench.indexing import ann_report
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
-from rag_bench.records import Asker, Chunk, Document, Question
 from rag_bench.retrieval.base import AccessFilter
 from rag_bench.retrieval.dense import DenseRetriever
 from rag_bench.retrieval.hybrid import HybridRetriever, rrf

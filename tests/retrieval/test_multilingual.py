@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from rag_bench.domain import Chunk, Document, Question
 from rag_bench.errors import ConfigError
-from rag_bench.records import Chunk, Document, Question
 from rag_bench.retrieval.base import AccessFilter
 from rag_bench.retrieval.bm25 import Bm25Retriever
 from rag_bench.text.tokenize import Tokenizer, tokenize

@@ -118,11 +118,11 @@ def test_degenerate_numbers_come_with_a_warning(tmp_path):
 
 
 def test_a_retriever_that_matches_nothing_is_flagged():
+    from rag_bench.domain import Dataset, Question, Ranking
     from rag_bench.evaluation.grade import Grades
     from rag_bench.evaluation.run import QuestionRun, SystemRun
     from rag_bench.evaluation.scorer import Settings
     from rag_bench.evaluation.scorers.chunk_ranking import _warnings
-    from rag_bench.records import Dataset, Question, Ranking
 
     def run(answerable: list[bool], index: str = "flat") -> SystemRun:
         qs = [Question(f"q{i}", "?", a) for i, a in enumerate(answerable)]

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.domain import Answer, Question
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.evaluation.scorers.citations import PRECISION
 from rag_bench.evaluation.scorers.generation import CORRECT
 from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
-from rag_bench.records import Answer, Question
 
 COLUMN = "failure"  # records.parquet: each question's label
 _LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from rag_bench.domain import Chunk
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.evaluation.scorers.chunk_ranking import RANKING, answerable, ranking_columns, ranking_measures
-from rag_bench.records import Chunk
 
 # The chunk families over documents: graded by the evidence documents (neither eval.relevance nor
 # eval.min_coverage plays a part), documents' columns prefixed.

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from rag_bench.chunking.base import make_chunks
+from rag_bench.domain import Chunk, Document, Question, Ranking
 from rag_bench.generation.base import Generation, GenerationInput
 from rag_bench.judging.base import JudgeResult, JudgeSample
-from rag_bench.records import Chunk, Document, Question, Ranking
 from rag_bench.retrieval.base import AccessFilter
 
 

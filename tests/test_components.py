@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import yaml
 
-from rag_bench import stages
+from rag_bench import components
 from rag_bench.errors import ConfigError
 from rag_bench.runner.config import CONF_DIR, PROTOCOLS, check_component
 
 
 def _options():
-    for group in stages.COMPONENT_GROUPS:
+    for group in components.COMPONENT_GROUPS:
         for f in sorted((Path(CONF_DIR) / group).glob("*.yaml")):
             target = (yaml.safe_load(f.read_text()) or {}).get("_target_")
             if target:
@@ -26,15 +26,15 @@ def _options():
 def test_every_option_implements_its_stage_protocol(group, option, target):
     module, _, name = target.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    assert stages.missing_methods(cls, PROTOCOLS.get(group)) == [], f"conf/{group}/{option}.yaml"
+    assert components.missing_methods(cls, PROTOCOLS.get(group)) == [], f"conf/{group}/{option}.yaml"
     check_component(cls, group, target)
-    assert stages.is_null(object.__new__(cls)) == (option == "none")
+    assert components.is_null(object.__new__(cls)) == (option == "none")
 
 
 def test_every_config_group_is_a_stage_or_tracking():
     groups = {p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name not in ("experiment", "gate", "hydra",
                                                                                           "dataset", "cluster")}
-    assert groups == set(stages.COMPONENT_GROUPS) == set(PROTOCOLS)
+    assert groups == set(components.COMPONENT_GROUPS) == set(PROTOCOLS)
 
 
 def test_a_class_missing_a_protocol_method_is_named():
@@ -42,7 +42,7 @@ def test_a_class_missing_a_protocol_method_is_named():
         def fit(self, chunks):
             return None
 
-    assert stages.missing_methods(HalfRetriever, PROTOCOLS.get("retriever")) == ["search"]
+    assert components.missing_methods(HalfRetriever, PROTOCOLS.get("retriever")) == ["search"]
     with pytest.raises(ConfigError, match="missing search"):
         check_component(HalfRetriever, "retriever", "x.HalfRetriever")
 
@@ -54,19 +54,19 @@ def test_optional_capabilities_fall_back_to_the_declared_default():
         def scores(self, questions, shortlists):
             return [np.zeros(len(s)) for s in shortlists]
 
-    assert stages.capability(Plain(), PROTOCOLS.get("reranker"), "prefetch")([], []) is None
-    assert stages.capability(object(), PROTOCOLS.get("retriever"), "ann_probe")([], None) is None
+    assert components.capability(Plain(), PROTOCOLS.get("reranker"), "prefetch")([], []) is None
+    assert components.capability(object(), PROTOCOLS.get("retriever"), "ann_probe")([], None) is None
 
     class Probed:
         def ann_probe(self, questions, access):
             return "probe"
 
-    assert stages.capability(Probed(), PROTOCOLS.get("retriever"), "ann_probe")([], None) == "probe"
+    assert components.capability(Probed(), PROTOCOLS.get("retriever"), "ann_probe")([], None) == "probe"
     with pytest.raises(AttributeError, match="not an optional capability"):
-        stages.capability(Plain(), PROTOCOLS.get("reranker"), "scores")
+        components.capability(Plain(), PROTOCOLS.get("reranker"), "scores")
 
 
 def test_optional_methods_are_not_required():
-    assert "prefetch" not in stages.required_methods(PROTOCOLS.get("reranker"))
-    assert "ann_probe" not in stages.required_methods(PROTOCOLS.get("retriever"))
-    assert "usage" not in stages.required_methods(PROTOCOLS.get("embedder"))
+    assert "prefetch" not in components.required_methods(PROTOCOLS.get("reranker"))
+    assert "ann_probe" not in components.required_methods(PROTOCOLS.get("retriever"))
+    assert "usage" not in components.required_methods(PROTOCOLS.get("embedder"))

@@ -1,4 +1,5 @@
-"""The stages of a pipeline, named once, and the protocol each stage's components implement.
+"""What a component is: the stages of a pipeline named once, the null component, and how a
+component is held to its stage's protocol (required methods, optional capabilities).
 
 Every list of stage names in the package comes from :data:`STAGES`: the config groups the runner
 builds, the sweep's loop order, the identity columns of leaderboards and reports, the MLflow tags
