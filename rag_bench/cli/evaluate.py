@@ -28,7 +28,7 @@ def run(argv: list[str]) -> int:
         "read it like any cell.",
         epilog="OUTPUTS format (JSON lines, one per question): {\"id\": .., \"retrieved\": [{\"doc_id\": .., "
         "\"start\": .., \"end\": ..} | {\"doc_id\": .., \"text\": ..} | {\"text\": ..}, ...], \"answer\": .., "
-        "\"citations\": [1, ..], \"refused\": false, \"latency_ms\": ..}; see rag_bench/runner/external.py. "
+        "\"citations\": [1, ..], \"refused\": false, \"latency_ms\": ..}; see rag_bench/adapters/external.py. "
         "example: rag-bench evaluate app_outputs.jsonl --dataset datasets/kettleby --name my_app")
     p.add_argument("outputs", nargs="?", help="the system's outputs (JSON lines)")
     p.add_argument("--dataset", required=True, help="dataset folder the outputs answer (native or BEIR)")
