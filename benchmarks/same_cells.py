@@ -132,7 +132,7 @@ def cells(out: Path) -> dict[str, Path]:
     found = {}
     for done in sorted(out.glob("grid*/*/DONE")):
         cfg = yaml.safe_load((done.parent / "config.yaml").read_text())
-        evaluation = {k: v for k, v in cfg["eval"].items() if not (k == "scorers" and v == ["all"])}  # the default
+        evaluation = {k: v for k, v in cfg["eval"].items() if not (k == "scorers" and v in ("all", ["all"]))}
         what = {**{c: cfg[c]["name"] for c in COMPONENTS}, "pipeline": cfg["pipeline"], "eval": evaluation,
                 "system": (cfg.get("system") or {}).get("format")}
         found[f"{done.parent.parent.name} {json.dumps(what, sort_keys=True)}"] = done.parent

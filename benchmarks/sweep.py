@@ -296,14 +296,18 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
             print(f"    median of {repeats} paired runs: {med:.3f} s/cell  (grid "
                   f"{', '.join(f'{t:.1f}' for t in fulls[name])}; first k "
                   f"{', '.join(f'{t:.1f}' for t in firsts[name])})", flush=True)
+            cmed = float(np.median([(f - g) / added for f, g in zip(cpu_full, cpu_first)]))
+            out[f"{name} (cpu median)"] = cmed
+            print(f"    CPU time, median of {repeats} paired runs: {cmed:.3f} s/cell", flush=True)
     base = f"none, baseline {baseline}"
     if baseline is not None and "none" in out and out.get(base, 0) > 0 and out.get(f"{base} (median)", 1) > 0:
         print(f"ratio today / baseline (tracking=none, wing on): {out['none'] / out[base]:.2f} "
               f"(fastest runs)" + (f", {out['none (median)'] / out[base + ' (median)']:.2f} (medians)"
                                    if repeats > 1 else ""), flush=True)
         if out.get(f"{base} (cpu)", 0) > 0:
-            print(f"ratio today / baseline in CPU time: {out['none (cpu)'] / out[base + ' (cpu)']:.2f} (fastest runs)",
-                  flush=True)
+            print(f"ratio today / baseline in CPU time: {out['none (cpu)'] / out[base + ' (cpu)']:.2f} (fastest runs)"
+                  + (f", {out['none (cpu median)'] / out[base + ' (cpu median)']:.2f} (medians)"
+                     if out.get(f"{base} (cpu median)", 0) > 0 else ""), flush=True)
     return out
 
 

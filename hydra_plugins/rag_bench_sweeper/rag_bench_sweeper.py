@@ -63,8 +63,9 @@ class RagBenchSweeper(BasicSweeper):
         if not self._tracking_prepared:  # the grid is valid: now open the MLflow store and parent run
             # Some cell of the whole grid (every batch: configs holding each of its values) must be
             # able to report the measure that ranks them.
+            seen = [[o for o in job if not o.startswith(f"{CONTEXT_KEY}=")] for job in subset]
             configs += [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)
-                        if job not in subset]
+                        if job not in seen]
             check_primary_reachable(configs)
             self._tracking_prepared = True
             assert self._context is not None

@@ -18,12 +18,23 @@ from rag_bench.errors import DataError, Problem
 def fingerprint(root: Path, files: list[Path]) -> str:
     """sha256 over the dataset's files (relative path + bytes; :func:`dataset_files`): changes when
     any of them does, and only then."""
-    h = hashlib.sha256()
+    return fingerprints(root, files)[0]
+
+
+def fingerprints(root: Path, files: list[Path]) -> tuple[str, str, tuple[str, ...]]:
+    """The dataset's fingerprint (:func:`fingerprint`), its corpus's (the same over every file but
+    the questions and their judgments) and the files' relative paths, in one pass (each cell of a
+    sweep loads the dataset: an edit shows in its next cell)."""
+    whole, corpus = hashlib.sha256(), hashlib.sha256()
+    covered = []
     for path in sorted(files):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(file_digest(path))
-    return h.hexdigest()[:16]
+        rel = path.relative_to(root).as_posix()
+        covered.append(rel)
+        entry = rel.encode() + b"\0" + file_digest(path)
+        whole.update(entry)
+        if not is_question_file(PurePosixPath(rel)):
+            corpus.update(entry)
+    return whole.hexdigest()[:16], corpus.hexdigest()[:16], tuple(covered)
 
 
 def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
@@ -35,9 +46,8 @@ def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
     log = ProblemLog(root)
     files = dataset_files(root, log, split)  # links out of the folder, devices, FIFOs: refused before any read
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
-    covered = tuple(p.relative_to(root).as_posix() for p in files)
-    corpus = [p for p in files if not is_question_file(PurePosixPath(p.relative_to(root).as_posix()))]
-    return _load_cached(str(root.resolve()), split, fingerprint(root, files), covered, fingerprint(root, corpus))
+    whole, corpus, covered = fingerprints(root, files)
+    return _load_cached(str(root.resolve()), split, whole, covered, corpus)
 
 
 @lru_cache(maxsize=4)

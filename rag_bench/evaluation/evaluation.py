@@ -42,14 +42,14 @@ class Evaluation:
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Evaluation:
         """The evaluation a cell's config asks for (``eval.*``, ``pipeline.k``; ``eval.scorers``:
-        ``[all]`` or names of :data:`rag_bench.evaluation.measures.SCORERS`)."""
+        ``all`` or names of :data:`rag_bench.evaluation.measures.SCORERS` joined by commas)."""
         e = cfg.eval
         settings = Settings(ks=tuple(sorted(set(int(x) for x in e.ks))), k=int(cfg.pipeline.k),
                             min_coverage=float(e.min_coverage), relevance=str(e.relevance), gain=str(e.gain),
                             relevance_level=int(e.relevance_level), unit=str(e.unit), answer_match=str(e.answer_match),
                             f1_threshold=float(e.f1_threshold), n_resamples=int(e.bootstrap_resamples),
                             seed=int(e.seed))
-        return cls(settings, chosen(list(e.get("scorers") or [catalog.ALL_SCORERS])))
+        return cls(settings, chosen(scorer_names(e.get("scorers") or catalog.ALL_SCORERS)))
 
     def evaluate(self, run: SystemRun, cell_id: str = "", work: SharedWork | None = None) -> CellResult:
         """The cell of ``run``: its records, metrics (and ``measures`` block) and TREC files."""
@@ -73,13 +73,18 @@ class Evaluation:
         return CellResult(frame, metrics, files.pop("run.trec", ""), files.pop("qrels.trec", ""), files)
 
 
+def scorer_names(value: str) -> list[str]:
+    """``eval.scorers`` as names: ``"retrieval,evidence"`` -> ``["retrieval", "evidence"]``."""
+    return [n.strip() for n in str(value).split(",") if n.strip()]
+
+
 def chosen(names: Sequence[str]) -> tuple[Scorer, ...]:
     """The scorers ``eval.scorers`` names, in the catalog's order (``all``: every one); an unknown
     name is a ConfigError with the valid ones."""
     if list(names) == [catalog.ALL_SCORERS]:
         return tuple(catalog.SCORERS.get(n) for n in catalog.SCORERS)
     if not names:
-        raise ConfigError(f"eval.scorers is empty -- fix: eval.scorers=[{catalog.ALL_SCORERS}]")
+        raise ConfigError(f"eval.scorers is empty -- fix: eval.scorers={catalog.ALL_SCORERS}")
     wanted = {catalog.SCORERS.check(n) for n in names}
     return tuple(catalog.SCORERS.get(n) for n in catalog.SCORERS if n in wanted)
 
@@ -127,4 +132,4 @@ def aggregate(columns: dict[str, Any], declared: Sequence[tuple[Measure, str]], 
     return metrics
 
 
-__all__ = ["Evaluation", "MEASURES", "aggregate", "chosen"]
+__all__ = ["Evaluation", "MEASURES", "aggregate", "chosen", "scorer_names"]

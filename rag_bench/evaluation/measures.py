@@ -60,7 +60,7 @@ SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     citations.SCORER, abstention.SCORER, conditional.SCORER, judge.SCORER, threshold.SCORER, attribution.SCORER,
     ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, cost.SCORER, by_tag.SCORER,
     latency.SCORER)})
-ALL_SCORERS = "all"  # eval.scorers=[all]: every scorer of SCORERS
+ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
 
 # --- every family a scorer declares, in report order ---------------------------------------------
 RANKING = chunk_ranking.RANKING

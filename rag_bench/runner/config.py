@@ -33,7 +33,7 @@ from rag_bench.digests import path_digest, source_digest
 from rag_bench.embedding.base import Embedder
 from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.evaluation import measures
-from rag_bench.evaluation.evaluation import chosen
+from rag_bench.evaluation.evaluation import chosen, scorer_names
 from rag_bench.generation.base import Generator
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.judging.base import Judge
@@ -97,8 +97,9 @@ class EvalConf:
     relevance_level: int = 1  # binary measures count grades >= this (trec_eval -l)
     bootstrap_resamples: int = 1000
     seed: int = 0
-    # The scorers the evaluation runs (rag_bench.evaluation.measures.SCORERS): all, or a list of names.
-    scorers: list[str] = field(default_factory=lambda: ["all"])
+    # The scorers the evaluation runs (rag_bench.evaluation.measures.SCORERS): all, or names joined
+    # by commas (a string, not a list: every cell's composition pays for each node of the schema).
+    scorers: str = "all"
 
 
 @dataclass
@@ -167,7 +168,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance_level must be an integer in [1, 1000], got {cfg.eval.relevance_level} "
                           "-- fix: eval.relevance_level=1 (binary measures count grades >= it)")
     ANSWER_MATCH.check(cfg.eval.answer_match)
-    chosen(list(cfg.eval.scorers))
+    chosen(scorer_names(cfg.eval.scorers))
     f1 = cfg.eval.f1_threshold
     if not (math.isfinite(f1) and 0 < f1 <= 1):
         raise ConfigError(f"eval.f1_threshold must be in (0, 1], got {f1} -- fix: eval.f1_threshold=0.5")
@@ -439,7 +440,7 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}
     data["dataset"]["fingerprint"] = dataset_fingerprint
-    if data["eval"].get("scorers") == [measures.ALL_SCORERS]:
+    if data["eval"].get("scorers") == measures.ALL_SCORERS:
         # every scorer is what a cell was before eval.scorers existed: cells keep their ids
         data["eval"] = {k: v for k, v in data["eval"].items() if k != "scorers"}
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from rag_bench.errors import ConfigError
@@ -66,11 +67,19 @@ class SweepContext:
     @classmethod
     def read(cls, path: str | Path) -> SweepContext:
         """The context written at ``path``; ConfigError when it cannot be read (a sweep folder
-        removed while its cells ran)."""
+        removed while its cells ran). Every cell of a sweep reads it: kept per file state."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls(str(data["sweep_id"]), tuple(str(a) for a in data.get("axes") or ()),
-                       data.get("progress"), data.get("parent_run"))
+            st = os.stat(path)
+            return _read(str(path), st.st_mtime_ns, st.st_size, st.st_ino)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}: the sweep's context cannot be read ({exc}) -- fix: run the cell from its sweep "
                               "command again (the sweep writes it), or drop the sweep= override") from exc
+
+
+# Pure in the file's path and state (all in the key: a rewritten context is read again); bounded;
+# the result is frozen.
+@lru_cache(maxsize=8)
+def _read(path: str, mtime_ns: int, size: int, inode: int) -> SweepContext:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return SweepContext(str(data["sweep_id"]), tuple(str(a) for a in data.get("axes") or ()), data.get("progress"),
+                        data.get("parent_run"))

@@ -74,7 +74,7 @@ def test_scorers_are_chosen_by_config_in_the_catalogs_order():
     assert [s.name for s in chosen(["counts", "retrieval"])] == ["retrieval", "counts"]
     with pytest.raises(ConfigError, match=r"eval.scorers: 'retrieve' is not one of .*did you mean retrieval"):
         chosen(["retrieve"])
-    _, cell = _cell("generator=extractive", "eval.scorers=[retrieval,evidence]")
+    _, cell = _cell("generator=extractive", "eval.scorers='retrieval,evidence'")
     assert set(cell.metrics) - NOT_MEASURES == {"retrieval", "evidence"}
     assert "hit@5" in cell.records and "correct" not in cell.records and "answer" in cell.records
 
@@ -83,8 +83,8 @@ def test_the_default_scorers_keep_every_cell_id():
     from rag_bench.runner.config import cell_id
 
     cfg = compose_config(["tracking=none"])
-    assert cell_id(cfg, "f") == cell_id(compose_config(["tracking=none", "eval.scorers=[all]"]), "f")
-    assert cell_id(cfg, "f") != cell_id(compose_config(["tracking=none", "eval.scorers=[retrieval]"]), "f")
+    assert cell_id(cfg, "f") == cell_id(compose_config(["tracking=none", "eval.scorers=all"]), "f")
+    assert cell_id(cfg, "f") != cell_id(compose_config(["tracking=none", "eval.scorers=retrieval"]), "f")
 
 
 def test_a_run_is_evaluated_question_by_question_as_the_pipeline_gives_it():
