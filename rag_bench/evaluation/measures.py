@@ -99,8 +99,9 @@ ANN_RECALL = ann.ANN_RECALL
 GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's second cost (rag_bench.reporting.decide)
 judge_measure = judge.judge_measure
 
-_BY_FAMILY = {(m.section, m.family): m for m in FAMILIES}
-_FIGURES = {m.key: m for m in FIGURES}
+# Every family by "section/family" and every figure by key: one registry shape (rag_bench.registry).
+FAMILY: Registry[Measure] = Registry("measure", {f"{m.section}/{m.family}": m for m in FAMILIES})
+FIGURE: Registry[Measure] = Registry("figure", {m.key: m for m in FIGURES})
 _NAME = re.compile(r"^(?P<family>[A-Za-z0-9_]+?)(?:@(?P<cutoff>[0-9]+))?$")
 
 
@@ -110,8 +111,9 @@ def families() -> tuple[Measure, ...]:
 
 
 def family(section: str, name: str) -> Measure:
-    """The family ``name`` of ``section`` (``family("retrieval", "hit")``); KeyError when unknown."""
-    return _BY_FAMILY[(section, name)]
+    """The family ``name`` of ``section`` (``family("retrieval", "hit")``); ConfigError naming
+    the closest families when unknown."""
+    return FAMILY.get(f"{section}/{name}")
 
 
 def measure(key: str) -> Measure | None:
@@ -123,9 +125,9 @@ def measure(key: str) -> Measure | None:
     fam, cutoff = match["family"], match["cutoff"]
     if section == JUDGE_SECTION and fam.startswith(JUDGE_PREFIX) and cutoff is None:
         return judge_measure(fam[len(JUDGE_PREFIX):])
-    base = _BY_FAMILY.get((section, fam))
-    if base is None:
+    if f"{section}/{fam}" not in FAMILY:
         return None
+    base = FAMILY.get(f"{section}/{fam}")
     if cutoff is None:
         return None if base.cut == "required" else base
     if base.cut == "none" or int(cutoff) < 1:
@@ -135,7 +137,7 @@ def measure(key: str) -> Measure | None:
 
 def figure(key: str) -> Measure | None:
     """The count, cost or failure tally named ``section/name`` (``counts/unlocated_passages``), or None."""
-    return _FIGURES.get(str(key))
+    return FIGURE.get(str(key)) if str(key) in FIGURE else None
 
 
 def direction(key: str) -> bool | None:

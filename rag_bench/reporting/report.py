@@ -31,6 +31,7 @@ from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline
 from rag_bench.reporting.decide import primary_measure as decided_primary
 from rag_bench.reporting.decide import rank, tie_note, tied
+from rag_bench.reporting.params import check_comparable
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +92,14 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     except ValueError as exc:
         raise DataError(Problem(str(exp), 0, "metric", str(exc), f"rank by a measure, e.g. --metric "
                                 f"{measures.PRIMARY.key}")) from exc
-    out = Path(out_root) / exp.name
-    out.mkdir(parents=True, exist_ok=True)
     names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
     names = dict(zip((c.cell_id for c in cells), names_list))
+    # The ranking measure and the table's main ones must mean the same thing in every cell (before
+    # anything is written).
+    check_comparable(cells, [metric, *(m.key for m in measures.MAIN)], names=names,
+                     fix="report cells scored with the same settings (one experiment folder each)")
+    out = Path(out_root) / exp.name
+    out.mkdir(parents=True, exist_ok=True)
     axes = naming.axes([c.config for c in cells])
     ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
     best = ranked[0]

@@ -1,7 +1,8 @@
 """What a sweep shows when it ends: the experiment's leaderboard and the table of where questions
 were lost on the console, and the sweep's parent MLflow runs filled with the leaderboard and the
-best cell (:mod:`rag_bench.reporting.decide`'s rule, ties said). A Hydra callback beside the
-runner's lifecycle callbacks (``hydra.callbacks``: it ends first, before the parent runs close)."""
+best cell (:mod:`rag_bench.reporting.decide`'s rule, ties said). The Hydra callback of a sweep
+(``hydra.callbacks``): the runner's lifecycle (:class:`rag_bench.runner.callbacks.SweepCallbacks`)
+with the report at its end, before the parent runs close -- the runner knows nothing of reporting."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from rag_bench.runner.callbacks import SweepCallbacks
 from rag_bench.untrusted import visible
 
 
@@ -49,35 +50,16 @@ def _index_name(value: Any) -> str:
     return str(value.get("name", "")) if isinstance(value, dict) else str(value or "")
 
 
-class SweepReport(Callback):
-    """Prints the leaderboard and fills the sweep's parent runs once the sweep (or single run) ends."""
+class SweepReport(SweepCallbacks):
+    """The sweep's lifecycle, and at its end (or a single run's) the leaderboard printed and the
+    sweep's parent runs filled -- then closed by the lifecycle."""
 
-    def __init__(self) -> None:
-        self._failed = False
+    def _end(self, config: DictConfig | None = None) -> None:
+        if config is not None:
+            self._report(config)
+        super()._end(config)
 
-    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """A single run starts: nothing failed yet."""
-        self._failed = False
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """A sweep starts: nothing failed yet."""
-        self._failed = False
-
-    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        """A failed cell: the parent run gets no summary (it closes FAILED)."""
-        from hydra.core.utils import JobStatus
-
-        self._failed |= not (job_return is None or job_return.status == JobStatus.COMPLETED)
-
-    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """After a single run."""
-        self._end(config)
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """After the last cell of a sweep."""
-        self._end(config)
-
-    def _end(self, config: DictConfig) -> None:
+    def _report(self, config: DictConfig) -> None:
         from rag_bench.errors import RagBenchError
         from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, primary
         from rag_bench.runner.callbacks import axes_of

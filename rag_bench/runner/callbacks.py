@@ -1,7 +1,8 @@
-"""Hydra callbacks of a sweep's lifecycle: the sweep's tracking opened before its first cell, each
-finished cell counted, the sweep's MLflow parent runs closed after its last. What is shown at the
-end (the leaderboard, the parent run's summary) is the reporting side's
-(:class:`rag_bench.reporting.sweep.SweepReport`, the next callback of ``hydra.callbacks``)."""
+"""The Hydra callbacks of a sweep's lifecycle: the sweep's tracking opened before its first cell,
+each finished cell counted, the sweep's MLflow parent runs closed after its last. What is shown at
+the end (the leaderboard, the parent run's summary) is the reporting side's: its
+:class:`rag_bench.reporting.sweep.SweepReport` extends this class and is the callback
+``hydra.callbacks`` names."""
 
 from __future__ import annotations
 
@@ -105,13 +106,14 @@ class SweepCallbacks(Callback):
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         """After a single run: its parent run closed."""
-        self._end()
+        self._end(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """After the last cell of a sweep: its parent runs closed."""
-        self._end()
+        self._end(config)
 
-    def _end(self) -> None:
+    def _end(self, config: DictConfig | None = None) -> None:
+        """The sweep's parent runs closed: FINISHED, or FAILED when a cell failed."""
         from rag_bench.tracking.mlflow_tracker import finish_all
 
         finish_all(ok=not self._failed)

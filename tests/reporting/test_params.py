@@ -99,3 +99,12 @@ def test_a_cell_written_before_the_measures_block_is_read_from_its_config(pairs,
     capsys.readouterr()
     assert cli(["compare", str(a), str(b), "-m", "retrieval/ndcg@10"]) == 2
     assert "eval.gain" in capsys.readouterr().err
+
+
+def test_the_report_refuses_before_writing_anything(tmp_path, capsys):
+    out = tmp_path / "rep"
+    _cell(out, "eval.gain=linear", experiment="mixed")
+    _cell(out, "eval.gain=exponential", experiment="mixed")
+    capsys.readouterr()
+    assert cli(["report", str(out / "mixed"), "--out", str(tmp_path / "reports"), "--no-mlflow"]) == 2
+    assert "eval.gain" in capsys.readouterr().err and not (tmp_path / "reports").exists()
