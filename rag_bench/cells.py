@@ -117,6 +117,22 @@ def config_yaml(config: Mapping[str, Any]) -> str:
     return yaml.dump(config, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=dumper)
 
 
+_BLOCK = "measures"  # metrics.json's description of its keys: one line per key
+_PLACEHOLDER = "\x00measures\x00"
+
+
+def metrics_json(metrics: Mapping[str, Any]) -> str:
+    """metrics.json's text: indented, keys sorted, NaN as null; the ``measures`` block one line per
+    key (a hundred small entries indented would be most of the file, and most of its writing time:
+    json's indenting encoder is pure Python)."""
+    block = metrics.get(_BLOCK)
+    if not isinstance(block, Mapping) or not block:
+        return json.dumps(_clean(metrics), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(_clean({**metrics, _BLOCK: _PLACEHOLDER}), indent=2, sort_keys=True)
+    lines = ",\n".join(f"    {json.dumps(k)}: {json.dumps(_clean(v), sort_keys=True)}" for k, v in sorted(block.items()))
+    return text.replace(json.dumps(_PLACEHOLDER), "{\n" + lines + "\n  }", 1) + "\n"
+
+
 def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: CellResult) -> None:
     """Write every file of the cell except DONE; replaces any unfinished folder of the same cell.
     ``cfg``: the cell's resolved config (a DictConfig, or its plain container).
@@ -129,8 +145,7 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
     try:
         plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else cfg
         (tmp / "config.yaml").write_text(config_yaml(plain), encoding="utf-8")  # type: ignore[arg-type]
-        (tmp / "metrics.json").write_text(json.dumps(_clean(result.metrics), indent=2, sort_keys=True) + "\n",
-                                          encoding="utf-8")
+        (tmp / "metrics.json").write_text(metrics_json(result.metrics), encoding="utf-8")
         result.records.to_parquet(tmp / "records.parquet", index=False)
         (tmp / "run.trec").write_text(result.run_trec, encoding="utf-8")
         (tmp / "qrels.trec").write_text(result.qrels_trec, encoding="utf-8")

@@ -40,3 +40,21 @@ def test_config_yaml_equals_omegaconf_for_awkward_values(extra):
     values.update(nums=[0, -1, 1.5, 1e-12, 1e300, float("inf"), True, None], nested={"deep": {"list": AWKWARD[:8]}},
                   **{k: 1 for k in ("null", "1", "yes", "a b", "ü")})
     _same(OmegaConf.create(values))
+
+
+def test_metrics_json_reads_back_as_written_with_its_measures_block_one_line_per_key():
+    import json
+    import math
+
+    from rag_bench.cells import metrics_json
+
+    metrics = {"retrieval": {"hit@5": 0.5, "mrr": math.nan}, "ci": {"retrieval/hit@5": [0.25, 0.75]},
+               "measures": {"retrieval/hit@5": {"direction": "higher", "params": {"eval.gain": "linear"}},
+                            "retrieval/mrr": {"direction": "higher", "params": {}}}, "warnings": []}
+    text = metrics_json(metrics)
+    back = json.loads(text)
+    assert back["retrieval"] == {"hit@5": 0.5, "mrr": None} and back["measures"] == metrics["measures"]
+    assert back["ci"] == metrics["ci"] and back["warnings"] == []
+    block = text[text.index('"measures": {'):].splitlines()
+    assert block[1].startswith('    "retrieval/hit@5": {') and block[2].startswith('    "retrieval/mrr": {')
+    assert json.loads(metrics_json({"retrieval": {"hit@5": 1.0}})) == {"retrieval": {"hit@5": 1.0}}

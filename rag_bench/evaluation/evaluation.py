@@ -121,7 +121,7 @@ def aggregate(columns: dict[str, Any], declared: Sequence[tuple[Measure, str]], 
         else:
             continue  # a figure its scorer did not give for this run
         metrics.setdefault(m.section, {})[m.name] = value
-        block[m.key] = {**m.described(settings), "scorer": scorer}
+        block[m.key] = m.described(settings, scorer)
     for part in parts:
         n.update(part.n)
         ci.update(part.cis)

@@ -116,12 +116,11 @@ class Measure:
         """Display form: three decimals, ``n/a`` when undefined."""
         return "n/a" if value is None else f"{value:.3f}"
 
-    def described(self, settings: Settings) -> dict[str, Any]:
+    def described(self, settings: Settings, scorer: str) -> dict[str, Any]:
         """This measure's entry in metrics.json's ``measures`` block: what the key means, so a
-        cell describes itself (direction, aggregate, the parameters' values, the definition)."""
-        return {"direction": {True: "higher", False: "lower", None: None}[self.higher_is_better],
-                "aggregate": self.aggregate, "params": settings.values(self.params),
-                "definition": self.description}
+        cell describes itself (direction, aggregate, the parameters' values, the definition, the
+        scorer that computed it). Shared between the cells of a sweep: never mutated."""
+        return _described(self, settings, scorer)
 
 
 def mlflow_name(key: str) -> str:
@@ -130,6 +129,14 @@ def mlflow_name(key: str) -> str:
     Applies to any flattened key (``ci/retrieval/hit@5/lo`` → ``ci.retrieval.hit_at_5.lo``).
     """
     return key.replace("@", "_at_").replace("/", ".")
+
+
+# Pure in the (frozen) measure, settings and scorer name; bounded; the entries are only serialised,
+# never mutated (every cell of a sweep describes the same measures alike).
+@lru_cache(maxsize=4096)
+def _described(m: Measure, settings: Settings, scorer: str) -> dict[str, Any]:
+    return {"direction": {True: "higher", False: "lower", None: None}[m.higher_is_better], "aggregate": m.aggregate,
+            "params": settings.values(m.params), "definition": m.description, "scorer": scorer}
 
 
 @lru_cache(maxsize=4096)

@@ -33,25 +33,19 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
              Part("retrieved", {"retrieved_ids": [[run.passages[i].chunk_id for i in qr.retrieved.indices]
                                                   for qr in run.questions]})]
     if run.answered:
-        answers: dict[str, list[Any]] = {name: [] for name in (
-            "context_ids", "context_texts", "answer", "citations", "refused", "parse_error", "generation_error",
-            "raw_output")}
-        cost: dict[str, list[Any]] = {name: [] for name in ("generate_s", "generation_cached", "tokens_in",
-                                                              "tokens_out")}
-        for qr in run.questions:
-            a, g, context = qr.answer, qr.generation, qr.context or ()
-            assert a is not None and g is not None
-            row: tuple[tuple[str, Any], ...] = (
-                ("context_ids", [p.chunk_id for p in context]), ("context_texts", [p.text for p in context]),
-                ("answer", a.text), ("citations", list(a.citations)), ("refused", a.refused),
-                ("parse_error", a.parse_error), ("generation_error", a.error), ("raw_output", a.raw))
-            for name, value in row:
-                answers[name].append(value)
-            spent: tuple[tuple[str, Any], ...] = (("generate_s", g.seconds), ("generation_cached", g.cached),
-                                                  ("tokens_in", g.tokens_in), ("tokens_out", g.tokens_out))
-            for name, value in spent:
-                cost[name].append(value)
-        parts += [Part("answers", answers), Part("generation_cost", cost)]
+        qs = run.questions
+        answers = [q.answer for q in qs]
+        gens = [q.generation for q in qs]
+        assert all(a is not None for a in answers) and all(g is not None for g in gens)
+        a_, g_ = [a for a in answers if a is not None], [g for g in gens if g is not None]
+        parts += [Part("answers", {
+            "context_ids": [[p.chunk_id for p in q.context or ()] for q in qs],
+            "context_texts": [[p.text for p in q.context or ()] for q in qs],
+            "answer": [a.text for a in a_], "citations": [list(a.citations) for a in a_],
+            "refused": [a.refused for a in a_], "parse_error": [a.parse_error for a in a_],
+            "generation_error": [a.error for a in a_], "raw_output": [a.raw for a in a_]}),
+            Part("generation_cost", {"generate_s": [g.seconds for g in g_], "generation_cached": [g.cached for g in g_],
+                                     "tokens_in": [g.tokens_in for g in g_], "tokens_out": [g.tokens_out for g in g_]})]
     latency: dict[str, list[Any]] = {"retrieve_ms": [qr.retrieve_ms for qr in run.questions]}
     if any(qr.rerank_ms is not None for qr in run.questions):
         latency["rerank_ms"] = [qr.rerank_ms for qr in run.questions]
