@@ -37,6 +37,9 @@ def test_every_link_of_the_readme_and_docs_resolves_inside_the_repository():
     assert checked >= 2  # the README links the contract, which links the report's screenshots
 
 
+_REFUSED_NAME_EXAMPLES = {"../x"}  # the documented example of a name the config refuses
+
+
 def test_no_reference_points_outside_the_repository():
     import re
 
@@ -48,6 +51,8 @@ def test_no_reference_points_outside_the_repository():
         # '../x' as an example of a refused name is fine, and so is '../../rag_bench/...' (relative to a
         # file's own folder inside the repository): only a name right beside the checkout is outside it.
         for rel in re.findall(r"(?<![./])\.\./[A-Za-z0-9_][A-Za-z0-9_.-]*", text):
+            if rel in _REFUSED_NAME_EXAMPLES:  # whatever happens to sit beside the checkout on this machine
+                continue
             assert not (REPO / rel).exists(), f"{f.relative_to(REPO)} refers to {rel}, outside the repository"
     assert (REPO / "docs" / "contract.md").is_file()
 
