@@ -54,7 +54,7 @@ from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jso
 from rag_bench.domain import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.errors import Problem
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.generation.base import Generation, GenerationInput, Traits
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.judging.base import Judge
 from rag_bench.metrics import trec
@@ -434,6 +434,10 @@ class ReplayGenerator:
     def __init__(self, outputs: Sequence[SystemOutput]) -> None:
         self.outputs = list(outputs)
         self.identity: dict[str, Any] = {"generator": "replay"}
+
+    def traits(self) -> Traits:
+        """The application's own answers: a real system, not a stand-in for one."""
+        return Traits()
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """One generation per item (the items are the questions, in order)."""

@@ -179,3 +179,4 @@ def write_output(path: Path, text: str, option: str) -> None:
             tmp.unlink(missing_ok=True)
         raise OutputError(str(Problem(str(path), 0, option, f"cannot write ({exc.strerror or exc})",
                                       "free disk space or pass another file; nothing was written"))) from exc
+

@@ -42,7 +42,11 @@ def run(argv: list[str]) -> int:
     try:
         if a.cell_b is None:
             from rag_bench.reporting.decide import default_pair
+            from rag_bench.reporting.verdict import of_experiment
 
+            found = of_experiment(a.cell_a, baseline=a.baseline)  # the experiment's verdict, as every view says it
+            if not a.json:
+                say("\n".join(found.lines()) + "\n")
             ca, cb, note = default_pair(a.cell_a, a.baseline)
             say(note, file=sys.stderr)
         else:
@@ -51,6 +55,8 @@ def run(argv: list[str]) -> int:
                                flip_metric=a.flip_metric)
     except RagBenchError as exc:
         return fail(exc)
+    if a.json and a.cell_b is None:
+        result = {"experiment_verdict": found.as_dict(), **result}
     say(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))
     return 0
 

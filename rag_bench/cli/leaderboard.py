@@ -16,10 +16,13 @@ def run(argv: list[str]) -> int:
         FORMATS,
         format_leaderboard,
         load_cells,
+        primary,
         question_tags,
         resolve_columns,
         tag_columns,
+        terminal_width,
     )
+    from rag_bench.reporting.verdict import of_experiment
 
     p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
                                 "experiment folder, best first. Cells are named by the parameters that vary "
@@ -33,6 +36,8 @@ def run(argv: list[str]) -> int:
                    "json (full precision, for scripts), markdown (for a pull request)")
     p.add_argument("--columns", help="comma-separated measures (section/name or name, e.g. ndcg@10,correct), or "
                    "'all'; default: the main measure of each stage")
+    p.add_argument("--baseline", help="the cell the best is compared with in the verdict (id, name or folder; "
+                   "default: the cell at the config's defaults on every swept axis)")
     p.add_argument("--fingerprint", help="dataset version (fingerprint or a prefix of it) whose cells are shown when "
                    "the folder holds cells of several; default: the version of the cell finished last")
     a = p.parse_args(argv)
@@ -54,7 +59,10 @@ def run(argv: list[str]) -> int:
         columns = resolve_columns(cells, a.columns)
         # a measure these cells lack was once ignored silently (the table sorted by its first column)
         sort_by = resolve_columns(cells, [a.sort_by])[0] if a.sort_by else None
-        table = format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format)
+        found = of_experiment(a.experiment_dir, fingerprint=a.fingerprint, key=sort_by or primary(cells),
+                              baseline=a.baseline)
+        table = format_leaderboard(cells, sort_by=sort_by, columns=columns, fmt=a.format, verdict=found,
+                                   width=terminal_width())
     except ValueError as exc:
         return fail(str(exc).replace("--columns", "--sort-by", 1) if a.sort_by and a.sort_by in str(exc) else exc)
     except RagBenchError as exc:  # experiment.primary names a measure no cell has; measures that differ

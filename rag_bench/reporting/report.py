@@ -32,6 +32,8 @@ from rag_bench.reporting.decide import baseline as choose_baseline
 from rag_bench.reporting.decide import primary_measure as decided_primary
 from rag_bench.reporting.decide import rank, tie_note, tied
 from rag_bench.reporting.params import check_comparable
+from rag_bench.reporting.verdict import Verdict
+from rag_bench.reporting.verdict import verdict as decided
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
     best = ranked[0]
     base = choose_baseline(cells, baseline)  # the config's defaults cell unless --baseline names one
+    found = decided(cells, key=metric, baseline=baseline, names=names)  # what every view states
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
                                 f"choose two of {', '.join(axes) or '(nothing varies)'}"))
@@ -115,7 +118,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append(_section(title, body, anchor))
         nav.append((anchor, title))
 
-    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top), "leaderboard")
+    if base is not None and base is not best:
+        add("Best cell vs baseline", _versus(base, best, names, found), "versus")
+    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top, found), "leaderboard")
     add("Which choice matters", _effects(cells, axes, views.views(cells, metric), pair, out), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
     add("Per question tag", _tags(cells, names, ranked, metric), "tags")
@@ -127,8 +132,6 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     trust = trust_section(cells, names, ranked[:10], labels_file)  # people's labels: --labels, else beside the dataset
     if trust is not None:
         add(TRUST_TITLE, trust, "trust")
-    if base is not best:
-        add("Best cell vs baseline", _versus(base, best, names), "versus")
     add("Answers side by side", sidebyside.section([(c.cell_id, names[c.cell_id]) for c in ranked]), "side")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
@@ -141,12 +144,13 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     q = len(best.records)
     answerable = int(best.records["answerable"].sum())
     n = best.metrics.get("n", {}).get(metric)
-    head = (f"<p class='sub'>{len(cells)} cells from {html.escape(str(exp))}; {q} questions ({answerable} answerable, "
+    head = (_verdict_block(found, base, best, names)
+            + f"<p class='sub'>{len(cells)} cells from {html.escape(exp.name)}; {q} questions ({answerable} answerable, "
             f"{q - answerable} unanswerable); ranked by {html.escape(metric)}"
             f"{f' over the n={n} questions it is defined for' if n is not None else ''}; every aggregate with its "
-            "95% bootstrap CI over questions.</p>"
-            f"<p class='sub'>Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}. "
-            f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>"
+            "95% bootstrap CI over questions. "
+            f"Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}.</p>"
+            + _refusals(best, names)
             + (f"<p class='note'>{html.escape(notice.removeprefix('warning: '))}</p>" if notice else ""))
     links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
     head = f"<div class='rb-head' data-sec='head'>{head}{links}</div>"
@@ -162,7 +166,37 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     return index
 
 
-def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+def _verdict_block(found: Verdict, base: Cell | None, best: Cell, names: dict[str, str]) -> str:
+    """The report's first lines: the verdict (the line every view states), why that measure ranks,
+    how "not significantly worse" was decided, and the warnings that bear on it."""
+    reason, *rest = found.lines()
+    method = [line for line in rest if line.startswith("(")]
+    warnings = [line.removeprefix("warning: ") for line in rest if line.startswith("warning: ")]
+    link = " <a href='#versus'>best vs baseline</a>" if base is not None and base is not best else ""
+    return (f"<p class='verdict' data-verdict='{html.escape(found.text())}'><b>{html.escape(found.text())}.</b>"
+            f"{link}</p><p class='sub'>{html.escape(reason)} {' '.join(html.escape(m) for m in method)}</p>"
+            + "".join(f"<p class='bad'>{html.escape(w)}</p>" for w in warnings))
+
+
+def _refusals(best: Cell, names: dict[str, str]) -> str:
+    """The best cell's abstention in one sentence: unanswerable questions refused, answerable ones
+    refused (nothing when it generated no answers)."""
+    rec = best.records
+    if "refused" not in rec or not rec["refused"].notna().any():
+        return ""
+    refused = rec["refused"].fillna(False).astype(bool)
+    unans, ans = ~rec["answerable"].astype(bool), rec["answerable"].astype(bool)
+    parts = []
+    if unans.any():
+        parts.append(f"refuses {int((refused & unans).sum())} of the {int(unans.sum())} unanswerable questions "
+                     f"(correct refusals)")
+    if ans.any():
+        parts.append(f"refuses {int((refused & ans).sum())} of the {int(ans.sum())} answerable ones (false refusals)")
+    return f"<p class='sub'>Abstention: the best cell {html.escape(names[best.cell_id])} {'; '.join(parts)}.</p>"
+
+
+def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int,
+                 found: Verdict) -> str:
     chart = charts.leaderboard(cells, metric, out / "leaderboard.png", labels=[names[c.cell_id] for c in cells],
                                top=top)
     ranking = measures.measure(metric)
@@ -172,7 +206,8 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
         main.insert(0, ranking)
     rows = []
     for c in ranked:
-        row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)), "id": c.cell_id,
+        row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)),
+                               "≈best": "*" if c.cell_id in found.close else "", "id": c.cell_id,
                                "k": (c.config.get("pipeline") or {}).get("k")}
         for m in main:
             row[m.display] = page.with_ci(c.metric(m.key), _ci(c, m.key))
@@ -183,7 +218,8 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
     tie = tie_note(len(tied(ranked, metric)), metric, ranked[0].metric(metric))
     return (_img(chart, "leaderboard") + (f"<p class='note'>{html.escape(tie)}.</p>" if tie else "") +
             f"<p>All {len(cells)} cells; click a column to sort, type to filter (every word must match), click a "
-            "cell to open its questions. 95% bootstrap CIs in grey.</p>"
+            "cell to open its questions. 95% bootstrap CIs in grey. ≈best *: not significantly worse than the best "
+            f"({html.escape(found.method or 'not tested')}).</p>"
             "<input class='rb-filter' data-table='rb-leaderboard' placeholder='filter, e.g. hybrid k=5'>" +
             page.table(rows, table_id="rb-leaderboard", sortable=True, left=2))
 
@@ -397,16 +433,16 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
     return "n/a" if v is None or v != v else format(v, fmt)
 
 
-def _versus(base: Cell | None, best: Cell, names: dict[str, str]) -> str:
-    if base is None:
-        return ("<p class='note'>No cell holds the config's defaults on every swept axis, so there is no baseline: "
-                "pass <code>rag-bench report --baseline CELL</code> (a cell id or name).</p>")
+def _versus(base: Cell, best: Cell, names: dict[str, str], found: Verdict) -> str:
     name_of = {**names, base.cell_id: names.get(base.cell_id, base.cell_id)}
     diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]))
+    primary = (f"On the primary measure {html.escape(found.measure)}, the one test the verdict rests on: "
+               f"{html.escape(found.versus.text())}. " if found.versus is not None else "")
     body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> (the config's defaults, or --baseline) → best "
-            f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions; the main measure of each stage; "
-            "paired bootstrap CI, randomisation test, Holm-adjusted over these measures.</p>",
-            f"<p><b>Verdict:</b> {html.escape(diff['verdict'])}.</p>",
+            f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions. {primary}Below, the main measure "
+            "of each stage: paired bootstrap CI, randomisation test, Holm-adjusted over these measures (so the "
+            "primary measure's p here can be larger than the verdict's).</p>",
+            f"<p><b>Every stage:</b> {html.escape(diff['verdict'])}.</p>",
             page.table([{"measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
                          "baseline": _num(r["mean_a"]), "best": _num(r["mean_b"]), "diff": _num(r["diff"], "+.3f"),
                          "95% CI": f"[{_num(r['ci'][0], '+.3f')}, {_num(r['ci'][1], '+.3f')}]",
