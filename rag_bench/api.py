@@ -28,11 +28,11 @@ import pandas as pd
 
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
-from rag_bench.failure_labels import in_attribution_order
+from rag_bench.failure_labels import NOT_LOST, in_attribution_order
 from rag_bench.reporting import decide
 from rag_bench.reporting.verdict import Verdict, verdict
 
-__all__ = ["Experiment", "Verdict", "load"]
+__all__ = ["ADVICE", "Experiment", "Verdict", "load"]
 
 # What a question lost at a stage suggests trying next (labels: rag_bench.failure_labels).
 ADVICE = {
@@ -48,8 +48,6 @@ ADVICE = {
     "hallucinated_answer": "unanswerable questions were answered: a stricter refusal (prompt, threshold)",
     "error": "generator calls failed: check the endpoint (rag-bench status, the cell's warnings)",
 }
-# The labels that are outcomes, not losses.
-_RIGHT = ("correct", "correct_refusal", "in_context", "unjudged")
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ class Experiment:
         """How many questions ``cell`` lost at each stage (the first failing one), in attribution
         order; outcomes that are no loss (correct, correct refusals) left out."""
         counts = self.cell(cell).metrics.get("failures") or {}
-        order = [lab for lab in in_attribution_order(counts) if lab not in _RIGHT and counts.get(lab)]
+        order = [lab for lab in in_attribution_order(counts) if lab not in NOT_LOST and counts.get(lab)]
         return pd.Series({lab: int(counts[lab]) for lab in order}, name="questions", dtype="int64")
 
     def next_steps(self, cell: str = "best", top: int = 3) -> list[str]:

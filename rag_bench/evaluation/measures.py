@@ -79,7 +79,8 @@ FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *C
                                  *SECURITY, *ANN, *OTHER)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
-COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *judge.COUNTS, *counts.SYSTEM)
+COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *judge.COUNTS,
+          *counts.SYSTEM)
 COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST)
 FAILURES = attribution.FAILURES
 FIGURES = (*COUNTS, *COST, *FAILURES)
@@ -95,7 +96,7 @@ EVIDENCE_RECALL, COMPLETE, CONTEXT_COMPLETE = EVIDENCE
  SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
 CITATION_PRECISION, CITATION_RECALL, INVALID_CITATIONS = CITATION
 CORRECT_REFUSAL_RATE, UNSUPPORTED_ANSWER_RATE, FALSE_REFUSAL_RATE = ABSTENTION
-(CORRECT_ALL,) = ANSWER
+CORRECT_ALL, CONTEXT_ALL = ANSWER
 TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
 UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
 ANN_RECALL = ann.ANN_RECALL
@@ -230,12 +231,12 @@ def is_question_ranking_column(column: str) -> bool:
 # --- what consumers show by default -----------------------------------------------------------
 PRIMARY = NDCG.at(10)  # ranks cells: leaderboard, report, CLI defaults
 
-# experiment.primary: "auto" (answer/correct_all when a model answered, evidence/context_complete when
-# the generator is a stand-in, else PRIMARY) or a measure with a direction; checked when the config is
+# experiment.primary: "auto" (answer/correct_all when a model answered, answer/context_all when the
+# generator is a stand-in, else PRIMARY) or a measure with a direction; checked when the config is
 # composed (rag_bench.reporting.decide uses it).
 AUTO_PRIMARY = "auto"
 CORRECT_KEY = CORRECT.key
-AUTO_HELP = (f"{CORRECT_ALL.key} when a model answered, {CONTEXT_COMPLETE.key} when the generator is a stand-in, "
+AUTO_HELP = (f"{CORRECT_ALL.key} when a model answered, {CONTEXT_ALL.key} when the generator is a stand-in, "
              f"else {PRIMARY.key}")
 
 
@@ -271,7 +272,7 @@ HEADLINE = (*TAG, EVIDENCE_RECALL.at(5), COMPLETE.at(5), ANN_RECALL.at(10), CORR
 # The main measure(s) of each stage: the leaderboard's default columns, the report's CI columns.
 # The answer over all questions and its two halves: right on the answerable ones, refusals of the
 # unanswerable ones (abstention in view wherever cells are ranked).
-MAIN = (PRIMARY, HIT.at(5), DOC_NDCG.at(10), COMPLETE.at(5), CONTEXT_COMPLETE, CORRECT_ALL, CORRECT,
+MAIN = (PRIMARY, HIT.at(5), DOC_NDCG.at(10), COMPLETE.at(5), CONTEXT_COMPLETE, CORRECT_ALL, CONTEXT_ALL, CORRECT,
         CORRECT_REFUSAL_RATE, FALSE_REFUSAL_RATE, CITATION_PRECISION)
 # The ANN latencies the leaderboard appends when a cell has them.
 ANN_LATENCY = (ann.ANN_P50, ann.EXACT_P50)

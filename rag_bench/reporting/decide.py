@@ -6,8 +6,9 @@ and the notebook all call these functions, so they name the same best cell under
 
 * **Primary measure**: ``experiment.primary`` from the cells' config; ``auto`` (the default) is
   ``answer/correct_all`` (answerable questions answered right, unanswerable ones refused) when a
-  model answered; ``evidence/context_complete`` when a cell's generator is a stand-in for a model
-  (the extractive generator: its refusals would rank its quirks, :func:`auto_note` says so);
+  model answered; ``answer/context_all`` (answerable questions whose evidence all reached the
+  generator, unanswerable ones refused) when a cell's generator is a stand-in for a model (the
+  extractive generator: its answers would rank its quirks; :func:`primary_reason` says so);
   else ``retrieval/ndcg@10`` (``document/ndcg@10`` when the cells rank documents only). A measure
   no cell has is an error
   naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
@@ -63,17 +64,17 @@ def primary_reason(key: str, configured: str, generators: Collection[str] = (), 
     """Why ``key`` ranks the cells, for a reader: the configured measure, or what ``auto`` chose and
     why (``generators``: the names of the cells' generators; ``stand_in``: one is a stand-in).
 
-    >>> primary_reason("evidence/context_complete", "auto", ["extractive"], True)[:96]
-    'ranked by evidence/context_complete (auto): the generator extractive is a stand-in for a model, '
+    >>> primary_reason("answer/context_all", "auto", ["extractive"], True)[:89]
+    'ranked by answer/context_all (auto): the generator extractive is a stand-in for a model, '
     """
     if configured != AUTO:
         return f"ranked by {key} (experiment.primary)"
     if key == STAND_IN and stand_in:
         gens = ", ".join(sorted(generators)) or "a stand-in"
-        return (f"ranked by {key} (auto): the generator {gens} is a stand-in for a model, whose refusals would "
-                f"decide a ranking by answers, so the cells are ranked by what the generator was handed; answer "
-                f"measures are still reported (plug a model, e.g. generator=llama_cpp, to rank by "
-                f"{ANSWER_KEYS[0]})")
+        return (f"ranked by {key} (auto): the generator {gens} is a stand-in for a model, so an answerable question "
+                "counts when all its evidence reached the generator, not by the stand-in's answer, and an "
+                f"unanswerable one when refused; answer measures are still reported (plug a model, e.g. "
+                f"generator=llama_cpp, to rank by {ANSWER_KEYS[0]})")
     if key == ANSWER_KEYS[0]:
         return (f"ranked by {key} (auto): answerable questions answered right and unanswerable ones refused, over "
                 "all questions")
@@ -97,14 +98,14 @@ def choose_primary(configured: str, available: Collection[str], *, stand_in: boo
     :data:`AUTO_ORDER` (``answer/correct_all`` when answers were generated, else nDCG@10 of the
     chunk ranking, else of the document ranking) among ``available``, the measures with a value
     in at least one cell (:func:`rankable`) -- except that with ``stand_in`` (a cell's generator
-    is a stand-in for a model) the answer measures are passed over for
-    ``evidence/context_complete``, which the stand-in does not decide. ConfigError when the
+    is a stand-in for a model) its answers to answerable questions are passed over:
+    ``answer/context_all`` counts those whose evidence all reached it instead. ConfigError when the
     measure is not available: ranking by a measure no cell has would put the cells in no order.
 
     >>> choose_primary("auto", ["answer/correct_all", "generation/correct", "retrieval/ndcg@10"])
     'answer/correct_all'
-    >>> choose_primary("auto", ["answer/correct_all", "evidence/context_complete"], stand_in=True)
-    'evidence/context_complete'
+    >>> choose_primary("auto", ["answer/correct_all", "answer/context_all"], stand_in=True)
+    'answer/context_all'
     >>> choose_primary("auto", ["retrieval/ndcg@10"])
     'retrieval/ndcg@10'
     >>> choose_primary("retrieval/hit@5", ["retrieval/hit@5"]), choose_primary("auto", ["document/ndcg@10"])

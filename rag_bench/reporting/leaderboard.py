@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,8 +28,9 @@ from rag_bench.reporting import decide, params
 if TYPE_CHECKING:
     from rag_bench.reporting.verdict import Verdict
 
-# The main measure of each stage: the leaderboard's default columns (the report adds the rest).
-DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN)
+# The main measure of each stage: the leaderboard's default columns (the report adds the rest; the
+# ranking measure always comes first, so auto's context_all is shown when it ranks).
+DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN if m not in (measures.CONTEXT_COMPLETE, measures.CONTEXT_ALL))
 # ``--columns all``: every headline measure and the ANN latencies.
 ALL_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
 FORMATS = ("table", "csv", "json", "markdown")
@@ -222,16 +224,16 @@ def _short(column: str) -> str:
         column = f"retrieval/{column.rpartition('/')[2]}"  # the table's heading names the tag
     section, _, name = column.partition("/")
     m = measures.measure(column)
-    return (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
+    shown = (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
+    return FAILURE_HEADS.get(shown, shown)  # correct_refusal -> corr_ref, as the failure table heads it
 
 
-def terminal_width() -> int | None:
-    """The width of the terminal standard output is (shutil's: ``COLUMNS`` when set), None when
-    it is no terminal (a file, a pipe, CI): the table is then printed whole."""
+def terminal_width() -> int:
+    """The width of the terminal standard output is (``COLUMNS`` when set), 140 characters when
+    it is no terminal (a file, a pipe, a CI log; ``--format csv`` gives every column)."""
     import shutil
-    import sys
 
-    return max(40, shutil.get_terminal_size().columns) if sys.stdout.isatty() else None
+    return max(40, shutil.get_terminal_size((140, 24)).columns)
 
 
 NOT_WORSE = "≈best"  # the text column marking the cells not significantly worse than the best
@@ -247,7 +249,7 @@ def _text_frame(table: pd.DataFrame, key: str) -> pd.DataFrame:
             out[_short(c)] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
             if c == key:  # the ranking measure's interval and count beside it
                 if "ci_lo" in table:
-                    out[f"{_short(key)} 95% CI"] = [f"[{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi))
+                    out["95% CI"] = [f"[{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi))
                                                     else "" for lo, hi in zip(table["ci_lo"], table["ci_hi"])]
                 if "n" in table:
                     out["n"] = table["n"].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
@@ -309,7 +311,9 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str | None = None,
         return line + _markdown(text)
     head: list[str]
     if verdict is not None and verdict.measure == key and said:
-        head = verdict.lines()
+        # prose wrapped to the terminal (a pipe: 120 columns); the verdict's own line whole, to grep for
+        head = [line if line.startswith("Best: ") else textwrap.fill(line, width or 120, break_on_hyphens=False)
+                for line in verdict.lines()]
     else:
         tie = tie_line(cells, key, named=False)
         head = [f"ranked by {key}{'; ' + tie if tie else ''}"]

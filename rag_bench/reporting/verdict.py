@@ -29,7 +29,7 @@ import pandas as pd
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
-from rag_bench.evaluation.scorers.answer import REFUSALS, refusal_warning
+from rag_bench.evaluation.scorers.answer import HANDED, REFUSED, refusal_warning
 from rag_bench.reporting import decide
 from rag_bench.stats.confidence_set import model_confidence_set
 from rag_bench.stats.paired import paired_bootstrap_ci, randomisation_p
@@ -195,9 +195,8 @@ def stand_in_warnings(cells: Sequence[Cell]) -> tuple[str, ...]:
     """The stand-in generator's refusals of questions whose evidence it was handed, said once for
     the cells (each cell's counts are in its metrics.json ``refusals``): over the stand-in's cells
     together, with the range of its cells' rates."""
-    rows = [(c.metrics.get(REFUSALS) or {}) for c in cells if decide.stand_in(c.metrics)]
-    counts = [(int(r.get("refused") or 0), int(r.get("evidence_in_context") or 0), r.get("setting")) for r in rows
-              if isinstance(r, Mapping)]
+    counts = [(int(c.metric(REFUSED.key) or 0), int(c.metric(HANDED.key) or 0),
+               (c.metrics.get("methods") or {}).get("refusal_setting")) for c in cells if decide.stand_in(c.metrics)]
     counts = [c for c in counts if c[1] > 0]
     if not counts:
         return ()

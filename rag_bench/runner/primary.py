@@ -27,7 +27,7 @@ def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
 # cells written before answer/correct_all existed) -- unless the generator is a stand-in for a model
 # (rag_bench.generation.base.Traits): then STAND_IN, which its answers do not decide.
 AUTO_ORDER = (measures.CORRECT_ALL.key, CORRECT, measures.PRIMARY.key, measures.DOC_NDCG.at(10).key)
-STAND_IN = measures.CONTEXT_COMPLETE.key
+STAND_IN = measures.CONTEXT_ALL.key
 # The answer measures auto passes over for a stand-in's cells.
 ANSWER_KEYS = (measures.CORRECT_ALL.key, CORRECT)
 def _option(config: Mapping[str, Any], group: str, key: str) -> Any:
