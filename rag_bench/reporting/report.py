@@ -26,6 +26,7 @@ from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers import latency as latency_scorer
 from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline
@@ -231,16 +232,21 @@ def _effect_frame(cells: list[Cell], axes: list[str], view: views.View) -> pd.Da
 def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: tuple[str, ...] | None,
              out: Path) -> str:
     """Main effects on each view's measure, one block per measure and a selector between them
-    (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it."""
+    (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it.
+    Every interval is over questions: one bootstrap draw of the question ids is applied to every
+    cell (:mod:`rag_bench.reporting.effects`)."""
     if not axes:
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
     correct = measures.CORRECT.key
+    qids = views.question_ids(cells)
+    draws = effects.draws(len(qids)) if qids else None
     options, blocks = [], []
     interaction = ""
     for i, view in enumerate(shown):
         frame = _effect_frame(cells, axes, view)
+        samples = view.resampled(cells, qids, draws) if draws is not None else None
         moving = [a for a in axes if effects.can_move(a, view.acts_on)]
-        found = effects.main_effects(frame, moving, view.key, higher_is_better=view.higher_is_better)
+        found = effects.main_effects(frame, moving, view.key, higher_is_better=view.higher_is_better, samples=samples)
         title = ("primary: " if i == 0 else "") + view.title
         options.append(f"<option value='{html.escape(view.key)}'>{html.escape(title)}</option>")
         grand = float(frame[view.key].mean()) if frame[view.key].notna().any() else math.nan
@@ -248,20 +254,32 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
         if i == 0 or view.key == correct:  # the PNGs cover the primary measure and correct
             name = "main_effects.png" if i == 0 else "main_effects_correct.png"
             png = charts.main_effects(found, view.title, out / name, grand=grand,
-                                      higher_is_better=view.higher_is_better)
+                                      higher_is_better=view.higher_is_better,
+                                      questions=_defined_on(cells, view.key) or len(qids) or None)
         left_out = [a for a in axes if a not in moving]
         def level(lv: effects.Level) -> str:
-            return f"{lv.value}: {lv.mean:.3f} [{lv.lo:.3f}, {lv.hi:.3f}]"
+            ci = f" [{lv.lo:.3f}, {lv.hi:.3f}]" if lv.lo == lv.lo else " (no CI: no per-question values)"
+            return f"{lv.value}: {lv.mean:.3f}{ci}"
 
-        rows = [{"axis": e.axis, "spread": e.spread, "best level: mean [95 % CI]": level(e.levels[0]),
+        rows = [{"axis": e.axis, "spread": e.spread,
+                 "spread 95 % CI": f"[{e.spread_lo:.3f}, {e.spread_hi:.3f}]" if e.spread_lo == e.spread_lo else "",
+                 "best level: mean [95 % CI]": level(e.levels[0]),
                  "worst level: mean [95 % CI]": level(e.levels[-1]), "levels": len(e.levels),
                  "balanced": "yes" if e.balanced else "no"} for e in found]
-        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of "
-                     "all cells. " if png else "")
+        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI; dashed line: the mean of all cells; the "
+                     "axis starts at 0 unless its label says otherwise. " if png else "")
         body = [f"<p>Mean <b>{html.escape(view.title)}</b> ({'higher' if view.higher_is_better else 'lower'} is "
                 "better) of the cells at each level of each swept axis, over all values of the other axes. "
-                f"{chart_key}Axes are ranked by spread, the best level's mean minus the worst's: a small spread says "
-                "the choice hardly matters here.</p>"]
+                f"{chart_key}Axes are ranked by spread, the largest level mean minus the smallest: a small spread says "
+                "the choice hardly matters here.</p>"
+                f"<p class='note'>Every interval is over questions, not over cells: the cells at one level answer "
+                "the same questions, so they are not independent samples (an interval over them only shows how alike "
+                f"the other axes' settings are). A bootstrap draws the {len(qids)} question ids with replacement "
+                f"({effects.RESAMPLES} draws, seed {effects.SEED}), recomputes every cell's value on the same draw "
+                "(over the drawn questions it is defined for) and averages each level's cells; the 2.5th and 97.5th "
+                "percentiles over the draws give the level's "
+                "interval, and the largest-minus-smallest difference in each draw the spread's (paired: both levels "
+                "on the same questions). A spread whose interval includes 0 is not told apart from no effect.</p>"]
         if left_out:
             they = "it acts" if len(left_out) == 1 else "they act"
             body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}; {they} after the ranking "
@@ -276,16 +294,25 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
             chosen = pair or tuple(e.axis for e in found[:2])
             if len(chosen) == 2:
                 grid = effects.interaction(frame, chosen[0], chosen[1], view.key)
+                lo, hi = effects.interaction_intervals(frame, chosen[0], chosen[1], view.key, samples)
                 interaction = (
                     f"<h3>Interaction: {html.escape(chosen[0])} × {html.escape(chosen[1])}</h3><p>Mean "
-                    f"{html.escape(view.title)} (the primary measure) per pair of levels over the other axes "
-                    "(choose the pair with <code>rag-bench report --pair A,B</code>). Parallel rows mean the two "
-                    "choices do not interact.</p>"
+                    f"{html.escape(view.title)} (the primary measure) per pair of levels over the other axes, with "
+                    "its 95 % CI over questions (choose the pair with <code>rag-bench report --pair A,B</code>). "
+                    "Parallel rows mean the two choices do not interact. The colour scale is fitted to the values "
+                    "shown (its ends are on the colour bar), so it does not start at 0: read the numbers.</p>"
                     + _img(charts.interaction(grid, view.title, out / "interaction.png", rows=chosen[0],
-                                              cols=chosen[1]), "interaction", "Too few levels for a grid."))
+                                              cols=chosen[1], lo=lo, hi=hi, higher_is_better=view.higher_is_better),
+                           "interaction", "Too few levels for a grid."))
     selector = (f"<p>Main effects on <select id='rb-effect'>{''.join(options)}</select> <span class='note'>(each "
                 "measure against the axes that can change it)</span></p>")
     return selector + "".join(blocks) + interaction
+
+
+def _defined_on(cells: list[Cell], key: str) -> int | None:
+    """How many questions a mean measure is defined on (metrics.json ``n``; the most of any cell)."""
+    ns = [n for c in cells if isinstance(n := c.metrics.get("n", {}).get(key), int)]
+    return max(ns) if ns else None
 
 
 def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) -> str:
@@ -293,18 +320,22 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
     quality = [math.nan if (v := c.metric(metric)) is None else v for c in cells]
     body = []
     # Generator tokens cannot buy a better ranking: a ranking measure is only drawn against latency.
-    costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS else [views.TOKENS])
+    costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS
+                               else [views.END_TO_END, views.TOKENS])
     for view in costs:
         x = [math.nan if (v := view.of(c)) is None else v for c in cells]
         front = effects.pareto_front(quality, x, higher_is_better=better)
         chart = charts.pareto(quality, x, front, [names[c.cell_id] for c in cells], out / f"pareto_{view.key}.png",
-                              metric=metric, cost_label=view.title, higher_is_better=better)
+                              metric=metric, cost_label=view.title, higher_is_better=better,
+                              ci=[_ci(c, metric) for c in cells])
         if chart is None:
             continue
         keep = [names[c.cell_id] for c, f in zip(cells, front) if f]
         body.append(_img(chart, f"pareto_{view.key}") + f"<p>On the front ({len(keep)} of {len(cells)}): "
                     f"{html.escape('; '.join(keep[:12]))}{' …' if len(keep) > 12 else ''}. Every grey cell is beaten "
-                    f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front.</p>")
+                    f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front. The front "
+                    "is drawn from the means; its whiskers are each cell's 95 % CI over questions: where they overlap, "
+                    "the questions cannot tell those cells apart on quality.</p>")
     return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
 
 
@@ -487,21 +518,53 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
 
 
 def _costs(cells: list[Cell], names: dict[str, str]) -> str:
+    """Per cell: the latencies per question (retrieval, rerank, and end to end where a generator
+    answered: :data:`rag_bench.evaluation.scorers.latency.E2E_P50`), the stages' total times and
+    what was computed."""
+    generated = any("generation" in c.metrics for c in cells)
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
         tokens = views.TOKENS.of(c)
-        rows.append({"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
-                     "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms"),
-                     "s / question": lat.get("seconds_per_question"), "chunk s": lat.get("chunk_s"),
-                     "index s": lat.get("index_s"), "embeddings computed": cost.get("embeddings_computed"),
-                     "tokens / question": None if tokens is None else round(tokens, 1)})
+        row: dict[str, Any] = {"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
+                               "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms")}
+        if generated:
+            timed, total, gen_ms = _generator_calls(c)
+            row.update({"end to end p50 ms": lat.get(latency_scorer.E2E_P50.name),
+                        "end to end p95 ms": lat.get(latency_scorer.E2E_P95.name),
+                        "generator call p50 ms": gen_ms,
+                        "answers timed": f"{timed}/{total}" if total else ""})
+        row.update({"chunk s": lat.get("chunk_s"), "index s": lat.get("index_s"),
+                    "generate s (stage)": lat.get("generate_s"), "embeddings computed": cost.get("embeddings_computed"),
+                    "tokens / question": None if tokens is None else round(tokens, 1)})
+        rows.append(row)
     for r in rows:
         for k, v in r.items():
             if isinstance(v, float):
                 r[k] = (_short(v), v, None)
-    return ("<p>Measured on the machine that ran the sweep; the first cells of a sweep also pay for loading models "
-            "and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+    e2e = ("<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question; <b>end to end</b> = "
+           "retrieval + rerank + the generator's call, summed per question, p50/p95 over the questions the generator "
+           "answered in this run (<i>answers timed</i>). An answer served from the generation cache took no "
+           "generator time in this run: it is left out, not counted as free, and a cell whose answers all came "
+           "from the cache has no end-to-end figure (blank). <i>generator call p50</i> is the generator's own time "
+           "per timed call (the extractive generator calls no model and reports 0). The <i>s</i> columns are each "
+           "stage's total wall time for the cell (shared work counted once, by the cell that did it).</p>"
+           if generated else
+           "<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question (no generator: no "
+           "end-to-end time). The <i>s</i> columns are each stage's total wall time for the cell (shared work counted "
+           "once, by the cell that did it).</p>")
+    return (e2e + "<p class='note'>Measured on the machine that ran the sweep; the first cells of a sweep also pay "
+            "for loading models and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+
+
+def _generator_calls(cell: Cell) -> tuple[int, int, float | None]:
+    """(answers the generator produced in this run, answers, p50 of its seconds per such call in ms)."""
+    r = cell.records
+    if "generation_cached" not in r or "generate_s" not in r:
+        return 0, 0, None
+    fresh = ~r["generation_cached"].astype(bool)
+    seconds = pd.to_numeric(r.loc[fresh, "generate_s"], errors="coerce").dropna()
+    return int(fresh.sum()), len(r), float(seconds.median() * 1000.0) if len(seconds) else None
 
 
 def _short(v: float) -> str:
