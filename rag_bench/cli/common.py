@@ -122,17 +122,26 @@ def valid_keys(args: list[str], full_key: str) -> str:
         (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
 
 
-def load_cells_of(ref: str) -> list:
-    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names."""
-    from rag_bench.cells import experiment_cells, is_done, one_dataset
+def load_cells_of(ref: str, command: str = "") -> list:
+    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names
+    (a folder or an MLflow run id); anything else is a FolderError saying what ``ref`` is."""
+    from rag_bench.cells import check_folder
     from rag_bench.tracking.download import load_cell
 
-    if Path(ref).is_dir() and not is_done(Path(ref)):
-        cells, notice = one_dataset(experiment_cells(ref))
-        if notice:
-            say(notice, file=sys.stderr)
-        return cells
+    if check_folder(ref, "cell or experiment", command).kind == "experiment":
+        return experiment_cells_of(ref)
     return [load_cell(ref)]
+
+
+def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:
+    """The finished cells of an experiment folder, of one dataset version (the notice naming the
+    others, when there are several, on standard error)."""
+    from rag_bench.cells import experiment_cells, one_dataset
+
+    cells, notice = one_dataset(experiment_cells(ref, records=records))
+    if notice:
+        say(notice, file=sys.stderr)
+    return cells
 
 
 def output_file(name: str, option: str) -> Path:

@@ -11,6 +11,7 @@ from rag_bench.errors import RagBenchError
 
 def run(argv: list[str]) -> int:
     """``rag-bench leaderboard`` with the arguments ``argv``; its exit code."""
+    from rag_bench.cells import check_folder
     from rag_bench.evaluation import measures
     from rag_bench.reporting.leaderboard import (
         FORMATS,
@@ -37,6 +38,7 @@ def run(argv: list[str]) -> int:
                    "the folder holds cells of several; default: the version of the cell finished last")
     a = p.parse_args(argv)
     try:  # a cell that cannot be read (or an unknown --fingerprint): exit 2, as report and gate do
+        check_folder(a.experiment_dir, "experiment", "leaderboard")  # a cell, an output root, ...: say which
         cells = load_cells(a.experiment_dir, fingerprint=a.fingerprint)
     except RagBenchError as exc:
         return fail(exc)

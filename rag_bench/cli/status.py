@@ -11,6 +11,7 @@ from rag_bench.errors import RagBenchError
 
 def run(argv: list[str]) -> int:
     """``rag-bench status`` with the arguments ``argv``; its exit code."""
+    from rag_bench.cells import check_folder
     from rag_bench.cluster.status import format_status, sweep_status
 
     p = argparse.ArgumentParser(prog="rag-bench status", description="A (cluster) sweep's jobs and cells: done, "
@@ -19,6 +20,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("experiment_dir", help="<output.root>/<experiment.name>")
     a = p.parse_args(argv)
     try:
+        check_folder(a.experiment_dir, "experiment", "status", finished=False)  # a cell, an output root, ...: say which
         say(format_status(*sweep_status(a.experiment_dir)))
     except RagBenchError as exc:
         return fail(exc)
