@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rag_bench.cli.common import fail, say
 from rag_bench.cli.table import Command
@@ -11,6 +12,7 @@ from rag_bench.errors import RagBenchError
 
 def run(argv: list[str]) -> int:
     """``rag-bench leaderboard`` with the arguments ``argv``; its exit code."""
+    from rag_bench.cells import check_folder
     from rag_bench.evaluation import measures
     from rag_bench.reporting.leaderboard import (
         FORMATS,
@@ -31,7 +33,9 @@ def run(argv: list[str]) -> int:
     p.add_argument("--sort-by", default=None, help="measure as section/name (default: the experiment's primary "
                    f"measure, experiment.primary: generation/correct when answers were generated, else "
                    f"{measures.PRIMARY.key}); lower-is-better measures sort ascending; ties go to the cheaper cell")
-    p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id)")
+    p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id), "
+                   f"ranked by their {measures.PRIMARY.name} (or --sort-by NAME, a per-tag measure such as correct); "
+                   "the table's first line says which")
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default, aligned text), csv or "
                    "json (full precision, for scripts), markdown (for a pull request)")
     p.add_argument("--columns", help="comma-separated measures (section/name or name, e.g. ndcg@10,correct), or "
@@ -42,6 +46,7 @@ def run(argv: list[str]) -> int:
                    "the folder holds cells of several; default: the version of the cell finished last")
     a = p.parse_args(argv)
     try:  # a cell that cannot be read (or an unknown --fingerprint): exit 2, as report and gate do
+        check_folder(a.experiment_dir, "experiment", "leaderboard")  # a cell, an output root, ...: say which
         cells = load_cells(a.experiment_dir, fingerprint=a.fingerprint)
     except RagBenchError as exc:
         return fail(exc)
@@ -51,9 +56,18 @@ def run(argv: list[str]) -> int:
         cols = tag_columns(cells, a.tag)
         if not cols:
             return fail(f"--tag {a.tag!r}: no such question tag -- fix: one of {question_tags(cells)}")
+        # Per-tag means hold only some measures: the one that ranks is said on the first line, and
+        # --sort-by names one of them.
+        names = [c.rpartition("/")[2] for c in cols]
+        wanted = (a.sort_by or measures.PRIMARY.name).rpartition("/")[2]
+        if wanted not in names:
+            return fail(f"--sort-by {a.sort_by!r}: questions tagged {a.tag!r} have no per-tag {wanted} -- fix: one of "
+                        f"{', '.join(names)}")
         if a.format == "table":
-            say(f"questions tagged {a.tag!r} (n={int(cells[f'tag:{a.tag}/n'].max())})")
-        say(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{measures.PRIMARY.name}", columns=cols, fmt=a.format))
+            n = int(cells[f"tag:{a.tag}/n"].max())
+            say(f"questions tagged {a.tag!r} (n={n}), ranked by {wanted} on them"
+                + ("" if a.sort_by else _not_primary(cells, wanted, names)))
+        say(format_leaderboard(cells, sort_by=f"tag:{a.tag}/{wanted}", columns=cols, fmt=a.format))
         return 0
     try:
         columns = resolve_columns(cells, a.columns)
@@ -69,6 +83,22 @@ def run(argv: list[str]) -> int:
         return fail(exc)
     say(table)
     return 0
+
+
+def _not_primary(cells: Any, ranked_by: str, per_tag: list[str]) -> str:
+    """What the first line of a --tag table adds when it ranks by another measure than the
+    experiment's primary one (the whole table's): the primary, and how to rank by it if the tag has it."""
+    from rag_bench.reporting.leaderboard import primary
+
+    try:
+        key = primary(cells)
+    except RagBenchError:
+        return ""
+    name = key.rpartition("/")[2]
+    if name == ranked_by:
+        return ""
+    return (f", not by the experiment's primary measure {key}"
+            + (f" (--sort-by {name} ranks by it)" if name in per_tag else " (it has no per-tag value)"))
 
 
 COMMAND = Command("leaderboard", "EXPERIMENT_DIR",
