@@ -88,8 +88,8 @@ class AnswerScorer:
         # cells are read), not once per cell; a model that refuses what it was handed is said per cell.
         warning = refusal_warning(refused_handed, handed, setting)
         stand_in = traits is not None and traits.stand_in
-        return [Part("answer", {CORRECT_ALL.column: values, CONTEXT_ALL.column: ready}, values={HANDED.key: handed, REFUSED.key: refused_handed},
-                     sections=sections,
+        return [Part("answer", {CORRECT_ALL.column: values, CONTEXT_ALL.column: ready},
+                     values={HANDED.key: handed, REFUSED.key: refused_handed}, sections=sections,
                      warnings=(warning,) if warning and not stand_in else ())]
 
 
