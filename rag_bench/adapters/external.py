@@ -412,7 +412,7 @@ def export_squad(records: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
     refusal -- the file ``rag-bench score-answers`` and SQuAD's official evaluation script read --
     each the text the cell's ``squad_exact``/``squad_f1`` scored (citation markers stripped:
     :func:`rag_bench.metrics.generation.squad_prediction`). Also the ids of the questions the cell
-    scored otherwise: ``unparseable`` (an output that broke the answer contract: the cell scores
+    scored otherwise: ``broke_contract`` (an output that broke the answer contract: the cell scores
     it 0, a SQuAD scorer its text) and ``failed`` (a failed generator call: kept out of the cell's
     figures, written ``""``). ValueError when the cell generated no answers."""
     from rag_bench.metrics.generation import squad_prediction
@@ -420,7 +420,7 @@ def export_squad(records: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
     if "answer" not in records:
         raise ValueError("the cell generated no answers (a retrieval-only cell)")
     out: dict[str, str] = {}
-    other: dict[str, list[str]] = {"unparseable": [], "failed": []}
+    other: dict[str, list[str]] = {"broke_contract": [], "failed": []}
     for row in records.to_dict("records"):
         qid = str(row["qid"])
         if row.get("generation_error"):
@@ -428,7 +428,7 @@ def export_squad(records: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
             out[qid] = ""
             continue
         if row.get("parse_error"):
-            other["unparseable"].append(qid)
+            other["broke_contract"].append(qid)
         out[qid] = squad_prediction(str(row["answer"] or ""), bool(row["refused"]))
     return out, other
 

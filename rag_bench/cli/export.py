@@ -99,8 +99,8 @@ def _squad(cell) -> tuple[str, str, list[str]]:  # type: ignore[no-untyped-def]
         raise DataError(Problem(str(cell.path), 0, "--format squad", str(exc), "export a cell that generated answers "
                                 "(--format outputs exports the rankings)")) from exc
     notes = []
-    if other["unparseable"]:
-        notes.append(f"{len(other['unparseable'])} answer(s) broke the answer contract (e.g. {other['unparseable'][0]}):"
+    if other["broke_contract"]:
+        notes.append(f"{len(other['broke_contract'])} answer(s) broke the answer contract (e.g. {other['broke_contract'][0]}):"
                      " the cell scored them 0, a SQuAD scorer scores their text")
     if other["failed"]:
         notes.append(f"{len(other['failed'])} generator call(s) failed (e.g. {other['failed'][0]}): written \"\", "

@@ -108,7 +108,7 @@ def refusal_warning(refused: int, handed: int, setting: str | None, cells: str =
             else "check the generator's prompt and model")
     return (f"the generator refused {refused} of the {handed} answerable questions whose evidence was all in its "
             f"context ({refused / handed:.0%}){cells}: its refusals, not retrieval, lose them -- fix: {knob}, or plug a "
-            "model (generator=llama_cpp, generator=openai_compat)")
+            "model (generator=llama_cpp, generator=openai)")
 
 
 SCORER = AnswerScorer()
