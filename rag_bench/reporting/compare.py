@@ -191,13 +191,13 @@ def verdict(rows: Sequence[dict[str, Any]]) -> str:
     for r in sig:
         better = (r["diff"] > 0) == bool(r["higher_is_better"])
         parts.append(f"B {'better' if better else 'worse'} on {r['metric']} {r['diff']:+.3f} "
-                     f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}], p = {_p(r['p_holm'])}")
+                     f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}], {_p(r['p_holm'])}")
     rest = "no significant change elsewhere" if len(sig) < len(rows) else "every measure changed"
     return "; ".join(parts[:-1] + [parts[-1] + " after Holm"]) + f"; {rest}"
 
 
 def _p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 # Outcomes a question counts as right in: the answer right and supported, or a correct refusal

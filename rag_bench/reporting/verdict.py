@@ -59,7 +59,7 @@ class Versus:
         else:
             how = "not significantly better than" if self.diff != 0 else "no different from"
         return (f"{how} the baseline {self.name} ({self.diff:+.3f} [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}], "
-                f"p = {p_text(self.p)})")
+                f"{p_text(self.p)})")
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,12 @@ class Verdict:
 
 
 def p_text(p: float) -> str:
-    """``< 0.001`` or three decimals."""
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    """``p < 0.001``, else ``p = `` and three decimals.
+
+    >>> p_text(0.0004), p_text(0.41)
+    ('p < 0.001', 'p = 0.410')
+    """
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def question_values(cell: Cell, column: str) -> pd.Series | None:

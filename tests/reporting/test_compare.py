@@ -47,7 +47,7 @@ def test_verdict_names_each_significant_change_in_its_direction():
              "p_holm": 0.0004, "significant": True},
             {"metric": "correct", "higher_is_better": True, "diff": 0.0, "ci": [0, 0], "p_holm": 1.0,
              "significant": False}]
-    assert verdict(rows) == ("B better on false_refusal_rate -0.100 [-0.200, -0.050], p = < 0.001 after Holm; "
+    assert verdict(rows) == ("B better on false_refusal_rate -0.100 [-0.200, -0.050], p < 0.001 after Holm; "
                              "no significant change elsewhere")
     assert verdict(rows[1:]) == "no significant change on any of the 1 measures compared (Holm-adjusted)"
 
