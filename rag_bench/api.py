@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from rag_bench.cells import Cell, experiment_cells, one_dataset
+from rag_bench.cells import Cell, check_folder, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.failure_labels import NOT_LOST, in_attribution_order
 from rag_bench.reporting import decide
@@ -119,7 +119,8 @@ class Experiment:
 
     def gate(self, policy: str | Path, cell: str = "best", baseline: str | None = None) -> list[Any]:
         """The release gate's rules (a policy file, ``conf/gate/*.yaml``) on ``cell``; each result
-        has ``passed``. ``baseline``: the cell regressions are measured against (a label or id)."""
+        has ``status`` (pass, fail or error), ``value``, ``limit``, ``ci`` and ``n``. ``baseline``: the
+        cell regressions are measured against (a label or id)."""
         from rag_bench.reporting.gate import evaluate_gate, load_policy
 
         base = None if baseline is None else self.cell(baseline)
@@ -128,10 +129,9 @@ class Experiment:
 
 def load(experiment_dir: str | Path, *, fingerprint: str | None = None) -> Experiment:
     """The finished cells of ``experiment_dir`` (one dataset version: ``fingerprint``, else the one
-    finished last). DataError when it holds none."""
+    finished last). A :class:`rag_bench.errors.RagBenchError` saying what the folder is instead (a
+    cell, an output root, nothing) and what to pass when it is no experiment with finished cells."""
     path = Path(experiment_dir)
+    check_folder(path, "experiment", "rag_bench.api.load")  # a cell, an output root, nothing: said with the fix
     cells, _ = one_dataset(experiment_cells(path, records=False), fingerprint)
-    if not cells:
-        raise DataError(Problem(str(path), 0, "", "no finished cells (folders with DONE)",
-                                "run a sweep first: rag-bench run -m +experiment=demo"))
     return Experiment(path, tuple(cells), decide.names_of(cells), decide.primary_measure(cells))
