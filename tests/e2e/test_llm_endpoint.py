@@ -101,7 +101,8 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
             lo, hi = RAGAS_METRICS[metric].bounds
             assert pd.isna(row[f"judge_{metric}"]) or lo <= row[f"judge_{metric}"] <= hi
     assert m["counts"]["judge_attempted"] == 2 * len(answered)
-    assert m["methods"] == {"faithfulness": "lexical_support_proxy", "judge": "ragas"}
+    assert m["methods"] == {"faithfulness": "lexical_support_proxy", "judge": "ragas", "generator_stand_in": False,
+                            "refusal_setting": None}  # a model: auto ranks its cells by its answers
     # the same lands in MLflow (local SQLite store under output.root)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'exp' / 'mlflow.db'}")
     exp = client.get_experiment_by_name("default")
@@ -139,6 +140,12 @@ def test_in_process_llama_cpp_generator(gguf, tmp_path):
     records = pd.read_parquet(cell / "records.parquet")
     assert m["counts"]["endpoint_calls"] == len(TWO) and records["raw_output"].str.len().gt(0).all()
     assert m["latency"]["seconds_per_question"] > 0
+    # A real model answered: auto ranks by the answers over all questions, and the verdict says so.
+    from rag_bench.reporting.verdict import of_experiment
+
+    assert m["methods"]["generator_stand_in"] is False and "correct_all" in m["answer"]
+    found = of_experiment(cell.parent)
+    assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.warnings == ()
 
 
 def test_unreachable_generator_is_recorded_per_question(tmp_path):
