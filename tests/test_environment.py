@@ -27,6 +27,7 @@ ALLOWED = {
     "tracking/background.py": "the finisher child's environment (this process's, PYTHONPATH first)",
     "tracking/server.py": "proxy variables cleared around a loopback MLflow server lookup",
     "tracking/mlflow_tracker.py": "MLFLOW_TRACKING_URI, MLflow's own setting",
+    "tracking/download.py": "MLflow's artifact progress bar switched off around a download when stderr is no terminal",
     "fast/compose.py": "Hydra's hydra.job.env_set semantics (the job's environment), kept by the speed wing",
     "runner/main.py": "NO_COLOR (the console's colour convention)",
     "cli/run.py": "HYDRA_FULL_ERROR set before Hydra runs (tracebacks of Hydra's own errors)",

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell, experiment_cells, one_dataset
-from rag_bench.errors import DataError, Problem
+from rag_bench.errors import ConfigError, DataError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers.answer import HANDED, REFUSED, refusal_warning
 from rag_bench.reporting import decide
@@ -168,7 +168,7 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     ranked = decide.rank(cells, key, names)
     best = ranked[0]
     tie = decide.tie_note(len(decide.tied(ranked, key)), key, best.metric(key))
-    reason = decide.reason_of(cells, key) if key == decide.primary_measure(cells) else f"ranked by {key}"
+    reason = decide.reason_of(cells, key) if key == _primary_or_none(cells) else f"ranked by {key}"
     m = measures.measure(key)
     higher = decide.higher_is_better(key)
     close: tuple[str, ...] = (best.cell_id,)
@@ -193,6 +193,15 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
         isinstance(x, (int, float)) for x in ci) else None
     return Verdict(key, reason, len(cells), best.cell_id, names[best.cell_id], decide.value_of(best, key), ci_pair,
                    tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells))
+
+
+def _primary_or_none(cells: Sequence[Cell]) -> str | None:
+    """The primary measure of ``cells``; None when their ``experiment.primary`` names a measure none
+    has (a ranking asked for by name, ``--sort-by``, still has a verdict)."""
+    try:
+        return decide.primary_measure(cells)
+    except ConfigError:
+        return None
 
 
 def stand_in_warnings(cells: Sequence[Cell]) -> tuple[str, ...]:

@@ -240,7 +240,7 @@ def test_a_primary_measure_no_cell_has_is_an_error_everywhere(tmp_path, capsys, 
         assert expected in err and "retrieval/ndcg@10" in err and "-- fix:" in err, (command, err)
     assert not (tmp_path / "reports").exists() or not list((tmp_path / "reports").rglob("index.html"))
     assert cli(["leaderboard", str(out / "p"), "--sort-by", "retrieval/ndcg@10"]) == 0
-    assert "ranked by retrieval/ndcg@10" in capsys.readouterr().out
+    assert "ranked by retrieval/ndcg@10" in capsys.readouterr().out.lower()
 
 
 # --- 9. question tags whose MLflow metric names collide once sanitised --------------------------
