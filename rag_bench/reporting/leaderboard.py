@@ -322,8 +322,9 @@ def format_leaderboard(cells: pd.DataFrame, *, sort_by: str | None = None,
     keep = 2 + ("not_worse" in table) + ("ci_lo" in table) + ("n" in table)  # cell, mark, measure, CI, n
     text, dropped = fit(text, width, keep)
     if dropped:
-        head.append(f"({len(dropped)} column(s) left out to fit {width} characters: {', '.join(dropped)}; "
-                    "--format csv or a wider terminal shows them)")
+        head.append(textwrap.fill(f"({len(dropped)} column(s) left out to fit {width} characters: "
+                                  f"{', '.join(dropped)}; --format csv or a wider terminal shows them)",
+                                  width or 120, break_on_hyphens=False))
     return "\n".join(head) + "\n" + text.to_string(index=False)
 
 

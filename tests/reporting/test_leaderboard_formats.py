@@ -10,7 +10,8 @@ import pandas as pd
 from rag_bench.cli import main as cli
 
 
-def test_formats_and_columns(demo_cells, capsys):
+def test_formats_and_columns(demo_cells, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "140")  # the width the table is fitted to, whatever runs the test
     exp = str(demo_cells["baseline"].path.parent)
     assert cli(["leaderboard", exp, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -112,3 +113,24 @@ def test_the_failure_table_of_a_generating_sweep_fits_120_columns():
     text = format_failures(pd.DataFrame([row, {**row, "cell": "c2", "label": "fixed bm25 rr=none k=3"}]))
     assert max(len(line) for line in text.splitlines()) <= 120, text
     assert "halluc = hallucinated_answer" in text
+
+
+def test_the_table_fits_the_terminal_and_says_what_it_left_out(demo_cells, capsys, monkeypatch):
+    """The leaderboard was 117 columns whatever the width (issue 41): at 80 characters every table
+    line fits, the label and the ranking measure with its CI stay, and a note names the columns
+    left out and how to see them."""
+    exp = str(demo_cells["baseline"].path.parent)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert cli(["leaderboard", exp]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.lstrip().startswith("label") or " context_all" in line)
+    table = [line for line in out[header:] if line and not line.startswith("(")]
+    assert table and all(len(line) <= 80 for line in table), max(table, key=len)
+    assert "context_all" in out[header] and "95% CI" in out[header]
+    prose = [line for line in out[:header] if not line.startswith("Best: ")]  # the verdict's line kept whole
+    assert all(len(line) <= 80 for line in prose), max(prose, key=len)
+    note = " ".join(out[:header])
+    assert "left out to fit 80 characters" in note and "--format csv or a wider terminal shows them" in note
+    monkeypatch.setenv("COLUMNS", "400")
+    assert cli(["leaderboard", exp]) == 0
+    assert "left out to fit" not in capsys.readouterr().out
