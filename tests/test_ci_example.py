@@ -87,7 +87,7 @@ def test_the_workflow_runs_its_rag_bench_commands_and_gates_the_best_cell(worksp
     suite = ET.parse(workspace / "reports" / "gate.xml").getroot()
     about = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert about["cell_id"] == best.cell_id and about["verdict"] == "pass"
-    assert about["picked"].startswith("--cell best: the best of 2 cells by generation/correct")
+    assert about["picked"].startswith(f"--cell best: the best of 2 cells by {decide.primary_measure(cells)}")
     cases = suite.findall("testcase")
     assert suite.get("failures") == "0" and suite.get("errors") == "0" and int(suite.get("tests")) == len(cases) >= 10
     hit = next(c for c in cases if c.get("name") == "retrieval/hit@5 >= 0.8")
