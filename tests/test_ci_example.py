@@ -102,7 +102,10 @@ def test_the_workflow_runs_its_rag_bench_commands_and_gates_the_best_cell(worksp
     assert "## rag-bench gate: PASS" in summary and "| retrieval/hit@5 >= 0.8 |" in summary
     assert f"({best.cell_id}), picked by --cell best" in summary
     board = summary.split("## rag-bench gate")[0]  # the leaderboard's Markdown table, best first, before the verdict
-    assert board.startswith("| cell | id |") and board.splitlines()[2].split("|")[2].strip() == best.cell_id
+    assert board.startswith("Best: ")  # the verdict first, then the table, best first
+    table = [line for line in board.splitlines() if line.startswith("|")]
+    header, first = ([c.strip() for c in row.strip("|").split("|")] for row in (table[0], table[2]))
+    assert header[:2] == ["cell", "≈best"] and first[header.index("id")] == best.cell_id
 
     # Everything the upload step names is there.
     (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
