@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,13 @@ def test_sweep_on_slurm_equals_local(slurm, mlflow_server, tmp_path):
     assert "cluster plan: 8 cell(s) to run in 2 job(s)" in on_cluster.stdout, on_cluster.stdout  # one per chunker
     jobs = list((tmp_path / "cluster" / "grid" / ".submitit").glob("*"))
     assert jobs, "submitit wrote no job folder: the sweep did not go through the scheduler"
-    acct = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T"], env=slurm, capture_output=True, text=True)
+    # The sweep returns once submitit has read each job's result; SLURM marks a job COMPLETED when its
+    # process has exited, a moment later on a loaded machine: wait for that, not for a fixed time.
+    for _ in range(120):
+        acct = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T"], env=slurm, capture_output=True, text=True)
+        if not any(state in acct.stdout for state in ("RUNNING", "PENDING", "COMPLETING")):
+            break
+        time.sleep(0.5)
     assert "COMPLETED" in acct.stdout, acct.stdout + acct.stderr
 
     local = rag_bench(["run", "-m", *GRID, f"output.root={tmp_path / 'local'}", "tracking=none"], env, tmp_path)

@@ -109,13 +109,16 @@ def test_sweep_lands_on_server(mlflow_server, tmp_path):
     # The parent: the sweep's axes, the best cell's measures, the leaderboard as a table.
     parent = client.get_run(parents[0].info.run_id)
     assert parent.data.params["sweep.axes"] == "chunker" and parent.data.params["sweep.cells"] == "2"
-    # ranked by the primary measure (the cells generated answers: correct); a tie goes to the cheaper cell
-    assert parent.data.params["sweep.primary"] == "generation/correct"
+    # ranked by the primary measure (auto: the extractive stand-in answered, so all evidence in the
+    # context or a refusal); a tie goes to the cheaper cell
+    assert parent.data.params["sweep.primary"] == "answer/context_all"
     best = next(r for r in cells if r.data.tags["cell_id"] == parent.data.params["best.cell"])
-    assert best.data.metrics["generation.correct"] == max(r.data.metrics["generation.correct"] for r in cells)
-    assert parent.data.metrics["primary"] == pytest.approx(best.data.metrics["generation.correct"])
+    assert best.data.metrics["answer.context_all"] == max(r.data.metrics["answer.context_all"] for r in cells)
+    assert parent.data.metrics["primary"] == pytest.approx(best.data.metrics["answer.context_all"])
     assert parent.data.params["best.label"] == best.info.run_name
-    assert "2 cells" in parent.data.tags["mlflow.note.content"]
+    note = parent.data.tags["mlflow.note.content"]
+    assert f"Best: {best.info.run_name} (answer/context_all" in note, note
+    assert "2 of 2 cells not significantly worse" in note or "every other of the 2 cells significantly worse" in note
     board = _table(client, parent, "leaderboard.json", tmp_path)
     assert sorted(board["cell"]) == sorted(cell_dirs) and list(board["label"]) != list(board["cell"])
 
