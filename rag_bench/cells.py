@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf._utils import get_omega_conf_dumper
 
 from rag_bench.components import LABEL_STAGES, stage_names
-from rag_bench.errors import DataError, OutputError, Problem
+from rag_bench.errors import DataError, OutputError, Problem, RagBenchError
 from rag_bench.locking import file_lock
 from rag_bench.spreadsheet import to_csv
 
@@ -279,12 +279,10 @@ def load_cell(ref: str | Path, *, records: bool = True) -> Cell:
     (listing many cells for a leaderboard); by default it is read, and checked, now.
     """
     path = Path(ref)
-    if not path.is_dir():
-        raise DataError(Problem(str(ref), 0, "cell", "no such cell folder or MLflow run id",
-                                "pass experiments/<experiment>/<cell_id> or a 32-character run id"))
-    if not (path / "DONE").is_file():
-        raise DataError(Problem(str(path), 0, "DONE", "cell is not finished (no DONE marker): its results may be "
-                                "partial", "re-run the sweep command; unfinished cells are redone"))
+    if not (path / "DONE").is_file():  # what the path is instead (an experiment, an unfinished cell, ...)
+        found = folder_problem(path, "cell")
+        raise FolderError(found or Problem(str(path), 0, "cell", "is no cell folder (no DONE)",
+                                           "pass experiments/<experiment>/<cell_id> or a 32-character run id"))
     missing = [f for f in ("config.yaml", "metrics.json", "records.parquet") if not (path / f).is_file()]
     if missing:
         raise DataError(Problem(str(path), 0, missing[0], f"cell folder lacks {', '.join(missing)}",
@@ -320,8 +318,7 @@ def experiment_cells(experiment_dir: str | Path, *, records: bool = True) -> lis
     """Every finished cell of an experiment folder, in folder order (``records``: see :func:`load_cell`)."""
     root = Path(experiment_dir)
     if not root.is_dir():
-        raise DataError(Problem(str(root), 0, "", "experiment folder does not exist",
-                                "pass experiments/<experiment.name> after running a sweep"))
+        raise FolderError(folder_problem(root, "experiment") or Problem(str(root), 0, "", "is not a folder", ""))
     return [load_cell(p.parent, records=records) for p in sorted(root.glob("*/DONE"))]
 
 
@@ -373,3 +370,200 @@ def one_dataset(cells: list[Cell], fingerprint: str | None = None) -> tuple[list
               "version its own experiment.name)")
     return versions[newest], notice
 
+
+
+# ---------------------------------------------------------------------------------------------
+# What a folder given to a command is: the commands that take an experiment folder (leaderboard,
+# report, status, compare EXPERIMENT) and those that take a cell (gate, export, compare A B) say
+# what they were given instead, and the command that fits it.
+
+FOLDER_KINDS = ("cell", "unfinished cell", "experiment", "output root", "missing", "file", "nothing")
+_RUN_ID_SHAPE = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass(frozen=True)
+class Folder:
+    """What a path is to rag_bench (:func:`folder_kind`): ``kind`` is one of :data:`FOLDER_KINDS`.
+    ``cells``/``unfinished``: an experiment folder's finished cells and cell folders without DONE;
+    ``experiments``: an output root's experiment folders (names)."""
+
+    path: Path
+    kind: str
+    cells: int = 0
+    unfinished: int = 0
+    experiments: tuple[str, ...] = ()
+
+
+def _subfolders(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def _swept(path: Path) -> bool:
+    """A sweep ran here: Hydra's ``.hydra`` records (a local sweep) or submitit's ``.submitit`` job
+    folders (a cluster sweep), even before its first cell is done."""
+    return (path / ".hydra").is_dir() or (path / ".submitit").is_dir()
+
+
+def _written_cell(path: Path) -> bool:
+    """A cell folder's files are there (finished or not)."""
+    return any((path / f).is_file() for f in ("DONE", *FILES))
+
+
+def folder_kind(path: str | Path) -> Folder:
+    """What ``path`` is: a ``cell`` (holds DONE), an ``unfinished cell`` (a cell's files without
+    DONE: its sweep stopped, or is still running it), an ``experiment`` (holds cell folders, or
+    the ``.hydra``/``.submitit`` folder a sweep writes), an ``output root`` (holds experiment folders, or the
+    sweeps' ``mlflow.db``), ``missing``, a ``file``, or ``nothing`` rag_bench wrote."""
+    p = Path(path)
+    if not p.exists():
+        return Folder(p, "missing")
+    if not p.is_dir():
+        return Folder(p, "file")
+    if is_done(p):
+        return Folder(p, "cell")
+    if _written_cell(p):
+        return Folder(p, "unfinished cell")
+    subs = _subfolders(p)
+    done = sum(is_done(s) for s in subs)
+    partial = sum(not is_done(s) and _written_cell(s) for s in subs)
+    if done or partial or _swept(p):
+        return Folder(p, "experiment", done, partial)
+    experiments = tuple(s.name for s in subs if _swept(s) or any(_written_cell(c) for c in _subfolders(s)))
+    if experiments or (p / "mlflow.db").is_file():
+        return Folder(p, "output root", experiments=experiments)
+    return Folder(p, "nothing")
+
+
+class FolderError(DataError):
+    """A command was given a path of the wrong kind: the message, one line, says what the path is
+    and the command that fits (``.problems`` holds it as a :class:`~rag_bench.errors.Problem`)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problems = [problem]
+        RagBenchError.__init__(self, f"{problem.file} {problem.message}" + (f" -- fix: {problem.hint}" if problem.hint
+                                                                               else ""))
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _listing(names: tuple[str, ...] | list[str], most: int = 6) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def folder_problem(path: str | Path, takes: str, command: str = "", *, experiment_fix: str = "",
+                   finished: bool = True) -> Problem | None:
+    """None when ``path`` is what the command takes (``takes``: ``cell``, ``experiment`` or
+    ``cell or experiment``; a cell command also takes an MLflow run id); else the problem, saying
+    what the path is and the command that fits. ``command``: the command's name for the fix
+    (``leaderboard``); ``experiment_fix``: how the command picks a cell of an experiment folder
+    (``add --cell best``), for a cell command given one; ``finished=False``: an experiment folder
+    without finished cells will do (``status`` of a sweep that has not finished one)."""
+    f = folder_kind(path)
+    p, name = f.path, command or "this command"
+    run = f"rag-bench {command}" if command else "the command"
+    wants_cell, wants_experiment = "cell" in takes.split(" or "), "experiment" in takes.split(" or ")
+    wanted = " or ".join(("a cell folder (or an MLflow run id)",) * wants_cell + ("an experiment folder",) * wants_experiment)
+
+    def problem(message: str, hint: str) -> Problem:
+        return Problem(str(p), 0, f.kind, message, hint)
+
+    if f.kind == "cell":
+        if wants_cell:
+            return None
+        return problem(f"is a cell folder: {name} takes its experiment folder, {p.parent}", f"{run} {p.parent}")
+    if f.kind == "experiment" and (wants_experiment or f.cells == 0):
+        if f.cells or (wants_experiment and not finished):
+            return None
+        if f.unfinished:
+            return problem(f"is an experiment folder whose {_count(f.unfinished, 'cell folder')} "
+                           f"{'is' if f.unfinished == 1 else 'are all'} unfinished (no DONE: the sweep stopped, or is "
+                           "still running)", f"run the sweep's command again (it redoes unfinished cells); `rag-bench "
+                           f"status {p}` shows each cell's state")
+        return problem("is an experiment folder without cell folders (its sweep wrote no cell: every cell failed, or "
+                       "it has not finished one yet)", f"`rag-bench status {p}` shows its jobs and cells; see "
+                       f"{p / '.hydra' / 'rag_bench.log'} and run the sweep's command again")
+    if f.kind == "experiment":
+        return problem(f"is an experiment folder ({_count(f.cells, 'finished cell')}): {name} takes one cell",
+                       experiment_fix or f"pass one of its cell folders, e.g. {p / _first_done(p)}")
+    if f.kind == "unfinished cell":
+        return problem("is an unfinished cell folder (no DONE: its sweep stopped, or is still running it)"
+                       + (f": {name} takes its experiment folder, {p.parent}" if not wants_cell else ""),
+                       (f"{run} {p.parent} reads its finished cells; " if not wants_cell else "")
+                       + "run the sweep's command again (it redoes unfinished cells); `rag-bench status "
+                       f"{p.parent}` shows each cell's state")
+    if f.kind == "output root":
+        if not f.experiments:
+            return problem(f"is an output root (it holds the sweeps' mlflow.db, no experiment folder): {name} takes "
+                           f"{wanted}", "run a sweep first (rag-bench run -m ...): its cells land in "
+                           "<output.root>/<experiment.name>/")
+        target = p / f.experiments[0]
+        held = f"is an output root holding the experiment folders {_listing(f.experiments)}"
+        if wants_experiment:
+            return problem(f"{held}: {name} takes one of them", f"{run} {target}")
+        if experiment_fix.startswith("add "):  # the command picks a cell of an experiment folder itself
+            return problem(f"{held}: {name} takes a cell folder (or an MLflow run id)",
+                           f"{run} {target} {experiment_fix[4:]}")
+        return problem(f"{held}: {name} takes {wanted}", f"pass a cell folder of one of them, e.g. "
+                       f"{target / _first_done(target)}")
+    if f.kind == "file":
+        if p.name in (*FILES, "DONE", "failures.csv"):
+            folder = p.parent
+            fits = folder if wants_cell else folder.parent
+            return problem(f"is a file of the cell folder {folder}: {name} takes {wanted}", f"{run} {fits}")
+        return problem(f"is a file, not a folder: {name} takes {wanted}", _near(p, wanted, run if wants_experiment else ''))
+    if f.kind == "missing":
+        if _RUN_ID_SHAPE.match(str(path)):
+            if wants_cell:
+                return None  # an MLflow run id: looked up in the tracking store
+            return problem(f"is no folder but looks like an MLflow run id (one cell): {name} takes {wanted}",
+                           "pass the experiment folder the run's cell is in, e.g. experiments/<experiment.name>")
+        return problem("does not exist", _near(p, wanted, run if wants_experiment else ''))
+    return problem(f"holds no cell folder (folders with DONE) and no experiment folder: {name} takes {wanted}",
+                   _near(p, wanted, run if wants_experiment else ''))
+
+
+def _first_done(experiment: Path) -> str:
+    """The name of an experiment folder's first finished cell (``<cell_id>`` when none)."""
+    return next((s.name for s in _subfolders(experiment) if is_done(s)), "<cell_id>")
+
+
+def _near(p: Path, wanted: str, run: str = "") -> str:
+    """The fix for a path that is not there (or holds nothing of rag_bench): a folder of the same
+    parent with a close name, what the nearest existing folder holds, or how cells come to be.
+    ``run``: the command, when it takes an experiment folder (the fix then runs it on one)."""
+    import difflib
+
+    parent = p.parent
+    while not parent.is_dir() and parent != parent.parent:
+        parent = parent.parent
+    if parent.is_dir():
+        names = [s.name for s in _subfolders(parent) if s.name != p.name]
+        close = difflib.get_close_matches(p.name, names, n=1) if p.parent == parent and not p.exists() else []
+        if close:
+            return f"did you mean {parent / close[0]}?"
+        here = folder_kind(parent)
+        if here.kind == "output root" and here.experiments:
+            if run:
+                return f"{run} {parent / here.experiments[0]} ({parent} holds {_listing(here.experiments)})"
+            return f"pass {wanted}; {parent} holds the experiment folders {_listing(here.experiments)}"
+        if here.kind == "experiment" and here.cells:
+            if run:
+                return f"{run} {parent} (an experiment folder: {_count(here.cells, 'finished cell')})"
+            return f"pass {wanted}; {parent} is an experiment folder ({_count(here.cells, 'finished cell')})"
+    return (f"pass {wanted}: a sweep (rag-bench run -m ...) writes its cells to <output.root>/<experiment.name>/<cell_id>/"
+            f" (default {DEFAULT_OUTPUT_ROOT}/)")
+
+
+def check_folder(path: str | Path, takes: str, command: str = "", *, experiment_fix: str = "",
+                 finished: bool = True) -> Folder:
+    """:func:`folder_kind` of ``path``, or :class:`FolderError` when the command does not take it
+    (:func:`folder_problem`)."""
+    found = folder_problem(path, takes, command, experiment_fix=experiment_fix, finished=finished)
+    if found is not None:
+        raise FolderError(found)
+    return folder_kind(path)

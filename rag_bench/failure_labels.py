@@ -21,6 +21,9 @@ RETRIEVAL_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "in_con
 ANSWERABLE_LABELS = ("unjudged", "chunking", "retrieval_miss", "ranking", "error", "false_refusal", "in_context",
                      "generation", "citation", "correct")
 UNANSWERABLE_LABELS = ("error", "correct_refusal", "hallucinated_answer")
+# The labels that are no loss: a right answer, a right refusal, evidence that reached the context of
+# an answer no reference can judge, a question with nothing relevant to find.
+NOT_LOST = ("unjudged", "in_context", "correct", "correct_refusal")
 # The labels metrics.json ``failures`` counts, in report order.
 GENERATION_CELL_LABELS = ANSWERABLE_LABELS + UNANSWERABLE_LABELS[1:]
 

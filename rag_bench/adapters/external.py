@@ -54,7 +54,7 @@ from rag_bench.data.problems import ProblemLog, did_you_mean, id_index, read_jso
 from rag_bench.domain import Chunk, Dataset, Document, Question, Ranking
 from rag_bench.errors import Problem
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.generation.base import Generation, GenerationInput, Traits
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.judging.base import Judge
 from rag_bench.metrics import trec
@@ -407,6 +407,32 @@ def export_outputs(records: Any) -> list[dict[str, Any]]:
     return out
 
 
+def export_squad(records: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """A cell's answers as SQuAD 2.0 predictions, ``{question id: answer text}`` with ``""`` for a
+    refusal -- the file ``rag-bench score-answers`` and SQuAD's official evaluation script read --
+    each the text the cell's ``squad_exact``/``squad_f1`` scored (citation markers stripped:
+    :func:`rag_bench.metrics.generation.squad_prediction`). Also the ids of the questions the cell
+    scored otherwise: ``unparseable`` (an output that broke the answer contract: the cell scores
+    it 0, a SQuAD scorer its text) and ``failed`` (a failed generator call: kept out of the cell's
+    figures, written ``""``). ValueError when the cell generated no answers."""
+    from rag_bench.metrics.generation import squad_prediction
+
+    if "answer" not in records:
+        raise ValueError("the cell generated no answers (a retrieval-only cell)")
+    out: dict[str, str] = {}
+    other: dict[str, list[str]] = {"unparseable": [], "failed": []}
+    for row in records.to_dict("records"):
+        qid = str(row["qid"])
+        if row.get("generation_error"):
+            other["failed"].append(qid)
+            out[qid] = ""
+            continue
+        if row.get("parse_error"):
+            other["unparseable"].append(qid)
+        out[qid] = squad_prediction(str(row["answer"] or ""), bool(row["refused"]))
+    return out, other
+
+
 def export_ragas(records: Any, dataset: Dataset | None) -> list[dict[str, Any]]:
     """A cell's records as ragas ``EvaluationDataset`` samples: ``user_input`` (the question),
     ``retrieved_contexts`` (the passages handed to the generator), ``response`` (the answer) and
@@ -434,6 +460,10 @@ class ReplayGenerator:
     def __init__(self, outputs: Sequence[SystemOutput]) -> None:
         self.outputs = list(outputs)
         self.identity: dict[str, Any] = {"generator": "replay"}
+
+    def traits(self) -> Traits:
+        """The application's own answers: a real system, not a stand-in for one."""
+        return Traits()
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """One generation per item (the items are the questions, in order)."""

@@ -33,7 +33,7 @@ def run(argv: list[str]) -> int:
 
     def calibrate_cells() -> int:
         labels = load_labels(a.labels)
-        cells = load_cells_of(a.target)
+        cells = load_cells_of(a.target, "calibrate")
         if not cells:
             return fail(f"{a.target}: no finished cells (folders with DONE) -- fix: run `rag-bench run` first")
         results = calibrate(cells, names_of(cells), labels, seed=a.seed)

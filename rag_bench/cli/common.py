@@ -122,17 +122,75 @@ def valid_keys(args: list[str], full_key: str) -> str:
         (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
 
 
-def load_cells_of(ref: str) -> list:
-    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names."""
-    from rag_bench.cells import experiment_cells, is_done, one_dataset
+def load_cells_of(ref: str, command: str = "") -> list:
+    """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names
+    (a folder or an MLflow run id); anything else is a FolderError saying what ``ref`` is."""
+    from rag_bench.cells import check_folder
     from rag_bench.tracking.download import load_cell
 
-    if Path(ref).is_dir() and not is_done(Path(ref)):
-        cells, notice = one_dataset(experiment_cells(ref))
-        if notice:
-            say(notice, file=sys.stderr)
-        return cells
+    if check_folder(ref, "cell or experiment", command).kind == "experiment":
+        return experiment_cells_of(ref)
     return [load_cell(ref)]
+
+
+def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:
+    """The finished cells of an experiment folder, of one dataset version (the notice naming the
+    others, when there are several, on standard error)."""
+    from rag_bench.cells import experiment_cells, one_dataset
+
+    cells, notice = one_dataset(experiment_cells(ref, records=records))
+    if notice:
+        say(notice, file=sys.stderr)
+    return cells
+
+
+# The words that pick a cell of an experiment folder by role rather than by name (gate --cell,
+# compare EXPERIMENT A B, export --cell): a cell whose name is one of them is picked by its id.
+PICKS = ("best", "baseline")
+PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the cheaper cell), baseline (the cell at "
+             "the config's defaults on every swept axis), a cell id (or a unique prefix of one, 6+ characters) or "
+             "the name the leaderboard and the report print, e.g. 'section hybrid rr=none k=5'")
+
+
+def pick_cell(cells: list, ref: str, option: str, experiment: str | Path = "") -> tuple:
+    """``(cell, why)``: the cell of ``cells`` (one experiment's) that ``ref`` names -- ``best``,
+    ``baseline``, a cell id or a unique prefix of one, or the cell's name as every table prints
+    it -- and a line saying which cell that is and why. ConfigError naming ``option`` otherwise."""
+    import difflib
+
+    from rag_bench.errors import ConfigError, Problem
+    from rag_bench.reporting import decide
+
+    where = str(experiment or (cells[0].path.parent if cells else ""))
+    names = decide.names_of(cells)
+    if ref == "best":
+        key = decide.primary_measure(cells)
+        ranked = decide.rank(cells, key, names)
+        best, value = ranked[0], ranked[0].metric(key)
+        tie = decide.tie_note(len(decide.tied(ranked, key)), "", value)
+        shown = "n/a" if value is None else f"{value:.3f}"
+        return best, (f"the best of {len(cells)} cell{'s' if len(cells) != 1 else ''} by {key} ({shown})"
+                      + (f"; {tie}" if tie else ""))
+    if ref == "baseline":
+        base = decide.baseline(cells)
+        if base is None:
+            raise ConfigError(str(Problem(where, 0, option, "baseline: no cell holds the config's defaults on every "
+                                          "swept axis", f"name the cell instead, e.g. {option} "
+                                          f"{names[cells[-1].cell_id]!r} (`rag-bench leaderboard` lists the names)")))
+        return base, "the baseline: the cell at the config's defaults on every swept axis"
+    by_name = {v: k for k, v in names.items()}
+    ids = {c.cell_id: c for c in cells}
+    if ref in ids or ref in by_name:
+        return ids.get(ref) or ids[by_name[ref]], ""
+    prefixed = [c for c in cells if len(ref) >= 6 and c.cell_id.startswith(ref)]
+    if len(prefixed) == 1:
+        return prefixed[0], ""
+    close = difflib.get_close_matches(ref, list(by_name), n=2, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + \
+        f"give {' or '.join(PICKS)}, a cell id or a name as `rag-bench leaderboard {where}` prints it" + \
+        (f", e.g. {next(iter(by_name))!r}" if by_name and not close else "")
+    what = f"names {len(prefixed)} cells (a prefix of several ids)" if prefixed else "names no cell of this experiment"
+    raise ConfigError(str(Problem(where, 0, option, f"{ref!r} {what} ({len(cells)} finished cells)", hint)))
 
 
 def output_file(name: str, option: str) -> Path:
@@ -179,3 +237,4 @@ def write_output(path: Path, text: str, option: str) -> None:
             tmp.unlink(missing_ok=True)
         raise OutputError(str(Problem(str(path), 0, option, f"cannot write ({exc.strerror or exc})",
                                       "free disk space or pass another file; nothing was written"))) from exc
+

@@ -11,6 +11,7 @@ from rag_bench.errors import RagBenchError
 
 def run(argv: list[str]) -> int:
     """``rag-bench report`` with the arguments ``argv``; its exit code."""
+    from rag_bench.cells import check_folder
     from rag_bench.evaluation import measures
     from rag_bench.reporting.report import render_report
 
@@ -40,6 +41,7 @@ def run(argv: list[str]) -> int:
     if pair is not None and len(pair) != 2:
         return fail(f"--pair {a.pair!r}: give two axes separated by a comma, e.g. --pair chunker,retriever")
     try:
+        check_folder(a.experiment_dir, "experiment", "report")  # a cell, an output root, ...: say which
         index = render_report(a.experiment_dir, out_root=a.out, metric=a.metric, baseline=a.baseline,
                               log_to_mlflow=not a.no_mlflow, top=a.top, pair=pair,  # type: ignore[arg-type]
                               fingerprint=a.fingerprint, labels_file=a.labels)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rag_bench.cli.common import fail, say
 from rag_bench.cli.table import Command
@@ -12,6 +11,7 @@ from rag_bench.errors import RagBenchError
 
 def run(argv: list[str]) -> int:
     """``rag-bench sync`` with the arguments ``argv``; its exit code."""
+    from rag_bench.cells import check_folder
     from rag_bench.tracking.sync import sync_experiment
 
     p = argparse.ArgumentParser(prog="rag-bench sync", description="Upload an experiment's finished cells to "
@@ -20,9 +20,8 @@ def run(argv: list[str]) -> int:
     p.add_argument("experiment_dir")
     p.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else <experiments root>/mlflow.db")
     a = p.parse_args(argv)
-    if not Path(a.experiment_dir).is_dir():
-        return fail(f"{a.experiment_dir}: no such experiment folder -- fix: pass experiments/<name>")
     try:
+        check_folder(a.experiment_dir, "experiment", "sync")  # a cell, an output root, ...: say which
         counts = sync_experiment(a.experiment_dir, tracking_uri=a.tracking_uri)
     except RagBenchError as exc:
         return fail(exc)

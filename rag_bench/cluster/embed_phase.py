@@ -54,6 +54,7 @@ class EmbedderWork:
     documents: int     # distinct chunk texts
     questions: int     # distinct question texts
     cached: int        # of documents + questions, already in the cache
+    name: str = ""     # as a person reads it: the option and model as configured (:func:`display_name`)
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,26 @@ class EmbedPlan:
     def describe(self) -> str:
         lines = [f"phase 1: {self.cells} cells; {len(self.work)} embedder(s)"]
         for w in self.work:
-            lines.append(f"  {w.identity[:70]}: {w.chunkings} chunking(s), {w.documents} distinct chunk texts, "
+            lines.append(f"  {w.name or w.identity[:70]}: {w.chunkings} chunking(s), {w.documents} distinct chunk texts, "
                          f"{w.questions} questions, {w.cached} already cached")
         lines.append(f"  {self.to_embed} texts to embed in {len(self.shards)} shard(s)"
                      + (": " + ", ".join(str(len(s.texts)) for s in self.shards) if self.shards else ""))
         return "\n".join(lines)
+
+
+def display_name(node: dict[str, Any], identity: str) -> str:
+    """An embedder as the plan prints it: its option and its model as configured, and the first
+    characters of the weights' hash when its identity holds one (``minilm: all-MiniLM-L6-v2,
+    weights 3f2a9c01``) -- the identity itself starts with the model folder's site-packages path.
+
+    >>> display_name({"name": "minilm", "model": "all-MiniLM-L6-v2"}, "/venv/site-packages/x/model@3f2a9c01d2")
+    'minilm: all-MiniLM-L6-v2, weights 3f2a9c01'
+    """
+    option, model = node.get("name"), node.get("model")
+    weights = identity.split("@", 1)[1].split("|", 1)[0][:8] if "@" in identity else ""
+    head = ": ".join(str(x) for x in (option, model) if x) or identity[:70]
+    backend = node.get("backend")
+    return head + (f", {backend}" if backend and backend != "torch" else "") + (f", weights {weights}" if weights else "")
 
 
 def grid_overrides(args: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -208,7 +224,7 @@ def make_plan(cfgs: list[DictConfig], shards: int) -> EmbedPlan:
         cached = set(emb.cache.get_bytes(keys)) if keys else set()
         todo = [k for k in keys if k not in cached]
         work.append(EmbedderWork(emb.identity, len(chunkings[ekey]), len(counts[ekey][0]), len(counts[ekey][1]),
-                                 len(cached)))
+                                 len(cached), display_name(nodes[ekey], emb.identity)))
         tag = hashlib.sha256(("\n".join(todo) + emb.identity).encode()).hexdigest()[:8]
         n = min(shards, len(todo))
         for i in range(n):

@@ -124,8 +124,9 @@ def _job_key(name: str) -> tuple[int, ...]:
     return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[_.]", name))
 
 
-def format_status(jobs: list[JobStatus], cells: list[CellStatus]) -> str:
-    """Counts, one line per job, one per cell, and every failed job's log with its last lines."""
+def format_status(jobs: list[JobStatus], cells: list[CellStatus], names: dict[str, str] | None = None) -> str:
+    """Counts, one line per job, one per cell, and every failed job's log with its last lines.
+    ``names``: cell id -> the cell's name (its values on the swept axes), shown beside its id."""
     lines = []
     count = {s: sum(j.state == s for j in jobs) for s in ("done", "running", "pending", "failed", "unknown")}
     lines.append("jobs: " + ", ".join(f"{n} {s}" for s, n in count.items() if n) if jobs else "jobs: none submitted")
@@ -138,7 +139,9 @@ def format_status(jobs: list[JobStatus], cells: list[CellStatus]) -> str:
     logs = {j.job_id: j.log for j in jobs}
     for c in cells:
         where = f" log {logs[c.job_id]}" if c.state == "failed" and c.job_id in logs else ""
-        lines.append(f"  cell {c.cell_id} {c.state:<8} job {c.job_id or '-'}{where}" + (f"  ({c.group})" if c.group else ""))
+        name = (names or {}).get(c.cell_id)
+        lines.append(f"  cell {c.cell_id} {c.state:<8} job {c.job_id or '-'}{where}" + (f"  {name}" if name else "")
+                     + (f"  ({c.group})" if c.group else ""))
     for j in jobs:
         if j.state == "failed":
             lines.append(f"failed job {j.job_id}: log {j.log}")

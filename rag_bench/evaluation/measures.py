@@ -30,6 +30,7 @@ from rag_bench.evaluation.scorer import Measure, Scorer, mlflow_name
 from rag_bench.evaluation.scorers import (
     abstention,
     ann,
+    answer,
     attribution,
     by_tag,
     chunk_ranking,
@@ -57,7 +58,7 @@ __all__ = ["SCORERS", "Measure", "measure", "direction", "higher_is_better", "ml
 # (it reports the scoring's own time). Their warnings come in this order too.
 SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
-    citations.SCORER, abstention.SCORER, conditional.SCORER, judge.SCORER, threshold.SCORER, attribution.SCORER,
+    citations.SCORER, abstention.SCORER, answer.SCORER, conditional.SCORER, judge.SCORER, threshold.SCORER, attribution.SCORER,
     ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, cost.SCORER, by_tag.SCORER,
     latency.SCORER)})
 ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
@@ -65,34 +66,37 @@ ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
 # --- every family a scorer declares, in report order ---------------------------------------------
 RANKING = chunk_ranking.RANKING
 DOCUMENT = document_ranking.DOCUMENT
-EVIDENCE = evidence.EVIDENCE
+EVIDENCE = (*evidence.EVIDENCE, evidence.CONTEXT_COMPLETE)
 GENERATION = generation.GENERATION
 CITATION = citations.CITATION
 ABSTENTION = abstention.ABSTENTION
+ANSWER = answer.ANSWER
 THRESHOLD = threshold.THRESHOLD
 SECURITY = security.SECURITY
 ANN = (*ann.ANN, *ann.TUNING)
 OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
-FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *THRESHOLD,
+FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *ANSWER, *THRESHOLD,
                                  *SECURITY, *ANN, *OTHER)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
-COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *judge.COUNTS, *counts.SYSTEM)
+COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *judge.COUNTS,
+          *counts.SYSTEM)
 COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST)
 FAILURES = attribution.FAILURES
 FIGURES = (*COUNTS, *COST, *FAILURES)
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
 DURATION_SECTIONS = (latency.SECTION,)
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
-QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention")
+QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention", "answer")
 
 HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
 DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT
-EVIDENCE_RECALL, COMPLETE = EVIDENCE
+EVIDENCE_RECALL, COMPLETE, CONTEXT_COMPLETE = EVIDENCE
 (CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
  SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
 CITATION_PRECISION, CITATION_RECALL, INVALID_CITATIONS = CITATION
 CORRECT_REFUSAL_RATE, UNSUPPORTED_ANSWER_RATE, FALSE_REFUSAL_RATE = ABSTENTION
+CORRECT_ALL, CONTEXT_ALL = ANSWER
 TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
 UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
 ANN_RECALL = ann.ANN_RECALL
@@ -204,7 +208,7 @@ def retrieval_measures(ks: Sequence[int], families: Sequence[Measure] = RANKING)
 
 def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
     """Evidence recall and completeness at each cutoff (``eval.ks`` plus ``pipeline.k``)."""
-    return at(EVIDENCE, cutoffs)
+    return at(evidence.EVIDENCE, cutoffs)
 
 
 def column_measure(column: str) -> Measure | None:
@@ -227,10 +231,13 @@ def is_question_ranking_column(column: str) -> bool:
 # --- what consumers show by default -----------------------------------------------------------
 PRIMARY = NDCG.at(10)  # ranks cells: leaderboard, report, CLI defaults
 
-# experiment.primary: "auto" (generation/correct when answers were generated, else PRIMARY) or a
-# measure with a direction; checked when the config is composed (rag_bench.reporting.decide uses it).
+# experiment.primary: "auto" (answer/correct_all when a model answered, answer/context_all when the
+# generator is a stand-in, else PRIMARY) or a measure with a direction; checked when the config is
+# composed (rag_bench.reporting.decide uses it).
 AUTO_PRIMARY = "auto"
 CORRECT_KEY = CORRECT.key
+AUTO_HELP = (f"{CORRECT_ALL.key} when a model answered, {CONTEXT_ALL.key} when the generator is a stand-in, "
+             f"else {PRIMARY.key}")
 
 
 def check_primary(name: str) -> str:
@@ -245,8 +252,7 @@ def check_primary(name: str) -> str:
     close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise ConfigError(f"experiment.primary: {name!r} is not a measure with a better direction -- fix: {hint}"
-                      f"experiment.primary=auto ({CORRECT_KEY} when answers were generated, else "
-                      f"{PRIMARY.key}) or a section/name such as {CORRECT_KEY}")
+                      f"experiment.primary=auto ({AUTO_HELP}) or a section/name such as {CORRECT_ALL.key}")
 
 
 CONSOLE = (HIT.at(5), MRR)  # the cell's summary line
@@ -264,6 +270,9 @@ TAG_ANSWER = by_tag.TAG_ANSWER
 HEADLINE = (*TAG, EVIDENCE_RECALL.at(5), COMPLETE.at(5), ANN_RECALL.at(10), CORRECT, ANSWER_WORDS, CITATION_PRECISION,
             FALSE_REFUSAL_RATE, CORRECT_REFUSAL_RATE)
 # The main measure(s) of each stage: the leaderboard's default columns, the report's CI columns.
-MAIN = (PRIMARY, HIT.at(5), DOC_NDCG.at(10), COMPLETE.at(5), CORRECT, CITATION_PRECISION, FALSE_REFUSAL_RATE)
+# The answer over all questions and its two halves: right on the answerable ones, refusals of the
+# unanswerable ones (abstention in view wherever cells are ranked).
+MAIN = (PRIMARY, HIT.at(5), DOC_NDCG.at(10), COMPLETE.at(5), CONTEXT_COMPLETE, CORRECT_ALL, CONTEXT_ALL, CORRECT,
+        CORRECT_REFUSAL_RATE, FALSE_REFUSAL_RATE, CITATION_PRECISION)
 # The ANN latencies the leaderboard appends when a cell has them.
 ANN_LATENCY = (ann.ANN_P50, ann.EXACT_P50)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from rag_bench.domain import Answer, Chunk, Dataset, Document, Passage, Question, Ranking
 from rag_bench.embedding.base import EmbedStats
-from rag_bench.generation.base import Generation
+from rag_bench.generation.base import Generation, Traits
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.judging.base import JudgeResult
 
@@ -82,7 +82,9 @@ class SystemRun:
     report (``ann``, measured where the index is), ``index_name``, stage ``timings``, the system's
     own ``counts``, whose latencies the questions hold (``latency``: ``pipeline``, our stages';
     ``system``, the application's end to end; ``none``), the embedder's usage during the run, the
-    generation stage's wall time and the judge. ``attribute_chunking`` is False when the passages
+    generation stage's wall time, what the generator declared of itself (``generator``: a stand-in
+    for a model, its refusal setting; None when nothing generated or the system did not say) and
+    the judge. ``attribute_chunking`` is False when the passages
     are not a chunking of the whole corpus (an external system's): ``chunking`` cannot be told
     from ``retrieval_miss``; ``min_relevant`` then makes a missed question score 0.
     ``ranking_key`` identifies the final rankings in the shared work (None: not shared)."""
@@ -100,6 +102,7 @@ class SystemRun:
     latency: Latency = "pipeline"
     embedding: EmbedStats = field(default_factory=EmbedStats)
     generate_s: float | None = None
+    generator: Traits | None = None
     judge: JudgeRun | None = None
     attribute_chunking: bool = True
     min_relevant: int = 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_bench import memo
+from rag_bench.components import optional
 from rag_bench.digests import module_digest
 from rag_bench.domain import Passage
 from rag_bench.generation.prompt import Prompt
@@ -48,6 +49,17 @@ class Generation:
     attempts: int = 1
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What a generator declares of itself beyond its answers: ``stand_in`` (a deterministic
+    stand-in for a model, such as the extractive generator: its answers must not decide which
+    configuration is best) and ``refusal_setting`` (the config key that sets how readily it
+    refuses, named by the warning when it refuses questions whose evidence it was handed)."""
+
+    stand_in: bool = False
+    refusal_setting: str | None = None
+
+
 class Generator(Protocol):
     """Batch in, batch out, same order. ``identity`` names everything that changes the output."""
 
@@ -57,6 +69,26 @@ class Generator(Protocol):
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """One :class:`Generation` per input."""
         ...
+
+    @optional
+    def traits(self) -> Traits:
+        """What the generator declares of itself; default: a model, with no refusal setting."""
+        return Traits()
+
+
+def checked_traits(generator: Any) -> Traits:
+    """``generator``'s :meth:`Generator.traits`, checked: a plugin's reply that is not a
+    :class:`Traits` of a bool and a config key is a ConfigError with the fix, never guessed."""
+    from rag_bench.components import capability
+    from rag_bench.errors import ConfigError
+
+    got = capability(generator, Generator, "traits")()
+    name = type(generator).__name__
+    if not isinstance(got, Traits) or not isinstance(got.stand_in, bool) or not (
+            got.refusal_setting is None or (isinstance(got.refusal_setting, str) and got.refusal_setting.strip())):
+        raise ConfigError(f"{name}.traits() returned {got!r} -- fix: return rag_bench.generation.base.Traits("
+                          "stand_in=True|False, refusal_setting='generator.<key>' or None)")
+    return got
 
 
 class GenerationCache(BlobStore):

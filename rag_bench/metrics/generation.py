@@ -63,8 +63,18 @@ def squad_v2(answer: Answer, references: Sequence[str], *, answerable: bool) -> 
         return float("nan"), float("nan")
     if answer.parse_error is not None:
         return 0.0, 0.0
-    prediction = "" if answer.refused else _CITE.sub("", answer.text)
-    return _squad_score(tuple(references) if answerable else (), prediction)
+    return _squad_score(tuple(references) if answerable else (), squad_prediction(answer.text, answer.refused))
+
+
+def squad_prediction(text: str, refused: bool) -> str:
+    """The text SQuAD v2's figures score for an answer: ``""`` for a refusal, else the answer with
+    its ``[n]`` citation markers stripped (``rag-bench export --format squad`` writes these, so
+    ``score-answers`` and the official script give the cell's figures).
+
+    >>> squad_prediction("Rollo [1].", False), squad_prediction("I cannot answer.", True)
+    ('Rollo.', '')
+    """
+    return "" if refused else _CITE.sub("", text)
 
 
 @lru_cache(maxsize=1 << 16)  # pure (texts in, numbers out): the cells of a sweep score the same answers again

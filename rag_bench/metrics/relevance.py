@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from rag_bench.domain import Chunk, EvidenceSpan, Question
+from rag_bench.domain import Chunk, EvidenceSpan, Passage, Question
 from rag_bench.geometry import covered_fraction
 from rag_bench.text.normalize import facts_present
 
@@ -108,8 +108,9 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
     return out, best, found
 
 
-def evidence_coverage(question: Question, top: Sequence[Chunk], *, min_coverage: float = 0.5) -> tuple[float, float]:
-    """(evidence recall, complete) for one question given its top chunks.
+def evidence_coverage(question: Question, top: Sequence[Chunk | Passage], *,
+                      min_coverage: float = 0.5) -> tuple[float, float]:
+    """(evidence recall, complete) for one question given its top chunks (or the passages of its context).
 
     evidence recall = share of evidence spans whose characters are covered >= ``min_coverage`` by
     the union of ``top``; complete = 1.0 when every span is. NaN for questions without evidence.

@@ -25,18 +25,27 @@ import pandas as pd  # noqa: E402
 from rag_bench.cells import Cell  # noqa: E402
 from rag_bench.evaluation import measures  # noqa: E402
 from rag_bench.failure_labels import in_attribution_order  # noqa: E402
-from rag_bench.reporting import decide  # noqa: E402
+from rag_bench.reporting import decide, effects, views  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
 TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
 MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 
-# Semantic colours: losses warm (darker the earlier the stage that lost the question; a
-# hallucinated answer the darkest red), successes green, a failed call grey.
-FAILURE_COLORS = {"chunking": "#7f2704", "retrieval_miss": "#d62728", "ranking": "#f16913",
-                  "false_refusal": "#fd8d3c", "generation": "#fdae6b", "citation": "#fdd0a2",
-                  "hallucinated_answer": "#67000d", "error": "#7f7f7f", "unjudged": "#d9d9d9",
-                  "in_context": "#a1d99b", "correct": "#238b45", "correct_refusal": "#74c476"}
+# Failure colours by the stage that lost the question: one hue family per stage (chunking purple,
+# retrieval red, ranking orange, generation blue, citation yellow, correct outcomes green, no
+# verdict grey), shades within a family darker the worse the outcome. Chosen so that any two are
+# told apart (CIELAB distance >= 25, and >= 15 for deuteranopes and protanopes, Machado et al.'s
+# simulation): the earlier palette had four near-identical oranges for three stages. The legend
+# lists the labels family by family.
+FAILURE_FAMILY = {"chunking": "chunking", "retrieval_miss": "retrieval", "ranking": "ranking",
+                  "false_refusal": "generation", "generation": "generation", "hallucinated_answer": "generation",
+                  "citation": "citation", "in_context": "correct outcome", "correct": "correct outcome",
+                  "correct_refusal": "correct outcome", "error": "no verdict", "unjudged": "no verdict"}
+FAMILY_ORDER = ("chunking", "retrieval", "ranking", "generation", "citation", "correct outcome", "no verdict")
+FAILURE_COLORS = {"chunking": "#49006a", "retrieval_miss": "#af1117", "ranking": "#f9812e",
+                  "false_refusal": "#b7d4ea", "generation": "#519ccc", "hallucinated_answer": "#1966ad",
+                  "citation": "#fdd12f", "in_context": "#b0dfaa", "correct": "#077331", "correct_refusal": "#60ba6c",
+                  "error": "#4e4e4e", "unjudged": "#959595"}
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -111,69 +120,139 @@ def _text_color(rgba: Sequence[float]) -> str:
     return "black" if lum > 0.179 else "white"
 
 
+def heat_limits(values: Any) -> tuple[float, float]:
+    """The colour scale of a heatmap of ``values``: fitted to the data (its smallest to its largest
+    value), so values of 0.20-0.30 span the whole scale instead of one colour of a 0-1 scale; a
+    grid of one value gets a scale around it.
+
+    >>> heat_limits(np.array([[0.205, 0.295], [0.23, np.nan]]))
+    (0.205, 0.295)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return 0.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    if hi > lo:
+        return lo, hi
+    pad = abs(lo) * 0.05 or 0.5
+    return lo - pad, hi + pad
+
+
 @_plain
-def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols: str) -> Path | None:
+def interaction(grid: pd.DataFrame, metric: str, path: Path, *, rows: str, cols: str,
+                lo: pd.DataFrame | None = None, hi: pd.DataFrame | None = None,
+                higher_is_better: bool = True) -> Path | None:
     """Heatmap of the mean of ``metric`` per (``rows`` level, ``cols`` level), over the other
-    axes. The colour scale starts at 0 (at 1 for measures bounded by it), so the colour of a
-    0.83 and a 0.89 differ as little as the numbers do; each number is printed in black or white,
-    whichever reads on its colour."""
+    axes, each with its 95% CI over questions (``lo``/``hi``, same shape) when given. The colour
+    scale is fitted to the data (:func:`heat_limits`; the colour bar says so), brighter the better;
+    each number is printed in black or white, whichever reads on its colour."""
     if grid.size < 2:
         return None
     values = grid.to_numpy(dtype=float)
-    top = np.nanmax(values)
-    vmax = 1.0 if top <= 1.0 else top
-    cmap = plt.get_cmap("viridis")
-    norm = matplotlib.colors.Normalize(vmin=0.0, vmax=vmax)
+    vmin, vmax = heat_limits(values)
+    cmap = plt.get_cmap("viridis" if higher_is_better else "viridis_r")
+    norm = matplotlib.colors.Normalize(vmin=vmin, vmax=vmax)
     fig, ax = plt.subplots(figsize=(min(max(1.3 * grid.shape[1] + 3, 6.5), 12),
-                                    min(0.5 * grid.shape[0] + 2.2, MAX_HEIGHT_IN)))
+                                    min(0.6 * grid.shape[0] + 2.4, MAX_HEIGHT_IN)))
     im = ax.imshow(values, cmap=cmap, norm=norm, aspect="auto")
     ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(grid.shape[0]), [str(r) for r in grid.index], fontsize=8)
     ax.set_xlabel(cols)
     ax.set_ylabel(rows)
+    lows = lo.reindex(index=grid.index, columns=grid.columns).to_numpy(dtype=float) if lo is not None else None
+    highs = hi.reindex(index=grid.index, columns=grid.columns).to_numpy(dtype=float) if hi is not None else None
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
             if not np.isnan(values[i, j]):
-                ax.text(j, i, f"{values[i, j]:.3f}", ha="center", va="center", fontsize=8,
+                text = f"{values[i, j]:.3f}"
+                if lows is not None and highs is not None and np.isfinite(lows[i, j]) and np.isfinite(highs[i, j]):
+                    text += f"\n[{lows[i, j]:.3f}, {highs[i, j]:.3f}]"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         color=_text_color(cmap(norm(values[i, j]))))
-    fig.colorbar(im, ax=ax, label=f"{metric} (scale from 0)")
-    ax.set_title(f"{metric}: {rows} × {cols}\n(mean over the other axes)", fontsize=10)
+    start = "" if vmin == 0 else ", not from 0"
+    fig.colorbar(im, ax=ax, label=f"{metric}: colour fitted to the data\n({vmin:.3g} to {vmax:.3g}{start}; "
+                                  "brighter is better)")
+    ci = "; [95 % CI over questions]" if lows is not None else ""
+    ax.set_title(f"{metric}: {rows} × {cols}\n(mean over the other axes{ci})", fontsize=10)
     return _save(fig, path)
+
+
+def value_axis(values: Sequence[float]) -> tuple[float, float, bool]:
+    """The limits of an axis showing ``values`` (means and interval ends) and whether it starts
+    at 0: from 0 whenever no value is negative (a rate, a count, a duration: a difference is then
+    read against the whole), up to 1 at most for values within [0, 1]; else it spans the data.
+
+    >>> left, right, from_zero = value_axis([0.22, 0.30, 0.18, 0.41])
+    >>> left, round(right, 4), from_zero
+    (0.0, 0.4305, True)
+    >>> left, right, from_zero = value_axis([-0.05, 0.1])
+    >>> round(left, 4), round(right, 4), from_zero
+    (-0.065, 0.115, False)
+    """
+    v = [float(x) for x in values if x == x and np.isfinite(x)]
+    if not v:
+        return 0.0, 1.0, True
+    lo, hi = min(v), max(v)
+    if lo >= 0:
+        top = hi * 1.05 if hi > 0 else 1.0
+        return 0.0, min(top, 1.0) if hi <= 1.0 else top, True
+    pad = max((hi - lo) * 0.1, 1e-9)
+    return lo - pad, hi + pad, False
+
+
+def axis_note(left: float, from_zero: bool) -> str:
+    """What an axis label says about where the axis starts."""
+    return "axis from 0" if from_zero else f"axis from {left:.3g}, not 0"
+
+
+MAIN_EFFECTS_CI = ("whiskers: 95 % CI over questions{over}\n(bootstrap: question ids drawn with replacement, one draw "
+                   "for every cell,\nthe level's cells averaged in each draw)")
 
 
 @_plain
 def main_effects(effects: Sequence[Any], metric: str, path: Path, *, grand: float | None = None,
-                 higher_is_better: bool = True) -> Path | None:
-    """One row of points per axis level with its 95% CI (over cells), axes ordered by how much
-    they move ``metric``; the dashed vertical line is ``grand``, the mean of all cells (drawn
-    when given)."""
+                 higher_is_better: bool = True, questions: int | None = None) -> Path | None:
+    """One row of points per axis level with its 95% CI over questions (the level's cells share
+    them: :mod:`rag_bench.reporting.effects`), axes ordered by how much they move ``metric``; the
+    dashed vertical line is ``grand``, the mean of all cells (drawn when given). The value axis
+    starts at 0 for values that cannot be negative (:func:`value_axis`) and says so."""
     if not effects:
         return None
     rows = sum(len(e.levels) for e in effects)
-    fig, axes_ = plt.subplots(len(effects), 1, figsize=(8, _height(rows + len(effects)) + 0.3), squeeze=False,
+    fig, axes_ = plt.subplots(len(effects), 1, figsize=(8, _height(rows + len(effects)) + 0.6), squeeze=False,
                               sharex=True, gridspec_kw={"height_ratios": [len(e.levels) for e in effects]})
-    lo_all = min(lv.lo for e in effects for lv in e.levels)
-    hi_all = max(lv.hi for e in effects for lv in e.levels)
-    pad = max((hi_all - lo_all) * 0.1, 0.01)
+    left, right, from_zero = value_axis([x for e in effects for lv in e.levels for x in (lv.mean, lv.lo, lv.hi)]
+                                        + ([grand] if grand is not None else []))
+    over = f" (n = {questions})" if questions else ""
     for ax, e in zip(axes_[:, 0], effects):
-        ys = range(len(e.levels))[::-1]
-        means = [lv.mean for lv in e.levels]
-        err = [[lv.mean - lv.lo for lv in e.levels], [lv.hi - lv.mean for lv in e.levels]]
-        ax.errorbar(means, list(ys), xerr=err, fmt="o", color="#4c72b0", capsize=3,
-                    label="dot: mean of the level's cells; whiskers: 95 % CI")
-        ax.set_yticks(list(ys), [f"{lv.value} (n={lv.cells})" for lv in e.levels], fontsize=8)
+        ys = list(range(len(e.levels)))[::-1]
+        with_ci = [(y, lv) for y, lv in zip(ys, e.levels) if lv.lo == lv.lo and lv.hi == lv.hi]
+        if with_ci:
+            ax.errorbar([lv.mean for _, lv in with_ci], [y for y, _ in with_ci],
+                        xerr=[[lv.mean - lv.lo for _, lv in with_ci], [lv.hi - lv.mean for _, lv in with_ci]],
+                        fmt="o", color="#4c72b0", capsize=3,
+                        label="dot: mean of the level's cells; " + MAIN_EFFECTS_CI.format(over=over))
+        bare = [(y, lv) for y, lv in zip(ys, e.levels) if not (lv.lo == lv.lo and lv.hi == lv.hi)]
+        if bare:
+            ax.plot([lv.mean for _, lv in bare], [y for y, _ in bare], "o", color="#4c72b0", mfc="white",
+                    label="open dot: mean of the level's cells (no per-question values: no interval)")
+        ax.set_yticks(ys, [f"{lv.value} ({lv.cells} cell{'s' if lv.cells != 1 else ''})" for lv in e.levels],
+                      fontsize=8)
         ax.set_ylim(-0.6, len(e.levels) - 0.4)
         if grand is not None and np.isfinite(grand):
             ax.axvline(grand, color="grey", lw=1, ls="--", label=f"dashed: mean of all cells ({grand:.3f})")
-        ax.set_title(f"{e.axis}: spread {e.spread:.3f}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
+        ci = f" [{e.spread_lo:.3f}, {e.spread_hi:.3f}]" if e.spread_lo == e.spread_lo else ""
+        ax.set_title(f"{e.axis}: spread {e.spread:.3f}{ci}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
                      loc="left")
         ax.grid(axis="x", alpha=0.3)
     # The legend above the panels, where it covers no point.
-    axes_[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.22), ncol=2, fontsize=7, frameon=False)
-    axes_[-1, 0].set_xlim(lo_all - pad, hi_all + pad)
-    axes_[-1, 0].set_xlabel(f"mean {metric} of the cells at each level ({'higher' if higher_is_better else 'lower'} "
-                            "is better)")
-    fig.suptitle(f"Main effects on {metric}: which choice moves it (largest spread first)", fontsize=10)
+    axes_[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.22), ncol=1, fontsize=7, frameon=False)
+    axes_[-1, 0].set_xlim(left, right)
+    axes_[-1, 0].set_xlabel(f"mean {metric} of the level's cells ({'higher' if higher_is_better else 'lower'} "
+                            f"is better; {axis_note(left, from_zero)})", fontsize=9)
+    fig.suptitle(f"Main effects on {metric}: which choice moves it\n(largest spread first; spread = largest level "
+                 "mean minus smallest [95 % CI, paired over questions])", fontsize=9)
     return _save(fig, path)
 
 
@@ -207,7 +286,7 @@ def _label_points(fig: Any, ax: Any, points: Sequence[tuple[float, float, str]],
         for dx, dy in offsets:
             ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=7,
                               ha="left" if dx >= 0 else "right",
-                              arrowprops={"arrowstyle": "-", "color": "#999", "lw": 0.6} if abs(dy) > 20 else None)
+                              arrowprops={"arrowstyle": "-", "color": "#999", "lw": 0.6} if abs(dy) > 10 else None)
             box = _text_box(ann, renderer)
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
             if inside and not _overlaps(box, placed) and not _overlaps(box, marks):
@@ -222,13 +301,19 @@ def _label_points(fig: Any, ax: Any, points: Sequence[tuple[float, float, str]],
 
 @_plain
 def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool], names: Sequence[str],
-           path: Path, *, metric: str, cost_label: str, higher_is_better: bool = True) -> Path | None:
+           path: Path, *, metric: str, cost_label: str, higher_is_better: bool = True,
+           ci: Sequence[Sequence[float] | None] | None = None) -> Path | None:
     """Quality against cost, one point per cell: the Pareto front in colour and labelled, the
     dominated cells grey. Cells at the same point share one label; labels are placed where they
-    overlap nothing."""
+    overlap nothing. ``ci``: each cell's 95% CI of ``quality`` over questions, drawn as whiskers on
+    the front (a front a few hundredths apart is within them). The quality axis starts at 0 for
+    values that cannot be negative (:func:`value_axis`) and says so."""
+    cis = list(ci) if ci is not None else [None] * len(quality)
     pts = [(q, c, f, n) for q, c, f, n in zip(quality, cost, front, names) if q == q and c == c]
     if len(pts) < 2:
         return None
+    whiskers = {(c, q): w for q, c, f, w in zip(quality, cost, front, cis)
+                if f and q == q and c == c and w is not None and len(w) == 2 and all(x == x for x in w)}
     fig, ax = plt.subplots(figsize=(8, 4.8))
     dom = [(c, q) for q, c, f, _ in pts if not f]
     if dom:
@@ -241,21 +326,29 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     n_front = sum(len(v) for v in at.values())
     ax.plot([c for c, _ in best], [q for _, q in best], "-o", color="#d62728", ms=5,
             label=f"Pareto front ({n_front} cells)")
+    drawn = [(c, q, w) for (c, q), w in whiskers.items()]
+    if drawn:
+        ax.errorbar([c for c, _, _ in drawn], [q for _, q, _ in drawn],
+                    yerr=[[q - w[0] for _, q, w in drawn], [w[1] - q for _, q, w in drawn]], fmt="none",
+                    ecolor="#d62728", alpha=0.5, capsize=3, label="whiskers: 95 % CI over questions")
+    bottom, top, from_zero = value_axis([q for q, _, _, _ in pts] + [x for _, _, w in drawn for x in w])
     ax.set_xlabel(f"{cost_label} (lower is better)")
-    ax.set_ylabel(f"{metric} ({'higher' if higher_is_better else 'lower'} is better)")
+    ax.set_ylabel(f"{metric} ({'higher' if higher_is_better else 'lower'} is better;\n{axis_note(bottom, from_zero)})")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)  # covers no point
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)  # covers no point
     ax.set_title(f"{metric} vs {cost_label}: cells worth considering", fontsize=10)
     ax.margins(x=0.25, y=0.15)  # room for the labels inside the axes
     if min(c for _, c, _, _ in pts) >= 0:
         ax.set_xlim(left=0)  # a cost is never negative
+    ax.set_ylim(bottom, top + (top - bottom) * 0.08)  # room above the best point for its label
     fig.tight_layout()
     shown = best[:12]
     labels = [(c, q, " | ".join(at[(c, q)][:2]) + (f" (+{len(at[(c, q)]) - 2} more)" if len(at[(c, q)]) > 2 else ""))
               for c, q in shown]
-    # The front's line is an obstacle too: points along each of its segments.
+    # The front's line and the whiskers are obstacles too: points along each of them.
     line = [(c0 + (c1 - c0) * t / 20, q0 + (q1 - q0) * t / 20) for (c0, q0), (c1, q1) in zip(best, best[1:])
             for t in range(1, 20)]
+    line += [(c, w[0] + (w[1] - w[0]) * t / 20) for c, _, w in drawn for t in range(21)]
     _label_points(fig, ax, labels, others=dom + line)
     return _save(fig, path)
 
@@ -263,7 +356,34 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
 @_plain
 def metric_vs_k(cells: Sequence[Cell], path: Path,
                 families: Sequence[measures.Measure] = (measures.HIT, measures.RECALL)) -> Path | None:
-    """``hit@k`` and ``recall@k`` against k, one line per retriever (mean over its cells)."""
+    """``hit@k`` and ``recall@k`` against k, one line per retriever (mean over its cells) with its
+    95% CI over questions as a band (:func:`depth_curves`)."""
+    curves = depth_curves(cells, families)
+    if curves is None:
+        return None
+    ks, by_family = curves
+    fig, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 3.8), squeeze=False)
+    for ax, fam in zip(axes[0], families):
+        for r, (means, lows, highs) in sorted(by_family[fam.family].items()):
+            line, = ax.plot(ks, means, marker="o", label=r)
+            if not np.isnan(lows).all():
+                ax.fill_between(ks, lows, highs, color=line.get_color(), alpha=0.15, lw=0)
+        ax.set_xlabel("k")
+        ax.set_ylabel(f"{fam.family}@k (axis from 0)")
+        ax.set_ylim(0, 1.02)
+        ax.set_xticks(ks)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, title="retriever", title_fontsize=8)
+    fig.suptitle("Metric vs k per retriever: mean over its cells; band: 95 % CI, bootstrap over questions", fontsize=10)
+    return _save(fig, path)
+
+
+def depth_curves(cells: Sequence[Cell], families: Sequence[measures.Measure] = (measures.HIT, measures.RECALL)
+                 ) -> tuple[list[int], dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]] | None:
+    """What :func:`metric_vs_k` draws: the cutoffs k, and per family and retriever the mean over
+    the retriever's cells of ``family@k`` at each k with its 95% CI over questions (the questions
+    drawn with replacement, the same draw for every cell, the retriever's cells averaged in each
+    draw: :mod:`rag_bench.reporting.effects`). None with fewer than two cutoffs."""
     by_retriever: dict[str, list[Cell]] = {}
     for c in cells:
         by_retriever.setdefault(str((c.config.get("retriever") or {}).get("name", "?")), []).append(c)
@@ -273,19 +393,20 @@ def metric_vs_k(cells: Sequence[Cell], path: Path,
                  and m.cutoff is not None})
     if len(ks) < 2:
         return None
-    fig, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 3.6), squeeze=False)
-    for ax, fam in zip(axes[0], families):
-        for r, group in sorted(by_retriever.items()):
-            ys = [np.mean([c.metric(fam.at(k).key) or 0 for c in group]) for k in ks]
-            ax.plot(ks, ys, marker="o", label=r)
-        ax.set_xlabel("k")
-        ax.set_ylabel(f"{fam.family}@k")
-        ax.set_ylim(0, 1.02)
-        ax.set_xticks(ks)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Metric vs k per retriever (mean over cells)")
-    return _save(fig, path)
+    qids = views.question_ids(cells)
+    d = effects.draws(len(qids))
+    out: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for fam in families:
+        for r, group in by_retriever.items():
+            means, lows, highs = [], [], []
+            for k in ks:
+                view = views.measure_view(fam.at(k).key)
+                means.append(float(np.mean([c.metric(fam.at(k).key) or 0 for c in group])))
+                lo, hi = effects.interval(view.resampled(group, qids, d)) if qids else (np.nan, np.nan)
+                lows.append(lo)
+                highs.append(hi)
+            out.setdefault(fam.family, {})[r] = (np.array(means), np.array(lows), np.array(highs))
+    return ks, out
 
 
 @_plain
@@ -358,6 +479,12 @@ def failure_labels(cells: Sequence[Cell]) -> list[str]:
     return in_attribution_order(k for c in cells for k in c.metrics.get("failures", {}))
 
 
+def failure_legend(label: str) -> str:
+    """A failure label as the legend names it: with its stage family when the name does not say it."""
+    family = FAILURE_FAMILY.get(label)
+    return label if family is None or family == label else f"{label} ({family})"
+
+
 @_plain
 def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None = None, metric: str | None = None,
              top: int | None = TOP) -> Path:
@@ -368,14 +495,20 @@ def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None 
     shown = ranked(cells, metric or measures.PRIMARY.key, top)[::-1]
     fig, ax = plt.subplots(figsize=(9, _height(len(shown)) + 0.6))
     left = np.zeros(len(shown))
+    bars = {}
     for lab in labs:
         vals = np.array([c.metrics.get("failures", {}).get(lab, 0) for c in shown], dtype=float)
         if vals.any():
-            ax.barh(range(len(shown)), vals, left=left, label=lab, color=FAILURE_COLORS.get(lab))
+            bars[lab] = ax.barh(range(len(shown)), vals, left=left, label=failure_legend(lab),
+                                color=FAILURE_COLORS.get(lab))
         left += vals
     ax.set_yticks(range(len(shown)), [names[c.cell_id] for c in shown], fontsize=8)
     ax.set_xlabel("questions (answerable: first stage that lost them; unanswerable: refused or not)")
-    ax.legend(fontsize=8, ncol=min(4, len(labs)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    order = sorted(bars, key=lambda lab: (FAMILY_ORDER.index(FAILURE_FAMILY[lab]) if lab in FAILURE_FAMILY
+                                          else len(FAMILY_ORDER), labs.index(lab)))
+    ax.legend([bars[lab] for lab in order], [failure_legend(lab) for lab in order], fontsize=8,
+              ncol=min(3, len(order)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
+              title="colour: the stage that lost the question (hue), the outcome within it (shade)", title_fontsize=8)
     more = f" (top {len(shown)} of {len(cells)} by {metric or measures.PRIMARY.key})" if len(shown) < len(cells) else ""
     ax.set_title(f"Failure attribution per cell{more}")
     return _save(fig, path)

@@ -1,10 +1,11 @@
 """``rag-bench compare``: paired differences between two cells over the same questions.
 
 By default the comparison is about the answer: the main measure of every stage the two cells
-share (:data:`FAMILY`: retrieval nDCG@10, evidence completeness at k, answer correctness, exact
-match and token F1, citation precision, correct and false refusals, query latency and generator
-tokens). Holm's correction runs over that declared family only, not over every correlated
-retrieval cutoff, and a one-line verdict says what changed. ``metrics`` takes the canonical
+share (:data:`FAMILY_KEYS`: retrieval nDCG@10, evidence completeness at k, context or refusal and answer
+correctness over all questions and over the answerable ones, exact match and token F1, citation
+precision, correct and false refusals, query latency and generator tokens). Holm's correction runs
+over that declared family only, not over every correlated retrieval cutoff, and a one-line verdict
+says what changed. ``metrics`` takes the canonical
 names the gate takes (``generation/correct``) or bare per-question columns (``hit@5``).
 """
 
@@ -68,8 +69,8 @@ LATENCY = Column("latency/retrieve_ms", "retrieve_ms", False, lambda r: r["retri
 TOKENS = Column("cost/tokens", "tokens", False, _tokens)
 # The declared family: the main measure of each stage, in data-flow order.
 FAMILY_KEYS = (measures.PRIMARY.key, measures.COMPLETE.key + "@{k}", *(m.key for m in (
-    measures.CORRECT, measures.EXACT_MATCH, measures.TOKEN_F1, measures.CITATION_PRECISION,
-    measures.CORRECT_REFUSAL_RATE, measures.FALSE_REFUSAL_RATE)))
+    measures.CONTEXT_ALL, measures.CORRECT_ALL, measures.CORRECT, measures.EXACT_MATCH, measures.TOKEN_F1,
+    measures.CITATION_PRECISION, measures.CORRECT_REFUSAL_RATE, measures.FALSE_REFUSAL_RATE)))
 _COSTS = {c.key: c for c in (LATENCY, TOKENS)}
 
 

@@ -5,8 +5,12 @@ The leaderboard, the report, the sweep's MLflow parent run, ``compare``'s defaul
 and the notebook all call these functions, so they name the same best cell under the same name.
 
 * **Primary measure**: ``experiment.primary`` from the cells' config; ``auto`` (the default) is
-  end-to-end ``generation/correct`` when a cell generated answers, else ``retrieval/ndcg@10``
-  (``document/ndcg@10`` when the cells rank documents only). A measure no cell has is an error
+  ``answer/correct_all`` (answerable questions answered right, unanswerable ones refused) when a
+  model answered; ``answer/context_all`` (answerable questions whose evidence all reached the
+  generator, unanswerable ones refused) when a cell's generator is a stand-in for a model (the
+  extractive generator: its answers would rank its quirks; :func:`primary_reason` says so);
+  else ``retrieval/ndcg@10`` (``document/ndcg@10`` when the cells rank documents only). A measure
+  no cell has is an error
   naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
   and a sweep whose grid cannot report it is refused before its first cell
   (:func:`check_primary_reachable`).
@@ -33,7 +37,7 @@ from rag_bench import naming
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import ConfigError, DataError, Problem
 from rag_bench.evaluation import measures
-from rag_bench.runner.primary import AUTO_ORDER, configured_primary
+from rag_bench.runner.primary import ANSWER_KEYS, AUTO_ORDER, STAND_IN, configured_primary
 
 AUTO = measures.AUTO_PRIMARY
 CORRECT = measures.CORRECT_KEY
@@ -45,21 +49,63 @@ def primary_measure(cells: Sequence[Cell], configured: str | None = None) -> str
     or what ``auto`` chooses (:func:`choose_primary`); ConfigError when no cell has it."""
     keys = (f"{section}/{name}" for c in cells for section, values in c.metrics.items()
             if isinstance(values, Mapping) for name, v in values.items() if _finite(v))
-    return choose_primary(configured or configured_primary([c.config for c in cells]), rankable(keys))
+    return choose_primary(configured or configured_primary([c.config for c in cells]), rankable(keys),
+                          stand_in=any(stand_in(c.metrics) for c in cells))
+
+
+def stand_in(metrics: Mapping[str, Any]) -> bool:
+    """Whether a cell's answers came from a stand-in for a model (metrics.json
+    ``methods.generator_stand_in``, what its generator declared: :class:`rag_bench.generation.base.Traits`)."""
+    methods = metrics.get("methods") if isinstance(metrics, Mapping) else None
+    return isinstance(methods, Mapping) and methods.get("generator_stand_in") is True
+
+
+def primary_reason(key: str, configured: str, generators: Collection[str] = (), stand_in: bool = False) -> str:
+    """Why ``key`` ranks the cells, for a reader: the configured measure, or what ``auto`` chose and
+    why (``generators``: the names of the cells' generators; ``stand_in``: one is a stand-in).
+
+    >>> primary_reason("answer/context_all", "auto", ["extractive"], True)[:89]
+    'ranked by answer/context_all (auto): the generator extractive is a stand-in for a model, '
+    """
+    if configured != AUTO:
+        return f"ranked by {key} (experiment.primary)"
+    if key == STAND_IN and stand_in:
+        gens = ", ".join(sorted(generators)) or "a stand-in"
+        return (f"ranked by {key} (auto): the generator {gens} is a stand-in for a model, so an answerable question "
+                "counts when all its evidence reached the generator, not by the stand-in's answer, and an "
+                f"unanswerable one when refused; answer measures are still reported (plug a model, e.g. "
+                f"generator=llama_cpp, to rank by {ANSWER_KEYS[0]})")
+    if key == ANSWER_KEYS[0]:
+        return (f"ranked by {key} (auto): answerable questions answered right and unanswerable ones refused, over "
+                "all questions")
+    if key in ANSWER_KEYS:
+        return f"ranked by {key} (auto; these cells predate {ANSWER_KEYS[0]})"
+    return f"ranked by {key} (auto: no cell generated answers)"
+
+
+def reason_of(cells: Sequence[Cell], key: str) -> str:
+    """:func:`primary_reason` for ``cells`` ranked by ``key``."""
+    gens = {str((c.config.get("generator") or {}).get("name", "")) for c in cells if stand_in(c.metrics)}
+    return primary_reason(key, configured_primary([c.config for c in cells]), gens - {""},
+                          any(stand_in(c.metrics) for c in cells))
 
 
 _HEADLINE = {m.key for m in (*measures.MAIN, *measures.HEADLINE)}
 
 
-def choose_primary(configured: str, available: Collection[str]) -> str:
+def choose_primary(configured: str, available: Collection[str], *, stand_in: bool = False) -> str:
     """``configured`` (checked, :func:`check_primary`) unless ``auto``; then the first of
-    :data:`AUTO_ORDER` (``generation/correct`` when answers were generated, else nDCG@10 of the
+    :data:`AUTO_ORDER` (``answer/correct_all`` when answers were generated, else nDCG@10 of the
     chunk ranking, else of the document ranking) among ``available``, the measures with a value
-    in at least one cell (:func:`rankable`). ConfigError when the measure is not available:
-    ranking by a measure no cell has would put the cells in no order.
+    in at least one cell (:func:`rankable`) -- except that with ``stand_in`` (a cell's generator
+    is a stand-in for a model) its answers to answerable questions are passed over:
+    ``answer/context_all`` counts those whose evidence all reached it instead. ConfigError when the
+    measure is not available: ranking by a measure no cell has would put the cells in no order.
 
-    >>> choose_primary("auto", ["generation/correct", "retrieval/ndcg@10"])
-    'generation/correct'
+    >>> choose_primary("auto", ["answer/correct_all", "generation/correct", "retrieval/ndcg@10"])
+    'answer/correct_all'
+    >>> choose_primary("auto", ["answer/correct_all", "answer/context_all"], stand_in=True)
+    'answer/context_all'
     >>> choose_primary("auto", ["retrieval/ndcg@10"])
     'retrieval/ndcg@10'
     >>> choose_primary("retrieval/hit@5", ["retrieval/hit@5"]), choose_primary("auto", ["document/ndcg@10"])
@@ -67,12 +113,14 @@ def choose_primary(configured: str, available: Collection[str]) -> str:
     """
     chosen = check_primary(configured)
     if chosen == AUTO:
+        if stand_in and STAND_IN in available:
+            return STAND_IN
         found = next((k for k in AUTO_ORDER if k in available), None)
         if found is not None:
             return found
     elif chosen in available:
         return chosen
-    asked = f"auto ({', '.join(AUTO_ORDER)})" if chosen == AUTO else repr(chosen)
+    asked = f"auto ({measures.AUTO_HELP})" if chosen == AUTO else repr(chosen)
     have = sorted(available, key=lambda k: (k not in _HEADLINE, k))  # the main measures first
     close = difflib.get_close_matches(chosen, have, n=3, cutoff=0.5) if chosen != AUTO else []
     shown = ", ".join(have[:12]) + (f" and {len(have) - 12} more" if len(have) > 12 else "") if have else "none"
@@ -142,7 +190,8 @@ def tokens(cell: Cell) -> float | None:
     return _tokens(cell.path, mtime)
 
 
-def _value(cell: Cell, key: str) -> float | None:
+def value_of(cell: Cell, key: str) -> float | None:
+    """``cell``'s value of ``key`` (``section/name`` or ``tag:<tag>/<name>``); None when it has none."""
     if key.startswith("tag:"):
         tag, _, name = key[4:].rpartition("/")
         v = (cell.metrics.get("by_tag") or {}).get(tag, {}).get(name)
@@ -150,7 +199,8 @@ def _value(cell: Cell, key: str) -> float | None:
     return cell.metric(key)
 
 
-def _higher(key: str) -> bool:
+def higher_is_better(key: str) -> bool:
+    """Whether a higher ``key`` ranks first (a per-tag key as its ranking measure; unknown: higher)."""
     if key.startswith("tag:"):
         key = f"retrieval/{key.rpartition('/')[2]}"
     try:
@@ -164,8 +214,8 @@ def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None
     its better direction (cells without one last); ties broken by the cheaper cell (latency, then
     tokens), then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
     names = names if names is not None else names_of(cells)
-    higher = _higher(key)
-    values = {c.cell_id: _value(c, key) for c in cells}
+    higher = higher_is_better(key)
+    values = {c.cell_id: value_of(c, key) for c in cells}
     shared = Counter(v for v in values.values() if v is not None)
 
     def order(c: Cell) -> tuple[Any, ...]:
@@ -184,8 +234,8 @@ def tied(cells: Sequence[Cell], key: str) -> list[Cell]:
     """The cells equal to the first of ``cells`` (ranked) on ``key`` (the first included)."""
     if not cells:
         return []
-    v = _value(cells[0], key)
-    return [c for c in cells if v is not None and _value(c, key) == v]
+    v = value_of(cells[0], key)
+    return [c for c in cells if v is not None and value_of(c, key) == v]
 
 
 def tie_note(n_tied: int, key: str, value: float | None) -> str:
@@ -301,7 +351,7 @@ def default_pair(experiment_dir: str | Path, chosen: str | None = None) -> tuple
     if base.cell_id == best.cell_id:
         raise DataError(Problem(str(exp), 0, "--baseline", f"the baseline {names[best.cell_id]!r} is the best cell "
                                 f"by {key}: nothing to compare it with", "pass two cells: compare CELL_A CELL_B"))
-    tie = tie_note(len(tied(ranked, key)), key, _value(best, key))
+    tie = tie_note(len(tied(ranked, key)), key, value_of(best, key))
     note = (f"A = baseline {names.get(base.cell_id, base.cell_id)}, B = best by {key} {names[best.cell_id]}"
             f"{'; ' + tie if tie else ''}")
     return base, best, note

@@ -64,13 +64,16 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @dataclass(frozen=True)
 class RuleResult:
-    """Outcome of one policy rule."""
+    """Outcome of one policy rule. ``ci`` and ``n``: the 95% CI of the value and the questions it is
+    a mean over, when the rule reads a cell's aggregate that has them (metrics.json ``ci``/``n``)."""
 
     name: str
     status: str  # pass | fail | error
     value: str
     limit: str
     detail: str = ""
+    ci: tuple[float, float] | None = None
+    n: int | None = None
 
 
 def load_policy(path: str | Path) -> dict[str, Any]:
@@ -366,11 +369,19 @@ def _block(metrics: dict[str, Any], name: str) -> dict[str, Any]:
     return block if isinstance(block, dict) else {}
 
 
-def _ci_detail(cell: Cell, metric: str) -> str:
+def _ci(cell: Cell, metric: str) -> tuple[tuple[float, float] | None, int | None]:
+    """The 95% CI of a cell's aggregate and its n (metrics.json ``ci``/``n``), each None when absent."""
     ci = _block(cell.metrics, "ci").get(metric)
-    if not (isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)):
+    n = _block(cell.metrics, "n").get(metric)
+    pair = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci)) else None
+    return pair, (int(n) if _number(n) and n >= 0 else None)
+
+
+def _ci_detail(cell: Cell, metric: str) -> str:
+    ci, n = _ci(cell, metric)
+    if ci is None:
         return ""
-    return f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={_block(cell.metrics, 'n').get(metric)}"
+    return f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={n}"
 
 
 def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = None, *,
@@ -390,8 +401,9 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
                 results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue
             ok = value >= limit if bound == "min" else value <= limit
+            ci, n = _ci(cell, metric) if mean is None else (None, None)  # (a PPI mean's CI is in its detail)
             results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + ("" if mean is None else " (PPI)"),
-                                      str(limit), ppi_detail))
+                                      str(limit), ppi_detail, ci, n))
     results += [RuleResult(*r) for r in agreed]
     regressions = policy.get("regressions") or {}
     if regressions and baseline is None:
@@ -476,12 +488,15 @@ def exit_code(results: list[RuleResult]) -> int:
     return 1 if any(r.status == "fail" for r in results) else 0
 
 
-def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> str:
-    """The summary printed for humans and CI logs."""
+def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None, *, picked: str = "") -> str:
+    """The summary printed for humans and CI logs (a CI job appends it to its job summary: every
+    rule's value, limit and detail in one table). ``picked``: how the cell was chosen
+    (``--cell best: the best of 36 cells by generation/correct (0.311)``)."""
     verdict = {0: "PASS", 1: "FAIL", 2: "CANNOT EVALUATE"}[exit_code(results)]
     # The names the leaderboard and the report give the cells (values on the swept axes).
     name, base = pair_names(cell, baseline) if baseline is not None else (cell_name(cell), "")
-    lines = [f"## rag-bench gate: {verdict}", "", f"cell: `{name.replace('`', chr(39))}` ({cell.cell_id})"]
+    lines = [f"## rag-bench gate: {verdict}", "", f"cell: `{name.replace('`', chr(39))}` ({cell.cell_id})"
+             + (f", picked by {picked}" if picked else "")]
     if baseline is not None:
         lines.append(f"baseline: `{base.replace('`', chr(39))}` ({baseline.cell_id})")
     lines += ["", "| rule | value | limit | result | detail |", "|---|---|---|---|---|"]
@@ -491,21 +506,61 @@ def markdown(cell: Cell, results: list[RuleResult], baseline: Cell | None) -> st
     return "\n".join(lines) + "\n"
 
 
-def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate") -> str:
-    """JUnit XML: one testcase per rule, so CI systems list each rule as a test. XML 1.0 cannot hold
-    most control characters even as references (a NUL makes the file ill-formed and CI then ignores
-    the gate): they are written as visible ``\\uXXXX`` escapes (:func:`rag_bench.untrusted.visible`)."""
+def case_text(r: RuleResult) -> str:
+    """One rule as a line for a person (a JUnit case's ``<system-out>`` and its failure message):
+    result, rule, value with its CI and n, limit, detail.
+
+    >>> case_text(RuleResult("retrieval/hit@5 >= 0.8", "pass", "0.9016", "0.8", "", (0.82, 0.967), 61))
+    'pass: retrieval/hit@5 >= 0.8: value 0.9016 (95% CI [0.820, 0.967], n=61), limit 0.8'
+    """
+    ci = f" (95% CI [{r.ci[0]:.3f}, {r.ci[1]:.3f}], n={r.n})" if r.ci is not None else \
+        (f" (n={r.n})" if r.n is not None else "")
+    detail = r.detail if r.ci is None else r.detail.replace(f"95% CI [{r.ci[0]:.3f}, {r.ci[1]:.3f}], n={r.n}", "")
+    detail = detail.strip(" ;")
+    return f"{r.status}: {r.name}: value {r.value}{ci}, limit {r.limit}" + (f"; {detail}" if detail else "")
+
+
+def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate", *, cell: Cell | None = None,
+              baseline: Cell | None = None, context: dict[str, str] | None = None) -> str:
+    """JUnit XML: one testcase per rule, so CI systems list each rule as a test; its name is the rule
+    (stable from run to run, so a consumer keeps each rule's history), and every case -- passing ones
+    too -- carries its value, limit, CI and n as ``<properties>`` (as pytest's ``record_property``
+    writes them) and as one line in ``<system-out>``. The suite's ``<properties>`` name the cell,
+    the baseline and the policy. XML 1.0 cannot hold most control characters even as references (a
+    NUL makes the file ill-formed and CI then ignores the gate): they are written as visible
+    ``\\uXXXX`` escapes (:func:`rag_bench.untrusted.visible`)."""
     fails = sum(r.status == "fail" for r in results)
     errs = sum(r.status == "error" for r in results)
+
+    def props(pairs: list[tuple[str, Any]], indent: str) -> list[str]:
+        kept = [(k, v) for k, v in pairs if v not in (None, "")]
+        if not kept:
+            return []
+        return ([f"{indent}<properties>"]
+                + [f"{indent}  <property name={quoteattr(k)} value={quoteattr(visible(str(v)))}/>" for k, v in kept]
+                + [f"{indent}</properties>"])
+
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<testsuite name={quoteattr(visible(suite))} tests="{len(results)}" failures="{fails}" errors="{errs}">']
+    about: list[tuple[str, Any]] = [("verdict", {0: "pass", 1: "fail", 2: "cannot evaluate"}[exit_code(results)])]
+    if cell is not None:
+        about += [("cell", cell_name(cell)), ("cell_id", cell.cell_id), ("cell_path", cell.path),
+                  ("dataset_fingerprint", cell.dataset_fingerprint)]
+    if baseline is not None:
+        about += [("baseline", cell_name(baseline)), ("baseline_id", baseline.cell_id), ("baseline_path", baseline.path)]
+    about += list((context or {}).items())
+    out += props(about, "  ")
     for r in results:
-        msg = visible(f"value {r.value}, limit {r.limit}. {r.detail}".strip())
+        line = visible(case_text(r))
         out.append(f'  <testcase classname="rag_bench.gate" name={quoteattr(visible(r.name))}>')
-        if r.status == "fail":
-            out.append(f"    <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
-        elif r.status == "error":
-            out.append(f"    <error message={quoteattr(msg)}>{escape(msg)}</error>")
+        out += props([("result", r.status), ("value", r.value), ("limit", r.limit),
+                      ("ci95_low", None if r.ci is None else f"{r.ci[0]:.6g}"),
+                      ("ci95_high", None if r.ci is None else f"{r.ci[1]:.6g}"), ("n", r.n), ("detail", r.detail)], "    ")
+        if r.status in ("fail", "error"):
+            tag = "failure" if r.status == "fail" else "error"
+            msg = visible(f"value {r.value}, limit {r.limit}. {r.detail}".strip())
+            out.append(f"    <{tag} message={quoteattr(msg)}>{escape(msg)}</{tag}>")
+        out.append(f"    <system-out>{escape(line)}</system-out>")
         out.append("  </testcase>")
     out.append("</testsuite>")
     return "\n".join(out) + "\n"

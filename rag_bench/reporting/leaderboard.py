@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -24,8 +25,12 @@ from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
 from rag_bench.reporting import decide, params
 
-# The main measure of each stage: the leaderboard's default columns (the report adds the rest).
-DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN)
+if TYPE_CHECKING:
+    from rag_bench.reporting.verdict import Verdict
+
+# The main measure of each stage: the leaderboard's default columns (the report adds the rest; the
+# ranking measure always comes first, so auto's context_all is shown when it ranks).
+DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN if m not in (measures.CONTEXT_COMPLETE, measures.CONTEXT_ALL))
 # ``--columns all``: every headline measure and the ANN latencies.
 ALL_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
 FORMATS = ("table", "csv", "json", "markdown")
@@ -66,7 +71,7 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
                "k": cfg.get("pipeline", {}).get("k"),
                # the tie rule's costs and the configured primary measure (private: never shown)
                "_latency_ms": decide.latency_ms(metrics), "_tokens": decide.tokens(cell),
-               "_primary": decide.configured_primary([cfg]),
+               "_primary": decide.configured_primary([cfg]), "_stand_in": decide.stand_in(metrics),
                "_described": params.describe(cell, label)}  # what each measure means (private)
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
@@ -159,7 +164,7 @@ def primary(cells: pd.DataFrame) -> str:
     configured = str(cells["_primary"].mode().iloc[0]) if "_primary" in cells and len(cells) else decide.AUTO
     keys = decide.rankable(c for c in cells.columns if "/" in c and not c.startswith(("ci/", "n/", "tag:")))
     have = [c for c in keys if bool(pd.to_numeric(cells[c], errors="coerce").notna().any())]
-    return decide.choose_primary(configured, have)
+    return decide.choose_primary(configured, have, stand_in="_stand_in" in cells and bool(cells["_stand_in"].any()))
 
 
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -184,14 +189,15 @@ def tie_line(cells: pd.DataFrame, key: str, *, named: bool = True) -> str:
 
 
 def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
-                      columns: Sequence[str] = DEFAULT_COLUMNS) -> pd.DataFrame:
+                      columns: Sequence[str] = DEFAULT_COLUMNS, verdict: Verdict | None = None) -> pd.DataFrame:
     """The leaderboard as numbers, best first (by the sort measure's direction; default the
     primary measure, :func:`primary`): ``label``, ``cell``, ``k``, the measure columns (named
     ``section/name``; the sort measure first when it is not among them), the sort measure's 95% CI
-    as ``ci_lo``/``ci_hi`` and its ``n``."""
+    as ``ci_lo``/``ci_hi`` and its ``n``; with ``verdict`` (on the sort measure), ``not_worse``:
+    whether the cell is in the set not significantly worse than the best."""
     sort_by = sort_by or primary(cells)
-    if sort_by in cells.columns and "/" in sort_by and sort_by not in columns:
-        columns = (sort_by, *columns)
+    if sort_by in cells.columns and "/" in sort_by:  # the ranking measure first
+        columns = (sort_by, *(c for c in columns if c != sort_by))
     cols = [c for c in columns if c in cells.columns]
     if "_described" in cells:  # cells whose shown measures mean different things are not ranked together
         params.check_described(list(cells["_described"]), [c for c in cols if "/" in c and ":" not in c],
@@ -208,6 +214,8 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     n = table.get(f"n/{key}")
     if n is not None:
         out["n"] = n
+    if verdict is not None and verdict.measure == key:
+        out["not_worse"] = out["cell"].isin(verdict.close)
     return out.reset_index(drop=True)
 
 
@@ -216,21 +224,53 @@ def _short(column: str) -> str:
         column = f"retrieval/{column.rpartition('/')[2]}"  # the table's heading names the tag
     section, _, name = column.partition("/")
     m = measures.measure(column)
-    return (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
+    shown = (m.display if m is not None else name) if section not in ("document",) else f"doc:{name}"
+    return FAILURE_HEADS.get(shown, shown)  # correct_refusal -> corr_ref, as the failure table heads it
+
+
+def terminal_width() -> int:
+    """The width of the terminal standard output is (``COLUMNS`` when set), 140 characters when
+    it is no terminal (a file, a pipe, a CI log; ``--format csv`` gives every column)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((140, 24)).columns)
+
+
+NOT_WORSE = "≈best"  # the text column marking the cells not significantly worse than the best
 
 
 def _text_frame(table: pd.DataFrame, key: str) -> pd.DataFrame:
     width = int(table["label"].str.len().max()) if len(table) else 0
-    out = pd.DataFrame({"cell": table["label"].str.ljust(width), "id": table["cell"]})
+    out = pd.DataFrame({"cell": table["label"].str.ljust(width)})
+    if "not_worse" in table:
+        out[NOT_WORSE] = table["not_worse"].map(lambda v: "*" if v else "")
     for c in table.columns:
         if "/" in c:
             out[_short(c)] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
-    if "ci_lo" in table:
-        out[f"{_short(key)} 95% CI"] = [f"[{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi)) else ""
-                                        for lo, hi in zip(table["ci_lo"], table["ci_hi"])]
-    if "n" in table:
-        out["n"] = table["n"].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+            if c == key:  # the ranking measure's interval and count beside it
+                if "ci_lo" in table:
+                    out["95% CI"] = [f"[{lo:.2f}, {hi:.2f}]" if not (pd.isna(lo) or pd.isna(hi))
+                                                    else "" for lo, hi in zip(table["ci_lo"], table["ci_hi"])]
+                if "n" in table:
+                    out["n"] = table["n"].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+    out["id"] = table["cell"]
     return out
+
+
+def fit(frame: pd.DataFrame, width: int | None, keep: int) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` (the text leaderboard) without its rightmost optional columns until its lines fit
+    ``width`` characters (None: no limit); the first ``keep`` columns always stay. Returns the frame
+    and the names of the columns left out, for a note that says so."""
+    dropped: list[str] = []
+    if width is None:
+        return frame, dropped
+    optional = [c for c in frame.columns[keep:] if c != "id"] [::-1]
+    order = (["id"] if "id" in frame.columns else []) + optional  # the id first: labels name cells too
+    while len(frame.to_string(index=False).split("\n", 1)[0]) > width and order:
+        name = order.pop(0)
+        frame = frame.drop(columns=[name])
+        dropped.append(name)
+    return frame, dropped
 
 
 def _markdown(frame: pd.DataFrame) -> str:
@@ -244,27 +284,47 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def format_leaderboard(cells: pd.DataFrame, *, sort_by: str | None = None,
-                       columns: Sequence[str] = DEFAULT_COLUMNS, fmt: str = "table") -> str:
-    """The leaderboard as ``fmt``: ``table`` (aligned text, three decimals, under a line naming
-    the ranking measure and any tie for first place), ``csv`` and ``json`` (full precision,
-    ``section/name`` column names, for scripts), or ``markdown`` (a pipe table for a pull request
-    or a design doc)."""
+                       columns: Sequence[str] = DEFAULT_COLUMNS, fmt: str = "table",
+                       verdict: Verdict | None = None, width: int | None = None, said: bool = True) -> str:
+    """The leaderboard as ``fmt``: ``table`` (aligned text, three decimals, under the verdict's
+    lines when one is given -- else a line naming the ranking measure and any tie for first place
+    -- its columns cut to ``width`` characters with a note naming those left out), ``csv`` and
+    ``json`` (full precision, ``section/name`` column names, for scripts; json with the verdict),
+    or ``markdown`` (a pipe table for a pull request or a design doc). ``verdict`` (on the sort
+    measure) marks the cells not significantly worse than the best, and is said above the table
+    unless ``said`` is False (the sweep's console says it last)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     sort_by = sort_by or primary(cells)
-    table = leaderboard_table(cells, sort_by=sort_by, columns=columns)
+    table = leaderboard_table(cells, sort_by=sort_by, columns=columns, verdict=verdict)
     key = sort_by if sort_by in cells.columns else next((c for c in columns if c in cells.columns), sort_by)
     if fmt == "csv":
         return str(spreadsheet.to_csv(table))  # text cells that a spreadsheet would run are quoted
     if fmt == "json":
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in table.to_dict(orient="records")]
-        return json.dumps({"sort_by": key, "tie": tie_line(cells, key), "rows": rows}, indent=1, default=str)
+        return json.dumps({"sort_by": key, "tie": tie_line(cells, key), "rows": rows,
+                           "verdict": verdict.as_dict() if verdict is not None else None}, indent=1, default=str)
     text = _text_frame(table, key)
     if fmt == "markdown":
-        return _markdown(text)
-    tie = tie_line(cells, key, named=False)
-    return f"ranked by {key}{'; ' + tie if tie else ''}\n" + text.to_string(index=False)
+        line = f"{verdict.text()}\n\n" if verdict is not None and verdict.measure == key else ""
+        return line + _markdown(text)
+    head: list[str]
+    if verdict is not None and verdict.measure == key and said:
+        # prose wrapped to the terminal (a pipe: 120 columns); the verdict's own line whole, to grep for
+        head = [line if line.startswith("Best: ") else textwrap.fill(line, width or 120, break_on_hyphens=False)
+                for line in verdict.lines()]
+    else:
+        tie = tie_line(cells, key, named=False)
+        head = [f"ranked by {key}{'; ' + tie if tie else ''}"]
+    if "not_worse" in table and len(table) > 1:
+        head.append(f"({NOT_WORSE} *: not significantly worse than the best.)")
+    keep = 2 + ("not_worse" in table) + ("ci_lo" in table) + ("n" in table)  # cell, mark, measure, CI, n
+    text, dropped = fit(text, width, keep)
+    if dropped:
+        head.append(f"({len(dropped)} column(s) left out to fit {width} characters: {', '.join(dropped)}; "
+                    "--format csv or a wider terminal shows them)")
+    return "\n".join(head) + "\n" + text.to_string(index=False)
 
 
 def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int = 10) -> str:

@@ -26,7 +26,9 @@ from typing import Any
 from rag_bench.untrusted import visible
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-h1{margin-bottom:0}.sub{color:#555;margin-top:.2em}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+h1{margin-bottom:0}
+.verdict{font-size:1.15em;margin:.6em 0 .2em;padding:.4em .6em;background:#eef5ff;border-left:4px solid #1f77b4}
+.sub{color:#555;margin-top:.2em}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.note{color:#666;font-style:italic}
 table.rb-sort th{cursor:pointer;user-select:none}table.rb-sort th:after{content:" \\2195";color:#aaa}

@@ -26,12 +26,15 @@ from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers import latency as latency_scorer
 from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline
 from rag_bench.reporting.decide import primary_measure as decided_primary
 from rag_bench.reporting.decide import rank, tie_note, tied
 from rag_bench.reporting.params import check_comparable
+from rag_bench.reporting.verdict import Verdict
+from rag_bench.reporting.verdict import verdict as decided
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
     best = ranked[0]
     base = choose_baseline(cells, baseline)  # the config's defaults cell unless --baseline names one
+    found = decided(cells, key=metric, baseline=baseline, names=names)  # what every view states
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
                                 f"choose two of {', '.join(axes) or '(nothing varies)'}"))
@@ -115,7 +119,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append(_section(title, body, anchor))
         nav.append((anchor, title))
 
-    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top), "leaderboard")
+    if base is not None and base is not best:
+        add("Best cell vs baseline", _versus(base, best, names, found), "versus")
+    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top, found), "leaderboard")
     add("Which choice matters", _effects(cells, axes, views.views(cells, metric), pair, out), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
     add("Per question tag", _tags(cells, names, ranked, metric), "tags")
@@ -127,8 +133,6 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     trust = trust_section(cells, names, ranked[:10], labels_file)  # people's labels: --labels, else beside the dataset
     if trust is not None:
         add(TRUST_TITLE, trust, "trust")
-    if base is not best:
-        add("Best cell vs baseline", _versus(base, best, names), "versus")
     add("Answers side by side", sidebyside.section([(c.cell_id, names[c.cell_id]) for c in ranked]), "side")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
@@ -141,12 +145,13 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     q = len(best.records)
     answerable = int(best.records["answerable"].sum())
     n = best.metrics.get("n", {}).get(metric)
-    head = (f"<p class='sub'>{len(cells)} cells from {html.escape(str(exp))}; {q} questions ({answerable} answerable, "
+    head = (_verdict_block(found, base, best, names)
+            + f"<p class='sub'>{len(cells)} cells from {html.escape(exp.name)}; {q} questions ({answerable} answerable, "
             f"{q - answerable} unanswerable); ranked by {html.escape(metric)}"
             f"{f' over the n={n} questions it is defined for' if n is not None else ''}; every aggregate with its "
-            "95% bootstrap CI over questions.</p>"
-            f"<p class='sub'>Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}. "
-            f"Best: <b>{html.escape(names[best.cell_id])}</b> ({html.escape(best.cell_id)}).</p>"
+            "95% bootstrap CI over questions. "
+            f"Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}.</p>"
+            + _refusals(best, names)
             + (f"<p class='note'>{html.escape(notice.removeprefix('warning: '))}</p>" if notice else ""))
     links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
     head = f"<div class='rb-head' data-sec='head'>{head}{links}</div>"
@@ -162,7 +167,37 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     return index
 
 
-def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int) -> str:
+def _verdict_block(found: Verdict, base: Cell | None, best: Cell, names: dict[str, str]) -> str:
+    """The report's first lines: the verdict (the line every view states), why that measure ranks,
+    how "not significantly worse" was decided, and the warnings that bear on it."""
+    reason, *rest = found.lines()
+    method = [line for line in rest if line.startswith("(")]
+    warnings = [line.removeprefix("warning: ") for line in rest if line.startswith("warning: ")]
+    link = " <a href='#versus'>best vs baseline</a>" if base is not None and base is not best else ""
+    return (f"<p class='verdict' data-verdict='{html.escape(found.text())}'><b>{html.escape(found.text())}.</b>"
+            f"{link}</p><p class='sub'>{html.escape(reason)} {' '.join(html.escape(m) for m in method)}</p>"
+            + "".join(f"<p class='bad'>{html.escape(w)}</p>" for w in warnings))
+
+
+def _refusals(best: Cell, names: dict[str, str]) -> str:
+    """The best cell's abstention in one sentence: unanswerable questions refused, answerable ones
+    refused (nothing when it generated no answers)."""
+    rec = best.records
+    if "refused" not in rec or not rec["refused"].notna().any():
+        return ""
+    refused = rec["refused"].fillna(False).astype(bool)
+    unans, ans = ~rec["answerable"].astype(bool), rec["answerable"].astype(bool)
+    parts = []
+    if unans.any():
+        parts.append(f"refuses {int((refused & unans).sum())} of the {int(unans.sum())} unanswerable questions "
+                     f"(correct refusals)")
+    if ans.any():
+        parts.append(f"refuses {int((refused & ans).sum())} of the {int(ans.sum())} answerable ones (false refusals)")
+    return f"<p class='sub'>Abstention: the best cell {html.escape(names[best.cell_id])} {'; '.join(parts)}.</p>"
+
+
+def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metric: str, out: Path, top: int,
+                 found: Verdict) -> str:
     chart = charts.leaderboard(cells, metric, out / "leaderboard.png", labels=[names[c.cell_id] for c in cells],
                                top=top)
     ranking = measures.measure(metric)
@@ -172,7 +207,8 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
         main.insert(0, ranking)
     rows = []
     for c in ranked:
-        row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)), "id": c.cell_id,
+        row: dict[str, Any] = {"cell": (names[c.cell_id], names[c.cell_id], _drill(c)),
+                               "≈best": "*" if c.cell_id in found.close else "", "id": c.cell_id,
                                "k": (c.config.get("pipeline") or {}).get("k")}
         for m in main:
             row[m.display] = page.with_ci(c.metric(m.key), _ci(c, m.key))
@@ -183,7 +219,8 @@ def _leaderboard(cells: list[Cell], ranked: list[Cell], names: dict[str, str], m
     tie = tie_note(len(tied(ranked, metric)), metric, ranked[0].metric(metric))
     return (_img(chart, "leaderboard") + (f"<p class='note'>{html.escape(tie)}.</p>" if tie else "") +
             f"<p>All {len(cells)} cells; click a column to sort, type to filter (every word must match), click a "
-            "cell to open its questions. 95% bootstrap CIs in grey.</p>"
+            "cell to open its questions. 95% bootstrap CIs in grey. ≈best *: not significantly worse than the best "
+            f"({html.escape(found.method or 'not tested')}).</p>"
             "<input class='rb-filter' data-table='rb-leaderboard' placeholder='filter, e.g. hybrid k=5'>" +
             page.table(rows, table_id="rb-leaderboard", sortable=True, left=2))
 
@@ -195,16 +232,21 @@ def _effect_frame(cells: list[Cell], axes: list[str], view: views.View) -> pd.Da
 def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: tuple[str, ...] | None,
              out: Path) -> str:
     """Main effects on each view's measure, one block per measure and a selector between them
-    (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it."""
+    (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it.
+    Every interval is over questions: one bootstrap draw of the question ids is applied to every
+    cell (:mod:`rag_bench.reporting.effects`)."""
     if not axes:
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
     correct = measures.CORRECT.key
+    qids = views.question_ids(cells)
+    draws = effects.draws(len(qids)) if qids else None
     options, blocks = [], []
     interaction = ""
     for i, view in enumerate(shown):
         frame = _effect_frame(cells, axes, view)
+        samples = view.resampled(cells, qids, draws) if draws is not None else None
         moving = [a for a in axes if effects.can_move(a, view.acts_on)]
-        found = effects.main_effects(frame, moving, view.key, higher_is_better=view.higher_is_better)
+        found = effects.main_effects(frame, moving, view.key, higher_is_better=view.higher_is_better, samples=samples)
         title = ("primary: " if i == 0 else "") + view.title
         options.append(f"<option value='{html.escape(view.key)}'>{html.escape(title)}</option>")
         grand = float(frame[view.key].mean()) if frame[view.key].notna().any() else math.nan
@@ -212,20 +254,32 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
         if i == 0 or view.key == correct:  # the PNGs cover the primary measure and correct
             name = "main_effects.png" if i == 0 else "main_effects_correct.png"
             png = charts.main_effects(found, view.title, out / name, grand=grand,
-                                      higher_is_better=view.higher_is_better)
+                                      higher_is_better=view.higher_is_better,
+                                      questions=_defined_on(cells, view.key) or len(qids) or None)
         left_out = [a for a in axes if a not in moving]
         def level(lv: effects.Level) -> str:
-            return f"{lv.value}: {lv.mean:.3f} [{lv.lo:.3f}, {lv.hi:.3f}]"
+            ci = f" [{lv.lo:.3f}, {lv.hi:.3f}]" if lv.lo == lv.lo else " (no CI: no per-question values)"
+            return f"{lv.value}: {lv.mean:.3f}{ci}"
 
-        rows = [{"axis": e.axis, "spread": e.spread, "best level: mean [95 % CI]": level(e.levels[0]),
+        rows = [{"axis": e.axis, "spread": e.spread,
+                 "spread 95 % CI": f"[{e.spread_lo:.3f}, {e.spread_hi:.3f}]" if e.spread_lo == e.spread_lo else "",
+                 "best level: mean [95 % CI]": level(e.levels[0]),
                  "worst level: mean [95 % CI]": level(e.levels[-1]), "levels": len(e.levels),
                  "balanced": "yes" if e.balanced else "no"} for e in found]
-        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI over those cells; dashed line: the mean of "
-                     "all cells. " if png else "")
+        chart_key = ("In the chart, dots: that mean; whiskers: its 95 % CI; dashed line: the mean of all cells; the "
+                     "axis starts at 0 unless its label says otherwise. " if png else "")
         body = [f"<p>Mean <b>{html.escape(view.title)}</b> ({'higher' if view.higher_is_better else 'lower'} is "
                 "better) of the cells at each level of each swept axis, over all values of the other axes. "
-                f"{chart_key}Axes are ranked by spread, the best level's mean minus the worst's: a small spread says "
-                "the choice hardly matters here.</p>"]
+                f"{chart_key}Axes are ranked by spread, the largest level mean minus the smallest: a small spread says "
+                "the choice hardly matters here.</p>"
+                f"<p class='note'>Every interval is over questions, not over cells: the cells at one level answer "
+                "the same questions, so they are not independent samples (an interval over them only shows how alike "
+                f"the other axes' settings are). A bootstrap draws the {len(qids)} question ids with replacement "
+                f"({effects.RESAMPLES} draws, seed {effects.SEED}), recomputes every cell's value on the same draw "
+                "(over the drawn questions it is defined for) and averages each level's cells; the 2.5th and 97.5th "
+                "percentiles over the draws give the level's "
+                "interval, and the largest-minus-smallest difference in each draw the spread's (paired: both levels "
+                "on the same questions). A spread whose interval includes 0 is not told apart from no effect.</p>"]
         if left_out:
             they = "it acts" if len(left_out) == 1 else "they act"
             body.append(f"<p class='note'>Not shown: {html.escape(', '.join(left_out))}; {they} after the ranking "
@@ -240,16 +294,25 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
             chosen = pair or tuple(e.axis for e in found[:2])
             if len(chosen) == 2:
                 grid = effects.interaction(frame, chosen[0], chosen[1], view.key)
+                lo, hi = effects.interaction_intervals(frame, chosen[0], chosen[1], view.key, samples)
                 interaction = (
                     f"<h3>Interaction: {html.escape(chosen[0])} × {html.escape(chosen[1])}</h3><p>Mean "
-                    f"{html.escape(view.title)} (the primary measure) per pair of levels over the other axes "
-                    "(choose the pair with <code>rag-bench report --pair A,B</code>). Parallel rows mean the two "
-                    "choices do not interact.</p>"
+                    f"{html.escape(view.title)} (the primary measure) per pair of levels over the other axes, with "
+                    "its 95 % CI over questions (choose the pair with <code>rag-bench report --pair A,B</code>). "
+                    "Parallel rows mean the two choices do not interact. The colour scale is fitted to the values "
+                    "shown (its ends are on the colour bar), so it does not start at 0: read the numbers.</p>"
                     + _img(charts.interaction(grid, view.title, out / "interaction.png", rows=chosen[0],
-                                              cols=chosen[1]), "interaction", "Too few levels for a grid."))
+                                              cols=chosen[1], lo=lo, hi=hi, higher_is_better=view.higher_is_better),
+                           "interaction", "Too few levels for a grid."))
     selector = (f"<p>Main effects on <select id='rb-effect'>{''.join(options)}</select> <span class='note'>(each "
                 "measure against the axes that can change it)</span></p>")
     return selector + "".join(blocks) + interaction
+
+
+def _defined_on(cells: list[Cell], key: str) -> int | None:
+    """How many questions a mean measure is defined on (metrics.json ``n``; the most of any cell)."""
+    ns = [n for c in cells if isinstance(n := c.metrics.get("n", {}).get(key), int)]
+    return max(ns) if ns else None
 
 
 def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) -> str:
@@ -257,18 +320,22 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
     quality = [math.nan if (v := c.metric(metric)) is None else v for c in cells]
     body = []
     # Generator tokens cannot buy a better ranking: a ranking measure is only drawn against latency.
-    costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS else [views.TOKENS])
+    costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS
+                               else [views.END_TO_END, views.TOKENS])
     for view in costs:
         x = [math.nan if (v := view.of(c)) is None else v for c in cells]
         front = effects.pareto_front(quality, x, higher_is_better=better)
         chart = charts.pareto(quality, x, front, [names[c.cell_id] for c in cells], out / f"pareto_{view.key}.png",
-                              metric=metric, cost_label=view.title, higher_is_better=better)
+                              metric=metric, cost_label=view.title, higher_is_better=better,
+                              ci=[_ci(c, metric) for c in cells])
         if chart is None:
             continue
         keep = [names[c.cell_id] for c, f in zip(cells, front) if f]
         body.append(_img(chart, f"pareto_{view.key}") + f"<p>On the front ({len(keep)} of {len(cells)}): "
                     f"{html.escape('; '.join(keep[:12]))}{' …' if len(keep) > 12 else ''}. Every grey cell is beaten "
-                    f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front.</p>")
+                    f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front. The front "
+                    "is drawn from the means; its whiskers are each cell's 95 % CI over questions: where they overlap, "
+                    "the questions cannot tell those cells apart on quality.</p>")
     return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
 
 
@@ -397,16 +464,16 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
     return "n/a" if v is None or v != v else format(v, fmt)
 
 
-def _versus(base: Cell | None, best: Cell, names: dict[str, str]) -> str:
-    if base is None:
-        return ("<p class='note'>No cell holds the config's defaults on every swept axis, so there is no baseline: "
-                "pass <code>rag-bench report --baseline CELL</code> (a cell id or name).</p>")
+def _versus(base: Cell, best: Cell, names: dict[str, str], found: Verdict) -> str:
     name_of = {**names, base.cell_id: names.get(base.cell_id, base.cell_id)}
     diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]))
+    primary = (f"On the primary measure {html.escape(found.measure)}, the one test the verdict rests on: "
+               f"{html.escape(found.versus.text())}. " if found.versus is not None else "")
     body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> (the config's defaults, or --baseline) → best "
-            f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions; the main measure of each stage; "
-            "paired bootstrap CI, randomisation test, Holm-adjusted over these measures.</p>",
-            f"<p><b>Verdict:</b> {html.escape(diff['verdict'])}.</p>",
+            f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions. {primary}Below, the main measure "
+            "of each stage: paired bootstrap CI, randomisation test, Holm-adjusted over these measures (so the "
+            "primary measure's p here can be larger than the verdict's).</p>",
+            f"<p><b>Every stage:</b> {html.escape(diff['verdict'])}.</p>",
             page.table([{"measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
                          "baseline": _num(r["mean_a"]), "best": _num(r["mean_b"]), "diff": _num(r["diff"], "+.3f"),
                          "95% CI": f"[{_num(r['ci'][0], '+.3f')}, {_num(r['ci'][1], '+.3f')}]",
@@ -451,21 +518,53 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
 
 
 def _costs(cells: list[Cell], names: dict[str, str]) -> str:
+    """Per cell: the latencies per question (retrieval, rerank, and end to end where a generator
+    answered: :data:`rag_bench.evaluation.scorers.latency.E2E_P50`), the stages' total times and
+    what was computed."""
+    generated = any("generation" in c.metrics for c in cells)
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
         tokens = views.TOKENS.of(c)
-        rows.append({"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
-                     "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms"),
-                     "s / question": lat.get("seconds_per_question"), "chunk s": lat.get("chunk_s"),
-                     "index s": lat.get("index_s"), "embeddings computed": cost.get("embeddings_computed"),
-                     "tokens / question": None if tokens is None else round(tokens, 1)})
+        row: dict[str, Any] = {"cell": names[c.cell_id], "retrieve p50 ms": lat.get("retrieve_p50_ms"),
+                               "retrieve p95 ms": lat.get("retrieve_p95_ms"), "rerank p50 ms": lat.get("rerank_p50_ms")}
+        if generated:
+            timed, total, gen_ms = _generator_calls(c)
+            row.update({"end to end p50 ms": lat.get(latency_scorer.E2E_P50.name),
+                        "end to end p95 ms": lat.get(latency_scorer.E2E_P95.name),
+                        "generator call p50 ms": gen_ms,
+                        "answers timed": f"{timed}/{total}" if total else ""})
+        row.update({"chunk s": lat.get("chunk_s"), "index s": lat.get("index_s"),
+                    "generate s (stage)": lat.get("generate_s"), "embeddings computed": cost.get("embeddings_computed"),
+                    "tokens / question": None if tokens is None else round(tokens, 1)})
+        rows.append(row)
     for r in rows:
         for k, v in r.items():
             if isinstance(v, float):
                 r[k] = (_short(v), v, None)
-    return ("<p>Measured on the machine that ran the sweep; the first cells of a sweep also pay for loading models "
-            "and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+    e2e = ("<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question; <b>end to end</b> = "
+           "retrieval + rerank + the generator's call, summed per question, p50/p95 over the questions the generator "
+           "answered in this run (<i>answers timed</i>). An answer served from the generation cache took no "
+           "generator time in this run: it is left out, not counted as free, and a cell whose answers all came "
+           "from the cache has no end-to-end figure (blank). <i>generator call p50</i> is the generator's own time "
+           "per timed call (the extractive generator calls no model and reports 0). The <i>s</i> columns are each "
+           "stage's total wall time for the cell (shared work counted once, by the cell that did it).</p>"
+           if generated else
+           "<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question (no generator: no "
+           "end-to-end time). The <i>s</i> columns are each stage's total wall time for the cell (shared work counted "
+           "once, by the cell that did it).</p>")
+    return (e2e + "<p class='note'>Measured on the machine that ran the sweep; the first cells of a sweep also pay "
+            "for loading models and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+
+
+def _generator_calls(cell: Cell) -> tuple[int, int, float | None]:
+    """(answers the generator produced in this run, answers, p50 of its seconds per such call in ms)."""
+    r = cell.records
+    if "generation_cached" not in r or "generate_s" not in r:
+        return 0, 0, None
+    fresh = ~r["generation_cached"].astype(bool)
+    seconds = pd.to_numeric(r.loc[fresh, "generate_s"], errors="coerce").dropna()
+    return int(fresh.sum()), len(r), float(seconds.median() * 1000.0) if len(seconds) else None
 
 
 def _short(v: float) -> str:

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from rag_bench.runner.callbacks import SweepCallbacks
 from rag_bench.untrusted import visible
 
+if TYPE_CHECKING:  # the callback is loaded with every sweep: the reporting stack only when it reports
+    from rag_bench.reporting.verdict import Verdict
 
-def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str) -> None:
+
+def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str, found: Verdict | None = None) -> None:
     """The sweep's parent MLflow run: the leaderboard as a table, the primary measure ``key`` that
-    ranked it, the best cell's measures and name, the sweep's axes (when this process opened one).
-    ``key`` None: no cell has the primary measure (``problem`` says so): the cells and that note,
-    no best cell."""
+    ranked it, the best cell's measures and name, the sweep's axes (when this process opened one),
+    and the verdict (``found``) as its description and params. ``key`` None: no cell has the
+    primary measure (``problem`` says so): the cells and that note, no best cell."""
     from rag_bench.reporting.leaderboard import ALL_COLUMNS, leaderboard_table, tie_line
     from rag_bench.tracking.mlflow_tracker import summarize_sweeps
 
@@ -40,8 +43,15 @@ def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str)
     tie = tie_line(cells, key)
     params = {"sweep.axes": ",".join(axes) or "none", "sweep.cells": len(table), "best.cell": best["cell"],
               "best.label": best["label"], "sweep.sort_by": key, "sweep.primary": key}
-    note = (f"{len(table)} cells; primary measure {key}; best: {best['label']} ({best['cell']}) "
-            f"{best.get(key, float('nan')):.3f}{'; ' + tie if tie else ''}")
+    if found is not None:
+        params.update({"verdict.not_worse": len(found.close), "verdict.baseline":
+                       found.versus.name if found.versus else found.baseline_note[:250]})
+        if found.versus is not None:
+            metrics.update({"verdict/vs_baseline_diff": found.versus.diff, "verdict/vs_baseline_p": found.versus.p})
+        note = "\n\n".join(found.lines())
+    else:
+        note = (f"{len(table)} cells; primary measure {key}; best: {best['label']} ({best['cell']}) "
+                f"{best.get(key, float('nan')):.3f}{'; ' + tie if tie else ''}")
     summarize_sweeps(table, metrics, params, note)
 
 
@@ -61,21 +71,30 @@ class SweepReport(SweepCallbacks):
 
     def _report(self, config: DictConfig) -> None:
         from rag_bench.errors import RagBenchError
-        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, primary
+        from rag_bench.reporting.leaderboard import (
+            format_failures,
+            format_leaderboard,
+            load_cells,
+            primary,
+            terminal_width,
+        )
+        from rag_bench.reporting.verdict import of_experiment
         from rag_bench.runner.callbacks import axes_of
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
         if cells.empty:
             return
-        key, problem = None, ""
+        key, problem, found = None, "", None
         try:
             key = primary(cells)
-            ranked = format_leaderboard(cells, sort_by=key)  # refuses measures that mean different things
+            found = of_experiment(exp_dir, key=key)
+            ranked = format_leaderboard(cells, sort_by=key, verdict=found,  # refuses measures that differ
+                                        width=terminal_width(), said=False)  # said last, below
         except RagBenchError as exc:  # said, never ranked by another measure
             problem = str(exc)
         if not self._failed:
-            _summarize(cells, axes_of(config), None if problem else key, problem)
+            _summarize(cells, axes_of(config), None if problem else key, problem, found)
         if problem:
             print(visible(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}"),
                   file=sys.stderr, flush=True)
@@ -90,3 +109,5 @@ class SweepReport(SweepCallbacks):
         print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
               f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
               file=sys.stdout, flush=True)
+        if found is not None:  # the closing lines: what the sweep decides
+            print(visible("\n" + "\n".join(found.lines())), file=sys.stdout, flush=True)

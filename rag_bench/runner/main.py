@@ -259,12 +259,12 @@ def console_line(metrics: dict[str, Any], names: dict[str, str], k: int) -> str:
     failure labels."""
     shown = " ".join(f"{g}={names.get(g, '')}" for g in CONSOLE_STAGES)
     shown_measures = [m for m in (*catalog.CONSOLE, *catalog.CONSOLE_DOCUMENT) if m.section in metrics]
-    head = " ".join(f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
-                    f"{_fmt(metrics.get(m.section, {}).get(m.name))}" for m in shown_measures)
+    head = with_n(metrics, [(m, f"{m.section[:3] + ':' if m.section == 'document' else ''}{m.display}="
+                             f"{_fmt(metrics.get(m.section, {}).get(m.name))}") for m in shown_measures])
     line = f"{shown} k={k} chunks={metrics['counts']['chunks']} {head}"
     if "generation" in metrics:
-        gen = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}"
-                       for m in catalog.CONSOLE_GENERATION)
+        gen = with_n(metrics, [(m, f"{m.display}={_fmt(metrics[m.section].get(m.name))}")
+                               for m in catalog.CONSOLE_GENERATION])
         line += f" | {gen} failures=" + ",".join(f"{label}:{n}" for label, n in metrics["failures"].items() if n)
     leaked = _leaked(metrics)
     if leaked:
@@ -285,11 +285,13 @@ def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDT
     """The cell's console line after ``cell <id> done: ``: its label (its values on the swept axes),
     each stage's main measure (:data:`~rag_bench.metrics.catalog.CONSOLE_SHORT`), and a red
     SECURITY alert when a component returned chunks the asker may not read. The label is cut so
-    that the whole line, prefix included, stays within ``width`` characters (the alert excepted:
-    it is never cut)."""
-    shown = " ".join(f"{m.display}={_fmt(metrics[m.section].get(m.name))}" for m in catalog.CONSOLE_SHORT
-                     if m.section in metrics and metrics[m.section].get(m.name) is not None)
-    room = width - len("cell 0123456789ab done: ") - len(shown) - 3
+    that the whole line, prefix included, stays within ``width`` characters; the alert and the
+    ``(n=..)`` of measures over different questions (:func:`with_n`) are not counted (the label
+    keeps its room, and neither is ever cut)."""
+    pairs = [(m, f"{m.display}={_fmt(metrics[m.section].get(m.name))}") for m in catalog.CONSOLE_SHORT
+             if m.section in metrics and metrics[m.section].get(m.name) is not None]
+    shown = with_n(metrics, pairs)
+    room = width - len("cell 0123456789ab done: ") - len(" ".join(text for _, text in pairs)) - 3
     if len(label) > room:
         label = label[: max(room - 1, 8)] + "…"
     line = f"{label} | {shown}"
@@ -297,6 +299,32 @@ def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDT
     if leaked:
         line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")
     return line
+
+
+def with_n(metrics: dict[str, Any], shown: list[tuple[Any, str]]) -> str:
+    """``shown`` (each a measure and its ``name=value`` text) joined by spaces; when they are means
+    over different numbers of questions (metrics.json ``n``: ``correct`` over the answerable
+    questions, SQuAD's ``squad_em`` over all of them), each run of measures over the same questions
+    ends with its ``(n=..)``, so two numbers side by side are never read as over the same questions.
+
+    >>> from rag_bench.evaluation import measures as m
+    >>> metrics = {"n": {"generation/correct": 61, "generation/squad_exact": 81, "retrieval/hit@5": 61}}
+    >>> with_n(metrics, [(m.HIT.at(5), "hit@5=0.9"), (m.CORRECT, "correct=0.3"), (m.SQUAD_EXACT, "squad_em=0.2")])
+    'hit@5=0.9 correct=0.3 (n=61) squad_em=0.2 (n=81)'
+    >>> with_n(metrics, [(m.HIT.at(5), "hit@5=0.9"), (m.CORRECT, "correct=0.3")])
+    'hit@5=0.9 correct=0.3'
+    """
+    block = metrics.get("n")
+    counts: dict[str, Any] = block if isinstance(block, dict) else {}
+    ns = [counts.get(m.key) for m, _ in shown]
+    if len({n for n in ns if n is not None}) < 2:
+        return " ".join(text for _, text in shown)
+    parts = []
+    for i, ((_, text), n) in enumerate(zip(shown, ns)):
+        parts.append(text)
+        if n is not None and (i + 1 == len(ns) or ns[i + 1] != n):
+            parts.append(f"(n={n})")
+    return " ".join(parts)
 
 
 def red(text: str) -> str:

@@ -23,8 +23,13 @@ def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
     return values.most_common(1)[0][0] if values else AUTO
 
 
-# What ``experiment.primary=auto`` ranks by: the first of these that a cell has.
-AUTO_ORDER = (CORRECT, measures.PRIMARY.key, measures.DOC_NDCG.at(10).key)
+# What ``experiment.primary=auto`` ranks by: the first of these that a cell has (generation/correct:
+# cells written before answer/correct_all existed) -- unless the generator is a stand-in for a model
+# (rag_bench.generation.base.Traits): then STAND_IN, which its answers do not decide.
+AUTO_ORDER = (measures.CORRECT_ALL.key, CORRECT, measures.PRIMARY.key, measures.DOC_NDCG.at(10).key)
+STAND_IN = measures.CONTEXT_ALL.key
+# The answer measures auto passes over for a stand-in's cells.
+ANSWER_KEYS = (measures.CORRECT_ALL.key, CORRECT)
 def _option(config: Mapping[str, Any], group: str, key: str) -> Any:
     node = config.get(group) if isinstance(config, Mapping) else None
     return node.get(key) if isinstance(node, Mapping) else None
@@ -74,6 +79,6 @@ def check_primary_reachable(configs: Sequence[Mapping[str, Any]]) -> None:
         reason, fix = "retriever=bm25 in every cell: no ANN index", "retriever=dense (index=hnsw, ivf, ...)"
     if reason:
         raise ConfigError(f"experiment.primary={key}: no cell can report it ({reason}) -- fix: {fix}, or rank by a "
-                          f"measure the cells report: experiment.primary=auto ({', '.join(AUTO_ORDER[:2])})")
+                          f"measure the cells report: experiment.primary=auto ({measures.AUTO_HELP})")
 
 

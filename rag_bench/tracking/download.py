@@ -8,9 +8,13 @@ that status has been checked. Reading the folder is :func:`rag_bench.cells.load_
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import tempfile
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rag_bench.cells import DEFAULT_OUTPUT_ROOT, Cell
@@ -67,7 +71,8 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
         name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
         dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
         dest.mkdir(parents=True)
-        client.download_artifacts(run_id, "", str(dest))
+        with artifact_bars_on_terminals_only():
+            client.download_artifacts(run_id, "", str(dest))
     if not (dest / "DONE").exists():
         # The run's name is the cell's name in its sweep (its values on the swept axes): kept, so
         # compare and gate name a downloaded cell as the leaderboard and MLflow do.
@@ -75,6 +80,24 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
                 "mlflow_run_name": str(run.info.run_name or "")}
         (dest / "DONE").write_text(json.dumps(info, sort_keys=True) + "\n", encoding="utf-8")
     return dest
+
+
+PROGRESS_BAR_SWITCH = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+
+
+@contextmanager
+def artifact_bars_on_terminals_only() -> Iterator[None]:
+    """MLflow's "Downloading artifacts" progress bar (tqdm, on standard error) only when standard
+    error is a terminal: in a CI log or a file it is a wall of carriage returns. A value the user
+    set for MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR wins."""
+    if PROGRESS_BAR_SWITCH in os.environ or sys.stderr.isatty():
+        yield
+        return
+    os.environ[PROGRESS_BAR_SWITCH] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(PROGRESS_BAR_SWITCH, None)
 
 
 def local_store(uri: str) -> Path | None:

@@ -32,11 +32,17 @@ def execute_notebook(experiment: Path, out: Path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(REPO / "notebooks" / "design_review.ipynb", as_version=4)
+    saved = {k: os.environ.get(k) for k in ("RAG_BENCH_EXPERIMENT", "RAG_BENCH_NOTEBOOK_OUT", "PYTHONPATH")}
     os.environ["RAG_BENCH_EXPERIMENT"], os.environ["RAG_BENCH_NOTEBOOK_OUT"] = str(experiment), str(out)
+    # the kernel imports this checkout's rag_bench (the one under test), whatever the venv points at
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), saved["PYTHONPATH"]) if p)
     try:
         NotebookClient(nb, timeout=300, kernel_name="python3",
                        resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
     finally:
-        os.environ.pop("RAG_BENCH_EXPERIMENT", None)
-        os.environ.pop("RAG_BENCH_NOTEBOOK_OUT", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return nb

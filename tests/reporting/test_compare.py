@@ -82,8 +82,10 @@ def test_experiment_folder_compares_the_defaults_cell_with_the_best(demo_cells, 
     cells = experiment_cells(exp, records=False)
     # baseline = section chunker, bm25 at its default k1: the config's defaults on every swept axis
     assert decide.defaults_cell(cells).cell_id == demo_cells["baseline"].cell_id
-    best = decide.rank(cells, "generation/correct")[0]
-    # k1=1.3 and k1=1.5 tie on correct: the cheaper (measured latency) is best, so either may be
+    key = decide.primary_measure(cells)
+    assert key == "answer/context_all"  # the extractive generator is a stand-in: not ranked by its answers
+    best = decide.rank(cells, key)[0]
+    # k1=1.3 and k1=1.5 tie: the cheaper (measured latency) is best, so either may be
     code = cli(["compare", str(exp), "--json"])
     captured = capsys.readouterr()
     if best.cell_id == demo_cells["baseline"].cell_id:
@@ -91,7 +93,8 @@ def test_experiment_folder_compares_the_defaults_cell_with_the_best(demo_cells, 
     else:
         data = json.loads(captured.out)
         assert code == 0 and (data["a_cell"], data["b_cell"]) == (demo_cells["baseline"].cell_id, best.cell_id)
-        assert "best by generation/correct" in captured.err
+        assert f"best by {key}" in captured.err
+        assert data["experiment_verdict"]["best"] == best.cell_id  # the experiment's verdict, with the pair
     # --baseline by cell id or name; the best cell itself is refused (nothing to compare), as is an unknown cell
     assert cli(["compare", str(exp), "--baseline", demo_cells["regression"].cell_id, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -76,8 +76,9 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         return done
 
+    # ranked by correct as configured (auto would rank the stand-in's cells by context or refusal)
     sweep = rag_bench("run", "-m", "chunker=section,fixed", "pipeline.k=3,5", f"output.root={root}",
-                      "experiment.name=ties")
+                      "experiment.name=ties", "experiment.primary=generation/correct")
     exp = root / "ties"
     from rag_bench.cells import experiment_cells
 
@@ -91,6 +92,7 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
 
     # leaderboard: the sweep's closing table and `rag-bench leaderboard`, its first row
     assert f"ranked by generation/correct; {len(tied)} cells tied at" in sweep.stdout
+    assert f"Best: {best} (generation/correct" in sweep.stdout  # the closing verdict
     board = json.loads(rag_bench("leaderboard", str(exp), "--format", "json").stdout)
     assert board["sort_by"] == "generation/correct" and board["rows"][0]["label"] == best
     assert {r["label"] for r in board["rows"]} == set(names.values())
@@ -104,6 +106,7 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
     assert parent.data.params["best.label"] == best and parent.data.params["sweep.primary"] == "generation/correct"
     assert parent.data.metrics["primary"] == pytest.approx(ranked[0].metric("generation/correct"))
     assert "cells tied at" in parent.data.tags["mlflow.note.content"]
+    assert f"Best: {best} (generation/correct" in parent.data.tags["mlflow.note.content"]
     runs = client.search_runs([exp_id], filter_string="tags.`rag_bench.role` = 'cell'")
     assert {r.info.run_name for r in runs} == set(names.values())
 
@@ -111,7 +114,7 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
     from rag_bench.reporting.report import render_report
 
     page = render_report(exp, out_root=tmp_path / "reports", log_to_mlflow=False).read_text(encoding="utf-8")
-    assert re.search(r"Best: <b>([^<]+)</b>", page).group(1) == best
+    assert re.search(r"data-verdict='Best: ([^(]+) \(", page).group(1) == best
     assert f"{len(tied)} cells tied at" in page
 
     # compare's default pair: the baseline (defaults: section, k=5) against the same best cell
@@ -123,15 +126,16 @@ def test_a_tie_names_the_same_best_cell_everywhere(tmp_path):
         assert pair.returncode == 2 and "is the best cell" in pair.stderr
     else:
         assert pair.returncode == 0, pair.stderr
-        assert pair.stdout.splitlines()[:2] == ["A: section k=5", f"B: {best}"]
-        assert pair.stdout.splitlines()[2].startswith("verdict: ") and "generation/correct" in pair.stdout
+        table = pair.stdout[pair.stdout.index("A: "):].splitlines()  # after the experiment's verdict
+        assert table[:2] == ["A: section k=5", f"B: {best}"]
+        assert table[2].startswith("verdict: ") and "generation/correct" in pair.stdout
 
     # notebook: executed as a reader would, it names the same best cell
     nb = execute_notebook(exp, tmp_path)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert f"primary measure generation/correct; best: {best}\n" in text
+    assert f"Best: {best} (generation/correct" in text
     if defaults.cell_id != ranked[0].cell_id:  # its best-vs-baseline comparison, with the same names
-        assert "A: section k=5\n" in text and f"B: {best}\n" in text
+        assert "than the baseline section k=5 (" in text and f"Conclusion: {best} ranks first" in text
 
 
 def test_tie_rule_tokens_come_from_metrics_and_equal_the_records_mean(demo_cells, tmp_path, monkeypatch):

@@ -15,9 +15,11 @@ def test_formats_and_columns(demo_cells, capsys):
     assert cli(["leaderboard", exp, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     rows = data["rows"]
-    # the primary measure: end-to-end correct, since the cells generated answers
-    assert data["sort_by"] == "generation/correct" and len(rows) == 3
-    values = [r["generation/correct"] for r in rows]
+    # the primary measure: the stand-in generator's cells are ranked by context or refusal, not by its answers
+    assert data["sort_by"] == "answer/context_all" and len(rows) == 3
+    values = [r["answer/context_all"] for r in rows]
+    assert data["verdict"]["measure"] == "answer/context_all" and data["verdict"]["best"] == rows[0]["cell"]
+    assert [r["not_worse"] for r in rows].count(True) == len(data["verdict"]["close"])
     assert values == sorted(values, reverse=True)
     assert {"label", "cell", "chunker", "retriever", "k", "ci_lo", "ci_hi", "n"} <= set(rows[0])
     best = demo_cells["baseline"] if demo_cells["baseline"].cell_id == rows[0]["cell"] else None
@@ -26,15 +28,19 @@ def test_formats_and_columns(demo_cells, capsys):
 
     assert cli(["leaderboard", exp, "--format", "csv", "--columns", "ndcg@10,generation/correct"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert list(frame.columns)[-5:] == ["retrieval/ndcg@10", "generation/correct", "ci_lo", "ci_hi", "n"]
+    # the ranking measure first, then the columns asked for; its interval, n and the verdict's mark
+    assert list(frame.columns)[-7:] == ["answer/context_all", "retrieval/ndcg@10", "generation/correct", "ci_lo",
+                                        "ci_hi", "n", "not_worse"]
 
     assert cli(["leaderboard", exp, "--format", "markdown", "--columns", "hit@5"]) == 0
     md = capsys.readouterr().out.splitlines()
-    assert md[0].startswith("| cell | id |") and md[1].startswith("|---|---|") and len(md) == 5
+    assert md[0].startswith("Best: ") and md[2].startswith("| cell | ≈best |") and len(md) == 7
 
     assert cli(["leaderboard", exp]) == 0
     text = capsys.readouterr().out
-    assert max(len(line) for line in text.splitlines()) < 140  # fits a terminal
+    # fits a terminal: the table and the prose above it (the verdict's own line is kept whole, to grep for)
+    wide = [line for line in text.splitlines() if len(line) > 140 and not line.startswith("Best: ")]
+    assert not wide, wide
     assert "k1=1.3" in text  # named by what varies
 
 
@@ -47,7 +53,7 @@ def test_unknown_column_says_what_exists(demo_cells, capsys):
     err = capsys.readouterr().err
     assert "--sort-by: 'ndcgg@10'" in err and "ndcg@10" in err
     assert cli(["leaderboard", exp, "--sort-by", "hit@5"]) == 0
-    assert capsys.readouterr().out.startswith("ranked by retrieval/hit@5")
+    assert capsys.readouterr().out.startswith("Ranked by retrieval/hit@5.\nBest: ")
 
 
 def test_sorting_follows_each_columns_declared_direction():

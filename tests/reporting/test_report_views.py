@@ -38,8 +38,9 @@ def test_the_measure_selector_changes_the_main_effects_view(views_report, tmp_pa
         page.goto(views_report.as_uri())
         visible = "Array.from(document.querySelectorAll('.rb-effect')).filter(b => !b.hidden)"
         first = page.eval(f"{visible}.map(b => [b.dataset.measure, b.querySelector('table').textContent])")
-        assert len(first) == 1 and first[0][0] == "generation/correct"  # the primary measure: a generator ran
-        assert page.eval("document.body.dataset.effect") == "generation/correct"
+        # the primary measure: a stand-in generator ran (context or refusal, not its answers)
+        assert len(first) == 1 and first[0][0] == "answer/context_all"
+        assert page.eval("document.body.dataset.effect") == "answer/context_all"
         page.eval("var s = document.getElementById('rb-effect'); s.value = 'retrieval/ndcg@10';"
                   "s.dispatchEvent(new Event('change'))")
         page.wait("document.body.dataset.effect === 'retrieval/ndcg@10'")
@@ -47,7 +48,8 @@ def test_the_measure_selector_changes_the_main_effects_view(views_report, tmp_pa
         assert len(after) == 1 and after[0][0] == "retrieval/ndcg@10" and after[0][1] != first[0][1]
         assert "effect=retrieval%2Fndcg%4010" in page.eval("location.hash")  # the state is in the URL
         options = page.eval("Array.from(document.getElementById('rb-effect').options).map(o => o.value)")
-        assert options[:3] == ["generation/correct", "retrieval/ndcg@10", "latency"] and "tokens" in options
+        assert options[:4] == ["answer/context_all", "generation/correct", "retrieval/ndcg@10", "latency"]
+        assert "tokens" in options
         assert not page.errors
 
 

@@ -5,6 +5,7 @@ at each of ``eval.ks`` and at ``pipeline.k`` (the passages handed to the generat
 top k passages (each span by at least ``eval.min_coverage`` of its characters); ``complete@k`` is 1
 when every span is (multi-hop questions need them all). Both are defined for every question with
 evidence, and depend on the passages' spans only: any chunking, any system, compared alike.
+``context_complete`` is ``complete`` over the passages the generator was handed (cells that answered).
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ EVIDENCE = (
             description="all evidence spans covered by the top k chunks (multi-hop)", cut="required", params=("eval.min_coverage",)),
 )
 RECALL, COMPLETE = EVIDENCE
+# What the generator was handed, whatever cut it (pipeline.k, the token budget, parents expanded): the
+# measure experiment.primary=auto ranks by when the generator is a stand-in for a model -- its answers
+# would rank the stand-in's quirks, this only the configuration's.
+CONTEXT_COMPLETE = Measure(
+    "context_complete", "evidence",
+    description="all evidence spans covered by the passages handed to the generator (the context: pipeline.k, "
+    "the token budget, parents expanded)", params=("eval.min_coverage",), short="ctx_complete")
 
 
 def cutoffs(ks: Sequence[int], k: int) -> list[int]:
@@ -35,8 +43,10 @@ class Evidence:
     name = "evidence"
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
-        """Evidence recall and completeness at each cutoff (family-major, metrics.json's order)."""
-        return [f.at(k) for f in EVIDENCE for k in cutoffs(settings.ks, settings.k)]
+        """Evidence recall and completeness at each cutoff (family-major, metrics.json's order), and
+        in the context when the run answered."""
+        return [f.at(k) for f in EVIDENCE for k in cutoffs(settings.ks, settings.k)] + (
+            [CONTEXT_COMPLETE] if run.answered else [])
 
     def score(self, context: Context) -> list[Part]:
         """Per question, both measures at each cutoff (cutoff-major: ``evidence_recall@1, complete@1, ...``);
@@ -48,6 +58,10 @@ class Evidence:
             extra = _columns(run, [s.k], s.min_coverage)
             order = [f.at(k).column for k in cutoffs(ks, s.k) for f in EVIDENCE]
             columns = {name: (columns | extra)[name] for name in order}
+        if run.answered:  # per cell: the context depends on k and the budget, not only the ranking
+            columns = {**columns, CONTEXT_COMPLETE.column: [
+                evidence_coverage(qr.question, qr.context or (), min_coverage=s.min_coverage)[1]
+                for qr in run.questions]}
         return [Part("evidence", columns)]
 
 

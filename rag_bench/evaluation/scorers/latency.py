@@ -3,6 +3,14 @@
 Whose latencies they are is the run's to say: our pipeline's retrieval (``retrieve_p50_ms``), an
 external system's end-to-end figure (``system_p50_ms``), or none given (an empty section). Every
 number here is a duration: lower is better. Shared work is counted once, by the cell that did it.
+
+Where our pipeline generated answers, ``e2e_p50_ms``/``e2e_p95_ms`` are what a person asking waits
+per question: its retrieval + rerank + the generator's call, summed per question, over the questions
+whose answer the generator produced in this run. A generation served from the generation cache
+took no generator time in this run (its ``seconds`` are 0), so it is left out rather than counted
+as free; when every answer came from the cache the figures are null (not measured).
+``seconds_per_question`` is the generation stage's wall time over all questions (cache lookups
+included): a stage total, not a per-question latency.
 """
 
 from __future__ import annotations
@@ -24,6 +32,23 @@ def duration(name: str, description: str = "") -> Measure:
             description=description or f"{name.replace('_', ' ')}", higher_is_better=False, aggregate="value")
 
 
+E2E_P50 = duration("e2e_p50_ms", "end-to-end latency per question, median (ms): retrieval + rerank + the "
+                   "generator's call, over the questions the generator answered in this run (not from its cache)")
+E2E_P95 = duration("e2e_p95_ms", "end-to-end latency per question, 95th percentile (ms): retrieval + rerank + the "
+                   "generator's call, over the questions the generator answered in this run (not from its cache)")
+_DESCRIBED = {m.name: m for m in (E2E_P50, E2E_P95)}
+
+
+def end_to_end_ms(run: SystemRun) -> list[float]:
+    """Each question's retrieval + rerank + generation time (ms), for the questions whose answer
+    the generator produced in this run (a cached generation took none of its time); empty when
+    the run's latencies are not our pipeline's or nothing was generated."""
+    if run.latency != "pipeline":
+        return []
+    return [q.retrieve_ms + (q.rerank_ms or 0.0) + 1000.0 * q.generation.seconds for q in run.questions
+            if q.generation is not None and not q.generation.cached and q.retrieve_ms is not None]
+
+
 def _percentiles(prefix: str, ms: Any) -> dict[str, float]:
     return {f"{prefix}_p50_ms": float(np.percentile(ms, 50)), f"{prefix}_p95_ms": float(np.percentile(ms, 95))}
 
@@ -35,7 +60,7 @@ class Latency:
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The durations the run reports (their names depend on the stages it ran)."""
-        return [duration(name) for name in _values(run, 0.0)]
+        return [_DESCRIBED.get(name) or duration(name) for name in _values(run, 0.0)]
 
     def score(self, context: Context) -> list[Part]:
         """The stage timings (scoring's own included) and the latencies' percentiles."""
@@ -64,6 +89,9 @@ def _values(run: SystemRun, score_s: float) -> dict[str, Any]:
     if run.answered and run.generate_s is not None:
         latency.update(generate_s=round(run.generate_s, 6),
                        seconds_per_question=run.generate_s / max(1, len(run.questions)))
+    if run.answered and run.latency == "pipeline":
+        e2e = end_to_end_ms(run)
+        latency.update(_percentiles("e2e", e2e) if e2e else {E2E_P50.name: None, E2E_P95.name: None})
     return latency
 
 

@@ -1,0 +1,137 @@
+"""rag_bench from Python: a finished experiment, what it decides, and what to do next.
+
+The notebook (``notebooks/design_review.ipynb``) and a team's own scripts use this module instead of
+the internal ones; it reads the cell folders a sweep wrote and recomputes nothing::
+
+    import rag_bench.api as rb
+
+    exp = rb.load("experiments/demo")
+    print(exp.verdict().text())          # the line the console, leaderboard, report and MLflow state
+    exp.leaderboard()                    # a DataFrame, best first, with `not_worse`
+    exp.losses()                         # where the best cell lost its questions, stage by stage
+    exp.next_steps()                     # what to try next, from those losses
+    exp.compare("baseline", "best")      # paired tests over the same questions
+    exp.gate("conf/gate/release.yaml")   # the release gate's rules on the best cell
+
+A cell is named as every table names it: ``"best"``, ``"baseline"``, its label (``"section bm25
+rr=none k=5"``) or its id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rag_bench.cells import Cell, experiment_cells, one_dataset
+from rag_bench.errors import DataError, Problem
+from rag_bench.failure_labels import NOT_LOST, in_attribution_order
+from rag_bench.reporting import decide
+from rag_bench.reporting.verdict import Verdict, verdict
+
+__all__ = ["ADVICE", "Experiment", "Verdict", "load"]
+
+# What a question lost at a stage suggests trying next (labels: rag_bench.failure_labels).
+ADVICE = {
+    "chunking": "the chunker cut the evidence apart: try chunker=section or parent_child, or larger chunks",
+    "retrieval_miss": "no relevant passage was retrieved: try retriever=hybrid, another embedder, or a deeper "
+                      "first stage",
+    "ranking": "the evidence was retrieved but ranked below k: try a reranker (reranker=dense or cross_encoder) or "
+               "a larger pipeline.k",
+    "false_refusal": "the generator refused answerable questions: lower its refusal setting (generator.threshold for "
+                     "the extractive stand-in) or plug a model",
+    "generation": "the evidence was in the context but the answer was wrong: a stronger generator or prompt",
+    "citation": "right answers citing the wrong passages: a generator that cites (or check the citation format)",
+    "hallucinated_answer": "unanswerable questions were answered: a stricter refusal (prompt, threshold)",
+    "error": "generator calls failed: check the endpoint (rag-bench status, the cell's warnings)",
+}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The finished cells of one experiment folder (one dataset version), named as the tables name
+    them, and the measure that ranks them."""
+
+    path: Path
+    cells: tuple[Cell, ...]
+    names: dict[str, str] = field(repr=False)
+    primary: str
+
+    def cell(self, ref: str) -> Cell:
+        """The cell ``ref`` names: ``best``, ``baseline``, a label or a cell id. DataError naming
+        the labels when none matches."""
+        if ref == "best":
+            return decide.rank(self.cells, self.primary, self.names)[0]
+        if ref == "baseline":
+            base = decide.baseline(self.cells)
+            if base is None:
+                raise DataError(Problem(str(self.path), 0, "baseline", "no cell holds the config's defaults on every "
+                                        "swept axis", "name the cell: its label or id"))
+            return base
+        for c in self.cells:
+            if ref in (c.cell_id, self.names[c.cell_id]):
+                return c
+        shown = ", ".join(repr(n) for n in list(self.names.values())[:5])
+        raise DataError(Problem(str(self.path), 0, "cell", f"{ref!r} names no cell of this experiment",
+                                f"pass best, baseline, a cell id or a label such as {shown}"))
+
+    def verdict(self, baseline: str | None = None) -> Verdict:
+        """The verdict (:mod:`rag_bench.reporting.verdict`): the best cell, the cells not
+        significantly worse, and the best against the baseline (``baseline``: a label or id;
+        default: the config's defaults cell)."""
+        chosen = None if baseline is None else self.cell(baseline).cell_id
+        return verdict(self.cells, key=self.primary, baseline=chosen, names=self.names)
+
+    def leaderboard(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The leaderboard as numbers, best first, with ``not_worse`` (in the set not significantly
+        worse than the best); ``columns``: measures as ``section/name`` (default: each stage's main)."""
+        from rag_bench.reporting.leaderboard import DEFAULT_COLUMNS, leaderboard_table, load_cells
+
+        frame = load_cells(self.path, fingerprint=self.cells[0].dataset_fingerprint)
+        return leaderboard_table(frame, sort_by=self.primary, columns=tuple(columns or DEFAULT_COLUMNS),
+                                 verdict=self.verdict())
+
+    def losses(self, cell: str = "best") -> pd.Series:
+        """How many questions ``cell`` lost at each stage (the first failing one), in attribution
+        order; outcomes that are no loss (correct, correct refusals) left out."""
+        counts = self.cell(cell).metrics.get("failures") or {}
+        order = [lab for lab in in_attribution_order(counts) if lab not in NOT_LOST and counts.get(lab)]
+        return pd.Series({lab: int(counts[lab]) for lab in order}, name="questions", dtype="int64")
+
+    def next_steps(self, cell: str = "best", top: int = 3) -> list[str]:
+        """What to try next: the stages where ``cell`` lost most questions, largest first, each with
+        what it suggests (:data:`ADVICE`)."""
+        lost = self.losses(cell).sort_values(ascending=False, kind="stable")
+        total = int(lost.sum())
+        return [f"{label}: {n} of the {total} questions lost -- {ADVICE.get(label, 'see the drill-down')}"
+                for label, n in lost.head(top).items()]
+
+    def compare(self, a: str, b: str, metrics: Sequence[str] | None = None) -> dict[str, Any]:
+        """Paired comparison of two cells over the same questions (``rag-bench compare``): means,
+        differences with CIs, Holm-adjusted p-values and the questions that flipped."""
+        from rag_bench.reporting.compare import compare_cells
+
+        ca, cb = self.cell(a), self.cell(b)
+        return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]))
+
+    def gate(self, policy: str | Path, cell: str = "best", baseline: str | None = None) -> list[Any]:
+        """The release gate's rules (a policy file, ``conf/gate/*.yaml``) on ``cell``; each result
+        has ``passed``. ``baseline``: the cell regressions are measured against (a label or id)."""
+        from rag_bench.reporting.gate import evaluate_gate, load_policy
+
+        base = None if baseline is None else self.cell(baseline)
+        return list(evaluate_gate(self.cell(cell), load_policy(policy), base))
+
+
+def load(experiment_dir: str | Path, *, fingerprint: str | None = None) -> Experiment:
+    """The finished cells of ``experiment_dir`` (one dataset version: ``fingerprint``, else the one
+    finished last). DataError when it holds none."""
+    path = Path(experiment_dir)
+    cells, _ = one_dataset(experiment_cells(path, records=False), fingerprint)
+    if not cells:
+        raise DataError(Problem(str(path), 0, "", "no finished cells (folders with DONE)",
+                                "run a sweep first: rag-bench run -m +experiment=demo"))
+    return Experiment(path, tuple(cells), decide.names_of(cells), decide.primary_measure(cells))
