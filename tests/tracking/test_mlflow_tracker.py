@@ -13,9 +13,11 @@ from rag_bench.tracking.mlflow_tracker import MlflowTracker, finish_all
 def tracker(tmp_path, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
+    monkeypatch.setattr(mlflow_tracker, "_CREATED", {})
     t = MlflowTracker()
     t.bind(output_root=tmp_path, experiment="exp", sweep_id="sweep-1")
     t.prepare()  # the parent, opened before the first cell as `run` does
+    mlflow_tracker._CREATED.clear()  # an experiment an earlier run made (one this run made: below)
     return t
 
 
@@ -97,6 +99,10 @@ def test_a_run_that_fails_validation_leaves_no_experiment(tmp_path, capsys, monk
     assert cli([*base, f"dataset.path={tmp_path / 'no-such-folder'}"]) == 2
     assert "dataset folder does not exist" in capsys.readouterr().err
     assert [e.name for e in _store(out).search_experiments()] == []  # active ones: not even MLflow's empty Default
+    from mlflow.entities import ViewType
+
+    # erased from the local store (as `mlflow gc` would), not only deleted; Default only deleted
+    assert [e.name for e in _store(out).search_experiments(view_type=ViewType.ALL)] == ["Default"]
     assert cli([*base, f"dataset.path={TINY}"]) == 0
     exp = _store(out).get_experiment_by_name("broken")
     assert exp.lifecycle_stage == "active"
@@ -157,3 +163,22 @@ def test_a_deleted_experiment_is_named_with_a_fix(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert f"MLflow experiment 'gone' (id {exp.experiment_id})" in err and "is deleted" in err
     assert f"mlflow experiments restore --experiment-id {exp.experiment_id}" in err
+
+
+def test_an_experiment_a_failed_run_could_only_delete_is_restored_by_the_next_run(tmp_path, capsys, monkeypatch):
+    """On a server (no erasing) the experiment a failed run made is deleted with a tag saying so:
+    the next run of that name restores it instead of calling it deleted by someone."""
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    client = _store(out)
+    exp_id = client.create_experiment("served")
+    run_id = client.create_run(exp_id).info.run_id
+    client.delete_run(run_id)
+    mlflow_tracker._remove_experiment(client, "http://127.0.0.1:5000", exp_id, run_id)  # the server's path
+    assert client.get_experiment(exp_id).lifecycle_stage == "deleted"
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={out}", "experiment.name=served", "generator=none"]) == 0
+    exp = _store(out).get_experiment(exp_id)
+    assert exp.lifecycle_stage == "active" and mlflow_tracker.DELETED_BY_US not in exp.tags
