@@ -101,13 +101,16 @@ def _note(rows: Sequence[dict[str, Any]], key: str | None, exp_id: str, problem:
     shown = "" if value is None else f" {value:.3f}"
     if lo is not None and hi is not None:
         shown += f" (95% CI {lo:.3f}-{hi:.3f})"
-    return (f"{MARK}: {len(rows)} cells ranked by `{key}`; best: `{best['label']}`{shown}. "
-            f"[{LINK_TEXT}]({view_link(exp_id)}) (rank, `{PRIMARY}` = {key} with its CI, failure counts); "
-            "the per-question traces are on the Traces tab.")
+    # The link first: MLflow shows the description's first lines only until it is expanded.
+    return (f"{MARK}: [{LINK_TEXT}]({view_link(exp_id)}) -- {len(rows)} cells ranked by `{key}`; best: "
+            f"`{best['label']}`{shown}. The view's columns: rank, `{PRIMARY}` ({key}) with its 95% CI, the "
+            "failure counts by stage; the per-question traces are on the Traces tab.")
 
 
 def _view(key: str, ranking: str, failures: list[str], created: int) -> str:
     """The saved view's tag value: MLflow's envelope (name, createdAt, state as JSON text)."""
+    columns = [_column(RANK), _column(PRIMARY), _column(CI_LO), _column(CI_HI),
+               *(_column(FAILURE_PREFIX + f) for f in failures)]
     state = {
         "searchFilter": f"tags.`{RANKING_TAG}` = '{ranking}'",
         "orderByKey": _column(RANK),
@@ -115,8 +118,8 @@ def _view(key: str, ranking: str, failures: list[str], created: int) -> str:
         "startTime": "ALL",
         "lifecycleFilter": "Active",
         "datasetsFilter": [],
-        "selectedColumns": [_column(RANK), _column(PRIMARY), _column(CI_LO), _column(CI_HI),
-                            *(_column(FAILURE_PREFIX + f) for f in failures)],
+        "selectedColumns": columns,
+        "columnOrder": columns,  # the UI lists selected metrics by name (failures.* before primary) otherwise
         "runsExpanded": {},
     }
     return json.dumps({"name": f"Cells by {key} (rag_bench)", "createdAt": created, "updatedAt": created,

@@ -157,5 +157,5 @@ def test_a_sweep_labels_its_cells_in_the_leaderboards_order(tmp_path, monkeypatc
         failures = json.loads((out / "e" / row["cell"] / "metrics.json").read_text())["failures"]
         assert {k: v for k, v in run.data.metrics.items() if k.startswith("failures.")} == \
             {f"failures.{k}": float(v) for k, v in failures.items()}
-    assert exp.tags[NOTE_TAG].startswith(f"**rag_bench**: 4 cells ranked by `{board['sort_by']}`; "
-                                         f"best: `{board['rows'][0]['label']}`")
+    assert exp.tags[NOTE_TAG].startswith("**rag_bench**: [Open the cells, best first](")
+    assert f" -- 4 cells ranked by `{board['sort_by']}`; best: `{board['rows'][0]['label']}`" in exp.tags[NOTE_TAG]
