@@ -15,7 +15,8 @@ cell is in), :func:`publish` writes:
   ``rag_bench.primary`` (which measure ``primary`` is), ``rag_bench.ranking`` (the ranking it
   belongs to) and ``mlflow.runType = evaluation`` (its sweep's parent opens expanded);
 - on the experiment: the saved view ``rag_bench`` (the ranked cells only, best first, with rank,
-  primary, its CI and the failure counts some cell has as columns), the primary-metric tag, and a
+  primary, its CI and the failure counts some cell has as columns -- the labels that lose a
+  question, not ``correct`` or ``correct_refusal``), the primary-metric tag, and a
   description (``mlflow.note.content``, shown on the experiment's page) that names the ranking and
   links to the view -- never replacing a description someone else wrote.
 
@@ -31,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rag_bench.failure_labels import in_attribution_order
+from rag_bench.failure_labels import NOT_LOST, in_attribution_order
 
 RANK = "rank"
 PRIMARY = "primary"
@@ -153,8 +154,8 @@ def publish(client: Any, exp_id: str, rows: Sequence[dict[str, Any]], key: str |
             run = by_cell.get(cell)
             if run is None:  # a cell whose run is not in this store (tracking=none when it ran)
                 continue
-            counted += [m[len(FAILURE_PREFIX):] for m, v in run.data.metrics.items()
-                        if m.startswith(FAILURE_PREFIX) and v]
+            counted += [m[len(FAILURE_PREFIX):] for m, v in run.data.metrics.items()  # losses, not outcomes
+                        if m.startswith(FAILURE_PREFIX) and v and m[len(FAILURE_PREFIX):] not in NOT_LOST]
             run_tags = {PRIMARY_TAG: key, RANKING_TAG: ranking, RUN_TYPE_TAG: EVALUATION}
             if all(run.data.metrics.get(m) == v for m, v in metrics.items()) and \
                     all(run.data.tags.get(t) == v for t, v in run_tags.items()):
