@@ -30,7 +30,7 @@ def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str,
     if key is None:
         summarize_sweeps(cells[["label", "cell"]], {}, {"sweep.axes": ",".join(axes) or "none",
                                                         "sweep.cells": len(cells)},
-                         f"{len(cells)} cells; no best cell: {problem}")
+                         f"{len(cells)} cells; no best cell: {problem}", problem=problem)
         return
     table = leaderboard_table(cells, sort_by=key, columns=ALL_COLUMNS)
     best = table.iloc[0]
@@ -52,7 +52,7 @@ def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str,
     else:
         note = (f"{len(table)} cells; primary measure {key}; best: {best['label']} ({best['cell']}) "
                 f"{best.get(key, float('nan')):.3f}{'; ' + tie if tie else ''}")
-    summarize_sweeps(table, metrics, params, note)
+    summarize_sweeps(table, metrics, params, note, key=key)  # key: each cell's run gets rank, primary, CI
 
 
 def _index_name(value: Any) -> str:

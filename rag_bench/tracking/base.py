@@ -15,9 +15,10 @@ from rag_bench import naming
 from rag_bench.components import STAGES, Null, optional, stage_names
 from rag_bench.evaluation import measures
 
-# metrics.json sections that are not tracked as metrics: intervals, sizes, tallies and nested
-# tables stay in metrics.json (an artifact of the run) -- MLflow's metric list keeps the measures.
-UNTRACKED = ("ci", "n", "counts", "failures", "conditional", "methods", "by_tag", "warnings")
+# metrics.json sections that are not tracked as metrics: intervals, sizes and nested tables stay
+# in metrics.json (an artifact of the run) -- MLflow's metric list keeps the measures and the
+# failure tallies (``failures/<label>``, columns of the experiment's ranked view: tracking.view).
+UNTRACKED = ("ci", "n", "counts", "conditional", "methods", "by_tag", "warnings")
 # The question fields of a dataset, as the schema of its MLflow input.
 QUESTION_SCHEMA = {"mlflow_colspec": [
     {"name": "qid", "type": "string"}, {"name": "question", "type": "string"},
@@ -78,13 +79,14 @@ def tag_metric_name(tag: str) -> str:
 def tracked_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """The numbers a cell's run logs as metrics: every measure of every stage section (retrieval,
     document, evidence, generation, citation, abstention, security, ann, judge), latency and cost,
-    and each tag's measures as ``tag/<tag>/<measure>`` (the tag named by :func:`tag_metric_name`).
-    CIs, n, counts and failure tallies are not metrics: they are in metrics.json, an artifact of
-    the same run.
+    the failure tallies as ``failures/<label>`` (how many questions each stage lost), and each
+    tag's measures as ``tag/<tag>/<measure>`` (the tag named by :func:`tag_metric_name`). CIs, n
+    and counts are not metrics: they are in metrics.json, an artifact of the same run.
 
     >>> tracked_metrics({"retrieval": {"hit@5": 0.5}, "ci": {"retrieval/hit@5": [0.4, 0.6]},
-    ...                  "counts": {"chunks": 3}, "by_tag": {"lexical": {"hit@5": 1.0, "n": 2}}})
-    {'retrieval/hit@5': 0.5, 'tag/lexical/hit@5': 1.0}
+    ...                  "counts": {"chunks": 3}, "failures": {"ranking": 2},
+    ...                  "by_tag": {"lexical": {"hit@5": 1.0, "n": 2}}})
+    {'retrieval/hit@5': 0.5, 'failures/ranking': 2.0, 'tag/lexical/hit@5': 1.0}
     """
     out: dict[str, float] = {}
 

@@ -52,6 +52,13 @@ from rag_bench.tracking.traces import delete_run_traces, log_traces, question_tr
 
 log = logging.getLogger(__name__)
 
+# (uri, experiment) -> id of each experiment this process created: a run that fails before it
+# logs a cell (a dataset folder that does not exist, a bad config) removes it again (finish_all).
+_CREATED: dict[tuple[str, str], str] = {}
+# Experiment tag of an experiment finish_all deleted (on a store where it cannot be erased): the
+# next run of that name restores it rather than calling it deleted by someone.
+DELETED_BY_US = "rag_bench.deleted"
+
 # MLflow's tag listing a run's table artifacts (what the UI's artifact and evaluation views read).
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 # The experiment tag MLflow 3's UI reads to choose its default view (runs, or GenAI traces).
@@ -183,6 +190,15 @@ class MlflowTracker:
         client = self._get_client()
         with self._lock("store"):
             exp = client.get_experiment_by_name(self.experiment)
+            if exp is not None and exp.lifecycle_stage == "deleted" and exp.tags.get(DELETED_BY_US):
+                client.restore_experiment(exp.experiment_id)  # removed by a failed run of ours: back
+                client.delete_experiment_tag(exp.experiment_id, DELETED_BY_US)
+            elif exp is not None and exp.lifecycle_stage == "deleted":
+                raise TrackingError(
+                    f"MLflow experiment '{self.experiment}' (id {exp.experiment_id}) at {self.uri} is deleted, "
+                    "and its name stays taken -- fix: restore it (`mlflow experiments restore --experiment-id "
+                    f"{exp.experiment_id}` with MLFLOW_TRACKING_URI={self.uri}), erase it for good (`mlflow gc`), "
+                    "or run under another experiment.name")
             if exp is not None:
                 exp_id = str(exp.experiment_id)
             else:
@@ -194,12 +210,15 @@ class MlflowTracker:
                     # otherwise infer from an empty experiment is GenAI, an empty Traces page).
                     exp_id = client.create_experiment(self.experiment, artifact_location=artifact_location,
                                                       tags={EXPERIMENT_KIND: "custom_model_development"})
+                    _CREATED[(self.uri, self.experiment)] = str(exp_id)
                 except MlflowException:
                     # Another process not sharing our lock created it meanwhile (an HTTP server).
                     exp = client.get_experiment_by_name(self.experiment)
                     if exp is None:
                         raise
                     exp_id = str(exp.experiment_id)
+            if self._sqlite_path() is not None and self.experiment != DEFAULT_NAME:
+                _drop_empty_default(client)
         self._exp_id = exp_id
         return exp_id
 
@@ -369,20 +388,35 @@ class MlflowTracker:
             self._get_client().set_terminated(run_id, "FINISHED" if ok else "FAILED")
 
 
-def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str, Any], note: str) -> None:
+def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str, Any], note: str, *,
+                     key: str | None = None, problem: str | None = None) -> None:
     """Fill the parent run of every sweep this process opened: ``params`` (the sweep's axes and
     size), the best cell's ``best`` metrics, a ``mlflow.note.content`` and the ``leaderboard``
-    (a DataFrame) as the table artifact ``leaderboard.json``. Best effort: a tracking problem is
-    a warning here, every cell's own run is already FINISHED."""
+    (a DataFrame) as the table artifact ``leaderboard.json``. With ``key`` (the primary measure
+    that ranked the leaderboard, best first, with ``ci_lo``/``ci_hi``) or ``problem`` (why the
+    cells are not ranked), each cell's run gets its rank, primary measure and CI, and the
+    experiment its ranked view and description (:func:`rag_bench.tracking.view.publish`). Best
+    effort: a tracking problem is a warning here, every cell's own run is already FINISHED."""
     if not _PARENTS:
         return
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
+    from rag_bench.tracking.view import publish
+
     now = int(time.time() * 1000)
+    published: set[tuple[str, str]] = set()
     for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
+        client = MlflowClient(tracking_uri=uri)
+        if (key is not None or problem is not None) and (uri, _exp) not in published:
+            published.add((uri, _exp))
+            try:
+                exp_id = client.get_run(run_id).info.experiment_id
+                publish(client, exp_id, leaderboard.to_dict("records") if key is not None else
+                        [{"cell": c} for c in leaderboard["cell"]], key, problem=problem)
+            except Exception as exc:  # noqa: BLE001 -- the cells are tracked; the view is a courtesy
+                log.warning("could not label the ranked cells' MLflow runs at %s: %s", uri, exc)
         try:
-            client = MlflowClient(tracking_uri=uri)
             _log_batches(client, run_id, [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(best.items())],
                          [Param(k, str(v)[:6000]) for k, v in sorted(params.items())],
                          [RunTag("mlflow.note.content", note),
@@ -399,13 +433,16 @@ def finish_all(ok: bool) -> None:
     """Close every parent run this process opened (called once the sweep ends or fails):
     FINISHED, or FAILED. The parent is opened before the first cell (:meth:`MlflowTracker.prepare`),
     so a sweep that fails before any cell is logged (a bad input, a plugin that raises) would
-    leave it empty: such a parent is marked FAILED and deleted. A failed sweep's parent holding
-    cells (logged now or by an earlier run of the same sweep) is kept, FAILED."""
+    leave it empty: such a parent is marked FAILED and deleted, and so is the experiment when this
+    process created it and it holds no run (MLflow listed it first, empty, among its "Recent
+    experiments"; its name is free again). A failed sweep's parent holding cells (logged now or
+    by an earlier run of the same sweep) is kept, FAILED."""
     if not _PARENTS:
+        _CREATED.clear()
         return  # nothing opened (tracking=none): do not pay for importing mlflow
     from mlflow.tracking import MlflowClient
 
-    for (uri, _exp, _sweep), run_id in list(_PARENTS.items()):
+    for (uri, name, _sweep), run_id in list(_PARENTS.items()):
         client = MlflowClient(tracking_uri=uri)
         client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
         if not ok:
@@ -414,6 +451,44 @@ def finish_all(ok: bool) -> None:
                 if not client.search_runs([exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
                                           max_results=1):
                     client.delete_run(run_id)
+                    if _CREATED.get((uri, name)) == str(exp_id) and not client.search_runs([exp_id], max_results=1):
+                        _remove_experiment(client, uri, exp_id, run_id)
             except Exception as exc:  # noqa: BLE001 -- the sweep's own error is the one to report
                 log.warning("could not delete the empty MLflow run %s of a failed sweep at %s: %s", run_id, uri, exc)
     _PARENTS.clear()
+    _CREATED.clear()
+
+
+DEFAULT_NAME = "Default"  # MLflow's own experiment (id 0), made with every new store
+
+
+def _drop_empty_default(client: Any) -> None:
+    """Delete MLflow's own ``Default`` experiment from a local store when it holds no run, so
+    MLflow's UI lists one default (rag_bench's ``experiment.name`` is ``default``). Soft: MLflow
+    makes no new one while a deleted one exists. A Default holding runs is kept."""
+    from mlflow.entities import ViewType
+
+    try:
+        exp = client.get_experiment_by_name(DEFAULT_NAME)
+        if exp is None or exp.lifecycle_stage != "active":
+            return
+        if not client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL, max_results=1):
+            client.delete_experiment(exp.experiment_id)
+    except Exception as exc:  # noqa: BLE001 -- a courtesy to the UI; the run goes on
+        log.debug("MLflow's Default experiment was not dropped: %s", exc)
+
+
+def _remove_experiment(client: Any, uri: str, exp_id: str, parent: str) -> None:
+    """An experiment this process created for a run that failed before logging a cell: erased
+    from a local SQLite store (with its deleted parent run, as ``mlflow gc`` does); on a server,
+    deleted and tagged so the next run of that name restores it."""
+    client.set_experiment_tag(exp_id, DELETED_BY_US, "a run that failed before its first cell")
+    client.delete_experiment(exp_id)
+    if not uri.startswith("sqlite:///"):
+        return
+    store = client._tracking_client.store
+    try:
+        store._hard_delete_run(parent)
+        store._hard_delete_experiment(exp_id)
+    except Exception as exc:  # noqa: BLE001 -- still deleted (and restored by the next run of the name)
+        log.debug("MLflow experiment %s deleted but not erased: %s", exp_id, exc)

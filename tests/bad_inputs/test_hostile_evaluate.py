@@ -266,7 +266,8 @@ class Boom:
 @pytest.mark.parametrize("multirun", [False, True], ids=["run", "run-m"])
 def test_a_plugin_that_raises_leaves_no_empty_parent_run(tmp_path, capsys, monkeypatch, local_mlflow, multirun):
     """The sweep's parent run is opened before the first cell; a plugin raising in that cell left
-    it FINISHED and empty (single run: Hydra calls on_run_end before raising the job's error)."""
+    it FINISHED and empty (single run: Hydra calls on_run_end before raising the job's error).
+    The experiment the run created goes with it (issue 41: it was listed first, empty, in MLflow)."""
     (tmp_path / "boomplug.py").write_text(BOOM)
     conf = tmp_path / "conf" / "retriever"
     conf.mkdir(parents=True)
@@ -278,8 +279,12 @@ def test_a_plugin_that_raises_leaves_no_empty_parent_run(tmp_path, capsys, monke
     code = cli(args)  # a plugin's own error: exit 2 naming it and where it failed, no traceback
     err = capsys.readouterr().err
     assert code == 2 and "boomplug.Boom raised RuntimeError: plugin bug while searching question" in err, err[-2000:]
-    runs = _runs(out)
-    assert runs, "no parent run was opened: the test no longer covers the case"
-    assert not [r for r in runs if r.info.status in ("RUNNING", "FINISHED")], [r.info for r in runs]
-    assert not [r for r in runs if r.info.lifecycle_stage == "active"], "an empty run was left"
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    assert (out / "mlflow.db").is_file(), "no MLflow store was opened: the test no longer covers the case"
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    assert client.get_experiment_by_name("p") is None  # erased with its empty parent run, not only deleted
+    assert not _runs(out) and not client.search_runs(
+        [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)], run_view_type=ViewType.ALL)
     _nothing_left(out)

@@ -13,9 +13,11 @@ from rag_bench.tracking.mlflow_tracker import MlflowTracker, finish_all
 def tracker(tmp_path, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(mlflow_tracker, "_PARENTS", {})
+    monkeypatch.setattr(mlflow_tracker, "_CREATED", {})
     t = MlflowTracker()
     t.bind(output_root=tmp_path, experiment="exp", sweep_id="sweep-1")
     t.prepare()  # the parent, opened before the first cell as `run` does
+    mlflow_tracker._CREATED.clear()  # an experiment an earlier run made (one this run made: below)
     return t
 
 
@@ -75,3 +77,108 @@ def test_mlflow_opens_on_runs_and_the_parent_is_named_and_holds_ann_only_when_sw
     capsys.readouterr()
     _, parent = _parent_of(out, "ann")
     assert [m for m in parent.data.metrics if "ann" in m.split("_at_")[0]]
+
+
+def _store(out):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+
+
+@pytest.mark.parametrize("sweep", [[], ["-m", "pipeline.k=3,5"]], ids=["run", "run -m"])
+def test_a_run_that_fails_validation_leaves_no_experiment(tmp_path, capsys, monkeypatch, sweep):
+    """A dataset that does not exist fails the run after its experiment was opened: the experiment
+    goes with its empty parent (it was listed first in MLflow's "Recent experiments", empty), and
+    the name is free for the run that follows."""
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    base = ["run", *sweep, f"output.root={out}", "experiment.name=broken", "generator=none"]
+    assert cli([*base, f"dataset.path={tmp_path / 'no-such-folder'}"]) == 2
+    assert "dataset folder does not exist" in capsys.readouterr().err
+    assert [e.name for e in _store(out).search_experiments()] == []  # active ones: not even MLflow's empty Default
+    from mlflow.entities import ViewType
+
+    # erased from the local store (as `mlflow gc` would), not only deleted; Default only deleted
+    assert [e.name for e in _store(out).search_experiments(view_type=ViewType.ALL)] == ["Default"]
+    assert cli([*base, f"dataset.path={TINY}"]) == 0
+    exp = _store(out).get_experiment_by_name("broken")
+    assert exp.lifecycle_stage == "active"
+    assert _store(out).search_runs([exp.experiment_id], filter_string="tags.`rag_bench.role` = 'cell'")
+
+
+def test_a_failed_run_keeps_an_experiment_it_did_not_create(tmp_path, capsys, monkeypatch):
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    base = ["run", f"output.root={out}", "experiment.name=kept", "generator=none"]
+    assert cli([*base, f"dataset.path={TINY}"]) == 0
+    assert cli([*base, f"dataset.path={tmp_path / 'no-such-folder'}", "pipeline.k=3"]) == 2
+    exp = _store(out).get_experiment_by_name("kept")
+    assert exp.lifecycle_stage == "active"
+    assert len(_store(out).search_runs([exp.experiment_id], filter_string="tags.`rag_bench.role` = 'cell'")) == 1
+
+
+def test_one_default_experiment(tmp_path, capsys, monkeypatch):
+    """experiment.name's default is ``default``: MLflow's own empty ``Default`` is dropped from the
+    store rag_bench made, so MLflow lists one default; a Default that holds a run stays."""
+    from mlflow.entities import ViewType
+
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={out}", "generator=none"]) == 0
+    assert [e.name for e in _store(out).search_experiments()] == ["default"]
+    assert _store(out).get_experiment("0").lifecycle_stage == "deleted"  # soft: MLflow does not make another
+
+    used = tmp_path / "used"
+    used.mkdir()
+    client = _store(used)
+    client.set_terminated(client.create_run("0").info.run_id)  # someone's run in MLflow's Default
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={used}", "generator=none"]) == 0
+    assert sorted(e.name for e in _store(used).search_experiments(view_type=ViewType.ACTIVE_ONLY)) == \
+        ["Default", "default"]
+
+
+def test_a_deleted_experiment_is_named_with_a_fix(tmp_path, capsys, monkeypatch):
+    """An experiment deleted in MLflow (its name is still taken) is an error saying how to restore
+    it, not MLflow's "must be in the 'active' state"."""
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    base = ["run", f"dataset.path={TINY}", f"output.root={out}", "experiment.name=gone", "generator=none"]
+    assert cli(base) == 0
+    exp = _store(out).get_experiment_by_name("gone")
+    _store(out).delete_experiment(exp.experiment_id)
+    capsys.readouterr()
+    assert cli([*base, "pipeline.k=3"]) == 2
+    err = capsys.readouterr().err
+    assert f"MLflow experiment 'gone' (id {exp.experiment_id})" in err and "is deleted" in err
+    assert f"mlflow experiments restore --experiment-id {exp.experiment_id}" in err
+
+
+def test_an_experiment_a_failed_run_could_only_delete_is_restored_by_the_next_run(tmp_path, capsys, monkeypatch):
+    """On a server (no erasing) the experiment a failed run made is deleted with a tag saying so:
+    the next run of that name restores it instead of calling it deleted by someone."""
+    from rag_bench.cli import main as cli
+    from tests.conftest import TINY
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    client = _store(out)
+    exp_id = client.create_experiment("served")
+    run_id = client.create_run(exp_id).info.run_id
+    client.delete_run(run_id)
+    mlflow_tracker._remove_experiment(client, "http://127.0.0.1:5000", exp_id, run_id)  # the server's path
+    assert client.get_experiment(exp_id).lifecycle_stage == "deleted"
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={out}", "experiment.name=served", "generator=none"]) == 0
+    exp = _store(out).get_experiment(exp_id)
+    assert exp.lifecycle_stage == "active" and mlflow_tracker.DELETED_BY_US not in exp.tags
