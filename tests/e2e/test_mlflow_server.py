@@ -88,8 +88,11 @@ def test_sweep_lands_on_server(mlflow_server, tmp_path):
                     key = f"tag.{tag}.{name.replace('@', '_at_')}"
                     assert run.data.metrics[key] == pytest.approx(values[name])
         assert "tag.internal_only.correct_refusal_rate" in run.data.metrics
-        # Measures only: intervals, n, counts and failure tallies stay in metrics.json.
-        assert not [m for m in run.data.metrics if m.split(".")[0] in ("ci", "n", "counts", "failures")]
+        # Measures, and the failure tallies (columns of the experiment's landing view); intervals, n
+        # and counts stay in metrics.json.
+        assert not [m for m in run.data.metrics if m.split(".")[0] in ("ci", "n", "counts")]
+        assert {m.split(".", 1)[1]: v for m, v in run.data.metrics.items() if m.startswith("failures.")} == \
+            {label: float(n) for label, n in metrics["failures"].items()}
         history = client.get_metric_history(run.info.run_id, "retrieval.hit_at_5")
         assert len(history) == 1 and abs(history[0].timestamp - started) < 3600_000  # real time, not 1970
         assert run.info.start_time <= history[0].timestamp <= run.info.end_time
