@@ -31,8 +31,9 @@ def run(argv: list[str]) -> int:
                                 "between them (the labels of the report and of the MLflow runs).")
     p.add_argument("experiment_dir")
     p.add_argument("--sort-by", default=None, help="measure as section/name (default: the experiment's primary "
-                   f"measure, experiment.primary: generation/correct when answers were generated, else "
-                   f"{measures.PRIMARY.key}); lower-is-better measures sort ascending; ties go to the cheaper cell")
+                   f"measure, experiment.primary; auto: answer/correct_all when a model answered, answer/context_all when the "
+                   f"generator is a stand-in such as extractive, else {measures.PRIMARY.key}); lower-is-better measures "
+                   "sort ascending; ties go to the cheaper cell")
     p.add_argument("--tag", help="show metrics on the questions with this tag only (e.g. paraphrase, exact_id), "
                    f"ranked by their {measures.PRIMARY.name} (or --sort-by NAME, a per-tag measure such as correct); "
                    "the table's first line says which")

@@ -78,7 +78,8 @@ def test_the_stand_in_and_its_refusal_setting_are_written_and_its_warning_left_t
     (part,) = answer.SCORER.score(_context(rows, model))
     assert part.sections["methods"]["generator_stand_in"] is False
     (warning,) = part.warnings
-    assert "refused 3 of the 8 answerable questions" in warning and "check the generator's prompt" in warning
+    assert "refused 3 of the 8 answerable questions" in warning and "generator=llama_cpp" not in warning
+    assert "check how the generator's prompt tells it to refuse" in warning  # a model: no knob, no "plug a model"
     (unknown,) = answer.SCORER.score(_context(rows))  # a run that declares nothing (a replayed app)
     assert unknown.sections == {} and len(unknown.warnings) == 1
 
