@@ -6,7 +6,7 @@ host, a reply sent a byte at a time, cut short, not HTTP, larger than the cap, a
 the request's key back, and 200 replies of the right layout with garbage in it. Every run either
 exits 2 naming the endpoint and what was wrong (nothing left behind), or -- a failure that retries
 cure -- succeeds; the generator records a call that still fails after its retries as that
-question's ``generation_error`` (README "Failure labels": ``error``). Whatever happens: the API
+question's ``generation_error`` (docs/metrics.md, "Failure labels": ``error``). Whatever happens: the API
 key (a recognisable fake in the variable ``api_key_env`` names) is in no file under the output
 root (cell files, logs, the MLflow store and artifacts) or the cache folder, nor on the console;
 nothing reached the other host; and the caches hold only values of good replies.

@@ -9,7 +9,7 @@ Measured (benchmarks/judge_coverage.py --runs 1000): two-level 96.0 %, questions
 under-covers at this golden-set size (a percentile bootstrap over 15 means is too narrow); the
 second level adds each question's judge spread and brings it to nominal. With hundreds of
 questions the questions-only interval is itself near 95 % and the two-level one conservative
-(README, "Judge samples")."""
+(docs/statistics.md, "Judge samples")."""
 
 from __future__ import annotations
 
