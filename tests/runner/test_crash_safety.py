@@ -41,9 +41,11 @@ def rag_bench(out: Path, failpoint: str | None = None, grid: list[str] = GRID) -
 
 
 def mlflow_cells(out: Path) -> dict[str, dict[str, float]]:
-    """MLflow metrics of each cell run (timings and cache counts left out), keyed by cell id."""
+    """MLflow metrics of each cell run (timings and cache counts left out, and ``rank``: cells tied on
+    the primary measure are ordered by their measured latency), keyed by cell id."""
     return {r.data.tags["cell_id"]: {k: v for k, v in r.data.metrics.items()
-                                     if not k.startswith(("latency.", "cost.", "ann.")) or k.startswith("ann.ann_recall")}
+                                     if (not k.startswith(("latency.", "cost.", "ann.")) or k.startswith("ann.ann_recall"))
+                                     and k != "rank"}
             for r in cell_runs(out)}
 
 
