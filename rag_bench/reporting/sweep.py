@@ -55,6 +55,26 @@ def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str,
     summarize_sweeps(table, metrics, params, note, key=key)  # key: each cell's run gets rank, primary, CI
 
 
+def summarize_experiment(experiment_dir: str | Path, axes: tuple[str, ...] = ()) -> None:
+    """What a sweep's end logs to MLflow, for an experiment folder's finished cells under the parent
+    run this process has open (``rag-bench sync``): the leaderboard, the verdict as the parent's
+    description, and each cell run's rank, primary measure and CI with the experiment's view."""
+    from rag_bench.errors import RagBenchError
+    from rag_bench.reporting.leaderboard import load_cells, primary
+    from rag_bench.reporting.verdict import of_experiment
+
+    cells = load_cells(experiment_dir)
+    if cells.empty:
+        return
+    key, problem, found = None, "", None
+    try:
+        key = primary(cells)
+        found = of_experiment(experiment_dir, key=key)
+    except RagBenchError as exc:  # said in the description: never ranked by another measure
+        problem = str(exc)
+    _summarize(cells, axes, None if problem else key, problem, found)
+
+
 def _index_name(value: Any) -> str:
     """An index column's value (the stage's config, or its option name) as its option name."""
     return str(value.get("name", "")) if isinstance(value, dict) else str(value or "")

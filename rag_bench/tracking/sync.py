@@ -7,6 +7,7 @@ names are the labels of the experiment's cells (the parameters that vary between
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rag_bench import naming
@@ -15,8 +16,11 @@ from rag_bench.tracking.base import cell_tags, dataset_info, questions_table, tr
 from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
 
-def sync_experiment(experiment_dir: str | Path, *, tracking_uri: str | None = None) -> dict[str, int]:
-    """Log every DONE cell of the folder whose run is missing; returns counts."""
+def sync_experiment(experiment_dir: str | Path, *, tracking_uri: str | None = None,
+                    summarize: Callable[[Path], None] | None = None) -> dict[str, int]:
+    """Log every DONE cell of the folder whose run is missing; returns counts. ``summarize``: called
+    with the folder before the sync's parent run closes, when a cell was uploaded (the CLI fills the
+    parent and ranks the cell runs as a sweep's end does)."""
     exp = Path(experiment_dir)
     cells = experiment_cells(exp, records=False)
     tracker = MlflowTracker(uri=tracking_uri)
@@ -38,5 +42,7 @@ def sync_experiment(experiment_dir: str | Path, *, tracking_uri: str | None = No
         info = {**cell.done, "mlflow_run_id": run_id, **tracker.describe()}
         atomic_write(cell.path / "DONE", json.dumps(info, sort_keys=True) + "\n")
         counts["uploaded"] += 1
+    if summarize is not None and counts["uploaded"]:
+        summarize(exp)
     tracker.finish_sweep(ok=True)
     return counts

@@ -31,3 +31,27 @@ def test_sync_uploads_once(tmp_path, capsys, monkeypatch):
         metrics = json.loads((done.parent / "metrics.json").read_text())
         assert run.data.metrics["retrieval.hit_at_5"] == metrics["retrieval"]["hit@5"]
     assert cli(["sync", str(tmp_path / "missing")]) == 2
+
+
+def test_synced_cells_are_ranked_in_mlflow_as_a_sweeps_end_ranks_them(tmp_path, capsys, monkeypatch):
+    """Cells run with tracking=none and synced later get what a sweep's end gives them: rank,
+    primary and its CI on each cell run, the experiment's view, the verdict on the sync's parent."""
+    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.tracking.view import VIEW_ID, VIEW_TAG_PREFIX
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = tmp_path / "out"
+    assert cli(["run", "-m", "chunker=fixed,section", f"dataset.path={TINY}", f"output.root={out}", "tracking=none",
+                "experiment.name=later"]) == 0
+    assert cli(["sync", str(out / "later")]) == 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("later")
+    runs = client.search_runs([exp.experiment_id])
+    cells = {r.data.tags["cell_id"]: r for r in runs if r.data.tags.get("rag_bench.role") == "cell"}
+    found = of_experiment(out / "later")
+    assert cells[found.best].data.metrics["rank"] == 1.0
+    assert sorted(r.data.metrics["rank"] for r in cells.values()) == [1.0, 2.0]
+    assert all(r.data.tags["rag_bench.primary"] == found.measure for r in cells.values())
+    assert VIEW_TAG_PREFIX + VIEW_ID in client.get_experiment(exp.experiment_id).tags
+    (parent,) = [r for r in runs if r.data.tags.get("rag_bench.role") == "sweep"]
+    assert found.text() in parent.data.tags["mlflow.note.content"]
