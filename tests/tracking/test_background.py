@@ -190,9 +190,13 @@ def _store(out: Path) -> dict:
         cid = r.data.tags["cell_id"]
         done = json.loads((out / "default" / cid / "DONE").read_text())
         assert done["mlflow_run_id"] == r.info.run_id
-        tags = {k: v for k, v in r.data.tags.items() if k not in ("mlflow.parentRunId", "mlflow.note.content")}
+        # rank, and the ranking's id made of the ranks: cells tied on the primary measure are ordered
+        # by their measured latency, which two sweeps need not measure alike.
+        tags = {k: v for k, v in r.data.tags.items()
+                if k not in ("mlflow.parentRunId", "mlflow.note.content", "rag_bench.ranking")}
         cells[cid] = {"done": {k: v for k, v in done.items() if k not in volatile},
-                      "metrics": {k: v for k, v in r.data.metrics.items() if not k.startswith(("latency.", "cost."))},
+                      "metrics": {k: v for k, v in r.data.metrics.items()
+                                  if not k.startswith(("latency.", "cost.")) and k != "rank"},
                       "params": {k: v for k, v in r.data.params.items() if not k.startswith(("output.", "tracking."))},
                       "tags": tags,
                       "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id))}
