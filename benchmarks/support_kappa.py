@@ -1,0 +1,117 @@
+"""How well do offline support verdicts agree with people's? (issue 42)
+
+For each human-judgment set (``begin-wow-dev``, ``wice-claim-dev``; see its README.md), one run
+prints n, people's yes-rate, and Cohen's kappa with its 95 % bootstrap CI
+(:func:`rag_bench.calibration.agreement.kappa_ci`, the same code ``rag-bench calibrate`` uses) for:
+
+- ``proxy``: the lexical proxy the scorer uses today (:func:`rag_bench.metrics.generation.faithfulness`,
+  called with the answer and the passages it cites, verdict ``>= 1`` as in
+  :mod:`rag_bench.calibration.standins`);
+- the claim/window judge of :mod:`rag_bench.metrics.support`, in every variant tried (one rule and
+  one threshold per variant for both sets; nothing fitted per set).
+
+An answer the judge has nothing to judge in (no content word) counts as "no", as does a refusal.
+
+    python benchmarks/support_kappa.py [DIR]   # DIR: default ../shared/datasets/human-judgments from the repo
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's rag_bench
+
+from rag_bench.calibration.agreement import cohen_kappa, kappa_ci
+from rag_bench.domain import Answer, Passage
+from rag_bench.metrics.generation import faithfulness
+from rag_bench.metrics.support import support_answer
+
+SETS = ("begin-wow-dev", "wice-claim-dev")
+DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "human-judgments"
+
+# name -> keyword arguments of support_answer; the first is the rule chosen on principle before
+# measuring: every content word of each claim, every number and a negation in one window of <= 2 sentences.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "judge (all words, 2-sent window, strict)": {"min_coverage": 1.0, "max_sentences": 2, "strict": True},
+    "window 1 sent, all words, strict": {"min_coverage": 1.0, "max_sentences": 1, "strict": True},
+    "window 3 sent, all words, strict": {"min_coverage": 1.0, "max_sentences": 3, "strict": True},
+    "window 2 sent, all words, lax": {"min_coverage": 1.0, "max_sentences": 2, "strict": False},
+    "window 2 sent, 80% words, strict": {"min_coverage": 0.8, "max_sentences": 2, "strict": True},
+    "window 2 sent, 60% words, strict": {"min_coverage": 0.6, "max_sentences": 2, "strict": True},
+    "window 2 sent, 60% words, lax": {"min_coverage": 0.6, "max_sentences": 2, "strict": False},
+}
+
+
+def _read(folder: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(people's verdict, output row) per labelled item, matched by qid and the answer's SHA-256."""
+    labels = {}
+    for line in (folder / "labels.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            lb = json.loads(line)
+            labels[lb["qid"]] = lb
+    out = []
+    for line in (folder / "outputs.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        lb = labels.get(row["id"])
+        if lb and lb["answer_sha256"] == hashlib.sha256(row["answer"].encode("utf-8")).hexdigest():
+            out.append((int(lb["value"]), row))
+    return out
+
+
+def _proxy(row: dict[str, Any]) -> int:
+    answer = Answer(row["answer"], tuple(row.get("citations", ())), refused=bool(row.get("refused", False)))
+    passages = [Passage(i + 1, f"c{i}", p.get("doc_id", ""), 0, len(p["text"]), p["text"])
+                for i, p in enumerate(row["retrieved"])]
+    return int(faithfulness(answer, passages) >= 1.0)
+
+
+def _judge(row: dict[str, Any], kw: dict[str, Any]) -> int:
+    if row.get("refused"):
+        return 0
+    cited = [p["text"] for i, p in enumerate(row["retrieved"]) if i + 1 in set(row.get("citations", ()))]
+    verdict, _ = support_answer(row["answer"], cited, **kw)
+    return int(bool(verdict))
+
+
+def _line(name: str, people: list[int], auto: list[int], seconds: float) -> str:
+    k = cohen_kappa(people, auto, categories=[0, 1])
+    ci = kappa_ci(people, auto, categories=[0, 1])
+    interval = f"[{ci.low:.2f}, {ci.high:.2f}]" if ci.defined else f"(no CI: {ci.reason})"
+    return f"  {name:<42} yes {sum(auto) / len(auto):5.2f}  kappa {k:5.2f} {interval:<14} {seconds:6.1f}s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT, help="folder holding the sets (default: %(default)s)")
+    args = ap.parse_args(argv)
+    found = [s for s in SETS if (args.root / s / "labels.jsonl").is_file() and (args.root / s / "outputs.jsonl").is_file()]
+    if not found:
+        print(f"no human-judgment sets under {args.root} (looked for {', '.join(SETS)}, each with outputs.jsonl and "
+              "labels.jsonl): nothing measured -- fix: pass the folder as the argument", file=sys.stderr)
+        return 2
+    for s in SETS:
+        if s not in found:
+            print(f"{s}: absent under {args.root}, skipped", file=sys.stderr)
+    for s in found:
+        items = _read(args.root / s)
+        people = [p for p, _ in items]
+        print(f"{s}: n {len(items)}, people's yes-rate {sum(people) / len(people):.2f}")
+        t = time.perf_counter()
+        print(_line("proxy (faithfulness >= 1, today's scorer)", people, [_proxy(r) for _, r in items],
+                    time.perf_counter() - t))
+        for name, kw in VARIANTS.items():
+            t = time.perf_counter()
+            print(_line(name, people, [_judge(r, kw) for _, r in items], time.perf_counter() - t))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
