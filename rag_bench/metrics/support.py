@@ -4,9 +4,10 @@ The lexical proxy (:func:`rag_bench.metrics.generation.faithfulness`) pools the 
 cited passages and counts a sentence supported when 60 % of its words occur somewhere in the pool.
 Here:
 
-1. :func:`split_claims`: the answer's sentences, each cut further at ``;``, at ``but`` and at
+1. :func:`split_claims`: the answer's sentences, cut at citation markers (the text before ``[2]``
+   is what the answer attributes to passage 2), each cut further at ``;``, at ``but`` and at
    ``, and`` when both sides carry at least :data:`MIN_CLAUSE_WORDS` content words (two facts, not a
-   list of items); citation markers (``[2]``) are blanked out.
+   list of items); the markers themselves are blanked out.
 2. A claim's *informative words*: lower-cased, stopwords, single letters and :data:`FILLERS`
    ("yes", "well", "actually", "I think" ...) out, Snowball-stemmed ("jumping" = "jumps").
 3. Each passage is cut into *windows*: runs of at most ``max_sentences`` consecutive sentences
@@ -49,6 +50,7 @@ from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 _NUMBER = re.compile(r"\d")
 _TOKEN = re.compile(r"[^\W_]+")
+_WORDLIKE = re.compile(r"[^\W_]")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "neither", "nobody", "nothing", "nowhere",
                        "without", "cannot", "nt"})
 # Words that carry no fact of their own: discourse markers, hedges and fillers of conversational
@@ -155,11 +157,15 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
 
     >>> [c.text for c in split_claims("Rollo led the Normans [1]. Vikings settled Normandy in 911; "
     ...                                "the French king paid them tribute.")]
-    ['Rollo led the Normans.', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
+    ['Rollo led the Normans', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
     """
     text = _blank_citations(answer)
+    # A citation marker ends a claim: what precedes it is what the answer attributes to that source.
+    marks = [m.start() for m in _CITE.finditer(answer)]
+    parts = list(zip([0, *marks], [*marks, len(text)], strict=True))
+    spans = [sp for a, b in parts for sp in sentence_spans(text, a, b)] or [(0, len(text))]
     out: list[Claim] = []
-    for s, e in sentence_spans(text) or [(0, len(text))]:
+    for s, e in spans:
         cuts = [s]
         for m in _SPLIT.finditer(text, s, e):
             left, right = text[cuts[-1]:m.start()], text[m.end():e]
@@ -169,7 +175,7 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
         for a, b in zip(cuts[::2], cuts[1::2], strict=True):
             piece = text[a:b]
             lead, trail = len(piece) - len(piece.lstrip()), len(piece.rstrip())
-            if piece.strip():
+            if _WORDLIKE.search(piece):
                 clean = re.sub(r"\s+(?=[.,;:!?])", "", " ".join(piece.split()))  # markers blanked out
                 out.append(Claim(clean, a + lead, a + trail))
     return tuple(out)

@@ -27,9 +27,19 @@ def _claim(text: str) -> Claim:
 def test_split_claims_cuts_sentences_semicolons_and_two_facts_joined_by_and_or_but() -> None:
     claims = split_claims("Rollo led the Vikings [1]. He settled Normandy in 911; Charles granted the land, "
                           "and the French king kept Paris. Rollo seized Rouen but the Franks defended Chartres.")
-    assert [c.text for c in claims] == ["Rollo led the Vikings.", "He settled Normandy in 911",
+    assert [c.text for c in claims] == ["Rollo led the Vikings", "He settled Normandy in 911",
                                         "Charles granted the land", "the French king kept Paris.",
                                         "Rollo seized Rouen", "the Franks defended Chartres."]
+
+
+def test_a_citation_marker_ends_a_claim_so_each_part_is_checked_against_its_own_source() -> None:
+    # Found on the demo sweep: an extractive answer joining a table row cited [1] and a sentence
+    # cited [2] on one line was one claim, which neither passage held (> 1/5 of its words missing).
+    table = "| Zone | Area covered | Standard delivery | Next-day delivery |"
+    prose = "Silver members earn 1.5 points per $1 and get free standard delivery in Zone A and Zone B."
+    answer = f"{table} [1] {prose} [2]"
+    assert [c.text for c in split_claims(answer)] == [table, prose]
+    assert support_answer(answer, [table, prose])[0] is True
 
 
 def test_split_claims_keeps_lists_and_short_clauses_whole() -> None:
