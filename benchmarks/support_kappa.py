@@ -12,7 +12,12 @@ prints n, people's yes-rate, and Cohen's kappa with its 95 % bootstrap CI
 
 An answer the judge has nothing to judge in (no content word) counts as "no", as does a refusal.
 
-    python benchmarks/support_kappa.py [DIR]   # DIR: default ../shared/datasets/human-judgments from the repo
+``--embed`` adds the packaged MiniLM (all-MiniLM-L6-v2, offline) as a signal: per claim, the best
+cosine between the claim and a sentence of the passages; an answer's score is its worst claim's.
+Printed alone (score >= t) and combined with the default judge (AND, OR), for t in 0.5 .. 0.9.
+It encodes every passage sentence (minutes on 2 cores), so it is off by default.
+
+    python benchmarks/support_kappa.py [DIR] [--embed]   # DIR: default ../shared/datasets/human-judgments
 """
 
 from __future__ import annotations
@@ -92,6 +97,29 @@ def _judge(row: dict[str, Any], kw: dict[str, Any]) -> int:
     return int(bool(verdict))
 
 
+def _cosines(rows: list[dict[str, Any]]) -> list[float]:
+    """Per answer: min over its claims of the max cosine between the claim and a passage sentence."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from rag_bench.embedding.models import resolve_model
+    from rag_bench.metrics.support import FILLERS, content_words, split_claims
+    from rag_bench.text.sentences import sentence_spans
+
+    model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
+    out = []
+    for r in rows:
+        claims = [c.text for c in split_claims(r["answer"]) if content_words(c.text, FILLERS)]
+        sents = [p["text"][s:e] for p in r["retrieved"] for s, e in sentence_spans(p["text"])]
+        if r.get("refused") or not claims or not sents:
+            out.append(0.0)
+            continue
+        c = model.encode(claims, normalize_embeddings=True, batch_size=64)
+        v = model.encode(sents, normalize_embeddings=True, batch_size=64)
+        out.append(float(np.min(np.max(c @ v.T, axis=1))))
+    return out
+
+
 def _line(name: str, people: list[int], auto: list[int], seconds: float) -> str:
     k = cohen_kappa(people, auto, categories=[0, 1])
     ci = kappa_ci(people, auto, categories=[0, 1])
@@ -102,6 +130,7 @@ def _line(name: str, people: list[int], auto: list[int], seconds: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", nargs="?", type=Path, default=DEFAULT, help="folder holding the sets (default: %(default)s)")
+    ap.add_argument("--embed", action="store_true", help="also the MiniLM cosine signal (slow)")
     args = ap.parse_args(argv)
     found = [s for s in SETS if (args.root / s / "labels.jsonl").is_file() and (args.root / s / "outputs.jsonl").is_file()]
     if not found:
@@ -121,6 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         for name, kw in VARIANTS.items():
             t = time.perf_counter()
             print(_line(name, people, [_judge(r, kw) for _, r in items], time.perf_counter() - t))
+        if args.embed:
+            t = time.perf_counter()
+            worst = _cosines([r for _, r in items])
+            seconds = time.perf_counter() - t
+            judge = [_judge(r, {}) for _, r in items]
+            for th in (0.5, 0.6, 0.7, 0.8, 0.9):
+                emb = [int(c >= th) for c in worst]
+                print(_line(f"M cosine >= {th}", people, emb, seconds))
+                print(_line(f"M I and cosine >= {th}", people, [a & b for a, b in zip(judge, emb, strict=True)], 0.0))
+                print(_line(f"M I or cosine >= {th}", people, [a | b for a, b in zip(judge, emb, strict=True)], 0.0))
     return 0
 
 
