@@ -1,0 +1,140 @@
+"""The offline support kernels (rag_bench.metrics.support) on texts written here."""
+
+from __future__ import annotations
+
+from rag_bench.domain import Answer, Passage
+from rag_bench.metrics.generation import faithfulness
+from rag_bench.metrics.support import (
+    Claim,
+    content_words,
+    names,
+    negated,
+    numbers,
+    split_claims,
+    support_answer,
+    support_claim,
+    windows,
+)
+
+NORMANDY = ("Rollo was a Viking leader. In 911 he became the first ruler of Normandy. "
+            "The French king Charles the Simple granted him the land.")
+
+
+def _claim(text: str) -> Claim:
+    return Claim(text, 0, len(text))
+
+
+def test_split_claims_cuts_sentences_semicolons_and_two_facts_joined_by_and_or_but() -> None:
+    claims = split_claims("Rollo led the Vikings [1]. He settled Normandy in 911; Charles granted the land, "
+                          "and the French king kept Paris. Rollo seized Rouen but the Franks defended Chartres.")
+    assert [c.text for c in claims] == ["Rollo led the Vikings", "He settled Normandy in 911",
+                                        "Charles granted the land", "the French king kept Paris.",
+                                        "Rollo seized Rouen", "the Franks defended Chartres."]
+
+
+def test_a_citation_marker_ends_a_claim_so_each_part_is_checked_against_its_own_source() -> None:
+    # Found on the demo sweep: an extractive answer joining a table row cited [1] and a sentence
+    # cited [2] on one line was one claim, which neither passage held (> 1/5 of its words missing).
+    table = "| Zone | Area covered | Standard delivery | Next-day delivery |"
+    prose = "Silver members earn 1.5 points per $1 and get free standard delivery in Zone A and Zone B."
+    answer = f"{table} [1] {prose} [2]"
+    assert [c.text for c in split_claims(answer)] == [table, prose]
+    assert support_answer(answer, [table, prose])[0] is True
+
+
+def test_split_claims_keeps_lists_and_short_clauses_whole() -> None:
+    text = "It sold chalk, crayons, and colored pencils. Tea and coffee are drinks."
+    assert [c.text for c in split_claims(text)] == ["It sold chalk, crayons, and colored pencils.",
+                                                    "Tea and coffee are drinks."]
+
+
+def test_claim_spans_point_into_the_answer() -> None:
+    text = "Rollo led the Vikings [1]. Vikings settled Normandy in 911; the French king paid tribute."
+    for c in split_claims(text):
+        assert c.text.replace(".", "") in text[c.start:c.end].replace(".", "")
+    assert "[1]" not in " ".join(c.text for c in split_claims(text))
+
+
+def test_content_words_are_stemmed_and_drop_fillers_only_when_asked() -> None:
+    assert content_words("jumping") == content_words("jumps")
+    assert "well" in content_words("Yes, well, dogs bark")
+    assert content_words("Yes, well, dogs bark", frozenset({"yes", "well"})) == content_words("dogs bark")
+    assert numbers("born 12 May 1990, the 3rd child") == {"12", "1990", "3rd"}
+    assert names("Yesterday Rollo met the King of France.") == content_words("Rollo King France")
+    assert negated("He didn't win") and negated("He never won") and not negated("He won")
+
+
+def test_supported_claim_names_its_passage_and_window() -> None:
+    passages = ["Bananas are yellow.", NORMANDY]
+    v = support_claim(_claim("Rollo became the first ruler of Normandy in 911"), passages, max_sentences=2)
+    assert v.supported and v.passage == 1 and v.coverage == 1.0 and v.missing == ()
+    assert passages[1][v.start:v.end] == "Rollo was a Viking leader. In 911 he became the first ruler of Normandy."
+    # one sentence holds all but "Rollo" ("he"): 5 of 6 words, still >= 0.8
+    v = support_claim(_claim("Rollo became the first ruler of Normandy in 911"), passages, max_sentences=1)
+    assert v.supported and v.missing == ("rollo",)
+    assert passages[1][v.start:v.end] == "In 911 he became the first ruler of Normandy."
+
+
+def test_a_wrong_number_is_a_no_even_when_every_other_word_is_there() -> None:
+    v = support_claim(_claim("In 912 Rollo became the first ruler of Normandy"), [NORMANDY])
+    assert not v.supported and not v.numbers_ok and v.coverage >= 0.8
+    assert support_claim(_claim("In 912 Rollo became the first ruler of Normandy"), [NORMANDY], strict=False).supported
+
+
+def test_a_name_absent_from_the_evidence_is_a_no() -> None:
+    v = support_claim(_claim("In 911 Rollo became the first ruler of Normandy under Charlemagne"), [NORMANDY])
+    assert not v.supported and not v.names_ok and "charlemagn" in v.missing
+
+
+def test_a_negated_claim_needs_a_negation_in_the_evidence() -> None:
+    v = support_claim(_claim("Rollo wasn't the first ruler of Normandy in 911"), [NORMANDY])
+    assert not v.supported and not v.negation_ok and v.coverage == 1.0
+    said = ["Rollo was never the first ruler of Normandy in 911."]
+    assert support_claim(_claim("Rollo wasn't the first ruler of Normandy in 911"), said).supported
+
+
+def test_partial_support_is_a_no() -> None:
+    verdict, claims = support_answer("Rollo became the first ruler of Normandy in 911. "
+                                     "He later conquered England with a large fleet of ships.", [NORMANDY])
+    assert verdict is False
+    assert [c.supported for c in claims] == [True, False]
+    # one claim only half found is a no too
+    v = support_claim(_claim("Rollo became the ruler of Normandy, Brittany, Flanders and Aquitaine"), [NORMANDY])
+    assert not v.supported and 0.0 < v.coverage < 0.8
+
+
+def test_a_long_passage_that_pools_the_words_supports_nothing_within_a_window() -> None:
+    # Every word of the claim is in the passage, each in another sentence about something else.
+    passage = ("The museum opened a new wing. Its director is a former chemist. Visitors praised the cafe. "
+               "The garden has a famous rose. The chemist who founded the company studied roses. "
+               "A new company bought the cafe. The museum garden won a prize.")
+    claim = "The chemist founded the museum and won a prize for a new rose"
+    answer = Answer(claim + " [1].", (1,))
+    # today's proxy counts it supported: its words are all somewhere in the cited passage
+    assert faithfulness(answer, [Passage(1, "c", "d", 0, len(passage), passage)]) == 1.0
+    verdict, claims = support_answer(claim, [passage], max_sentences=2)
+    assert verdict is False and claims[0].coverage < 0.8
+    # the stated limit: with the whole passage as one window its own words still pool
+    assert support_answer(claim, [passage], max_sentences=0)[0] is True
+
+
+def test_windows_never_span_two_passages() -> None:
+    claim = _claim("Rollo became the first ruler of Normandy in 911")
+    split = ["Rollo was a Viking leader. In 911 he became", "the first ruler of Normandy."]
+    assert not support_claim(claim, split).supported
+    assert support_claim(claim, [" ".join(split)]).supported
+
+
+def test_windows_are_runs_of_consecutive_sentences() -> None:
+    text = "One apple. Two bees. Three cats."
+    assert [text[s:e] for s, e in windows(text, 2)] == ["One apple.", "One apple. Two bees.", "Two bees.",
+                                                        "Two bees. Three cats.", "Three cats."]
+    assert windows(text, 0) == ((0, len(text)),)
+    assert windows("  ", 2) == () and windows("  ", 0) == ()
+
+
+def test_an_answer_with_nothing_to_judge_is_none_and_fillers_do_not_block_support() -> None:
+    assert support_answer("Yes, well, I think so!", [NORMANDY]) == (None, ())
+    assert support_answer("Yes, well, I think Rollo really became the first ruler of Normandy in 911.",
+                          [NORMANDY])[0] is True
+    assert support_answer("Rollo became the first ruler of Normandy in 911.", [])[0] is False
