@@ -59,20 +59,27 @@ def summarize_experiment(experiment_dir: str | Path, axes: tuple[str, ...] = ())
     """What a sweep's end logs to MLflow, for an experiment folder's finished cells under the parent
     run this process has open (``rag-bench sync``): the leaderboard, the verdict as the parent's
     description, and each cell run's rank, primary measure and CI with the experiment's view."""
-    from rag_bench.errors import RagBenchError
-    from rag_bench.reporting.leaderboard import load_cells, primary
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.reporting.leaderboard import load_cells
 
     cells = load_cells(experiment_dir)
     if cells.empty:
         return
-    key, problem, found = None, "", None
+    key, problem, found = _decide(experiment_dir, cells)
+    _summarize(cells, axes, None if problem else key, problem, found)
+
+
+def _decide(experiment_dir: str | Path, cells: Any) -> tuple[str | None, str, Verdict | None]:
+    """The primary measure of ``cells`` (a leaderboard frame) and the verdict on them; or, when they
+    cannot be ranked, None and why (said, never ranked by another measure)."""
+    from rag_bench.errors import RagBenchError
+    from rag_bench.reporting.leaderboard import primary
+    from rag_bench.reporting.verdict import of_experiment
+
     try:
         key = primary(cells)
-        found = of_experiment(experiment_dir, key=key)
-    except RagBenchError as exc:  # said in the description: never ranked by another measure
-        problem = str(exc)
-    _summarize(cells, axes, None if problem else key, problem, found)
+        return key, "", of_experiment(experiment_dir, key=key)
+    except RagBenchError as exc:
+        return None, str(exc), None
 
 
 def _index_name(value: Any) -> str:
@@ -91,28 +98,20 @@ class SweepReport(SweepCallbacks):
 
     def _report(self, config: DictConfig) -> None:
         from rag_bench.errors import RagBenchError
-        from rag_bench.reporting.leaderboard import (
-            format_failures,
-            format_leaderboard,
-            load_cells,
-            primary,
-            terminal_width,
-        )
-        from rag_bench.reporting.verdict import of_experiment
+        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, terminal_width
         from rag_bench.runner.callbacks import axes_of
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
         cells = load_cells(exp_dir)
         if cells.empty:
             return
-        key, problem, found = None, "", None
-        try:
-            key = primary(cells)
-            found = of_experiment(exp_dir, key=key)
-            ranked = format_leaderboard(cells, sort_by=key, verdict=found,  # refuses measures that differ
-                                        width=terminal_width(), said=False)  # said last, below
-        except RagBenchError as exc:  # said, never ranked by another measure
-            problem = str(exc)
+        key, problem, found = _decide(exp_dir, cells)
+        if not problem:
+            try:
+                ranked = format_leaderboard(cells, sort_by=key, verdict=found,  # refuses measures that differ
+                                            width=terminal_width(), said=False)  # said last, below
+            except RagBenchError as exc:  # said, never ranked by another measure
+                problem = str(exc)
         if not self._failed:
             _summarize(cells, axes_of(config), None if problem else key, problem, found)
         if problem:

@@ -45,6 +45,7 @@ from rag_bench.evaluation.scorer import mlflow_name
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
 from rag_bench.tracking.base import DatasetInfo
+from rag_bench.tracking.batches import log_batches
 from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
 from rag_bench.tracking.server import unreachable
 from rag_bench.tracking.store_seed import keep_template, seed_store
@@ -67,18 +68,6 @@ EXPERIMENT_KIND = "mlflow.experimentKind"
 TRACES_TAG = "rag_bench.traces"
 QUESTIONS_TABLE = "questions.json"
 LEADERBOARD_TABLE = "leaderboard.json"
-
-
-def _log_batches(client: Any, run_id: str, metrics: list[Any], params: list[Any], tags: list[Any]) -> None:
-    """``log_batch`` in as few calls as MLflow's limits allow (1000 entities, 100 params or tags)."""
-    from mlflow.utils.validation import MAX_ENTITIES_PER_BATCH, MAX_PARAMS_TAGS_PER_BATCH
-
-    while metrics or params or tags:
-        p, params = params[:MAX_PARAMS_TAGS_PER_BATCH], params[MAX_PARAMS_TAGS_PER_BATCH:]
-        t, tags = tags[:MAX_PARAMS_TAGS_PER_BATCH - len(p)], tags[MAX_PARAMS_TAGS_PER_BATCH - len(p):]
-        room = MAX_ENTITIES_PER_BATCH - len(p) - len(t)
-        m, metrics = metrics[:room], metrics[room:]
-        client.log_batch(run_id, metrics=m, params=p, tags=t)
 
 
 def _log_dataset(client: Any, run_id: str, info: DatasetInfo) -> None:
@@ -291,7 +280,7 @@ class MlflowTracker:
                 failpoint("mlflow_run_created")
                 plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
                 mlist = [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(metrics.items())]
-                _log_batches(client, run_id, mlist, plist, [])
+                log_batches(client, run_id, mlist, plist, [])
                 if dataset is not None:
                     self._log_dataset(client, run_id, dataset)
                 client.log_artifacts(run_id, str(cell_dir))
@@ -417,7 +406,7 @@ def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str,
             except Exception as exc:  # noqa: BLE001 -- the cells are tracked; the view is a courtesy
                 log.warning("could not label the ranked cells' MLflow runs at %s: %s", uri, exc)
         try:
-            _log_batches(client, run_id, [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(best.items())],
+            log_batches(client, run_id, [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(best.items())],
                          [Param(k, str(v)[:6000]) for k, v in sorted(params.items())],
                          [RunTag("mlflow.note.content", note),
                           RunTag(LOGGED_ARTIFACTS, json.dumps([{"path": LEADERBOARD_TABLE, "type": "table"}]))])

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_bench.failure_labels import NOT_LOST, in_attribution_order
+from rag_bench.tracking.batches import log_batches
 
 RANK = "rank"
 PRIMARY = "primary"
@@ -136,7 +137,6 @@ def publish(client: Any, exp_id: str, rows: Sequence[dict[str, Any]], key: str |
     were ``labelled`` now and how many were ``already`` labelled so."""
     from mlflow.entities import Metric, RunTag
 
-    from rag_bench.tracking.mlflow_tracker import _log_batches
 
     exp = client.get_experiment(exp_id)
     tags: dict[str, str] = dict(exp.tags)
@@ -161,7 +161,7 @@ def publish(client: Any, exp_id: str, rows: Sequence[dict[str, Any]], key: str |
                     all(run.data.tags.get(t) == v for t, v in run_tags.items()):
                 counts["already"] += 1
                 continue
-            _log_batches(client, run.info.run_id, [Metric(m, v, now, 0) for m, v in metrics.items()], [],
+            log_batches(client, run.info.run_id, [Metric(m, v, now, 0) for m, v in metrics.items()], [],
                          [RunTag(t, v) for t, v in run_tags.items()])
             counts["labelled"] += 1
         failures = in_attribution_order(counted)
