@@ -163,12 +163,13 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     :func:`rag_bench.reporting.decide.baseline` takes it."""
     if not cells:
         raise DataError(Problem("", 0, "", "no finished cells to decide between", "run a sweep first"))
-    key = key or decide.primary_measure(cells)
+    primary = _primary_or_none(cells)
+    key = key or primary or decide.primary_measure(cells)  # the last raises, saying why none ranks
     names = dict(names) if names is not None else decide.names_of(cells)
     ranked = decide.rank(cells, key, names)
     best = ranked[0]
     tie = decide.tie_note(len(decide.tied(ranked, key)), key, best.metric(key))
-    reason = decide.reason_of(cells, key) if key == _primary_or_none(cells) else f"ranked by {key}"
+    reason = decide.reason_of(cells, key) if key == primary else f"ranked by {key}"
     m = measures.measure(key)
     higher = decide.higher_is_better(key)
     close: tuple[str, ...] = (best.cell_id,)
