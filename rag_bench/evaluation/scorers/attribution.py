@@ -1,36 +1,66 @@
 """Failure attribution (docs/contract.md §4; metrics.json ``failures``): one label per question,
 the first stage that lost it (the labels and their order: :mod:`rag_bench.failure_labels`).
 
-Answerable questions go ``chunking`` → ``retrieval_miss`` → ``ranking`` → (``error``) →
-``false_refusal`` → ``generation`` → ``citation`` → ``correct``; unanswerable ones are
-``correct_refusal`` or ``hallucinated_answer``. ``error`` means the generator call itself failed
-(counted, reported, kept out of quality denominators). A retrieval-only cell stops after the
-retrieval labels: an answerable question whose evidence reached the top k is ``in_context``.
+Answerable questions go ``chunking`` → ``unauthorized`` → ``stale_version`` → ``retrieval_miss`` →
+``ranking`` → ``partial_evidence`` → ``context`` → (``error``) → ``false_refusal`` → ``generation`` →
+``citation`` → ``correct``; unanswerable ones are ``correct_refusal`` or ``hallucinated_answer``.
+``error`` means the generator call itself failed (counted, reported, kept out of quality
+denominators). A retrieval-only cell stops after the labels that apply before generation: an
+answerable question whose evidence reached the top k, all of it, is ``in_context``.
+
+The labels after the first relevant passage's rank (:func:`retrieval_label`) are decided by
+:func:`lost_before_generation` from what the run holds per question:
+
+- ``unauthorized``: no relevant passage in the final ranking at all while the retriever or
+  reranker returned passages for the question that the asker may not read (dropped, counted in
+  ``security/unauthorized_from_*``): they took the depth the evidence needed. An unreadable passage
+  is never itself relevant (the loader refuses evidence the asker may not read), so this is the one
+  way a dropped passage loses a question; a question that lost nothing to it keeps its label and
+  the drop is still counted by ``security``.
+- ``stale_version``: a document holding the question's evidence has no passage in the context (the
+  top k in a retrieval-only cell) and an older version of it has one -- the same title and tenant,
+  archived or effective earlier (:func:`older_versions`; ``security/stale_retrievals`` counts the
+  archived passages of every ranking, this says which question it cost).
+- ``partial_evidence``: a relevant passage reached the top k but only some of the evidence spans
+  are covered by the top k (``evidence/evidence_recall@k`` strictly between 0 and 1, the kernel of
+  ``evidence/complete@k``).
+- ``context``: the evidence reached the top k, but the passages handed to the generator lost some
+  of it -- the token budget cut a relevant passage (deduplication and parent expansion keep its
+  text, a parent whose cost exceeds the budget does not): fewer spans covered by the context than
+  by the top k, or no relevant passage of the top k inside a passage of the context.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rag_bench.domain import Answer, Question
+from rag_bench.domain import Answer, Chunk, Document, Passage, Question
 from rag_bench.evaluation.grade import Graded
-from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.evaluation.scorers.citations import PRECISION
 from rag_bench.evaluation.scorers.generation import CORRECT
-from rag_bench.failure_labels import GENERATION_CELL_LABELS, RETRIEVAL_LABELS
+from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
+from rag_bench.metrics.relevance import evidence_coverage
 
 COLUMN = "failure"  # records.parquet: each question's label
-_LOST_IN_RETRIEVAL = RETRIEVAL_LABELS[:4]
 # One tally per label, in attribution order: a question lost at a stage is a count of something that
 # went wrong; correct and correct_refusal are the outcomes wanted.
 _MEANINGS: dict[str, tuple[bool | None, str]] = {
     "unjudged": (None, "questions with no relevant evidence: nothing to attribute"),
     "chunking": (False, "questions whose evidence no chunk holds"),
     "retrieval_miss": (False, "questions with no relevant chunk in the top D"),
+    "unauthorized": (False, "questions with no relevant chunk in the final ranking while the retriever or reranker "
+                     "returned chunks for it the asker may not read (dropped: they took the depth)"),
+    "stale_version": (False, "questions whose evidence document had no passage in the context (the top k without "
+                      "one) while an older or archived version of it had one"),
     "ranking": (False, "questions whose relevant chunk was retrieved but cut before k"),
+    "partial_evidence": (False, "questions with a relevant chunk in the top k but only some of their evidence spans "
+                         "covered by it (multi-hop)"),
+    "context": (False, "questions whose evidence reached the top k but not the generator: cut from the context by "
+                "the token budget"),
     "error": (False, "questions whose generator call failed"),
     "false_refusal": (False, "answerable questions refused"),
     "in_context": (None, "evidence in the context and no reference to judge the answer (retrieval-only cells: "
@@ -74,7 +104,7 @@ def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct
         if answer.error:
             return "error"
         return "correct_refusal" if answer.refused else "hallucinated_answer"
-    if retrieval in _LOST_IN_RETRIEVAL:
+    if retrieval in LOST_BEFORE_GENERATION:
         return retrieval
     if answer.error:
         return "error"
@@ -99,6 +129,76 @@ def retrieval_labels(questions: Sequence[Question], grades: Sequence[Graded], k:
             for q, g in zip(questions, grades)]
 
 
+def older_versions(documents: Mapping[str, Document]) -> dict[str, frozenset[str]]:
+    """Per document id, the ids of its older versions: documents of the same tenant and title (case
+    and spacing aside) that are archived, or effective earlier (``effective_at``, ISO dates compare
+    as text), while it is not archived. Documents with no title, or a title no other shares, have
+    none (left out of the mapping).
+
+    >>> docs = {"p": Document("p", "", title="Returns", effective_at="2024-03-01"),
+    ...         "p23": Document("p23", "", title="returns ", status="archived"),
+    ...         "q": Document("q", "", title="Other")}
+    >>> older_versions(docs)
+    {'p': frozenset({'p23'})}
+    """
+    families: dict[tuple[str | None, str], list[Document]] = {}
+    for d in documents.values():
+        title = " ".join(d.title.split()).casefold()
+        if title:
+            families.setdefault((d.tenant, title), []).append(d)
+    out: dict[str, frozenset[str]] = {}
+    for family in families.values():
+        if len(family) < 2:
+            continue
+        for d in family:
+            if d.archived:
+                continue
+            older = frozenset(o.doc_id for o in family if o.doc_id != d.doc_id and (
+                o.archived or (o.effective_at is not None and d.effective_at is not None
+                               and o.effective_at < d.effective_at)))
+            if older:
+                out[d.doc_id] = older
+    return out
+
+
+def _inside(chunk: Chunk, passages: Sequence[Passage]) -> bool:
+    """Whether ``chunk``'s text is in one of ``passages`` (itself, or a parent or longer span of its document)."""
+    return any(p.doc_id == chunk.doc_id and p.start <= chunk.start and chunk.end <= p.end for p in passages)
+
+
+def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, passages: Sequence[Chunk],
+                           versions: Mapping[str, frozenset[str]], *, k: int, level: int = 1,
+                           min_coverage: float = 0.5) -> str | None:
+    """The retrieval ``label`` (:func:`retrieval_label`) refined by what else lost the question
+    before the generator (module docstring): ``unauthorized``, ``stale_version``,
+    ``partial_evidence``, ``context``; every other label (and None: unanswerable) unchanged.
+    ``passages`` are what the rankings index, ``versions`` :func:`older_versions` of the corpus,
+    ``level`` the relevance level (``eval.relevance_level``), ``min_coverage`` the evidence kernel's."""
+    if label not in ("retrieval_miss", "ranking", "in_context"):
+        return label
+    q = qr.question
+    if label == "retrieval_miss" and qr.dropped_by_retriever + qr.dropped_by_reranker > 0:
+        return "unauthorized"
+    top = [passages[j] for j in qr.ranked.indices[:k]]
+    seen: Sequence[Chunk | Passage] = qr.context if qr.context is not None else top
+    if versions:
+        present = {p.doc_id for p in seen}
+        for doc_id in dict.fromkeys(ev.doc_id for ev in q.evidence):
+            if doc_id not in present and versions.get(doc_id, frozenset()) & present:
+                return "stale_version"
+    if label != "in_context":
+        return label
+    recall, _ = evidence_coverage(q, top, min_coverage=min_coverage)
+    if 0 < recall < 1:
+        return "partial_evidence"
+    if qr.context is not None:
+        relevant = [passages[j] for j in qr.ranked.indices[:k] if graded.qrels.get(j, 0) >= level]
+        in_context, _ = evidence_coverage(q, qr.context, min_coverage=min_coverage)
+        if in_context < recall or (relevant and not any(_inside(c, qr.context) for c in relevant)):
+            return "context"
+    return label
+
+
 def tally(labels: Sequence[str | None], *, answered: bool) -> dict[str, int]:
     """metrics.json ``failures``: questions per label, every label of the cell's kind (a
     retrieval-only cell's retrieval labels, else every label) in attribution order, zeros included."""
@@ -120,8 +220,13 @@ class Attribution:
         """Per question, the first stage that lost it; the tallies."""
         run = context.run
         questions = [q.question for q in run.questions]
-        labels = retrieval_labels(questions, context.grades.questions, context.settings.k,
-                                  attribute_chunking=run.attribute_chunking)
+        graded = context.grades.questions
+        labels = retrieval_labels(questions, graded, context.settings.k, attribute_chunking=run.attribute_chunking)
+        versions = context.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus))
+        labels = [lost_before_generation(label, qr, g, run.passages, versions, k=context.settings.k,
+                                         level=context.settings.relevance_level,
+                                         min_coverage=context.settings.min_coverage)
+                  for label, qr, g in zip(labels, run.questions, graded)]
         if run.answered:
             correct, precision = context.column(CORRECT.column), context.column(PRECISION.column)
             labels = [final_label(q.question.answerable, label, q.answer, correct[i], precision[i])  # type: ignore[arg-type]
