@@ -39,6 +39,15 @@ ADVICE = {
     "chunking": "the chunker cut the evidence apart: try chunker=section or parent_child, or larger chunks",
     "retrieval_miss": "no relevant passage was retrieved: try retriever=hybrid, another embedder, or a deeper "
                       "first stage",
+    "unauthorized": "the retriever or reranker returned passages the asker may not read and the evidence fell out of "
+                    "the ranking: make the stage apply the access filter it is given (a security failure first)",
+    "stale_version": "an older or archived version of the evidence's document reached the context instead of the "
+                     "current one: keep pipeline.include_archived false, or prefer current versions (a filter on "
+                     "status, a boost on effective_at)",
+    "partial_evidence": "only some of the evidence reached the top k (multi-hop questions): a larger pipeline.k, a "
+                        "reranker, or a retriever that diversifies (hybrid)",
+    "context": "the evidence was in the top k but cut from the context: a larger pipeline.token_budget, smaller "
+               "chunks, or no parent expansion",
     "ranking": "the evidence was retrieved but ranked below k: try a reranker (reranker=dense or cross_encoder) or "
                "a larger pipeline.k",
     "false_refusal": "the generator refused answerable questions: lower its refusal setting (generator.threshold for "

@@ -65,3 +65,13 @@ def test_load_says_what_the_folder_is(experiment, tmp_path, where, says):
             "missing": lambda: tmp_path / "nope", "root": lambda: experiment.parent}[where]()
     with pytest.raises(RagBenchError, match=says):
         rb.load(path)
+
+
+def test_every_label_that_loses_a_question_has_advice():
+    """``next_steps`` said "see the drill-down" for a label ADVICE did not know: each label of the
+    failure order that is a loss (issue 42 added four) says what to try."""
+    from rag_bench.failure_labels import GENERATION_CELL_LABELS, NOT_LOST
+
+    lost = [lab for lab in GENERATION_CELL_LABELS if lab not in NOT_LOST]
+    assert {"unauthorized", "stale_version", "partial_evidence", "context"} <= set(lost)
+    assert [lab for lab in lost if not rb.ADVICE.get(lab)] == []

@@ -355,4 +355,5 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int
 # Column heads of the failure table: the long label names made the demo's table 136 characters wide;
 # with these it fits a 120-column terminal, and a legend line under the table names them in full.
 FAILURE_HEADS = {"retrieval_miss": "retr_miss", "false_refusal": "false_ref", "correct_refusal": "corr_ref",
+                 "unauthorized": "unauth", "stale_version": "stale", "partial_evidence": "partial",
                  "hallucinated_answer": "halluc", "excluded_no_relevant_chunk": "no_rel_chunk"}

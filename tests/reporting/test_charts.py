@@ -240,6 +240,28 @@ def test_the_failure_chart_colours_bars_by_family_and_names_the_family_in_the_le
                       "correct_refusal (correct outcome)"]
 
 
+def test_the_labels_before_generation_have_their_families_and_come_in_attribution_order(kept, tmp_path):
+    """Issue 42's labels: partial_evidence beside retrieval_miss (one family, lighter: a lesser
+    loss), unauthorized, stale_version and context each a family of their own, in the legend in the
+    order a question meets them."""
+    from types import SimpleNamespace
+
+    counts = {"context": 2, "partial_evidence": 3, "stale_version": 1, "unauthorized": 1, "retrieval_miss": 2,
+              "correct": 4}
+    cell = SimpleNamespace(cell_id="c1", label="c1", metrics={"failures": counts, "retrieval": {"ndcg@10": 0.5}},
+                           metric=lambda key: 0.5, config={})
+    charts.failures([cell], tmp_path / "f.png", metric="retrieval/ndcg@10")
+    (fig,) = kept
+    ax = fig.axes[0]
+    drawn = {bars.get_label(): matplotlib.colors.to_hex(bars.patches[0].get_facecolor()) for bars in ax.containers}
+    assert drawn["context"] == charts.FAILURE_COLORS["context"]
+    assert drawn["partial_evidence (retrieval)"] == charts.FAILURE_COLORS["partial_evidence"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "unauthorized (access)", "stale_version (version)", "retrieval_miss (retrieval)",
+        "partial_evidence (retrieval)", "context", "correct (correct outcome)"]
+    assert _lab(charts.FAILURE_COLORS["partial_evidence"])[0] > _lab(charts.FAILURE_COLORS["retrieval_miss"])[0]
+
+
 def test_pareto_quality_axis_starts_at_0_and_the_front_carries_its_intervals(kept, tmp_path):
     quality, cost = [0.31, 0.295, 0.26, 0.2], [0.23, 0.04, 0.037, 0.1]
     front = [True, True, True, False]

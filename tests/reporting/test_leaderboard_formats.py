@@ -134,3 +134,21 @@ def test_the_table_fits_the_terminal_and_says_what_it_left_out(demo_cells, capsy
     monkeypatch.setenv("COLUMNS", "400")
     assert cli(["leaderboard", exp]) == 0
     assert "left out to fit" not in capsys.readouterr().out
+
+
+def test_the_failure_table_shortens_the_labels_of_the_whole_order_and_names_them():
+    """The labels of issue 42 (before generation) get short heads, listed in attribution order, and
+    the legend line names them in full."""
+    import pandas as pd
+
+    from rag_bench.reporting.leaderboard import format_failures
+
+    row = {"cell": "c1", "label": "parent_child dense rr=none k=3", "retrieval/ndcg@10": 0.5}
+    labels = ("correct", "context", "partial_evidence", "stale_version", "unauthorized", "retrieval_miss", "generation")
+    row.update({f"failures/{lab}": 3 for lab in labels})
+    text = format_failures(pd.DataFrame([row]))
+    head = text.splitlines()[0].split()
+    assert head == ["cell", "unauth", "stale", "retr_miss", "partial", "context", "generation", "correct"]
+    for short in ("unauth = unauthorized", "stale = stale_version", "partial = partial_evidence"):
+        assert short in text
+    assert max(len(line) for line in text.splitlines()) <= 120, text
