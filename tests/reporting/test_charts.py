@@ -242,8 +242,8 @@ def test_the_failure_chart_colours_bars_by_family_and_names_the_family_in_the_le
 
 def test_the_labels_before_generation_have_their_families_and_come_in_attribution_order(kept, tmp_path):
     """Issue 42's labels: partial_evidence beside retrieval_miss (one family, lighter: a lesser
-    loss), unauthorized, stale_version and context each a family of their own, in the legend in the
-    order a question meets them."""
+    loss), unauthorized and stale_version one family (what the retriever may return), context one of
+    its own, in the legend in the order a question meets them."""
     from types import SimpleNamespace
 
     counts = {"context": 2, "partial_evidence": 3, "stale_version": 1, "unauthorized": 1, "retrieval_miss": 2,
@@ -257,7 +257,7 @@ def test_the_labels_before_generation_have_their_families_and_come_in_attributio
     assert drawn["context"] == charts.FAILURE_COLORS["context"]
     assert drawn["partial_evidence (retrieval)"] == charts.FAILURE_COLORS["partial_evidence"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "unauthorized (access)", "stale_version (version)", "retrieval_miss (retrieval)",
+        "unauthorized (access & version)", "stale_version (access & version)", "retrieval_miss (retrieval)",
         "partial_evidence (retrieval)", "context", "correct (correct outcome)"]
     assert _lab(charts.FAILURE_COLORS["partial_evidence"])[0] > _lab(charts.FAILURE_COLORS["retrieval_miss"])[0]
 

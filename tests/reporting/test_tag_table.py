@@ -37,8 +37,8 @@ def test_failure_colours_are_semantic_successes_green_no_loss_green():
     for label in ("correct", "correct_refusal", "in_context"):
         r, g, b = to_rgb(FAILURE_COLORS[label])
         assert g > r and g > b, label
-    for label in ("chunking", "retrieval_miss", "ranking", "false_refusal", "generation", "citation",
-                  "hallucinated_answer"):
+    for label in ("chunking", "unauthorized", "stale_version", "retrieval_miss", "ranking", "partial_evidence",
+                  "context", "false_refusal", "generation", "citation", "hallucinated_answer"):
         r, g, b = to_rgb(FAILURE_COLORS[label])
         assert not (g > r and g > b), label
 
