@@ -10,7 +10,7 @@ import pytest
 from rag_bench.domain import Answer, Chunk, Document, EvidenceSpan, Passage, Question, Ranking
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun
-from rag_bench.evaluation.scorers.attribution import final_label, lost_before_generation, older_versions
+from rag_bench.evaluation.scorers.attribution import CellView, final_label, lost_before_generation, older_versions
 from rag_bench.failure_labels import ANSWERABLE_LABELS, GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
 
 DOCS = {"policy": Document("policy", "p" * 100, title="Returns", tenant="t", effective_at="2024-03-01"),
@@ -42,7 +42,7 @@ def _label(q: Question, ranked: tuple[int, ...], *, k: int, context: tuple[int, 
     qr = QuestionRun(q, ranking, ranking, dropped_by_retriever=dropped,
                      context=None if context is None else _passages(*context))
     graded = Graded(np.zeros(0), 1, [], relevant, np.ones(len(q.evidence), bool), True, first)
-    return lost_before_generation(label, qr, graded, CHUNKS, VERSIONS, k=k)
+    return lost_before_generation(label, qr, graded, CellView(CHUNKS, VERSIONS, k))
 
 
 def test_the_order_lists_every_new_label_once_and_retrieval_only_cells_the_ones_before_generation():
@@ -82,7 +82,7 @@ def test_context_a_relevant_chunk_in_the_top_k_cut_before_the_generator():
     ranking = Ranking("q1", (0,), (1.0,))
     qr = QuestionRun(ONE, ranking, ranking, context=parent)
     graded = Graded(np.zeros(0), 1, [], {0: 1}, np.ones(1, bool), True, 1)
-    assert lost_before_generation("in_context", qr, graded, CHUNKS, VERSIONS, k=1) == "in_context"
+    assert lost_before_generation("in_context", qr, graded, CellView(CHUNKS, VERSIONS, 1)) == "in_context"
 
 
 def test_stale_version_the_archived_version_in_the_context_and_the_current_one_not():

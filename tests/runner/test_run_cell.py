@@ -196,8 +196,9 @@ def test_generation_cell(tmp_path):
     assert 0.5 <= m["abstention"]["top1_auroc"] <= 1
     records = pd.read_parquet(cell / "records.parquet")
     assert {"answer", "citations", "context_ids", "refused", "correct", "citation_precision"} <= set(records.columns)
-    assert set(records["failure"]) <= {"chunking", "retrieval_miss", "ranking", "false_refusal", "generation",
-                                       "citation", "correct", "correct_refusal", "hallucinated_answer"}
+    assert set(records["failure"]) <= {"chunking", "retrieval_miss", "ranking", "partial_evidence", "context",
+                                       "false_refusal", "generation", "citation", "correct", "correct_refusal",
+                                       "hallucinated_answer"}
     failures = pd.read_csv(cell / "failures.csv")
     assert len(failures) == len(records) and {"qid", "failure", "answer"} <= set(failures.columns)
     # the prompt-injection review never changes the output format: every answer parsed

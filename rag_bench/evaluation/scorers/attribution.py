@@ -33,6 +33,7 @@ The labels after the first relevant passage's rank (:func:`retrieval_label`) are
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -166,17 +167,27 @@ def _inside(chunk: Chunk, passages: Sequence[Passage]) -> bool:
     return any(p.doc_id == chunk.doc_id and p.start <= chunk.start and chunk.end <= p.end for p in passages)
 
 
-def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, passages: Sequence[Chunk],
-                           versions: Mapping[str, frozenset[str]], *, k: int, level: int = 1,
-                           min_coverage: float = 0.5) -> str | None:
+@dataclass(frozen=True)
+class CellView:
+    """What :func:`lost_before_generation` reads of a cell: the passages the rankings index, the
+    corpus' :func:`older_versions`, ``pipeline.k``, the relevance level (``eval.relevance_level``)
+    and the evidence kernel's ``eval.min_coverage``."""
+
+    passages: Sequence[Chunk]
+    versions: Mapping[str, frozenset[str]]
+    k: int
+    level: int = 1
+    min_coverage: float = 0.5
+
+
+def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, cell: CellView) -> str | None:
     """The retrieval ``label`` (:func:`retrieval_label`) refined by what else lost the question
     before the generator (module docstring): ``unauthorized``, ``stale_version``,
-    ``partial_evidence``, ``context``; every other label (and None: unanswerable) unchanged.
-    ``passages`` are what the rankings index, ``versions`` :func:`older_versions` of the corpus,
-    ``level`` the relevance level (``eval.relevance_level``), ``min_coverage`` the evidence kernel's."""
+    ``partial_evidence``, ``context``; every other label (and None: unanswerable) unchanged."""
     if label not in ("retrieval_miss", "ranking", "in_context"):
         return label
-    q = qr.question
+    q, passages, k, min_coverage = qr.question, cell.passages, cell.k, cell.min_coverage
+    versions = cell.versions
     if label == "retrieval_miss" and qr.dropped_by_retriever + qr.dropped_by_reranker > 0:
         return "unauthorized"
     top = [passages[j] for j in qr.ranked.indices[:k]]
@@ -192,7 +203,7 @@ def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, p
     if 0 < recall < 1:
         return "partial_evidence"
     if qr.context is not None:
-        relevant = [passages[j] for j in qr.ranked.indices[:k] if graded.qrels.get(j, 0) >= level]
+        relevant = [passages[j] for j in qr.ranked.indices[:k] if graded.qrels.get(j, 0) >= cell.level]
         in_context, _ = evidence_coverage(q, qr.context, min_coverage=min_coverage)
         if in_context < recall or (relevant and not any(_inside(c, qr.context) for c in relevant)):
             return "context"
@@ -222,11 +233,10 @@ class Attribution:
         questions = [q.question for q in run.questions]
         graded = context.grades.questions
         labels = retrieval_labels(questions, graded, context.settings.k, attribute_chunking=run.attribute_chunking)
-        versions = context.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus))
-        labels = [lost_before_generation(label, qr, g, run.passages, versions, k=context.settings.k,
-                                         level=context.settings.relevance_level,
-                                         min_coverage=context.settings.min_coverage)
-                  for label, qr, g in zip(labels, run.questions, graded)]
+        s = context.settings
+        cell = CellView(run.passages, context.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus)), s.k,
+                    s.relevance_level, s.min_coverage)
+        labels = [lost_before_generation(label, qr, g, cell) for label, qr, g in zip(labels, run.questions, graded)]
         if run.answered:
             correct, precision = context.column(CORRECT.column), context.column(PRECISION.column)
             labels = [final_label(q.question.answerable, label, q.answer, correct[i], precision[i])  # type: ignore[arg-type]
