@@ -397,7 +397,16 @@ def _failures(cells: list[Cell], ranked: list[Cell], names: dict[str, str], metr
         rows.append(row)
     return (_img(chart, "failures") + "<p>The first stage that lost each question. Each count links to its "
             f"questions in the drill-down (top {min(top, len(cells))} cells by {html.escape(metric)}).</p>"
-            + page.table(rows, sortable=True, left=1))
+            + page.table(rows, sortable=True, left=1) + _label_meanings(labels))
+
+
+def _label_meanings(labels: list[str]) -> str:
+    """What each label of the failure table means (its tally's definition), in the table's order."""
+    meaning = {m.family: m.description for m in measures.FAILURES}
+    items = "".join(f"<li><b>{html.escape(lab)}</b>: {html.escape(meaning[lab])}</li>" for lab in labels
+                    if lab in meaning)
+    return ("<p>The labels, in the order a question meets them (docs/metrics.md, the failure order):</p>"
+            f"<ul class='labels'>{items}</ul>") if items else ""
 
 
 def _depth(cells: list[Cell], out: Path) -> str:

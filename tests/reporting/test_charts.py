@@ -287,3 +287,20 @@ def test_depth_curves_carry_a_band_over_questions(demo_cells):
     # As wide as one cell's own interval over the same questions (the cells share them).
     lo, hi = bootstrap_ci(cells[0].records[f"hit@{ks[0]}"].to_numpy(dtype=float))
     assert highs[0] - lows[0] == pytest.approx(hi - lo, rel=0.5) and highs[0] - lows[0] > 0.05
+
+
+def test_the_reports_failure_section_says_what_each_label_shown_means(kept, tmp_path):
+    """The report's failure table lists the labels it shows with their definitions (the tallies'
+    descriptions, one source), in attribution order -- a reader meets partial_evidence or context
+    without opening docs/."""
+    from types import SimpleNamespace
+
+    from rag_bench.reporting import report
+
+    counts = {"correct": 3, "context": 1, "partial_evidence": 2}
+    cell = SimpleNamespace(cell_id="c1", label="c1", metrics={"failures": counts, "retrieval": {"ndcg@10": 0.5}},
+                           metric=lambda key: 0.5, config={})
+    html = report._failures([cell], [cell], {"c1": "c1"}, "retrieval/ndcg@10", tmp_path, 10)
+    listed = html.split("<ul class='labels'>", 1)[1]
+    assert listed.index("partial_evidence") < listed.index("<b>context</b>") < listed.index("<b>correct</b>")
+    assert "only some of their evidence spans" in listed and "cut from the context by the token budget" in listed
