@@ -48,7 +48,9 @@ def _log(t: MlflowTracker, tmp_path, cells: dict[str, float]) -> None:
         (folder / "metrics.json").write_text("{}")
         t.log_cell(cell_id=cell_id, cell_dir=folder, params={}, run_name=f"label {cell_id}", tags={},
                    metrics={KEY: value, "failures/ranking": 3.0 if cell_id == "b" else 0.0, "failures/correct": 1.0,
-                            "failures/retrieval_miss": 1.0 if cell_id == "a" else 0.0, "failures/chunking": 0.0})
+                            "failures/retrieval_miss": 1.0 if cell_id == "a" else 0.0, "failures/chunking": 0.0,
+                            "failures/partial_evidence": 2.0 if cell_id == "b" else 0.0,
+                            "failures/unauthorized": 1.0 if cell_id == "c" else 0.0})
 
 
 def _rows(order: list[tuple[str, float]]) -> list[dict]:
@@ -87,7 +89,9 @@ def test_ranked_cells_are_labelled_and_listed_best_first(tracker, tmp_path):
     # nor an outcome that loses no question: correct)
     assert state["selectedColumns"][:4] == ["metrics.`rank`", "metrics.`primary`", "metrics.`primary.ci_lo`",
                                             "metrics.`primary.ci_hi`"]
-    assert state["selectedColumns"][4:] == ["metrics.`failures.retrieval_miss`", "metrics.`failures.ranking`"]
+    # (issue 42's labels too: unauthorized before retrieval_miss, partial_evidence after ranking)
+    assert state["selectedColumns"][4:] == ["metrics.`failures.unauthorized`", "metrics.`failures.retrieval_miss`",
+                                            "metrics.`failures.ranking`", "metrics.`failures.partial_evidence`"]
     assert state["columnOrder"] == state["selectedColumns"]  # else MLflow lists them by name
     # what the view's filter finds is what MLflow's UI lists: the three cells, not the sweep's parent
     found = client.search_runs([exp_id], filter_string=state["searchFilter"], order_by=["metrics.rank ASC"])
