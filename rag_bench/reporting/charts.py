@@ -511,10 +511,12 @@ def failures(cells: Sequence[Cell], path: Path, *, labels: Sequence[str] | None 
         left += vals
     ax.set_yticks(range(len(shown)), [names[c.cell_id] for c in shown], fontsize=8)
     ax.set_xlabel("questions (answerable: first stage that lost them; unanswerable: refused or not)")
+    # The legend hangs a fixed distance (in points) below the axes, under the x label: anchored at a
+    # share of the axes' height it covered the label of a chart of a few cells.
     order = sorted(bars, key=lambda lab: (FAMILY_ORDER.index(FAILURE_FAMILY[lab]) if lab in FAILURE_FAMILY
                                           else len(FAMILY_ORDER), labs.index(lab)))
     ax.legend([bars[lab] for lab in order], [failure_legend(lab) for lab in order], fontsize=8,
-              ncol=min(3, len(order)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
+              ncol=min(3, len(order)), loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=4.5,
               title="colour: the stage that lost the question (hue), the outcome within it (shade)", title_fontsize=8)
     more = f" (top {len(shown)} of {len(cells)} by {metric or measures.PRIMARY.key})" if len(shown) < len(cells) else ""
     ax.set_title(f"Failure attribution per cell{more}")

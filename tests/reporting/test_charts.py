@@ -304,3 +304,23 @@ def test_the_reports_failure_section_says_what_each_label_shown_means(kept, tmp_
     listed = html.split("<ul class='labels'>", 1)[1]
     assert listed.index("partial_evidence") < listed.index("<b>context</b>") < listed.index("<b>correct</b>")
     assert "only some of their evidence spans" in listed and "cut from the context by the token budget" in listed
+
+
+def test_the_failure_legend_never_covers_the_x_label_of_a_short_chart(kept, tmp_path):
+    """A failure chart of four cells had its legend (three rows: nine labels) drawn over the x axis'
+    label: it hung at a share of the axes' height below them. Now it hangs below the label."""
+    from types import SimpleNamespace
+
+    counts = {"retrieval_miss": 4, "ranking": 2, "context": 20, "false_refusal": 12, "generation": 7, "citation": 1,
+              "correct": 51, "correct_refusal": 29, "hallucinated_answer": 83}
+    cells = [SimpleNamespace(cell_id=f"c{i}", label=f"c{i}", metrics={"failures": counts}, metric=lambda key: 0.5,
+                             config={}) for i in range(4)]
+    charts.failures(cells, tmp_path / "f.png", metric="retrieval/ndcg@10")
+    (fig,) = kept
+    fig.tight_layout()  # as charts._save lays it out before saving
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    legend, label = ax.get_legend().get_window_extent(renderer), ax.xaxis.label.get_window_extent(renderer)
+    assert legend.y1 < label.y0, (legend, label)
+    assert legend.y0 >= 0  # and the figure still holds it
