@@ -24,12 +24,13 @@ def parse_answer(raw: str, n_passages: int) -> Answer:
 
     Output must be a JSON object with a string ``answer`` and an integer list ``sources``, and
     optionally a string ``clarify``: a non-blank one is a question asked back
-    (:attr:`Answer.clarification`, kept as given), and such an answer is no refusal; absent or
-    blank, the answer does not ask. The answer text is kept exactly as given (no whitespace
-    stripped: an application's answer is hashed for labels.jsonl and shown as it was); blank or
-    the refusal sentence is a refusal. Citations are the union of ``sources`` and ``[n]`` markers in the answer; numbers outside
-    ``1..n_passages`` are dropped and counted in ``invalid_citations``. Anything else is recorded
-    as a parse error with an empty answer — never repaired. Answers are frozen: one output
+    (:attr:`Answer.clarification`, kept as given), and such an answer is no refusal; absent,
+    blank or the refusal sentence, the answer does not ask. The answer text is kept exactly as
+    given (no whitespace stripped: an application's answer is hashed for labels.jsonl and shown
+    as it was); blank or the refusal sentence is a refusal. Citations are the union of
+    ``sources`` and ``[n]`` markers in the answer; numbers outside ``1..n_passages`` are dropped
+    and counted in ``invalid_citations``. Anything else is recorded as a parse error with an
+    empty answer — never repaired. Answers are frozen: one output
     met again (a cached generation in another cell) is parsed once.
     """
     return _parse_cached(raw, n_passages) if isinstance(raw, str) else _parse(raw, n_passages)
@@ -55,7 +56,8 @@ def _parse(raw: str, n_passages: int) -> Answer:
         return Answer("", parse_error="'clarify' is not text: it holds a lone UTF-16 surrogate escape (\\ud800-\\udfff)",
                       raw=raw)
     text = obj["answer"]
-    asked = clarify if clarify is not None and clarify.strip() else None
+    # The refusal sentence is no question back (a model that wrote it into both fields refused).
+    asked = clarify if clarify is not None and clarify.strip() and not is_refusal(clarify) else None
     cited = list(dict.fromkeys([*sources, *(int(m) for m in _CITE.findall(text))]))
     valid = tuple(sorted(c for c in cited if 1 <= c <= n_passages))
     refused = asked is None and (is_refusal(text) or not text.strip())

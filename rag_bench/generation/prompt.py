@@ -37,7 +37,9 @@ SYSTEM = (
     "5. If the answer depends on a fact about the asker's situation that the question does not give, do not "
     "guess: put one short question asking for the missing facts in \"clarify\" and leave \"answer\" empty. "
     "Otherwise \"clarify\" is \"\".\n"
-    'Reply with JSON only: {"answer": "<answer>", "sources": [<numbers>], "clarify": "<question or empty>"}'
+    # The example shows the common case (no question back): a placeholder such as "<question>"
+    # in it was copied verbatim by a small model into every reply.
+    'Reply with JSON only: {"answer": "<answer>", "sources": [<numbers>], "clarify": ""}'
 )
 OPEN, CLOSE = "<source>", "</source>"
 

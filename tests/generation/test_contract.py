@@ -96,6 +96,8 @@ def test_parse_answer(raw, text, cites, invalid, refused, error):
     ('{"answer": "14 days", "sources": [], "clarify": true}', "", None, False, "'clarify' is not a string (got bool)"),
     ('{"answer": "", "sources": [], "clarify": ["Annual?"]}', "", None, False, "'clarify' is not a string (got list)"),
     ('{"answer": "", "sources": [], "clarify": null}', "", None, True, None),
+    # the refusal sentence in both fields (gemma3-270m did this) is a refusal, not a question back
+    (json.dumps({"answer": REFUSAL, "sources": [], "clarify": REFUSAL}), REFUSAL, None, True, None),
     ('{"answer": "", "sources": [], "clarify": "\\ud83d?"}', "", None, False, "'clarify' is not text"),
 ])
 def test_parse_answer_clarify(raw, text, clarification, refused, error):
@@ -114,6 +116,7 @@ def test_parse_answer_keeps_the_answer_text_as_given():
 
 def test_the_prompt_tells_the_model_when_to_ask_and_the_schema_has_the_field():
     assert '"clarify"' in SYSTEM and "does not give" in SYSTEM and "do not guess" in SYSTEM
+    assert SYSTEM.endswith('"clarify": ""}')  # the example shows no placeholder a model could copy
     assert ANSWER_SCHEMA["properties"]["clarify"] == {"type": "string"} and "clarify" in ANSWER_SCHEMA["required"]
 
 
