@@ -28,6 +28,7 @@ ASKS_HALF = Answer("", clarification="Did the delay need an overnight stay?")
 DIRECT = Answer("Yes, hotels are refunded.")
 REFUSAL = Answer("I cannot answer this from the provided sources.", refused=True)
 FAILED = Answer("", error="timeout")
+BROKE = Answer("", parse_error="not JSON: Expecting ',' delimiter")  # gemma3-270m ran past max_tokens
 
 
 def _context(rows: list[tuple[Question, Answer]], traits: Traits | None = None) -> Context:
@@ -49,12 +50,13 @@ def _col(parts, column):
 
 def test_right_for_an_answer_asking_for_every_fact_wrong_for_a_direct_answer_and_a_refusal():
     ctx = _context([(HOTEL, ASKS), (HOTEL, ASKS_HALF), (HOTEL, DIRECT), (HOTEL, REFUSAL), (HOTEL, FAILED),
-                    (PLAIN, DIRECT), (PLAIN, ASKS)])
+                    (PLAIN, DIRECT), (PLAIN, ASKS), (HOTEL, BROKE)])
     parts = clarify.SCORER.score(ctx)
-    assert _col(parts, "correct_clarification") == [1.0, 0.0, 0.0, 0.0, None, None, None]
-    assert _col(parts, "premature_answer") == [0.0, 0.0, 1.0, 0.0, None, None, None]
-    assert _col(parts, "clarify_rate") == [1.0, 1.0, 0.0, 0.0, None, 0.0, 1.0]
-    assert parts[0].values == {clarify.EXPECTS_CLARIFY.key: 5} and parts[0].warnings == ()
+    assert _col(parts, "correct_clarification") == [1.0, 0.0, 0.0, 0.0, None, None, None, 0.0]
+    # an unparseable output answered nothing: wrong, not premature
+    assert _col(parts, "premature_answer") == [0.0, 0.0, 1.0, 0.0, None, None, None, 0.0]
+    assert _col(parts, "clarify_rate") == [1.0, 1.0, 0.0, 0.0, None, 0.0, 1.0, 0.0]
+    assert parts[0].values == {clarify.EXPECTS_CLARIFY.key: 6} and parts[0].warnings == ()
     # correct_all: right iff the clarification is correct; context_all: as an answerable question
     (ans,) = answer.SCORER.score(ctx)
     assert [None if math.isnan(v) else v for v in ans.columns["correct_all"]][:5] == [1.0, 0.0, 0.0, 0.0, None]

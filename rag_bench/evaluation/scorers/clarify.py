@@ -6,8 +6,9 @@ give; the facts are the question's ``clarify_facts``).
 question with an answer; ``correct_clarification`` the share of the questions expecting clarify
 whose answer asked for every missing fact: each clarify fact's content words (stemmed, stopwords
 out: :func:`rag_bench.text.normalize.asks_for`) all occur in the clarifying question;
-``premature_answer`` the share of them answered directly (neither asking nor refusing; lower is
-better). A refusal of such a question is wrong too: it is neither (0 in both). A failed call is NaN.
+``premature_answer`` the share of them answered directly (neither asking nor refusing nor breaking
+the answer contract; lower is better). A refusal of such a question is wrong too: it is neither (0
+in both), and so is an unparseable output. A failed call is NaN.
 The section is reported when the dataset has a question expecting clarify or an answer asked.
 
 When the dataset has such questions and the generator declares it cannot ask
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rag_bench.domain import Answer
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.text.normalize import asks_for
@@ -49,6 +51,12 @@ def asked_for_all(clarification: str | None, facts: tuple[str, ...]) -> bool:
     False
     """
     return clarification is not None and bool(facts) and all(asks_for(clarification, f) for f in facts)
+
+
+def direct(answer: Answer) -> bool:
+    """Whether ``answer`` answers directly: neither asks, nor refuses, nor broke the contract (an
+    unparseable output answered nothing; ``generation/unparseable`` counts it)."""
+    return not answer.asked and not answer.refused and answer.parse_error is None
 
 
 def cannot_ask_warning(n: int) -> str:
@@ -88,7 +96,7 @@ class Clarify:
             columns[CORRECT_CLARIFICATION.column].append(
                 float(asked_for_all(a.clarification, q.clarify_facts)) if ok and expected else np.nan)
             columns[PREMATURE_ANSWER.column].append(
-                float(not a.asked and not a.refused) if ok and expected else np.nan)
+                float(direct(a)) if ok and expected else np.nan)
         traits = run.generator
         warnings = (cannot_ask_warning(n),) if n and traits is not None and not traits.can_clarify else ()
         return [Part("clarify", columns, values={EXPECTS_CLARIFY.key: n}, warnings=warnings)]
