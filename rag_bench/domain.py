@@ -102,7 +102,15 @@ class EvidenceSpan:
 
 @dataclass(frozen=True)
 class Question:
-    """A golden question with its evidence resolved to character spans."""
+    """A golden question with its evidence resolved to character spans.
+
+    ``expects`` is the right outcome (docs/contract.md §3): ``answer`` (a direct answer),
+    ``refuse`` (the refusal) or ``clarify`` (a question back asking for ``clarify_facts``, the facts
+    about the asker's situation the answer depends on and the question does not give). None means
+    the default of ``answerable``: ``answer`` when true, ``refuse`` when false (every loader that
+    does not read the field). A clarify question is ``answerable``: its evidence is in the corpus
+    (retrieval is measured on it), only a fact from the asker is missing.
+    """
 
     qid: str
     question: str
@@ -113,6 +121,24 @@ class Question:
     asker: Asker | None = None
     tags: tuple[str, ...] = ()
     line: int = 0
+    expects: str | None = None
+    clarify_facts: tuple[str, ...] = ()
+
+    @property
+    def outcome(self) -> str:
+        """The right outcome: ``expects``, else ``answer`` for an answerable question, ``refuse``
+        for an unanswerable one.
+
+        >>> Question("q", "?", True).outcome, Question("q", "?", False).outcome
+        ('answer', 'refuse')
+        """
+        return self.expects or ("answer" if self.answerable else "refuse")
+
+    @property
+    def wants_answer(self) -> bool:
+        """Whether a direct answer is right (answerable and not a clarify question): what the
+        answer measures of answerable questions (generation/correct, false refusals) count."""
+        return self.outcome == "answer"
 
     @property
     def reference(self) -> str | None:
@@ -205,6 +231,8 @@ class Answer:
     ``citations`` holds only passage numbers that exist; ``invalid_citations`` counts the rest.
     ``parse_error`` is set when the output was not the JSON contract (the answer is then empty
     and counted as unparseable, never repaired); ``error`` is set when the call itself failed.
+    ``clarification`` is the question the generator asked back instead of answering (the
+    contract's ``clarify`` field; None: it did not ask). An answer that asks is not a refusal.
     """
 
     text: str
@@ -214,3 +242,9 @@ class Answer:
     parse_error: str | None = None
     error: str | None = None
     raw: str = ""
+    clarification: str | None = None
+
+    @property
+    def asked(self) -> bool:
+        """Whether the answer asks a clarifying question (instead of answering or refusing)."""
+        return self.clarification is not None

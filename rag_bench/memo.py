@@ -71,6 +71,8 @@ SIZES: Mapping[str, int] = {
     "vectors": 2,      # per (embedder, prefix, texts): chunk vectors
     "faiss": 3,        # per (vectors, index kind, params): a built FAISS index
     "bm25": 2,         # per (backend, k1, b, stopwords, texts): a BM25 backend
+    "warned": 256,     # per warning text: the first cell of the sweep that printed it (the console
+                       # says a warning every cell repeats once; each cell's metrics.json keeps it)
 }
 
 

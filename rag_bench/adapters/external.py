@@ -9,6 +9,7 @@ OUTPUTS is a JSON-lines file, one line per question of the dataset::
      "answer": "Within 14 days of a renewal [1].",      # optional: without it the cell is retrieval-only
      "citations": [1],                                  # optional: positions in "retrieved" (from 1) or doc ids
      "refused": false,                                  # optional: the system declined to answer
+     "clarify": "",                                     # optional: the question it asked back instead
      "latency_ms": 840.0}                               # optional: end-to-end latency of the question
 
 Each passage becomes a span of its document: given (a ``text`` given beside a span must be that
@@ -63,7 +64,7 @@ from rag_bench.retrieval.base import strictly_decreasing
 
 UNLOCATED = "<unlocated>"  # the placeholder document of passages that could not be located
 WITHHELD = "<withheld>"  # the placeholder document of passages the asker may not read
-_FIELDS = {"id", "retrieved", "answer", "citations", "refused", "latency_ms"}
+_FIELDS = {"id", "retrieved", "answer", "citations", "refused", "clarify", "latency_ms"}
 _PASSAGE_FIELDS = {"doc_id", "start", "end", "text", "score"}
 MAX_PASSAGES = 10_000  # per question
 
@@ -79,6 +80,7 @@ class SystemOutput:
     citations: tuple[int | float | str, ...]  # as given: positions from 1 or doc ids; anything else is invalid
     refused: bool
     latency_ms: float | None
+    clarify: str | None = None  # the question the system asked back (None or blank: it did not ask)
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,15 @@ def _answer_fields_ok(path: Path, lineno: int, obj: dict[str, Any], log: Problem
     if not isinstance(refused, bool):
         log.add(path, lineno, "refused", "must be true or false", "or omit it")
         ok = False
+    clarify = obj.get("clarify")
+    if clarify is not None and not isinstance(clarify, str):
+        log.add(path, lineno, "clarify", "must be a string: the question the system asked back",
+                'e.g. "clarify": "Was the appliance delivered or collected?", or omit it')
+        ok = False
+    elif isinstance(clarify, str) and clarify.strip() and refused is True:
+        log.add(path, lineno, "clarify", '"refused": true and a "clarify" question on one line',
+                "an answer either refuses or asks back: keep one")
+        ok = False
     if latency is not None and (not _finite(latency) or latency < 0):
         log.add(path, lineno, "latency_ms", "must be a finite number >= 0", "or omit it")
         ok = False
@@ -324,17 +335,19 @@ def _parse(path: Path, lines: Iterable[tuple[int, dict[str, Any]]], dataset: Dat
         if bad:
             continue
         answer, refused, latency = obj.get("answer"), obj.get("refused", False), obj.get("latency_ms")
-        answers += answer is not None or refused
+        clarify = obj.get("clarify")
+        answers += answer is not None or refused or clarify is not None
         records[qid] = SystemOutput(qid, tuple(spans), tuple(scores) if scores else None, answer,
                                     tuple(obj.get("citations", [])), refused,
-                                    float(latency) if latency is not None else None)
+                                    float(latency) if latency is not None else None, clarify)
     missing = [q.qid for q in dataset.questions if q.qid not in records]
     if missing and not log.problems:
         log.add(path, 0, "id", f"{len(missing)} question(s) of the dataset have no line, e.g. {missing[:3]}",
                 "add a line per question (an empty \"retrieved\" list for a question the system skipped)")
     if 0 < answers < len(records) and not log.problems:
         log.add(path, 0, "answer", f"{answers} of {len(records)} lines have an answer",
-                "give every question an answer (or \"refused\": true), or none for a retrieval-only system")
+                "give every question an answer (or \"refused\": true, or a \"clarify\" question), or none for a "
+                "retrieval-only system")
     log.raise_if_any(f"{path}")
     return Outputs(records, passages.unlocated, passages.by_text, answers > 0, passages.elsewhere)
 
@@ -400,6 +413,8 @@ def export_outputs(records: Any) -> list[dict[str, Any]]:
             # Citations count the retrieved list from 1: the cell's context passage n is the chunk
             # context_ids[n - 1], at its position among the ranked chunk ids.
             position = {cid: i + 1 for i, cid in reversed(list(enumerate(row["chunk_ids"])))}
+            if isinstance(row.get("clarification"), str):
+                line["clarify"] = row["clarification"]
             line.update(answer=row["answer"] or "", refused=bool(row["refused"]),
                         citations=[position[row["context_ids"][int(c) - 1]] for c in row["citations"]
                                    if 1 <= int(c) <= len(row["context_ids"]) and row["context_ids"][int(c) - 1] in position])
@@ -486,7 +501,10 @@ class ReplayGenerator:
                     held = []
                 numbers.extend(held or [past.setdefault((type(c).__name__, c), beyond + len(past) + 1)])
             text = REFUSAL if o.refused else (o.answer or "")
-            raw = json.dumps({"answer": text, "sources": numbers})
+            reply: dict[str, Any] = {"answer": text, "sources": numbers}
+            if o.clarify is not None:
+                reply["clarify"] = o.clarify
+            raw = json.dumps(reply)
             out.append(Generation(raw, seconds=(o.latency_ms or 0.0) / 1000, attempts=0))
         return out
 

@@ -22,9 +22,12 @@ from rag_bench.data.problems import (
     read_text,
 )
 from rag_bench.domain import Asker, Document, EvidenceSpan, Question
+from rag_bench.text.normalize import content_words
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
-_Q_FIELDS = {"id", "question", "answerable", "evidence", "facts", "answers", "asker", "tags"}
+_Q_FIELDS = {"id", "question", "answerable", "expects", "clarify_facts", "evidence", "facts", "answers", "asker",
+             "tags"}
+EXPECTS = ("answer", "refuse", "clarify")  # a question's right outcome (docs/contract.md §3)
 _LOC_FIELDS = {"doc_id", "quote", "section", "start", "end", "grade"}
 
 
@@ -167,10 +170,22 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
     else:
         check_text(text, path, lineno, "question", log)
-    answerable = obj.get("answerable")
+    expects, clarify_facts = _check_expects(path, lineno, obj, log)
+    # Without "answerable", a valid "expects" says it: refuse is unanswerable, answer and clarify
+    # are answerable (a clarify question's evidence is in the corpus; a fact from the asker is missing).
+    answerable = obj.get("answerable", None if expects is None else expects != "refuse")
     if not isinstance(answerable, bool):
         log.add(path, lineno, "answerable", f"must be true or false, got {answerable!r}",
                 'add "answerable": true (or false for questions the corpus cannot answer)')
+    elif expects == "refuse" and answerable:
+        log.add(path, lineno, "expects", '"expects": "refuse" on an answerable question',
+                'a refusal is right only when the corpus cannot answer: set "answerable": false (and "evidence": '
+                '[]), or "expects": "answer"')
+    elif expects in ("answer", "clarify") and not answerable:
+        log.add(path, lineno, "expects", f'"expects": "{expects}" on an unanswerable question',
+                '"answerable": false means the right outcome is the refusal: use "expects": "refuse", or set '
+                '"answerable": true with the evidence' + (" the clarified answer rests on" if expects == "clarify"
+                                                           else ""))
     facts = _str_list(path, lineno, obj, "facts", log)
     answers = _str_list(path, lineno, obj, "answers", log)
     for key, values in (("facts", facts), ("answers", answers)):
@@ -225,7 +240,41 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
     if len(log.problems) > n_before:
         return None
     return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
-                    facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno)
+                    facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno,
+                    expects=expects, clarify_facts=clarify_facts)
+
+
+def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> tuple[str | None, tuple[str, ...]]:
+    """The question's ``expects`` (None: not given, or reported) and ``clarify_facts`` (the facts a
+    clarifying question must ask for: required with, and only with, ``"expects": "clarify"``)."""
+    expects = obj.get("expects")
+    if "expects" in obj and expects not in EXPECTS:
+        log.add(path, lineno, "expects", f"must be one of {', '.join(EXPECTS)}, got {expects!r}",
+                'e.g. "expects": "clarify" for a question whose answer depends on a fact the asker did not give; '
+                "leave it out for the default (answer if answerable, refuse if not)")
+        expects = None
+    if "clarify_facts" not in obj:
+        if expects == "clarify":
+            log.add(path, lineno, "clarify_facts", '"expects": "clarify" without "clarify_facts"',
+                    'name the facts the clarifying question must ask for, e.g. "clarify_facts": ["overnight stay", '
+                    '"airline confirmed"]')
+        return expects, ()
+    raw = obj["clarify_facts"]
+    if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
+        log.add(path, lineno, "clarify_facts", "must be a non-empty list of strings",
+                'e.g. "clarify_facts": ["overnight stay", "airline confirmed"]')
+        return expects, ()
+    if expects != "clarify":
+        log.add(path, lineno, "clarify_facts", f'"clarify_facts" on a question that expects {expects or "the default"}'
+                " (not clarify)", 'add "expects": "clarify", or remove "clarify_facts"')
+    for i, fact in enumerate(raw):
+        if not check_text(fact, path, lineno, f"clarify_facts[{i}]", log):
+            continue
+        if not content_words(fact):
+            log.add(path, lineno, f"clarify_facts[{i}]", f"{fact!r} has no content word to look for",
+                    "name the fact with its content words, e.g. \"overnight stay\" (stopwords such as 'is' or 'the' "
+                    "are not matched)")
+    return expects, tuple(raw)
 
 
 def _check_asker(path: Path, lineno: int, raw: Any, log: ProblemLog) -> Asker | None:

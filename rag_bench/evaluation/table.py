@@ -18,7 +18,8 @@ from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Part
 
 LAYOUT = ("question", "ranking", "security", "document", "evidence", "label", "ranking_measures",
-          "document_measures", "retrieved", "answers", "generation", "citation", "abstention", "answer", "generation_cost",
+          "document_measures", "retrieved", "answers", "generation", "citation", "abstention", "answer", "clarify",
+          "generation_cost",
           "judge", "latency")
 
 
@@ -27,7 +28,8 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
     what the generator was handed and answered and what that cost, and the stages' latencies."""
     questions = [qr.question for qr in run.questions]
     parts = [Part("question", {"qid": [q.qid for q in questions], "question": [q.question for q in questions],
-                               "answerable": [q.answerable for q in questions], "tags": [list(q.tags) for q in questions],
+                               "answerable": [q.answerable for q in questions],
+                               "expects": [q.outcome for q in questions], "tags": [list(q.tags) for q in questions],
                                "asker": [q.asker.label if q.asker else None for q in questions]}),
              Part("ranking", grades.columns),
              Part("retrieved", {"retrieved_ids": [[run.passages[i].chunk_id for i in qr.retrieved.indices]
@@ -42,7 +44,8 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
             "context_ids": [[p.chunk_id for p in q.context or ()] for q in qs],
             "context_texts": [[p.text for p in q.context or ()] for q in qs],
             "answer": [a.text for a in a_], "citations": [list(a.citations) for a in a_],
-            "refused": [a.refused for a in a_], "parse_error": [a.parse_error for a in a_],
+            "refused": [a.refused for a in a_], "clarification": [a.clarification for a in a_],
+            "parse_error": [a.parse_error for a in a_],
             "generation_error": [a.error for a in a_], "raw_output": [a.raw for a in a_]}),
             Part("generation_cost", {"generate_s": [g.seconds for g in g_], "generation_cached": [g.cached for g in g_],
                                      "tokens_in": [g.tokens_in for g in g_], "tokens_out": [g.tokens_out for g in g_]})]

@@ -54,10 +54,14 @@ class Traits:
     """What a generator declares of itself beyond its answers: ``stand_in`` (a deterministic
     stand-in for a model, such as the extractive generator: its answers must not decide which
     configuration is best) and ``refusal_setting`` (the config key that sets how readily it
-    refuses, named by the warning when it refuses questions whose evidence it was handed)."""
+    refuses, named by the warning when it refuses questions whose evidence it was handed) and
+    ``can_clarify`` (whether it can ask a clarifying question back, the answer contract's
+    ``clarify``: a model told by the prompt can, the extractive stand-in cannot -- questions that
+    expect one are then wrong by construction, which the evaluation says once)."""
 
     stand_in: bool = False
     refusal_setting: str | None = None
+    can_clarify: bool = True
 
 
 class Generator(Protocol):
@@ -84,10 +88,10 @@ def checked_traits(generator: Any) -> Traits:
 
     got = capability(generator, Generator, "traits")()
     name = type(generator).__name__
-    if not isinstance(got, Traits) or not isinstance(got.stand_in, bool) or not (
-            got.refusal_setting is None or (isinstance(got.refusal_setting, str) and got.refusal_setting.strip())):
+    if not isinstance(got, Traits) or not isinstance(got.stand_in, bool) or not isinstance(got.can_clarify, bool) \
+            or not (got.refusal_setting is None or (isinstance(got.refusal_setting, str) and got.refusal_setting.strip())):
         raise ConfigError(f"{name}.traits() returned {got!r} -- fix: return rag_bench.generation.base.Traits("
-                          "stand_in=True|False, refusal_setting='generator.<key>' or None)")
+                          "stand_in=True|False, refusal_setting='generator.<key>' or None, can_clarify=True|False)")
     return got
 
 

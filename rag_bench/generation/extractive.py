@@ -50,7 +50,7 @@ class ExtractiveGenerator:
     def traits(self) -> Traits:
         """A stand-in for a model: it answers offline and deterministically, so its refusals are a
         threshold's, not a reader's (``experiment.primary=auto`` never ranks configurations by them)."""
-        return Traits(stand_in=True, refusal_setting="generator.threshold")
+        return Traits(stand_in=True, refusal_setting="generator.threshold", can_clarify=False)
 
     def _answer(self, item: GenerationInput,
                 split: dict[str, list[tuple[str, frozenset[str]]]] | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from rag_bench import memo
 from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
@@ -63,7 +64,7 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
     return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
-                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep)
+                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work)
 
 
 def compute(cfg: DictConfig, dataset: Dataset, cid: str, work: SharedWork) -> CellResult:
@@ -149,8 +150,10 @@ _PROBED_KEPT = 1024
 
 
 def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
-            sweep: SweepContext | None = None) -> Path:
-    """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE."""
+            sweep: SweepContext | None = None, work: SharedWork | None = None) -> Path:
+    """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE. A warning
+    an earlier cell of the sweep (``work``) printed with the same text is not printed again (a
+    SECURITY warning always is); every cell's metrics.json keeps its own warnings."""
     tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
     cell_dir = root / cfg.experiment.name / cid
@@ -211,6 +214,11 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     # The console gets one short line (the whole summary is the MLflow run's note).
     log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, list(sweep.axes))))
     for warning in result.metrics.get("warnings", []):
+        first = cid if work is None or warning.startswith("SECURITY") else \
+            work.get_or("warned", memo.key("warning", warning), lambda: cid)
+        if first != cid:
+            log.debug("warning: cell %s: the same as cell %s's (not repeated)", cid, first)
+            continue
         log.warning("warning: cell %s: %s", cid, warning)
     return cell_dir
 

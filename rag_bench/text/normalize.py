@@ -58,3 +58,30 @@ def contains(text: str, phrase: str) -> bool:
 def facts_present(answer: str, facts: Sequence[str]) -> bool:
     """Every fact appears in the answer (normalised, as a whole-word sequence)."""
     return all(contains(answer, f) for f in facts if lenient_normalize(f))
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The stemmed content words of ``text`` (the BM25 tokenizer's tokens, English stopwords out,
+    Snowball English stems): what a clarifying question must contain of each fact it asks for.
+
+    >>> sorted(content_words("Has the airline confirmed it?"))
+    ['airlin', 'confirm']
+    >>> content_words("overnight stays") == content_words("an overnight stay")
+    True
+    """
+    from rag_bench.text.tokenize import ENGLISH_STOPWORDS, stemmer_for, tokenize
+
+    return frozenset(tokenize(text, ENGLISH_STOPWORDS, stemmer_for("english")))
+
+
+def asks_for(question: str, fact: str) -> bool:
+    """Whether ``question`` asks for ``fact``: every content word of the fact (:func:`content_words`)
+    is among the question's, in any order (False for a fact without content words).
+
+    >>> asks_for("Does the delay require a stay overnight?", "overnight stay")
+    True
+    >>> asks_for("Did the airline cause the delay?", "airline confirmed")
+    False
+    """
+    want = content_words(fact)
+    return bool(want) and want <= content_words(question)

@@ -102,7 +102,7 @@ def test_ann_recall_of_an_hnsw_cell_is_the_configured_index_as_faiss_measures_it
     assert cli(["run", *overrides, f"output.root={tmp_path}", "experiment.name=ann"]) == 0
     ann = json.loads((_only_cell(tmp_path / "ann") / "metrics.json").read_text())["ann"]
     want, short, filtered = _faiss_recall(overrides)
-    assert 0 < filtered < 81 and short > 0  # questions with and without a filter; FAISS left some short
+    assert 0 < filtered < 84 and short > 0  # questions with and without a filter; FAISS left some short
     for k, value in want.items():
         assert ann[f"ann_recall@{k}"] == pytest.approx(value, abs=1e-12), (k, ann, want)
     assert ann["underfill_fallbacks"] == short

@@ -37,3 +37,17 @@ def test_questions(demo_dataset):
     for q in answerable:
         assert q.facts and q.answers
         assert all(demo_dataset.documents[e.doc_id].readable_by(q.asker) for e in q.evidence)
+
+
+def test_clarify_questions(demo_dataset):
+    """Questions whose right outcome is a question back (issue 42), in the shape of the seeds' hotel
+    example: the corpus holds the evidence, the answer depends on a fact the asker did not give."""
+    from rag_bench.text.normalize import asks_for
+
+    clarify = [q for q in demo_dataset.questions if q.outcome == "clarify"]
+    assert 2 <= len(clarify) <= 4 and all("clarify" in q.tags for q in clarify)
+    for q in clarify:
+        assert q.answerable and q.evidence and q.clarify_facts
+        assert all(demo_dataset.documents[e.doc_id].readable_by(q.asker) for e in q.evidence)
+        # the question itself does not already give the facts it must ask for
+        assert not any(asks_for(q.question, f) for f in q.clarify_facts), q.qid

@@ -90,6 +90,55 @@ def test_question_errors(tmp_path, mutate, where, field, needle):
     assert f"questions.jsonl{where}" in msg and f"[{field}]" in msg and needle in msg and "fix:" in msg
 
 
+def _clarify(q: dict, **fields) -> None:
+    q.update({"expects": "clarify", "clarify_facts": ["annual", "renewal"], **fields})
+
+
+@pytest.mark.parametrize(("mutate", "where", "field", "needle"), [
+    (lambda q: q[0].update(expects="ask"), ":1:", "expects", "must be one of answer, refuse, clarify, got 'ask'"),
+    (lambda q: q[0].update(expects=None), ":1:", "expects", "must be one of answer, refuse, clarify, got None"),
+    (lambda q: q[0].update(expects="clarify"), ":1:", "clarify_facts", '"expects": "clarify" without "clarify_facts"'),
+    (lambda q: _clarify(q[0], clarify_facts=[]), ":1:", "clarify_facts", "must be a non-empty list of strings"),
+    (lambda q: _clarify(q[0], clarify_facts="annual"), ":1:", "clarify_facts", "must be a non-empty list of strings"),
+    (lambda q: _clarify(q[0], clarify_facts=["annual", "is it"]), ":1:", "clarify_facts[1]", "no content word"),
+    (lambda q: _clarify(q[0], clarify_facts=["annual\x1b[2J"]), ":1:", "clarify_facts[0]", "control character"),
+    (lambda q: q[0].update(clarify_facts=["annual"]), ":1:", "clarify_facts", "on a question that expects the default"),
+    (lambda q: q[0].update(expects="answer", clarify_facts=["annual"]), ":1:", "clarify_facts",
+     "on a question that expects answer"),
+    # contradictions with answerable
+    (lambda q: q[0].update(expects="refuse"), ":1:", "expects", '"expects": "refuse" on an answerable question'),
+    (lambda q: q[4].update(expects="answer"), ":5:", "expects", '"expects": "answer" on an unanswerable question'),
+    (lambda q: _clarify(q[4]), ":5:", "expects", '"expects": "clarify" on an unanswerable question'),
+    # without "answerable", expects says it: a clarify question is answerable, so it needs evidence
+    (lambda q: (_clarify(q[4]), q[4].pop("answerable")), ":5:", "evidence", "answerable question without evidence"),
+])
+def test_expects_errors(tmp_path, mutate, where, field, needle):
+    root = copy_tiny(tmp_path)
+    qs = questions(root)
+    mutate(qs)
+    write_questions(root, qs)
+    msg = only_problem(root)
+    assert f"questions.jsonl{where}" in msg and f"[{field}]" in msg and needle in msg and "fix:" in msg
+
+
+def test_expects_defaults_and_a_clarify_question_loads(tmp_path):
+    root = copy_tiny(tmp_path)
+    qs = questions(root)
+    _clarify(qs[0])
+    qs[1].update(expects="answer")
+    qs[1].pop("answerable")  # implied by expects
+    qs[4].update(expects="refuse")
+    write_questions(root, qs)
+    loaded = {q.qid: q for q in load_dataset(root).questions}
+    assert (loaded["q1"].outcome, loaded["q1"].answerable, loaded["q1"].clarify_facts) == (
+        "clarify", True, ("annual", "renewal"))
+    assert (loaded["q2"].outcome, loaded["q2"].answerable) == ("answer", True)
+    assert (loaded["q5"].outcome, loaded["q5"].answerable) == ("refuse", False)
+    # the default of every question without the field: answer if answerable, refuse if not
+    assert (loaded["q3"].expects, loaded["q3"].outcome, loaded["q4"].outcome) == (None, "answer", "refuse")
+    assert not loaded["q1"].wants_answer and loaded["q2"].wants_answer
+
+
 def test_malformed_json_line(tmp_path):
     root = copy_tiny(tmp_path)
     qs = questions(root)

@@ -104,7 +104,9 @@ def test_no_answer_measures_for_a_run_without_answers():
 def test_the_extractive_generator_declares_itself_a_stand_in():
     from rag_bench.generation.extractive import ExtractiveGenerator
 
-    assert checked_traits(ExtractiveGenerator()) == STAND_IN
+    # ... that cannot ask a clarifying question back (issue 42)
+    assert checked_traits(ExtractiveGenerator()) == Traits(stand_in=True, refusal_setting="generator.threshold",
+                                                           can_clarify=False)
 
 
 class _Plugin:
@@ -130,7 +132,7 @@ class _Silent:
 
 
 @pytest.mark.parametrize("bad", [{"stand_in": True}, Traits(stand_in="yes"), Traits(refusal_setting=""),
-                                 Traits(refusal_setting=3)])
+                                 Traits(refusal_setting=3), Traits(can_clarify="no")])
 def test_a_plugins_traits_that_are_not_traits_are_a_config_error_with_the_fix(bad):
     with pytest.raises(ConfigError, match=r"_Plugin.traits\(\) returned .* fix: return rag_bench.generation.base.Traits"):
         checked_traits(_Plugin(bad))
@@ -138,4 +140,5 @@ def test_a_plugins_traits_that_are_not_traits_are_a_config_error_with_the_fix(ba
 
 def test_a_plugin_without_traits_is_a_model():
     assert checked_traits(_Silent()) == Traits(stand_in=False, refusal_setting=None)
+    assert checked_traits(_Silent()).can_clarify  # a model is told by the prompt that it may ask
     assert checked_traits(_Plugin(Traits(stand_in=False))) == Traits()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rag_bench.domain import Chunk, Passage
 from rag_bench.generation.answer import is_refusal, parse_answer
 from rag_bench.generation.context import build_context, count_tokens
-from rag_bench.generation.prompt import CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, build_prompt
+from rag_bench.generation.prompt import ANSWER_SCHEMA, CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, build_prompt
 
 
 def chunk(cid, doc, s, e, body, parent=None, is_parent=False):
@@ -80,6 +80,44 @@ def test_parse_answer(raw, text, cites, invalid, refused, error):
     assert (a.text, a.citations, a.invalid_citations, a.refused) == (text, cites, invalid, refused)
     assert (a.parse_error is None) if error is None else (error in a.parse_error)
     assert a.raw == raw
+
+
+@pytest.mark.parametrize(("raw", "text", "clarification", "refused", "error"), [
+    # a question asked back: no refusal, whatever the answer holds
+    ('{"answer": "", "sources": [], "clarify": "Is it an annual plan?"}', "", "Is it an annual plan?", False, None),
+    ('{"answer": "It depends [1].", "sources": [1], "clarify": " Annual? "}', "It depends [1].", " Annual? ", False,
+     None),
+    (json.dumps({"answer": REFUSAL, "sources": [], "clarify": "Annual?"}), REFUSAL, "Annual?", False, None),
+    # blank or absent: the answer does not ask
+    ('{"answer": "14 days [1]", "sources": [1], "clarify": ""}', "14 days [1]", None, False, None),
+    ('{"answer": "", "sources": [], "clarify": "  "}', "", None, True, None),
+    ('{"answer": "14 days", "sources": []}', "14 days", None, False, None),
+    # the field's type is checked, never repaired
+    ('{"answer": "14 days", "sources": [], "clarify": true}', "", None, False, "'clarify' is not a string (got bool)"),
+    ('{"answer": "", "sources": [], "clarify": ["Annual?"]}', "", None, False, "'clarify' is not a string (got list)"),
+    ('{"answer": "", "sources": [], "clarify": null}', "", None, True, None),
+    # the refusal sentence in both fields (gemma3-270m did this) is a refusal, not a question back
+    (json.dumps({"answer": REFUSAL, "sources": [], "clarify": REFUSAL}), REFUSAL, None, True, None),
+    ('{"answer": "", "sources": [], "clarify": "\\ud83d?"}', "", None, False, "'clarify' is not text"),
+])
+def test_parse_answer_clarify(raw, text, clarification, refused, error):
+    a = parse_answer(raw, n_passages=3)
+    assert (a.text, a.clarification, a.asked, a.refused) == (text, clarification, clarification is not None, refused)
+    assert (a.parse_error is None) if error is None else (error in a.parse_error)
+
+
+def test_parse_answer_keeps_the_answer_text_as_given():
+    """An application's answer is hashed for labels.jsonl: whitespace around it is part of it (issue
+    42: three answers of wice-claim-dev lost their leading space and matched no label)."""
+    a = parse_answer(json.dumps({"answer": " Yes, within 14 days [1].\n", "sources": [1]}), n_passages=1)
+    assert a.text == " Yes, within 14 days [1].\n" and a.citations == (1,) and not a.refused
+    assert parse_answer(json.dumps({"answer": "  \n", "sources": []}), n_passages=1).refused
+
+
+def test_the_prompt_tells_the_model_when_to_ask_and_the_schema_has_the_field():
+    assert '"clarify"' in SYSTEM and "does not give" in SYSTEM and "do not guess" in SYSTEM
+    assert SYSTEM.endswith('"clarify": ""}')  # the example shows no placeholder a model could copy
+    assert ANSWER_SCHEMA["properties"]["clarify"] == {"type": "string"} and "clarify" in ANSWER_SCHEMA["required"]
 
 
 def test_refusal_detection():

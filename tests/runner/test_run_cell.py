@@ -186,12 +186,15 @@ def test_generation_cell(tmp_path):
                          ("citation", "citation_recall"), ("abstention", "correct_refusal_rate"),
                          ("abstention", "false_refusal_rate"), ("abstention", "unsupported_answer_rate")):
         assert 0 <= m[section][key] <= 1 and f"{section}/{key}" in m["ci"]
-    assert m["n"]["generation/correct"] == m["counts"]["answerable"]
+    # answerable questions expecting a clarifying question are not scored by generation/correct (issue 42)
+    direct = m["counts"]["answerable"] - m["counts"]["expects_clarify"]
+    assert m["counts"]["expects_clarify"] == 3 and m["n"]["clarify/correct_clarification"] == 3
+    assert m["n"]["generation/correct"] == direct
     assert m["n"]["abstention/correct_refusal_rate"] == m["counts"]["unanswerable"]
     assert sum(m["failures"].values()) == m["counts"]["questions"]
     assert m["counts"]["endpoint_calls"] == 0  # extractive calls no model
     cond = m["conditional"]
-    assert cond["hit"]["n"] + cond["miss"]["n"] == m["counts"]["answerable"]
+    assert cond["hit"]["n"] + cond["miss"]["n"] == direct
     assert cond["hit"]["rate"] >= (cond["miss"]["rate"] or 0)
     assert 0.5 <= m["abstention"]["top1_auroc"] <= 1
     records = pd.read_parquet(cell / "records.parquet")

@@ -1,7 +1,9 @@
 """Abstention (metrics.json ``abstention``): refusing the unanswerable, answering the answerable.
 
 ``correct_refusal_rate`` and ``unsupported_answer_rate`` over unanswerable questions,
-``false_refusal_rate`` over answerable ones; a failed call is NaN (left out). Whether the top-1
+``false_refusal_rate`` over answerable ones that expect an answer (a question expecting a
+clarifying question is left out of all three: refusing it is wrong, and the ``clarify`` section and
+``answer/correct_all`` count it so); a failed call is NaN (left out). Whether the top-1
 retrieval score alone could tell them apart is :mod:`.threshold`'s.
 """
 
@@ -38,12 +40,13 @@ class Abstention:
             return []
         columns: dict[str, list[float]] = {m.column: [] for m in ABSTENTION}
         for qr in context.run.questions:
-            a, answerable = qr.answer, qr.question.answerable
+            a, outcome = qr.answer, qr.question.outcome
             assert a is not None
             ok = a.error is None
-            columns[CORRECT_REFUSAL.column].append(float(a.refused) if ok and not answerable else np.nan)
-            columns[UNSUPPORTED.column].append(float(not a.refused) if ok and not answerable else np.nan)
-            columns[FALSE_REFUSAL.column].append(float(a.refused) if ok and answerable else np.nan)
+            refuse, answer = ok and outcome == "refuse", ok and outcome == "answer"
+            columns[CORRECT_REFUSAL.column].append(float(a.refused) if refuse else np.nan)
+            columns[UNSUPPORTED.column].append(float(not a.refused) if refuse else np.nan)
+            columns[FALSE_REFUSAL.column].append(float(a.refused) if answer else np.nan)
         return [Part("abstention", columns)]
 
 

@@ -6,6 +6,12 @@ unanswerable question anyway is not better for answering the answerable ones a l
 ``context_all`` counts an answerable question when all its evidence reached the generator instead:
 what auto ranks by when the generator is a stand-in for a model, whose answers are its quirks.
 
+A question expecting a clarifying question (``expects: clarify``) is right in ``correct_all``
+only for an answer that asked for every missing fact (``clarify/correct_clarification``): a direct
+answer and a refusal are wrong. ``context_all`` counts it as an answerable question (its evidence
+all in the context: what the generator needs to see which fact is missing), since the context,
+not the answer, is what that measure judges.
+
 And the warning when the generator refuses answerable questions whose evidence it was handed (all
 of it, ``evidence/context_complete``) at a high rate: its refusal setting, not retrieval, loses
 them -- the setting it declares (``generator.threshold`` for the extractive stand-in) is named.
@@ -17,19 +23,22 @@ import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorers.clarify import asked_for_all
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.evaluation.scorers.generation import CORRECT
 
 ANSWER = (
     Measure("correct_all", "answer",
             description="right over all questions: an answerable question answered correctly (generation/correct), "
-            "an unanswerable one refused (SQuAD 2.0's convention for its combined score)",
+            "an unanswerable one refused (SQuAD 2.0's convention for its combined score), one expecting clarify "
+            "asked for its missing facts (clarify/correct_clarification)",
             params=("eval.answer_match", "eval.f1_threshold"), short="correct_all"),
     # What auto ranks a stand-in generator's cells by: its answers to answerable questions are its
     # quirks (a threshold refuses what a reader would answer), whether the evidence reached it is not.
     Measure("context_all", "answer",
             description="ready over all questions: an answerable question's evidence all in the context handed to "
-            "the generator (evidence/context_complete), an unanswerable one refused", params=("eval.min_coverage",),
+            "the generator (evidence/context_complete; also for one expecting clarify), an unanswerable one refused",
+            params=("eval.min_coverage",),
             short="context_all"),
 )
 CORRECT_ALL, CONTEXT_ALL = ANSWER
@@ -70,7 +79,11 @@ class AnswerScorer:
         for i, qr in enumerate(run.questions):
             a = qr.answer
             assert a is not None
-            if qr.question.answerable:
+            q = qr.question
+            if q.outcome == "clarify":
+                ready.append(float(complete[i]))
+                values.append(np.nan if a.error is not None else float(asked_for_all(a.clarification, q.clarify_facts)))
+            elif q.answerable:
                 ready.append(float(complete[i]))
                 values.append(np.nan if a.error is not None else float(correct[i]))
                 if a.error is None and complete[i] == 1.0:

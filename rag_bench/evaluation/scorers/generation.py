@@ -3,7 +3,10 @@ reference answers (containment, SQuAD v2 EM/F1 and its HasAns/NoAns splits), its
 lexical support by the passages it cites and whether it kept the JSON answer contract.
 
 A failed generator call (``answer.error``) is NaN in every measure: counted and reported, kept out
-of every quality denominator. ``correct`` is the measure ``eval.answer_match`` chooses
+of every quality denominator. A question that expects a clarifying question (``expects: clarify``)
+is NaN in the answer-matching and SQuAD measures: a direct answer is not what is right for it (the
+``clarify`` section scores it), so it never enters the denominators of the answerable questions.
+``correct`` is the measure ``eval.answer_match`` chooses
 (:func:`~rag_bench.metrics.generation.correctness`), so it carries that setting.
 """
 
@@ -63,10 +66,10 @@ def answer_values(qr: QuestionRun, *, answer_match: str, f1_threshold: float) ->
     assert a is not None
     ok = a.error is None
     nan = float("nan")
-    match = match_answer(a, q.facts, q.answers) if ok and q.answerable else AnswerMatch(nan, nan, nan, nan, nan)
+    match = match_answer(a, q.facts, q.answers) if ok and q.wants_answer else AnswerMatch(nan, nan, nan, nan, nan)
     # SQuAD v2 over all questions, and its HasAns/NoAns splits as their own columns (means over
-    # the questions where each is defined, like every measure).
-    sq_em, sq_f1 = squad_v2(a, q.answers, answerable=q.answerable) if ok else (nan, nan)
+    # the questions where each is defined, like every measure); SQuAD knows no clarify question.
+    sq_em, sq_f1 = squad_v2(a, q.answers, answerable=q.answerable) if ok and q.outcome != "clarify" else (nan, nan)
     has = (sq_em, sq_f1) if q.answerable else (nan, nan)
     no = (nan, nan) if q.answerable else (sq_em, sq_f1)
     return {  # the declared order

@@ -1,0 +1,112 @@
+"""Answer, refuse -- or ask (metrics.json ``clarify``): questions whose right outcome is a question
+back (``expects: clarify``: the answer depends on a fact about the asker the question does not
+give; the facts are the question's ``clarify_facts``).
+
+``clarify_rate`` is the share of answers that ask (the contract's ``clarify`` field), over every
+question with an answer; ``correct_clarification`` the share of the questions expecting clarify
+whose answer asked for every missing fact: each clarify fact's content words (stemmed, stopwords
+out: :func:`rag_bench.text.normalize.asks_for`) all occur in the clarifying question;
+``premature_answer`` the share of them answered directly (neither asking nor refusing nor breaking
+the answer contract; lower is better). A refusal of such a question is wrong too: it is neither (0
+in both), and so is an unparseable output. A failed call is NaN.
+The section is reported when the dataset has a question expecting clarify or an answer asked.
+
+When the dataset has such questions and the generator declares it cannot ask
+(:attr:`rag_bench.generation.base.Traits.can_clarify`: the extractive stand-in), the cell says so:
+its figures for them are zero by construction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag_bench.domain import Answer
+from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.text.normalize import asks_for
+
+CLARIFY = (
+    Measure("clarify_rate", "clarify", higher_is_better=None,
+            description="answers that ask a clarifying question instead of answering or refusing, over all questions",
+            short="clarify_rate"),
+    Measure("correct_clarification", "clarify",
+            description="questions expecting clarify whose answer asked for every missing fact (each clarify fact's "
+            "stemmed content words in the clarifying question)", short="correct_clarify"),
+    Measure("premature_answer", "clarify", higher_is_better=False,
+            description="questions expecting clarify answered directly (neither asking nor refusing)",
+            short="premature"),
+)
+CLARIFY_RATE, CORRECT_CLARIFICATION, PREMATURE_ANSWER = CLARIFY
+COUNTS = figures("counts", [("expects_clarify", None, "questions expecting a clarifying question (expects: clarify)")])
+EXPECTS_CLARIFY, = COUNTS
+
+
+def asked_for_all(clarification: str | None, facts: tuple[str, ...]) -> bool:
+    """Whether ``clarification`` (None: the answer did not ask) asks for every fact.
+
+    >>> asked_for_all("Did it need an overnight stay, and has the airline confirmed it?",
+    ...               ("overnight stay", "airline confirmed"))
+    True
+    >>> asked_for_all("Did it need an overnight stay?", ("overnight stay", "airline confirmed"))
+    False
+    """
+    return clarification is not None and bool(facts) and all(asks_for(clarification, f) for f in facts)
+
+
+def direct(answer: Answer) -> bool:
+    """Whether ``answer`` answers directly: neither asks, nor refuses, nor broke the contract (an
+    unparseable output answered nothing; ``generation/unparseable`` counts it)."""
+    return not answer.asked and not answer.refused and answer.parse_error is None
+
+
+def cannot_ask_warning(n: int) -> str:
+    """The warning of a cell whose generator cannot ask while ``n`` questions expect it to."""
+    return (f"{n} question(s) expect a clarifying question (expects: clarify) and the generator cannot ask one "
+            "(its traits: can_clarify=False): they count as wrong in answer/correct_all and "
+            "clarify/correct_clarification by construction -- fix: plug a model that can ask "
+            "(generator=llama_cpp or generator=openai), or read those measures without them")
+
+
+class Clarify:
+    """The scorer of :data:`CLARIFY` (cells whose system answered, on a dataset that asks for it)."""
+
+    name = "clarify"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The clarify measures and count when the run answered and a question expects clarify
+        or an answer asked; none otherwise."""
+        return [*CLARIFY, *COUNTS] if reported(run) else []
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question: whether the answer asked, and for questions expecting clarify whether it
+        asked for every fact and whether it answered prematurely; the warning when the generator
+        cannot ask."""
+        run = context.run
+        if not reported(run):
+            return []
+        columns: dict[str, list[float]] = {m.column: [] for m in CLARIFY}
+        n = 0
+        for qr in run.questions:
+            q, a = qr.question, qr.answer
+            assert a is not None
+            ok = a.error is None
+            expected = q.outcome == "clarify"
+            n += expected
+            columns[CLARIFY_RATE.column].append(float(a.asked) if ok else np.nan)
+            columns[CORRECT_CLARIFICATION.column].append(
+                float(asked_for_all(a.clarification, q.clarify_facts)) if ok and expected else np.nan)
+            columns[PREMATURE_ANSWER.column].append(
+                float(direct(a)) if ok and expected else np.nan)
+        traits = run.generator
+        warnings = (cannot_ask_warning(n),) if n and traits is not None and not traits.can_clarify else ()
+        return [Part("clarify", columns, values={EXPECTS_CLARIFY.key: n}, warnings=warnings)]
+
+
+def reported(run: SystemRun) -> bool:
+    """Whether a run has the clarify section: it answered, and a question expects clarify or an
+    answer asked."""
+    return run.answered and (any(q.outcome == "clarify" for q in run.dataset.questions)
+                             or any(qr.answer is not None and qr.answer.asked for qr in run.questions))
+
+
+SCORER = Clarify()
