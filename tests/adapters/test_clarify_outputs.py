@@ -73,6 +73,9 @@ def test_evaluate_scores_a_clarifying_question_a_direct_answer_and_a_refusal(tmp
     assert list(c["premature_answer"]) == [0.0, 1.0, 0.0, 0.0]
     assert list(c["correct_all"]) == [1.0, 0.0, 0.0, 0.0]
     assert list(c["clarify_rate"]) == [1.0, 0.0, 0.0, 1.0]
+    # The failure label: asked for the facts is right (nothing to cite); a direct answer or a
+    # question back missing a fact is lost at generation; a refusal is a false refusal.
+    assert list(c["failure"]) == ["correct", "generation", "false_refusal", "generation"]
     assert c.loc["c1", "clarification"] == "Is it an annual plan, and how many days ago was its last renewal?"
     assert not c.loc["c1", "refused"] and c.loc["c3", "refused"]
     # Clarify questions stay out of the answerable-only measures, and in the retrieval ones.

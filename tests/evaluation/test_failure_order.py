@@ -114,3 +114,13 @@ def test_a_question_lost_before_generation_keeps_its_label_whatever_the_answer(l
 def test_unchanged_labels_pass_through():
     for label in ("unjudged", "chunking", None):
         assert _label(ONE, (2,), k=1, label=label) == label
+
+
+def test_a_question_expecting_clarify_is_right_when_it_asked_for_every_fact_and_needs_no_citation():
+    asked = Answer("", clarification="Is it an annual plan?")
+    assert final_label(True, "in_context", asked, 1.0, float("nan"), clarify=True) == "correct"
+    assert final_label(True, "in_context", asked, 0.0, float("nan"), clarify=True) == "generation"
+    premature = Answer("Within 14 days [1].", citations=(1,))
+    assert final_label(True, "in_context", premature, 0.0, 1.0, clarify=True) == "generation"
+    assert final_label(True, "in_context", Answer("", refused=True), 0.0, float("nan"), clarify=True) == "false_refusal"
+    assert final_label(True, "ranking", asked, 1.0, float("nan"), clarify=True) == "ranking"  # lost before

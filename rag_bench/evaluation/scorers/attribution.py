@@ -42,6 +42,7 @@ from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.evaluation.scorers.citations import PRECISION
+from rag_bench.evaluation.scorers.clarify import asked_for_all
 from rag_bench.evaluation.scorers.generation import CORRECT
 from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
 from rag_bench.metrics.relevance import evidence_coverage
@@ -94,12 +95,17 @@ def retrieval_label(question: Question, found: np.ndarray, first_relevant: int |
 
 
 def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct: float,
-                cite_precision: float) -> str:
+                cite_precision: float, *, clarify: bool = False) -> str:
     """Label after generation, from the retrieval label, the parsed answer, its correctness (1.0,
     0.0, or NaN for a question with neither facts nor references) and its citation precision.
 
     A question whose correctness is undefined keeps its last retrieval label (``in_context``):
     nothing says the answer is wrong, so it is never blamed on ``generation``.
+
+    ``clarify``: the question expects a clarifying question (``expects: clarify``) and ``correct``
+    says whether the answer asked for every missing fact. Its right outcome cites nothing, so it
+    is ``correct`` without the citation check; a refusal is ``false_refusal``; a direct answer
+    (premature) or a question back that misses a fact is ``generation``.
     """
     if not answerable:
         if answer.error:
@@ -111,6 +117,8 @@ def final_label(answerable: bool, retrieval: str | None, answer: Answer, correct
         return "error"
     if answer.refused:
         return "false_refusal"
+    if clarify:
+        return "correct" if correct == 1.0 else "generation"
     if correct != correct:  # NaN: no reference to judge the answer by
         return retrieval or "in_context"
     if not correct:
@@ -239,10 +247,21 @@ class Attribution:
         labels = [lost_before_generation(label, qr, g, cell) for label, qr, g in zip(labels, run.questions, graded)]
         if run.answered:
             correct, precision = context.column(CORRECT.column), context.column(PRECISION.column)
-            labels = [final_label(q.question.answerable, label, q.answer, correct[i], precision[i])  # type: ignore[arg-type]
+            labels = [final_label(q.question.answerable, label, q.answer, _correct(q, correct[i]),  # type: ignore[arg-type]
+                                  precision[i], clarify=q.question.outcome == "clarify")
                       for i, (q, label) in enumerate(zip(run.questions, labels))]
         counts = tally(labels, answered=run.answered)
         return [Part("label", {COLUMN: labels}, values={f"{SECTION}/{label}": n for label, n in counts.items()})]
+
+
+def _correct(qr: QuestionRun, correct: float) -> float:
+    """What :func:`final_label` reads as right: for a question expecting a clarifying question,
+    whether the answer asked for every missing fact (``generation/correct`` leaves it out); else
+    ``generation/correct``."""
+    q, a = qr.question, qr.answer
+    if q.outcome != "clarify" or a is None:
+        return correct
+    return float(asked_for_all(a.clarification, q.clarify_facts))
 
 
 SCORER = Attribution()
