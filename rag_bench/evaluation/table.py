@@ -18,7 +18,7 @@ from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Part
 
 LAYOUT = ("question", "ranking", "security", "document", "evidence", "label", "ranking_measures",
-          "document_measures", "retrieved", "answers", "generation", "citation", "abstention", "answer", "generation_cost",
+          "document_measures", "retrieved", "answers", "generation", "citation", "claims", "abstention", "answer", "generation_cost",
           "judge", "latency")
 
 
