@@ -140,3 +140,43 @@ def test_the_measures_are_declared_and_the_column_has_its_slot() -> None:
     assert "claims" in measures.SCORERS and "claims" in LAYOUT and "claims" in measures.QUESTION_SECTIONS
     retrieval_only = SystemRun(Dataset("d", "", "native", {}, ()), [], ())
     assert claims.SCORER.measures(retrieval_only, Settings(ks=(5,), k=5)) == []
+
+
+# --- through the CLI ----------------------------------------------------------------------------------------------
+
+def test_evaluate_records_claims_judged_by_their_own_markers(tmp_path) -> None:
+    """`rag-bench evaluate` on an application's outputs: the first answer cites the right passage
+    for each claim, the second swaps the markers (each claim cites the other's passage): its claims
+    are unsupported by their citations yet supported by the context, which the old measures miss."""
+    import json
+
+    import pandas as pd
+
+    from rag_bench.cli import main
+    from tests.conftest import TINY
+
+    refund = "A full refund is available if you cancel within 14 days of a renewal."
+    discount = "Annual plans cost 20% less than twelve monthly payments."
+    right = "A full refund is available within 14 days of a renewal [1]. Annual plans cost 20% less [2]."
+    swapped = "A full refund is available within 14 days of a renewal [2]. Annual plans cost 20% less [1]."
+    rows = [{"id": q, "retrieved": [{"doc_id": "billing", "text": refund}, {"doc_id": "billing", "text": discount}],
+             "answer": a, "citations": [1, 2]} for q, a in (("q1", right), ("q2", swapped))]
+    rows += [{"id": f"q{i}", "retrieved": [], "answer": "I cannot answer this from the provided sources.",
+              "refused": True} for i in range(3, 7)]  # the other questions refused: no claims, undefined
+    outputs = tmp_path / "out.jsonl"
+    outputs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["evaluate", str(outputs), "--dataset", str(TINY), "tracking=none", f"output.root={tmp_path}",
+                 "experiment.name=claims"]) == 0
+    (cell,) = [d for d in (tmp_path / "claims").iterdir() if (d / "DONE").is_file()]
+    r = pd.read_parquet(cell / "records.parquet").set_index("qid")
+    assert r.loc["q1", "claim_support"] == 1.0 and r.loc["q2", "claim_support"] == 0.0
+    assert r.loc["q2", "citation_precision_claims"] == 0.0 and r.loc["q2", "unsupported_claims"] == 0.0
+    assert r.loc["q2", "faithfulness"] == 1.0  # the pooled proxy cannot tell
+    claims = list(r.loc["q2", "claims"])
+    assert [list(c["citations"]) for c in claims] == [[2], [1]]
+    assert [(c["supported"], c["context_supported"], c["context_passage"]) for c in claims] == [
+        (False, True, 1), (False, True, 2)]
+    assert (claims[0]["context_span_start"], claims[0]["context_span_end"]) == (0, len(refund))
+    metrics = json.loads((cell / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["claims"]["claim_support"] == 0.5 and metrics["n"]["claims/claim_support"] == 2
+    assert metrics["measures"]["claims/unsupported_claims"]["direction"] == "lower"
