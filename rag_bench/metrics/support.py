@@ -19,6 +19,10 @@ Here:
    negation. Anything less (partial support) is "no".
 5. :func:`support_answer`: the answer is supported when every claim is; ``None`` when no claim has
    an informative word (nothing to judge).
+6. :func:`judge_claims` (the claims scorer's kernel): each claim judged by the passages *it* cites
+   (:func:`claim_citations`: the ``[n]`` marker it is followed by, else its sentence's next marker,
+   else, in an answer without markers, the answer's ``sources``), by each of them alone, and by
+   every passage of the context.
 
 Defaults (``min_coverage=0.8``, ``max_sentences=0``: one in five words may be paraphrased; numbers,
 names and negation may not; the evidence is one passage) are the variant with the best agreement
