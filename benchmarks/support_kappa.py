@@ -7,6 +7,10 @@ prints n, people's yes-rate, and Cohen's kappa with its 95 % bootstrap CI
 - ``proxy``: the lexical proxy the scorer uses today (:func:`rag_bench.metrics.generation.faithfulness`,
   called with the answer and the passages it cites, verdict ``>= 1`` as in
   :mod:`rag_bench.calibration.standins`);
+- ``scorer``: the claims scorer's columns (:mod:`rag_bench.evaluation.scorers.claims`) as
+  ``rag-bench calibrate`` reads them: ``answer_supported`` (the stand-in ``faithfulness (offline claim
+  judge)``) and ``citation_precision_claims >= 1`` (``citation support per claim``), each claim
+  judged by its own citations (here: the answer's ``citations`` list, no markers);
 - the claim/window judge of :mod:`rag_bench.metrics.support`, in every variant tried (one rule and
   one threshold per variant for both sets; nothing fitted per set).
 
@@ -35,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from rag_bench.calibration.agreement import cohen_kappa, kappa_ci
 from rag_bench.domain import Answer, Passage
 from rag_bench.metrics.generation import faithfulness
-from rag_bench.metrics.support import support_answer
+from rag_bench.metrics.support import judge_claims, support_answer
 
 SETS = ("begin-wow-dev", "wice-claim-dev")
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "human-judgments"
@@ -97,6 +101,18 @@ def _judge(row: dict[str, Any], kw: dict[str, Any]) -> int:
     return int(bool(verdict))
 
 
+def _scorer(row: dict[str, Any]) -> dict[str, float]:
+    """The claims scorer's per-question values for one output row (NaN: undefined)."""
+    from rag_bench.evaluation.scorers import claims
+
+    if row.get("refused"):
+        return claims.question_values(None)
+    nums = {i + 1 for i in range(len(row["retrieved"]))}
+    cites = tuple(n for n in dict.fromkeys(row.get("citations", ())) if n in nums)
+    passages = [(i + 1, p["text"]) for i, p in enumerate(row["retrieved"])]
+    return claims.question_values(judge_claims(row["answer"], cites, passages))
+
+
 def _cosines(rows: list[dict[str, Any]]) -> list[float]:
     """Per answer: min over its claims of the max cosine between the claim and a passage sentence."""
     import numpy as np
@@ -147,6 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         print(_line("proxy (faithfulness >= 1, today's scorer)", people, [_proxy(r) for _, r in items],
                     time.perf_counter() - t))
+        from rag_bench.evaluation.scorers import claims
+
+        t = time.perf_counter()
+        scored = [_scorer(r) for _, r in items]
+        seconds = time.perf_counter() - t
+        for label, col in (("scorer answer_supported (stand-in)", claims.ANSWER_SUPPORTED.column),
+                           ("scorer citation_precision_claims >= 1", claims.CITATION_PRECISION_CLAIMS.column)):
+            vals = [v[col] for v in scored]
+            undefined = sum(v != v for v in vals)  # NaN: calibrate leaves these out, here they count as "no"
+            print(_line(f"{label} [undef {undefined}]", people, [int(v >= 1.0) for v in vals], seconds))
         for name, kw in VARIANTS.items():
             t = time.perf_counter()
             print(_line(name, people, [_judge(r, kw) for _, r in items], time.perf_counter() - t))

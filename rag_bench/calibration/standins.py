@@ -13,6 +13,10 @@ column's own value (so its raw mean is the cell's mean in metrics.json).
 - the lexical ``faithfulness`` proxy and ``citation_precision`` (citation support), against the
   people's ``faithfulness``; both count only when every sentence/citation is supported (``>= 1``).
   Both are undefined for refusals, which are then left out (counted as undefined).
+- the offline claim judge (issue 42, :mod:`rag_bench.evaluation.scorers.claims`): ``answer_supported``
+  (every claim supported by the passages it cites, the verdict ``benchmarks/support_kappa.py``
+  measures) and ``citation_precision_claims`` (every (claim, citation) pair supported: ``>= 1``),
+  against the people's ``faithfulness``; undefined for refusals and answers with no claim to judge.
 - every judged column (``judge_*``): against ``faithfulness`` when its name says faithful, else
   ``correct`` when it says correct; ``>= 0.5``.
 
@@ -80,6 +84,8 @@ STAND_INS = (
     StandIn(measures.CORRECT_REFUSAL_RATE.display, CORRECT, measures.CORRECT_REFUSAL_RATE.column, 0.5, False),
     StandIn(f"{FAITHFULNESS} (lexical proxy)", FAITHFULNESS, measures.FAITHFULNESS.column, 1.0, None),
     StandIn("citation support", FAITHFULNESS, measures.CITATION_PRECISION.column, 1.0, None, ("eval.min_coverage",)),
+    StandIn(f"{FAITHFULNESS} (offline claim judge)", FAITHFULNESS, measures.ANSWER_SUPPORTED.column, 1.0, None),
+    StandIn("citation support per claim", FAITHFULNESS, measures.CITATION_PRECISION_CLAIMS.column, 1.0, None),
 )
 
 

@@ -35,6 +35,7 @@ from rag_bench.evaluation.scorers import (
     by_tag,
     chunk_ranking,
     citations,
+    claims,
     clarify,
     conditional,
     cost,
@@ -59,7 +60,7 @@ __all__ = ["SCORERS", "Measure", "measure", "direction", "higher_is_better", "ml
 # (it reports the scoring's own time). Their warnings come in this order too.
 SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
-    citations.SCORER, abstention.SCORER, answer.SCORER, clarify.SCORER, conditional.SCORER, judge.SCORER,
+    citations.SCORER, claims.SCORER, abstention.SCORER, answer.SCORER, clarify.SCORER, conditional.SCORER, judge.SCORER,
     threshold.SCORER, attribution.SCORER,
     ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, cost.SCORER, by_tag.SCORER,
     latency.SCORER)})
@@ -71,6 +72,7 @@ DOCUMENT = document_ranking.DOCUMENT
 EVIDENCE = (*evidence.EVIDENCE, evidence.CONTEXT_COMPLETE)
 GENERATION = generation.GENERATION
 CITATION = citations.CITATION
+CLAIMS = claims.CLAIMS
 ABSTENTION = abstention.ABSTENTION
 ANSWER = answer.ANSWER
 CLARIFY = clarify.CLARIFY
@@ -78,7 +80,7 @@ THRESHOLD = threshold.THRESHOLD
 SECURITY = security.SECURITY
 ANN = (*ann.ANN, *ann.TUNING)
 OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
-FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *ABSTENTION, *ANSWER, *CLARIFY, *THRESHOLD,
+FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *CLAIMS, *ABSTENTION, *ANSWER, *CLARIFY, *THRESHOLD,
                                  *SECURITY, *ANN, *OTHER)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
@@ -90,7 +92,7 @@ FIGURES = (*COUNTS, *COST, *FAILURES)
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
 DURATION_SECTIONS = (latency.SECTION,)
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
-QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "abstention", "answer", "clarify")
+QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "claims", "abstention", "answer", "clarify")
 
 HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
 DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT
@@ -98,6 +100,7 @@ EVIDENCE_RECALL, COMPLETE, CONTEXT_COMPLETE = EVIDENCE
 (CORRECT, ANSWER_RECALL, EXACT_MATCH, TOKEN_F1, SQUAD_EXACT, SQUAD_F1, SQUAD_HASANS_EXACT, SQUAD_HASANS_F1,
  SQUAD_NOANS_EXACT, SQUAD_NOANS_F1, FACTS_PRESENT, ANSWER_WORDS, FAITHFULNESS, UNPARSEABLE) = GENERATION
 CITATION_PRECISION, CITATION_RECALL, INVALID_CITATIONS = CITATION
+CLAIM_SUPPORT, CITATION_PRECISION_CLAIMS, CITATION_COVERAGE, UNSUPPORTED_CLAIMS, ANSWER_SUPPORTED = CLAIMS
 CORRECT_REFUSAL_RATE, UNSUPPORTED_ANSWER_RATE, FALSE_REFUSAL_RATE = ABSTENTION
 CORRECT_ALL, CONTEXT_ALL = ANSWER
 CLARIFY_RATE, CORRECT_CLARIFICATION, PREMATURE_ANSWER = CLARIFY

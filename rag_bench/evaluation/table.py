@@ -18,7 +18,7 @@ from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Part
 
 LAYOUT = ("question", "ranking", "security", "document", "evidence", "label", "ranking_measures",
-          "document_measures", "retrieved", "answers", "generation", "citation", "abstention", "answer", "clarify",
+          "document_measures", "retrieved", "answers", "generation", "citation", "claims", "abstention", "answer", "clarify",
           "generation_cost",
           "judge", "latency")
 

@@ -19,6 +19,10 @@ Here:
    negation. Anything less (partial support) is "no".
 5. :func:`support_answer`: the answer is supported when every claim is; ``None`` when no claim has
    an informative word (nothing to judge).
+6. :func:`judge_claims` (the claims scorer's kernel): each claim judged by the passages *it* cites
+   (:func:`claim_citations`: the ``[n]`` marker it is followed by, else its sentence's next marker,
+   else, in an answer without markers, the answer's ``sources``), by each of them alone, and by
+   every passage of the context.
 
 Defaults (``min_coverage=0.8``, ``max_sentences=0``: one in five words may be paraphrased; numbers,
 names and negation may not; the evidence is one passage) are the variant with the best agreement
@@ -235,3 +239,106 @@ def support_answer(answer: str, passages: Sequence[str], *, min_coverage: float 
     if not verdicts:
         return None, ()
     return all(v.supported for v in verdicts), verdicts
+
+
+# --- claims with their own citations (the claims scorer, rag_bench/evaluation/scorers/claims.py) ------------------
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """One judged claim of an answer: the passage numbers it cites, its verdict by those passages
+    (``own``; None when it cites nothing), by each of them alone (``by_citation``, in the order of
+    ``citations``) and by any passage of the context (``context``). ``own_passage`` and
+    ``context_passage`` are the passage *numbers* holding the best window (None when none)."""
+
+    claim: Claim
+    citations: tuple[int, ...]
+    own: Support | None
+    by_citation: tuple[bool, ...]
+    context: Support | None
+    own_passage: int | None
+    context_passage: int | None
+
+    @property
+    def supported(self) -> bool:
+        """Supported by the passages it cites (an uncited claim is not)."""
+        return self.own is not None and self.own.supported
+
+    @property
+    def context_supported(self) -> bool:
+        """Supported by some passage of the context, cited or not."""
+        return self.context is not None and self.context.supported
+
+
+def _markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
+    """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``)."""
+    return [(m.start(), tuple(int(n) for n in re.findall(r"\d+", m.group()))) for m in _CITE.finditer(answer)]
+
+
+def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """The passage numbers each claim of ``answer`` cites.
+
+    - A marker (``[2]``, ``[1, 3]``) belongs to the claim it follows: the last claim ending at or
+      before it (the text before a marker is what the answer attributes to that source).
+    - A claim without a marker of its own takes those of the next claim of the same sentence that
+      has one ("Rollo was a Viking; he ruled Normandy [1]." cites 1 for both clauses).
+    - An answer with no marker at all cites by its answer-level list (``sources``): every claim
+      cites all of them (a one-claim answer gets the answer's sources).
+    - Only numbers in ``sources`` count (the answer's valid citations: markers outside the context
+      are counted by ``invalid_citations``, not here).
+
+    >>> text = "Rollo led the Normans [1]. Rollo was a Viking chief; he ruled Normandy from Rouen [2, 3]. Paris is big."
+    >>> claim_citations(text, split_claims(text), [1, 2, 3])
+    ((1,), (2, 3), (2, 3), ())
+    >>> claim_citations("Rollo led the Normans.", split_claims("Rollo led the Normans."), [2])
+    ((2,),)
+    """
+    valid = set(sources)
+    marks = _markers(answer)
+    if not marks:
+        return tuple(tuple(sorted(valid)) for _ in claims)
+    own: list[list[int]] = [[] for _ in claims]
+    for pos, nums in marks:
+        before = [i for i, c in enumerate(claims) if c.end <= pos]
+        if before:
+            own[before[-1]] += [n for n in nums if n in valid and n not in own[before[-1]]]
+    sentences = sentence_spans(_blank_citations(answer)) or [(0, len(answer))]
+
+    def sentence(c: Claim) -> int:
+        return next((j for j, (s, e) in enumerate(sentences) if s <= c.start < e), -1)
+
+    out = [tuple(o) for o in own]
+    for i in range(len(claims) - 1, -1, -1):  # from the end: a clause inherits the next clause's markers
+        if not out[i] and i + 1 < len(claims) and sentence(claims[i]) == sentence(claims[i + 1]):
+            out[i] = out[i + 1]
+    return tuple(out)
+
+
+def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[int, str]], *,
+                 min_coverage: float = 0.8, max_sentences: int = 0, strict: bool = True,
+                 ignore: frozenset[str] = FILLERS) -> tuple[ClaimVerdict, ...]:
+    """Every claim of ``answer`` with an informative word, judged by its own cited passages, by each
+    of them alone and by the whole context (``passages``: (number, text) in context order).
+
+    >>> ps = [(1, "Rollo was a Viking."), (2, "Rollo became the first ruler of Normandy in 911.")]
+    >>> v = judge_claims("Rollo became ruler of Normandy in 911 [1].", [1], ps)[0]
+    >>> v.citations, v.supported, v.context_supported, v.context_passage
+    ((1,), False, True, 2)
+    """
+    claims = split_claims(answer)
+    cites = claim_citations(answer, claims, sources)
+    text = dict(passages)
+    kw: dict[str, object] = {"min_coverage": min_coverage, "max_sentences": max_sentences, "strict": strict,
+                             "ignore": ignore}
+    numbers_all = [n for n, _ in passages]
+    out = []
+    for claim, cited in zip(claims, cites, strict=True):
+        if not content_words(claim.text, ignore):
+            continue
+        cited = tuple(n for n in cited if n in text)
+        own = support_claim(claim, [text[n] for n in cited], **kw) if cited else None  # type: ignore[arg-type]
+        alone = tuple(support_claim(claim, [text[n]], **kw).supported for n in cited)  # type: ignore[arg-type]
+        ctx = support_claim(claim, [t for _, t in passages], **kw) if passages else None  # type: ignore[arg-type]
+        out.append(ClaimVerdict(claim, cited, own, alone, ctx,
+                                cited[own.passage] if own is not None and own.passage >= 0 else None,
+                                numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))
+    return tuple(out)

@@ -1,5 +1,6 @@
 """The report's per-question drill-down data: what each cell retrieved and answered, and why it
-was labelled as it was.
+was labelled as it was; the answer's claims with their verdicts and the passage window each
+verdict rests on (:mod:`rag_bench.reporting.claims_view`).
 
 Written as small JavaScript files beside the page (``drill/<cell_id>.js``, loaded when a cell is
 opened) so the report opens from disk with no server: browsers refuse ``fetch`` of local files
@@ -26,6 +27,7 @@ import numpy as np
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures
+from rag_bench.reporting import claims_view
 from rag_bench.untrusted import visible
 
 log = logging.getLogger(__name__)
@@ -158,6 +160,8 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "refused": _plain(rec.get("refused")), "citations": citations,
             "error": visible(str(error)) if (error := rec.get("generation_error") or rec.get("parse_error")) else None,
             "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
+            # each claim with its verdict and the marked window it rests on (claims_view)
+            "claims": claims_view.shown(claims_view.records_claims(rec.get("claims")), context_texts),
             "measures": {m.name: _plain(rec.get(m.column)) for m in shown},
             "first_relevant": _plain(rec.get("first_relevant_rank")), "retrieved": len(ids),
         })

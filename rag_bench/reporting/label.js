@@ -51,6 +51,21 @@
       cites.appendChild(el("span", c.ok ? "ok" : "bad", "[" + c.marker + "] " + (c.ok ? "→ " + c.passage + " ✓" : "names no passage it was given ✗") + "  "));
     });
     box.appendChild(cites);
+    if ((it.claims || []).length) {
+      box.appendChild(el("h3", null, "Claims, as the offline judge saw them"));
+      it.claims.forEach(function (c, i) {
+        var d = el("div", "claim " + (c.supported ? "ok" : "bad"));
+        d.dataset.claim = String(i + 1);
+        d.appendChild(el("b", null, (c.supported ? "✓ " : "✗ ") + (i + 1) + ". "));
+        d.appendChild(el("span", null, c.text));
+        var why = c.citations.length ? "  cites [" + c.citations.join(", ") + "]" : "  cites nothing";
+        why += c.supported ? ": supported" : (c.context_supported ? ": not by its citations; an uncited passage supports it" : ": unsupported");
+        if (!c.supported && c.missing.length) { why += " (missing: " + c.missing.join(", ") + ")"; }
+        if (c.evidence) { why += " · marked in passage [" + c.evidence.passage + "]"; }
+        d.appendChild(el("span", "muted", why));
+        box.appendChild(d);
+      });
+    }
     box.appendChild(el("h3", null, "References"));
     if (!it.references.length) { box.appendChild(el("p", "muted", it.answerable ? "none in the dataset" : "none: unanswerable")); }
     it.references.forEach(function (r) { box.appendChild(el("p", "ref", r)); });
@@ -60,7 +75,15 @@
     it.context.forEach(function (p, i) {
       var d = el("div", "pass" + (cited[p.id] ? " cited" : ""));
       d.appendChild(el("b", null, "[" + (i + 1) + "] " + p.id + "\n"));
-      d.appendChild(document.createTextNode(p.text));
+      (p.segments || [{text: p.text, claims: [], kinds: []}]).forEach(function (g) {
+        if (!g.claims.length) { d.appendChild(document.createTextNode(g.text)); return; }
+        var mk = el("mark", g.kinds.join(" "), g.text);  // the window a claim's verdict rests on
+        mk.dataset.claims = g.claims.join(",");
+        mk.title = "claim " + g.claims.join(", ");
+        var sup = el("sup", null, g.claims.join(","));
+        d.appendChild(sup);
+        d.appendChild(mk);
+      });
       box.appendChild(d);
     });
     progress();

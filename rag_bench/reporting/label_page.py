@@ -3,7 +3,10 @@
 Per sampled question (in the random order of :func:`rag_bench.calibration.sampling.draw`, so the
 answers labelled first are a uniform sample of the cell's) it shows the question, the passages the
 generator was given (the cited ones marked), the answer with each citation checked (does it name a
-passage that was given?), and the reference answers. The labeller types their name (label keys
+passage that was given?), the answer's claims as the offline judge saw them (each with its verdict
+by the passages it cites, and the window of the passage its verdict rests on marked with
+``<mark>`` in the passages: green when a cited passage supports it, yellow when only an uncited one
+does, red when the cited passage falls short), and the reference answers. The labeller types their name (label keys
 wait for it; a name is never taken from the labels file, so nobody replaces another labeller's
 verdicts), then presses keys to judge ``correct`` and then ``faithfulness`` (``y``/``1`` yes,
 ``n``/``0`` no, ``←``/``→`` move, ``u`` undo the current item; with ``--scale G`` the digit keys
@@ -32,6 +35,7 @@ from rag_bench.calibration import sampling
 from rag_bench.calibration.labels import MEASURES, Label, Sample, answer_digest
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError
+from rag_bench.reporting import claims_view
 from rag_bench.untrusted import visible
 
 _JS = Path(__file__).with_name("label.js")
@@ -43,6 +47,8 @@ h1{font-size:1.3em}.sub{color:#555;font-size:13px}kbd{border:1px solid #bbb;bord
 .q,.ans,.pass,.ref{unicode-bidi:plaintext}
 .pass.cited{border-color:#2ca02c;background:#f3fbf4}.ok{color:#2ca02c}.bad{color:#d62728}
 .meas{display:inline-block;margin:.4em 1em .4em 0;padding:.3em .6em;border:1px solid #ccc;border-radius:4px}
+mark.cited{background:#c7f0cf}mark.uncited{background:#fff2a8}mark.short{background:#ffd6d6}
+.claim{margin:.2em 0;unicode-bidi:plaintext}.claim sup{color:#555}
 .meas.active{border:2px solid #4c72b0}.ref{color:#333}.muted{color:#777}#lb-progress{margin:0 1em}
 """
 
@@ -92,6 +98,13 @@ def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[d
             k = int(c) if c.isdigit() else 0
             checked.append({"marker": visible(c), "ok": 1 <= k <= len(ctx),
                             "passage": visible(str(ctx_ids[k - 1])) if 1 <= k <= len(ctx_ids) else None})
+        judged = claims_view.records_claims(rec.get("claims"))
+        # each passage cut where a claim's window starts or ends: the script marks those pieces
+        marks: dict[int, list[tuple[int, int, int, str]]] = {}
+        for j, claim in enumerate(judged):
+            ev = claims_view.evidence(claim)
+            if ev is not None:
+                marks.setdefault(ev[1], []).append((ev[2], ev[3], j + 1, ev[0]))
         # Shown with control and bidi characters made visible (an U+202E would make the answer read
         # reversed, so the person would judge another text than the one stored); the digest is the
         # stored text's.
@@ -99,7 +112,10 @@ def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[d
                     "answerable": bool(rec.get("answerable", True)), "answer": visible(answer),
                     "answer_sha256": answer_digest(answer), "refused": bool(rec.get("refused", False)),
                     "citations": checked, "references": [visible(x) for x in refs.get(str(rec["qid"]), [])],
-                    "context": [{"id": visible(str(a)), "text": visible(str(t))} for a, t in zip(ctx_ids, ctx)]})
+                    "claims": claims_view.shown(judged, [str(t) for t in ctx]),
+                    "context": [{"id": visible(str(a)), "text": visible(str(t)),
+                                 "segments": claims_view.segments(str(t), marks.get(n, []))}
+                                for n, (a, t) in enumerate(zip(ctx_ids, ctx), start=1)]})
     return out
 
 

@@ -42,11 +42,13 @@ input.rb-filter{width:24em;padding:3px;margin:.3em 0}nav a{margin-right:1em}
 body.only-drill #rb-main{display:none}#rb-view{display:flex;gap:1em;align-items:flex-start}
 #rb-list{flex:0 0 42%;max-height:85vh;overflow:auto}#rb-detail{flex:1;max-height:85vh;overflow:auto}
 .ok{color:#2ca02c}.bad{color:#d62728}#rb-detail h4{margin:.8em 0 .2em}
+.rb-claim{margin:.2em 0}.rb-excerpt{font-size:12px;color:#333;border-left:3px solid #ddd;padding-left:.4em;white-space:pre-wrap}
+mark.cited{background:#c7f0cf}mark.uncited{background:#fff2a8}mark.short{background:#ffd6d6}
 .rb-side-wrap{overflow-x:auto}#rb-side td{vertical-align:top;text-align:left;min-width:14em;max-width:28em}
 #rb-side td.q{min-width:16em}#rb-side tr.differ td.q{border-left:4px solid #fd8d3c}
 .rb-answer{white-space:pre-wrap;margin:.2em 0}.tw{overflow-x:auto}.ci{white-space:nowrap}
 .tw td:first-child,.tw td.l a{white-space:nowrap}body.only-section h1,body.only-section #rb-drill{display:none}
-td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td{unicode-bidi:plaintext}"""
+td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td,.rb-claim-text,.rb-excerpt{unicode-bidi:plaintext}"""
 
 
 def table(rows: Sequence[dict[str, Any]], *, table_id: str = "", sortable: bool = False, left: int = 1) -> str:

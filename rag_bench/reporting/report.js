@@ -78,6 +78,7 @@ RB.detail = function (c, qid) {
     r.citations.forEach(function (x) { cp.appendChild(el('span', '[' + x.n + '] ' + (x.chunk || 'no such passage') + (x.relevant ? ' \u2713 ' : ' \u2717 '), x.relevant ? 'ok' : 'bad')); });
     d.appendChild(cp);
   }
+  if ((r.claims || []).length) { d.appendChild(el('h4', 'Claims (offline judge: supported by the passages each cites?)')); d.appendChild(RB.claims(r.claims)); }
   var judge = Object.keys(r.judge || {});
   if (judge.length) d.appendChild(el('p', 'judge: ' + judge.map(function (k) { var v = r.judge[k]; return k + '=' + (v === null ? 'failed' : (+v).toFixed(3)); }).join('  ')));
   if ((q.answers || []).length || (q.facts || []).length) { d.appendChild(el('h4', 'Reference')); d.appendChild(el('p', (q.answers || []).concat(q.facts || []).join(' | '))); }
@@ -93,6 +94,29 @@ RB.detail = function (c, qid) {
   });
   (r.context_extra || []).forEach(function (n) { d.appendChild(el('div', '[context, expanded] ' + RB.ps[n], 'pass ctx')); });
   document.body.dataset.drillQ = qid;
+};
+// The answer's claims: each with its verdict, its citations and the window its verdict rests on, marked.
+RB.claims = function (claims) {
+  var box = el('div', null, 'rb-claims');
+  claims.forEach(function (c, i) {
+    var line = el('div', null, 'rb-claim ' + (c.supported ? 'ok' : 'bad'));
+    line.appendChild(el('b', (c.supported ? '\u2713 ' : '\u2717 ') + (i + 1) + '. '));
+    line.appendChild(el('span', c.text, 'rb-claim-text'));
+    var why = c.citations.length ? ' cites [' + c.citations.join(', ') + ']' : ' cites nothing';
+    why += c.supported ? ': supported' : (c.context_supported ? ': not by its citations; an uncited passage supports it' : ': unsupported');
+    if (!c.supported && c.missing.length) why += ' (missing: ' + c.missing.join(', ') + ')';
+    line.appendChild(el('span', why, 'note'));
+    if (c.evidence) {
+      var ex = el('div', null, 'rb-excerpt');
+      ex.appendChild(el('span', '[' + c.evidence.passage + '] ', 'note'));
+      ex.appendChild(el('span', c.evidence.parts[0]));
+      ex.appendChild(el('mark', c.evidence.parts[1], c.evidence.kind));
+      ex.appendChild(el('span', c.evidence.parts[2]));
+      line.appendChild(ex);
+    }
+    box.appendChild(line);
+  });
+  return box;
 };
 // Answers side by side: the top N cells and the picked ones, one row per question.
 RB.sideIds = function (st) {
@@ -146,6 +170,7 @@ RB.side = function () {
         r.citations.forEach(function (x) { cp.appendChild(el('span', '[' + x.n + ']' + (x.relevant ? '\u2713 ' : '\u2717 '), x.relevant ? 'ok' : 'bad')); });
         td.appendChild(cp);
       }
+      if ((r.claims || []).length) td.appendChild(RB.claims(r.claims));
     });
     body.appendChild(tr);
   });

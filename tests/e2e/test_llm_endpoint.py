@@ -140,12 +140,49 @@ def test_in_process_llama_cpp_generator(gguf, tmp_path):
     records = pd.read_parquet(cell / "records.parquet")
     assert m["counts"]["endpoint_calls"] == len(TWO) and records["raw_output"].str.len().gt(0).all()
     assert m["latency"]["seconds_per_question"] > 0
+    assert_claims_sane(records, m)
     # A real model answered: auto ranks by the answers over all questions, and the verdict says so.
     from rag_bench.reporting.verdict import of_experiment
 
     assert m["methods"]["generator_stand_in"] is False and "correct_all" in m["answer"]
     found = of_experiment(cell.parent)
     assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.warnings == ()
+
+
+def assert_claims_sane(records: pd.DataFrame, m: dict) -> None:
+    """The claims scorer on a real model's answers (issue 42): every answered question's claims are
+    in records.parquet with citations into its context and windows inside the cited passage, the
+    measures agree with the claims they are computed from, and an answer that did not parse or was
+    refused has no claims and no claim measures."""
+    from rag_bench.evaluation.scorers.claims import CLAIMS
+
+    assert {"claims", *(c.column for c in CLAIMS)} <= set(records.columns)
+    assert {c.name for c in CLAIMS} <= set(m["claims"]) and m["methods"]["claims"] == "offline_claim_window_judge"
+    judged = 0
+    for _, row in records.iterrows():
+        claims = list(row["claims"])
+        if row["parse_error"] is not None or row["refused"] or row["generation_error"] is not None:
+            assert claims == [] and all(pd.isna(row[c.column]) for c in CLAIMS)
+            continue
+        if not claims:  # nothing with an informative word to judge
+            assert pd.isna(row["claim_support"])
+            continue
+        judged += 1
+        texts = list(row["context_texts"])
+        for c in claims:
+            assert 0 <= c["start"] < c["end"] <= len(row["answer"])  # its characters in the answer
+            assert c["text"].split()[0] in row["answer"][c["start"]:c["end"]]
+            assert all(1 <= n <= len(texts) for n in c["citations"]) and len(c["by_citation"]) == len(c["citations"])
+            if c["passage"] is not None:
+                assert c["passage"] in list(c["citations"]) and 0 <= c["span_start"] < c["span_end"] <= len(
+                    texts[c["passage"] - 1])
+            if c["context_passage"] is not None:
+                assert 0 <= c["context_span_start"] < c["context_span_end"] <= len(texts[c["context_passage"] - 1])
+            assert not c["supported"] or c["context_supported"]  # a cited passage is in the context
+        assert row["claim_support"] == pytest.approx(np.mean([bool(c["supported"]) for c in claims]))
+        assert row["unsupported_claims"] == sum(not c["context_supported"] for c in claims)
+        assert row["answer_supported"] == float(all(c["supported"] for c in claims))
+    assert m["n"]["claims/claim_support"] == judged
 
 
 def test_unreachable_generator_is_recorded_per_question(tmp_path):

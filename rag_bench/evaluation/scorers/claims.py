@@ -1,0 +1,128 @@
+"""Claims (metrics.json ``claims``): each claim of an answer judged by the passages it cites (issue 42).
+
+Per answered question the answer is split into claims and each claim is judged by the offline
+support judge of :mod:`rag_bench.metrics.support` (:func:`~rag_bench.metrics.support.judge_claims`,
+its defaults: 80 % of the claim's informative words in one passage, every number, name and
+negation there):
+
+- a claim's citations are the ``[n]`` markers attached to it (the marker it is followed by; a
+  clause without one takes the next marker of its sentence); an answer with no marker at all cites
+  by its ``sources`` list, which then applies to every claim (a one-claim answer gets the answer's
+  sources);
+- ``claim_support``: claims supported by their own cited passages / claims (an uncited claim is
+  unsupported);
+- ``citation_precision_claims``: (claim, citation) pairs whose passage alone supports the claim it
+  is attached to / pairs (NaN when no claim cites anything);
+- ``citation_coverage``: claims some single one of whose citations supports them / claims;
+- ``unsupported_claims``: claims no passage of the context supports, cited or not (lower is better);
+- ``answer_supported``: 1 when every claim is supported by the passages it cites, else 0 -- the
+  offline support verdict, the stand-in for people's ``faithfulness`` label
+  (:mod:`rag_bench.calibration.standins`).
+
+Undefined (NaN) for a refusal, an unparseable output, a failed call and an answer with no claim
+holding an informative word. ``generation/faithfulness`` (the lexical proxy) and
+``citation/citation_precision`` (cited passages that overlap the gold evidence) stay for comparison.
+The per-question column ``claims`` holds each judged claim (records.parquet, docs/contract.md §5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rag_bench.evaluation.run import QuestionRun, SystemRun
+from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorers.generation import undefined_warning
+from rag_bench.metrics.support import ClaimVerdict, judge_claims
+
+SECTION = "claims"
+DEFAULTS = "offline judge: >= 80 % of the claim's words in one passage, numbers, names, negation there"
+CLAIMS = (
+    Measure("claim_support", SECTION,
+            description=f"claims supported by the passages they cite / claims ({DEFAULTS})", short="claim_sup"),
+    Measure("citation_precision_claims", SECTION,
+            description="(claim, citation) pairs whose cited passage alone supports the claim it is attached to / "
+            "pairs", short="cite_p_claims"),
+    Measure("citation_coverage", SECTION,
+            description="claims with a citation whose passage supports them / claims", short="cite_cov"),
+    Measure("unsupported_claims", SECTION, higher_is_better=False,
+            description="claims no passage of the context supports, cited or not (count per answer)",
+            short="unsup_claims"),
+    Measure("answer_supported", SECTION,
+            description="every claim of the answer supported by the passages it cites (the offline support "
+            "verdict)", short="supported"),
+)
+CLAIM_SUPPORT, CITATION_PRECISION_CLAIMS, CITATION_COVERAGE, UNSUPPORTED_CLAIMS, ANSWER_SUPPORTED = CLAIMS
+COLUMN = "claims"  # records.parquet: the judged claims of each answer (list of structs)
+METHOD = "offline_claim_window_judge"  # metrics.json methods.claims
+
+
+def _span(v: Any, passage: int | None) -> tuple[int | None, int | None]:
+    return (v.start, v.end) if v is not None and passage is not None else (None, None)
+
+
+def claim_record(v: ClaimVerdict) -> dict[str, Any]:
+    """One claim as stored in records.parquet's ``claims`` column: its text and [start, end) in
+    the answer, the passage numbers it cites, its verdict by them (``supported``) and by each alone
+    (``by_citation``), the passage and [span_start, span_end) of its best window among them,
+    the share of its words found there and those missing, and its verdict, passage and span by
+    the whole context (``context_*``)."""
+    own_s, own_e = _span(v.own, v.own_passage)
+    ctx_s, ctx_e = _span(v.context, v.context_passage)
+    return {"text": v.claim.text, "start": v.claim.start, "end": v.claim.end, "citations": list(v.citations),
+            "supported": v.supported, "by_citation": list(v.by_citation), "passage": v.own_passage,
+            "span_start": own_s, "span_end": own_e, "coverage": float(v.own.coverage) if v.own else 0.0,
+            "missing": list(v.own.missing) if v.own else [], "context_supported": v.context_supported,
+            "context_passage": v.context_passage, "context_span_start": ctx_s, "context_span_end": ctx_e}
+
+
+def question_values(verdicts: tuple[ClaimVerdict, ...] | None) -> dict[str, float]:
+    """One answer's claim measures by column; NaN throughout when ``verdicts`` is None (not judged)
+    or empty (no claim to judge)."""
+    nan = float("nan")
+    if not verdicts:
+        return {m.column: nan for m in CLAIMS}
+    pairs = [ok for v in verdicts for ok in v.by_citation]
+    return {CLAIM_SUPPORT.column: float(np.mean([v.supported for v in verdicts])),
+            CITATION_PRECISION_CLAIMS.column: float(np.mean(pairs)) if pairs else nan,
+            CITATION_COVERAGE.column: float(np.mean([any(v.by_citation) for v in verdicts])),
+            UNSUPPORTED_CLAIMS.column: float(sum(not v.context_supported for v in verdicts)),
+            ANSWER_SUPPORTED.column: float(all(v.supported for v in verdicts))}
+
+
+def verdicts(qr: QuestionRun) -> tuple[ClaimVerdict, ...] | None:
+    """The judged claims of one question's answer; None when there is nothing to judge (a refusal,
+    an unparseable output, a failed call)."""
+    a = qr.answer
+    if a is None or a.error is not None or a.parse_error is not None or a.refused or not a.text.strip():
+        return None
+    return judge_claims(a.text, a.citations, [(p.number, p.text) for p in qr.context or ()])
+
+
+class Claims:
+    """The scorer of :data:`CLAIMS` and the ``claims`` column (cells whose system answered)."""
+
+    name = "claims"
+
+    def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
+        """The claim measures when the run answered."""
+        return list(CLAIMS) if run.answered else []
+
+    def score(self, context: Context) -> list[Part]:
+        """Per question: the judged claims and the claim measures."""
+        run = context.run
+        if not run.answered:
+            return []
+        columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in CLAIMS}}
+        for qr in run.questions:
+            judged = verdicts(qr)
+            columns[COLUMN].append([claim_record(v) for v in judged or ()])
+            for name, value in question_values(judged).items():
+                columns[name].append(value)
+        return [Part(SECTION, columns, sections={"methods": {SECTION: METHOD}},
+                     warnings=undefined_warning(CLAIM_SUPPORT, columns[CLAIM_SUPPORT.column],
+                                                " (no answer with a claim to judge)"))]
+
+
+SCORER = Claims()
