@@ -80,8 +80,8 @@ THRESHOLD = threshold.THRESHOLD
 SECURITY = security.SECURITY
 ANN = (*ann.ANN, *ann.TUNING)
 OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
-FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *CLAIMS, *ABSTENTION, *ANSWER, *CLARIFY, *THRESHOLD,
-                                 *SECURITY, *ANN, *OTHER)
+FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *CLAIMS, *ABSTENTION, *ANSWER,
+                                 *CLARIFY, *THRESHOLD, *SECURITY, *ANN, *OTHER)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
 COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *clarify.COUNTS, *judge.COUNTS,
