@@ -7,9 +7,12 @@ Here:
 1. :func:`split_claims`: the answer's sentences, cut at citation markers (the text before ``[2]``
    is what the answer attributes to passage 2), each cut further at ``;``, at ``but`` and at
    ``, and`` when both sides carry at least :data:`MIN_CLAUSE_WORDS` content words (two facts, not a
-   list of items); the markers themselves are blanked out.
+   list of items); the markers themselves are blanked out. A sentence ending in ``?`` is no
+   claim: a question asserts nothing (a question back to the asker, a dialogue's "Have you been
+   there?"), so a rhetorical one ("Did you know it opened in 1900?") is not judged either.
 2. A claim's *informative words*: lower-cased, stopwords, single letters and :data:`FILLERS`
-   ("yes", "well", "actually", "I think" ...) out, Snowball-stemmed ("jumping" = "jumps").
+   ("yes", "well", "actually", "I think" ...) out, Snowball-stemmed ("jumping" = "jumps"); numbers
+   written out are digits ("two" = "2", "twelve" = "12", "7th" = "7"; not "one", a pronoun as often).
 3. Each passage is cut into *windows*: runs of at most ``max_sentences`` consecutive sentences
    (``max_sentences`` < 1: the whole passage is one window). Windows never span two passages.
 4. :func:`support_claim`: the window holding most of the claim's informative words is its evidence
@@ -107,9 +110,19 @@ def _stemmer() -> Callable[[str], str]:
     return stem
 
 
+# Numbers written out are numbers: "two platinum albums" is "2 platinum albums", "twelve-bar" is "12 bar".
+# "one" is left alone: it is a pronoun as often as a number ("one of the most ...").
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "_"} | {
+    w: str(10 * i) for i, w in enumerate("_ _ _ thirty forty fifty sixty seventy eighty ninety".split()) if w != "_"}
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "7th" is 7, "21st" is 21
+
+
 def _raw_words(text: str) -> list[str]:
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
-    return lenient_normalize(re.sub(r"n't\b", " nt", text, flags=re.IGNORECASE)).split()
+    words = lenient_normalize(re.sub(r"n't\b", " nt", text, flags=re.IGNORECASE)).split()
+    return [NUMBER_WORDS.get(w) or _ORDINAL.sub(r"\1", w) for w in words]
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -126,7 +139,12 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[
 
 
 def numbers(text: str) -> frozenset[str]:
-    """Words of ``text`` holding a digit ("1066", "3rd", "2.5" -> "25" after normalising)."""
+    """Words of ``text`` holding a digit, numbers written out as digits ("1066", "3rd" -> "3", "two" ->
+    "2", "2.5" -> "25" after normalising).
+
+    >>> sorted(numbers("Two platinum albums on June 7th, 2010"))
+    ['2', '2010', '7']
+    """
     return frozenset(w for w in _raw_words(text) if _NUMBER.search(w))
 
 
@@ -160,7 +178,7 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     """The answer's claims (see the module docstring), spans into ``answer``.
 
     >>> [c.text for c in split_claims("Rollo led the Normans [1]. Vikings settled Normandy in 911; "
-    ...                                "the French king paid them tribute.")]
+    ...                                "the French king paid them tribute. Have you been there?")]
     ['Rollo led the Normans', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
     """
     text = _blank_citations(answer)
@@ -170,6 +188,8 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     spans = [sp for a, b in parts for sp in sentence_spans(text, a, b)] or [(0, len(text))]
     out: list[Claim] = []
     for s, e in spans:
+        if text[s:e].rstrip().endswith("?"):
+            continue  # a question asserts nothing (a clarifying question, "What do you like?")
         cuts = [s]
         for m in _SPLIT.finditer(text, s, e):
             left, right = text[cuts[-1]:m.start()], text[m.end():e]

@@ -12,7 +12,7 @@ from tests.conftest import SHARED
 
 JUDGMENTS = SHARED / "datasets" / "human-judgments"
 # (set, the least kappa of the offline claim judge, the lexical proxy's kappa for comparison)
-SETS = [("begin-wow-dev", 0.69, 0.64), ("wice-claim-dev", 0.35, 0.27)]
+SETS = [("begin-wow-dev", 0.70, 0.64), ("wice-claim-dev", 0.35, 0.25)]
 
 
 @pytest.mark.slow
@@ -31,6 +31,8 @@ def test_calibrate_prints_the_claim_judge_above_the_proxy(tmp_path, capsys, name
     rows = {m["measure"]: m for m in json.loads(capsys.readouterr().out)["measures"]}
     judge, per_claim = rows["faithfulness (offline claim judge)"], rows["citation support per claim"]
     old_proxy, old_support = rows["faithfulness (lexical proxy)"], rows["citation support"]
-    assert judge["n"] >= 340 and judge["kappa"] >= least > old_proxy["kappa"] >= proxy - 0.01
+    # every labelled answer matched (a question-only answer has no claim: undefined, as for ragas)
+    assert judge["n"] + judge["n_undefined"] == {"begin-wow-dev": 430, "wice-claim-dev": 349}[name]
+    assert judge["n_undefined"] <= 15 and judge["kappa"] >= least > old_proxy["kappa"] >= proxy - 0.01
     # the old citation support says yes to every answer; the per-claim one does not
     assert old_support["auto_rate"] == 1.0 and 0.1 < per_claim["auto_rate"] < 0.9 and per_claim["kappa"] >= least

@@ -59,7 +59,7 @@ def test_content_words_are_stemmed_and_drop_fillers_only_when_asked() -> None:
     assert content_words("jumping") == content_words("jumps")
     assert "well" in content_words("Yes, well, dogs bark")
     assert content_words("Yes, well, dogs bark", frozenset({"yes", "well"})) == content_words("dogs bark")
-    assert numbers("born 12 May 1990, the 3rd child") == {"12", "1990", "3rd"}
+    assert numbers("born 12 May 1990, the 3rd child") == {"12", "1990", "3"}
     assert names("Yesterday Rollo met the King of France.") == content_words("Rollo King France")
     assert negated("He didn't win") and negated("He never won") and not negated("He won")
 
@@ -138,3 +138,22 @@ def test_an_answer_with_nothing_to_judge_is_none_and_fillers_do_not_block_suppor
     assert support_answer("Yes, well, I think Rollo really became the first ruler of Normandy in 911.",
                           [NORMANDY])[0] is True
     assert support_answer("Rollo became the first ruler of Normandy in 911.", [])[0] is False
+
+
+def test_a_question_is_no_claim():
+    # A question asserts nothing: a clarifying question, a dialogue's question back.
+    assert [c.text for c in split_claims("Paris is the capital of France. Have you been there?")] == [
+        "Paris is the capital of France."]
+    assert split_claims("Is it an annual plan, and when did it renew?") == ()
+    verdict, claims = support_answer("Do you like the Eiffel tower?", ["Paris is the capital of France."])
+    assert verdict is None and not claims  # nothing to judge
+
+
+def test_numbers_written_out_are_numbers() -> None:
+    # "two platinum" is "2 platinum" and "June 7th" is "June 7"; "one" stays a word (a pronoun as often).
+    assert numbers("They earned two platinum and five gold albums") == {"2", "5"}
+    assert numbers("a twelve-bar blues song, released June 7th") == {"12", "7"}
+    assert numbers("one of the most famous") == set()
+    passage = ["The duo has earned two platinum and five gold albums."]
+    assert support_answer("They have earned 2 platinum and 5 gold albums.", passage)[0] is True
+    assert support_answer("They have earned 3 platinum and 5 gold albums.", passage)[0] is False
