@@ -76,6 +76,8 @@ def test_evaluate_scores_a_clarifying_question_a_direct_answer_and_a_refusal(tmp
     # The failure label: asked for the facts is right (nothing to cite); a direct answer or a
     # question back missing a fact is lost at generation; a refusal is a false refusal.
     assert list(c["failure"]) == ["correct", "generation", "false_refusal", "generation"]
+    # A question back cites nothing, rightly: no citation recall for questions expecting clarify.
+    assert c["citation_recall"].isna().all() and rec.loc["q1", "citation_recall"] == 1.0
     assert c.loc["c1", "clarification"] == "Is it an annual plan, and how many days ago was its last renewal?"
     assert not c.loc["c1", "refused"] and c.loc["c3", "refused"]
     # Clarify questions stay out of the answerable-only measures, and in the retrieval ones.

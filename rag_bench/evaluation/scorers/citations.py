@@ -2,7 +2,8 @@
 
 ``citation_precision`` is the share of cited passages relevant to the question's evidence (the
 passage-relevance overlap rule, ``eval.min_coverage``), NaN when nothing is cited;
-``citation_recall`` the share of evidence spans the cited passages cover (answerable questions);
+``citation_recall`` the share of evidence spans the cited passages cover (answerable questions that
+want a direct answer: a clarifying question back cites nothing, rightly);
 ``invalid_citations`` citation numbers outside the context.
 """
 
@@ -48,7 +49,7 @@ class Citations:
             columns[PRECISION.column].append(citation_precision(a, passages, q.evidence, min_coverage=cover)
                                              if ok else np.nan)
             columns[RECALL.column].append(citation_recall(a, passages, q.evidence, min_coverage=cover)
-                                          if ok and q.answerable else np.nan)
+                                          if ok and q.wants_answer else np.nan)
             columns[INVALID.column].append(float(a.invalid_citations) if ok else np.nan)
         return [Part("citation", columns, warnings=undefined_warning(PRECISION, columns[PRECISION.column]))]
 
