@@ -91,8 +91,9 @@ class Verdict:
     @property
     def method(self) -> str:
         """How "not significantly worse" was decided."""
-        return (f"{1 - self.alpha:.0%} model confidence set (Hansen et al. 2011) over {self.n} questions, "
-                "paired bootstrap" if not self.untested else "")
+        if self.untested or self.cells < 2:  # one cell: nothing was compared
+            return ""
+        return f"{1 - self.alpha:.0%} model confidence set (Hansen et al. 2011) over {self.n} questions, paired bootstrap"
 
     def text(self) -> str:
         """The one line every view prints, e.g. ``Best: section hybrid rr=none k=5 (answer/correct_all

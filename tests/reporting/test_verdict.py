@@ -51,7 +51,10 @@ def test_best_the_indistinguishable_set_and_the_baseline(tmp_path):
 
 def test_the_best_that_is_the_baseline_and_one_cell(tmp_path):
     only = [_cell("a", _bern(0.5, 2), tmp_path)]
-    assert verdict(only, key=CORRECT_ALL.key).text().endswith("— the only cell")
+    one = verdict(only, key=CORRECT_ALL.key)
+    assert one.text().endswith("— the only cell")
+    # nothing was compared: no method line ("in the 95% model confidence set ... over 0 questions")
+    assert one.method == "" and not any("confidence set" in line for line in one.lines())
     cells = [_cell("a", _bern(0.8, 3), tmp_path), _cell("b", _bern(0.2, 4), tmp_path)]
     v = verdict(cells, key=CORRECT_ALL.key, baseline="a")
     assert v.versus is None and v.baseline_note.startswith("it is the baseline")
