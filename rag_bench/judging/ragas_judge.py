@@ -14,6 +14,10 @@ ends). Tokens (the endpoint's ``usage``) and seconds are counted per item. Each 
 output schema (``response_format``), so a server that decodes to it (llama.cpp's) returns a
 judgement that parses instead of free JSON that fails validation. ragas' own telemetry is off;
 its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
+
+``claim_faithfulness`` (ours, :mod:`rag_bench.judging.claim_judge`) runs on the same path: its
+jobs are one per claim (and sample), each call cached and accounted like a ragas metric's; the
+sample's value is the share of claims supported and fails when one of its calls does.
 """
 
 from __future__ import annotations
