@@ -37,6 +37,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.http import MAX_REPLY_BYTES, check_settings, check_url, is_json_int
 from rag_bench.judging.base import JudgeResult, JudgeSample
 from rag_bench.judging.claim_judge import ClaimCall, claim_calls, judge_claim
+from rag_bench.judging.claim_judge import prompt as claim_prompt
 from rag_bench.redaction import redact, remember
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
@@ -334,10 +335,11 @@ class RagasJudge:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def _claim_key(self, metric: str, claim: str, passages: Sequence[str], sample: int = 0) -> str:
-        """The cache key of one claim's judgement: judge identity, metric, the claim and the
-        passages shown (not the question or the rest of the answer: the call reads neither), and
-        the sample index; the same claim on the same passages is one judgement wherever it occurs."""
-        parts: list[Any] = [self.identity, metric, {"claim": claim}, list(passages)]
+        """The cache key of one claim's judgement: judge identity, metric, the request's prompt
+        (instruction, the passages shown, the claim; not the question or the rest of the answer: the
+        call reads neither, and a changed instruction is a new judgement) and the sample index; the
+        same claim on the same passages is one judgement wherever it occurs."""
+        parts: list[Any] = [self.identity, metric, {"prompt": claim_prompt(claim, passages)}]
         if sample:
             parts.append({"sample": sample})
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
