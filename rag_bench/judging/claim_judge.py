@@ -38,7 +38,7 @@ INSTRUCTION = ("Your task is to judge the faithfulness of a statement based on t
                "it is missing from the passages or contradicts them).")
 
 
-class ClaimVerdict(BaseModel):
+class VerdictReply(BaseModel):
     """The judge's output for one claim (its schema goes with the request)."""
 
     verdict: Literal[0, 1] = Field(..., description="1 if the statement can be directly inferred from the passages, "
@@ -97,5 +97,5 @@ def prompt(claim: str, passages: Sequence[str]) -> str:
 async def judge_claim(llm: Any, claim: str, passages: Sequence[str]) -> float:
     """One judge call: 1.0 when the judge says the passages support ``claim``, else 0.0. ``llm`` is
     the ragas metrics' ``InstructorLLM`` (same client, seed, retries, schema handling)."""
-    got = await llm.agenerate(prompt(claim, passages), ClaimVerdict)
+    got = await llm.agenerate(prompt(claim, passages), VerdictReply)
     return float(got.verdict)

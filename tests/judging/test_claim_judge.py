@@ -14,7 +14,7 @@ import pytest
 from rag_bench.errors import EndpointError
 from rag_bench.evaluation.scorers.judge import columns
 from rag_bench.judging.base import JudgeSample
-from rag_bench.judging.claim_judge import ClaimVerdict, claim_calls
+from rag_bench.judging.claim_judge import VerdictReply, claim_calls
 from rag_bench.judging.ragas_judge import RagasJudge
 from rag_bench.judging.samples import CLAIMS_COLUMN, tally
 from tests.servers import JsonEndpoint, serving
@@ -93,7 +93,7 @@ def test_each_request_carries_the_verdict_schema_and_the_sample_seed(endpoint, t
     _judge(endpoint, samples=2, seed=7).judge([JudgeSample("Who?", "Rollo led the Normans [1].", (P1,))],
                                               cache_dir=tmp_path)
     assert sorted(r["seed"] for r in endpoint.requests) == [7, 8]
-    assert all(r["response_format"] == {"type": "json_object", "schema": ClaimVerdict.model_json_schema()}
+    assert all(r["response_format"] == {"type": "json_object", "schema": VerdictReply.model_json_schema()}
                for r in endpoint.requests)
 
 
