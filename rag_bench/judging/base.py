@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class JudgeResult:
     """Per metric: the score (the mean of the samples that succeeded; None = not judged or every
     sample failed), each sample's value in sample order (``judge.samples`` independent calls; None
     = that call failed) and the failure reasons; and what judging this item cost (calls made now,
-    not served by the cache, their tokens and seconds)."""
+    not served by the cache, their tokens and seconds). ``claims``: per metric judged claim by
+    claim (``claim_faithfulness``), each claim's text, span in the answer, cited passage numbers,
+    the passages the judge read and its verdict per sample (1, 0, None = that call failed)."""
 
     scores: dict[str, float | None] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class JudgeResult:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
+    claims: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class Judge(Protocol):

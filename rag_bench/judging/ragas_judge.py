@@ -14,6 +14,10 @@ ends). Tokens (the endpoint's ``usage``) and seconds are counted per item. Each 
 output schema (``response_format``), so a server that decodes to it (llama.cpp's) returns a
 judgement that parses instead of free JSON that fails validation. ragas' own telemetry is off;
 its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
+
+``claim_faithfulness`` (ours, :mod:`rag_bench.judging.claim_judge`) runs on the same path: its
+jobs are one per claim (and sample), each call cached and accounted like a ragas metric's; the
+sample's value is the share of claims supported and fails when one of its calls does.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 from rag_bench.errors import ConfigError
 from rag_bench.http import MAX_REPLY_BYTES, check_settings, check_url, is_json_int
 from rag_bench.judging.base import JudgeResult, JudgeSample
+from rag_bench.judging.claim_judge import ClaimCall, claim_calls, judge_claim
+from rag_bench.judging.claim_judge import prompt as claim_prompt
 from rag_bench.redaction import redact, remember
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
@@ -48,6 +54,8 @@ class RagasMetric:
     # that answers verdict 10**15 where the prompt asks for 0/1 gets context precision 10**15.
     # Cosine-based scores (embeddings) can be negative.
     bounds: tuple[float, float] = (0.0, 1.0)
+    # Judged one call per claim of the answer (rag_bench.judging.claim_judge), not by a ragas class.
+    per_claim: bool = False
 
     @property
     def needs_reference(self) -> bool:
@@ -75,8 +83,27 @@ RAGAS_METRICS = {
     "answer_accuracy": RagasMetric("AnswerAccuracy", ("user_input", "response", "reference")),
     "noise_sensitivity": RagasMetric("NoiseSensitivity", ("user_input", "response", "reference", "retrieved_contexts")),
 }
+# Ours, on the same endpoint and code path: one call per claim (rag_bench.judging.claim_judge).
+CLAIM_METRICS = {
+    "claim_faithfulness": RagasMetric("ClaimFaithfulness", ("response", "retrieved_contexts"), per_claim=True),
+}
+JUDGE_METRICS = {**RAGAS_METRICS, **CLAIM_METRICS}  # every name judge.metrics accepts
 METRICS = ("faithfulness", "response_relevancy")  # the default selection
 RESPONSE_FORMATS = ("json_object", "json")
+
+
+# A job: (item, metric, sample index, claim index); WHOLE for a metric judged on the whole item.
+Job = tuple[int, str, int, int]
+WHOLE = -1
+
+
+def _shown(sample: JudgeSample, call: ClaimCall) -> list[str]:
+    """The passages the judge reads for one claim (its cited ones, else all)."""
+    return [sample.contexts[n - 1] for n in call.shown]
+
+
+def _verdict(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _fields(sample: JudgeSample) -> dict[str, Any]:
@@ -217,9 +244,9 @@ class RagasJudge:
                  response_format: str = "json_object", samples: int = 1, seed: int = 0,
                  temperature: float | None = None, embedder: Any = None) -> None:
         check_url("judge", base_url)
-        bad = [m for m in metrics if m not in RAGAS_METRICS]
+        bad = [m for m in metrics if m not in JUDGE_METRICS]
         if bad or not metrics:
-            raise ConfigError(f"judge.metrics: unknown {bad} -- fix: a subset of {sorted(RAGAS_METRICS)}")
+            raise ConfigError(f"judge.metrics: unknown {bad} -- fix: a subset of {sorted(JUDGE_METRICS)}")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 64:
             raise ConfigError(f"judge.concurrency must be an integer in [1, 64], got {concurrency!r}")
         self.concurrency = concurrency
@@ -285,7 +312,10 @@ class RagasJudge:
                             max_tokens=self.max_tokens, max_retries=1 + self.max_retries, **extra)
         out: dict[str, Any] = {}
         for name in self.metrics:
-            spec = RAGAS_METRICS[name]
+            spec = JUDGE_METRICS[name]
+            if spec.per_claim:
+                out[name] = llm  # claim_judge.judge_claim asks it directly, one call per claim
+                continue
             kwargs: dict[str, Any] = {"llm": llm}
             if spec.embeddings:
                 kwargs["embeddings"] = _Embeddings(self.embedder).adapter
@@ -297,25 +327,52 @@ class RagasJudge:
         (metrics that compare embeddings) and the sample index (sample 0 keeps the key judgements
         had before samples existed)."""
         parts: list[Any] = [self.identity, metric, s.question, s.answer, list(s.contexts), s.reference]
-        if RAGAS_METRICS[metric].embeddings and self.embedder is not None:
+        if JUDGE_METRICS[metric].embeddings and self.embedder is not None:
             # A score that compares embeddings depends on the embedder too (other metrics keep their keys).
             parts.append({"embedder": embedder_identity(self.embedder)})
         if sample:
             parts.append({"sample": sample})
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
+    def _claim_key(self, metric: str, claim: str, passages: Sequence[str], sample: int = 0) -> str:
+        """The cache key of one claim's judgement: judge identity, metric, the request's prompt
+        (instruction, the passages shown, the claim; not the question or the rest of the answer: the
+        call reads neither, and a changed instruction is a new judgement) and the sample index; the
+        same claim on the same passages is one judgement wherever it occurs."""
+        parts: list[Any] = [self.identity, metric, {"prompt": claim_prompt(claim, passages)}]
+        if sample:
+            parts.append({"sample": sample})
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
     def judge(self, samples: Sequence[JudgeSample | None], cache_dir: str | Path | None = None) -> list[JudgeResult]:
         """Judge each sample (None = nothing to judge, e.g. a refusal) on every applicable metric,
-        ``self.samples`` times each."""
+        ``self.samples`` times each. A job is ``(item, metric, sample index, claim)``: claim
+        :data:`WHOLE` for a ragas metric (one judgement of the item), else the index of the claim in
+        :func:`~rag_bench.judging.claim_judge.claim_calls` (one call each; the sample's value is the
+        share of claims supported, and fails when one of its calls does)."""
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
-        keys = {(i, m, n): self._key(m, s, n) for i, s in enumerate(samples) if s is not None for m in self.metrics
-                if s.reference or not RAGAS_METRICS[m].needs_reference for n in range(self.samples)}
+        calls = {i: claim_calls(s.answer, len(s.contexts)) for i, s in enumerate(samples) if s is not None} \
+            if any(JUDGE_METRICS[m].per_claim for m in self.metrics) else {}
+        keys: dict[Job, str] = {}
+        for i, s in enumerate(samples):
+            if s is None:
+                continue
+            for m in self.metrics:
+                spec = JUDGE_METRICS[m]
+                if spec.needs_reference and not s.reference:
+                    continue
+                for n in range(self.samples):
+                    if not spec.per_claim:
+                        keys[(i, m, n, WHOLE)] = self._key(m, s, n)
+                        continue
+                    for c, call in enumerate(calls[i]):  # no claim: nothing to judge, not a failure
+                        keys[(i, m, n, c)] = self._claim_key(m, call.claim.text, _shown(s, call), n)
         results = [JudgeResult() for _ in samples]
         first = {k: job for job, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
         failures: dict[str, str] = {}
 
         def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
-            for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo):
+            for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo, calls):
                 item = results[first[k][0]]
                 item.calls += 1
                 item.tokens_in += usage["tokens_in"]
@@ -332,35 +389,60 @@ class RagasJudge:
 
         got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
                              decode=json.loads, keep=lambda v: v is not None, each=True)
-        for (i, m, n), k in keys.items():
-            results[i].samples.setdefault(m, []).append(got.values.get(k))
-            if k in failures and m not in results[i].failures:
+        parts: dict[tuple[int, str, int], list[tuple[int, str]]] = {}
+        for (i, m, n, c), k in keys.items():
+            parts.setdefault((i, m, n), []).append((c, k))
+        for (i, m, n), jobs in parts.items():
+            values = [got.values.get(k) for _, k in jobs]
+            if jobs[0][0] == WHOLE:
+                value = values[0]
+            else:  # ragas' faithfulness: supported statements / statements
+                value = None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
+            results[i].samples.setdefault(m, []).append(value)
+            failed = [(c, k) for c, k in jobs if k in failures]
+            if failed and m not in results[i].failures:
                 prefix = f"sample {n}: " if self.samples > 1 else ""
-                results[i].failures[m] = prefix + failures[k]
+                c, k = failed[0]
+                where = f"claim {c + 1} of {len(jobs)}: " if c != WHOLE else ""
+                results[i].failures[m] = prefix + where + failures[k]
+        for i, cs in calls.items():
+            for m in self.metrics:
+                if JUDGE_METRICS[m].per_claim and cs:
+                    results[i].claims[m] = [
+                        {"claim": call.claim.text, "start": call.claim.start, "end": call.claim.end,
+                         "cited": list(call.cited), "passages": list(call.shown),
+                         "verdicts": [_verdict(got.values.get(keys[(i, m, n, c)])) for n in range(self.samples)]}
+                        for c, call in enumerate(cs)]
         for r in results:
             for m, values in r.samples.items():
                 ok = [v for v in values if v is not None]
                 r.scores[m] = sum(ok) / len(ok) if ok else None
         return results
 
-    def _pool(self, samples: Sequence[JudgeSample | None], jobs: list[tuple[int, str, int]],
-              keys: list[str]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    def _pool(self, samples: Sequence[JudgeSample | None], jobs: list[Job], keys: list[str],
+              calls: dict[int, tuple[ClaimCall, ...]] | None = None) -> Iterator[tuple[str, Any, dict[str, Any]]]:
         """Every job's outcome (a score or the exception) as it completes, with at most
         ``concurrency`` calls in flight: a bounded pool on one event loop (the async client is bound
-        to it), the next call starting as soon as one ends."""
+        to it), the next call starting as soon as one ends. ``calls``: each item's claims (jobs of a
+        per-claim metric)."""
         loop = asyncio.new_event_loop()
         try:
-            scorers = {n: self._scorers(n) for n in sorted({n for _, _, n in jobs})}
+            scorers = {n: self._scorers(n) for n in sorted({job[2] for job in jobs})}
             gate = asyncio.Semaphore(self.concurrency)
 
-            async def one(job: tuple[int, str, int], key: str) -> tuple[str, Any, dict[str, Any]]:
-                i, m, n = job
+            async def one(job: Job, key: str) -> tuple[str, Any, dict[str, Any]]:
+                i, m, n, c = job
                 async with gate:
                     usage = {"tokens_in": 0, "tokens_out": 0, "seconds": 0.0}
                     _USAGE.set(usage)  # this task's own context: the response hook adds its tokens here
                     t0 = time.perf_counter()
                     try:
-                        outcome: Any = await self._score(scorers[n][m], m, samples[i])
+                        if c == WHOLE:
+                            outcome: Any = await self._score(scorers[n][m], m, samples[i])
+                        else:
+                            call, s = (calls or {})[i][c], samples[i]
+                            assert s is not None  # a claim job is made for an item to judge only
+                            outcome = await judge_claim(scorers[n][m], call.claim.text, _shown(s, call))
                     except BaseException as exc:  # noqa: BLE001 -- returned, judged by the caller
                         outcome = exc
                     usage["seconds"] = time.perf_counter() - t0
@@ -384,11 +466,11 @@ class RagasJudge:
         if sample is None:
             raise ValueError("nothing to judge")
         fields = _fields(sample)
-        res = await scorer.ascore(**{f: fields[f] for f in RAGAS_METRICS[metric].inputs})
+        res = await scorer.ascore(**{f: fields[f] for f in JUDGE_METRICS[metric].inputs})
         value = float(res.value)
         if value != value:  # NaN: ragas could not score (e.g. no statements extracted)
             raise ValueError("judge returned no score (NaN)")
-        lo, hi = RAGAS_METRICS[metric].bounds
+        lo, hi = JUDGE_METRICS[metric].bounds
         if not lo <= value <= hi:  # the judge broke the prompt's contract (e.g. a verdict that is not 0/1)
             raise ValueError(f"judge score {value!r} is outside [{lo:g}, {hi:g}]")
         return value

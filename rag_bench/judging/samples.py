@@ -26,6 +26,9 @@ JUDGE_SECTION = "judge"
 JUDGE_PREFIX = "judge_"
 SAMPLES_SUFFIX = "_samples"
 SPREAD_SUFFIX = "_sd"
+# Metrics judged per claim: each claim with its verdicts, {metric: [claim, ...]} as JSON. Not a
+# judge_<m> name: those are judged measures (calibrate reads every judge_*faithful* as one).
+CLAIMS_COLUMN = "judged_claims"
 CONSISTENCY_SUFFIX = "_consistency"
 
 

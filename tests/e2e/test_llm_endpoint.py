@@ -273,3 +273,42 @@ def test_judge_samples_against_llama_server(llm_server, tmp_path):
         again, m2 = cell_of("again")
         (row2,) = [r for _, r in again.iterrows() if len(r["judge_faithfulness_samples"]) > 0]
         assert m2["cost"]["judge_calls"] == 0 and list(row2["judge_faithfulness_samples"]) == samples
+
+
+def test_claim_faithfulness_against_llama_server(llm_server, tmp_path):
+    """claim_faithfulness through the real server: the tiny set's q3 answered by the extractive
+    generator (each sentence followed by the marker of its passage), two passages, so each claim
+    is asked once against its own cited passage. The item's score is the share of its claims the
+    model supports, in [0, 1], with n and an interval; each claim's verdict (or a recorded reason)
+    is in records.parquet's judged_claims. Run with this checkout's code (PYTHONPATH), not the
+    installed console script's."""
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    args = ["run", f"dataset.path={questions(tmp_path, 'q3')}", f"output.root={tmp_path / 'exp'}", "tracking=none",
+            "generator=extractive", "pipeline.k=2", "judge=ragas", f"judge.base_url={llm_server}",
+            "judge.metrics=[claim_faithfulness]", "judge.max_failure_rate=1.0", "judge.timeout_s=60",
+            "judge.max_retries=0", "judge.max_tokens=64"]
+    done = subprocess.run([sys.executable, "-m", "rag_bench.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (cell,) = [p.parent for p in (tmp_path / "exp" / "default").glob("*/DONE")]
+    records = pd.read_parquet(cell / "records.parquet")
+    m = json.loads((cell / "metrics.json").read_text())
+    (row,) = [r for _, r in records.iterrows() if isinstance(r["judged_claims"], str)]
+    claims = json.loads(row["judged_claims"])["claim_faithfulness"]
+    assert claims and all(c["cited"] and c["passages"] == [n for n in c["cited"] if n <= 2] for c in claims)
+    assert all(row["answer"][c["start"]:c["end"]] == c["claim"] for c in claims)
+    verdicts = [c["verdicts"][0] for c in claims]
+    assert all(v in (0, 1, None) for v in verdicts)
+    assert m["cost"]["judge_calls"] == len(claims) and m["cost"]["judge_tokens_in"] > 0
+    reasons = json.loads(row["judge_failures"]) if row["judge_failures"] else {}
+    if None in verdicts:  # a call the model answered outside the schema: the item's judgement failed, with why
+        assert "claim_faithfulness" in reasons and pd.isna(row["judge_claim_faithfulness"])
+        assert m["counts"]["judge_failures"] == 1
+    else:
+        score = m["judge"]["judge_claim_faithfulness"]
+        assert row["judge_claim_faithfulness"] == pytest.approx(sum(verdicts) / len(verdicts)) == score
+        assert 0.0 <= score <= 1.0 and m["n"]["judge/judge_claim_faithfulness"] == 1
+        lo, hi = m["ci"]["judge/judge_claim_faithfulness"]
+        assert lo <= score <= hi
+    assert m["counts"]["judge_attempted"] == 1

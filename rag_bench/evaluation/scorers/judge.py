@@ -24,6 +24,7 @@ from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.judging.base import JudgeResult
 from rag_bench.judging.samples import (
+    CLAIMS_COLUMN,
     CONSISTENCY_SUFFIX,
     JUDGE_PREFIX,
     JUDGE_SECTION,
@@ -67,7 +68,9 @@ def _results(run: SystemRun) -> list[JudgeResult]:
 def columns(results: Sequence[JudgeResult], metrics: Sequence[str]) -> dict[str, list[Any]]:
     """Per metric: ``judge_<m>`` (the mean of the samples that succeeded), ``judge_<m>_samples``
     (each sample, NaN when its call failed; an empty list when the item was not judged) and
-    ``judge_<m>_sd``; then ``judge_failures`` (each item's failure reasons, JSON)."""
+    ``judge_<m>_sd``; then ``judge_failures`` (each item's failure reasons, JSON) and, when a
+    metric was judged per claim, ``judged_claims`` (per such metric each claim, its citations, the
+    passages the judge read and its verdict per sample, JSON)."""
     out: dict[str, list[Any]] = {}
     for m in metrics:
         matrix = sample_matrix(results, m)
@@ -77,6 +80,8 @@ def columns(results: Sequence[JudgeResult], metrics: Sequence[str]) -> dict[str,
                                      for r, row in zip(results, matrix)]
         out[col + SPREAD_SUFFIX] = question_spreads(matrix).tolist()
     out["judge_failures"] = [json.dumps(r.failures) if r.failures else None for r in results]
+    if any(r.claims for r in results):  # judged per claim: each claim with its verdicts
+        out[CLAIMS_COLUMN] = [json.dumps(r.claims) if r.claims else None for r in results]
     return out
 
 
