@@ -15,6 +15,9 @@ class JudgeSample:
     answer: str
     contexts: tuple[str, ...]
     reference: str | None = None  # Question.reference: the first reference answer, else the facts joined
+    # The answer's valid citations (markers and its sources list): what a claim without a marker of
+    # its own cites (rag_bench.metrics.support.claim_citations); () for a caller that does not say.
+    citations: tuple[int, ...] = ()
 
 
 @dataclass

@@ -3,8 +3,10 @@ answer, the answer's score the share of its claims the judge finds supported.
 
 Claims are :func:`rag_bench.metrics.support.split_claims`'s (sentences, cut at citation markers and
 at "and"/"but"/";" between two facts), without those that hold no informative word ("Yes!",
-"Well, I think so."): the same claims the offline support judge checks. A claim's *citations* are
-the markers right after it (``Rollo led the Normans [1].`` cites passage 1; a marker ends a claim).
+"Well, I think so."): the same claims the offline support judge checks, with the same citations
+(:func:`rag_bench.metrics.support.claim_citations`: ``Rollo led the Normans [1].`` cites passage 1; a
+clause without a marker takes the next one of its sentence; an answer without markers cites its
+sources list).
 What the judge reads for a claim: the passages it cites (1-based, in the order handed to the
 generator) when it cites any that exist, else every passage of the context. The request asks for
 ``{"verdict": 0 | 1}`` (1: the claim can be directly inferred from the passages), with that schema
@@ -27,11 +29,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from rag_bench.metrics.support import FILLERS, Claim, content_words, split_claims
+from rag_bench.metrics.support import FILLERS, Claim, claim_citations, content_words, split_claims
 
-# Markers right after a claim (spaces and sentence punctuation between them allowed): "... [1][2]."
-_AFTER = re.compile(r"[\s.,;:!?]*((?:\[\d+(?:\s*,\s*\d+)*\][\s.,;:!?]*)+)")
-_NUM = re.compile(r"\d+")
+_CITE = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")  # a citation marker: "[2]", "[1, 3]"
 
 INSTRUCTION = ("Your task is to judge the faithfulness of a statement based on the given passages. Return verdict "
                "1 if the statement can be directly inferred from the passages, or 0 if it can not (something in "
@@ -47,43 +47,37 @@ class VerdictReply(BaseModel):
 
 @dataclass(frozen=True)
 class ClaimCall:
-    """One claim to judge: the claim, the markers attached to it (passage numbers as written,
-    ones that name no passage included) and the 1-based numbers of the passages shown to the judge."""
+    """One claim to judge: the claim, the passages it cites (1-based; a marker that names no passage
+    is no citation) and the passages shown to the judge (its own, else all)."""
 
     claim: Claim
     cited: tuple[int, ...]
     shown: tuple[int, ...]
 
 
-def citations(answer: str, claim: Claim) -> tuple[int, ...]:
-    """The passage numbers cited right after ``claim`` in ``answer`` (a ``citations`` attribute of the
-    claim, when the splitter gives one, is used as is).
-
-    >>> a = "Rollo led the Normans [1]. They settled in 911 [2, 3]."
-    >>> [citations(a, c) for c in split_claims(a)]
-    [(1,), (2, 3)]
-    """
-    own = getattr(claim, "citations", None)
-    if own is not None:
-        return tuple(int(n) for n in own)
-    m = _AFTER.match(answer, claim.end)
-    return tuple(sorted({int(n) for n in _NUM.findall(m.group(1))})) if m else ()
-
-
-def claim_calls(answer: str, n_passages: int) -> tuple[ClaimCall, ...]:
+def claim_calls(answer: str, n_passages: int, sources: Sequence[int] = ()) -> tuple[ClaimCall, ...]:
     """The calls the judge makes for ``answer`` over ``n_passages`` passages: one per claim with an
-    informative word, showing its own cited passages (those that exist) or, without any, all.
+    informative word, showing its own cited passages or, without any, all. A claim's citations are
+    the offline judge's (:func:`rag_bench.metrics.support.claim_citations`: the marker it is followed
+    by, else the next marker of its sentence; an answer without markers cites its ``sources`` list
+    for every claim), so both judges read the same passages for the same claim. ``sources``: the
+    answer's valid citations; when not given, the markers that name a passage.
 
-    >>> [(c.claim.text, c.shown) for c in claim_calls("Yes! Rollo led the Normans [2]. Vikings came in 911.", 2)]
-    [('Rollo led the Normans', (2,)), ('Vikings came in 911.', (1, 2))]
+    >>> [(c.claim.text, c.cited, c.shown) for c in claim_calls("Yes! Rollo led the Normans [2]. Vikings came in 911.", 2)]
+    [('Rollo led the Normans', (2,), (2,)), ('Vikings came in 911.', (), (1, 2))]
+    >>> [c.cited for c in claim_calls("Rollo was a Viking chief from Scandinavia; he ruled Normandy from Rouen [1].", 2)]
+    [(1,), (1,)]
+    >>> [c.shown for c in claim_calls("Rollo led the Normans.", 3, sources=(2,))]
+    [(2,)]
     """
+    numbers = tuple(sources) or (tuple(range(1, n_passages + 1)) if _CITE.search(answer) else ())
+    claims = split_claims(answer)
     out = []
-    for claim in split_claims(answer):
+    for claim, cited in zip(claims, claim_citations(answer, claims, numbers)):
         if not content_words(claim.text, FILLERS):
             continue
-        cited = citations(answer, claim)
         own = tuple(n for n in cited if 1 <= n <= n_passages)
-        out.append(ClaimCall(claim, cited, own or tuple(range(1, n_passages + 1))))
+        out.append(ClaimCall(claim, own, own or tuple(range(1, n_passages + 1))))
     return tuple(out)
 
 

@@ -351,7 +351,7 @@ class RagasJudge:
         :func:`~rag_bench.judging.claim_judge.claim_calls` (one call each; the sample's value is the
         share of claims supported, and fails when one of its calls does)."""
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
-        calls = {i: claim_calls(s.answer, len(s.contexts)) for i, s in enumerate(samples) if s is not None} \
+        calls = {i: claim_calls(s.answer, len(s.contexts), s.citations) for i, s in enumerate(samples) if s is not None} \
             if any(JUDGE_METRICS[m].per_claim for m in self.metrics) else {}
         keys: dict[Job, str] = {}
         for i, s in enumerate(samples):

@@ -192,6 +192,8 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
             continue  # a question asserts nothing (a clarifying question, "What do you like?")
         cuts = [s]
         for m in _SPLIT.finditer(text, s, e):
+            if text.count("(", s, m.start()) > text.count(")", s, m.start()):
+                continue  # inside parentheses: "The Normans (Norman: Nourmands; French: Normands)" is one claim
             left, right = text[cuts[-1]:m.start()], text[m.end():e]
             if len(content_words(left)) >= MIN_CLAUSE_WORDS and len(content_words(right)) >= MIN_CLAUSE_WORDS:
                 cuts.extend([m.start(), m.end()])

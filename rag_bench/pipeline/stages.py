@@ -214,8 +214,8 @@ def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) ->
     samples: list[JudgeSample | None] = []
     for q, item, a in zip(questions, answered.items, answered.answers):
         ok = a.error is None and a.parse_error is None and not a.refused and bool(a.text)
-        samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference) if ok
-                       else None)
+        samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference,
+                                   a.citations) if ok else None)
     with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
         results = judge.judge(samples)
     name = component_name(judge)

@@ -85,8 +85,21 @@ def test_one_call_per_claim_each_reading_its_own_cited_passage(endpoint, tmp_pat
 
 
 def test_a_claim_without_a_valid_citation_reads_every_passage():
+    # [5] names no passage of two: not a citation (invalid_citations counts it), as for the offline judge
     calls = claim_calls("Rollo led the Normans. Vikings came in 911 [5].", 2)
-    assert [(c.cited, c.shown) for c in calls] == [((), (1, 2)), ((5,), (1, 2))]
+    assert [(c.cited, c.shown) for c in calls] == [((), (1, 2)), ((), (1, 2))]
+
+
+def test_the_llm_judge_reads_the_passages_the_offline_judge_attributes_to_each_claim():
+    from rag_bench.metrics.support import judge_claims
+
+    answer = "Rollo was a Viking chief from Scandinavia; he ruled Normandy from Rouen [2]. Paris is big [1]."
+    offline = judge_claims(answer, (1, 2), [(1, P1), (2, P2)])
+    assert [c.cited for c in claim_calls(answer, 2, (1, 2))] == [v.citations for v in offline]
+    # an answer without markers: every claim cites the answer's sources list, in both judges
+    plain = "Rollo led the Normans. The treaty was signed in 911."
+    assert [c.shown for c in claim_calls(plain, 2, (2,))] == [(2,), (2,)]
+    assert [v.citations for v in judge_claims(plain, (2,), [(1, P1), (2, P2)])] == [(2,), (2,)]
 
 
 def test_each_request_carries_the_verdict_schema_and_the_sample_seed(endpoint, tmp_path):
@@ -147,6 +160,7 @@ def test_the_failure_rate_rule_applies_to_claim_judgements(endpoint, tmp_path, m
     class Answer:
         error = parse_error = None
         refused = False
+        citations: tuple[int, ...] = ()  # none given: the markers that name a passage count
 
         def __init__(self, text):
             self.text = text

@@ -157,3 +157,8 @@ def test_numbers_written_out_are_numbers() -> None:
     passage = ["The duo has earned two platinum and five gold albums."]
     assert support_answer("They have earned 2 platinum and 5 gold albums.", passage)[0] is True
     assert support_answer("They have earned 3 platinum and 5 gold albums.", passage)[0] is False
+
+
+def test_no_cut_inside_parentheses():
+    text = "The Normans (Norman: Nourmands; French: Normands; Latin: Normanni) gave their name to Normandy."
+    assert [c.text for c in split_claims(text)] == [text]
