@@ -308,7 +308,8 @@ def test_report_drill_down_and_tables_show_bidi_controls_as_markers(tmp_path):
     assert "on si ti" in written and not any(c in written for c in "\u202e\u2067\u202d")
     html = page.table([{"question": "Yes?" + RLO + "on"}])
     assert RLO not in html and "Yes?\\u202eon" in html
-    assert "td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td{unicode-bidi:plaintext}" in page.CSS
+    assert ("td.l,.rb-answer,.pass,#rb-detail p,#rb-detail h3,#rb-side td,.rb-claim-text,.rb-excerpt"
+            "{unicode-bidi:plaintext}") in page.CSS  # the claims' text and excerpts too (issue 42)
 
 
 # --- 6. kappa's interval at small n: none, or exact, never a degenerate [1, 1] ----------------
