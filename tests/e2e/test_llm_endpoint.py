@@ -101,8 +101,9 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
             lo, hi = RAGAS_METRICS[metric].bounds
             assert pd.isna(row[f"judge_{metric}"]) or lo <= row[f"judge_{metric}"] <= hi
     assert m["counts"]["judge_attempted"] == 2 * len(answered)
+    # a model: auto ranks its cells by its answers
     assert m["methods"] == {"faithfulness": "lexical_support_proxy", "claims": "offline_claim_window_judge",
-                            "judge": "ragas", "generator_stand_in": False, "refusal_setting": None}  # a model: auto ranks its cells by its answers
+                            "judge": "ragas", "generator_stand_in": False, "refusal_setting": None}
     # the same lands in MLflow (local SQLite store under output.root)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'exp' / 'mlflow.db'}")
     exp = client.get_experiment_by_name("default")
