@@ -23,13 +23,15 @@ from rag_bench.data.problems import ProblemLog
 
 MAX_FILE_BYTES = 1 << 30  # one file of a dataset; larger ones are refused, not read
 DOCUMENT_SUFFIXES = (".md", ".txt")  # native documents: docs/**/<id>.md or .txt
+PARSED_SUFFIXES = (".pdf", ".html", ".htm", ".docx")  # documents a parser reads (rag_bench.parsing)
 NATIVE_FILES = ("dataset.yaml", "docs.jsonl", "questions.jsonl")
 BEIR_FILES = ("dataset.yaml", "corpus.jsonl", "queries.jsonl")
 
 
 def is_document(rel: PurePosixPath) -> bool:
-    """A native document: a .md or .txt file under docs/ (``rel`` relative to the docs/ folder's parent)."""
-    return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in DOCUMENT_SUFFIXES
+    """A native document: a .md, .txt, .pdf, .html, .htm or .docx file under docs/ (``rel`` relative
+    to the docs/ folder's parent)."""
+    return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in (*DOCUMENT_SUFFIXES, *PARSED_SUFFIXES)
 
 
 def is_question_file(rel: PurePosixPath) -> bool:
