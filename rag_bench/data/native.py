@@ -294,7 +294,7 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         quote = loc.get("quote")
         span: EvidenceSpan | None
         if state is not None and doc_id in state.parsed and isinstance(quote, str) and quote.strip():
-            found = _locate_parsed(doc, quote)
+            found = _locate_parsed(doc, quote, loc.get("section"))
             state.evidence.append((str(qid), doc_id, "none" if found is None else found[1]))
             if found is None:
                 unlocated += 1
@@ -329,12 +329,23 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
                     expects=expects, clarify_facts=clarify_facts)
 
 
-def _locate_parsed(doc: Document, quote: str) -> tuple[EvidenceSpan, str] | None:
-    """A quote in a parsed document (exact, normalised, bounded fuzzy) and the method that found it."""
+def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan, str] | None:
+    """A quote in a parsed document (exact, normalised, bounded fuzzy) and the method that found it:
+    inside the locator's section when the parse kept exactly one heading of that name and the quote
+    is there, else anywhere in the document (a parser that lost the headings still finds it)."""
+    from rag_bench.data.evidence import find_sections, section_span
     from rag_bench.data.markdown import heading_path_at
     from rag_bench.parsing.locate import locate
 
-    found = locate(doc.text, quote)
+    found = None
+    if isinstance(section, str) and section.strip():
+        secs = find_sections(doc, section)
+        if len(secs) == 1:
+            lo, hi = section_span(doc, secs[0])
+            inner = locate(doc.text[lo:hi], quote)
+            if inner is not None:
+                found = (inner[0] + lo, inner[1] + lo, inner[2])
+    found = found or locate(doc.text, quote)
     if found is None:
         return None
     start, end, method = found

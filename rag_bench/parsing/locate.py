@@ -55,7 +55,10 @@ def _span(where: list[int], text: str, s: int, e: int) -> tuple[int, int]:
 
 
 def locate(text: str, quote: str) -> tuple[int, int, str] | None:
-    """``(start, end, method)`` of ``quote`` in ``text`` (the first occurrence), or None."""
+    """``(start, end, method)`` of ``quote`` in ``text`` (the first occurrence), or None (also for
+    a blank quote)."""
+    if not quote.strip():
+        return None
     first = text.find(quote)
     if first != -1:
         return first, first + len(quote), "exact"
