@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -38,8 +39,13 @@ def fingerprints(root: Path, files: list[Path]) -> tuple[str, str, tuple[str, ..
     return whole.hexdigest()[:16], corpus.hexdigest()[:16], tuple(covered)
 
 
-# The parsers of the loads in progress by key (a parser object is no part of the load's cache key).
-_PARSERS: dict[str, Any] = {}
+@dataclass(frozen=True)
+class _Parser:
+    """A parser as an argument of the cached load: equal and hashed by its key (class, name,
+    version) alone, so each cell's new parser object finds the load of an equal one."""
+
+    key: str
+    parser: Any = field(compare=False, hash=False)
 
 
 def load_dataset(path: str | Path, *, split: str = "test", parser: Any = None) -> Dataset:
@@ -53,18 +59,17 @@ def load_dataset(path: str | Path, *, split: str = "test", parser: Any = None) -
     files = dataset_files(root, log, split)  # links out of the folder, devices, FIFOs: refused before any read
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
     whole, corpus, covered = fingerprints(root, files)
-    key = ""
+    chosen = None
     if parser is not None:
         from rag_bench.parsing.run import parser_key
 
-        key = parser_key(parser)
-        _PARSERS[key] = parser
-    return _load_cached(str(root.resolve()), split, whole, covered, corpus, key)
+        chosen = _Parser(parser_key(parser), parser)
+    return _load_cached(str(root.resolve()), split, whole, covered, corpus, chosen)
 
 
 @lru_cache(maxsize=4)
 def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...], corpus_fp: str,
-                 parser_key: str = "") -> Dataset:
+                 chosen: _Parser | None = None) -> Dataset:
     # Keyed by fingerprint: a sweep in one process parses the dataset once, an edit reloads it.
     root = Path(root_s)
     log = ProblemLog(root)
@@ -74,16 +79,17 @@ def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...], corpu
         documents, questions = load_beir(root, split, log)
         layout = "beir"
     else:
-        documents, state = read_documents(root, log, _PARSERS.get(parser_key))
+        documents, state = read_documents(root, log, None if chosen is None else chosen.parser)
         questions = load_questions(root / "questions.jsonl", documents, log, state)
         layout = "native"
     log.raise_if_any(f"dataset {log.rel(root)} is invalid")
     if state is not None:
         # The corpus is the parse: chunks and indexes of one parser are not another's.
         from rag_bench.parsing.auto import AutoParser
-        from rag_bench.parsing.run import parser_key as key_of
+        from rag_bench.parsing.run import parser_key
 
-        corpus_fp = hashlib.sha256(f"{corpus_fp}\0{parser_key or key_of(AutoParser())}".encode()).hexdigest()[:16]
+        key = chosen.key if chosen is not None else parser_key(AutoParser())
+        corpus_fp = hashlib.sha256(f"{corpus_fp}\0{key}".encode()).hexdigest()[:16]
         if not questions:
             raise DataError(Problem(str(root / "questions.jsonl"), 0, "evidence", "no question's evidence could be "
                                     f"located in the parse by {state.report.parser}",

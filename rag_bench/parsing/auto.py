@@ -6,20 +6,25 @@ from __future__ import annotations
 
 from rag_bench.parsing.base import Parsed, ParseFailure, Parser, package_version
 
-# suffix -> (module, class, the package whose version keys the cache)
-_BY_SUFFIX = {".pdf": ("rag_bench.parsing.pdf_pypdf", "PypdfParser", "pypdf"),
-              ".html": ("rag_bench.parsing.html_text", "Html2textParser", "html2text"),
-              ".htm": ("rag_bench.parsing.html_text", "Html2textParser", "html2text"),
-              ".docx": ("rag_bench.parsing.docx_text", "DocxParser", "python-docx")}
+# suffix -> the package whose version keys the cache
+_BY_SUFFIX = {".pdf": "pypdf", ".html": "html2text", ".htm": "html2text", ".docx": "python-docx"}
 
 
 def default_parser(suffix: str) -> Parser:
     """The parser ``auto`` uses for ``suffix`` (ConfigError "install ..." when its package is missing)."""
-    import importlib
+    if suffix == ".pdf":
+        from rag_bench.parsing.pdf_pypdf import PypdfParser
 
-    module, cls, _ = _BY_SUFFIX[suffix]
-    parser: Parser = getattr(importlib.import_module(module), cls)()
-    return parser
+        return PypdfParser()
+    if suffix in (".html", ".htm"):
+        from rag_bench.parsing.html_text import Html2textParser
+
+        return Html2textParser()
+    if suffix == ".docx":
+        from rag_bench.parsing.docx_text import DocxParser
+
+        return DocxParser()
+    raise ParseFailure(f"no parser for {suffix} files")
 
 
 class AutoParser:
@@ -32,10 +37,8 @@ class AutoParser:
 
     def version(self) -> str:
         """The default parsers' package versions (installed ones)."""
-        return ";".join(f"{pkg}={package_version(pkg)}" for _, _, pkg in dict.fromkeys(_BY_SUFFIX.values()))
+        return ";".join(f"{pkg}={package_version(pkg)}" for pkg in dict.fromkeys(_BY_SUFFIX.values()))
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The file by its type's default parser."""
-        if suffix not in _BY_SUFFIX:
-            raise ParseFailure(f"no parser for {suffix} files")
         return default_parser(suffix).parse(data, suffix)

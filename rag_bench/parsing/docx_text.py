@@ -34,7 +34,7 @@ def _paragraph(p: Any) -> str:
 class DocxParser:
     """DOCX paragraphs, headings, lists and tables, in body order."""
 
-    suffixes = (".docx",)
+    suffixes: tuple[str, ...] = (".docx",)
 
     def __init__(self, name: str = "python_docx") -> None:
         self.name = name

@@ -24,7 +24,7 @@ def decode_html(data: bytes) -> str:
 class Html2textParser:
     """HTML by html2text, after lxml removed active content and turned tables into Markdown tables."""
 
-    suffixes = (".html", ".htm")
+    suffixes: tuple[str, ...] = (".html", ".htm")
 
     def __init__(self, name: str = "html2text") -> None:
         self.name = name

@@ -27,7 +27,7 @@ def _inside(obj: dict[str, Any], bbox: tuple[float, float, float, float]) -> boo
 class PdfplumberParser:
     """PDF text and tables by pdfplumber (pdfminer.six underneath)."""
 
-    suffixes = (".pdf",)
+    suffixes: tuple[str, ...] = (".pdf",)
 
     def __init__(self, name: str = "pdfplumber", tables: bool = True) -> None:
         self.name = name

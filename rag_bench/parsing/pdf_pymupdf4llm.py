@@ -11,7 +11,7 @@ from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages
 class Pymupdf4llmParser:
     """PDF to Markdown by pymupdf4llm (shipped inside pymupdf 2.x; AGPL-licensed: see docs/parsing.md)."""
 
-    suffixes = (".pdf",)
+    suffixes: tuple[str, ...] = (".pdf",)
 
     def __init__(self, name: str = "pymupdf4llm") -> None:
         self.name = name

@@ -11,7 +11,7 @@ from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages
 class PypdfParser:
     """PDF pages' text by pypdf (pure Python); encrypted files fail unless the empty password opens them."""
 
-    suffixes = (".pdf",)
+    suffixes: tuple[str, ...] = (".pdf",)
 
     def __init__(self, name: str = "pypdf") -> None:
         self.name = name

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from rag_bench.parsing.auto import default_parser
+from rag_bench.parsing.auto import AutoParser, default_parser
 from rag_bench.parsing.base import MAX_BYTES, TIMEOUT_S, Parsed, ParseFailure, Parser
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
@@ -41,8 +41,11 @@ class Outcome:
 
 
 def parser_for(chosen: Parser, suffix: str) -> Parser:
-    """The chosen parser when it reads ``suffix`` files, else ``auto``'s for the type."""
-    return chosen if suffix in tuple(getattr(chosen, "suffixes", ())) else default_parser(suffix)
+    """The chosen parser when it reads ``suffix`` files, else ``auto``'s for the type (``auto``
+    itself is its type's parser: ``parser=auto`` and ``parser=pypdf`` share a PDF's cached parse)."""
+    if isinstance(chosen, AutoParser) or suffix not in tuple(getattr(chosen, "suffixes", ())):
+        return default_parser(suffix)
+    return chosen
 
 
 def parser_key(parser: Parser) -> str:
