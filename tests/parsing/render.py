@@ -42,8 +42,9 @@ def to_html(title: str, sections: dict[str, str], table: list[list[str]] | None 
     for i, (head, body) in enumerate(sections.items()):
         out.append(f"<h2>{html.escape(head)}</h2><p>{html.escape(body)}</p>")
         if i == 0 and table:
-            rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table)
-            out.append(f"<table border='1'>{rows}</table>")
+            cell = "<td style='border:1px solid black;padding:2px'>{}</td>"  # ruled cells: lines a PDF table finder sees
+            rows = "".join("<tr>" + "".join(cell.format(html.escape(c)) for c in row) + "</tr>" for row in table)
+            out.append(f"<table style='border-collapse:collapse'>{rows}</table>")
     return "<html><head><meta charset='utf-8'><title>t</title></head><body>" + "".join(out) + "</body></html>"
 
 

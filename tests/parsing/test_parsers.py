@@ -41,6 +41,16 @@ def test_encrypted_and_malformed_pdfs_fail_with_their_reason(tmp_path, module, c
         parser.parse(write_malformed_pdf(tmp_path / "broken.pdf").read_bytes(), ".pdf")
 
 
+@pytest.mark.parametrize(("module", "cls", "row"), [
+    (*PDF_PARSERS[0], "Late return 12 EUR per day"),  # pypdf: the row is one line of text, no table
+    (*PDF_PARSERS[1], "| Late return | 12 EUR | per day |"),
+    (*PDF_PARSERS[2], "|Late return|12 EUR|per day|")])
+def test_what_each_pdf_parser_makes_of_a_ruled_table(tmp_path, module, cls, row):
+    path = write_pdf(tmp_path / "own.pdf", "Shop policy", OWN)
+    lines = [line.strip() for line in _parser(module, cls).parse(path.read_bytes(), ".pdf").text.splitlines()]
+    assert row in lines
+
+
 def test_pymupdf4llm_keeps_headings_as_markdown(tmp_path):
     path = write_pdf(tmp_path / "own.pdf", "Shop policy", OWN)
     parsed = _parser(*PDF_PARSERS[2]).parse(path.read_bytes(), ".pdf")
