@@ -1,6 +1,7 @@
 """Which files of a dataset folder are the dataset, and that each is a regular file of bounded size.
 
-The dataset is exactly the files its loader reads: native ``docs/**/*.md|*.txt``, ``docs.jsonl``,
+The dataset is exactly the files its loader reads: native ``docs/**/*.md|*.txt`` (and the
+``.pdf|.html|.htm|.docx`` files a parser reads), ``docs.jsonl``,
 ``questions.jsonl``; BEIR ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``; both
 ``dataset.yaml``. Its fingerprint (in every cell id) covers these and nothing else: labels saved
 beside the dataset, notes, an editor's swap file or a folder of drafts leave it unchanged.
@@ -103,4 +104,6 @@ def describe_files(files: Sequence[str]) -> list[str]:
     as one entry with their count (a corpus may have thousands)."""
     docs = sum(is_document(PurePosixPath(f)) for f in files)
     rest = [f for f in files if not is_document(PurePosixPath(f))]
-    return ([f"docs/**/*.md|*.txt ({docs} files)"] if docs else []) + rest
+    parsed = any(PurePosixPath(f).suffix in PARSED_SUFFIXES for f in files if is_document(PurePosixPath(f)))
+    kinds = "*.md|*.txt|*.pdf|*.html|*.htm|*.docx" if parsed else "*.md|*.txt"  # a .md/.txt set's as it always was
+    return ([f"docs/**/{kinds} ({docs} files)"] if docs else []) + rest

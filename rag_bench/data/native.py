@@ -1,4 +1,5 @@
-"""Native dataset layout: docs/*.md|*.txt, optional docs.jsonl metadata, questions.jsonl."""
+"""Native dataset layout: docs/*.md|*.txt (and .pdf|.html|.htm|.docx through a parser:
+rag_bench.parsing), optional docs.jsonl metadata, questions.jsonl."""
 
 from __future__ import annotations
 

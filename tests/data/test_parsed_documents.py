@@ -112,3 +112,10 @@ def test_a_quote_is_located_inside_its_section_when_the_parse_kept_the_heading(t
     span = ds.questions[0].evidence[0]
     assert doc.text[span.start:span.end] == "the"
     assert span.heading_path == ("Word policy", "Refunds")  # not the first "the" (under Returns)
+
+
+def test_the_dataset_files_name_the_parsed_kinds_only_when_there_are_some():
+    from rag_bench.data.files import describe_files
+
+    assert describe_files(["docs/a.md", "questions.jsonl"]) == ["docs/**/*.md|*.txt (1 files)", "questions.jsonl"]
+    assert describe_files(["docs/a.md", "docs/b.pdf"]) == ["docs/**/*.md|*.txt|*.pdf|*.html|*.htm|*.docx (2 files)"]
