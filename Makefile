@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed-stamp
 LLM_STAMP := $(VENV)/.installed-llm-stamp
 PYTHON ?= python3
 
-.PHONY: venv llm demo test test-fast lint bench clean
+.PHONY: venv llm parse demo test test-fast lint bench clean
 
 # torch goes in FIRST, pinned: it is the CPU wheel on these machines. Letting the resolver pick
 # torch later (sentence-transformers needs it) would pull a multi-GB CUDA build.
@@ -26,6 +26,10 @@ $(LLM_STAMP): $(STAMP)
 	touch $(LLM_STAMP)
 
 venv: $(STAMP)
+
+# The document parsers alone (already in '.[test]'): pure wheels from PyPI, no model download.
+parse: venv
+	$(PY) -m pip install -q -c constraints.txt -e '.[parse]'
 
 llm: $(LLM_STAMP)
 

@@ -21,7 +21,11 @@ from typing import Any
 STAGES = ("chunker", "embedder", "index", "retriever", "reranker", "generator", "judge")
 # Where results go besides the cell folder: a config group too, but not a stage of the pipeline.
 TRACKING = "tracking"
-COMPONENT_GROUPS = (*STAGES, TRACKING)
+# How document files (.pdf, .html, .docx) become text, before chunking (rag_bench.parsing): a
+# config group of its own, not one of STAGES (a leaderboard's identity columns, a cell's tags),
+# so the cells of datasets without such files stay what they were.
+PARSER = "parser"
+COMPONENT_GROUPS = (PARSER, *STAGES, TRACKING)
 # The stages that make up the retrieval pipeline: the identity columns of a leaderboard.
 RETRIEVAL_STAGES = STAGES[:5]
 # The stages a short cell label names (others only when they vary).
@@ -29,7 +33,7 @@ LABEL_STAGES = ("chunker", "retriever", "reranker")
 # The stages a cell's console summary line names.
 CONSOLE_STAGES = ("chunker", "retriever", "reranker", "index", "generator")
 # Override keys in loop order for the sweeper: the dataset, then every stage; others innermost.
-SWEEP_ORDER = ("dataset", *STAGES)
+SWEEP_ORDER = ("dataset", PARSER, *STAGES)
 
 class Null:
     """Marker base of the null objects that stand for "no component" in a stage."""

@@ -191,6 +191,31 @@ class Ranking:
 
 
 @dataclass(frozen=True)
+class ParseReport:
+    """How a dataset's document files (.pdf, .html, .docx) were parsed (rag_bench.parsing): present
+    only when the dataset holds such files.
+
+    ``parser`` the chosen option; ``documents`` the files; ``parsed`` those parsed in this load
+    (cache misses), ``cache_hits`` the others; ``failures`` ``(doc_id, reason)`` of files no text
+    came from; ``seconds`` the parse time of the files (recorded with each parse, cached ones too);
+    ``pages`` ``doc_id -> offsets where each page starts``; ``warnings`` ``(doc_id, warning)``;
+    ``evidence`` ``(question id, doc_id, method)`` per quote of a parsed document (method: exact,
+    normalised, fuzzy, or none / failed when not located); ``dropped`` ids of answerable questions
+    none of whose evidence was located (left out of the evaluation)."""
+
+    parser: str
+    documents: int = 0
+    parsed: int = 0
+    cache_hits: int = 0
+    failures: tuple[tuple[str, str], ...] = ()
+    seconds: float = 0.0
+    pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    warnings: tuple[tuple[str, str], ...] = ()
+    evidence: tuple[tuple[str, str, str], ...] = ()
+    dropped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Dataset:
     """A loaded, validated dataset."""
 
@@ -204,6 +229,7 @@ class Dataset:
     # The corpus's own fingerprint (documents and their metadata, not the questions): what chunks
     # and indexes are keyed by, so two splits or an edited question set share them.
     corpus_fingerprint: str = ""
+    parse: ParseReport | None = None  # how .pdf/.html/.docx files were parsed (None: no such file)
 
     @property
     def corpus_key(self) -> str:

@@ -1,6 +1,7 @@
 """Which files of a dataset folder are the dataset, and that each is a regular file of bounded size.
 
-The dataset is exactly the files its loader reads: native ``docs/**/*.md|*.txt``, ``docs.jsonl``,
+The dataset is exactly the files its loader reads: native ``docs/**/*.md|*.txt`` (and the
+``.pdf|.html|.htm|.docx`` files a parser reads), ``docs.jsonl``,
 ``questions.jsonl``; BEIR ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``; both
 ``dataset.yaml``. Its fingerprint (in every cell id) covers these and nothing else: labels saved
 beside the dataset, notes, an editor's swap file or a folder of drafts leave it unchanged.
@@ -23,13 +24,15 @@ from rag_bench.data.problems import ProblemLog
 
 MAX_FILE_BYTES = 1 << 30  # one file of a dataset; larger ones are refused, not read
 DOCUMENT_SUFFIXES = (".md", ".txt")  # native documents: docs/**/<id>.md or .txt
+PARSED_SUFFIXES = (".pdf", ".html", ".htm", ".docx")  # documents a parser reads (rag_bench.parsing)
 NATIVE_FILES = ("dataset.yaml", "docs.jsonl", "questions.jsonl")
 BEIR_FILES = ("dataset.yaml", "corpus.jsonl", "queries.jsonl")
 
 
 def is_document(rel: PurePosixPath) -> bool:
-    """A native document: a .md or .txt file under docs/ (``rel`` relative to the docs/ folder's parent)."""
-    return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in DOCUMENT_SUFFIXES
+    """A native document: a .md, .txt, .pdf, .html, .htm or .docx file under docs/ (``rel`` relative
+    to the docs/ folder's parent)."""
+    return len(rel.parts) > 1 and rel.parts[0] == "docs" and rel.suffix in (*DOCUMENT_SUFFIXES, *PARSED_SUFFIXES)
 
 
 def is_question_file(rel: PurePosixPath) -> bool:
@@ -101,4 +104,6 @@ def describe_files(files: Sequence[str]) -> list[str]:
     as one entry with their count (a corpus may have thousands)."""
     docs = sum(is_document(PurePosixPath(f)) for f in files)
     rest = [f for f in files if not is_document(PurePosixPath(f))]
-    return ([f"docs/**/*.md|*.txt ({docs} files)"] if docs else []) + rest
+    parsed = any(PurePosixPath(f).suffix in PARSED_SUFFIXES for f in files if is_document(PurePosixPath(f)))
+    kinds = "*.md|*.txt|*.pdf|*.html|*.htm|*.docx" if parsed else "*.md|*.txt"  # a .md/.txt set's as it always was
+    return ([f"docs/**/{kinds} ({docs} files)"] if docs else []) + rest

@@ -1,4 +1,5 @@
-"""Native dataset layout: docs/*.md|*.txt, optional docs.jsonl metadata, questions.jsonl."""
+"""Native dataset layout: docs/*.md|*.txt (and .pdf|.html|.htm|.docx through a parser:
+rag_bench.parsing), optional docs.jsonl metadata, questions.jsonl."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import yaml
 
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
-from rag_bench.data.files import DOCUMENT_SUFFIXES
+from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES
 from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import (
     ProblemLog,
@@ -21,7 +22,7 @@ from rag_bench.data.problems import (
     read_jsonl,
     read_text,
 )
-from rag_bench.domain import Asker, Document, EvidenceSpan, Question
+from rag_bench.domain import Asker, Document, EvidenceSpan, ParseReport, Question
 from rag_bench.text.normalize import content_words
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
@@ -31,24 +32,79 @@ EXPECTS = ("answer", "refuse", "clarify")  # a question's right outcome (docs/co
 _LOC_FIELDS = {"doc_id", "quote", "section", "start", "end", "grade"}
 
 
-def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
+@dataclasses.dataclass
+class ParseState:
+    """What parsing a dataset's .pdf/.html/.docx files produced, collected while it loads: the
+    parser's report so far, the ids of parsed documents and of failed ones, and each quote's
+    locating method (rag_bench.parsing.locate)."""
+
+    report: ParseReport
+    parsed: set[str] = dataclasses.field(default_factory=set)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    evidence: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    dropped: list[str] = dataclasses.field(default_factory=list)
+
+    def final(self) -> ParseReport:
+        """The report with the evidence located and the questions dropped."""
+        return dataclasses.replace(self.report, evidence=tuple(self.evidence), dropped=tuple(self.dropped))
+
+
+def load_documents(root: Path, log: ProblemLog, parser: Any = None) -> dict[str, Document]:
     """Read docs/ and merge docs.jsonl metadata; problems go to ``log``."""
+    return read_documents(root, log, parser)[0]
+
+
+def _parse(paths: dict[str, Path], parser: Any) -> tuple[dict[str, tuple[Path, str]], ParseState]:
+    """Parse the document files (``doc_id -> path``) with ``parser`` (None: auto)."""
+    from rag_bench.parsing.auto import AutoParser
+    from rag_bench.parsing.run import cache_store, parse_files
+
+    chosen = parser if parser is not None else AutoParser()
+    ids = list(paths)
+    outcomes = parse_files([paths[i] for i in ids], chosen, cache_store())
+    texts: dict[str, tuple[Path, str]] = {}
+    failures: list[tuple[str, str]] = []
+    warnings: list[tuple[str, str]] = []
+    pages: dict[str, tuple[int, ...]] = {}
+    for doc_id, o in zip(ids, outcomes):
+        if o.parsed is None:
+            failures.append((doc_id, o.reason))
+            continue
+        texts[doc_id] = (paths[doc_id], o.parsed.text)
+        pages[doc_id] = o.parsed.pages
+        warnings += [(doc_id, w) for w in o.parsed.warnings]
+    report = ParseReport(parser=str(chosen.name), documents=len(ids), parsed=sum(not o.cached for o in outcomes),
+                         cache_hits=sum(o.cached for o in outcomes), failures=tuple(failures),
+                         seconds=float(sum(o.seconds for o in outcomes)), pages=pages, warnings=tuple(warnings))
+    return texts, ParseState(report, parsed=set(texts), failed=dict(failures))
+
+
+def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dict[str, Document], ParseState | None]:
+    """Read docs/ (.md and .txt as they are; .pdf, .html, .htm and .docx through ``parser``, None:
+    ``auto``) and merge docs.jsonl metadata; problems go to ``log``. The parse state is None when
+    the dataset holds no file to parse."""
     docs_dir = root / "docs"
     if not docs_dir.is_dir():
         log.add(root, 0, "docs/", "folder docs/ is missing", "put one .md or .txt file per document in docs/")
-        return {}
+        return {}, None
     texts: dict[str, tuple[Path, str]] = {}
+    to_parse: dict[str, Path] = {}
     on_disk: set[str] = set()  # ids of files that exist, even if unreadable (no double report)
     for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-        if path.suffix not in DOCUMENT_SUFFIXES:
+        if path.suffix not in DOCUMENT_SUFFIXES and path.suffix not in PARSED_SUFFIXES:
             continue
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
-        on_disk.add(doc_id)
         if check_id(doc_id, path, 0, "doc_id", log, "document id (file name)") is None:
+            on_disk.add(doc_id)
             continue
-        if doc_id in texts:
-            log.add(path, 0, "doc_id", f"duplicate document id {doc_id!r} (also {texts[doc_id][0].name})",
-                    "keep one of docs/<id>.md and docs/<id>.txt")
+        if doc_id in texts or doc_id in to_parse:
+            other = (texts[doc_id][0] if doc_id in texts else to_parse[doc_id]).name
+            log.add(path, 0, "doc_id", f"duplicate document id {doc_id!r} (also {other})",
+                    "keep one file per document id (docs/<id>.md, .txt, .pdf, .html or .docx)")
+            continue
+        on_disk.add(doc_id)
+        if path.suffix in PARSED_SUFFIXES:
+            to_parse[doc_id] = path
             continue
         text = read_text(path, log)
         if text is None:
@@ -57,8 +113,18 @@ def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
             log.add(path, 0, "", "document is empty", "write the document or delete the file")
             continue
         texts[doc_id] = (path, text)
+    state = None
+    if to_parse:
+        parsed, state = _parse(to_parse, parser)
+        texts.update(parsed)
+        texts = dict(sorted(texts.items(), key=lambda kv: str(kv[1][0])))
     if not texts and not log.problems:
-        log.add(docs_dir, 0, "", "no documents (.md or .txt) found", "add at least one document")
+        if state is not None and state.failed:
+            failed = "; ".join(f"{d}: {r}" for d, r in sorted(state.failed.items())[:5])
+            log.add(docs_dir, 0, "", f"no document could be read ({failed})",
+                    "add documents with a text layer, or choose another parser (parser=...)")
+        else:
+            log.add(docs_dir, 0, "", "no documents (.md or .txt) found", "add at least one document")
 
     meta: dict[str, dict[str, Any]] = {}
     meta_path = root / "docs.jsonl"
@@ -85,7 +151,7 @@ def load_documents(root: Path, log: ProblemLog) -> dict[str, Document]:
             version=m.get("version"), effective_at=m.get("effective_at"),
             status=m.get("status", "current"), tenant=m.get("tenant"), acl=tuple(m.get("acl", ())),
             source_uri=m.get("source_uri"), path=str(path), sections=parse_sections(text))
-    return documents
+    return documents, state
 
 
 def _title(text: str, doc_id: str) -> str:
@@ -124,7 +190,8 @@ def _check_doc_meta(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLo
     return obj if ok else None
 
 
-def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog) -> list[Question]:
+def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog,
+                   state: ParseState | None = None) -> list[Question]:
     """Read and validate questions.jsonl, resolving every evidence locator."""
     if not path.exists():
         log.add(path, 0, "", "questions.jsonl is missing", "add the golden questions, one JSON object per line")
@@ -143,7 +210,7 @@ def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog) 
             continue
         if key is not None:
             seen[key] = lineno
-        q = _check_question(path, lineno, obj, documents, log, known)
+        q = _check_question(path, lineno, obj, documents, log, known, state)
         if q is not None:
             questions.append(q)
     if not questions and not log.problems:
@@ -160,7 +227,8 @@ def _str_list(path: Path, lineno: int, obj: dict[str, Any], key: str, log: Probl
 
 
 def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dict[str, Document],
-                    log: ProblemLog, known: dict[str, list[str]] | None = None) -> Question | None:
+                    log: ProblemLog, known: dict[str, list[str]] | None = None,
+                    state: ParseState | None = None) -> Question | None:
     n_before = len(log.problems)
     for key in sorted(obj.keys() - _Q_FIELDS):
         log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_Q_FIELDS))}")
@@ -204,6 +272,7 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
     if answerable is False and raw_ev:
         log.add(path, lineno, "evidence", "unanswerable question has evidence",
                 "remove the evidence or set answerable to true")
+    unlocated = 0  # quotes of parsed documents this parse lost (recorded in the parse state)
     for i, loc in enumerate(raw_ev):
         field = f"evidence[{i}]"
         if not isinstance(loc, dict):
@@ -213,13 +282,27 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
             log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
                     f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
         doc_id = loc.get("doc_id")
+        if state is not None and isinstance(doc_id, str) and doc_id in state.failed:
+            state.evidence.append((str(qid), doc_id, "failed"))  # the document has no parse
+            unlocated += 1
+            continue
         if not isinstance(doc_id, str) or doc_id not in documents:
             some = ", ".join(sorted(documents)[:10])
             log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
                     + did_you_mean(doc_id, documents, known), f"use an id of a file in docs/ (e.g. {some})")
             continue
         doc = documents[doc_id]
-        span, sub, message, hint = resolve_locator(doc, loc)
+        quote = loc.get("quote")
+        span: EvidenceSpan | None
+        if state is not None and doc_id in state.parsed and isinstance(quote, str) and quote.strip():
+            found = _locate_parsed(doc, quote, loc.get("section"))
+            state.evidence.append((str(qid), doc_id, "none" if found is None else found[1]))
+            if found is None:
+                unlocated += 1
+                continue
+            span, sub, message, hint = found[0], "", "", ""
+        else:
+            span, sub, message, hint = resolve_locator(doc, loc)
         if span is None:
             log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
             continue
@@ -239,9 +322,35 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         spans.append(span)
     if len(log.problems) > n_before:
         return None
+    if state is not None and unlocated and not spans:
+        state.dropped.append(str(qid))  # no evidence of it survived this parse
+        return None
     return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
                     facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno,
                     expects=expects, clarify_facts=clarify_facts)
+
+
+def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan, str] | None:
+    """A quote in a parsed document (exact, normalised, bounded fuzzy) and the method that found it:
+    inside the locator's section when the parse kept exactly one heading of that name and the quote
+    is there, else anywhere in the document (a parser that lost the headings still finds it)."""
+    from rag_bench.data.evidence import find_sections, section_span
+    from rag_bench.data.markdown import heading_path_at
+    from rag_bench.parsing.locate import locate
+
+    found = None
+    if isinstance(section, str) and section.strip():
+        secs = find_sections(doc, section)
+        if len(secs) == 1:
+            lo, hi = section_span(doc, secs[0])
+            inner = locate(doc.text[lo:hi], quote)
+            if inner is not None:
+                found = (inner[0] + lo, inner[1] + lo, inner[2])
+    found = found or locate(doc.text, quote)
+    if found is None:
+        return None
+    start, end, method = found
+    return EvidenceSpan(doc.doc_id, start, end, heading_path_at(doc.sections, start)), method
 
 
 def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> tuple[str | None, tuple[str, ...]]:

@@ -45,6 +45,7 @@ from rag_bench.evaluation.scorers import (
     generation,
     judge,
     latency,
+    parsing,
     passage_precision,
     rerank_lift,
     security,
@@ -62,7 +63,7 @@ SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
     citations.SCORER, claims.SCORER, abstention.SCORER, answer.SCORER, clarify.SCORER, conditional.SCORER, judge.SCORER,
     threshold.SCORER, attribution.SCORER,
-    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, cost.SCORER, by_tag.SCORER,
+    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, parsing.SCORER, cost.SCORER, by_tag.SCORER,
     latency.SCORER)})
 ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
 
@@ -88,7 +89,8 @@ COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.RE
           *counts.SYSTEM)
 COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST)
 FAILURES = attribution.FAILURES
-FIGURES = (*COUNTS, *COST, *FAILURES)
+PARSE = parsing.PARSE
+FIGURES = (*COUNTS, *COST, *FAILURES, *PARSE)
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
 DURATION_SECTIONS = (latency.SECTION,)
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.chunking.base import Chunker
-from rag_bench.components import COMPONENT_GROUPS, missing_methods
+from rag_bench.components import COMPONENT_GROUPS, PARSER, missing_methods
 from rag_bench.digests import path_digest, source_digest
 from rag_bench.embedding.base import Embedder
 from rag_bench.errors import ConfigError, RagBenchError
@@ -37,6 +37,7 @@ from rag_bench.evaluation.evaluation import chosen, scorer_names
 from rag_bench.generation.base import Generator
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.judging.base import Judge
+from rag_bench.parsing.base import Parser
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
@@ -53,7 +54,7 @@ EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
 PROTOCOLS: Registry[type] = Registry("component group", {
-    "chunker": Chunker, "embedder": Embedder, "index": VectorIndex, "retriever": Retriever, "reranker": Reranker,
+    "parser": Parser, "chunker": Chunker, "embedder": Embedder, "index": VectorIndex, "retriever": Retriever, "reranker": Reranker,
     "generator": Generator, "judge": Judge, "tracking": Tracker})
 # The value tables eval.* settings choose from: each name with what it means.
 RELEVANCE: Registry[str] = Registry("eval.relevance", {
@@ -125,6 +126,7 @@ class RagBenchConf:
     # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
+    parser: Any = None
     chunker: Any = None
     embedder: Any = None
     index: Any = None
@@ -182,6 +184,8 @@ def validate(cfg: DictConfig) -> None:
     measures.check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
+        if group == PARSER and node is None:
+            continue  # a config composed without the parser group reads its documents as parser=auto
         if not isinstance(node, DictConfig) or "_target_" not in node:
             raise ConfigError(f"config group {group!r} is not set -- fix: add {group}=<name> (see conf/{group}/)")
 
@@ -443,6 +447,11 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
     if data["eval"].get("scorers") == measures.ALL_SCORERS:
         # every scorer is what a cell was before eval.scorers existed: cells keep their ids
         data["eval"] = {k: v for k, v in data["eval"].items() if k != "scorers"}
+    if data.get(PARSER) is None or (isinstance(data[PARSER], dict) and data[PARSER].get("name") == "auto"
+                                    and str(data[PARSER].get("_target_", "")).startswith("rag_bench.parsing.")):
+        # auto is what every cell read before the parser existed: cells keep their ids (a dataset
+        # with .pdf/.html/.docx files is a new dataset, its fingerprint covers them)
+        data.pop(PARSER, None)
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
         # null (no tuning) is what an index did before the key existed: cells keep their ids
         data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}

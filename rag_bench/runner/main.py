@@ -133,7 +133,8 @@ def chunk_corpus(cfg: DictConfig, dataset: Dataset) -> list[Any]:
 
 
 def _load(cfg: DictConfig) -> Dataset:
-    dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split)
+    parser = build(cfg.parser, "parser") if cfg.get("parser") is not None else None
+    dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split, parser=parser)
     need = 16 * int(cfg.eval.bootstrap_resamples) * max(len(dataset.questions), 1)
     if need > MAX_BOOTSTRAP_BYTES:
         fit = MAX_BOOTSTRAP_BYTES // (16 * max(len(dataset.questions), 1))

@@ -1,0 +1,126 @@
+"""The parser protocol, what a parse is, and the helpers every parser shares.
+
+A parser turns one document file's bytes into :class:`Parsed`: text with Markdown structure
+(headings as ``#``, lists, tables as Markdown tables), a page map (character offset where each
+page starts) and warnings. The sections and blocks the chunkers read are derived from that text by
+:mod:`rag_bench.data.markdown`, as for a ``.md`` document. A file a parser cannot read raises
+:class:`ParseFailure` with the reason: the runner records it as a per-document failure.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rag_bench.errors import ConfigError
+
+# Bounds on one untrusted file (each a recorded failure, not a crash or a hang).
+MAX_BYTES = 64 << 20
+MAX_PAGES = 2000
+TIMEOUT_S = 60.0
+
+
+class ParseFailure(Exception):
+    """The file cannot be parsed (malformed, encrypted, empty, no text layer, over a bound)."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One document's parse: Markdown text, ``pages`` (the character offset where page 1, 2, ...
+    starts; empty for formats without pages) and per-document warnings."""
+
+    text: str
+    pages: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The 1-based page holding character ``offset`` (None without a page map)."""
+        page = None
+        for i, start in enumerate(self.pages):
+            if start <= offset:
+                page = i + 1
+            else:
+                break
+        return page
+
+
+class Parser(Protocol):
+    """Reads document files of the suffixes it handles (``suffixes``) into :class:`Parsed`."""
+
+    name: str
+    suffixes: tuple[str, ...]
+
+    def version(self) -> str:
+        """The parsing package's version (part of the parse cache key)."""
+        ...
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        """Parse one file's bytes; raise :class:`ParseFailure` when it cannot be read."""
+        ...
+
+
+def require(module: str, package: str, parser: str) -> Any:
+    """Import ``module`` or fail with the install command (a ConfigError: exit 2)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"parser={parser} needs the package {package!r}, which is not installed -- fix: "
+                          f"pip install '{package}' (or pip install 'rag-bench[parse]', make parse)") from exc
+
+
+def package_version(package: str) -> str:
+    """Installed version of ``package`` ('' when it is not installed)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def join_pages(pages: list[str], warnings: list[str]) -> Parsed:
+    """Pages' texts joined by a blank line, with the page map; an all-blank result (a scan without
+    a text layer, an empty file) is a failure."""
+    if len(pages) > MAX_PAGES:
+        raise ParseFailure(f"{len(pages)} pages (limit {MAX_PAGES})")
+    out: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    for page in pages:
+        starts.append(pos)
+        body = page.strip("\n")
+        out.append(body)
+        pos += len(body) + 2
+    text = "\n\n".join(out)
+    if not text.strip():
+        raise ParseFailure("no text (an empty document, or a scan without a text layer)")
+    empty = sum(1 for p in pages if not p.strip())
+    if empty:
+        warnings.append(f"{empty} of {len(pages)} pages have no text layer")
+    return Parsed(text=text, pages=tuple(starts), warnings=tuple(warnings))
+
+
+def check_pages(count: int) -> None:
+    """Refuse a document over :data:`MAX_PAGES` before reading its pages."""
+    if count > MAX_PAGES:
+        raise ParseFailure(f"{count} pages (limit {MAX_PAGES})")
+    if count == 0:
+        raise ParseFailure("the document has no pages")
+
+
+def cell_text(value: Any) -> str:
+    """A table cell as one line of a Markdown table (newlines to spaces, ``|`` escaped)."""
+    return " ".join(str(value or "").split()).replace("|", "\\|")
+
+
+def markdown_table(rows: list[list[Any]]) -> str:
+    """Rows (the first the header) as a Markdown table, every line starting with ``|`` (what
+    :func:`rag_bench.data.markdown.parse_blocks` reads as one table block); '' without cells."""
+    rows = [[cell_text(c) for c in row] for row in rows if any(cell_text(c) for c in row)]
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)

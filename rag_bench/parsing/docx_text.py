@@ -1,0 +1,83 @@
+"""``parser=python_docx``: Word (.docx) by python-docx: paragraphs in body order, ``Heading N``
+and ``Title`` styles as ``#`` headings, list styles as list items, tables as Markdown tables.
+Macros and embedded objects are never run (a .docx cannot hold macros; embedded parts are not read)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from rag_bench.parsing.base import Parsed, ParseFailure, markdown_table, package_version, require
+
+MAX_UNPACKED = 256 << 20  # a zip bomb is refused before python-docx unpacks it
+
+
+def _paragraph(p: Any) -> str:
+    text = " ".join(p.text.split())
+    if not text:
+        return ""
+    style = str(getattr(p.style, "name", "") or "")
+    if style == "Title":
+        return "# " + text
+    if style.startswith("Heading"):
+        level = style.removeprefix("Heading").strip()
+        n = int(level) if level.isdigit() else 1
+        return "#" * min(n + 1, 6) + " " + text
+    if style.startswith("List Number"):
+        return "1. " + text
+    if style.startswith("List"):
+        return "- " + text
+    return text
+
+
+class DocxParser:
+    """DOCX paragraphs, headings, lists and tables, in body order."""
+
+    suffixes: tuple[str, ...] = (".docx",)
+
+    def __init__(self, name: str = "python_docx") -> None:
+        self.name = name
+        require("docx", "python-docx", name)
+
+    def version(self) -> str:
+        """python-docx's version."""
+        return package_version("python-docx")
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        """The document's Markdown."""
+        docx = require("docx", "python-docx", self.name)
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                unpacked = sum(i.file_size for i in z.infolist())
+            if unpacked > MAX_UNPACKED:
+                raise ParseFailure(f"unpacks to {unpacked >> 20} MiB (limit {MAX_UNPACKED >> 20} MiB)")
+            document = docx.Document(io.BytesIO(data))
+            blocks: list[str] = []
+            for item in document.iter_inner_content():
+                if hasattr(item, "rows"):
+                    blocks.append(markdown_table([[c.text for c in row.cells] for row in item.rows]))
+                else:
+                    blocks.append(_paragraph(item))
+        except ParseFailure:
+            raise
+        except Exception as exc:
+            raise ParseFailure(f"unreadable DOCX ({type(exc).__name__}: {str(exc)[:200]})") from exc
+        text = _join(blocks)
+        if not text.strip():
+            raise ParseFailure("no text in the DOCX")
+        return Parsed(text=text)
+
+
+def _join(blocks: list[str]) -> str:
+    """Blocks separated by blank lines, consecutive list items kept together."""
+    out: list[str] = []
+    for b in blocks:
+        if not b:
+            continue
+        is_item = b.startswith(("- ", "1. "))
+        if out and is_item and out[-1].split("\n")[-1].startswith(("- ", "1. ")):
+            out[-1] += "\n" + b
+        else:
+            out.append(b)
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,37 @@
+"""``parser=pypdf``: pypdf's text extraction, page by page (no heading or table structure: a
+table's row is one line of text). Reads columns in content-stream order."""
+
+from __future__ import annotations
+
+import io
+
+from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
+
+
+class PypdfParser:
+    """PDF pages' text by pypdf (pure Python); encrypted files fail unless the empty password opens them."""
+
+    suffixes: tuple[str, ...] = (".pdf",)
+
+    def __init__(self, name: str = "pypdf") -> None:
+        self.name = name
+        require("pypdf", "pypdf", name)
+
+    def version(self) -> str:
+        """pypdf's version."""
+        return package_version("pypdf")
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        """Every page's extracted text, joined by blank lines."""
+        pypdf = require("pypdf", "pypdf", self.name)
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise ParseFailure("encrypted PDF (a password is needed)")
+            check_pages(len(reader.pages))
+            pages = [page.extract_text() or "" for page in reader.pages]
+        except ParseFailure:
+            raise
+        except Exception as exc:  # pypdf raises many types on malformed input
+            raise ParseFailure(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from exc
+        return join_pages(pages, [])

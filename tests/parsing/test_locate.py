@@ -1,0 +1,43 @@
+"""Locating gold quotes in a parse: exact, normalised, bounded fuzzy, or not at all."""
+
+from __future__ import annotations
+
+from rag_bench.parsing.locate import locate, normalise
+
+
+def test_exact_quote_is_found_verbatim():
+    text = "Intro.\nItems may be returned within thirty days."
+    s, e, method = locate(text, "returned within thirty days")
+    assert method == "exact" and text[s:e] == "returned within thirty days"
+
+
+def test_ligature_hyphenation_dash_case_and_whitespace_are_normalised():
+    text = "The ﬁrst refund is paid with-\nin   five days \u2013 Card ONLY."
+    s, e, method = locate(text, "first refund is paid within five days - card only")
+    assert method == "normalised"
+    assert text[s:e] == "ﬁrst refund is paid with-\nin   five days \u2013 Card ONLY"
+
+
+def test_markdown_emphasis_and_table_pipes_do_not_hide_a_quote():
+    text = "## **Paragraph 0**\n\n| Late return | 12 EUR |"
+    s, e, method = locate(text, "Late return 12 EUR")
+    assert method == "normalised" and text[s:e] == "Late return | 12 EUR"
+
+
+def test_fuzzy_finds_a_quote_with_a_few_wrong_characters():
+    text = "Preamble. " * 20 + "Refunds are paid to the original card within five working days. " + "Tail. " * 20
+    s, e, method = locate(text, "Refunds are paid to the original cart within five workin days.")
+    assert method == "fuzzy"
+    assert "original card within five working" in text[s:e]
+
+
+def test_a_quote_the_parse_lost_is_not_located():
+    assert locate("Nothing of the kind is here, only other words about tables.", "refunds within five days") is None
+    assert locate("short", "") is None
+
+
+def test_normalise_maps_every_character_back_to_the_text():
+    text = "A\u00adB ﬁ  X"
+    norm, where = normalise(text)
+    assert norm == "ab fi x"
+    assert len(where) == len(norm) and all(0 <= w < len(text) for w in where)
