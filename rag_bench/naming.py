@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_bench.components import STAGES
+from rag_bench.components import PARSER, STAGES
+
+# The groups a cell is named by: the parser (when a sweep varies it: parser=pypdf) and the stages.
+NAMED = (PARSER, *STAGES)
 
 # Never axes: where results go, not what they are.
 IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system.sha256", "system.format",
@@ -61,6 +64,12 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: node}
 
 
+def _flat_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's config flattened; a cell written before the parser group read its files as
+    ``parser=auto`` does, so it is named as one (no ``parser`` axis between old and new cells)."""
+    return {f"{PARSER}.name": "auto", **_flat(config)}
+
+
 def _ignored(key: str) -> bool:
     return any(key == p or key.startswith(p + ".") for p in IGNORED) or key.endswith("._target_")
 
@@ -81,13 +90,13 @@ def axes(configs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The keys that vary across ``configs``, in stage order: a stage (``chunker``) when its option
     differs, ``stage.param`` when a parameter differs between cells of the same option, then every
     other varying key (``pipeline.k``)."""
-    flats = [_flat(c) for c in configs]
+    flats = [_flat_cell(c) for c in configs]
     out: list[str] = []
 
     def varies(key: str, among: Iterable[dict[str, Any]]) -> bool:
         return len({repr(f.get(key)) for f in among}) > 1
 
-    for g in STAGES:
+    for g in NAMED:
         if varies(f"{g}.name", flats):
             out.append(g)
         params = sorted({k for f in flats for k in f if k.startswith(g + ".") and k != f"{g}.name"})
@@ -95,7 +104,7 @@ def axes(configs: Sequence[Mapping[str, Any]]) -> list[str]:
         for f in flats:
             by_option.setdefault(repr(f.get(f"{g}.name")), []).append(f)
         out += [k for k in params if not _ignored(k) and any(varies(k, peers) for peers in by_option.values())]
-    rest = sorted({k for f in flats for k in f if k.split(".", 1)[0] not in STAGES})
+    rest = sorted({k for f in flats for k in f if k.split(".", 1)[0] not in NAMED})
     out += [k for k in rest if not _ignored(k) and varies(k, flats)]
     return out
 
@@ -121,11 +130,11 @@ def label(config: Mapping[str, Any], keys: Sequence[str]) -> str:
     app = system(config)
     if app is not None:
         return f"app={_value(app)}"
-    flat = _flat(config)
-    leaves = [k.rsplit(".", 1)[-1] for k in keys if k not in STAGES]
+    flat = _flat_cell(config)
+    leaves = [k.rsplit(".", 1)[-1] for k in keys if k not in NAMED]
     parts = []
     for key in keys:
-        if key in STAGES:
+        if key in NAMED:
             name = _value(flat.get(f"{key}.name", "?"))
             parts.append(name if key in BARE else f"{PREFIX.get(key, key)}={name}")
             continue
@@ -185,7 +194,7 @@ def sweep_axes(overrides: Iterable[str]) -> list[str]:
 
     def rank(key: str) -> tuple[int, str]:
         head = key.split(".", 1)[0]
-        return (STAGES.index(head) if head in STAGES else len(STAGES), key)
+        return (NAMED.index(head) if head in NAMED else len(NAMED), key)
 
     return sorted(dict.fromkeys(keys), key=rank)
 
@@ -196,5 +205,5 @@ def value(config: Mapping[str, Any], key: str) -> str:
     >>> value({"chunker": {"name": "fixed"}, "pipeline": {"k": 5}}, "chunker"), value({"pipeline": {"k": 5}}, "pipeline.k")
     ('fixed', '5')
     """
-    flat = _flat(config)
-    return _value(flat.get(f"{key}.name" if key in STAGES else key, "—"))
+    flat = _flat_cell(config)
+    return _value(flat.get(f"{key}.name" if key in NAMED else key, "—"))

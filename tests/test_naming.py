@@ -64,3 +64,14 @@ def test_an_external_system_is_named_by_what_it_is_and_adds_no_axes():
 
     assert run_name(app, []) == "app=kettleby_app"  # its MLflow run, as `evaluate` names it
 
+
+
+def test_a_parser_sweep_names_its_cells_by_parser_and_old_cells_read_as_auto():
+    # parser is a config group before the stages: a sweep over it names each cell by it
+    a = {"parser": {"name": "pypdf"}, "chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
+    b = {"parser": {"name": "pdfplumber"}, "chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
+    assert naming.labels([a, b]) == ["parser=pypdf", "parser=pdfplumber"]
+    # a cell written before the group existed read its files as auto does: no parser axis against an auto cell
+    old = {"chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
+    new = {"parser": {"name": "auto"}, "chunker": {"name": "fixed"}, "retriever": {"name": "bm25"}}
+    assert naming.labels([old, new]) == ["section", "fixed"]
