@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from rag_bench.data.markdown import heading_path_at, trim
 from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
+from rag_bench.text.markdown import heading_path_at, trim
 
 
 class Chunker(Protocol):

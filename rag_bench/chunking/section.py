@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rag_bench.chunking.base import DocumentChunker, make_chunks, positive_int
 from rag_bench.chunking.spans import pack
-from rag_bench.data.markdown import parse_blocks
 from rag_bench.domain import Chunk, Document, Section
+from rag_bench.text.markdown import parse_blocks
 from rag_bench.text.sentences import Span, sentence_spans
 
 

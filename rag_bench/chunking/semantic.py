@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from rag_bench.chunking.base import make_chunks, positive_int
-from rag_bench.data.markdown import parse_blocks
 from rag_bench.domain import Chunk, Document
 from rag_bench.errors import ConfigError
+from rag_bench.text.markdown import parse_blocks
 from rag_bench.text.sentences import Span, sentence_spans
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import (
     ProblemLog,
     check_id,
@@ -24,6 +23,7 @@ from rag_bench.data.problems import (
     read_text,
 )
 from rag_bench.domain import Document, EvidenceSpan, Question
+from rag_bench.text.markdown import parse_sections
 
 MAX_GRADE = 1000
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from rag_bench.data.markdown import heading_path_at, trim
 from rag_bench.domain import Document, EvidenceSpan, Section
+from rag_bench.text.markdown import heading_path_at, trim
 
 
 def _path_parts(section: str) -> tuple[str, ...]:

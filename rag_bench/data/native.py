@@ -12,7 +12,6 @@ import yaml
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
 from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES
-from rag_bench.data.markdown import parse_sections
 from rag_bench.data.problems import (
     ProblemLog,
     check_id,
@@ -23,6 +22,7 @@ from rag_bench.data.problems import (
     read_text,
 )
 from rag_bench.domain import Asker, Document, EvidenceSpan, ParseReport, Question
+from rag_bench.text.markdown import parse_sections
 from rag_bench.text.normalize import content_words
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
@@ -335,8 +335,8 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
     inside the locator's section when the parse kept exactly one heading of that name and the quote
     is there, else anywhere in the document (a parser that lost the headings still finds it)."""
     from rag_bench.data.evidence import find_sections, section_span
-    from rag_bench.data.markdown import heading_path_at
     from rag_bench.parsing.locate import locate
+    from rag_bench.text.markdown import heading_path_at
 
     found = None
     if isinstance(section, str) and section.strip():

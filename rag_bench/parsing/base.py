@@ -3,7 +3,7 @@
 A parser turns one document file's bytes into :class:`Parsed`: text with Markdown structure
 (headings as ``#``, lists, tables as Markdown tables), a page map (character offset where each
 page starts) and warnings. The sections and blocks the chunkers read are derived from that text by
-:mod:`rag_bench.data.markdown`, as for a ``.md`` document. A file a parser cannot read raises
+:mod:`rag_bench.text.markdown`, as for a ``.md`` document. A file a parser cannot read raises
 :class:`ParseFailure` with the reason: the runner records it as a per-document failure.
 """
 
@@ -115,7 +115,7 @@ def cell_text(value: Any) -> str:
 
 def markdown_table(rows: list[list[Any]]) -> str:
     """Rows (the first the header) as a Markdown table, every line starting with ``|`` (what
-    :func:`rag_bench.data.markdown.parse_blocks` reads as one table block); '' without cells."""
+    :func:`rag_bench.text.markdown.parse_blocks` reads as one table block); '' without cells."""
     rows = [[cell_text(c) for c in row] for row in rows if any(cell_text(c) for c in row)]
     if not rows:
         return ""

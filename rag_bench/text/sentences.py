@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag_bench.data.markdown import parse_blocks, trim
+from rag_bench.text.markdown import parse_blocks, trim
 
 Span = tuple[int, int]
 

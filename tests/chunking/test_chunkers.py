@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bench.data.markdown import parse_blocks
 from rag_bench.errors import ConfigError
 from rag_bench.runner.config import build
+from rag_bench.text.markdown import parse_blocks
 from rag_bench.text.sentences import sentence_spans
 from tests.conftest import compose_config
 from tests.fakes import KeywordEmbedder
@@ -196,8 +196,8 @@ def test_bad_parameters_name_the_key(name, overrides, needle):
 
 def test_semantic_cuts_where_topics_change():
     from rag_bench.chunking.semantic import SemanticChunker
-    from rag_bench.data.markdown import parse_sections
     from rag_bench.domain import Document
+    from rag_bench.text.markdown import parse_sections
 
     text = ("# Doc\n\n## Part\n\nKettle boils water. Kettle water boils fast. "
             "Toaster browns bread. Bread toaster browns evenly.\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rag_bench.data.markdown import parse_blocks
+from rag_bench.text.markdown import parse_blocks
 
 
 def test_documents(demo_dataset):
