@@ -26,13 +26,14 @@ AROUND = 60  # characters shown either side of a marked window in an excerpt
 MAX_MARK = 400  # a longer marked window is shown as its start, "…", its end
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """JSON-ready: numpy scalars and arrays to Python, NaN to None (the drill-down's data too)."""
     if isinstance(v, np.ndarray):
-        return [_plain(x) for x in v.tolist()]
+        return [plain(x) for x in v.tolist()]
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain(x) for k, x in v.items()}
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
@@ -44,7 +45,7 @@ def records_claims(value: Any) -> list[dict[str, Any]]:
     """A ``claims`` cell of records.parquet as plain dicts ([] when absent: an older cell, a refusal)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
-    return [c for c in _plain(value) if isinstance(c, dict)]
+    return [c for c in plain(value) if isinstance(c, dict)]
 
 
 def evidence(claim: dict[str, Any]) -> tuple[str, int, int, int] | None:

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
@@ -36,19 +33,7 @@ MAX_ANSWER_CHARS = 4000
 MAX_RANKED = 20  # ranked passages kept per question (at least pipeline.k); the first relevant rank is always shown
 
 
-def _plain(v: Any) -> Any:
-    """JSON-ready: numpy scalars and arrays to Python, NaN to None."""
-    if isinstance(v, np.ndarray):
-        return [_plain(x) for x in v.tolist()]
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
+_plain = claims_view.plain  # JSON-ready values (one definition, beside the claims it also serves)
 
 
 class Passages:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 
 import pandas as pd
 import pytest
 
 from rag_bench.cli import main
 from rag_bench.runner.config import DEMO_DATASET
-from tests.calibration.test_label_page import _key, _name
+from tests.calibration.test_label_page import _download, _key, _name
 from tests.e2e.test_llm_endpoint import assert_claims_sane
 from tests.reporting.cdp import CHROMIUM, Page
 
@@ -73,11 +72,7 @@ def test_a_real_models_claims_reach_records_the_label_page_and_calibrate(tmp_pat
             _key(page, "n")  # correct: no
             _key(page, "n")  # faithfulness: no
         assert shown == len(judged)
-        page.eval("document.getElementById('lb-download').click()")
-        target = downloads / "labels.jsonl"
-        deadline = time.monotonic() + 30
-        while not target.is_file() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        target = _download(page, downloads)
         assert page.errors == []
     capsys.readouterr()
     assert main(["calibrate", str(cell), "--labels", str(target), "--json"]) == 0
