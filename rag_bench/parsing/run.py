@@ -58,6 +58,18 @@ def _no_network(*args: Any, **kwargs: Any) -> Any:
     raise OSError("network access is disabled while parsing")
 
 
+def _refusing_socket() -> type:
+    """``socket.socket`` as a class whose instances cannot be made: modules a parser imports in the
+    child may subclass it (ssl, urllib3 under trafilatura), which a plain function would break."""
+    import socket
+
+    class NoSocket(socket.socket):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            _no_network()
+
+    return NoSocket
+
+
 def _child(conn: Connection, parser: Parser, data: bytes, suffix: str) -> None:  # pragma: no cover - child
     import resource
     import socket
@@ -66,7 +78,7 @@ def _child(conn: Connection, parser: Parser, data: bytes, suffix: str) -> None: 
         resource.setrlimit(resource.RLIMIT_AS, (MAX_ADDRESS_SPACE, MAX_ADDRESS_SPACE))
     except (ValueError, OSError):
         pass
-    socket.socket = _no_network  # type: ignore[assignment,misc]
+    socket.socket = _refusing_socket()  # type: ignore[assignment,misc]
     socket.create_connection = _no_network
     try:
         parsed = parser.parse(data, suffix)
