@@ -22,6 +22,7 @@ from rag_bench.cli import (
     gate,
     label,
     leaderboard,
+    parse,
     report,
     run,
     score_answers,
@@ -35,7 +36,7 @@ from rag_bench.cli.table import Command, usage
 
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
-    run, validate, chunks, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
+    run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
     evaluate, export, calibrate, label))
 USAGE = usage(COMMANDS)
 
