@@ -9,12 +9,17 @@ but load local scripts. Passage texts and questions are stored once (``drill/pas
 corpus does not repeat them per cell. Every text (questions, answers, passages, references) is stored with its control and
 bidirectional characters made visible (:func:`rag_bench.untrusted.visible`): an U+202E in an
 answer would make it read reversed. Texts come from the dataset the cells were computed on
-(its recorded path); when it is gone, the context texts kept in records.parquet stand in and the
-rest shows ids only.
+(its recorded path), read with each cell's own parser (a chunk's offsets index that parser's
+text); when it is gone, or the parser cannot be built here, the context texts kept in
+records.parquet stand in and the rest shows ids only. For evidence in a parsed document (.pdf,
+.html, .docx) each cell's rows also carry the parsed text around it: the located span, its page
+from the parse's page map and how the quote was located (exact, normalised, fuzzy), and the quotes
+this parse did not find.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 from collections.abc import Sequence
@@ -31,6 +36,8 @@ log = logging.getLogger(__name__)
 MAX_PASSAGE_CHARS = 4000
 MAX_ANSWER_CHARS = 4000
 MAX_RANKED = 20  # ranked passages kept per question (at least pipeline.k); the first relevant rank is always shown
+PARSE_WINDOW = 240  # characters of the parse shown either side of a located evidence span
+NOT_LOCATED = {"none": "not found in this parse", "failed": "the document could not be parsed"}
 
 
 _plain = claims_view.plain  # JSON-ready values (one definition, beside the claims it also serves)
@@ -54,21 +61,70 @@ class Corpus:
     """The documents and questions of the datasets the cells name, each loaded once."""
 
     def __init__(self) -> None:
-        self._loaded: dict[str, Any] = {}
+        self._loaded: dict[tuple[str, str, str], Any] = {}
 
     def get(self, cell: Cell) -> Any:
+        """The cell's dataset as the cell read it (its parser), loaded once per (path, split, parser)."""
         ds = cell.config.get("dataset") if isinstance(cell.config.get("dataset"), dict) else {}
         path = str((ds or {}).get("path") or "")
-        if path not in self._loaded:
-            self._loaded[path] = None
+        split = str((ds or {}).get("split") or "test")
+        chosen = cell.config.get("parser")
+        chosen = chosen if isinstance(chosen, dict) and chosen.get("name") not in (None, "auto") else None
+        key = (path, split, json.dumps(chosen, sort_keys=True, default=str))
+        if key not in self._loaded:
+            self._loaded[key] = None
             try:
                 from rag_bench.data.loader import load_dataset
 
                 if path and Path(path).is_dir():
-                    self._loaded[path] = load_dataset(path, split=str((ds or {}).get("split") or "test"))
+                    self._loaded[key] = load_dataset(path, split=split, parser=_parser(chosen))
             except (RagBenchError, OSError) as exc:
                 log.warning("report: dataset %s cannot be read (%s); the drill-down shows ids only", path, exc)
-        return self._loaded[path]
+        return self._loaded[key]
+
+
+def _parser(config: dict[str, Any] | None) -> Any:
+    """The parser a cell's config names (None: auto), built as the sweep built it."""
+    if config is None:
+        return None
+    from omegaconf import OmegaConf
+
+    from rag_bench.runner.config import build
+
+    return build(OmegaConf.create(config), "parser")
+
+
+def parsed_evidence(dataset: Any, question: Any) -> list[dict[str, Any]]:
+    """The question's evidence in parsed documents, each ``{doc, method, page, pages, text: [before,
+    span, after]}`` (the parse around the located span), and each quote this parse did not locate
+    ``{doc, method: none|failed, why}``; ``[]`` when the dataset holds no parsed document."""
+    report = getattr(dataset, "parse", None)
+    if report is None or question is None:
+        return []
+    entries = [(doc, m) for qid, doc, m in report.evidence if qid == question.qid]
+    methods: dict[str, list[str]] = {}
+    for doc, m in entries:
+        if m not in NOT_LOCATED:
+            methods.setdefault(doc, []).append(m)
+    out: list[dict[str, Any]] = []
+    for span in question.evidence:
+        if span.doc_id not in report.pages or span.doc_id not in dataset.documents:
+            continue  # a .md/.txt document: read as it is, nothing parsed
+        text = dataset.documents[span.doc_id].text
+        starts = report.pages.get(span.doc_id) or ()
+        queue = methods.get(span.doc_id) or []
+        method = queue.pop(0) if queue else "locator"  # start/end or section locator: no quote to locate
+        lo, hi = max(0, span.start - PARSE_WINDOW), min(len(text), span.end + PARSE_WINDOW)
+        out.append({"doc": span.doc_id, "method": method,
+                    "page": bisect.bisect_right(starts, span.start) if starts else None, "pages": len(starts),
+                    "text": [visible(("\u2026" if lo else "") + text[lo:span.start]), visible(text[span.start:span.end]),
+                             visible(text[span.end:hi] + ("\u2026" if hi < len(text) else ""))]})
+    failures = dict(report.failures)
+    for doc, m in entries:
+        if m in NOT_LOCATED:
+            why = NOT_LOCATED[m] + (f" ({failures[doc]})" if doc in failures else "")
+            out.append({"doc": doc, "method": m, "why": visible(why)})
+    return out
 
 
 def questions(cells: Sequence[Cell], corpus: Corpus) -> dict[str, Any]:
@@ -110,6 +166,8 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
     shown = [m for m in (measures.HIT.at(k), measures.PRIMARY, measures.CORRECT, measures.TOKEN_F1)
              if m.column in r.columns]
     judge_cols = [c for c in r.columns if c.startswith(measures.JUDGE_PREFIX)]
+    by_qid = {q.qid: q for q in dataset.questions} if dataset is not None else {}
+    parser = str(getattr(getattr(dataset, "parse", None), "parser", "") or "")
     rows = []
     for rec in r.to_dict(orient="records"):
         ids = list(_plain(rec.get("chunk_ids")) or [])
@@ -149,6 +207,8 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "claims": claims_view.shown(claims_view.records_claims(rec.get("claims")), context_texts),
             "measures": {m.name: _plain(rec.get(m.column)) for m in shown},
             "first_relevant": _plain(rec.get("first_relevant_rank")), "retrieved": len(ids),
+            # the parse around each evidence span of a parsed document (page, how the quote was located)
+            "parsed": parsed_evidence(dataset, by_qid.get(str(rec["qid"]))), "parser": parser,
         })
     return rows
 

@@ -44,6 +44,7 @@ body.only-drill #rb-main{display:none}#rb-view{display:flex;gap:1em;align-items:
 .ok{color:#2ca02c}.bad{color:#d62728}#rb-detail h4{margin:.8em 0 .2em}
 .rb-claim{margin:.2em 0}.rb-excerpt{font-size:12px;color:#333;border-left:3px solid #ddd;padding-left:.4em;white-space:pre-wrap}
 mark.cited{background:#c7f0cf}mark.uncited{background:#fff2a8}mark.short{background:#ffd6d6}
+mark.loc-exact{background:#c7f0cf}mark.loc-normalised{background:#dfe9ff}mark.loc-fuzzy{background:#fff2a8}mark.loc-locator{background:#eee}.pass.bad{border-color:#d62728}
 .rb-side-wrap{overflow-x:auto}#rb-side td{vertical-align:top;text-align:left;min-width:14em;max-width:28em}
 #rb-side td.q{min-width:16em}#rb-side tr.differ td.q{border-left:4px solid #fd8d3c}
 .rb-answer{white-space:pre-wrap;margin:.2em 0}.tw{overflow-x:auto}.ci{white-space:nowrap}

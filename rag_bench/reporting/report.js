@@ -84,6 +84,18 @@ RB.detail = function (c, qid) {
   if ((q.answers || []).length || (q.facts || []).length) { d.appendChild(el('h4', 'Reference')); d.appendChild(el('p', (q.answers || []).concat(q.facts || []).join(' | '))); }
   d.appendChild(el('h4', 'Gold evidence (' + (q.evidence || []).length + ')'));
   (q.evidence || []).forEach(function (e) { d.appendChild(el('div', '[' + e.doc + ', grade ' + e.grade + '] ' + e.text, 'pass rel')); });
+  if ((r.parsed || []).length) {  // the evidence in this cell's parse: the span marked, its page, how it was located
+    d.appendChild(el('h4', 'Evidence in the parse (parser=' + r.parser + ')'));
+    r.parsed.forEach(function (e) {
+      var box = el('div', null, 'pass rb-parsed ' + (e.text ? 'rel' : 'bad'));
+      box.dataset.method = e.method;
+      var where = e.doc + (e.page ? ', page ' + e.page + ' of ' + e.pages : '');
+      if (!e.text) { box.appendChild(el('b', '[' + where + '] ' + e.why)); d.appendChild(box); return; }
+      box.appendChild(el('b', '[' + where + '] located: ' + e.method + '\n'));
+      box.appendChild(el('span', e.text[0])); box.appendChild(el('mark', e.text[1], 'loc-' + e.method)); box.appendChild(el('span', e.text[2]));
+      d.appendChild(box);
+    });
+  }
   d.appendChild(el('h4', 'Ranked passages (top ' + r.ranked.length + ' of ' + r.retrieved + '; first relevant at rank ' + (r.first_relevant === null ? 'none' : r.first_relevant) + ')'));
   r.ranked.forEach(function (p, i) {
     var ctx = r.context.indexOf(p[1]) >= 0;
