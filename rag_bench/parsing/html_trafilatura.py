@@ -1,7 +1,10 @@
 """``parser=trafilatura``: HTML to Markdown by trafilatura's main-content extraction (boilerplate
-such as navigation, footers and cookie banners removed; tables as Markdown tables). With
-``favor_recall: true`` (the option's default) headings are kept; trafilatura's precision mode drops
-them. Nothing is fetched and no script runs (trafilatura reads the HTML's tree only)."""
+such as navigation, footers and cookie banners removed; tables as Markdown table rows, without the
+``|---|`` line). ``favor_recall: true`` (the option's default) keeps more of the page than
+trafilatura's default, which drops every heading; even so trafilatura leaves out what it judges
+boilerplate -- on squad2-normans' page every ``## Paragraph N`` heading, and a paragraph repeated
+later in the page (docs/parsing.md). Nothing is fetched and no script runs (trafilatura reads the
+HTML's tree only)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,9 @@ def drill_section(cells: Sequence[tuple[str, str]], scripts: dict[str, str], lab
     tg = "".join(f"<option>{html.escape(x)}</option>" for x in tags)
     return (f"<div id='rb-drill'><h2 id='drill'>Per-question drill-down</h2><p>What a cell retrieved and answered for each question, "
             "and the label it got. Passages in green are relevant (grade &gt; 0); a dashed frame marks the "
-            "passages handed to the generator. Failure counts and flipped questions above link here.</p>"
+            "passages handed to the generator. For evidence in a PDF, HTML or Word file, the cell's parse around it: "
+            "the located span marked, its page and how the quote was located. Failure counts and flipped "
+            "questions above link here.</p>"
             f"<p>cell <select id='rb-cell'>{opts}</select> label <select id='rb-label'><option value=''>any"
             f"</option>{lab}</select> tag <select id='rb-tag'><option value=''>any</option>{tg}</select> "
             "<span id='rb-count' class='note'></span></p>"
