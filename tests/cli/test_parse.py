@@ -74,7 +74,8 @@ def test_parse_out_writes_the_exact_parse_and_a_json_and_shares_the_cache(tmp_pa
     again = _cli(tmp_path, str(data), "parser=pypdf", "--out", str(tmp_path / "parses2"))
     hits = {f["file"]: f["cached"] for f in json.loads((tmp_path / "parses2" / "parse.json").read_text())["files"]}
     assert hits == dict.fromkeys(files, True)  # every file (failures too) from the parse cache
-    assert "5 documents, 3 parsed (5 from the cache), 2 failed" in again.stderr
+    assert "5 documents, 3 parsed (5 from the cache), 2 failed; 0.00 s parsing now (" in again.stderr
+    assert json.loads((tmp_path / "parses2" / "parse.json").read_text())["seconds_now"] == 0
     fresh = _cli(tmp_path, str(data), "parser=pypdf", "--no-cache", "--out", str(tmp_path / "parses3"))
     assert fresh.returncode == 0 and "3 parsed (0 from the cache)" in fresh.stderr
     assert not any(f["cached"] for f in json.loads((tmp_path / "parses3" / "parse.json").read_text())["files"])
