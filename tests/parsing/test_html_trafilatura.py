@@ -8,7 +8,7 @@ import pytest
 
 from rag_bench.parsing.base import ParseFailure
 from tests.conftest import compose_config
-from tests.parsing.render import OWN, to_html
+from tests.parsing.render import OWN, normans, to_html
 
 pytest.importorskip("trafilatura", reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
 
@@ -73,3 +73,20 @@ def test_trafilatura_runs_in_the_bounded_child_and_is_cached(tmp_path):
     again = parse_files([page], TrafilaturaParser(), store)[0]
     assert first.parsed is not None and not first.cached and first.parser == "trafilatura"
     assert again.cached and again.parsed == first.parsed
+
+
+def test_what_trafilatura_leaves_out_of_a_long_page_as_docs_parsing_md_says():
+    """docs/parsing.md's figures: on squad2-normans' page trafilatura keeps every paragraph but no
+    '## Paragraph N' heading (html2text keeps all 39), and a paragraph repeated later is kept once."""
+    from rag_bench.parsing.html_text import Html2textParser
+    from rag_bench.parsing.html_trafilatura import TrafilaturaParser
+
+    title, sections, _ = normans(39)
+    page = to_html(title, sections, None).encode()
+    ours, theirs = TrafilaturaParser().parse(page, ".html").text, Html2textParser().parse(page, ".html").text
+    assert sum(line.startswith("## ") for line in theirs.splitlines()) == len(sections) == 39
+    assert not any(line.startswith("#") for line in ours.splitlines())
+    assert all(" ".join(body.split()[:12]) in " ".join(ours.split()) for body in sections.values())
+    first = next(iter(sections.values()))
+    twice = to_html(title, {**sections, "Again": first}, None).encode()
+    assert " ".join(TrafilaturaParser().parse(twice, ".html").text.split()).count(" ".join(first.split()[:12])) == 1
