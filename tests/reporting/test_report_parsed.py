@@ -111,3 +111,19 @@ def test_drill_down_shows_the_parse_around_the_evidence(parsed_cells, tmp_path):
         assert page.eval("document.querySelector('#rb-detail .rb-parsed mark').className") == "loc-normalised"
         assert "page 1 of 4" in page.eval("document.querySelector('#rb-detail .rb-parsed b').textContent")
         assert not page.errors
+
+
+def test_a_parser_that_cannot_be_built_here_shows_ids_not_another_parse(parsed_cells, caplog):
+    """A cell whose parser is not installed where the report is made: no text from another parser's
+    offsets, the warning says so, and the rows stand (ids, the records' context texts)."""
+    import copy
+    import dataclasses
+
+    cell = parsed_cells["pdfplumber"]
+    config = copy.deepcopy(cell.config)
+    config["parser"]["_target_"] = "no_such_package.Parser"
+    other = dataclasses.replace(cell, config=config)
+    corpus = drill.Corpus()
+    assert corpus.get(other) is None and "cannot be read" in caplog.text
+    rows = drill.cell_rows(other, drill.Passages(), corpus)
+    assert len(rows) == len(cell.records) and all(r["parsed"] == [] for r in rows)
