@@ -57,8 +57,11 @@ def test_documents_are_parsed_located_and_failures_recorded(tmp_path):
     assert report.pages["policy"][0] == 0 and len(report.pages["policy"]) == 2
     methods = {qid: m for qid, _, m in report.evidence}
     assert methods == {"pdf": "exact", "html": "exact", "docx": "exact", "locked": "failed"}
-    assert report.dropped == ("locked",)  # its only evidence is in a file that failed to parse
-    assert [q.qid for q in ds.questions] == ["md", "pdf", "html", "docx"]
+    assert report.lost == ("locked",)  # its only evidence is in a file that failed to parse
+    # Kept (no longer left out of the cell): no located evidence, the lost quote still gold.
+    assert [q.qid for q in ds.questions] == ["md", "pdf", "html", "docx", "locked"]
+    locked = ds.questions[-1]
+    assert locked.evidence == () and [(x.doc_id, x.grade, x.reason) for x in locked.lost] == [("locked", 1, "failed")]
     q = next(q for q in ds.questions if q.qid == "pdf")
     span = q.evidence[0]
     assert " ".join(policy.text[span.start:span.end].split()) == "returned within thirty days of delivery"
