@@ -66,8 +66,12 @@ def _child(conn: Connection, parser: Parser, data: bytes, suffix: str) -> None: 
         resource.setrlimit(resource.RLIMIT_AS, (MAX_ADDRESS_SPACE, MAX_ADDRESS_SPACE))
     except (ValueError, OSError):
         pass
-    socket.socket = _no_network  # type: ignore[assignment,misc]
+    # The socket class keeps being a class (packages subclass it on import: ssl, under requests --
+    # replacing it by a function failed markitdown on every file); what reaches the network is refused.
+    for method in ("connect", "connect_ex", "sendto"):
+        setattr(socket.socket, method, _no_network)
     socket.create_connection = _no_network
+    socket.getaddrinfo = _no_network
     try:
         parsed = parser.parse(data, suffix)
         conn.send(("ok", parsed.text, list(parsed.pages), list(parsed.warnings)))
