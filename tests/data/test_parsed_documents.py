@@ -122,3 +122,27 @@ def test_the_dataset_files_name_the_parsed_kinds_only_when_there_are_some():
 
     assert describe_files(["docs/a.md", "questions.jsonl"]) == ["docs/**/*.md|*.txt (1 files)", "questions.jsonl"]
     assert describe_files(["docs/a.md", "docs/b.pdf"]) == ["docs/**/*.md|*.txt|*.pdf|*.html|*.htm|*.docx (2 files)"]
+
+
+def test_table_rows_and_headings_are_recorded_per_parse(tmp_path):
+    """parse/table_rows_intact and parse/headings_found's inputs: a table question's row found in one
+    line (pypdf's text line, the HTML's Markdown table row), a section name found as a heading where
+    the parse has headings (HTML) and not where it has none (pypdf's plain text)."""
+    root = _dataset(tmp_path / "ds", [
+        {**_q("row-pdf", "policy", "Late return 12 EUR per day"), "tags": ["table"]},
+        {**_q("row-html", "page", "Lost card 5 EUR once"), "tags": ["table"]},
+        {**_q("split", "policy", "thirty days of delivery when they are unused and in their box. Fee Amount"),
+         "tags": ["table"]},  # found normalised, over a line break: not one block
+        {"id": "sec-pdf", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "policy", "section": "Refunds", "quote": "original card"}]},
+        {"id": "sec-html", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "page", "section": "Web policy > Refunds", "quote": "original card"}]},
+        {"id": "sec-locked", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "locked", "section": "Refunds", "quote": "refunds"}]},
+    ])
+    report = load_dataset(root).parse
+    assert report is not None
+    assert dict(report.table_rows) == {"row-pdf": True, "row-html": True, "split": False}
+    assert dict(report.headings) == {("policy", "Refunds"): False, ("page", "Web policy > Refunds"): True,
+                                     ("locked", "Refunds"): False}
+    assert report.lost == ("sec-locked",)
