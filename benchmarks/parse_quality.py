@@ -36,7 +36,7 @@ SWEEPS = {"pdf": ("pypdf", "pdfplumber", "pymupdf4llm"), "html": ("html2text", "
           "docx": ("python_docx", "mammoth")}
 SPLIT_AT = 20  # paragraphs before it one per page; the rest two per page in columns
 COLUMNS = ("evidence_located", "evidence_exact", "evidence_normalised", "evidence_fuzzy", "failed_documents",
-           "questions_dropped", "seconds")
+           "questions_lost", "seconds")
 
 
 def paragraphs(root: Path) -> tuple[dict[str, str], list[dict]]:
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r['kind']:<5} {r['parser']:<12} {r['evidence_located']:>7.3f} {r['evidence_exact']:>6.3f} "
               f"{r['evidence_normalised']:>7.3f} {r['evidence_fuzzy']:>6.3f} {r['failed_documents']:>6} "
-              f"{r['questions_dropped']:>7} {r['seconds']:>7.2f} {r['ndcg@10']:>7.3f} {r['hit@5']:>6.3f}")
+              f"{r['questions_lost']:>7} {r['seconds']:>7.2f} {r['ndcg@10']:>7.3f} {r['hit@5']:>6.3f}")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -36,6 +36,9 @@ __all__ = ["ADVICE", "Experiment", "Verdict", "load"]
 
 # What a question lost at a stage suggests trying next (labels: rag_bench.failure_labels).
 ADVICE = {
+    "parsing": "the parser lost the evidence (a quote not found in the parse, or a file it could not read): try "
+               "another parser (parser=pdfplumber, pymupdf4llm, ...), and check metrics.json parse and "
+               "parse_failures",
     "chunking": "the chunker cut the evidence apart: try chunker=section or parent_child, or larger chunks",
     "retrieval_miss": "no relevant passage was retrieved: try retriever=hybrid, another embedder, or a deeper "
                       "first stage",

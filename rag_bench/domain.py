@@ -101,6 +101,18 @@ class EvidenceSpan:
 
 
 @dataclass(frozen=True)
+class LostEvidence:
+    """A gold quote of a parsed document that this cell's parse lost: not located in the parse
+    (``reason`` ``none``) or in a document the parser could not read (``failed``). It stays gold:
+    retrieval and evidence measures count it as relevant and never retrieved (docs/metrics.md,
+    the ``parsing`` label)."""
+
+    doc_id: str
+    grade: int = 1
+    reason: str = "none"
+
+
+@dataclass(frozen=True)
 class Question:
     """A golden question with its evidence resolved to character spans.
 
@@ -110,6 +122,9 @@ class Question:
     the default of ``answerable``: ``answer`` when true, ``refuse`` when false (every loader that
     does not read the field). A clarify question is ``answerable``: its evidence is in the corpus
     (retrieval is measured on it), only a fact from the asker is missing.
+
+    ``lost``: the gold quotes this cell's parser lost (:class:`LostEvidence`; datasets with .pdf,
+    .html or .docx documents), beside the located ``evidence``.
     """
 
     qid: str
@@ -123,6 +138,7 @@ class Question:
     line: int = 0
     expects: str | None = None
     clarify_facts: tuple[str, ...] = ()
+    lost: tuple[LostEvidence, ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -200,8 +216,10 @@ class ParseReport:
     came from; ``seconds`` the parse time of the files (recorded with each parse, cached ones too);
     ``pages`` ``doc_id -> offsets where each page starts``; ``warnings`` ``(doc_id, warning)``;
     ``evidence`` ``(question id, doc_id, method)`` per quote of a parsed document (method: exact,
-    normalised, fuzzy, or none / failed when not located); ``dropped`` ids of answerable questions
-    none of whose evidence was located (left out of the evaluation)."""
+    normalised, fuzzy, or none / failed when not located); ``lost`` ids of answerable questions
+    with a gold quote not located (evaluated: :attr:`Question.lost`, the ``parsing`` label);
+    ``table_rows`` ``(question id, intact)`` per ``table``-tagged question with a quote in a parsed
+    document; ``headings`` ``((doc_id, section), found)`` per locator section of a parsed document."""
 
     parser: str
     documents: int = 0
@@ -212,7 +230,9 @@ class ParseReport:
     pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
     warnings: tuple[tuple[str, str], ...] = ()
     evidence: tuple[tuple[str, str, str], ...] = ()
-    dropped: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
+    table_rows: tuple[tuple[str, bool], ...] = ()
+    headings: tuple[tuple[tuple[str, str], bool], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,16 @@ first that applies. Names only, so every floor can read them: the runner attribu
 tally's direction, reports and the leaderboard list them in this order.
 
 The order follows the questions a question's evidence passes on its way to a right answer: was the
-source prepared (``chunking``)? was it retrieved -- what the asker may read (``unauthorized``), the
-current version (``stale_version``), at all (``retrieval_miss``), within k (``ranking``), all of it
+document read (``parsing``: its quotes located in this cell's parse)? was the source prepared
+(``chunking``)? was it retrieved -- what the asker may read (``unauthorized``), the current version
+(``stale_version``), at all (``retrieval_miss``), within k (``ranking``), all of it
 (``partial_evidence``)? was it packed into the context (``context``)? was it used (``error``,
-``false_refusal``, ``generation``)? was it cited (``citation``)? Answerable questions go ``chunking`` →
-``unauthorized`` → ``stale_version`` → ``retrieval_miss`` → ``ranking`` → ``partial_evidence`` →
-``context`` → (``error``) → ``false_refusal`` → ``generation`` → ``citation`` → ``correct``;
-unanswerable ones are ``correct_refusal`` or ``hallucinated_answer``.
+``false_refusal``, ``generation``)? was it cited (``citation``)? Answerable questions go ``parsing``
+→ ``chunking`` → ``unauthorized`` → ``stale_version`` → ``retrieval_miss`` → ``ranking`` →
+``partial_evidence`` → ``context`` → (``error``) → ``false_refusal`` → ``generation`` →
+``citation`` → ``correct``; unanswerable ones are ``correct_refusal`` or ``hallucinated_answer``.
+A question that lost only some quotes to the parser is ``parsing`` when its located evidence went
+as far as it could (rag_bench.evaluation.scorers.attribution).
 
 ``unauthorized`` and ``stale_version`` are causes of a retrieval loss, so they come before the
 retrieval labels they refine: a question's evidence is always in a current document its asker may
@@ -25,7 +28,7 @@ from collections.abc import Iterable
 
 # Labels of the retrieval stage, in attribution order ("unjudged": a question with no relevant
 # evidence at all, e.g. a BEIR query judged only with grade 0: nothing to attribute).
-RETRIEVAL_LABELS = ("unjudged", "chunking", "unauthorized", "stale_version", "retrieval_miss", "ranking",
+RETRIEVAL_LABELS = ("unjudged", "parsing", "chunking", "unauthorized", "stale_version", "retrieval_miss", "ranking",
                     "partial_evidence", "in_context")
 # The labels a question keeps whatever the generator does: lost before the generator saw its
 # evidence (or nothing to attribute), in attribution order.

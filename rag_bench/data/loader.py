@@ -90,10 +90,8 @@ def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...], corpu
 
         key = chosen.key if chosen is not None else parser_key(AutoParser())
         corpus_fp = hashlib.sha256(f"{corpus_fp}\0{key}".encode()).hexdigest()[:16]
-        if not questions:
-            raise DataError(Problem(str(root / "questions.jsonl"), 0, "evidence", "no question's evidence could be "
-                                    f"located in the parse by {state.report.parser}",
-                                    "check the parse (metrics.json parse_failures) or choose another parser"))
+        # A question whose quotes this parse lost is kept (Question.lost): the cell counts it as the
+        # loss it is and labels it ``parsing`` (a parser that loses everything scores 0, not an error).
     return Dataset(name=str(manifest.get("name") or root.name), root=root_s, layout=layout,
                    documents=documents, questions=tuple(questions), fingerprint=fp, files=files,
                    corpus_fingerprint=corpus_fp, parse=None if state is None else state.final())

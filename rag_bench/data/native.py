@@ -21,7 +21,7 @@ from rag_bench.data.problems import (
     read_jsonl,
     read_text,
 )
-from rag_bench.domain import Asker, Document, EvidenceSpan, ParseReport, Question
+from rag_bench.domain import Asker, Document, EvidenceSpan, LostEvidence, ParseReport, Question
 from rag_bench.text.markdown import parse_sections
 from rag_bench.text.normalize import content_words
 
@@ -35,18 +35,24 @@ _LOC_FIELDS = {"doc_id", "quote", "section", "start", "end", "grade"}
 @dataclasses.dataclass
 class ParseState:
     """What parsing a dataset's .pdf/.html/.docx files produced, collected while it loads: the
-    parser's report so far, the ids of parsed documents and of failed ones, and each quote's
-    locating method (rag_bench.parsing.locate)."""
+    parser's report so far, the ids of parsed documents and of failed ones, each quote's locating
+    method (rag_bench.parsing.locate), the ids of questions that lost a quote, whether each
+    ``table``-tagged question's rows stayed intact and whether each locator's ``section`` is a
+    heading of the parse (docs/metrics.md, ``parse/table_rows_intact`` and ``parse/headings_found``)."""
 
     report: ParseReport
     parsed: set[str] = dataclasses.field(default_factory=set)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     evidence: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
-    dropped: list[str] = dataclasses.field(default_factory=list)
+    lost: list[str] = dataclasses.field(default_factory=list)
+    table_rows: list[tuple[str, bool]] = dataclasses.field(default_factory=list)
+    headings: dict[tuple[str, str], bool] = dataclasses.field(default_factory=dict)
 
     def final(self) -> ParseReport:
-        """The report with the evidence located and the questions dropped."""
-        return dataclasses.replace(self.report, evidence=tuple(self.evidence), dropped=tuple(self.dropped))
+        """The report with the evidence located, the questions that lost a quote, the table rows
+        and the headings."""
+        return dataclasses.replace(self.report, evidence=tuple(self.evidence), lost=tuple(self.lost),
+                                   table_rows=tuple(self.table_rows), headings=tuple(sorted(self.headings.items())))
 
 
 def load_documents(root: Path, log: ProblemLog, parser: Any = None) -> dict[str, Document]:
@@ -272,7 +278,8 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
     if answerable is False and raw_ev:
         log.add(path, lineno, "evidence", "unanswerable question has evidence",
                 "remove the evidence or set answerable to true")
-    unlocated = 0  # quotes of parsed documents this parse lost (recorded in the parse state)
+    lost: list[LostEvidence] = []  # quotes of parsed documents this parse lost (kept as gold: Question.lost)
+    rows: list[bool] = []  # a table question's quotes of parsed documents: each row intact in the parse?
     for i, loc in enumerate(raw_ev):
         field = f"evidence[{i}]"
         if not isinstance(loc, dict):
@@ -282,9 +289,14 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
             log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
                     f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
         doc_id = loc.get("doc_id")
+        grade = loc.get("grade", 1)
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
+            log.add(path, lineno, f"{field}.grade", f"grade must be an integer in [1, {MAX_GRADE}], got {grade!r}",
+                    "omit it (grade 1) or give the relevance level, e.g. 2 for highly relevant")
+            continue
         if state is not None and isinstance(doc_id, str) and doc_id in state.failed:
-            state.evidence.append((str(qid), doc_id, "failed"))  # the document has no parse
-            unlocated += 1
+            rows.append(_parsed_quote(state, str(qid), doc_id, None, loc)[1])  # the document has no parse
+            lost.append(LostEvidence(doc_id, grade, "failed"))
             continue
         if not isinstance(doc_id, str) or doc_id not in documents:
             some = ", ".join(sorted(documents)[:10])
@@ -295,21 +307,16 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         quote = loc.get("quote")
         span: EvidenceSpan | None
         if state is not None and doc_id in state.parsed and isinstance(quote, str) and quote.strip():
-            found = _locate_parsed(doc, quote, loc.get("section"))
-            state.evidence.append((str(qid), doc_id, "none" if found is None else found[1]))
-            if found is None:
-                unlocated += 1
+            span, intact = _parsed_quote(state, str(qid), doc_id, doc, loc)
+            rows.append(intact)
+            if span is None:
+                lost.append(LostEvidence(doc_id, grade, "none"))
                 continue
-            span, sub, message, hint = found[0], "", "", ""
+            sub, message, hint = "", "", ""
         else:
             span, sub, message, hint = resolve_locator(doc, loc)
         if span is None:
             log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
-            continue
-        grade = loc.get("grade", 1)
-        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
-            log.add(path, lineno, f"{field}.grade", f"grade must be an integer in [1, {MAX_GRADE}], got {grade!r}",
-                    "omit it (grade 1) or give the relevance level, e.g. 2 for highly relevant")
             continue
         span = dataclasses.replace(span, grade=grade)
         if doc.archived:
@@ -322,12 +329,13 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         spans.append(span)
     if len(log.problems) > n_before:
         return None
-    if state is not None and unlocated and not spans:
-        state.dropped.append(str(qid))  # no evidence of it survived this parse
-        return None
+    if state is not None and rows and "table" in (tags or ()):
+        state.table_rows.append((str(qid), all(rows)))
+    if state is not None and lost:
+        state.lost.append(str(qid))  # evaluated with what was located; the rest counts as lost (parsing)
     return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
                     facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno,
-                    expects=expects, clarify_facts=clarify_facts)
+                    expects=expects, clarify_facts=clarify_facts, lost=tuple(lost))
 
 
 def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan, str] | None:
@@ -351,6 +359,38 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
         return None
     start, end, method = found
     return EvidenceSpan(doc.doc_id, start, end, heading_path_at(doc.sections, start)), method
+
+
+def _parsed_quote(state: ParseState, qid: str, doc_id: str, doc: Document | None,
+                  loc: dict[str, Any]) -> tuple[EvidenceSpan | None, bool]:
+    """A locator of a parsed document (``doc``; None: it failed to parse) located in the parse and
+    recorded in ``state``: its method, and whether its ``section`` is a heading of the parse. The
+    span (None: lost) and whether, as a table row, it is intact (:func:`row_intact`)."""
+    section = loc.get("section")
+    found = None if doc is None else _locate_parsed(doc, str(loc.get("quote")), section)
+    state.evidence.append((qid, doc_id, "failed" if doc is None else "none" if found is None else found[1]))
+    if isinstance(section, str) and section.strip():
+        state.headings[(doc_id, section)] = doc is not None and heading_found(doc, section)
+    if doc is None or found is None:
+        return None, False
+    return found[0], row_intact(doc.text, found[0], found[1])
+
+
+def row_intact(text: str, span: EvidenceSpan, method: str) -> bool:
+    """Whether a table row's quote (its cells in reading order) sits in one block of the parse: found
+    exactly or normalised (each cell still a word of its own: a fuzzy match of glued cells is not
+    intact) and within one line -- a Markdown table row, or a line of text (docs/metrics.md)."""
+    return method in ("exact", "normalised") and "\n" not in text[span.start:span.end].strip()
+
+
+def heading_found(doc: Document, section: str) -> bool:
+    """Whether a locator's ``section`` name (its last ``>`` part) is a heading of the parse:
+    compared normalised (rag_bench.parsing.locate.normalise: emphasis, case and spacing aside)."""
+    from rag_bench.parsing.locate import normalise
+
+    want = normalise(section.split(">")[-1])[0].strip()
+    return bool(want) and any(s.heading_path and normalise(s.heading_path[-1])[0].strip() == want
+                              for s in doc.sections)
 
 
 def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> tuple[str | None, tuple[str, ...]]:

@@ -7,8 +7,11 @@ A passage's grade is the highest grade of the evidence spans it is relevant to
 ``eval.min_coverage``); binary measures count grades >= ``eval.relevance_level`` (trec_eval's
 ``-l``). ``min_relevant`` (an external system, whose passages are not a chunking of the corpus)
 counts at least that many relevant passages for an answerable question with evidence at the level,
-so a miss scores 0. Grading depends on the final rankings and those settings only: cells that share
-them (a sweep over ``k``, the generator or the judge) share it through the shared work.
+so a miss scores 0. A gold quote the cell's parser lost (:attr:`Question.lost`) is a relevant item
+no passage is: it counts in ``n_relevant`` and the ideal ranking at its grade and is never retrieved
+(qrels.trec lists it as ``lost:<doc_id>:<n>``, an id no run holds, so trec_eval agrees). Grading
+depends on the final rankings and those settings only: cells that share them (a sweep over ``k``,
+the generator or the judge) share it through the shared work.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class Graded:
     many passages are relevant at the relevance level (``min_relevant`` padding included), every
     positive grade (the ideal ranking), the passage judgments (passage index -> grade), whether
     each evidence span has any relevant passage in the corpus (``found``), whether the question has
-    evidence at the level (``judged``) and the 1-based rank of its first relevant passage."""
+    evidence at the level (``judged``), the 1-based rank of its first relevant passage, and the
+    grades of the gold quotes the parse lost (``lost``: relevant, never retrievable)."""
 
     levels: np.ndarray
     n_relevant: float
@@ -43,6 +47,7 @@ class Graded:
     found: np.ndarray
     judged: bool
     first_relevant: int | None
+    lost: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,14 +93,16 @@ def _grade(run: SystemRun, settings: Settings) -> Grades:
         ranked = qr.ranked.indices
         levels = np.array([grade_of.get(j, 0) for j in ranked], np.float64)
         is_rel = levels >= level
-        n_relevant = int(np.sum(grades >= level))
-        judged = q.answerable and any(s.grade >= level for s in q.evidence)
+        lost = tuple(x.grade for x in q.lost) if q.answerable else ()
+        n_relevant = int(np.sum(grades >= level)) + sum(g >= level for g in lost)
+        gold = [s.grade for s in q.evidence] + list(lost)
+        judged = q.answerable and any(g >= level for g in gold)
         padding = max(0, run.min_relevant - n_relevant) if judged else 0
         first = int(np.argmax(is_rel)) + 1 if is_rel.any() else None
         graded.append(Graded(levels, n_relevant + padding,
-                             [g for g in grades.tolist() if g > 0]
-                             + ([max(s.grade for s in q.evidence)] * padding if padding else []),
-                             grade_of, found, bool(judged), first))
+                             [g for g in grades.tolist() if g > 0] + list(lost)
+                             + ([max(gold)] * padding if padding else []),
+                             grade_of, found, bool(judged), first, lost))
         top = [passages[j] for j in ranked]
         columns["chunk_ids"].append([c.chunk_id for c in top])
         columns["scores"].append(list(qr.ranked.scores))

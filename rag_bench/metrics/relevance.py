@@ -113,11 +113,18 @@ def evidence_coverage(question: Question, top: Sequence[Chunk | Passage], *,
     """(evidence recall, complete) for one question given its top chunks (or the passages of its context).
 
     evidence recall = share of evidence spans whose characters are covered >= ``min_coverage`` by
-    the union of ``top``; complete = 1.0 when every span is. NaN for questions without evidence.
+    the union of ``top``; complete = 1.0 when every span is. A gold quote the parse lost
+    (``question.lost``) is a span never covered. NaN for questions without evidence.
     """
-    if not question.evidence:
+    if not question.evidence and not question.lost:
         return float("nan"), float("nan")
-    return _coverage(question.evidence, tuple((c.doc_id, c.start, c.end) for c in top), min_coverage)
+    if not question.evidence:
+        return 0.0, 0.0
+    recall, complete = _coverage(question.evidence, tuple((c.doc_id, c.start, c.end) for c in top), min_coverage)
+    if question.lost:
+        n = len(question.evidence)
+        return recall * n / (n + len(question.lost)), 0.0
+    return recall, complete
 
 
 @lru_cache(maxsize=1 << 16)

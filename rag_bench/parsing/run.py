@@ -78,8 +78,13 @@ def _child(conn: Connection, parser: Parser, data: bytes, suffix: str) -> None: 
         resource.setrlimit(resource.RLIMIT_AS, (MAX_ADDRESS_SPACE, MAX_ADDRESS_SPACE))
     except (ValueError, OSError):
         pass
+    # The socket class stays a class (packages subclass it on import: ssl under requests/urllib3):
+    # a new socket cannot be made, and what reaches the network on a class made earlier is refused.
+    for method in ("connect", "connect_ex", "sendto"):
+        setattr(socket.socket, method, _no_network)
     socket.socket = _refusing_socket()  # type: ignore[assignment,misc]
     socket.create_connection = _no_network
+    socket.getaddrinfo = _no_network
     try:
         parsed = parser.parse(data, suffix)
         conn.send(("ok", parsed.text, list(parsed.pages), list(parsed.warnings)))

@@ -31,7 +31,8 @@ from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
 MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 
-# Failure colours by the stage that lost the question: one hue family per stage (chunking purple,
+# Failure colours by the stage that lost the question: one hue family per stage (parsing blue-violet,
+# chunking purple,
 # what the retriever may return -- what the asker may read, the current version -- magenta,
 # retrieval red, ranking orange, citation yellow, correct outcomes green, context teal, generation
 # blue, no verdict grey),
@@ -39,16 +40,18 @@ MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 # (CIELAB distance >= 25, and >= 15 for deuteranopes and protanopes, Machado et al.'s simulation):
 # the earlier palette had four near-identical oranges for three stages; the four labels of issue 42
 # were picked by a search of the sRGB cube for the colour farthest from the others within its
-# family's hue (and no loss green). The legend lists the labels family by family.
-FAILURE_FAMILY = {"chunking": "chunking", "unauthorized": "access & version", "stale_version": "access & version",
+# family's hue (and no loss green); issue 43's parsing the same way, in the hue gap between
+# generation's blues and chunking's purple. The legend lists the labels family by family.
+FAILURE_FAMILY = {"parsing": "parsing", "chunking": "chunking", "unauthorized": "access & version",
+                  "stale_version": "access & version",
                   "retrieval_miss": "retrieval", "partial_evidence": "retrieval", "ranking": "ranking",
                   "context": "context", "false_refusal": "generation", "generation": "generation",
                   "hallucinated_answer": "generation", "citation": "citation", "in_context": "correct outcome",
                   "correct": "correct outcome", "correct_refusal": "correct outcome", "error": "no verdict",
                   "unjudged": "no verdict"}
-FAMILY_ORDER = ("chunking", "access & version", "retrieval", "ranking", "context", "generation", "citation",
-                "correct outcome", "no verdict")
-FAILURE_COLORS = {"chunking": "#49006a", "unauthorized": "#380020", "stale_version": "#c80068",
+FAMILY_ORDER = ("parsing", "chunking", "access & version", "retrieval", "ranking", "context", "generation",
+                "citation", "correct outcome", "no verdict")
+FAILURE_COLORS = {"parsing": "#0f61fe", "chunking": "#49006a", "unauthorized": "#380020", "stale_version": "#c80068",
                   "retrieval_miss": "#af1117", "partial_evidence": "#f80848", "ranking": "#f9812e",
                   "context": "#007880", "false_refusal": "#b7d4ea", "generation": "#519ccc",
                   "hallucinated_answer": "#1966ad", "citation": "#fdd12f", "in_context": "#b0dfaa", "correct": "#077331",

@@ -57,8 +57,11 @@ def test_documents_are_parsed_located_and_failures_recorded(tmp_path):
     assert report.pages["policy"][0] == 0 and len(report.pages["policy"]) == 2
     methods = {qid: m for qid, _, m in report.evidence}
     assert methods == {"pdf": "exact", "html": "exact", "docx": "exact", "locked": "failed"}
-    assert report.dropped == ("locked",)  # its only evidence is in a file that failed to parse
-    assert [q.qid for q in ds.questions] == ["md", "pdf", "html", "docx"]
+    assert report.lost == ("locked",)  # its only evidence is in a file that failed to parse
+    # Kept (no longer left out of the cell): no located evidence, the lost quote still gold.
+    assert [q.qid for q in ds.questions] == ["md", "pdf", "html", "docx", "locked"]
+    locked = ds.questions[-1]
+    assert locked.evidence == () and [(x.doc_id, x.grade, x.reason) for x in locked.lost] == [("locked", 1, "failed")]
     q = next(q for q in ds.questions if q.qid == "pdf")
     span = q.evidence[0]
     assert " ".join(policy.text[span.start:span.end].split()) == "returned within thirty days of delivery"
@@ -119,3 +122,27 @@ def test_the_dataset_files_name_the_parsed_kinds_only_when_there_are_some():
 
     assert describe_files(["docs/a.md", "questions.jsonl"]) == ["docs/**/*.md|*.txt (1 files)", "questions.jsonl"]
     assert describe_files(["docs/a.md", "docs/b.pdf"]) == ["docs/**/*.md|*.txt|*.pdf|*.html|*.htm|*.docx (2 files)"]
+
+
+def test_table_rows_and_headings_are_recorded_per_parse(tmp_path):
+    """parse/table_rows_intact and parse/headings_found's inputs: a table question's row found in one
+    line (pypdf's text line, the HTML's Markdown table row), a section name found as a heading where
+    the parse has headings (HTML) and not where it has none (pypdf's plain text)."""
+    root = _dataset(tmp_path / "ds", [
+        {**_q("row-pdf", "policy", "Late return 12 EUR per day"), "tags": ["table"]},
+        {**_q("row-html", "page", "Lost card 5 EUR once"), "tags": ["table"]},
+        {**_q("split", "policy", "thirty days of delivery when they are unused and in their box. Fee Amount"),
+         "tags": ["table"]},  # found normalised, over a line break: not one block
+        {"id": "sec-pdf", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "policy", "section": "Refunds", "quote": "original card"}]},
+        {"id": "sec-html", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "page", "section": "Web policy > Refunds", "quote": "original card"}]},
+        {"id": "sec-locked", "question": "q?", "answerable": True,
+         "evidence": [{"doc_id": "locked", "section": "Refunds", "quote": "refunds"}]},
+    ])
+    report = load_dataset(root).parse
+    assert report is not None
+    assert dict(report.table_rows) == {"row-pdf": True, "row-html": True, "split": False}
+    assert dict(report.headings) == {("policy", "Refunds"): False, ("page", "Web policy > Refunds"): True,
+                                     ("locked", "Refunds"): False}
+    assert report.lost == ("sec-locked",)

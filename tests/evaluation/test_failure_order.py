@@ -7,10 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_bench.domain import Answer, Chunk, Document, EvidenceSpan, Passage, Question, Ranking
+from rag_bench.domain import Answer, Chunk, Document, EvidenceSpan, LostEvidence, Passage, Question, Ranking
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun
-from rag_bench.evaluation.scorers.attribution import CellView, final_label, lost_before_generation, older_versions
+from rag_bench.evaluation.scorers.attribution import (
+    CellView,
+    final_label,
+    lost_before_generation,
+    older_versions,
+    parsing_label,
+    retrieval_labels,
+)
 from rag_bench.failure_labels import ANSWERABLE_LABELS, GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
 
 DOCS = {"policy": Document("policy", "p" * 100, title="Returns", tenant="t", effective_at="2024-03-01"),
@@ -46,8 +53,8 @@ def _label(q: Question, ranked: tuple[int, ...], *, k: int, context: tuple[int, 
 
 
 def test_the_order_lists_every_new_label_once_and_retrieval_only_cells_the_ones_before_generation():
-    assert GENERATION_CELL_LABELS[:8] == ("unjudged", "chunking", "unauthorized", "stale_version", "retrieval_miss",
-                                          "ranking", "partial_evidence", "context")
+    assert GENERATION_CELL_LABELS[:9] == ("unjudged", "parsing", "chunking", "unauthorized", "stale_version",
+                                          "retrieval_miss", "ranking", "partial_evidence", "context")
     assert len(set(GENERATION_CELL_LABELS)) == len(GENERATION_CELL_LABELS)
     assert "context" not in RETRIEVAL_LABELS and set(RETRIEVAL_LABELS) <= set(ANSWERABLE_LABELS)
     assert LOST_BEFORE_GENERATION.index("context") < ANSWERABLE_LABELS.index("error")
@@ -124,3 +131,30 @@ def test_a_question_expecting_clarify_is_right_when_it_asked_for_every_fact_and_
     assert final_label(True, "in_context", premature, 0.0, 1.0, clarify=True) == "generation"
     assert final_label(True, "in_context", Answer("", refused=True), 0.0, float("nan"), clarify=True) == "false_refusal"
     assert final_label(True, "ranking", asked, 1.0, float("nan"), clarify=True) == "ranking"  # lost before
+
+
+# Issue 43: a gold quote the parser lost (Question.lost) -- a question with one located span on
+# "policy" and one quote of "other" the parse lost, and one that lost every quote.
+PART_LOST = Question("q3", "?", True, (EvidenceSpan("policy", 0, 40),), lost=(LostEvidence("other"),))
+ALL_LOST = Question("q4", "?", True, (), lost=(LostEvidence("policy"),))
+
+
+def test_a_question_that_lost_every_quote_to_the_parser_is_parsing_not_unjudged():
+    graded = Graded(np.zeros(0), 1, [1], {}, np.zeros(0, bool), True, None, (1,))
+    assert retrieval_labels([ALL_LOST], [graded], 3) == ["parsing"]
+    assert parsing_label("parsing", ALL_LOST) == "parsing"
+    # Parsing is lost before generation: a right answer does not undo it.
+    assert final_label(True, "parsing", Answer("right", citations=(1,)), 1.0, 1.0) == "parsing"
+
+
+def test_a_partly_lost_question_is_parsing_only_when_its_located_evidence_went_as_far_as_it_could():
+    # The located span in the top k (and in the context): the lost quote is what left it incomplete.
+    # It is not partial_evidence: the coverage attribution reads is the located evidence's.
+    assert parsing_label(_label(PART_LOST, (0, 3), k=2), PART_LOST) == "parsing"
+    assert parsing_label(_label(PART_LOST, (0, 3), k=2, context=(0, 3)), PART_LOST) == "parsing"
+    # A later stage lost the located evidence too: that stage's label stays.
+    assert parsing_label(_label(PART_LOST, (3, 1, 0), k=2), PART_LOST) == "ranking"
+    assert parsing_label(_label(PART_LOST, (3, 1), k=2), PART_LOST) == "retrieval_miss"
+    assert parsing_label(_label(PART_LOST, (0, 3), k=2, context=(3,)), PART_LOST) == "context"
+    # Nothing lost to the parser: in_context as before.
+    assert parsing_label(_label(ONE, (0, 3), k=2), ONE) == "in_context"

@@ -43,6 +43,6 @@ def test_retrieval_labels_and_their_tally() -> None:
     assert attribution.retrieval_labels([TWO_HOP], [_graded([True, False], True, None)], 3,
                                         attribute_chunking=False) == ["retrieval_miss"]
     assert attribution.tally(["ranking", "ranking", "unjudged"], answered=False) == {
-        "unjudged": 1, "chunking": 0, "unauthorized": 0, "stale_version": 0, "retrieval_miss": 0, "ranking": 2,
+        "unjudged": 1, "parsing": 0, "chunking": 0, "unauthorized": 0, "stale_version": 0, "retrieval_miss": 0, "ranking": 2,
         "partial_evidence": 0, "in_context": 0}
     assert set(attribution.tally([], answered=True)) == {m.name for m in attribution.FAILURES}

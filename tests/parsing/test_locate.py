@@ -24,6 +24,15 @@ def test_markdown_emphasis_and_table_pipes_do_not_hide_a_quote():
     assert method == "normalised" and text[s:e] == "Late return | 12 EUR"
 
 
+def test_a_compact_table_row_keeps_its_cells_apart():
+    # pymupdf4llm writes "|Late return|12 EUR|per day|": a pipe is a cell boundary (a space), not
+    # nothing -- dropped, the cells ran together ("12 eurper day") and a short quote was lost.
+    text = "|Fee|Amount|When|\n|---|---|---|\n|Late return|12 EUR|per day|\n|Lost card|5 EUR|once|"
+    s, e, method = locate(text, "12 EUR per day")
+    assert method == "normalised" and text[s:e] == "12 EUR|per day"
+    assert locate(text, "5 EUR once")[2] == "normalised"
+
+
 def test_fuzzy_finds_a_quote_with_a_few_wrong_characters():
     text = "Preamble. " * 20 + "Refunds are paid to the original card within five working days. " + "Tail. " * 20
     s, e, method = locate(text, "Refunds are paid to the original cart within five workin days.")

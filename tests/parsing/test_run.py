@@ -90,6 +90,30 @@ def test_the_child_has_no_network():
     assert outcome.parsed is None and "network access is disabled" in outcome.reason
 
 
+class Subclasser(Upper):
+    """What a parser's packages do on import (ssl's SSLSocket, under requests and markitdown): subclass
+    the socket class; then dial out through it."""
+
+    name = "subclasser"
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        import socket
+
+        class Wrapped(socket.socket):
+            pass
+
+        if data == b"dial":
+            Wrapped().connect(("127.0.0.1", 9))
+        return Parsed("imported")
+
+
+def test_the_child_lets_packages_subclass_the_socket_class_and_still_refuses_the_network():
+    outcome, _ = parse_isolated(Subclasser(), b"x", ".html", timeout=30)
+    assert outcome.parsed == Parsed("imported"), outcome.reason  # was: TypeError: function() argument 'code' ...
+    outcome, _ = parse_isolated(Subclasser(), b"dial", ".html", timeout=30)
+    assert outcome.parsed is None and "network access is disabled" in outcome.reason
+
+
 def test_a_file_over_the_size_bound_is_refused_unread(tmp_path, monkeypatch):
     import rag_bench.parsing.run as run
 

@@ -23,9 +23,12 @@ def test_auto_parser_keeps_the_cell_id_of_a_config_without_the_group():
     assert cell_id(compose_config(["parser=pdfplumber"]), "fp") != cell_id(compose_config(["parser=pypdf"]), "fp")
 
 
-@pytest.mark.parametrize("option", ["auto", "pypdf", "pdfplumber", "pymupdf4llm", "html2text", "python_docx"])
+@pytest.mark.parametrize("option", ["auto", "pypdf", "pdfplumber", "pymupdf4llm", "markitdown", "html2text",
+                                    "python_docx"])
 def test_every_parser_option_builds_and_meets_the_protocol(option):
     pytest.importorskip("pymupdf", reason="the parse extra is not installed")
+    if option == "markitdown":
+        pytest.importorskip("markitdown.converters", reason="the parse extra is not installed")
     parser = build(compose_config([f"parser={option}"]).parser, "parser")
     assert parser.name == option
     assert isinstance(parser.version(), str) and parser.version()

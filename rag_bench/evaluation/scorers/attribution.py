@@ -1,12 +1,22 @@
 """Failure attribution (docs/contract.md §4; metrics.json ``failures``): one label per question,
 the first stage that lost it (the labels and their order: :mod:`rag_bench.failure_labels`).
 
-Answerable questions go ``chunking`` → ``unauthorized`` → ``stale_version`` → ``retrieval_miss`` →
+Answerable questions go ``parsing`` → ``chunking`` → ``unauthorized`` → ``stale_version`` → ``retrieval_miss`` →
 ``ranking`` → ``partial_evidence`` → ``context`` → (``error``) → ``false_refusal`` → ``generation`` →
 ``citation`` → ``correct``; unanswerable ones are ``correct_refusal`` or ``hallucinated_answer``.
 ``error`` means the generator call itself failed (counted, reported, kept out of quality
 denominators). A retrieval-only cell stops after the labels that apply before generation: an
 answerable question whose evidence reached the top k, all of it, is ``in_context``.
+
+``parsing`` (datasets with .pdf, .html or .docx documents: :attr:`Question.lost`) is decided like
+``chunking`` -- evidence no chunk holds is evidence no passage can retrieve, and so is a gold quote
+the cell's parser lost: every quote lost, the question is ``parsing``. Partly lost, the question is
+labelled on the evidence that was located, as any other; it is ``parsing`` only when that located
+evidence went as far as it could (its label is ``in_context``: all of it in the top k, and in the
+context of a cell that generates), so the lost quote is what left its evidence incomplete -- where a
+split span is ``chunking`` and an unretrieved one ``partial_evidence``, whatever the answer. A
+question whose located evidence a later stage lost keeps that stage's label: the stage lost it
+whatever the parser did.
 
 The labels after the first relevant passage's rank (:func:`retrieval_label`) are decided by
 :func:`lost_before_generation` from what the run holds per question:
@@ -33,7 +43,7 @@ The labels after the first relevant passage's rank (:func:`retrieval_label`) are
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,13 +55,15 @@ from rag_bench.evaluation.scorers.citations import PRECISION
 from rag_bench.evaluation.scorers.clarify import asked_for_all
 from rag_bench.evaluation.scorers.generation import CORRECT
 from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
-from rag_bench.metrics.relevance import evidence_coverage
+from rag_bench.metrics.relevance import evidence_coverage as _evidence_coverage
 
 COLUMN = "failure"  # records.parquet: each question's label
 # One tally per label, in attribution order: a question lost at a stage is a count of something that
 # went wrong; correct and correct_refusal are the outcomes wanted.
 _MEANINGS: dict[str, tuple[bool | None, str]] = {
     "unjudged": (None, "questions with no relevant evidence: nothing to attribute"),
+    "parsing": (False, "questions with a gold quote the parser lost (not located in the parse, or in a document "
+                "that failed to parse) and no later stage to blame"),
     "chunking": (False, "questions whose evidence no chunk holds"),
     "retrieval_miss": (False, "questions with no relevant chunk in the top D"),
     "unauthorized": (False, "questions with no relevant chunk in the final ranking while the retriever or reranker "
@@ -133,9 +145,22 @@ def retrieval_labels(questions: Sequence[Question], grades: Sequence[Graded], k:
     """Each question's label after retrieval (:func:`retrieval_label`); ``unjudged`` for an
     answerable question with evidence but none at the relevance level. ``attribute_chunking=False``
     (the passages are not a chunking of the whole corpus) never says ``chunking``."""
-    return ["unjudged" if q.answerable and q.evidence and not g.judged else
+    return ["unjudged" if q.answerable and (q.evidence or q.lost) and not g.judged else
+            "parsing" if q.answerable and q.lost and not q.evidence else
             retrieval_label(q, g.found if attribute_chunking else np.ones_like(g.found), g.first_relevant, k)
             for q, g in zip(questions, grades)]
+
+
+def evidence_coverage(q: Question, top: Sequence[Chunk | Passage], *, min_coverage: float) -> tuple[float, float]:
+    """The located evidence's coverage (:func:`rag_bench.metrics.relevance.evidence_coverage`
+    without the quotes the parse lost: ``parsing`` is decided on its own)."""
+    return _evidence_coverage(replace(q, lost=()) if q.lost else q, top, min_coverage=min_coverage)
+
+
+def parsing_label(label: str | None, q: Question) -> str | None:
+    """``parsing`` for a question that lost a quote to the parse and whose located evidence went as
+    far as it could (``in_context``: module docstring); every other label unchanged."""
+    return "parsing" if label == "in_context" and q.answerable and q.lost else label
 
 
 def older_versions(documents: Mapping[str, Document]) -> dict[str, frozenset[str]]:
@@ -244,7 +269,8 @@ class Attribution:
         s = context.settings
         cell = CellView(run.passages, context.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus)), s.k,
                     s.relevance_level, s.min_coverage)
-        labels = [lost_before_generation(label, qr, g, cell) for label, qr, g in zip(labels, run.questions, graded)]
+        labels = [parsing_label(lost_before_generation(label, qr, g, cell), qr.question)
+                  for label, qr, g in zip(labels, run.questions, graded)]
         if run.answered:
             correct, precision = context.column(CORRECT.column), context.column(PRECISION.column)
             labels = [final_label(q.question.answerable, label, q.answer, _correct(q, correct[i]),  # type: ignore[arg-type]

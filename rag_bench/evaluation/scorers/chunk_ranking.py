@@ -144,9 +144,13 @@ def run_trec(lines: Sequence[str], tag: str) -> str:
 
 
 def qrels_trec(run: SystemRun, grades: Grades) -> str:
-    """The derived passage-level qrels in TREC format, each relevant passage at its grade."""
-    lines = [f"{qr.qid} 0 {run.passages[j].chunk_id} {g}" for i, qr in enumerate(run.questions)
-             for j, g in sorted(grades.questions[i].qrels.items())]
+    """The derived passage-level qrels in TREC format, each relevant passage at its grade, and each
+    gold quote the parse lost as ``lost:<doc_id>:<n>`` (relevant, in no run: trec_eval counts it)."""
+    lines = []
+    for i, qr in enumerate(run.questions):
+        lines += [f"{qr.qid} 0 {run.passages[j].chunk_id} {g}" for j, g in sorted(grades.questions[i].qrels.items())]
+        lines += [f"{qr.qid} 0 lost:{x.doc_id}:{n} {g}"
+                  for n, (x, g) in enumerate(zip(qr.question.lost, grades.questions[i].lost), start=1)]
     return "\n".join(lines) + ("\n" if lines else "")
 
 

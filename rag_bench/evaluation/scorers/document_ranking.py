@@ -1,7 +1,7 @@
 """Document ranking (metrics.json ``document``, ``eval.unit=document|both``): the final ranking of
 passages as a ranking of documents -- each document at the rank of its first (best) passage, with
 that passage's score -- scored against document grades (a document's grade is the highest grade of
-its evidence spans), comparable with published BEIR figures; ``run.document.trec`` and
+its evidence spans, the quotes the cell's parser lost included), comparable with published BEIR figures; ``run.document.trec`` and
 ``qrels.document.trec``, on which ``trec_eval`` gives the section's numbers.
 """
 
@@ -82,8 +82,12 @@ def _documents(context: Context) -> tuple[list[list[str]], list[list[float]], di
     doc_ids, doc_scores, levels, n_relevant, ideals, qrels = [], [], [], [], [], []
     for qr in run.questions:
         grade: dict[str, int] = {}
-        for span in qr.question.evidence:
-            grade[span.doc_id] = max(grade.get(span.doc_id, 0), span.grade)
+        # A quote the parse lost still makes its document relevant: the parsed document can be
+        # retrieved (one that failed to parse cannot, and counts as missed).
+        gold = [(s.doc_id, s.grade) for s in qr.question.evidence]
+        gold += [(x.doc_id, x.grade) for x in qr.question.lost] if qr.question.answerable else []
+        for doc_id, g in gold:
+            grade[doc_id] = max(grade.get(doc_id, 0), g)
         ids, scores = document_ranking([run.passages[j] for j in qr.ranked.indices], qr.ranked.scores)
         doc_ids.append(ids)
         doc_scores.append(scores)

@@ -7,8 +7,18 @@ verbatim; a quote of a document that failed to parse counts as not located. ``fa
 counts the files no text came from, each with its reason in the ``parse_failures`` section and a
 warning. ``seconds`` is the parse time of the files (recorded with each parse, so a cached parse
 reports what it cost); ``parsed_documents`` the files parsed by this load and ``cache_hits`` the
-ones the parse cache served (a second sweep parses nothing). ``questions_dropped``: answerable
-questions none of whose evidence survived the parse, left out of this cell's evaluation.
+ones the parse cache served (a second sweep parses nothing). ``questions_lost``: answerable
+questions with a gold quote the parse lost -- evaluated, the lost quote counted as relevant and
+never retrieved, and labelled ``parsing`` when nothing later lost them (metrics.json ``failures``;
+it replaces ``questions_dropped``: such questions are no longer left out of the cell).
+
+``table_rows_intact``: of the questions tagged ``table`` with a quote in a parsed document, the
+share whose every such quote (the row's cells in reading order) was found exactly or normalised and
+within one line of the parse -- one Markdown table row or one line of text (a fuzzy match of glued
+cells, a row split over lines, a lost row: not intact). ``headings_found``: of the distinct
+``(document, section)`` names the locators of parsed documents give, the share that are a heading
+of the parse (normalised: emphasis, case and spacing aside) -- computable from the dataset alone.
+Both are absent when the dataset gives nothing to count (no table question, no section).
 """
 
 from __future__ import annotations
@@ -31,10 +41,15 @@ PARSE = figures("parse", (
     ("documents", None, "document files parsed (.pdf, .html, .docx)"),
     ("parsed_documents", None, "document files parsed by this load (parse cache misses)"),
     ("cache_hits", None, "document files the parse cache served"),
-    ("questions_dropped", False, "answerable questions none of whose evidence was located in the parse (left out)"),
+    ("questions_lost", False, "answerable questions with a gold quote not located in the parse (evaluated as lost: "
+     "the parsing label)"),
+    ("table_rows_intact", True, "share of table-tagged questions whose evidence row sits in one line of the parse "
+     "(a Markdown table row or a text line; found exactly or normalised)"),
+    ("headings_found", True, "share of the locators' section names (document, section) that are headings of the "
+     "parse"),
 ))
 (EVIDENCE_LOCATED, EVIDENCE_EXACT, EVIDENCE_NORMALISED, EVIDENCE_FUZZY, FAILED_DOCUMENTS, SECONDS, DOCUMENTS,
- PARSED_DOCUMENTS, CACHE_HITS, QUESTIONS_DROPPED) = PARSE
+ PARSED_DOCUMENTS, CACHE_HITS, QUESTIONS_LOST, TABLE_ROWS_INTACT, HEADINGS_FOUND) = PARSE
 FAILURES_SECTION = "parse_failures"
 
 
@@ -63,13 +78,17 @@ class Parsing:
             EVIDENCE_NORMALISED.key: share("normalised"), EVIDENCE_FUZZY.key: share("fuzzy"),
             FAILED_DOCUMENTS.key: len(report.failures), SECONDS.key: round(report.seconds, 4),
             DOCUMENTS.key: report.documents, PARSED_DOCUMENTS.key: report.parsed, CACHE_HITS.key: report.cache_hits,
-            QUESTIONS_DROPPED.key: len(report.dropped)}
+            QUESTIONS_LOST.key: len(report.lost),
+            TABLE_ROWS_INTACT.key: (sum(ok for _, ok in report.table_rows) / len(report.table_rows)
+                                    if report.table_rows else None),
+            HEADINGS_FOUND.key: (sum(ok for _, ok in report.headings) / len(report.headings)
+                                 if report.headings else None)}
         values = {k: v for k, v in values.items() if v is not None}
         warnings = tuple(f"parser {report.parser}: document {doc_id!r} could not be parsed: {reason}"
                          for doc_id, reason in report.failures)
-        if report.dropped:
-            warnings += (f"parser {report.parser}: {len(report.dropped)} answerable question(s) left out, none of their "
-                         f"evidence was located in the parse: {', '.join(report.dropped[:10])}",)
+        if report.lost:
+            warnings += (f"parser {report.parser}: {len(report.lost)} answerable question(s) with evidence not located "
+                         f"in the parse (counted as lost; failures/parsing): {', '.join(report.lost[:10])}",)
         sections = {FAILURES_SECTION: dict(report.failures)} if report.failures else {}
         return [Part("parse", values=values, sections=sections, warnings=warnings)]
 

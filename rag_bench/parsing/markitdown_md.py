@@ -1,0 +1,65 @@
+"""``parser=markitdown``: Microsoft's markitdown converters -- PDF (pdfminer.six / pdfplumber), HTML
+(BeautifulSoup + markdownify) and DOCX (mammoth) to Markdown.
+
+The converters are called directly with the file's suffix, never ``MarkItDown().convert``: that
+front door guesses the file type with magika (an onnx model; it ships in magika's wheel, but
+nothing here needs it) and accepts URLs. So nothing is downloaded or fetched, and the parse runs in
+the network-less child every parser runs in (rag_bench.parsing.run). markitdown's PDF output has no
+page map (the converter returns one text), so ``pages`` is empty for it.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
+
+_CONVERTERS = {".pdf": "PdfConverter", ".html": "HtmlConverter", ".htm": "HtmlConverter",
+               ".docx": "DocxConverter"}
+_MIME = {".pdf": "application/pdf", ".html": "text/html", ".htm": "text/html",
+         ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
+
+
+class MarkitdownParser:
+    """PDF, HTML and DOCX by markitdown's own converters (headings, lists and tables as Markdown
+    where the converter finds them)."""
+
+    suffixes: tuple[str, ...] = tuple(_CONVERTERS)
+
+    def __init__(self, name: str = "markitdown") -> None:
+        self.name = name
+        require("markitdown.converters", "markitdown[pdf,docx]", name)
+
+    def version(self) -> str:
+        """markitdown's version and those of the converters' packages."""
+        parts = [package_version("markitdown")] + [f"{p}-{package_version(p)}" for p in (
+            "pdfminer.six", "pdfplumber", "mammoth", "markdownify", "beautifulsoup4")]
+        return "+".join(parts)
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        """The converter's Markdown for the file's type."""
+        converters = require("markitdown.converters", "markitdown[pdf,docx]", self.name)
+        stream_info = require("markitdown._stream_info", "markitdown[pdf,docx]", self.name)
+        suffix = suffix.lower()
+        if suffix not in _CONVERTERS:
+            raise ParseFailure(f"markitdown reads {', '.join(self.suffixes)}, not {suffix}")
+        if not data.strip():
+            raise ParseFailure("empty file")
+        converter: Any = getattr(converters, _CONVERTERS[suffix])()
+        info = stream_info.StreamInfo(extension=suffix, mimetype=_MIME[suffix],
+                                      charset="utf-8" if suffix in (".html", ".htm") else None)
+        try:
+            result = converter.convert(io.BytesIO(data), info)
+        except Exception as exc:  # the converters raise many types on malformed or encrypted input
+            name, text = type(exc).__name__, str(exc)
+            if "MissingDependency" in name:
+                raise ParseFailure(f"markitdown converter missing a package: {text[:200]} -- fix: pip install "
+                                   "'markitdown[pdf,docx]'") from exc
+            if any(w in name + text for w in ("Password", "Encrypt", "encrypt")):
+                raise ParseFailure("encrypted PDF (a password is needed)") from exc
+            raise ParseFailure(f"markitdown could not convert the {suffix} file ({name}: {text[:200]})") from exc
+        text = "\n".join(line.rstrip() for line in (result.markdown or "").splitlines()).strip()
+        if not text:
+            raise ParseFailure("no text (an empty document, or a scan without a text layer)")
+        return Parsed(text=text + "\n")
