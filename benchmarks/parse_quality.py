@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(sections)} squad2-normans paragraphs, {len(questions)} answerable questions; bm25, section chunker, "
           "extractive stand-in; cold parse cache\n")
     head = (f"{'file':<5} {'parser':<12} {'located':>7} {'exact':>6} {'normal.':>7} {'fuzzy':>6} {'failed':>6} "
-            f"{'dropped':>7} {'parse s':>7} {'ndcg@10':>7} {'hit@5':>6}")
+            f"{'lost':>7} {'parse s':>7} {'ndcg@10':>7} {'hit@5':>6}")
     print(head)
     print("-" * len(head))
     for r in rows:
