@@ -19,7 +19,7 @@ import math
 import re
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,10 +221,17 @@ def check_prices(prices: Any) -> None:
     if prices is None:
         return
     found = [("prices.usd_per_hour", prices.get("usd_per_hour"))]
+    known = [f.name for f in fields(ModelPriceConf)]
     for model, entry in (prices.get("models") or {}).items():
-        found += [(f"prices.models.{model}.{k}", v) for k, v in entry.items()]
+        for k, v in entry.items():
+            if k not in known:  # `+prices.models.m.key=...` adds a key the schema would refuse from a file
+                near = difflib.get_close_matches(str(k), known, n=1)
+                raise ConfigError(f"prices.models.{model}.{k} is not a price -- fix: use one of {known}"
+                                  + (f" (did you mean prices.models.{model}.{near[0]}?)" if near else ""))
+            found.append((f"prices.models.{model}.{k}", v))
     for key, value in found:
-        if value is not None and not (math.isfinite(value) and value >= 0):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
             raise ConfigError(f"{key} must be a price >= 0 in US dollars, got {value!r} -- fix: {key}=0.5, or null "
                               "to leave it unpriced (docs/metrics.md, cost in money)")
 
