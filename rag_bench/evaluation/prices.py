@@ -122,6 +122,7 @@ class Bill:
     shares: Mapping[str, float] = field(default_factory=dict)
     per_question: tuple[float, ...] | None = None
     unpriced: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what a priced share leaves out (judgements from the judge cache)
 
     @property
     def total(self) -> float | None:
@@ -190,6 +191,7 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
     if not n:
         return Bill()
     unpriced: list[str] = []
+    notes: list[str] = []
     per_q: dict[str, np.ndarray | None] = {}
     if run.latency == "pipeline" and any(q.retrieve_ms is not None for q in run.questions):
         ms = np.array([q.retrieve_ms or 0.0 for q in run.questions], np.float64)
@@ -217,6 +219,10 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
         per_q["judge"] = _tokens(prices, judge, np.array([j.tokens_in if j else 0 for j in js], np.float64),
                                  np.array([j.tokens_out if j else 0 for j in js], np.float64),
                                  np.array([j.seconds if j else 0.0 for j in js], np.float64), unpriced)
+        cached = sum(1 for j in js if j is not None and j.calls == 0 and any(v is not None for v in j.scores.values()))
+        if cached and per_q["judge"] is not None:
+            notes.append(f"cost: {cached} judgement(s) came from the judge cache, which keeps scores, not tokens or "
+                         "seconds: cost/usd_judge counts only the judge calls made in this run (a lower bound)")
     emb, e = prices.of("embedder"), run.embedding
     if emb is not None and (e.requested or e.encode_s):
         entry, ok = _model(prices, emb, unpriced)
@@ -231,7 +237,7 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
     priced = [v for v in per_q.values() if v is not None]
     per_question = None if unpriced else tuple(float(x) for x in
                                                (np.sum(priced, axis=0) if priced else np.zeros(n)))
-    return Bill(shares, per_question, tuple(unpriced))
+    return Bill(shares, per_question, tuple(unpriced), tuple(notes))
 
 
 def per_correct(total: float | None, correct: Sequence[Any] | None) -> float | None:

@@ -6,6 +6,7 @@ its original cost."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -175,3 +176,12 @@ def test_an_unused_embedder_needs_no_price():
     p = table(models={k: v for k, v in TABLE["models"].items() if k != "emb"})
     c = score(run(requested=0), p)["cost"]
     assert "usd_embedder" not in c and "usd_per_question" in c
+
+
+def test_judgements_from_the_judge_cache_are_said_to_make_the_judge_share_a_lower_bound():
+    r = run()
+    cached = replace(r.questions[1], judge=JudgeResult(scores={"faithfulness": 1.0}, calls=0))
+    m = score(replace(r, questions=(r.questions[0], cached, *r.questions[2:])), table())
+    assert m["cost"]["usd_judge"] == pytest.approx(0.0014 / 4)  # the two calls made in this run
+    assert any("1 judgement(s) came from the judge cache" in w and "lower bound" in w for w in m["warnings"])
+    assert score(run(), table())["warnings"] == []  # not judged at all (q1, q3): nothing to say

@@ -105,10 +105,12 @@ def money(context: Context, values: dict[str, Any]) -> Part:
         if per_correct is not None:
             values[USD_PER_CORRECT.key] = per_correct
         columns[USD_COLUMN] = list(bill.per_question or ())
-    warnings = (f"cost: unpriced, so no $ per question -- {'; '.join(bill.unpriced)} (docs/metrics.md, cost in "
-                "money; conf/prices/example.yaml)",) if bill.unpriced else ()
+    said = "; ".join(bill.unpriced)
+    warnings: tuple[str, ...] = (f"cost: unpriced, so no $ per question -- {said} (docs/metrics.md, cost in money; "
+                                 "conf/prices/example.yaml)",) if bill.unpriced else ()
+    warnings += bill.notes
     return Part("cost", columns=columns, values=values, warnings=warnings,
-                sections={"cost": {UNPRICED: "; ".join(bill.unpriced)}} if bill.unpriced else {})
+                sections={"cost": {UNPRICED: said}} if bill.unpriced else {})
 
 
 SCORER = Cost()
