@@ -3,13 +3,17 @@ part of the cell id -- prices change no output, so re-pricing keeps every cell."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from hydra.errors import ConfigCompositionException
 
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation.evaluation import Evaluation
 from rag_bench.runner.config import cell_id, validate
-from tests.conftest import compose_config
+from tests.conftest import REPO, compose_config
 
 
 def test_a_changed_price_keeps_the_cell_id():
@@ -45,3 +49,24 @@ def test_a_misspelt_price_key_is_refused_with_the_right_name():
     # `+` adds the key anyway: the check refuses it before any work, naming the right one
     with pytest.raises(ConfigError, match=r"did you mean prices\.models\.example-api-llm\.usd_per_1m_input_tokens"):
         validate(compose_config(["+prices=example", "+prices.models.example-api-llm.usd_per_1m_input=1.0"]))
+
+
+def test_a_sweep_over_prices_is_refused_it_would_be_one_cell_computed_twice(tmp_path):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rag_bench.runner.sweeper import stage_order
+
+    parse = OverridesParser.create().parse_overrides
+    with pytest.raises(ConfigError, match=r"prices\.usd_per_hour is swept.*fix:"):
+        stage_order(parse(["retriever=bm25,dense", "prices.usd_per_hour=0.1,0.2"]))
+    with pytest.raises(ConfigError, match="prices is swept"):
+        stage_order(parse(["+prices=example,other"]))
+    assert len(stage_order(parse(["retriever=bm25,dense", "prices.usd_per_hour=0.1"]))) == 2  # one price: fine
+
+    env = {**os.environ, "RAG_BENCH_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", "prices.usd_per_hour=0.1,0.2",
+                           "tracking=none", f"output.root={tmp_path}", "experiment.name=x"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "prices are not part of the cell id" in done.stderr + done.stdout
+    assert not list(tmp_path.glob("x/*/DONE"))
