@@ -178,6 +178,20 @@ def _tokens(prices: Prices, stage: StageModel, tokens_in: np.ndarray, tokens_out
     return _local(prices, stage, seconds, f"{stage.stage} {stage.name!r}", unpriced)
 
 
+def _judge(prices: Prices, judge: StageModel, run: SystemRun, per_q: dict[str, np.ndarray | None], notes: list[str],
+           unpriced: list[str]) -> None:
+    """The judge's share per question (its tokens, else its seconds), and the note when some
+    judgements came from the judge cache (which keeps no usage)."""
+    js = [q.judge for q in run.questions]
+    per_q["judge"] = _tokens(prices, judge, np.array([j.tokens_in if j else 0 for j in js], np.float64),
+                             np.array([j.tokens_out if j else 0 for j in js], np.float64),
+                             np.array([j.seconds if j else 0.0 for j in js], np.float64), unpriced)
+    cached = sum(1 for j in js if j is not None and j.calls == 0 and any(v is not None for v in j.scores.values()))
+    if cached and per_q["judge"] is not None:
+        notes.append(f"cost: {cached} judgement(s) came from the judge cache, which keeps scores, not tokens or "
+                     "seconds: cost/usd_judge counts only the judge calls made in this run (a lower bound)")
+
+
 def spent_seconds(generation: Any) -> float:
     """The generator's seconds for an answer as it was produced: a cached answer's original time
     (kept in the generation cache), else this call's."""
@@ -193,7 +207,15 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
     unpriced: list[str] = []
     notes: list[str] = []
     per_q: dict[str, np.ndarray | None] = {}
-    if run.latency == "pipeline" and any(q.retrieve_ms is not None for q in run.questions):
+    if run.latency != "pipeline":  # an external system's run (rag-bench evaluate): only the judge is ours
+        unpriced.append("an external system's own stages (retrieval, generation): rag_bench does not see their "
+                        "usage, so no price table can price them; the judge's share is priced")
+        judge = prices.of("judge")
+        if judge is not None and run.judge is not None:
+            _judge(prices, judge, run, per_q, notes, unpriced)
+        return Bill({name: float(v.sum()) / n for name, v in per_q.items() if v is not None}, None,
+                    tuple(unpriced), tuple(notes))
+    if any(q.retrieve_ms is not None for q in run.questions):
         ms = np.array([q.retrieve_ms or 0.0 for q in run.questions], np.float64)
         per_q["retrieval"] = _local(prices, None, ms / 1000.0, "retrieval", unpriced)
     rerank, reranked = prices.of("reranker"), [q.rerank_ms is not None for q in run.questions]
@@ -215,14 +237,7 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
             np.array([spent_seconds(g) if g else 0.0 for g in gs], np.float64), unpriced)
     judge = prices.of("judge")
     if judge is not None and run.judge is not None:
-        js = [q.judge for q in run.questions]
-        per_q["judge"] = _tokens(prices, judge, np.array([j.tokens_in if j else 0 for j in js], np.float64),
-                                 np.array([j.tokens_out if j else 0 for j in js], np.float64),
-                                 np.array([j.seconds if j else 0.0 for j in js], np.float64), unpriced)
-        cached = sum(1 for j in js if j is not None and j.calls == 0 and any(v is not None for v in j.scores.values()))
-        if cached and per_q["judge"] is not None:
-            notes.append(f"cost: {cached} judgement(s) came from the judge cache, which keeps scores, not tokens or "
-                         "seconds: cost/usd_judge counts only the judge calls made in this run (a lower bound)")
+        _judge(prices, judge, run, per_q, notes, unpriced)
     emb, e = prices.of("embedder"), run.embedding
     if emb is not None and (e.requested or e.encode_s):
         entry, ok = _model(prices, emb, unpriced)

@@ -185,3 +185,12 @@ def test_judgements_from_the_judge_cache_are_said_to_make_the_judge_share_a_lowe
     assert m["cost"]["usd_judge"] == pytest.approx(0.0014 / 4)  # the two calls made in this run
     assert any("1 judgement(s) came from the judge cache" in w and "lower bound" in w for w in m["warnings"])
     assert score(run(), table())["warnings"] == []  # not judged at all (q1, q3): nothing to say
+
+
+def test_an_external_systems_run_prices_only_the_judge_and_says_the_rest_is_unpriced():
+    external = replace(run(), latency="system")
+    m = score(external, table())
+    c = m["cost"]
+    assert c["usd_judge"] == pytest.approx(0.0014 / 4)
+    assert not any(k in c for k in ("usd_generator", "usd_retrieval", "usd_embedder", "usd_per_question"))
+    assert "external system" in c["unpriced"] and any("external system" in w for w in m["warnings"])
