@@ -202,7 +202,7 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     whether the cell is in the set not significantly worse than the best."""
     sort_by = sort_by or primary(cells)
     if tuple(columns) == DEFAULT_COLUMNS and (USD_COLUMN in cells.columns or UNPRICED_COLUMN in cells.columns):
-        columns = (*columns, USD_COLUMN)  # priced: the money is a default column
+        columns = (USD_COLUMN, *columns)  # priced: the money is a default column, beside the ranking measure
     if sort_by in cells.columns and "/" in sort_by:  # the ranking measure first
         columns = (sort_by, *(c for c in columns if c != sort_by))
     cols = [c for c in columns if c in cells.columns]

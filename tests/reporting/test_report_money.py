@@ -4,11 +4,15 @@ said to be unpriced, in the table, under the chart and in the leaderboard, never
 
 from __future__ import annotations
 
+import re
+import subprocess
+
 import pytest
 
 from rag_bench.cells import load_cell
 from rag_bench.reporting.leaderboard import format_leaderboard, load_cells
 from rag_bench.reporting.report import render_report
+from tests.reporting.test_report import CHROMIUM, FLAGS
 from tests.runner.test_run_cell import run
 
 pytestmark = pytest.mark.slow
@@ -34,6 +38,13 @@ def test_the_report_draws_dollars_per_question_and_says_unpriced(priced, tmp_pat
     assert "pareto_usd.png" in page and "US dollars per question" in page
     assert "1 of 3 cells are unpriced" in page and "$ / question" in page
     assert ">unpriced<" in page  # the costs table's cell for the unpriced one
+    if CHROMIUM is None:
+        pytest.skip("Debian chromium is not installed (.ci/run installs it): the page's images were not loaded")
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=10000",
+                          "--dump-dom", page_path.as_uri()], capture_output=True, text=True, timeout=120)
+    assert 'data-images-ok="true"' in dom.stdout, dom.stderr[-2000:]  # every chart loads, the $ one too
+    assert int(re.search(r"data-images=\"(\d+)\"", dom.stdout).group(1)) == len(list(page_path.parent.glob("*.png")))
+    assert 'alt="pareto_usd"' in dom.stdout or "pareto_usd.png" in dom.stdout
 
 
 def test_the_leaderboard_shows_dollars_per_question_and_unpriced(priced):
