@@ -70,3 +70,13 @@ def test_a_sweep_over_prices_is_refused_it_would_be_one_cell_computed_twice(tmp_
     assert done.returncode == 2, done.stdout + done.stderr
     assert "prices are not part of the cell id" in done.stderr + done.stdout
     assert not list(tmp_path.glob("x/*/DONE"))
+
+
+def test_prices_never_name_a_cell():
+    from omegaconf import OmegaConf
+
+    from rag_bench import naming
+
+    configs = [OmegaConf.to_container(compose_config(o), resolve=True) for o in
+               (["+prices=example"], ["+prices=example", "prices.usd_per_hour=0.9", "chunker=fixed"])]
+    assert naming.labels(configs, ["a", "b"]) == ["section", "fixed"]
