@@ -26,9 +26,9 @@ from rag_bench.components import PARSER, STAGES
 # The groups a cell is named by: the parser (when a sweep varies it: parser=pypdf) and the stages.
 NAMED = (PARSER, *STAGES)
 
-# Never axes: where results go, not what they are.
+# Never axes: where results go, not what they are (nor what they cost: prices).
 IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system.sha256", "system.format",
-           "dataset.fingerprint")
+           "dataset.fingerprint", "prices")
 # Stages whose option names read on their own; the others get a prefix (``rr=dense``), so a
 # dense reranker is not mistaken for a dense retriever.
 BARE = ("chunker", "retriever")

@@ -22,7 +22,7 @@ from rag_bench.cells import CellResult
 from rag_bench.data.files import describe_files
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
-from rag_bench.evaluation import table
+from rag_bench.evaluation import prices, table
 from rag_bench.evaluation.grade import grade
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Scorer, Settings
@@ -48,7 +48,7 @@ class Evaluation:
                             min_coverage=float(e.min_coverage), relevance=str(e.relevance), gain=str(e.gain),
                             relevance_level=int(e.relevance_level), unit=str(e.unit), answer_match=str(e.answer_match),
                             f1_threshold=float(e.f1_threshold), n_resamples=int(e.bootstrap_resamples),
-                            seed=int(e.seed))
+                            seed=int(e.seed), prices=prices.from_config(cfg))
         return cls(settings, chosen(scorer_names(e.get("scorers") or catalog.ALL_SCORERS)))
 
     def evaluate(self, run: SystemRun, cell_id: str = "", work: SharedWork | None = None) -> CellResult:

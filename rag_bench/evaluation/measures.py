@@ -87,7 +87,7 @@ FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *C
 # tallies: no per-question column, no CI, never a headline), each with its direction.
 COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *clarify.COUNTS, *judge.COUNTS,
           *counts.SYSTEM)
-COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST)
+COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST, *cost.MONEY)
 FAILURES = attribution.FAILURES
 PARSE = parsing.PARSE
 FIGURES = (*COUNTS, *COST, *FAILURES, *PARSE)

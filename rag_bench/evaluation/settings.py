@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_bench.evaluation.prices import Prices
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,9 @@ class Settings:
     f1_threshold: float = 0.5
     n_resamples: int = 1000
     seed: int = 0
+    # The price table and the stages' models (prices.*: rag_bench.evaluation.prices); None: no price
+    # given. Read by the cost scorer only; no measure's number but the money depends on it.
+    prices: Prices | None = None
 
     def values(self, params: Sequence[str]) -> dict[str, Any]:
         """``{parameter: value}`` of ``params`` (config keys such as ``eval.gain``; ``name=value``

@@ -38,7 +38,9 @@ class GenerationInput:
 
 @dataclass(frozen=True)
 class Generation:
-    """Raw output of one call (``error`` set when the call failed after its retries)."""
+    """Raw output of one call (``error`` set when the call failed after its retries). A cached
+    answer took no time in this run (``seconds`` 0); ``original_seconds`` is the time the generator
+    took when it produced it (the price of a local model's answer: rag_bench.evaluation.prices)."""
 
     raw: str
     error: str | None = None
@@ -47,6 +49,7 @@ class Generation:
     seconds: float = 0.0
     cached: bool = False
     attempts: int = 1
+    original_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,4 +171,5 @@ def _encode(g: Generation) -> bytes:
 
 def _decode(data: bytes) -> Generation:
     d = json.loads(data)
-    return valid_unicode(Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0))
+    return valid_unicode(Generation(d["raw"], None, d["tokens_in"], d["tokens_out"], 0.0, cached=True, attempts=0,
+                                    original_seconds=float(d.get("seconds") or 0.0)))

@@ -34,6 +34,11 @@ DEFAULT_COLUMNS = tuple(m.key for m in measures.MAIN if m not in (measures.CONTE
 # ``--columns all``: every headline measure and the ANN latencies.
 ALL_COLUMNS = tuple(m.key for m in (*measures.HEADLINE, *measures.ANN_LATENCY))
 FORMATS = ("table", "csv", "json", "markdown")
+# Money (a price table given: prices.*): $ per question joins the default columns; a cell without
+# it is shown "unpriced", never 0 (rag_bench.evaluation.scorers.cost).
+USD_COLUMN = "cost/usd_per_question"
+UNPRICED_COLUMN = "cost/unpriced"
+UNPRICED = "unpriced"
 log = logging.getLogger(__name__)
 
 
@@ -196,6 +201,8 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     as ``ci_lo``/``ci_hi`` and its ``n``; with ``verdict`` (on the sort measure), ``not_worse``:
     whether the cell is in the set not significantly worse than the best."""
     sort_by = sort_by or primary(cells)
+    if tuple(columns) == DEFAULT_COLUMNS and (USD_COLUMN in cells.columns or UNPRICED_COLUMN in cells.columns):
+        columns = (USD_COLUMN, *columns)  # priced: the money is a default column, beside the ranking measure
     if sort_by in cells.columns and "/" in sort_by:  # the ranking measure first
         columns = (sort_by, *(c for c in columns if c != sort_by))
     cols = [c for c in columns if c in cells.columns]
@@ -205,8 +212,10 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
     table = best_first(cells, key) if key else cells
     out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], "k"]].copy()
+    if USD_COLUMN in columns and USD_COLUMN not in cols:
+        cols.append(USD_COLUMN)  # every cell unpriced: the column says so
     for c in cols:
-        out[c] = pd.to_numeric(table[c], errors="coerce")
+        out[c] = pd.to_numeric(table[c], errors="coerce") if c in table else math.nan
     ci = table.get(f"ci/{key}")
     if ci is not None:
         out["ci_lo"] = ci.map(lambda v: float(v[0]) if isinstance(v, list) else math.nan)
@@ -245,7 +254,10 @@ def _text_frame(table: pd.DataFrame, key: str) -> pd.DataFrame:
     if "not_worse" in table:
         out[NOT_WORSE] = table["not_worse"].map(lambda v: "*" if v else "")
     for c in table.columns:
-        if "/" in c:
+        if c.startswith("cost/usd_"):  # dollars: small numbers, three significant digits
+            none = UNPRICED if c in (USD_COLUMN, "cost/usd_per_1k_queries") else ""  # absent only when unpriced
+            out[_short(c)] = table[c].map(lambda v, none=none: none if v is None or pd.isna(v) else f"{v:.3g}")
+        elif "/" in c:
             out[_short(c)] = table[c].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3f}")
             if c == key:  # the ranking measure's interval and count beside it
                 if "ci_lo" in table:

@@ -322,6 +322,7 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
     # Generator tokens cannot buy a better ranking: a ranking measure is only drawn against latency.
     costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS
                                else [views.END_TO_END, views.TOKENS])
+    costs.append(views.MONEY)  # drawn when priced (prices.*): two cells with a $ per question
     for view in costs:
         x = [math.nan if (v := view.of(c)) is None else v for c in cells]
         front = effects.pareto_front(quality, x, higher_is_better=better)
@@ -336,6 +337,11 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
                     f"on both {html.escape(metric)} and {html.escape(view.title)} by a cell on the front. The front "
                     "is drawn from the means; its whiskers are each cell's 95 % CI over questions: where they overlap, "
                     "the questions cannot tell those cells apart on quality.</p>")
+        unpriced = sum(x_ != x_ for x_ in x)
+        if view is views.MONEY and unpriced:
+            body.append(f"<p class='note'>{unpriced} of {len(cells)} cells are unpriced (a model or "
+                        "<code>prices.usd_per_hour</code> without a price: their warning names the key) and are not "
+                        "drawn on the $ axis; they are not free.</p>")
     return "".join(body) or "<p class='note'>Fewer than two cells with a latency: no trade-off to draw.</p>"
 
 
@@ -531,6 +537,7 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
     answered: :data:`rag_bench.evaluation.scorers.latency.E2E_P50`), the stages' total times and
     what was computed."""
     generated = any("generation" in c.metrics for c in cells)
+    priced = any(views.MONEY.of(c) is not None or "unpriced" in c.metrics.get("cost", {}) for c in cells)
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
@@ -546,6 +553,9 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
         row.update({"chunk s": lat.get("chunk_s"), "index s": lat.get("index_s"),
                     "generate s (stage)": lat.get("generate_s"), "embeddings computed": cost.get("embeddings_computed"),
                     "tokens / question": None if tokens is None else round(tokens, 1)})
+        if priced:  # money: a cell without it says unpriced, never 0
+            usd = views.MONEY.of(c)
+            row["$ / question"] = "unpriced" if usd is None else usd
         rows.append(row)
     for r in rows:
         for k, v in r.items():
@@ -562,8 +572,13 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
            "<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question (no generator: no "
            "end-to-end time). The <i>s</i> columns are each stage's total wall time for the cell (shared work counted "
            "once, by the cell that did it).</p>")
-    return (e2e + "<p class='note'>Measured on the machine that ran the sweep; the first cells of a sweep also pay "
-            "for loading models and filling caches.</p>" + page.table(rows, sortable=True, left=1))
+    money = ("<p><b>$ / question</b>: the run's US dollars per question under the price table (<code>prices.*</code>: "
+             "tokens, texts and calls at their models' prices, local stages' seconds at their $/hour; a cached answer "
+             "at its original cost); <i>unpriced</i> where a model or <code>prices.usd_per_hour</code> has no price "
+             "(the cell's warning names the key), never 0. metrics.json <code>cost</code> holds each stage's share "
+             "(docs/metrics.md).</p>" if priced else "")
+    return (e2e + money + "<p class='note'>Measured on the machine that ran the sweep; the first cells of a sweep also "
+            "pay for loading models and filling caches.</p>" + page.table(rows, sortable=True, left=1))
 
 
 def _generator_calls(cell: Cell) -> tuple[int, int, float | None]:

@@ -164,6 +164,16 @@ END_TO_END = View("e2e", "end-to-end p50: retrieval + rerank + generation (ms pe
 TOKENS = View("tokens", "generator tokens per question", "generation/tokens", False, decide.tokens, _means(_tokens))
 
 
+def _usd(cell: Cell) -> float | None:
+    v = (cell.metrics.get("cost") or {}).get("usd_per_question")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+# With a price table (prices.*): the run's dollars per question, every priced share (the report's
+# Pareto charts draw it when a cell has it; an unpriced cell has none: rag_bench.evaluation.prices).
+MONEY = View("usd", "US dollars per question", "cost/usd_per_question", False, _usd, _means(_column("usd")))
+
+
 def views(cells: Sequence[Cell], primary: str) -> list[View]:
     """The views with a value in at least one cell: the primary measure first, then correct,
     nDCG@10, latency, end-to-end latency and tokens (each once)."""

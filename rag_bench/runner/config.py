@@ -19,7 +19,7 @@ import math
 import re
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,8 +48,9 @@ from rag_bench.tracking.base import Tracker
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
-# Keys that say where results go, not what is computed: excluded from the cell id.
-NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep")
+# Keys that say where results go, or what the results cost (prices: they change no output), not
+# what is computed: excluded from the cell id.
+NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "prices")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
@@ -117,12 +118,36 @@ class OutputConf:
 
 
 @dataclass
+class ModelPriceConf:
+    """One model's prices (``prices.models.<model>``), each null = not priced that way. A model
+    with no token, text or call price runs on our machine: priced on its stage's measured seconds
+    at ``usd_per_hour`` (null: ``prices.usd_per_hour``)."""
+
+    usd_per_1m_input_tokens: float | None = None  # generator, judge: prompt tokens
+    usd_per_1m_output_tokens: float | None = None  # generator, judge: completion tokens
+    usd_per_1k_texts: float | None = None  # embedder: texts sent (their tokens are not counted)
+    usd_per_1k_calls: float | None = None  # reranker service: one call per question reranked
+    usd_per_hour: float | None = None  # local: the machine this model runs on
+
+
+@dataclass
+class PricesConf:
+    """What the run costs in money (rag_bench.evaluation.prices): per model by the name its stage's
+    config gives (``model``, else the option's ``name``), and local compute by the hour. Never part
+    of the cell id: prices change no output. conf/prices/example.yaml is an example table."""
+
+    usd_per_hour: float | None = None  # local compute (retrieval, our rerankers, local models)
+    models: dict[str, ModelPriceConf] = field(default_factory=dict)
+
+
+@dataclass
 class RagBenchConf:
     dataset: DatasetConf = field(default_factory=DatasetConf)
     pipeline: PipelineConf = field(default_factory=PipelineConf)
     eval: EvalConf = field(default_factory=EvalConf)
     experiment: ExperimentConf = field(default_factory=ExperimentConf)
     output: OutputConf = field(default_factory=OutputConf)
+    prices: PricesConf = field(default_factory=PricesConf)
     # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
@@ -181,6 +206,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.eval.seed < 0:
         raise ConfigError(f"eval.seed must be >= 0, got {cfg.eval.seed} -- fix: eval.seed=0")
     check_experiment_name(cfg.experiment.name)
+    check_prices(cfg.get("prices"))
     measures.check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
@@ -188,6 +214,26 @@ def validate(cfg: DictConfig) -> None:
             continue  # a config composed without the parser group reads its documents as parser=auto
         if not isinstance(node, DictConfig) or "_target_" not in node:
             raise ConfigError(f"config group {group!r} is not set -- fix: add {group}=<name> (see conf/{group}/)")
+
+
+def check_prices(prices: Any) -> None:
+    """Every price of ``prices`` is a finite number >= 0 or null (unpriced); ConfigError naming the key."""
+    if prices is None:
+        return
+    found = [("prices.usd_per_hour", prices.get("usd_per_hour"))]
+    known = [f.name for f in fields(ModelPriceConf)]
+    for model, entry in (prices.get("models") or {}).items():
+        for k, v in entry.items():
+            if k not in known:  # `+prices.models.m.key=...` adds a key the schema would refuse from a file
+                near = difflib.get_close_matches(str(k), known, n=1)
+                raise ConfigError(f"prices.models.{model}.{k} is not a price -- fix: use one of {known}"
+                                  + (f" (did you mean prices.models.{model}.{near[0]}?)" if near else ""))
+            found.append((f"prices.models.{model}.{k}", v))
+    for key, value in found:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            raise ConfigError(f"{key} must be a price >= 0 in US dollars, got {value!r} -- fix: {key}=0.5, or null "
+                              "to leave it unpriced (docs/metrics.md, cost in money)")
 
 
 def _folder_name(name: Any) -> str:

@@ -35,6 +35,7 @@ from hydra.core.override_parser.types import Override
 from tqdm import tqdm
 
 from rag_bench.components import SWEEP_ORDER
+from rag_bench.errors import ConfigError
 from rag_bench.runner.context import SweepContext
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,14 @@ def stage_rank(key: str) -> int:
 
 def stage_order(overrides: list[Override]) -> list[Override]:
     """Overrides sorted by :func:`stage_rank`; stable, so ties keep the order they were typed in
-    (and a repeated key still lets the last value win)."""
+    (and a repeated key still lets the last value win). A sweep over prices is refused: prices are
+    not in the cell id, so its cells would be one cell computed twice."""
+    for o in overrides:
+        key = o.get_key_element().lstrip("+~")
+        if o.is_sweep_override() and (key == "prices" or key.startswith(("prices.", "prices/"))):
+            raise ConfigError(f"{key} is swept, but prices are not part of the cell id: every value would be the "
+                              f"same cell -- fix: give one price table per run ({key}=<one value>); to compare "
+                              "prices, run the sweep once per table under its own experiment.name")
     return sorted(overrides, key=lambda o: stage_rank(o.get_key_element()))
 
 

@@ -7,6 +7,8 @@ free."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,19 @@ def test_no_end_to_end_figure_without_a_generator_or_for_an_external_systems_own
     external = _run([(200.0, None, 0.5, False)], kind="system")
     assert latency.end_to_end_ms(external) == []  # system_p50_ms is already that system's end to end
     assert "e2e_p50_ms" not in _metrics(external)["latency"]
+
+
+def test_the_judge_is_timed_separately_over_the_judgements_made_in_this_run():
+    from rag_bench.evaluation.run import JudgeRun
+    from rag_bench.judging.base import JudgeResult
+
+    base = _run([(2.0, None, 0.5, False), (4.0, None, 1.0, False), (6.0, None, 2.0, False)])
+    judged = [JudgeResult(calls=2, seconds=0.3), JudgeResult(calls=0, seconds=0.0),  # served by the judge cache
+              JudgeResult(calls=1, seconds=0.1)]
+    run = SystemRun(base.dataset, [], tuple(replace(q, judge=j) for q, j in zip(base.questions, judged)),
+                    generate_s=0.01, timings={"retrieve_s": 0.001}, judge=JudgeRun("ragas", ("faithfulness",)))
+    assert latency.judge_ms(run) == pytest.approx([300.0, 100.0])
+    lat = _metrics(run)["latency"]
+    assert lat["judge_p50_ms"] == pytest.approx(200.0)
+    assert lat["e2e_p50_ms"] == pytest.approx(1004.0)  # the judge is not in the asker's wait
+    assert "judge_p50_ms" not in _metrics(base)["latency"]  # no judge, no judge figure

@@ -10,7 +10,13 @@ whose answer the generator produced in this run. A generation served from the ge
 took no generator time in this run (its ``seconds`` are 0), so it is left out rather than counted
 as free; when every answer came from the cache the figures are null (not measured).
 ``seconds_per_question`` is the generation stage's wall time over all questions (cache lookups
-included): a stage total, not a per-question latency.
+included): a stage total, not a per-question latency. How many answers were timed and how many came
+from the cache: ``cost/generations_cached`` and records.parquet ``generation_cached`` (the report's
+"answers timed").
+
+The LLM judge is timed separately (it is the evaluation's cost, not the asker's wait):
+``judge_p50_ms``/``judge_p95_ms`` over the questions whose judgement made calls in this run (a
+judgement served by the judge cache took none of its time: left out, as cached answers are).
 """
 
 from __future__ import annotations
@@ -36,7 +42,11 @@ E2E_P50 = duration("e2e_p50_ms", "end-to-end latency per question, median (ms): 
                    "generator's call, over the questions the generator answered in this run (not from its cache)")
 E2E_P95 = duration("e2e_p95_ms", "end-to-end latency per question, 95th percentile (ms): retrieval + rerank + the "
                    "generator's call, over the questions the generator answered in this run (not from its cache)")
-_DESCRIBED = {m.name: m for m in (E2E_P50, E2E_P95)}
+JUDGE_P50 = duration("judge_p50_ms", "LLM judge time per question, median (ms): its calls for the question's "
+                     "answer, over the questions judged by calls in this run (not from the judge cache)")
+JUDGE_P95 = duration("judge_p95_ms", "LLM judge time per question, 95th percentile (ms): its calls for the "
+                     "question's answer, over the questions judged by calls in this run (not from the judge cache)")
+_DESCRIBED = {m.name: m for m in (E2E_P50, E2E_P95, JUDGE_P50, JUDGE_P95)}
 
 
 def end_to_end_ms(run: SystemRun) -> list[float]:
@@ -47,6 +57,12 @@ def end_to_end_ms(run: SystemRun) -> list[float]:
         return []
     return [q.retrieve_ms + (q.rerank_ms or 0.0) + 1000.0 * q.generation.seconds for q in run.questions
             if q.generation is not None and not q.generation.cached and q.retrieve_ms is not None]
+
+
+def judge_ms(run: SystemRun) -> list[float]:
+    """Each question's judge time (ms), for the questions whose judgement made calls in this run
+    (seconds of calls in flight together are summed per question)."""
+    return [1000.0 * q.judge.seconds for q in run.questions if q.judge is not None and q.judge.calls > 0]
 
 
 def _percentiles(prefix: str, ms: Any) -> dict[str, float]:
@@ -92,6 +108,9 @@ def _values(run: SystemRun, score_s: float) -> dict[str, Any]:
     if run.answered and run.latency == "pipeline":
         e2e = end_to_end_ms(run)
         latency.update(_percentiles("e2e", e2e) if e2e else {E2E_P50.name: None, E2E_P95.name: None})
+    if run.judge is not None:
+        judged = judge_ms(run)
+        latency.update(_percentiles("judge", judged) if judged else {JUDGE_P50.name: None, JUDGE_P95.name: None})
     return latency
 
 
