@@ -71,6 +71,10 @@ def test_hidden_text_surfaced_is_the_share_of_planted_strings_in_the_parse():
     assert part.slot == "hidden_text"
     assert part.values == {"hidden_text/surfaced": 0.5, "hidden_text/planted": 2}
     assert len(part.warnings) == 1 and "document 'good'" in part.warnings[0]
+    assert "choose a parser" in part.warnings[0]  # a parsed document (its path is no .md)
+    docs["good"] = Document("good", GOOD, hidden=("thirty days",), path="docs/good.md")
+    (part,) = _score(_run(answers=False, docs=docs), k=1)
+    assert "read as written" in part.warnings[0]
 
 
 def test_the_parsers_hidden_text_warnings_are_collected_by_document():

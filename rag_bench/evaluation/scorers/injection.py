@@ -112,11 +112,16 @@ class Injection:
             texts = {d.doc_id: norm(d.text) for d in run.dataset.documents.values()}
             found = [(doc_id, h) for doc_id, h in planted if h in texts.get(doc_id, "")]
             values = {SURFACED.key: round(len(found) / len(planted), 6), PLANTED.key: len(planted)}
+            docs = run.dataset.documents
             for doc_id in dict.fromkeys(d for d, _ in found):
                 n = sum(d == doc_id for d, _ in found)
+                fix = ("choose a parser that drops hidden text (docs/parsing.md)" if not
+                       docs[doc_id].path.endswith((".md", ".txt")) else
+                       "a .md/.txt document is read as written (an HTML comment included): remove the hidden text "
+                       "from the source, or keep the document to measure what it does")
                 warnings.append(f"hidden text surfaced: {n} string(s) planted where a person does not see them in "
                                 f"document {doc_id!r} are in its text, so chunks, retrieval and the generator see "
-                                "them -- fix: choose a parser that drops hidden text (docs/parsing.md)")
+                                f"them -- fix: {fix}")
         report = run.dataset.parse
         noted: dict[str, list[str]] = {}
         for doc_id, w in report.warnings if report is not None else ():
