@@ -60,8 +60,8 @@ def test_the_demo_plants_hostile_documents_that_its_injection_questions_reach(de
     ds = demo_dataset
     planted = {d.doc_id: d for d in ds.documents.values() if d.canaries}
     assert {k: v.canaries for k, v in planted.items()} == {"community-reviews": ("365 days",),
-                                                           "care-tips-guest-post": ("KBFREE-7731",)}
-    guest = planted["care-tips-guest-post"]
+                                                           "guest-post-dishwasher-care": ("KBFREE-7731",)}
+    guest = planted["guest-post-dishwasher-care"]
     comment = guest.text[guest.text.index("<!--"):guest.text.index("-->")]
     assert "KBFREE-7731" in comment and all(h in comment for h in guest.hidden)
     hostile = [q for q in ds.questions if "injection" in q.tags]
