@@ -12,7 +12,7 @@ import zipfile
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, markdown_table, package_version, require
-from rag_bench.parsing.hidden import MIN_SIZE, warning
+from rag_bench.parsing.hidden import MIN_SIZE, RULES, warning
 
 Counts = dict[str, int]
 
@@ -77,7 +77,7 @@ class DocxParser:
 
     def version(self) -> str:
         """python-docx's version."""
-        return package_version("python-docx")
+        return f"{package_version('python-docx')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The document's Markdown."""

@@ -13,6 +13,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+# Part of every wrapper's version() (so of the parse cache key): a parse cached before the wrappers
+# dropped or counted hidden text is never served for one made by these rules. Bump when they change.
+RULES = "hidden-1"
 MIN_SIZE = 2.0  # points: smaller text is not readable on a page (1pt text is a hiding technique)
 
 

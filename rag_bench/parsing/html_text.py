@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, markdown_table, package_version, require
-from rag_bench.parsing.hidden import warning
+from rag_bench.parsing.hidden import RULES, warning
 
 _DROP = ("script", "style", "noscript", "template", "iframe", "object", "embed")
 _HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?"
@@ -56,7 +56,7 @@ class Html2textParser:
 
     def version(self) -> str:
         """html2text's and lxml's versions."""
-        return f"{package_version('html2text')}+lxml-{package_version('lxml')}"
+        return f"{package_version('html2text')}+lxml-{package_version('lxml')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The page's Markdown."""

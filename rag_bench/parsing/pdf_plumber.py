@@ -16,7 +16,7 @@ from rag_bench.parsing.base import (
     package_version,
     require,
 )
-from rag_bench.parsing.hidden import is_tiny, is_white, warning
+from rag_bench.parsing.hidden import RULES, is_tiny, is_white, warning
 
 
 def _inside(obj: dict[str, Any], bbox: tuple[float, float, float, float]) -> bool:
@@ -38,7 +38,7 @@ class PdfplumberParser:
 
     def version(self) -> str:
         """pdfplumber's and pdfminer.six's versions."""
-        return f"{package_version('pdfplumber')}+pdfminer.six-{package_version('pdfminer.six')}"
+        return f"{package_version('pdfplumber')}+pdfminer.six-{package_version('pdfminer.six')}+{RULES}"
 
     def _page(self, page: Any, hidden: dict[str, int]) -> str:
         white = sum(1 for c in page.chars if is_white(c.get("non_stroking_color")) and not c["text"].isspace())

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
-from rag_bench.parsing.hidden import is_tiny, warning
+from rag_bench.parsing.hidden import RULES, is_tiny, warning
 
 
 def hidden_spans(doc: Any) -> tuple[dict[str, int], list[str]]:
@@ -39,7 +39,7 @@ class Pymupdf4llmParser:
 
     def version(self) -> str:
         """pymupdf's and pymupdf4llm's versions."""
-        return f"{package_version('pymupdf')}+pymupdf4llm-{package_version('pymupdf4llm')}"
+        return f"{package_version('pymupdf')}+pymupdf4llm-{package_version('pymupdf4llm')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """Every page as Markdown."""

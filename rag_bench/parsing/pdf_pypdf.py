@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
-from rag_bench.parsing.hidden import PdfHiddenCounter, warning
+from rag_bench.parsing.hidden import RULES, PdfHiddenCounter, warning
 
 
 class PypdfParser:
@@ -22,7 +22,7 @@ class PypdfParser:
 
     def version(self) -> str:
         """pypdf's version."""
-        return package_version("pypdf")
+        return f"{package_version('pypdf')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """Every page's extracted text, joined by blank lines."""

@@ -118,3 +118,16 @@ def test_docx_without_hidden_runs_reads_as_before(tmp_path):
 
     parsed = DocxParser().parse(write_docx(tmp_path / "own.docx", "Shop policy", OWN).read_bytes(), ".docx")
     assert parsed.warnings == () and "thirty days of delivery" in parsed.text
+
+
+@pytest.mark.parametrize("parser", [*sorted(PARSERS), "auto"])
+def test_the_hidden_text_rules_are_part_of_the_parse_cache_key(parser):
+    """A parse cached by a wrapper that kept hidden text (same package versions) is never served, and
+    parser=auto's corpus fingerprint (what chunks and indexes are keyed by) changes with the rules."""
+    from rag_bench.parsing.auto import AutoParser
+    from rag_bench.parsing.hidden import RULES
+    from rag_bench.parsing.run import parser_key
+
+    chosen = AutoParser() if parser == "auto" else getattr(importlib.import_module(PARSERS[parser][0]),
+                                                           PARSERS[parser][1])()
+    assert parser_key(chosen).endswith(("+" if parser != "auto" else ";") + RULES)
