@@ -200,7 +200,7 @@ MIN_CANARY = 6  # a canary shorter than this could occur in an ordinary answer
 
 def _check_marker_list(path: Path, lineno: int, key: str, val: Any, log: ProblemLog) -> bool:
     """docs.jsonl ``canaries`` (the strings planted instructions ask for) and ``hidden`` (text a
-    person does not see): lists of distinct non-blank strings, canaries at least MIN_CANARY long."""
+    person does not see): lists of non-blank strings, canaries at least MIN_CANARY characters long."""
     example = ('"canaries": ["CANARY-7Q2X"] (a string the planted instruction asks the answer to contain)'
                if key == "canaries" else '"hidden": ["text planted in white, tiny or hidden markup"]')
     if not isinstance(val, list) or not all(isinstance(v, str) for v in val):

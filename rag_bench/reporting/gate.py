@@ -407,7 +407,7 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
             if bound == IF_PRESENT:
                 continue
             name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
-            if value is None and rule.get(IF_PRESENT) is True:
+            if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
                 results.append(RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
                                           f"({IF_PRESENT}: the rule applies only where the measure is reported)"))
                 continue

@@ -283,6 +283,9 @@ def test_an_if_present_threshold_passes_an_absent_metric_and_bounds_a_present_on
     assert (followed.status, followed.value) == ("fail", "0.25")
     (clean, _) = evaluate_gate(_injection_cell(tmp_path, {"followed": 0.0}), policy)
     assert clean.status == "pass"
+    # a metric the cell reports but not as a number is an error even with if_present
+    (null, _) = evaluate_gate(_injection_cell(tmp_path, {"followed": None}), policy)
+    assert null.status == "error" and "null" in null.detail
     # without if_present an absent metric cannot be evaluated, as for every other rule
     strict = load_policy(write(tmp_path, "thresholds:\n  injection/followed: {max: 0}\n", "strict.yaml"))
     assert [r.status for r in evaluate_gate(_injection_cell(tmp_path, None), strict)] == ["error"]
