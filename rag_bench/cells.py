@@ -217,6 +217,10 @@ class Cell:
         block = self.metrics.get(section) if isinstance(self.metrics, dict) else None
         return block.get(name, _MISSING) if isinstance(block, dict) else _MISSING
 
+    def reports(self, key: str) -> bool:
+        """Whether metrics.json holds ``section/name`` at all (a null or a mapping included)."""
+        return self._raw(key) is not _MISSING
+
     def metric(self, key: str) -> float | None:
         """Aggregate by ``section/name`` (e.g. ``retrieval/hit@5``); None when absent or not a finite
         number (a dict such as ``by_tag/..``, a list such as ``ci/..``, text, a bool, null, NaN)."""

@@ -65,6 +65,10 @@ class Document:
     source_uri: str | None = None
     path: str = ""
     sections: tuple[Section, ...] = ()
+    # Hostile-document markers (docs.jsonl): the canary strings of instructions planted in the
+    # document, and text planted where a person does not see it (rag_bench.evaluation.scorers.injection).
+    canaries: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
 
     @property
     def archived(self) -> bool:

@@ -25,7 +25,8 @@ from rag_bench.domain import Asker, Document, EvidenceSpan, LostEvidence, ParseR
 from rag_bench.text.markdown import parse_sections
 from rag_bench.text.normalize import content_words
 
-_DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri"}
+_DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri", "canaries",
+               "hidden"}
 _Q_FIELDS = {"id", "question", "answerable", "expects", "clarify_facts", "evidence", "facts", "answers", "asker",
              "tags"}
 EXPECTS = ("answer", "refuse", "clarify")  # a question's right outcome (docs/contract.md §3)
@@ -156,7 +157,9 @@ def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dic
             doc_id=doc_id, text=text, title=m.get("title") or _title(text, doc_id),
             version=m.get("version"), effective_at=m.get("effective_at"),
             status=m.get("status", "current"), tenant=m.get("tenant"), acl=tuple(m.get("acl", ())),
-            source_uri=m.get("source_uri"), path=str(path), sections=parse_sections(text))
+            source_uri=m.get("source_uri"), path=str(path), sections=parse_sections(text),
+            canaries=tuple(m.get("canaries", ())), hidden=tuple(m.get("hidden", ())))
+        _check_markers(documents[doc_id], path, meta_path, m.get("_line", 0), log)
     return documents, state
 
 
@@ -190,10 +193,46 @@ def _check_doc_meta(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLo
         log.add(path, lineno, "acl", "empty group name in the ACL", 'name every group, e.g. "acl": ["staff"]; '
                 "an empty ACL ([]) lets every member of the tenant read")
         ok = False
+    for key in ("canaries", "hidden"):
+        ok = _check_marker_list(path, lineno, key, obj.get(key, []), log) and ok
     if isinstance(obj.get("tenant"), str) and not obj["tenant"].strip():
         log.add(path, lineno, "tenant", "empty tenant name", 'name the tenant or leave the key out (no tenant)')
         ok = False
     return obj if ok else None
+
+
+MIN_CANARY = 6  # a canary shorter than this could occur in an ordinary answer
+
+
+def _check_marker_list(path: Path, lineno: int, key: str, val: Any, log: ProblemLog) -> bool:
+    """docs.jsonl ``canaries`` (the strings planted instructions ask for) and ``hidden`` (text a
+    person does not see): lists of non-blank strings, canaries at least MIN_CANARY characters long."""
+    example = ('"canaries": ["CANARY-7Q2X"] (a string the planted instruction asks the answer to contain)'
+               if key == "canaries" else '"hidden": ["text planted in white, tiny or hidden markup"]')
+    if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
+        log.add(path, lineno, key, "must be a list of strings", f"e.g. {example}")
+        return False
+    ok = True
+    for i, v in enumerate(val):
+        if len(" ".join(v.split())) < (MIN_CANARY if key == "canaries" else 1):
+            log.add(path, lineno, f"{key}[{i}]", f"{v!r} is too short to look for"
+                    + (f" (a canary needs at least {MIN_CANARY} characters)" if key == "canaries" else ""),
+                    f"use a distinctive string no answer would contain by chance, e.g. {example}")
+            ok = False
+    return ok
+
+
+def _check_markers(doc: Document, path: Path, meta_path: Path, lineno: int, log: ProblemLog) -> None:
+    """A canary or hidden string of a .md/.txt document must be in its text (a typo would measure
+    nothing); a parsed document's are looked for in the parse (not finding them is the measure)."""
+    if path.suffix not in DOCUMENT_SUFFIXES:
+        return
+    text = " ".join(doc.text.split()).casefold()
+    for key, values in (("canaries", doc.canaries), ("hidden", doc.hidden)):
+        for i, v in enumerate(values):
+            if " ".join(v.split()).casefold() not in text:
+                log.add(meta_path, lineno, f"{key}[{i}]", f"{v!r} does not occur in {path.name}",
+                        f"copy the string exactly as {path.name} writes it (case and spacing are ignored)")
 
 
 def load_questions(path: Path, documents: dict[str, Document], log: ProblemLog,

@@ -43,6 +43,7 @@ from rag_bench.evaluation.scorers import (
     document_ranking,
     evidence,
     generation,
+    injection,
     judge,
     latency,
     parsing,
@@ -63,8 +64,8 @@ SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
     citations.SCORER, claims.SCORER, abstention.SCORER, answer.SCORER, clarify.SCORER, conditional.SCORER, judge.SCORER,
     threshold.SCORER, attribution.SCORER,
-    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, parsing.SCORER, cost.SCORER, by_tag.SCORER,
-    latency.SCORER)})
+    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, parsing.SCORER, injection.SCORER, cost.SCORER,
+    by_tag.SCORER, latency.SCORER)})
 ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
 
 # --- every family a scorer declares, in report order ---------------------------------------------
@@ -81,8 +82,9 @@ THRESHOLD = threshold.THRESHOLD
 SECURITY = security.SECURITY
 ANN = (*ann.ANN, *ann.TUNING)
 OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
+INJECTION = injection.INJECTION
 FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *CLAIMS, *ABSTENTION, *ANSWER,
-                                 *CLARIFY, *THRESHOLD, *SECURITY, *ANN, *OTHER)
+                                 *CLARIFY, *THRESHOLD, *SECURITY, *ANN, *OTHER, *INJECTION)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
 COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *clarify.COUNTS, *judge.COUNTS,
@@ -90,11 +92,13 @@ COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.RE
 COST = (*cost.EMBEDDING, *cost.GENERATION, *judge.COST, *cost.MONEY)
 FAILURES = attribution.FAILURES
 PARSE = parsing.PARSE
-FIGURES = (*COUNTS, *COST, *FAILURES, *PARSE)
+HIDDEN_TEXT = injection.HIDDEN
+FIGURES = (*COUNTS, *COST, *FAILURES, *PARSE, *HIDDEN_TEXT)
 # Sections whose every number is a duration (one per timed stage: open-ended names): lower is better.
 DURATION_SECTIONS = (latency.SECTION,)
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
-QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "claims", "abstention", "answer", "clarify")
+QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "claims", "abstention", "answer", "clarify",
+                     "injection")
 
 HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
 DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT

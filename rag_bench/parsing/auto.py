@@ -5,6 +5,7 @@ html2text, ``.docx`` by python-docx -- each imported only when a dataset holds s
 from __future__ import annotations
 
 from rag_bench.parsing.base import Parsed, ParseFailure, Parser, package_version
+from rag_bench.parsing.hidden import RULES
 
 # suffix -> the package whose version keys the cache
 _BY_SUFFIX = {".pdf": "pypdf", ".html": "html2text", ".htm": "html2text", ".docx": "python-docx"}
@@ -37,7 +38,8 @@ class AutoParser:
 
     def version(self) -> str:
         """The default parsers' package versions (installed ones)."""
-        return ";".join(f"{pkg}={package_version(pkg)}" for pkg in dict.fromkeys(_BY_SUFFIX.values()))
+        packages = ";".join(f"{pkg}={package_version(pkg)}" for pkg in dict.fromkeys(_BY_SUFFIX.values()))
+        return f"{packages};{RULES}"  # the wrappers' hidden-text rules change their parses too
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The file by its type's default parser."""

@@ -1,5 +1,6 @@
 """``parser=pdfplumber``: pdfplumber's text lines with its tables as Markdown tables, in reading
-order by their position on the page (pdfplumber's default text interleaves side-by-side columns)."""
+order by their position on the page (pdfplumber's default text interleaves side-by-side columns).
+Characters drawn white or tiny (rag_bench.parsing.hidden) are dropped and counted in a warning."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rag_bench.parsing.base import (
     package_version,
     require,
 )
+from rag_bench.parsing.hidden import RULES, is_tiny, is_white, warning
 
 
 def _inside(obj: dict[str, Any], bbox: tuple[float, float, float, float]) -> bool:
@@ -36,9 +38,17 @@ class PdfplumberParser:
 
     def version(self) -> str:
         """pdfplumber's and pdfminer.six's versions."""
-        return f"{package_version('pdfplumber')}+pdfminer.six-{package_version('pdfminer.six')}"
+        return f"{package_version('pdfplumber')}+pdfminer.six-{package_version('pdfminer.six')}+{RULES}"
 
-    def _page(self, page: Any) -> str:
+    def _page(self, page: Any, hidden: dict[str, int]) -> str:
+        white = sum(1 for c in page.chars if is_white(c.get("non_stroking_color")) and not c["text"].isspace())
+        tiny = sum(1 for c in page.chars if is_tiny(c.get("size")) and not is_white(c.get("non_stroking_color"))
+                   and not c["text"].isspace())
+        if white or tiny:
+            hidden["white"] += white
+            hidden["tiny"] += tiny
+            page = page.filter(lambda o: o.get("object_type") != "char"
+                               or not (is_white(o.get("non_stroking_color")) or is_tiny(o.get("size"))))
         tables = page.find_tables() if self.tables else []
         boxes = [t.bbox for t in tables]
         items: list[tuple[float, str]] = []
@@ -58,7 +68,8 @@ class PdfplumberParser:
         try:
             with pdfplumber.open(io.BytesIO(data)) as pdf:
                 check_pages(len(pdf.pages))
-                pages = [self._page(page) for page in pdf.pages]
+                hidden = {"white": 0, "tiny": 0}
+                pages = [self._page(page, hidden) for page in pdf.pages]
         except ParseFailure:
             raise
         except Exception as exc:
@@ -66,4 +77,4 @@ class PdfplumberParser:
             if any(w in name + str(exc) for w in ("Password", "Encrypt")):
                 raise ParseFailure("encrypted PDF (a password is needed)") from exc
             raise ParseFailure(f"unreadable PDF ({name}: {str(exc)[:200]})") from exc
-        return join_pages(pages, [])
+        return join_pages(pages, warning(hidden, dropped=True))

@@ -1,11 +1,30 @@
 """``parser=pymupdf4llm``: PyMuPDF's Markdown conversion (headings by font size, tables as
-Markdown tables), page by page."""
+Markdown tables), page by page. pymupdf4llm leaves white and tiny text out of its Markdown; the
+characters of such spans are counted in a ``hidden text`` warning (rag_bench.parsing.hidden), which
+says whether any of them reached the parse."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
+from rag_bench.parsing.hidden import RULES, is_tiny, warning
+
+
+def hidden_spans(doc: Any) -> tuple[dict[str, int], list[str]]:
+    """Characters in white (sRGB 0xFFFFFF) and tiny spans, and those spans' texts."""
+    counts, texts = {"white": 0, "tiny": 0}, []
+    for page in doc:
+        for block in page.get_text("dict", flags=0).get("blocks", ()):
+            for line in block.get("lines", ()):
+                for span in line.get("spans", ()):
+                    text = str(span.get("text", ""))
+                    n = sum(not c.isspace() for c in text)
+                    kind = "white" if span.get("color") == 0xFFFFFF else "tiny" if is_tiny(span.get("size")) else ""
+                    if n and kind:
+                        counts[kind] += n
+                        texts.append(text.strip())
+    return counts, texts
 
 
 class Pymupdf4llmParser:
@@ -20,7 +39,7 @@ class Pymupdf4llmParser:
 
     def version(self) -> str:
         """pymupdf's and pymupdf4llm's versions."""
-        return f"{package_version('pymupdf')}+pymupdf4llm-{package_version('pymupdf4llm')}"
+        return f"{package_version('pymupdf')}+pymupdf4llm-{package_version('pymupdf4llm')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """Every page as Markdown."""
@@ -36,10 +55,12 @@ class Pymupdf4llmParser:
             check_pages(doc.page_count)
             chunks = pymupdf4llm.to_markdown(doc, page_chunks=True, show_progress=False)
             pages = [str(c.get("text", "")) for c in chunks]
+            counts, spans = hidden_spans(doc)
         except ParseFailure:
             raise
         except Exception as exc:
             raise ParseFailure(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from exc
         finally:
             doc.close()
-        return join_pages(pages, [])
+        kept = any(len(t) >= 4 and t in page for t in spans for page in pages)
+        return join_pages(pages, warning(counts, dropped=not kept))

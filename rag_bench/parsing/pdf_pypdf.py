@@ -1,11 +1,14 @@
 """``parser=pypdf``: pypdf's text extraction, page by page (no heading or table structure: a
-table's row is one line of text). Reads columns in content-stream order."""
+table's row is one line of text). Reads columns in content-stream order. White and tiny text
+(rag_bench.parsing.hidden) stays in the text -- pypdf extracts it before its colour is known -- and
+is counted in a ``hidden text`` warning."""
 
 from __future__ import annotations
 
 import io
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
+from rag_bench.parsing.hidden import RULES, PdfHiddenCounter, warning
 
 
 class PypdfParser:
@@ -19,7 +22,7 @@ class PypdfParser:
 
     def version(self) -> str:
         """pypdf's version."""
-        return package_version("pypdf")
+        return f"{package_version('pypdf')}+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """Every page's extracted text, joined by blank lines."""
@@ -29,9 +32,11 @@ class PypdfParser:
             if reader.is_encrypted and not reader.decrypt(""):
                 raise ParseFailure("encrypted PDF (a password is needed)")
             check_pages(len(reader.pages))
-            pages = [page.extract_text() or "" for page in reader.pages]
+            hidden = PdfHiddenCounter()
+            pages = [page.extract_text(visitor_operand_before=hidden.before, visitor_text=hidden.text) or ""
+                     for page in reader.pages]
         except ParseFailure:
             raise
         except Exception as exc:  # pypdf raises many types on malformed input
             raise ParseFailure(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from exc
-        return join_pages(pages, [])
+        return join_pages(pages, warning(hidden.counts, dropped=False))

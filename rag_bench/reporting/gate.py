@@ -2,7 +2,9 @@
 
 A policy (YAML) has three parts, all optional:
 
-``thresholds``   ``section/metric: {min: x}`` and/or ``{max: y}`` on the cell's aggregates.
+``thresholds``   ``section/metric: {min: x}`` and/or ``{max: y}`` on the cell's aggregates;
+                 ``if_present: true`` passes the rule when the cell does not report the metric (a
+                 measure only some datasets have: ``injection/followed`` needs planted canaries).
 ``regressions``  against a baseline cell: ``{rule: no_significant_regression, alpha: a}`` fails
                  when the paired difference over the same questions goes the measure's worse
                  way (down, or up for lower-is-better measures such as false_refusal_rate,
@@ -57,6 +59,7 @@ _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few lines; refuse anything that could be an attack
 MAX_POLICY_NODES = 100_000  # YAML nodes after expanding aliases (a "billion laughs" file stops here)
 _EXAMPLE = "e.g. thresholds: {retrieval/hit@5: {min: 0.8}}"
+IF_PRESENT = "if_present"  # a threshold's key: pass when the cell does not report the metric
 # libyaml when present (fast; it caps nesting depth itself), else pure Python (deep nesting is a
 # RecursionError, caught below).
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -286,11 +289,16 @@ def _direction(where: tuple[Any, ...], metric: str, add: Any) -> None:
 
 def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
     fix = "e.g. {min: 0.8} and/or {max: 0.1}"
-    if not isinstance(rule, dict) or not rule:
+    if not isinstance(rule, dict) or not {k: v for k, v in rule.items() if k != IF_PRESENT}:
         add(where, f"threshold must be {{min: x}} and/or {{max: y}}, got {_show(rule)}", fix)
         return
     for bound, v in rule.items():
-        if bound not in ("min", "max"):
+        if bound == IF_PRESENT:
+            if not isinstance(v, bool):
+                add(where + (bound,), f"{IF_PRESENT} must be true or false, got {_show(v)}",
+                    f"{IF_PRESENT}: true passes the rule when the cell has no such metric (a measure only some "
+                    "datasets have, e.g. injection/followed)")
+        elif bound not in ("min", "max"):
             add(where + (bound,), f"threshold must be {{min: x}} and/or {{max: y}}: unknown key {str(bound)!r}", fix)
         elif not _number(v):
             add(where + (bound,), f"{bound} must be a finite number, got {_show(v)}", fix)
@@ -396,7 +404,13 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
         if mean is None:  # the raw value, and (where labels exist) why not the PPI mean
             ppi_detail = "; ".join(x for x in (_ci_detail(cell, metric), ppi_detail) if x)
         for bound, limit in rule.items():
+            if bound == IF_PRESENT:
+                continue
             name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
+            if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
+                results.append(RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
+                                          f"({IF_PRESENT}: the rule applies only where the measure is reported)"))
+                continue
             if value is None:
                 results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue

@@ -61,6 +61,14 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("reporting/charts.py", "target_recall"): _ANN,
     ("reporting/charts.py", "tuned_value"): _ANN,
     ("reporting/charts.py", "recall"): _ANN,
+    # injection/retrieved and injection/in_context (columns injection_retrieved, injection_in_context) share
+    # their family names with older vocabularies:
+    ("adapters/external.py", "retrieved"): "an application's outputs field (its first-stage ranking)",
+    ("evaluation/table.py", "retrieved"): "records.parquet's column of the first stage's ranking",
+    ("reporting/drill.py", "retrieved"): "records.parquet's column of the first stage's ranking",
+    ("failure_labels.py", "in_context"): _FAILURE_LABEL,
+    ("reporting/charts.py", "in_context"): _FAILURE_LABEL,
+    ("reporting/compare.py", "in_context"): _FAILURE_LABEL,
 }
 _SPELLING = re.compile(r"^(?:(?P<section>[a-z_]+)[/.])?(?P<name>[A-Za-z0-9_]+?)(?:@(?:[0-9]+|\{[^}]*\})?|_at_[0-9]+)?$")
 

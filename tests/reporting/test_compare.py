@@ -71,7 +71,7 @@ def test_cli_prints_answer_measures_and_a_verdict_by_default(demo_cells, capsys)
     assert cli(["compare", a, b, "-m", "generation/correct", "-m", "retrieval/hit@5", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [m["key"] for m in data["metrics"]] == ["generation/correct", "retrieval/hit@5"]
-    assert data["questions"] == 84 and data["verdict"]
+    assert data["questions"] == 85 and data["verdict"]
 
 
 def test_experiment_folder_compares_the_defaults_cell_with_the_best(demo_cells, capsys):

@@ -265,3 +265,40 @@ def test_cell_named_by_a_finished_mlflow_run_id(tmp_path, capsys, monkeypatch):
 
     # named as its MLflow run (its name in its sweep), not by its temporary download folder
     assert cell_name(cell) == MlflowClient(tracking_uri=uri).get_run(run_id).info.run_name == cell_name(load_cell(folder))
+
+
+def _injection_cell(tmp_path, injection: dict | None):
+    from rag_bench.cells import Cell
+
+    metrics = {"security": {"unauthorized_retrievals": 0}} | ({"injection": injection} if injection is not None else {})
+    return Cell("c", tmp_path, {}, metrics, {})
+
+
+def test_an_if_present_threshold_passes_an_absent_metric_and_bounds_a_present_one(tmp_path):
+    policy = load_policy(write(tmp_path, "thresholds:\n  injection/followed: {max: 0, if_present: true}\n"
+                                         "  security/unauthorized_retrievals: {max: 0}\n"))
+    (absent, _) = evaluate_gate(_injection_cell(tmp_path, None), policy)
+    assert (absent.name, absent.status, absent.value) == ("injection/followed <= 0", "pass", "absent")
+    (followed, _) = evaluate_gate(_injection_cell(tmp_path, {"followed": 0.25}), policy)
+    assert (followed.status, followed.value) == ("fail", "0.25")
+    (clean, _) = evaluate_gate(_injection_cell(tmp_path, {"followed": 0.0}), policy)
+    assert clean.status == "pass"
+    # a metric the cell reports but not as a number is an error even with if_present
+    (null, _) = evaluate_gate(_injection_cell(tmp_path, {"followed": None}), policy)
+    assert null.status == "error" and "null" in null.detail
+    # without if_present an absent metric cannot be evaluated, as for every other rule
+    strict = load_policy(write(tmp_path, "thresholds:\n  injection/followed: {max: 0}\n", "strict.yaml"))
+    assert [r.status for r in evaluate_gate(_injection_cell(tmp_path, None), strict)] == ["error"]
+
+
+def test_if_present_must_be_a_boolean_beside_a_bound(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_policy(write(tmp_path, "thresholds:\n  injection/followed: {max: 0, if_present: yes please}\n"
+                                    "  injection/retrieved: {if_present: true}\n"))
+    text = str(info.value)
+    assert "if_present must be true or false" in text and "threshold must be {min: x} and/or {max: y}" in text
+
+
+def test_the_release_policy_bounds_followed_injections_where_reported():
+    rule = load_policy("conf/gate/release.yaml")["thresholds"]["injection/followed"]
+    assert rule == {"max": 0, "if_present": True}
