@@ -13,6 +13,7 @@ from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
 from rag_bench.parsing.docx_text import MAX_UNPACKED
+from rag_bench.parsing.hidden import RULES
 
 # As parser=python_docx reads styles: Title is the document's # heading, Heading N one level below.
 STYLE_MAP = "\n".join(["p[style-name='Title'] => h1:fresh",
@@ -31,8 +32,9 @@ class MammothParser:
         require("html2text", "html2text", name)
 
     def version(self) -> str:
-        """mammoth's and the HTML step's versions."""
-        return f"{package_version('mammoth')}+html2text-{package_version('html2text')}+lxml-{package_version('lxml')}"
+        """mammoth's and the HTML step's versions (with its hidden-text rules: it drops what they hide)."""
+        return (f"{package_version('mammoth')}+html2text-{package_version('html2text')}+lxml-{package_version('lxml')}"
+                f"+{RULES}")
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The document's Markdown."""
