@@ -5,15 +5,16 @@ rendered at run time, through the real CLI, the parse and retrieval figures per 
     python benchmarks/parse_quality.py /tmp/parse-quality --json q.json
 
 The renderings (squad2-normans, ``../shared/datasets/squad2-normans``: read in place, never copied;
-its answerable questions, each quote's ``doc_id`` pointed at the file holding its paragraph):
+its answerable questions, each quote's ``doc_id`` pointed at the file holding its paragraph, and two
+questions tagged ``table`` on the fee table):
 
 * ``pdf/``: paragraphs 0-19 one per page with a ruled 3x3 table on page 1 (``normans.pdf``),
   paragraphs 20-38 two per page side by side (``normans_columns.pdf``), a malformed and an
-  encrypted PDF; swept ``parser=pypdf,pdfplumber,pymupdf4llm``;
+  encrypted PDF; swept ``parser=pypdf,pdfplumber,pymupdf4llm,markitdown``;
 * ``html/``: all paragraphs as one page (h1, h2 per paragraph, the table), swept
-  ``parser=html2text,trafilatura``;
+  ``parser=html2text,trafilatura,markitdown``;
 * ``docx/``: the same as a Word file (Title, Heading 1 per paragraph, the table) and a file that is
-  not a zip, swept ``parser=python_docx,mammoth``.
+  not a zip, swept ``parser=python_docx,mammoth,markitdown``.
 
 Every sweep: bm25, the section chunker, the extractive stand-in, tracking none; the parse cache
 is a fresh folder under OUT (cold parses). Parsers not installed here are left out of their sweep.
@@ -32,11 +33,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's rag_bench and the test suite's writers
 NORMANS = REPO.parent / "shared" / "datasets" / "squad2-normans"
-SWEEPS = {"pdf": ("pypdf", "pdfplumber", "pymupdf4llm"), "html": ("html2text", "trafilatura"),
-          "docx": ("python_docx", "mammoth")}
+SWEEPS = {"pdf": ("pypdf", "pdfplumber", "pymupdf4llm", "markitdown"),
+          "html": ("html2text", "trafilatura", "markitdown"), "docx": ("python_docx", "mammoth", "markitdown")}
 SPLIT_AT = 20  # paragraphs before it one per page; the rest two per page in columns
-COLUMNS = ("evidence_located", "evidence_exact", "evidence_normalised", "evidence_fuzzy", "failed_documents",
-           "questions_lost", "seconds")
+COLUMNS = ("evidence_located", "evidence_exact", "evidence_normalised", "evidence_fuzzy", "table_rows_intact",
+           "headings_found", "failed_documents", "questions_lost", "seconds")
+# Two questions on the table every rendering holds (tests/parsing/render.py TABLE), tagged ``table``
+# (what parse/table_rows_intact reads): one quotes the whole row, one the two cells of the answer.
+TABLE_QUESTIONS = [
+    {"id": "table-late", "question": "What is the fee for a late return?", "answerable": True, "tags": ["table"],
+     "evidence": [{"quote": "Late return 12 EUR per day"}], "answers": ["12 EUR per day"]},
+    {"id": "table-card", "question": "How much is charged for a lost card?", "answerable": True, "tags": ["table"],
+     "evidence": [{"quote": "5 EUR once"}], "answers": ["5 EUR once"]},
+]
 
 
 def paragraphs(root: Path) -> tuple[dict[str, str], list[dict]]:
@@ -68,8 +77,10 @@ def build(out: Path, sections: dict[str, str], questions: list[dict]) -> dict[st
     (sets["docx"] / "docs" / "broken.docx").write_bytes(b"PK\x03\x04 this is not a zip archive")
     for kind, root in sets.items():
         with open(root / "questions.jsonl", "w", encoding="utf-8") as f:
-            for q in questions:
-                if kind == "pdf":
+            for q in [*questions, *TABLE_QUESTIONS]:
+                if "section" not in q["evidence"][0]:  # a table question: the table is in the first file
+                    doc = "normans"
+                elif kind == "pdf":
                     doc = "normans" if q["evidence"][0]["section"] in first else "normans_columns"
                 else:
                     doc = "normans"
@@ -107,8 +118,13 @@ def sweep(out: Path, kind: str, data: Path, parsers: list[str]) -> list[dict]:
         rows.append({"kind": kind, "parser": name, **{c: m["parse"].get(c) for c in COLUMNS},
                      "documents": m["parse"].get("documents"), "questions": m["counts"]["questions"],
                      "ndcg@10": m["retrieval"]["ndcg@10"], "hit@5": m["retrieval"]["hit@5"],
+                     "parsing": (m.get("failures") or {}).get("parsing", 0),
                      "failures": sorted(m.get("parse_failures", {}))})
     return sorted(rows, key=lambda r: parsers.index(r["parser"]))
+
+
+def _num(v: object) -> str:
+    return "-" if v is None else f"{float(v):.2f}"  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,14 +145,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  swept {kind}: {', '.join(here)}", file=sys.stderr)
     print(f"\n{len(sections)} squad2-normans paragraphs, {len(questions)} answerable questions; bm25, section chunker, "
           "extractive stand-in; cold parse cache\n")
-    head = (f"{'file':<5} {'parser':<12} {'located':>7} {'exact':>6} {'normal.':>7} {'fuzzy':>6} {'failed':>6} "
-            f"{'lost':>7} {'parse s':>7} {'ndcg@10':>7} {'hit@5':>6}")
+    head = (f"{'file':<5} {'parser':<12} {'located':>7} {'exact':>6} {'normal.':>7} {'fuzzy':>6} {'rows':>5} "
+            f"{'heads':>5} {'failed':>6} {'lost':>5} {'parsing':>7} {'parse s':>7} {'ndcg@10':>7} {'hit@5':>6}")
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['kind']:<5} {r['parser']:<12} {r['evidence_located']:>7.3f} {r['evidence_exact']:>6.3f} "
-              f"{r['evidence_normalised']:>7.3f} {r['evidence_fuzzy']:>6.3f} {r['failed_documents']:>6} "
-              f"{r['questions_lost']:>7} {r['seconds']:>7.2f} {r['ndcg@10']:>7.3f} {r['hit@5']:>6.3f}")
+              f"{r['evidence_normalised']:>7.3f} {r['evidence_fuzzy']:>6.3f} {_num(r['table_rows_intact']):>5} "
+              f"{_num(r['headings_found']):>5} {r['failed_documents']:>6} {r['questions_lost']:>5} {r['parsing']:>7} "
+              f"{r['seconds']:>7.2f} {r['ndcg@10']:>7.3f} {r['hit@5']:>6.3f}")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
     return 0
