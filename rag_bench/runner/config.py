@@ -49,7 +49,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 # Keys that say where results go, not what is computed: excluded from the cell id.
-NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep")
+NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "search")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
@@ -117,6 +117,18 @@ class OutputConf:
 
 
 @dataclass
+class SearchConf:
+    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question) or
+    ``halving``. Not part of a cell id nor of its stored config."""
+
+    mode: str = "grid"
+    rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
+    alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
+    seed: int = 0  # halving: the draw of each round's questions
+    round: int | None = None  # set by the sweeper on a job of a round before the last
+
+
+@dataclass
 class RagBenchConf:
     dataset: DatasetConf = field(default_factory=DatasetConf)
     pipeline: PipelineConf = field(default_factory=PipelineConf)
@@ -126,6 +138,7 @@ class RagBenchConf:
     # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
+    search: SearchConf = field(default_factory=SearchConf)
     parser: Any = None
     chunker: Any = None
     embedder: Any = None
