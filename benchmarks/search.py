@@ -95,7 +95,7 @@ def main() -> None:
         print(f"  halving round {r['round'] + 1}: {r['fraction']:.0%} ({r['questions']} questions), {r['cells']} cells, "
               f"kept {r['kept']}, computed {r['computed']} cells = {r['computed'] * r['questions']} cell-questions")
     print(f"cell-questions: grid {grid_cq}, halving {halving_cq}, ratio {halving_cq / grid_cq:.1%}")
-    print(f"wall: grid {grid_s:.1f} s (cold caches), halving {halving_s:.1f} s (after it, warm embedding cache)")
+    print(f"wall: grid {grid_s:.1f} s (run first), halving {halving_s:.1f} s (run second, with the caches the first filled)")
     print(f"full grid: best {full.best_name} ({full.best}), {len(full.close)} of {full.cells} cells not "
           f"significantly worse")
     print(f"halving: {len(finished)} cells finished, {len(pruned)} pruned ({marked} marked in metrics.json); "

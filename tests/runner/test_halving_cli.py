@@ -129,3 +129,10 @@ def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_pa
             figures(json.loads((theirs[cid] / "metrics.json").read_text()))
     rerun = run(out, "search.mode=halving")  # everything done: nothing computed
     assert rerun.returncode == 0 and all(r["computed"] == 0 for r in summary(exp)["rounds"])
+
+
+def test_an_unknown_search_mode_fails_before_any_cell(tmp_path):
+    done = run(tmp_path, "search.mode=halfing")
+    assert done.returncode == 2 and "search.mode='halfing'" in done.stderr and "fix: search.mode=grid|halving" \
+        in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE"))

@@ -132,3 +132,16 @@ def test_summary_counts_cell_questions_against_the_grid():
     assert "(+1 cells found done)" in lines[3]
     total = 720 + 420 + 252
     assert lines[-1].endswith(f"{total} (the full grid: 3024, {total / 3024:.0%})")
+
+
+def test_search_keys_enter_neither_the_cell_id_nor_the_stored_config():
+    from rag_bench.runner.config import cell_id
+    from rag_bench.runner.main import stored_config
+    from tests.conftest import compose_config
+
+    grid = compose_config(["tracking=none"])
+    halving = compose_config(["tracking=none", "search.mode=halving", "search.rounds=[0.1,1]", "search.round=0",
+                              "search.seed=3", "search.alpha=0.1"])
+    assert cell_id(grid, "fp") == cell_id(halving, "fp")
+    assert stored_config(grid, "/d") == stored_config(halving, "/d") and "search" not in stored_config(grid, "/d")
+    assert grid.search.mode == "grid"  # the default: today's behaviour
