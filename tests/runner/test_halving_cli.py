@@ -93,6 +93,9 @@ def test_survivors_are_the_grids_cells_and_the_pruned_are_marked(grid, halving):
         records = pd.read_parquet(folder / "records.parquet")
         assert len(records) == marked["questions"] < 84  # its partial results: the round's questions only
     assert "Successive halving (search.mode=halving):" in stdout and "cell-questions computed:" in stdout
+    status = subprocess.run([sys.executable, "-m", "rag_bench.cli", "status", str(exp)], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert f"{len(found['pruned'])} pruned" in status.stdout and "missing" not in status.stdout  # not "run it again"
     rounds = found["rounds"]
     assert [r["questions"] for r in rounds] == [20, 42, 84]
     assert found["cell_questions"] == sum(r["computed"] * r["questions"] for r in rounds)
