@@ -139,3 +139,13 @@ def test_an_unknown_search_mode_fails_before_any_cell(tmp_path):
     assert done.returncode == 2 and "search.mode='halfing'" in done.stderr and "fix: search.mode=grid|halving" \
         in done.stderr
     assert not list(tmp_path.glob("h/*/DONE"))
+
+
+def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
+    from rag_bench.runner.config import DEMO_DATASET
+    from tests.conftest import TINY
+
+    done = run(tmp_path, "search.mode=halving", f"dataset.path={TINY},{DEMO_DATASET}")
+    assert done.returncode == 2 and "spans 2 datasets" in done.stderr and "fix: one halving sweep per dataset" \
+        in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
