@@ -41,6 +41,7 @@ from rag_bench.parsing.base import Parser
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
+from rag_bench.runner.search import SearchConf
 from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
@@ -114,18 +115,6 @@ class ExperimentConf:
 @dataclass
 class OutputConf:
     root: str = "experiments"
-
-
-@dataclass
-class SearchConf:
-    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question) or
-    ``halving``. Not part of a cell id nor of its stored config."""
-
-    mode: str = "grid"
-    rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
-    alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
-    seed: int = 0  # halving: the draw of each round's questions
-    round: int | None = None  # set by the sweeper on a job of a round before the last
 
 
 @dataclass

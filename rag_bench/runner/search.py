@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,18 @@ from rag_bench.stats.confidence_set import model_confidence_set
 
 MODES = ("grid", "halving")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
+
+
+@dataclass
+class SearchConf:
+    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question) or
+    ``halving``. Not part of a cell id nor of its stored config."""
+
+    mode: str = "grid"
+    rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
+    alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
+    seed: int = 0  # halving: the draw of each round's questions
+    round: int | None = None  # set by the sweeper on a job of a round before the last
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:
