@@ -23,8 +23,8 @@ from rag_bench.runner.config import validate
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
-from rag_bench.runner.search import MODES
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
+from rag_bench.search.rounds import MODES
 
 
 class RagBenchSweeper(BasicSweeper):
@@ -119,11 +119,11 @@ class RagBenchSweeper(BasicSweeper):
         return mode
 
     def _halving(self, progress: Path) -> Any:
-        """``search.mode=halving`` (:mod:`rag_bench.runner.halving`): rounds of the grid's cells on
+        """``search.mode=halving`` (:mod:`rag_bench.search.halving`): rounds of the grid's cells on
         growing question subsets, each round's batch through the launcher, with a bar per round."""
-        from rag_bench.runner import halving
         from rag_bench.runner.config import dataset_path
         from rag_bench.runner.main import _load
+        from rag_bench.search import halving
 
         assert self.config is not None and self.hydra_context is not None and self.launcher is not None
         assert self._context is not None
