@@ -19,6 +19,7 @@ arm runs with the embedding cache the first filled (cell-questions, not seconds,
     python benchmarks/search.py                                   # +experiment=demo on the demo set
     python benchmarks/search.py --preset chunking_overnight       # 351 cells
     python benchmarks/search.py --dataset ../shared/datasets/squad2-normans
+    python benchmarks/search.py --set pipeline.k=1,2,10              # the demo grid with small k
 """
 
 from __future__ import annotations
@@ -67,12 +68,14 @@ def main() -> None:
     ap.add_argument("--dataset", default=None, help="dataset.path (default: the demo set)")
     ap.add_argument("--rounds", default="[0.25,0.5,1]")
     ap.add_argument("--alpha", default="0.05")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUES",
+                    help="further overrides for both arms (e.g. pipeline.k=1,2,10: an axis of the preset replaced)")
     ap.add_argument("--keep", default=None, help="keep the output folders here (default: a temporary folder)")
     args = ap.parse_args()
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="rag_bench-search-"))
-    grid_s = sweep(base / "grid", args.preset, args.dataset, ["search.mode=grid"])
+    grid_s = sweep(base / "grid", args.preset, args.dataset, [*args.set, "search.mode=grid"])
     halving_s = sweep(base / "halving", args.preset, args.dataset,
-                      ["search.mode=halving", f"search.rounds={args.rounds}", f"search.alpha={args.alpha}"])
+                      [*args.set, "search.mode=halving", f"search.rounds={args.rounds}", f"search.alpha={args.alpha}"])
     grid_dir = next(p for p in (base / "grid").iterdir() if p.is_dir() and not p.name.startswith("."))
     halving_dir = base / "halving" / grid_dir.name
     grid_cells = experiment_cells(grid_dir, records=False)
@@ -88,7 +91,7 @@ def main() -> None:
     pruned = summary["pruned"]
     marked = sum("search" in json.loads((halving_dir / cid / "metrics.json").read_text()) for cid in pruned)
 
-    print(f"grid: +experiment={args.preset} on {args.dataset or 'the demo set'}: {len(grid_cells)} cells x "
+    print(f"grid: +experiment={args.preset} {' '.join(args.set)} on {args.dataset or 'the demo set'}: {len(grid_cells)} cells x "
           f"{questions} questions; halving rounds {args.rounds}, alpha {args.alpha} "
           f"({summary['alpha_per_round']:g} per pruning round), measure {summary['measure']}")
     for r in summary["rounds"]:
