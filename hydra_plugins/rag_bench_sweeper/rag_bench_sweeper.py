@@ -15,6 +15,7 @@ from hydra.core.override_parser.types import Override
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from rag_bench.errors import ConfigError
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
@@ -23,6 +24,7 @@ from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
+from rag_bench.search.rounds import MODES
 
 
 class RagBenchSweeper(BasicSweeper):
@@ -33,6 +35,7 @@ class RagBenchSweeper(BasicSweeper):
         self._tracking_prepared = False
         self._context: SweepContext | None = None
         self._grid: list[list[str]] = []  # every job of the sweep, over all its batches
+        self._job_idx = 0  # the next job's index (search.mode=halving launches a batch per round)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -101,7 +104,51 @@ class RagBenchSweeper(BasicSweeper):
         self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
         self._context.write(self._experiment_dir())
         try:
+            if self._mode() == "halving":
+                return self._halving(progress)
             with Progress(progress, total):
                 return super().sweep(arguments)
         finally:
             progress.unlink(missing_ok=True)
+
+    def _mode(self) -> str:
+        assert self.config is not None
+        mode = str((self.config.get("search") or {}).get("mode", "grid"))
+        if mode not in MODES:
+            raise ConfigError(f"search.mode={mode!r}: unknown -- fix: search.mode={'|'.join(MODES)}")
+        return mode
+
+    def _halving(self, progress: Path) -> Any:
+        """``search.mode=halving`` (:mod:`rag_bench.search.halving`): rounds of the grid's cells on
+        growing question subsets, each round's batch through the launcher, with a bar per round."""
+        from rag_bench.runner.config import dataset_path
+        from rag_bench.runner.main import _load
+        from rag_bench.search import halving
+
+        assert self.config is not None and self.hydra_context is not None and self.launcher is not None
+        assert self._context is not None
+        context = f"{CONTEXT_KEY}={self._context.sweep_id}"
+        self.validate_batch_is_legal([[*job, context] for job in self._grid])
+        loader = self.hydra_context.config_loader
+        configs = [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)]
+        paths = {str(dataset_path(c).resolve()) for c in configs}
+        if len(paths) != 1:
+            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(paths)} "
+                              "datasets -- fix: one halving sweep per dataset (or search.mode=grid)")
+        questions = _load(configs[0]).questions
+        returns: list[Any] = []
+
+        def launch(batch: list[list[str]]) -> list[Path]:
+            assert self.launcher is not None
+            progress.write_bytes(b"")
+            with Progress(progress, len(batch)):
+                results = self.launcher.launch([[*job, context] for job in batch], initial_job_idx=self._job_idx)
+            self._job_idx += len(batch)
+            returns.append(results)
+            return [Path(r.return_value) for r in results]  # a failed job raises its error, as in a grid
+
+        search = self.config.search
+        halving.run(self._grid, questions, launch, rounds=list(search.rounds), alpha=float(search.alpha),
+                    seed=int(search.seed), summary_path=self._experiment_dir() / ".hydra" /
+                    f"search-{self._context.sweep_id}.json")
+        return returns

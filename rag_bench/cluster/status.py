@@ -9,11 +9,13 @@ Nothing here unpickles the job files (they may come from another machine).
 The plan the launcher writes (``<experiment>/.submitit/<array id>.plan.json``,
 :mod:`rag_bench.cluster.jobs`) names the cells of every job, so a cell is: done (DONE), running or
 pending (its job is), failed (its job started it and ended without its DONE, or logged its error),
-or missing (nothing is computing it and no job started it: run the same command again).
+or missing (nothing is computing it and no job started it: run the same command again), or pruned
+(a halving sweep dropped it after a round: docs/search.md).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -45,7 +47,7 @@ class JobStatus:
 @dataclass(frozen=True)
 class CellStatus:
     cell_id: str
-    state: str            # done | running | pending | failed | missing
+    state: str            # done | running | pending | failed | missing | pruned (search.mode=halving)
     job_id: str           # the job that holds it (finished, runs or ran it), or ""
     group: str = ""       # the overrides of its shared prefix (from the plan)
 
@@ -112,12 +114,27 @@ def _cell(cid: str, root: Path, jobs: list[JobStatus], plans: dict[str, tuple[st
     if (root / cid / "DONE").exists():
         done_by = next((j.job_id for j in jobs if cid in j.cells), planned)
         return CellStatus(cid, "done", done_by, group)
+    if _pruned(root / cid):
+        return CellStatus(cid, "pruned", planned, group)
     if job is None:
         return CellStatus(cid, "missing", planned, group)
     if job.state in ("running", "pending") and cid not in job.failed:
         return CellStatus(cid, job.state, job.job_id, group)
     state = "failed" if cid in job.started or cid in job.failed else "missing"
     return CellStatus(cid, state, job.job_id, group)
+
+
+def _pruned(folder: Path) -> bool:
+    """Whether a cell folder holds a cell a halving sweep pruned (docs/search.md): its round's
+    results (PARTIAL) with a ``search`` block in metrics.json. The same command prunes it again."""
+    from rag_bench.search.rounds import PARTIAL
+
+    if not (folder / PARTIAL).is_file():
+        return False
+    try:
+        return "search" in json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
 
 
 def _job_key(name: str) -> tuple[int, ...]:
@@ -130,10 +147,13 @@ def format_status(jobs: list[JobStatus], cells: list[CellStatus], names: dict[st
     lines = []
     count = {s: sum(j.state == s for j in jobs) for s in ("done", "running", "pending", "failed", "unknown")}
     lines.append("jobs: " + ", ".join(f"{n} {s}" for s, n in count.items() if n) if jobs else "jobs: none submitted")
-    states = {s: sum(c.state == s for c in cells) for s in ("done", "running", "pending", "failed", "missing")}
+    states = {s: sum(c.state == s for c in cells) for s in ("done", "running", "pending", "failed", "missing",
+                                                            "pruned")}
     lines.append("cells: " + ", ".join(f"{n} {s}" for s, n in states.items() if n or s == "done")
                  + ("; failed and missing cells are run by the same command again" if states["failed"] +
-                    states["missing"] else ""))
+                    states["missing"] else "")
+                 + ("; pruned: dropped by search.mode=halving, their round's results kept (metrics.json search)"
+                    if states["pruned"] else ""))
     for j in jobs:
         lines.append(f"  job {j.job_id:<12} {j.state:<8} {j.scheduler or '-':<11} cells done {','.join(j.cells) or '-'}")
     logs = {j.job_id: j.log for j in jobs}

@@ -41,6 +41,7 @@ from rag_bench.parsing.base import Parser
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
+from rag_bench.search.rounds import SearchConf
 from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
@@ -48,9 +49,10 @@ from rag_bench.tracking.base import Tracker
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
-# Keys that say where results go, or what the results cost (prices: they change no output), not
-# what is computed: excluded from the cell id.
-NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "prices")
+# Keys that say where results go, what the results cost (prices: they change no output) or how a
+# sweep searches the grid (search: which cells, never how one is computed), not what is computed:
+# excluded from the cell id.
+NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "prices", "search")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
@@ -151,6 +153,7 @@ class RagBenchConf:
     # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
+    search: SearchConf = field(default_factory=SearchConf)
     parser: Any = None
     chunker: Any = None
     embedder: Any = None

@@ -4,6 +4,8 @@ are read and the cell's sweep context is found (:mod:`rag_bench.runner.context`)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -24,12 +26,12 @@ WORK = SharedWork()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> Path:
     """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
     run's own: the command's experiment and overrides). rag_bench's sweeper checks a grid's primary
-    measure; a single run is a grid of one."""
+    measure; a single run is a grid of one. Returns the cell's folder (the job's return value)."""
     switches.configure(switches.Switches.from_environment())
     if HydraConfig.get().mode == RunMode.RUN:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
-    run_cell(cfg, WORK, sweep)
+    return run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import logging
 import os
 import stat
@@ -18,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from rag_bench import memo
-from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
+from rag_bench.cells import CellResult, atomic_write, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
@@ -32,6 +33,7 @@ from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.search import rounds as search
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -63,6 +65,9 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
+    searching = cfg.get("search")
+    if searching is not None and searching.get("round") is not None:  # a halving round before the last
+        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), int(searching.round), parts, work)
     return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
                    lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work)
 
@@ -224,6 +229,63 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     return cell_dir
 
 
+def _cell_dir(cfg: DictConfig, cid: str) -> Path:
+    root = Path(cfg.output.root)
+    cell_dir = root / cfg.experiment.name / cid
+    # Defence in depth (validate() checked the name): lexically, so a user's own symlink is kept.
+    if not Path(os.path.normpath(cell_dir)).is_relative_to(os.path.normpath(root)) or cell_dir.parent == root:
+        raise ConfigError(f"experiment.name {cfg.experiment.name!r} leads outside output.root {root} "
+                          "-- fix: experiment.name=<folder name>")
+    return cell_dir
+
+
+def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
+    """Whether ``cell_dir`` holds the cell's results on (at least) the questions of a halving round
+    with ``fraction`` of them drawn with ``seed``: the whole cell (DONE), or a round's results
+    (:data:`~rag_bench.search.rounds.PARTIAL`) on a fraction as large with the same seed (the
+    rounds' subsets are nested)."""
+    if is_done(cell_dir):
+        return True
+    try:
+        marker = json.loads((cell_dir / search.PARTIAL).read_text(encoding="utf-8"))
+        return int(marker["seed"]) == seed and float(marker["fraction"]) >= fraction
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:
+    """A cell on the questions of halving round ``round_`` (not the last): computed on that subset
+    and written to the cell's folder with a PARTIAL marker instead of DONE (so no other command
+    reads it as a finished cell, and a grid run over the folder computes the whole cell), unless
+    the folder already covers the round (resume). Not tracked: the cell's run is logged when it
+    runs on every question."""
+    fractions = search.parse_rounds(cfg.search.rounds)
+    if not 0 <= round_ < len(fractions) - 1:
+        raise ConfigError(f"search.round={round_}: a halving sweep's rounds before the last are 0..{len(fractions) - 2} "
+                          "-- fix: leave search.round to the sweeper")
+    fraction, seed = fractions[round_], int(cfg.search.seed)
+    cell_dir = _cell_dir(cfg, cid)
+    if round_covered(cell_dir, fraction, seed):
+        log.info("cell %s: round %d already done, skipping (%s)", cid, round_ + 1, cell_dir)
+        return cell_dir
+    cell_dir.parent.mkdir(parents=True, exist_ok=True)
+    discard(cell_dir)  # an earlier round's results, or a folder half-written when a run was killed
+    qids = search.round_questions(dataset.questions, fraction, seed)
+    subset = search.subset_dataset(dataset, qids)
+    plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
+    result = parts.evaluation.evaluate(pipeline.run(parts, subset, work), cid, work)
+    with cell_lock(cell_dir):
+        if round_covered(cell_dir, fraction, seed):
+            return cell_dir
+        write_cell_or_fail(cell_dir, plain, result)
+        atomic_write(cell_dir / search.PARTIAL, json.dumps(
+            {"round": round_, "fraction": fraction, "seed": seed, "questions": len(qids),
+             "questions_digest": search.questions_digest(qids), "dataset_fingerprint": dataset.fingerprint},
+            sort_keys=True) + "\n")
+    log.info("cell %s round %d (%d questions) done", cid, round_ + 1, len(qids))
+    return cell_dir
+
+
 def stored_config(cfg: DictConfig, path: str) -> dict[str, Any]:
     """The cell's config as written: ``cfg`` resolved, with ``dataset.path`` set to ``path`` (the
     dataset's absolute path; interpolations of ``dataset.path`` see it too). The path is set on
@@ -245,8 +307,10 @@ computes."""
 
 
 def _without_sweep(config: Any) -> dict[str, Any]:
-    """A stored config without the sweep's id (how the cell found its sweep, not configuration)."""
+    """A stored config without the sweep's id (how the cell found its sweep, not configuration)
+    nor its ``search`` (how the sweep searched its grid: a halving sweep's cells are the grid's)."""
     config.pop(CONTEXT_KEY, None)
+    config.pop("search", None)
     return config  # type: ignore[no-any-return]
 
 

@@ -1,0 +1,2 @@
+"""Searching a grid (docs/search.md): ``rounds`` the pure parts of ``search.mode=halving`` (rounds,
+question subsets, pruning), ``halving`` the rounds run by the sweeper."""

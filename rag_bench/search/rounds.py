@@ -1,0 +1,196 @@
+"""``search.mode=halving``: the pure parts (docs/search.md) -- the rounds, each round's stratified
+question subset, a subset dataset, and the pruning decision.
+
+Every round sees a larger, nested subset of the questions (the first round's questions are in the
+second's, and so on, up to all of them), drawn per stratum (a question's tags and whether it is
+answerable), seeded. After each round but the last, the cells still in are compared on the primary
+measure over that round's questions with the model confidence set of
+:mod:`rag_bench.stats.confidence_set` (the test the verdict uses for "not significantly worse than
+the best"): the cells outside it are pruned. The error of pruning the truly best cell is spent
+Bonferroni-style: ``alpha / (rounds - 1)`` per pruning round, so the best is pruned in some round
+with probability at most ``alpha``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from rag_bench.domain import Dataset, Question
+from rag_bench.errors import ConfigError
+from rag_bench.stats.confidence_set import model_confidence_set
+
+MODES = ("grid", "halving")
+PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
+
+
+@dataclass
+class SearchConf:
+    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question) or
+    ``halving``. Not part of a cell id nor of its stored config."""
+
+    mode: str = "grid"
+    rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
+    alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
+    seed: int = 0  # halving: the draw of each round's questions
+    round: int | None = None  # set by the sweeper on a job of a round before the last
+
+
+def parse_rounds(rounds: Any) -> tuple[float, ...]:
+    """The fractions of ``search.rounds`` (a list; a comma-separated string is read too):
+    increasing, in (0, 1], the last 1.
+
+    >>> parse_rounds([0.25, 0.5, 1])
+    (0.25, 0.5, 1.0)
+    >>> parse_rounds("1")
+    (1.0,)
+    """
+    items = str(rounds).split(",") if isinstance(rounds, str) else list(rounds) if rounds is not None else []
+    try:
+        fractions = tuple(float(f) for f in items if str(f).strip())
+    except (TypeError, ValueError):
+        fractions = ()
+    ok = bool(fractions) and fractions[-1] == 1.0 and all(0 < f <= 1 for f in fractions) \
+        and all(a < b for a, b in zip(fractions, fractions[1:]))
+    if not ok:
+        raise ConfigError(f"search.rounds={list(items)!r}: must be increasing fractions of the questions in (0, 1], "
+                          "the last 1 -- fix: search.rounds=[0.25,0.5,1]")
+    return fractions
+
+
+def round_alpha(alpha: float, rounds: int) -> float:
+    """The error each pruning round spends: ``alpha`` split evenly over the rounds that prune
+    (every round but the last).
+
+    >>> round_alpha(0.05, 3)
+    0.025
+    """
+    if not 0 < alpha < 1:
+        raise ConfigError(f"search.alpha={alpha!r}: must be in (0, 1) -- fix: search.alpha=0.05")
+    return alpha / max(rounds - 1, 1)
+
+
+def stratum(question: Question) -> tuple[tuple[str, ...], bool]:
+    """What a round's draw keeps in proportion: the question's tags and whether it is answerable."""
+    return tuple(sorted(question.tags)), bool(question.answerable)
+
+
+def _order(qid: str, seed: int) -> str:
+    return hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest()
+
+
+def _uniform(key: str) -> float:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:13], 16) / 16 ** 13
+
+
+def round_questions(questions: Sequence[Question], fraction: float, seed: int) -> tuple[str, ...]:
+    """The question ids a round with ``fraction`` of the questions sees, in dataset order.
+
+    Stratified systematic sampling: within each stratum (:func:`stratum`) of ``size`` questions,
+    the questions in an order seeded by ``seed`` (a hash of seed and id: the same questions whatever
+    their order in the file) get ``u = (rank + offset) / size`` with a seeded offset in [0, 1) per
+    stratum, and the round takes those with ``u < fraction``: ``fraction * size`` questions of each
+    stratum rounded up or down (exactly that in expectation), and the subsets of growing fractions
+    are nested (a question seen in one round is seen in every later one).
+
+    >>> qs = [Question(f"q{i}", "?", answerable=i % 4 != 0) for i in range(8)]
+    >>> round_questions(qs, 0.5, 0)
+    ('q2', 'q4', 'q5', 'q7')
+    >>> set(round_questions(qs, 0.25, 0)) <= set(round_questions(qs, 0.5, 0))
+    True
+    """
+    if fraction >= 1:
+        return tuple(q.qid for q in questions)
+    groups: dict[tuple[tuple[str, ...], bool], list[str]] = {}
+    for q in questions:
+        groups.setdefault(stratum(q), []).append(q.qid)
+    chosen: set[str] = set()
+    for key, ids in groups.items():
+        ranked = sorted(ids, key=lambda i: _order(i, seed))
+        offset = _uniform(f"{seed}\0{key!r}")
+        chosen.update(qid for rank, qid in enumerate(ranked) if (rank + offset) / len(ranked) < fraction)
+    return tuple(q.qid for q in questions if q.qid in chosen)
+
+
+def questions_digest(qids: Sequence[str]) -> str:
+    """A short digest of a set of question ids."""
+    return hashlib.sha256("\0".join(sorted(qids)).encode()).hexdigest()[:12]
+
+
+def subset_dataset(dataset: Dataset, qids: Sequence[str]) -> Dataset:
+    """``dataset`` with only the questions ``qids``. Its fingerprint gains the subset's digest (what
+    a sweep's in-process work on questions is keyed by: a round's rankings are never taken for the
+    whole set's); the corpus keeps its own (chunks and indexes are shared with the whole set's)."""
+    keep = set(qids)
+    return replace(dataset, questions=tuple(q for q in dataset.questions if q.qid in keep),
+                   fingerprint=f"{dataset.fingerprint}~{questions_digest(qids)}", corpus_fingerprint=dataset.corpus_key)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A cell's fate after a round: ``kept``; ``behind`` its mean on the round's questions minus
+    the leader's (in the measure's better direction: negative is worse); ``p`` its model
+    confidence set p-value (pruned when below the round's alpha)."""
+
+    kept: bool
+    behind: float
+    p: float
+
+
+def prune(values: np.ndarray, *, higher_is_better: bool, alpha: float, seed: int = 0,
+          n_resamples: int = 2000) -> tuple[int, list[Decision]]:
+    """The leader (index of the best mean) and each cell's :class:`Decision` from ``values``
+    (questions x cells, NaN where undefined: such questions are left out, as the verdict does):
+    kept when in the ``1 - alpha`` model confidence set. The leader is always kept.
+
+    >>> rng = np.random.default_rng(0)
+    >>> good = (rng.random(80) < 0.8).astype(float)
+    >>> leader, found = prune(np.column_stack([good, good * (rng.random(80) < 0.3)]), higher_is_better=True,
+    ...                       alpha=0.025)
+    >>> leader, [d.kept for d in found]
+    (0, [True, False])
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v).any(axis=1)] if v.size else v
+    if v.ndim != 2 or v.shape[1] == 0:
+        raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
+    sign = 1.0 if higher_is_better else -1.0
+    means = v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1])
+    leader = int(np.argmax(means))
+    found = model_confidence_set(v, higher_is_better=higher_is_better, alpha=alpha, n_resamples=n_resamples,
+                                 seed=seed)
+    decisions = [Decision(bool(found.included[i]) or i == leader, float(means[i] - means[leader]),
+                          float(found.p_values[i])) for i in range(v.shape[1])]
+    return leader, decisions
+
+
+@dataclass(frozen=True)
+class RoundSummary:
+    """One round of a halving sweep: its fraction and questions, cells in and kept, and the
+    cell-questions computed now (cells run on this round's questions) and reused (found on disk)."""
+
+    round: int
+    fraction: float
+    questions: int
+    cells: int
+    kept: int
+    computed: int
+    reused: int
+
+    def line(self) -> str:
+        dropped = self.cells - self.kept
+        return (f"round {self.round + 1}: {self.fraction:.0%} of the questions ({self.questions}), {self.cells} cells: "
+                f"kept {self.kept}, dropped {dropped}; cell-questions computed {self.computed * self.questions}"
+                + (f" (+{self.reused} cells found done)" if self.reused else ""))
+
+
+def summary(rounds: Sequence[RoundSummary], grid_cells: int, all_questions: int) -> list[str]:
+    """The end-of-sweep lines: each round, then the total cell-questions against the grid's."""
+    total = sum(r.computed * r.questions for r in rounds)
+    grid = grid_cells * all_questions
+    return ["Successive halving (search.mode=halving):", *(f"  {r.line()}" for r in rounds),
+            f"  cell-questions computed: {total} (the full grid: {grid}, {total / grid:.0%})" if grid else ""]

@@ -1,0 +1,151 @@
+"""search.mode=halving through the real CLI on the demo set: the surviving cells are the grid's
+cells (same ids, config.yaml, metrics.json figures), the pruned cells keep their partial results
+marked, and after kill -9 the same command resumes without recomputing the rounds already done."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+# k=1 hands the generator one passage: far fewer questions get all their evidence (the primary
+# measure, answer/context_all, with the extractive stand-in) than at k=5 or 10.
+GRID = ["chunker=section", "retriever=bm25", "pipeline.k=1,5,10"]
+
+
+def run(out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
+    if failpoint:
+        env["RAG_BENCH_FAILPOINT"] = failpoint
+    # this checkout's rag_bench (python -m from the repository), not an installed copy's
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *GRID, "tracking=none",
+                           f"output.root={out}", "experiment.name=h", *extra], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+RUN_KEYS = ("latency", "embedding_requests", "embedding_cache_hits", "embeddings_computed", "generations_cached")
+
+
+def figures(metrics: object) -> object:
+    """metrics.json without timings and the caches' counts (the run's, not the cell's figures)."""
+    if isinstance(metrics, dict):
+        return {k: figures(v) for k, v in metrics.items() if k not in RUN_KEYS and not k.endswith(("_s", "_ms"))}
+    return metrics
+
+
+def record_figures(cell: Path) -> pd.DataFrame:
+    """records.parquet without timings and cache flags (``claims``, nested arrays, compared as text)."""
+    frame = pd.read_parquet(cell / "records.parquet")
+    frame = frame[[c for c in frame.columns if not c.endswith(("_ms", "_s", "cached"))]]
+    return frame.assign(claims=frame["claims"].astype(str)) if "claims" in frame else frame
+
+
+def cells(exp: Path) -> dict[str, Path]:
+    return {p.name: p for p in exp.iterdir() if p.is_dir() and not p.name.startswith(".")}
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("grid")
+    done = run(out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out / "h"
+
+
+@pytest.fixture(scope="module")
+def halving(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("halving")
+    done = run(out, "search.mode=halving")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out / "h", done.stdout
+
+
+def summary(exp: Path) -> dict:
+    return json.loads(next((exp / ".hydra").glob("search-*.json")).read_text())
+
+
+def test_survivors_are_the_grids_cells_and_the_pruned_are_marked(grid, halving):
+    exp, stdout = halving
+    found = summary(exp)
+    assert found["pruned"], f"nothing pruned: {found['rounds']}"
+    assert set(cells(exp)) == set(cells(grid))  # every trial at its grid cell's id and folder
+    for cid in found["survivors"]:
+        mine, theirs = cells(exp)[cid], cells(grid)[cid]
+        assert (mine / "DONE").is_file() and not (mine / "PARTIAL").exists()
+        ours = json.loads((mine / "metrics.json").read_text())
+        assert "search" not in ours and figures(ours) == figures(json.loads((theirs / "metrics.json").read_text()))
+        # config.yaml the same but for where it was written
+        assert (mine / "config.yaml").read_text().replace(str(exp.parent), "ROOT") == \
+            (theirs / "config.yaml").read_text().replace(str(theirs.parent.parent), "ROOT")
+        pd.testing.assert_frame_equal(record_figures(mine), record_figures(theirs))
+    for cid, block in found["pruned"].items():
+        folder = cells(exp)[cid]
+        assert not (folder / "DONE").exists() and (folder / "PARTIAL").is_file()
+        marked = json.loads((folder / "metrics.json").read_text())["search"]
+        assert marked == block and marked["behind"] < 0 and marked["p"] < marked["alpha"] == 0.025
+        records = pd.read_parquet(folder / "records.parquet")
+        assert len(records) == marked["questions"] < 84  # its partial results: the round's questions only
+    assert "Successive halving (search.mode=halving):" in stdout and "cell-questions computed:" in stdout
+    status = subprocess.run([sys.executable, "-m", "rag_bench.cli", "status", str(exp)], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert f"{len(found['pruned'])} pruned" in status.stdout and "missing" not in status.stdout  # not "run it again"
+    rounds = found["rounds"]
+    assert [r["questions"] for r in rounds] == [20, 42, 84]
+    assert found["cell_questions"] == sum(r["computed"] * r["questions"] for r in rounds)
+
+
+def test_grid_mode_is_unchanged_by_the_search_key(grid, tmp_path):
+    # the default (search.mode=grid) names search nowhere: no search block, no search key in config.yaml
+    for folder in cells(grid).values():
+        assert "search" not in json.loads((folder / "metrics.json").read_text())
+        assert "\nsearch:" not in (folder / "config.yaml").read_text()
+        assert not (folder / "PARTIAL").exists()
+
+
+def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_path):
+    out = tmp_path / "out"
+    killed = run(out, "search.mode=halving", failpoint="cell_written")  # the first cell of the last round
+    assert killed.returncode != 0
+    exp = out / "h"
+    first = {cid: (p / "PARTIAL").stat().st_mtime_ns for cid, p in cells(exp).items()
+                             if (p / "PARTIAL").exists()}
+    assert first, "rounds before the last left their PARTIAL cells"
+    again = run(out, "search.mode=halving")
+    assert again.returncode == 0, again.stderr[-3000:]
+    found = summary(exp)
+    for cid in found["pruned"]:  # a pruned cell's round was not computed again
+        assert (cells(exp)[cid] / "PARTIAL").stat().st_mtime_ns == first[cid]
+    # Computed again before the last round: only survivors whose round results the last round had
+    # already replaced when the kill came (the cell being written and the one computed meanwhile).
+    assert all(r["computed"] <= min(2, len(found["survivors"])) for r in found["rounds"][:-1]), found["rounds"]
+    assert sum(r["computed"] for r in found["rounds"][:-1]) < sum(r["cells"] for r in found["rounds"][:-1])
+    theirs = cells(grid)
+    for cid in found["survivors"]:
+        assert figures(json.loads((cells(exp)[cid] / "metrics.json").read_text())) == \
+            figures(json.loads((theirs[cid] / "metrics.json").read_text()))
+    rerun = run(out, "search.mode=halving")  # everything done: nothing computed
+    assert rerun.returncode == 0 and all(r["computed"] == 0 for r in summary(exp)["rounds"])
+
+
+def test_an_unknown_search_mode_fails_before_any_cell(tmp_path):
+    done = run(tmp_path, "search.mode=halfing")
+    assert done.returncode == 2 and "search.mode='halfing'" in done.stderr and "fix: search.mode=grid|halving" \
+        in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE"))
+
+
+def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
+    from rag_bench.runner.config import DEMO_DATASET
+    from tests.conftest import TINY
+
+    done = run(tmp_path, "search.mode=halving", f"dataset.path={TINY},{DEMO_DATASET}")
+    assert done.returncode == 2 and "spans 2 datasets" in done.stderr and "fix: one halving sweep per dataset" \
+        in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
