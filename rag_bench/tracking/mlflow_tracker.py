@@ -406,16 +406,31 @@ def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str,
             except Exception as exc:  # noqa: BLE001 -- the cells are tracked; the view is a courtesy
                 log.warning("could not label the ranked cells' MLflow runs at %s: %s", uri, exc)
         try:
+            fresh, changed = _unchanged_params(client, run_id, [Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
             log_batches(client, run_id, [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(best.items())],
-                         [Param(k, str(v)[:6000]) for k, v in sorted(params.items())],
-                         [RunTag("mlflow.note.content", note),
-                          RunTag(LOGGED_ARTIFACTS, json.dumps([{"path": LEADERBOARD_TABLE, "type": "table"}]))])
+                         fresh, [RunTag("mlflow.note.content", note),
+                                 RunTag(LOGGED_ARTIFACTS, json.dumps([{"path": LEADERBOARD_TABLE, "type": "table"}])),
+                                 *(RunTag(p.key, p.value) for p in changed)])
             with tempfile.TemporaryDirectory(prefix="rag_bench_table_") as tmp:
                 path = Path(tmp) / LEADERBOARD_TABLE
                 leaderboard.to_json(path, orient="split", index=False, date_format="iso", default_handler=str)
                 client.log_artifact(run_id, str(path))
         except Exception as exc:  # noqa: BLE001 -- the cells are tracked; the summary is a courtesy
             log.warning("could not fill the sweep's MLflow run %s at %s: %s", run_id, uri, exc)
+
+
+def _unchanged_params(client: Any, run_id: str, params: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``(params to log, params whose value changed)``: the same command run again reuses its
+    sweep's parent run, and MLflow refuses to change a param (the dataset gained a question, another
+    cell is best), which lost the whole summary. A changed param keeps its first value; the new one
+    goes to the tag of that name (the caller's), with a warning."""
+    have = client.get_run(run_id).data.params
+    changed = [p for p in params if p.key in have and have[p.key] != p.value]
+    if changed:
+        log.warning("the sweep's MLflow run %s keeps the params of its first summary (MLflow params cannot change): "
+                    "%s; this summary's values are the run's tags of those names", run_id,
+                    ", ".join(f"{p.key} {have[p.key]!r} -> {p.value!r}" for p in changed))
+    return [p for p in params if p.key not in have], changed
 
 
 def finish_all(ok: bool) -> None:

@@ -182,3 +182,23 @@ def test_an_experiment_a_failed_run_could_only_delete_is_restored_by_the_next_ru
     assert cli(["run", f"dataset.path={TINY}", f"output.root={out}", "experiment.name=served", "generator=none"]) == 0
     exp = _store(out).get_experiment(exp_id)
     assert exp.lifecycle_stage == "active" and mlflow_tracker.DELETED_BY_US not in exp.tags
+
+
+def test_a_sweep_summarised_again_with_other_outcomes_still_fills_its_parent(tracker, caplog):
+    # The same command run again reuses the sweep's parent run (found by its sweep id); when the
+    # outcome differs (the dataset gained a question, another best cell) MLflow refuses to change a
+    # param, and the whole summary -- metrics, note, leaderboard -- was lost to that one refusal.
+    import pandas as pd
+
+    from rag_bench.tracking.mlflow_tracker import summarize_sweeps
+
+    board = pd.DataFrame({"label": ["a", "b"], "cell": ["c1", "c2"]})
+    summarize_sweeps(board, {"primary": 0.5}, {"best.cell": "c1", "sweep.cells": 2}, "first summary")
+    with caplog.at_level("WARNING"):
+        summarize_sweeps(board, {"primary": 0.7}, {"best.cell": "c2", "sweep.cells": 2}, "second summary")
+    assert "could not fill" not in caplog.text
+    run = tracker._get_client().get_run(_parent(tracker).run_id)
+    assert run.data.params["best.cell"] == "c1"  # a param keeps its first value (MLflow's rule) ...
+    assert run.data.tags["best.cell"] == "c2"  # ... the latest summary's value is the tag of that name
+    assert run.data.metrics["primary"] == 0.7 and run.data.tags["mlflow.note.content"] == "second summary"
+    assert "best.cell" in caplog.text and "params cannot change" in caplog.text
