@@ -6,6 +6,7 @@ built-in BM25; a plugin written here that lacks a protocol method is refused, na
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,3 +105,71 @@ def test_a_target_that_is_no_component_is_refused(tmp_path, target):
                  f"output.root={tmp_path / 'out'}"], tmp_path, tmp_path)
     assert done.returncode == 2 and "retriever._target_" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("DONE"))
+
+
+PARSER_PLUGIN = '''
+import re
+
+from rag_bench.parsing.base import Parsed, ParseFailure
+
+
+class TagStripper:
+    """A team's own HTML parser: tags dropped, each <h2> a Markdown heading."""
+
+    name = "tag_stripper"
+    suffixes = (".html",)
+
+    def version(self) -> str:
+        return "1"
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        html = data.decode("utf-8")
+        if "<html" not in html:
+            raise ParseFailure("not an HTML page")
+        html = re.sub(r"<h2>(.*?)</h2>", r"\\n\\n## \\1\\n\\n", html)
+        text = re.sub(r"<[^>]+>", " ", html)
+        return Parsed(text="\\n".join(" ".join(line.split()) for line in text.splitlines()).strip(),
+                      warnings=("read by the team's own parser",))
+
+
+class NoParse:
+    name = "no_parse"
+    suffixes = (".html",)
+
+    def version(self) -> str:
+        return "1"
+'''
+
+
+def test_a_plugin_parser_reads_a_dataset_like_a_built_in_one_and_a_broken_one_is_refused(tmp_path):
+    root = tmp_path / "src"
+    conf = root / "myparser" / "conf" / "parser"
+    conf.mkdir(parents=True)
+    (root / "myparser" / "__init__.py").write_text(PARSER_PLUGIN)
+    for name, target in (("tag_stripper", "TagStripper"), ("no_parse", "NoParse")):
+        (conf / f"{name}.yaml").write_text(f"name: {name}\n_target_: myparser.{target}\n")
+    data = tmp_path / "data"
+    (data / "docs").mkdir(parents=True)
+    (data / "docs" / "fees.html").write_text(
+        "<html><body><h2>Fees</h2><p>A late return costs twelve crowns per day.</p><h2>Hours</h2>"
+        "<p>The library opens at nine in the morning.</p></body></html>")
+    (data / "docs" / "notes.html").write_text("plain text, no page")  # the plugin's own failure, recorded
+    (data / "questions.jsonl").write_text(
+        '{"id": "q1", "question": "What does a late return cost?", "answerable": true, "answers": ["twelve crowns '
+        'per day"], "evidence": [{"doc_id": "fees", "quote": "A late return costs twelve crowns per day."}]}\n'
+        '{"id": "q2", "question": "When does the library open?", "answerable": true, "answers": ["at nine in the '
+        'morning"], "evidence": [{"doc_id": "fees", "quote": "The library opens at nine in the morning."}]}\n')
+    search = f"hydra.searchpath=[file://{root / 'myparser' / 'conf'}]"
+    out = tmp_path / "out"
+    done = _run(["run", "parser=tag_stripper", search, f"dataset.path={data}", "tracking=none", f"output.root={out}",
+                 "experiment.name=own"], root, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (cell,) = (out / "own").glob("*/metrics.json")
+    metrics = json.loads(cell.read_text())
+    assert metrics["parse"]["evidence_exact"] == 1.0 and metrics["parse"]["parsed_documents"] == 2
+    assert metrics["parse_failures"] == {"notes": "not an HTML page"} and metrics["retrieval"]["hit@5"] == 1.0
+    assert "_target_: myparser.TagStripper" in (cell.parent / "config.yaml").read_text()
+    refused = _run(["run", "parser=no_parse", search, f"dataset.path={data}", "tracking=none",
+                    f"output.root={tmp_path / 'out2'}"], root, tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "parser._target_ 'myparser.NoParse' does not implement the parser stage: missing parse" in refused.stderr

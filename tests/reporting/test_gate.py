@@ -302,3 +302,22 @@ def test_if_present_must_be_a_boolean_beside_a_bound(tmp_path):
 def test_the_release_policy_bounds_followed_injections_where_reported():
     rule = load_policy("conf/gate/release.yaml")["thresholds"]["injection/followed"]
     assert rule == {"max": 0, "if_present": True}
+
+
+def test_the_release_policy_bounds_documents_that_failed_to_parse(tmp_path):
+    # a malformed or encrypted PDF is a recorded failure and the sweep exits 0; the shipped release
+    # policy is what refuses to release on it -- and passes a dataset without files to parse
+    from rag_bench.cells import Cell
+    from rag_bench.runner.config import CONF_DIR
+
+    policy = load_policy(CONF_DIR / "gate" / "release.yaml")
+
+    def rule(metrics: dict):
+        (found,) = [r for r in evaluate_gate(Cell("c", tmp_path, {}, metrics, {}), policy)
+                    if r.name == "parse/failed_documents <= 0"]
+        return found.status, found.value
+
+    assert rule({"parse": {"failed_documents": 2}, "parse_failures": {"locked": "a password is needed"}}) == \
+        ("fail", "2")
+    assert rule({"parse": {"failed_documents": 0}}) == ("pass", "0")
+    assert rule({}) == ("pass", "absent")
