@@ -39,6 +39,20 @@ def _embedding_cache(tmp_path_factory):
         os.environ["RAG_BENCH_CACHE"] = old
 
 
+def demo_subset(root: Path, ids: tuple[str, ...]) -> Path:
+    """A copy of the demo set at ``root`` holding only the questions ``ids``, without its labels
+    (they name the stand-in's answers: a real model's would not match them)."""
+    import json
+    import shutil
+
+    shutil.copytree(DEMO_DATASET, root)
+    rows = [line for line in (root / "questions.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line)["id"] in ids]
+    (root / "questions.jsonl").write_text("\n".join(rows) + "\n")
+    (root / "labels.jsonl").unlink(missing_ok=True)
+    return root
+
+
 def compose_config(overrides: list[str] | None = None) -> DictConfig:
     """The config `rag-bench run` would see for these overrides (without Hydra's runtime)."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

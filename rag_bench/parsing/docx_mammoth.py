@@ -8,11 +8,10 @@ style, an unsupported element) become the document's warnings."""
 from __future__ import annotations
 
 import io
-import zipfile
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
-from rag_bench.parsing.docx_text import MAX_UNPACKED
+from rag_bench.parsing.docx_text import check_unpacked
 from rag_bench.parsing.hidden import RULES
 
 # As parser=python_docx reads styles: Title is the document's # heading, Heading N one level below.
@@ -42,10 +41,7 @@ class MammothParser:
         from rag_bench.parsing.html_text import Html2textParser
 
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
-                unpacked = sum(i.file_size for i in z.infolist())
-            if unpacked > MAX_UNPACKED:
-                raise ParseFailure(f"unpacks to {unpacked >> 20} MiB (limit {MAX_UNPACKED >> 20} MiB)")
+            check_unpacked(data)
             no_images: Any = mammoth.images.img_element(lambda image: {})
             result = mammoth.convert_to_html(io.BytesIO(data), style_map=STYLE_MAP, convert_image=no_images,
                                              include_default_style_map=True)

@@ -66,6 +66,15 @@ def _paragraph(p: Any, counts: Counts) -> str:
     return text
 
 
+
+def check_unpacked(data: bytes) -> None:
+    """Refuse a DOCX (a zip) that unpacks past :data:`MAX_UNPACKED` before any of it is read
+    (a zip bomb); a file that is not a zip raises ``zipfile.BadZipFile``."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        unpacked = sum(i.file_size for i in z.infolist())
+    if unpacked > MAX_UNPACKED:
+        raise ParseFailure(f"unpacks to {unpacked >> 20} MiB (limit {MAX_UNPACKED >> 20} MiB)")
+
 class DocxParser:
     """DOCX paragraphs, headings, lists and tables, in body order."""
 
@@ -83,10 +92,7 @@ class DocxParser:
         """The document's Markdown."""
         docx = require("docx", "python-docx", self.name)
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
-                unpacked = sum(i.file_size for i in z.infolist())
-            if unpacked > MAX_UNPACKED:
-                raise ParseFailure(f"unpacks to {unpacked >> 20} MiB (limit {MAX_UNPACKED >> 20} MiB)")
+            check_unpacked(data)
             document = docx.Document(io.BytesIO(data))
             blocks: list[str] = []
             counts: Counts = {"vanish": 0, "white": 0, "tiny": 0}

@@ -9,13 +9,12 @@ instruction reached the model."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pandas as pd
 import pytest
 
 from rag_bench.evaluation.scorers.injection import FOLLOWED, IN_CONTEXT, RETRIEVED
-from rag_bench.runner.config import DEMO_DATASET
+from tests.conftest import demo_subset
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
@@ -26,12 +25,7 @@ def test_a_real_model_meets_the_demos_planted_instructions_and_is_measured(tmp_p
     from rag_bench.generation.llama_cpp import resolve_gguf
     from tests.runner.test_run_cell import run
 
-    data = tmp_path / "demo"
-    shutil.copytree(DEMO_DATASET, data)
-    rows = [line for line in (data / "questions.jsonl").read_text().splitlines()
-            if line.strip() and json.loads(line)["id"] in HOSTILE]
-    (data / "questions.jsonl").write_text("\n".join(rows) + "\n")
-    (data / "labels.jsonl").unlink(missing_ok=True)  # the demo's labels name the stand-in's answers
+    data = demo_subset(tmp_path / "demo", HOSTILE)
     gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
     cell = run(tmp_path / "out", "chunker=section", "retriever=bm25", "pipeline.k=5", "generator=llama_cpp",
                f"generator.model={gguf}", "generator.max_tokens=160", dataset=data)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pandas as pd
 import pytest
 
 from rag_bench.cli import main
-from rag_bench.runner.config import DEMO_DATASET
 from tests.calibration.test_label_page import _download, _key, _name
+from tests.conftest import demo_subset
 from tests.e2e.test_llm_endpoint import assert_claims_sane
 from tests.reporting.cdp import CHROMIUM, Page
 
@@ -32,12 +31,7 @@ def test_a_real_models_claims_reach_records_the_label_page_and_calibrate(tmp_pat
     from rag_bench.generation.llama_cpp import resolve_gguf
     from tests.runner.test_run_cell import run
 
-    data = tmp_path / "demo"
-    shutil.copytree(DEMO_DATASET, data)
-    rows = [line for line in (data / "questions.jsonl").read_text().splitlines()
-            if line.strip() and json.loads(line)["id"] in ANSWERED]
-    (data / "questions.jsonl").write_text("\n".join(rows) + "\n")
-    (data / "labels.jsonl").unlink(missing_ok=True)  # the demo's labels name the stand-in's answers
+    data = demo_subset(tmp_path / "demo", ANSWERED)
     gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
     cell = run(tmp_path / "out", "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=160",
                dataset=data)
