@@ -327,12 +327,14 @@ class MlflowTracker:
 
         tracing = self._tracing()
         try:
-            traces = _cell_traces(cell_dir)
-            chosen = sample([t.qid for t in traces], self.trace_sample)
-            ids = log_traces(tracing, exp_id, run_id, cell_id, [t for t in traces if t.qid in chosen],
+            records, metrics = _cell_records(cell_dir)
+            qids = [str(q) for q in records["qid"]]
+            # only the sampled questions' traces are built (building all 208 took as long as writing 10)
+            ids = log_traces(tracing, exp_id, run_id, cell_id,
+                             question_traces(records, metrics, sample(qids, self.trace_sample)),
                              is_local=self._local())
             client.log_batch(run_id, tags=[RunTag(TRACES_TAG, str(len(ids))),
-                                           RunTag(UNTRACED_TAG, str(len(traces) - len(ids)))])
+                                           RunTag(UNTRACED_TAG, str(len(qids) - len(ids)))])
         except Exception as exc:  # noqa: BLE001 -- the traces are a view of the run; the cell is kept
             log.warning("cell %s: its MLflow traces were not logged (%s: %s); the run and the cell are kept",
                         cell_id, type(exc).__name__, exc)
@@ -351,25 +353,36 @@ class MlflowTracker:
         run in this experiment. Running it twice writes nothing the second time. Raises
         :class:`TrackingError` when the cell has no FINISHED run here."""
         from mlflow.entities import RunTag
+        from mlflow.exceptions import MlflowException
 
         if self._disabled:
             raise TrackingError(f"cell {cell_id}: MLflow is not reachable at {self.uri}, no traces written "
                                 "-- fix: start the server or pass --tracking-uri")
+        db = self._sqlite_path()
+        if db is not None and not db.is_file():  # not made here (and not to be made empty by this call)
+            raise TrackingError(f"cell {cell_id} ({cell_dir}): no MLflow store at {db} -- fix: pass the "
+                                f"--tracking-uri the sweep logged to, or `rag-bench sync {cell_dir.parent}` to "
+                                "upload the cells first")
         client = self._get_client()
         if client.get_experiment_by_name(self.experiment) is None:  # not made here: nothing to complete
             raise TrackingError(f"cell {cell_id} ({cell_dir}): MLflow at {self.uri} has no experiment "
                                 f"'{self.experiment}' -- fix: pass the --tracking-uri the sweep logged to, or "
                                 f"`rag-bench sync {cell_dir.parent}` to upload the cells first")
         exp_id = self._experiment_id()
-        run_id = run_id or self.finished_run(cell_id)
-        run = client.get_run(run_id) if run_id else None
+        try:
+            run = client.get_run(run_id) if run_id else None
+        except MlflowException:  # DONE names a run deleted since (the cell re-logged elsewhere): look it up
+            run = None
+        if run is None or run.info.lifecycle_stage != "active":
+            found = self.finished_run(cell_id)
+            run = client.get_run(found) if found else None
         if run is None or run.info.status != "FINISHED" or run.info.lifecycle_stage != "active" or \
                 str(run.info.experiment_id) != str(exp_id):
             raise TrackingError(f"cell {cell_id} ({cell_dir}) has no FINISHED run in MLflow experiment "
                                 f"'{self.experiment}' at {self.uri} -- fix: `rag-bench sync {cell_dir.parent}` "
                                 "uploads it first, or pass the --tracking-uri the sweep logged to")
         tracing = self._tracing()
-        traces = _cell_traces(cell_dir)
+        traces = question_traces(*_cell_records(cell_dir))
         with self._lock("cell", cell_id):  # one writer per cell: a second waits, then finds them written
             todo, stale = missing(tracing, exp_id, run.info.run_id, traces)
             for i in range(0, len(stale), 100):
@@ -431,14 +444,14 @@ class MlflowTracker:
             self._get_client().set_terminated(run_id, "FINISHED" if ok else "FAILED")
 
 
-def _cell_traces(cell_dir: Path) -> list[Any]:
-    """Every question's trace of a cell folder (its records.parquet and metrics.json)."""
+def _cell_records(cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """A cell folder's records.parquet (a DataFrame) and metrics.json (empty when absent)."""
     import pandas as pd
 
     records = pd.read_parquet(cell_dir / "records.parquet")
     metrics_file = cell_dir / "metrics.json"
     metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.exists() else {}
-    return question_traces(records, metrics)
+    return records, metrics
 
 
 def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str, Any], note: str, *,

@@ -139,10 +139,12 @@ def _ns(seconds: float | None) -> int:
     return max(0, int(round((seconds or 0.0) * 1e9)))
 
 
-def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> list[QuestionTrace]:
+def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
+                    only: set[str] | None = None) -> list[QuestionTrace]:
     """The traces of a cell: one per row of ``records`` (the cell's records.parquet as a
-    DataFrame); ``metrics`` (its metrics.json) gives the judge's seconds. Stages the cell did not
-    run (no rerank latency, no answer column, no judge column) have no span."""
+    DataFrame), or only of the questions ``only`` names (the judge's seconds are still shared out
+    over every judged question); ``metrics`` (its metrics.json) gives the judge's seconds. Stages
+    the cell did not run (no rerank latency, no answer column, no judge column) have no span."""
     columns = set(records.columns)
     judge_cols = sorted(c for c in columns if c.startswith("judge_") and not c.endswith(("_samples", "_sd"))
                         and c != "judge_failures")
@@ -150,7 +152,8 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> l
     judged = int(records[judge_cols[0]].notna().sum()) if judge_cols else 0
     judge_each = (float(latency.get("judge_s") or 0.0) / judged) if judged else 0.0
     out = []
-    for row in records.to_dict(orient="records"):
+    rows = records if only is None else records[records["qid"].astype(str).isin(only)]
+    for row in rows.to_dict(orient="records"):
         question = str(row.get("question") or "")
         spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
                           {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),

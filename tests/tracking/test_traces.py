@@ -62,6 +62,9 @@ def test_the_judge_span_shares_the_cells_judge_seconds_and_retrieval_only_cells_
                              {"latency": {"judge_s": 2.0}})
     judge = traces[0].spans[-1]
     assert judge.name == "judge" and judge.duration_ns == 2_000_000_000  # one judged question of two
+    both = _records(judge_faithfulness=[0.5, 0.25], judge_faithfulness_sd=[0.0, 0.0])
+    (alone,) = question_traces(both, {"latency": {"judge_s": 2.0}}, only={"q1"})  # a sample: the same share
+    assert alone.qid == "q1" and alone.spans[-1].duration_ns == 1_000_000_000  # two judged questions
     assert judge.outputs["judge_faithfulness"] == 0.5
     assert [s.llm for s in traces[0].scores if s.name == "judge_faithfulness"] == [True]
     only = _records().drop(columns=["context_ids", "context_texts", "answer", "citations", "refused", "raw_output",
@@ -343,3 +346,18 @@ def test_a_sweep_killed_while_writing_a_cells_traces_leaves_no_done_cell_and_res
         want = {t.qid: len(t.spans) + 1 for t in question_traces(records)}
         assert _qid_spans(client, exp, r.info.run_id) == {q: [want[q]] for q in sample(questions, 3)}
     assert len(client.search_traces(locations=[exp], max_results=500, include_spans=False)) == 6  # the killed run: none left
+
+
+def test_traces_of_a_cell_never_logged_to_mlflow_exit_2_with_a_fix(tmp_path, monkeypatch, capsys):
+    from rag_bench.cli.main import main as cli
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert cli(["run", f"dataset.path={TINY}", f"output.root={tmp_path}", "tracking=none"]) == 0
+    cell_dir = next((tmp_path / "default").glob("*/DONE")).parent
+    capsys.readouterr()
+    assert cli(["traces", str(cell_dir)]) == 2
+    err = capsys.readouterr().err
+    assert f"no MLflow store at {tmp_path / 'mlflow.db'}" in err and "fix: pass the --tracking-uri" in err
+    assert f"rag-bench sync {cell_dir.parent}" in err and not (tmp_path / "mlflow.db").exists()  # none made
+    assert cli(["traces", str(tmp_path)]) == 2  # an output root: not what the command takes, and it says so
+    assert "traces" in capsys.readouterr().err
