@@ -56,10 +56,11 @@ distinct rerank pairs, distinct prompts).
 ``--traces`` (issue 44: traces that do not cost the sweep) runs instead, in one run, the grid
 (``--corpus squad``: the 180 cells; ``demo``: the 72) cold and warm with MLflow's defaults (a
 sample of each cell's questions traced, ``tracking.trace_sample``) and with
-``tracking.traces=false``, each arm in turn (cold: an empty cache of its own; warm: a fresh
-output folder with that cache filled), then the defaults' command once more over its warm output
-(every cell DONE), and with ``--traces-complete`` ``rag-bench traces`` writing every remaining trace
-of the warm output (60 squad cells: 11,880 traces in 517 s at load ~6 on 2 cores). Printed:
+``tracking.traces=false``, each arm in turn, ABBA (cold: traces off first, an empty cache of
+its own each; warm: a fresh output folder with that cache filled, traces off last), then the
+defaults' command once more over its warm output (every cell DONE), and with ``--traces-complete``
+``rag-bench traces`` writing every remaining trace of the warm output (60 squad cells: 11,880
+traces in 517 s at load ~6 on 2 cores). Printed:
 the wall times, the ratios defaults / traces off (goal <= 1.25) and warm / cold, and the traces
 each store holds.
 
@@ -344,8 +345,10 @@ def bench_traces(name: str, full: list[str], cells: int, work: Path, complete: b
           flush=True)
     arms = {"defaults": [], "traces off": ["tracking.traces=false"]}
     t: dict[str, float] = {}
-    for phase in ("cold", "warm"):
-        for arm, extra in arms.items():
+    # ABBA: traces off first when cold, last when warm, so a neighbour's load rising or falling
+    # through the run falls on both arms alike (one run on a shared machine moves by tens of seconds)
+    for phase, order in (("cold", ["traces off", "defaults"]), ("warm", ["defaults", "traces off"])):
+        for arm, extra in ((a, arms[a]) for a in order):
             slug = arm.replace(" ", "-")
             out = work / f"traces-{phase}-{slug}"
             t[f"{phase} {arm}"] = run([*full, *extra], out=out, cache=work / f"traces-cache-{slug}", tracking="mlflow")
