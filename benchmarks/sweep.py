@@ -52,6 +52,20 @@ dense@10/50, mmr@10/50 x k 5,10 over ../shared/datasets/squad2-normans).
 With ``--corpus squad`` the cold and warm sweeps run with MLflow on (``--cold-tracking``) and are
 printed against the grid's distinct-work floor (as above: model load, distinct texts embedded,
 distinct rerank pairs, distinct prompts).
+
+``--traces`` (issue 44: traces that do not cost the sweep) runs instead, in one run, the grid
+(``--corpus squad``: the 180 cells; ``demo``: the 72) cold and warm with MLflow's defaults (a
+sample of each cell's questions traced, ``tracking.trace_sample``) and with
+``tracking.traces=false``, each arm in turn, ABBA (cold: traces off first, an empty cache of
+its own each; warm: a fresh output folder with that cache filled, traces off last), then the
+defaults' command once more over its warm output (every cell DONE), and with ``--traces-complete``
+``rag-bench traces`` writing every remaining trace of the warm output (60 squad cells: 11,880
+traces in 517 s at load ~6 on 2 cores). Printed:
+the wall times, the ratios defaults / traces off (goal <= 1.25) and warm / cold, and the traces
+each store holds.
+
+    python benchmarks/sweep.py --corpus squad --traces
+    python benchmarks/sweep.py --corpus squad --traces --chunkers fixed,section   # 60 cells
 """
 
 from __future__ import annotations
@@ -60,6 +74,7 @@ import argparse
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -105,6 +120,9 @@ def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | N
     cmd = [str(BIN), "run", "-m", *overrides, f"tracking={tracking}", "generator=extractive", f"output.root={out}",
            "experiment.name=bench"]
     e = {**os.environ, "RAG_BENCH_CACHE": str(cache), "TQDM_DISABLE": "1", **(env or {})}
+    if "PYTHONPATH" not in (env or {}):  # this checkout's rag_bench, not the one the console script was installed from
+        e["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                                                         else [])])
     e.pop("MLFLOW_TRACKING_URI", None)
     if STOCK_ENV not in (env or {}):
         e.pop(STOCK_ENV, None)  # the wing on unless the arm asks for stock Hydra
@@ -311,9 +329,57 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     return out
 
 
+def traces_in(out: Path) -> int:
+    """Traces in the SQLite store of an output folder (0 when there is none)."""
+    db = out / "mlflow.db"
+    if not db.is_file():
+        return 0
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("select count(*) from trace_info").fetchone()[0])
+
+
+def bench_traces(name: str, full: list[str], cells: int, work: Path, complete: bool = False) -> dict[str, float]:
+    """Issue 44's comparison (module doc): the grid ``full`` cold and warm, MLflow's defaults vs
+    ``tracking.traces=false``, in one run."""
+    print(f"\n== traces: {name}, {cells} cells, MLflow on (sqlite, tracking's defaults) vs tracking.traces=false",
+          flush=True)
+    arms = {"defaults": [], "traces off": ["tracking.traces=false"]}
+    t: dict[str, float] = {}
+    # ABBA: traces off first when cold, last when warm, so a neighbour's load rising or falling
+    # through the run falls on both arms alike (one run on a shared machine moves by tens of seconds)
+    for phase, order in (("cold", ["traces off", "defaults"]), ("warm", ["defaults", "traces off"])):
+        for arm, extra in ((a, arms[a]) for a in order):
+            slug = arm.replace(" ", "-")
+            out = work / f"traces-{phase}-{slug}"
+            t[f"{phase} {arm}"] = run([*full, *extra], out=out, cache=work / f"traces-cache-{slug}", tracking="mlflow")
+            print(f"{phase:<5} {arm:<11} {t[f'{phase} {arm}']:8.1f} s   ({traces_in(out)} traces in its store)",
+                  flush=True)
+    for phase in ("cold", "warm"):
+        print(f"{phase}: defaults / traces off = {t[f'{phase} defaults'] / t[f'{phase} traces off']:.2f}  "
+              f"(goal <= 1.25)", flush=True)
+    for arm in arms:
+        print(f"{arm}: warm / cold = {t[f'warm {arm}'] / t[f'cold {arm}']:.2f}  (goal < 1)", flush=True)
+    out = work / "traces-warm-defaults"
+    before = traces_in(out)
+    t["again"] = run(full, out=out, cache=work / "traces-cache-defaults", tracking="mlflow")
+    print(f"again (defaults, every cell DONE): {t['again']:.1f} s, traces {before} -> {traces_in(out)}", flush=True)
+    if not complete:
+        return t
+    e = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+    e.pop("MLFLOW_TRACKING_URI", None)
+    t0 = time.perf_counter()
+    done = subprocess.run([str(BIN), "traces", str(out / "bench")], env=e, capture_output=True, text=True)
+    t["every trace"] = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"rag-bench traces failed:\n{done.stderr[-3000:]}")
+    print(f"rag-bench traces (every remaining question of the {cells} warm cells): {t['every trace']:.1f} s, "
+          f"traces {before} -> {traces_in(out)}", flush=True)
+    return t
+
+
 def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, cold_tracking: str = "mlflow",
                 arms: str = "all", chunkers: list[str] | None = None, baseline: Path | None = None,
-                overhead_only: bool = False) -> dict[str, float]:
+                overhead_only: bool = False, traces: str = "") -> dict[str, float]:
     """The 180-cell grid of issue 16: a cold sweep (``cold_tracking``, MLflow by default, as a user
     runs it) to fill the cache, timed against its distinct-work floor, then the per-cell overhead
     (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``; ``arms``: all, or
@@ -332,6 +398,8 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
           f"x {len(ks)} k = {n} cells{'; ' + ' '.join(extra) if extra else ''}", flush=True)
     full = [*grid(chunkers, rerankers=rerankers, ks=ks), *common]
     first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
+    if traces:
+        return bench_traces(f"squad2-normans {','.join(chunkers)}", full, n, work, complete=traces == "complete")
     if overhead_only:
         return overhead(full, first, work=work, cache=work / "squad-cache", cells=n, added=n // len(ks),
                         repeats=repeats, arms=arms, baseline=baseline, fill=True)
@@ -382,6 +450,11 @@ def main() -> None:
     p.add_argument("--overhead-only", action="store_true",
                    help="demo/squad: fill the cache with one untimed run, then only the per-cell overhead "
                         "(no cold, warm, floor or naive arms)")
+    p.add_argument("--traces", action="store_true",
+                   help="squad/demo: only issue 44's arms: the grid cold and warm with MLflow's defaults and with "
+                        "tracking.traces=false (module doc)")
+    p.add_argument("--traces-complete", action="store_true",
+                   help="with --traces: then time `rag-bench traces` writing every remaining trace of the warm output")
     a = p.parse_args()
     if a.baseline is not None:
         a.baseline = a.baseline.resolve()
@@ -393,8 +466,10 @@ def main() -> None:
             extra = [*([f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else []), *a.overrides]
             bench_squad(work, extra or None, a.repeats,
                         a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None, a.baseline,
-                        a.overhead_only)
-        if a.corpus in ("demo", "both"):
+                        a.overhead_only, ("complete" if a.traces_complete else "on") if a.traces else "")
+        if a.corpus == "demo" and a.traces:
+            bench_traces("demo", grid(DEMO_CHUNKERS), 72, work / "demo", complete=a.traces_complete)
+        elif a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET
 
             bench("demo", DEMO_DATASET, DEMO_CHUNKERS, [], work / "demo", a.naive_sample, a.repeats, a.arms,

@@ -2,7 +2,8 @@
 (SIGKILL, as a power cut or an OOM killer would) when execution reaches that point.
 
 Points: ``cell_written`` (cell files in place, before MLflow), ``mlflow_run_created`` (a cell's
-run exists but is not finished), ``before_done`` (everything logged, DONE not yet written).
+run exists but is not finished), ``before_done`` (everything logged, DONE not yet written),
+``trace_infos_written`` (a chunk of per-question traces created, their spans not logged yet).
 ``RAG_BENCH_FAILPOINT=<name>:sleep=<seconds>`` pauses there instead, to widen a race window in
 concurrency tests. Unset in normal use; costs one environment lookup per point.
 

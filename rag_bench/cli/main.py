@@ -29,6 +29,7 @@ from rag_bench.cli import (
     score_run,
     status,
     sync,
+    traces,
     validate,
 )
 from rag_bench.cli.common import say
@@ -37,7 +38,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label))
+    evaluate, export, calibrate, label, traces))
 USAGE = usage(COMMANDS)
 
 

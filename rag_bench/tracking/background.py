@@ -3,8 +3,8 @@ MLflow run and marks it DONE while the next cell runs.
 
 Writing a cell (parquet, JSON, YAML, CSV: ~0.05 s) and logging it to MLflow (~0.1-0.2 s of Python
 in MLflow's SQLAlchemy store: one batch of ~200 metrics, the dataset input, the artifacts, the
-status; with ``tracking.traces`` one trace per question besides, ~40 ms a question into SQLite on
-a loaded two-core machine: :mod:`rag_bench.tracking.traces`) are paid by every cell of a sweep. In a sweep run by ``rag-bench run -m``
+status; with ``tracking.traces`` a trace per sampled question besides, ~11-50 ms each into
+SQLite on two cores: :mod:`rag_bench.tracking.traces`) are paid by every cell of a sweep. In a sweep run by ``rag-bench run -m``
 (``hydra/launcher=rag_bench``, jobs one after the other in this process) the launcher opens a
 :func:`session`; within it ``rag_bench.runner.main`` hands each computed cell to
 :class:`BackgroundLogger`, which passes it to one child process

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rag_bench.errors import TrackingError
+from rag_bench.errors import ConfigError, TrackingError
 from rag_bench.evaluation.scorer import mlflow_name
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
@@ -49,7 +49,7 @@ from rag_bench.tracking.batches import log_batches
 from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
 from rag_bench.tracking.server import unreachable
 from rag_bench.tracking.store_seed import keep_template, seed_store
-from rag_bench.tracking.traces import delete_run_traces, log_traces, question_traces
+from rag_bench.tracking.traces import delete_run_traces, log_traces, missing, question_traces, sample
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,9 @@ LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"
 EXPERIMENT_KIND = "mlflow.experimentKind"
 # Run tag: how many per-question traces the run has (tracking.traces), or why they failed.
 TRACES_TAG = "rag_bench.traces"
+# Run tag: how many of the cell's questions have no trace yet (a sampled cell: `rag-bench traces` writes them).
+UNTRACED_TAG = "rag_bench.traces_missing"
+TRACE_SAMPLE = 10  # tracking.trace_sample's default (conf/tracking/mlflow.yaml)
 QUESTIONS_TABLE = "questions.json"
 LEADERBOARD_TABLE = "leaderboard.json"
 
@@ -99,16 +102,28 @@ class MlflowTracker:
         cell runs (:mod:`rag_bench.tracking.background`; a cell is still DONE only once its run
         is FINISHED). False: log in the sweep's process.
     traces:
-        Log each question of the cell as an MLflow trace linked to the cell's run, with its stage
-        spans and assessments (:mod:`rag_bench.tracking.traces`). False: none (very large sweeps).
+        Log the cell's questions as MLflow traces linked to the cell's run, with their stage
+        spans and assessments (:mod:`rag_bench.tracking.traces`). False: none.
+    trace_sample:
+        How many questions of each cell are traced when the cell is logged (the same questions in
+        every cell: :func:`rag_bench.tracking.traces.sample`); None: every question. The run's
+        tag ``rag_bench.traces_missing`` counts the others, which ``rag-bench traces CELL``
+        writes on demand (:meth:`complete_traces`).
     """
 
     def __init__(self, uri: str | None = None, required: bool = True, background: bool = True,
-                 traces: bool = True) -> None:
+                 traces: bool = True, trace_sample: int | None = TRACE_SAMPLE) -> None:
         self.uri_setting = uri
         self.required = bool(required)
         self.background = bool(background)
         self.traces = bool(traces)
+        if trace_sample is not None and (isinstance(trace_sample, bool) or not isinstance(trace_sample, int)
+                                         or trace_sample < 1):
+            raise ConfigError(f"tracking.trace_sample={trace_sample!r}: must be a whole number of questions >= 1, "
+                              "or null for every question -- fix: tracking.trace_sample=10, "
+                              "tracking.trace_sample=null (every question traced during the sweep) or "
+                              "tracking.traces=false (none)")
+        self.trace_sample = trace_sample
         self.uri = ""
         self.experiment = "default"
         self.sweep_id = ""
@@ -303,20 +318,23 @@ class MlflowTracker:
         return TracingClient(self.uri)
 
     def _log_traces(self, client: Any, exp_id: str, run_id: str, cell_id: str, cell_dir: Path) -> None:
-        """The cell's per-question traces, from its records.parquet and metrics.json. Best effort:
-        the run holds the cell's results, so a failure here is a warning and a run tag
+        """The traces of the cell's sampled questions (``trace_sample``), from its records.parquet
+        and metrics.json, and the run tags counting them and the questions left untraced. Best
+        effort: the run holds the cell's results, so a failure here is a warning and a run tag
         (``rag_bench.traces``), the traces logged so far are removed, and the cell is still FINISHED
         and DONE."""
-        import pandas as pd
+        from mlflow.entities import RunTag
 
         tracing = self._tracing()
         try:
-            records = pd.read_parquet(cell_dir / "records.parquet")
-            metrics_file = cell_dir / "metrics.json"
-            metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.exists() else {}
-            ids = log_traces(tracing, exp_id, run_id, cell_id, question_traces(records, metrics),
-                             is_local=not self.uri.startswith(("http://", "https://")))
-            client.set_tag(run_id, TRACES_TAG, str(len(ids)))
+            records, metrics = _cell_records(cell_dir)
+            qids = [str(q) for q in records["qid"]]
+            # only the sampled questions' traces are built (building all 208 took as long as writing 10)
+            ids = log_traces(tracing, exp_id, run_id, cell_id,
+                             question_traces(records, metrics, sample(qids, self.trace_sample)),
+                             is_local=self._local())
+            client.log_batch(run_id, tags=[RunTag(TRACES_TAG, str(len(ids))),
+                                           RunTag(UNTRACED_TAG, str(len(qids) - len(ids)))])
         except Exception as exc:  # noqa: BLE001 -- the traces are a view of the run; the cell is kept
             log.warning("cell %s: its MLflow traces were not logged (%s: %s); the run and the cell are kept",
                         cell_id, type(exc).__name__, exc)
@@ -324,6 +342,55 @@ class MlflowTracker:
                 delete_run_traces(tracing, exp_id, run_id)
             with contextlib.suppress(Exception):
                 client.set_tag(run_id, TRACES_TAG, f"failed: {type(exc).__name__}: {exc}"[:5000])
+
+    def _local(self) -> bool:
+        return not self.uri.startswith(("http://", "https://"))
+
+    def complete_traces(self, cell_id: str, cell_dir: Path, run_id: str | None = None) -> tuple[int, int]:
+        """Write the traces the cell's run lacks (the questions a sweep's sample left out, or
+        those of a run logged with ``traces=false``), replacing incomplete ones (a writer killed
+        mid-way); return (written, already there). ``run_id``: the cell's run, else its FINISHED
+        run in this experiment. Running it twice writes nothing the second time. Raises
+        :class:`TrackingError` when the cell has no FINISHED run here."""
+        from mlflow.entities import RunTag
+        from mlflow.exceptions import MlflowException
+
+        if self._disabled:
+            raise TrackingError(f"cell {cell_id}: MLflow is not reachable at {self.uri}, no traces written "
+                                "-- fix: start the server or pass --tracking-uri")
+        db = self._sqlite_path()
+        if db is not None and not db.is_file():  # not made here (and not to be made empty by this call)
+            raise TrackingError(f"cell {cell_id} ({cell_dir}): no MLflow store at {db} -- fix: pass the "
+                                f"--tracking-uri the sweep logged to, or `rag-bench sync {cell_dir.parent}` to "
+                                "upload the cells first")
+        client = self._get_client()
+        if client.get_experiment_by_name(self.experiment) is None:  # not made here: nothing to complete
+            raise TrackingError(f"cell {cell_id} ({cell_dir}): MLflow at {self.uri} has no experiment "
+                                f"'{self.experiment}' -- fix: pass the --tracking-uri the sweep logged to, or "
+                                f"`rag-bench sync {cell_dir.parent}` to upload the cells first")
+        exp_id = self._experiment_id()
+        try:
+            run = client.get_run(run_id) if run_id else None
+        except MlflowException:  # DONE names a run deleted since (the cell re-logged elsewhere): look it up
+            run = None
+        if run is None or run.info.lifecycle_stage != "active":
+            found = self.finished_run(cell_id)
+            run = client.get_run(found) if found else None
+        if run is None or run.info.status != "FINISHED" or run.info.lifecycle_stage != "active" or \
+                str(run.info.experiment_id) != str(exp_id):
+            raise TrackingError(f"cell {cell_id} ({cell_dir}) has no FINISHED run in MLflow experiment "
+                                f"'{self.experiment}' at {self.uri} -- fix: `rag-bench sync {cell_dir.parent}` "
+                                "uploads it first, or pass the --tracking-uri the sweep logged to")
+        tracing = self._tracing()
+        traces = question_traces(*_cell_records(cell_dir))
+        with self._lock("cell", cell_id):  # one writer per cell: a second waits, then finds them written
+            todo, stale = missing(tracing, exp_id, run.info.run_id, traces)
+            for i in range(0, len(stale), 100):
+                tracing.delete_traces(experiment_id=exp_id, trace_ids=stale[i:i + 100])
+            written = log_traces(tracing, exp_id, run.info.run_id, cell_id, todo, is_local=self._local()) \
+                if todo else []
+            client.log_batch(run.info.run_id, tags=[RunTag(TRACES_TAG, str(len(traces))), RunTag(UNTRACED_TAG, "0")])
+        return len(written), len(traces) - len(todo)
 
     def background_job(self, log_cell: dict[str, Any], done: dict[str, Any]) -> Any:
         """The :class:`~rag_bench.tracking.background.LogJob` logging a cell as :meth:`log_cell`
@@ -336,7 +403,7 @@ class MlflowTracker:
 
         return LogJob(cell_id=str(log_cell["cell_id"]), cell_dir=Path(log_cell["cell_dir"]), done=done,
                       tracker={"uri": self.uri_setting, "required": self.required, "background": False,
-                               "traces": self.traces},
+                               "traces": self.traces, "trace_sample": self.trace_sample},
                       bind={"output_root": self.output_root, "experiment": self.experiment,
                             "sweep_id": self.sweep_id, "parent_run": _PARENTS.get((self.uri, self.experiment,
                                                                                   self.sweep_id), self.parent_run)},
@@ -375,6 +442,16 @@ class MlflowTracker:
         run_id = _PARENTS.pop(key, None)
         if run_id is not None:
             self._get_client().set_terminated(run_id, "FINISHED" if ok else "FAILED")
+
+
+def _cell_records(cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """A cell folder's records.parquet (a DataFrame) and metrics.json (empty when absent)."""
+    import pandas as pd
+
+    records = pd.read_parquet(cell_dir / "records.parquet")
+    metrics_file = cell_dir / "metrics.json"
+    metrics = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file.exists() else {}
+    return records, metrics
 
 
 def summarize_sweeps(leaderboard: Any, best: dict[str, float], params: dict[str, Any], note: str, *,

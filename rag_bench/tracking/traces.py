@@ -34,14 +34,20 @@ citations), and ``judge_<metric>`` for each metric an LLM judge scored. A score 
 undefined (NaN: e.g. faithfulness of a refusal) is not logged.
 
 Cost: one ``start_trace`` per question carrying its metadata (the source run), tags and assessments
-together (MLflow has no batch call for these), then all spans of the cell in one ``log_spans``
-batch (per 1000 spans): a cell of N questions costs N + 1 store calls. ``benchmarks/traces.py``
-measures it; the per-question ``start_trace`` (one committed transaction each on SQLite) is most
-of it. Through a server (``is_local=False``) those calls go :data:`SERVER_CALLS` at a time.
+together (MLflow has no batch call for these), then the spans of :data:`TRACES_PER_CHUNK` traces in one
+``log_spans`` batch: a cell of N questions costs about N + N/100 store calls. ``benchmarks/traces.py``
+measures it; the per-question ``start_trace`` (one committed transaction each on SQLite, ~11 ms on
+an idle two-core machine) is most of it, so every question of the 180-cell squad2-normans grid
+(37,440 traces) costs ~7 minutes of store time however it is scheduled. A sweep therefore writes a
+sample of each cell's questions (:func:`sample`: the same questions in every cell, so a question's
+traces line up across cells) and ``rag-bench traces CELL`` writes the rest on demand
+(:func:`missing`: which questions still lack a complete trace). Through a server
+(``is_local=False``) the ``start_trace`` calls go :data:`SERVER_CALLS` at a time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
@@ -52,12 +58,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_bench.evaluation import measures
+from rag_bench.faults import failpoint
 
 # Trace tags: which cell and question a trace belongs to (searchable in MLflow's trace view).
 CELL_TAG = "rag_bench.cell_id"
 QID_TAG = "rag_bench.qid"
 TRACE_NAME = "question"
 SPANS_PER_CALL = 1000
+TRACES_PER_CHUNK = 100  # traces written (infos, then their spans) before the next ones: a kill leaves at most these incomplete
 SERVER_CALLS = 4  # start_trace calls in flight to a server (benchmarks/traces.py: 16.9 s -> 11.9 s per cell)
 PREVIEW = 1000  # MLflow's request/response preview length
 TEXT = 4000  # longest text kept in a span's inputs or outputs
@@ -131,10 +139,12 @@ def _ns(seconds: float | None) -> int:
     return max(0, int(round((seconds or 0.0) * 1e9)))
 
 
-def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> list[QuestionTrace]:
+def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
+                    only: set[str] | None = None) -> list[QuestionTrace]:
     """The traces of a cell: one per row of ``records`` (the cell's records.parquet as a
-    DataFrame); ``metrics`` (its metrics.json) gives the judge's seconds. Stages the cell did not
-    run (no rerank latency, no answer column, no judge column) have no span."""
+    DataFrame), or only of the questions ``only`` names (the judge's seconds are still shared out
+    over every judged question); ``metrics`` (its metrics.json) gives the judge's seconds. Stages
+    the cell did not run (no rerank latency, no answer column, no judge column) have no span."""
     columns = set(records.columns)
     judge_cols = sorted(c for c in columns if c.startswith("judge_") and not c.endswith(("_samples", "_sd"))
                         and c != "judge_failures")
@@ -142,7 +152,8 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None) -> l
     judged = int(records[judge_cols[0]].notna().sum()) if judge_cols else 0
     judge_each = (float(latency.get("judge_s") or 0.0) / judged) if judged else 0.0
     out = []
-    for row in records.to_dict(orient="records"):
+    rows = records if only is None else records[records["qid"].astype(str).isin(only)]
+    for row in rows.to_dict(orient="records"):
         question = str(row.get("question") or "")
         spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
                           {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
@@ -259,7 +270,7 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
 
     total = sum(sum(s.duration_ns for s in t.spans) for t in traces)
     clock = (end_ns if end_ns is not None else time.time_ns()) - total
-    spans: list[Any] = []
+    span_lists: list[list[Any]] = []
     infos = []
     for t in traces:
         trace_id = "tr-" + secrets.token_hex(16)
@@ -273,7 +284,7 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
         error = next((f"{data.name}: {data.error}" for data in t.spans if data.error is not None), None)
         root = SpanData(TRACE_NAME, "CHAIN", {"qid": t.qid, "question": t.question}, {"answer": t.answer},
                         duration, {"rag_bench.timing": TIMING_NOTE}, error)
-        spans += [Span.from_dict(d) for d in (_span_dict(trace_id, root_id, None, root, start), *children)]
+        span_lists.append([Span.from_dict(d) for d in (_span_dict(trace_id, root_id, None, root, start), *children)])
         code = AssessmentSource(source_type="CODE", source_id="rag_bench")
         judge = AssessmentSource(source_type="LLM_JUDGE", source_id="rag_bench.judge")
         assessments: list[Assessment] = [Feedback(name=s.name, value=s.value, rationale=s.rationale, trace_id=trace_id,
@@ -288,13 +299,57 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
             tags={CELL_TAG: cell_id, QID_TAG: t.qid, TraceTagKey.TRACE_NAME: TRACE_NAME,
                   TraceTagKey.SPANS_LOCATION: "TRACKING_STORE"},
             assessments=assessments))
-    # First: a trace row that log_spans made already costs start_trace a conflict (~1.7x). In
-    # parallel through a server (its calls wait on the network); one at a time into a file.
+    # Chunk by chunk, each chunk's infos first: a trace row that log_spans made already costs
+    # start_trace a conflict (~1.7x). In parallel through a server (its calls wait on the network);
+    # one at a time into a file. A process killed mid-way leaves at most one chunk of traces
+    # without (all) their spans: :func:`missing` finds them, and the next writer replaces them.
     with ThreadPoolExecutor(max_workers=1 if is_local else SERVER_CALLS) as pool:
-        list(pool.map(tracing.start_trace, infos))
-    for batch in _chunks(spans, SPANS_PER_CALL):
-        tracing.log_spans(experiment_id, batch)
+        for chunk in _chunks(list(zip(infos, span_lists)), TRACES_PER_CHUNK):
+            list(pool.map(tracing.start_trace, [info for info, _ in chunk]))
+            failpoint("trace_infos_written")
+            for batch in _chunks([s for _, trace_spans in chunk for s in trace_spans], SPANS_PER_CALL):
+                tracing.log_spans(experiment_id, batch)
     return [info.trace_id for info in infos]
+
+
+def sample(qids: list[str], size: int | None) -> set[str]:
+    """The ``size`` question ids a sweep traces in each cell (all of them when ``size`` is None or
+    not smaller): those whose SHA-256 is smallest, so every cell of a dataset traces the same
+    questions (a question's traces compare across cells) and the choice depends on no order."""
+    if size is None or size >= len(qids):
+        return set(qids)
+    return set(sorted(qids, key=lambda q: hashlib.sha256(q.encode("utf-8")).hexdigest())[:max(0, size)])
+
+
+def missing(tracing: Any, experiment_id: str, run_id: str, traces: list[QuestionTrace]) -> tuple[
+        list[QuestionTrace], list[str]]:
+    """What a run still lacks of ``traces`` (the cell's, :func:`question_traces`): the questions
+    with no complete trace linked to ``run_id``, and the ids of its incomplete traces (fewer spans
+    than the question has: a writer killed between a trace's info and its spans) and of the
+    duplicates of a question's complete trace, to delete. Two listings: every trace of the run,
+    and those with their spans (MLflow leaves a trace without spans out of the second)."""
+    want = {t.qid: len(t.spans) + 1 for t in traces}  # the root span and one per stage
+    spans = {t.info.trace_id: len(t.data.spans) for t in _run_traces(tracing, experiment_id, run_id, True)}
+    complete: set[str] = set()
+    stale: list[str] = []
+    for info in _run_traces(tracing, experiment_id, run_id, False):
+        qid = info.info.tags.get(QID_TAG)
+        if qid in want and qid not in complete and spans.get(info.info.trace_id) == want[qid]:
+            complete.add(qid)
+        else:
+            stale.append(info.info.trace_id)
+    return [t for t in traces if t.qid not in complete], stale
+
+
+def _run_traces(tracing: Any, experiment_id: str, run_id: str, include_spans: bool) -> Iterator[Any]:
+    token = None
+    while True:
+        page = tracing.search_traces(locations=[experiment_id], run_id=run_id, max_results=100, page_token=token,
+                                     include_spans=include_spans)
+        yield from page
+        token = getattr(page, "token", None)
+        if not token:
+            break
 
 
 def delete_run_traces(tracing: Any, experiment_id: str, run_id: str) -> int:
