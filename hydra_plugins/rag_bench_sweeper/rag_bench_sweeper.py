@@ -20,7 +20,7 @@ from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
 from rag_bench.runner.config import validate
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
@@ -81,7 +81,7 @@ class RagBenchSweeper(BasicSweeper):
         batch = super().get_job_batch()
         if self._context is None:
             return batch
-        return [[*job, f"{CONTEXT_KEY}={self._context.sweep_id}"] for job in batch]
+        return [[*job, context_override(self._context.sweep_id)] for job in batch]
 
     def _experiment_dir(self) -> Path:
         assert self.config is not None
@@ -127,7 +127,7 @@ class RagBenchSweeper(BasicSweeper):
 
         assert self.config is not None and self.hydra_context is not None and self.launcher is not None
         assert self._context is not None
-        context = f"{CONTEXT_KEY}={self._context.sweep_id}"
+        context = context_override(self._context.sweep_id)
         self.validate_batch_is_legal([[*job, context] for job in self._grid])
         loader = self.hydra_context.config_loader
         configs = [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)]

@@ -34,6 +34,17 @@ def sweep_id_from_argv(experiment: str, argv: list[str]) -> str:
     return hashlib.sha256(("\0".join([experiment, *args])).encode()).hexdigest()[:16]
 
 
+def context_override(sweep_id: str) -> str:
+    """The override handing a cell its sweep's id, quoted: Hydra reads an unquoted hex id of digits
+    and one ``e`` as a float (``582668e844564991`` is ``inf``) and one of digits as an int (leading
+    zeros lost), and the cell then looked for ``sweep-inf.json``.
+
+    >>> context_override("582668e844564991")
+    "sweep='582668e844564991'"
+    """
+    return f"{CONTEXT_KEY}='{sweep_id}'"
+
+
 @dataclass(frozen=True)
 class SweepContext:
     """``sweep_id``: the sweep's identity; ``axes``: the config keys it varies; ``progress``: the

@@ -84,3 +84,19 @@ def test_slurm_launcher_config_composes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "SlurmLauncher" in done.stdout and "partition: cpu" in done.stdout
     assert "array_parallelism: 32" in done.stdout
+
+
+def test_a_sweep_id_hydra_would_read_as_a_number_reaches_its_cells_as_written(tmp_path, monkeypatch):
+    # A sweep id is 16 hex digits from the command line's hash; one of digits and a single 'e'
+    # (582668e844564991) was read by Hydra as the float inf, and every cell of that sweep failed
+    # looking for .hydra/sweep-inf.json (a test's tmp path happened to hash to one).
+    from rag_bench.cli import main as cli
+    from rag_bench.runner import context
+
+    for sweep_id in ("582668e844564991", "0000000000000042"):
+        monkeypatch.setattr(context, "sweep_id_from_argv", lambda experiment, argv, s=sweep_id: s)
+        out = tmp_path / sweep_id
+        assert cli(["run", "-m", f"dataset.path={TINY}", f"output.root={out}", "generator=none", "tracking=none",
+                    "pipeline.k=3,5", "experiment.name=numeric"]) == 0
+        assert (out / "numeric" / ".hydra" / f"sweep-{sweep_id}.json").is_file()
+        assert len(list((out / "numeric").glob("*/DONE"))) == 2
