@@ -86,7 +86,7 @@ def test_wheel_ships_configs_demo_data_and_sweeper(tmp_path):
 
     demo = site / "rag_bench" / "datasets" / "kettleby"
     out = _run([sys.executable, "-m", "rag_bench.cli", "validate", str(demo)], cwd=empty, env=env).stdout
-    assert out.startswith("ok: kettleby (native): 20 documents") and "fingerprint" in out, out
+    assert out.startswith("ok: kettleby (native): 21 documents") and "fingerprint" in out, out
 
     out_root = tmp_path / "out"
     ran = _run([sys.executable, "-m", "rag_bench.cli", "run", "tracking=none", f"output.root={out_root}"],
