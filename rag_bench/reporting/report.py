@@ -134,6 +134,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     if trust is not None:
         add(TRUST_TITLE, trust, "trust")
     add("Answers side by side", sidebyside.section([(c.cell_id, names[c.cell_id]) for c in ranked]), "side")
+    documents = _documents(ranked, names)
+    if documents:
+        add("Documents: parsing and hostile text", documents, "documents")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
     scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
@@ -530,6 +533,46 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
                  f"{shown}</p>")
     return (alert + "<p>Cells with a security finding or a failed call (others: none). An unauthorized retrieval is a "
             "passage the asker may not read; a stale one is archived.</p>" + page.table(bad, sortable=True, left=1))
+
+
+def _documents(cells: list[Cell], names: dict[str, str]) -> str:
+    """Per cell, how its parser read the dataset's document files (parse/*) with every file that
+    failed and why, and the hostile-text figures (hidden_text/*, injection/*); '' when no cell
+    parsed a file or met a planted instruction."""
+    rows, failed = [], []
+    for c in cells:
+        parse, hidden, inj = (c.metrics.get(k) or {} for k in ("parse", "hidden_text", "injection"))
+        if not (parse or hidden or inj):
+            continue
+        chosen = c.config.get("parser")
+        parser = str(chosen.get("name", "auto")) if isinstance(chosen, dict) else "auto"
+        row: dict[str, Any] = {"cell": names[c.cell_id], "parser": parser}
+        for key, label in (("documents", "files"), ("failed_documents", "failed"), ("evidence_located", "located"),
+                           ("evidence_exact", "exact"), ("table_rows_intact", "table rows intact"),
+                           ("headings_found", "headings found"), ("questions_lost", "questions lost")):
+            if key in parse:
+                row[label] = parse[key]
+        for section, key, label in (("hidden_text", "surfaced", "hidden text surfaced"),
+                                    ("injection", "retrieved", "injection retrieved"),
+                                    ("injection", "in_context", "injection in context"),
+                                    ("injection", "followed", "injection followed")):
+            value = (c.metrics.get(section) or {}).get(key)
+            if value is not None:
+                row[label] = value
+        rows.append(row)
+        failed += [{"cell": names[c.cell_id], "parser": parser, "document": doc, "reason": reason}
+                   for doc, reason in sorted((c.metrics.get("parse_failures") or {}).items())]
+    if not rows:
+        return ""
+    body = ("<p>How each cell's parser read the dataset's .pdf/.html/.docx files (a quote not located is a loss, "
+            "labelled <code>parsing</code>), and planted instructions (docs.jsonl <code>canaries</code>): retrieved, "
+            "in the generator's context, followed in the answer; text a person does not see that reached the parse "
+            "(<code>hidden</code>). Definitions: docs/parsing.md, docs/metrics.md.</p>"
+            + page.table(rows, sortable=True, left=2))
+    if failed:
+        body += (f"<p class='bad'>{len(failed)} document file(s) could not be parsed (recorded, the sweep went on; "
+                 "the release policy bounds <code>parse/failed_documents</code>):</p>" + page.table(failed, left=4))
+    return body
 
 
 def _costs(cells: list[Cell], names: dict[str, str]) -> str:

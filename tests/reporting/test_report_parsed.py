@@ -127,3 +127,22 @@ def test_a_parser_that_cannot_be_built_here_shows_ids_not_another_parse(parsed_c
     assert corpus.get(other) is None and "cannot be read" in caplog.text
     rows = drill.cell_rows(other, drill.Passages(), corpus)
     assert len(rows) == len(cell.records) and all(r["parsed"] == [] for r in rows)
+
+
+def test_the_report_lists_each_cells_parse_and_every_file_that_failed_with_its_reason(parsed_cells, tmp_path):
+    # issue 43: a file a parser cannot read is recorded with its reason in metrics.json AND the report
+    cell = parsed_cells["pypdf"]
+    text = render_report(cell.path.parent, out_root=tmp_path / "reports", log_to_mlflow=False).read_text()
+    section = text[text.index("data-sec='documents'"):]
+    section = section[:section.index("</section>")]
+    assert "Documents: parsing and hostile text" in section
+    for parser in ("pypdf", "pdfplumber"):
+        assert f">{parser}<" in section
+    assert section.count(">encrypted PDF (a password is needed)<") == 2  # the locked file, in each cell
+    assert "2 document file(s) could not be parsed" in section
+
+
+def test_a_report_of_markdown_cells_has_no_documents_section(tmp_path):
+    cell = run(tmp_path, "experiment.name=md")
+    text = render_report(cell.parent, out_root=tmp_path / "reports", log_to_mlflow=False).read_text()
+    assert "data-sec='documents'" not in text
