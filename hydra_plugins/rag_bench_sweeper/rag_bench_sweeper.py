@@ -106,6 +106,10 @@ class RagBenchSweeper(BasicSweeper):
         try:
             if self._mode() == "halving":
                 return self._halving(progress)
+            if self._mode() == "staged":  # one axis at a time (rag_bench/search/staged.py)
+                from rag_bench.search import staged
+
+                return staged.sweep(self, progress)
             with Progress(progress, total):
                 return super().sweep(arguments)
         finally:

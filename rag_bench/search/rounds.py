@@ -24,20 +24,21 @@ from rag_bench.domain import Dataset, Question
 from rag_bench.errors import ConfigError
 from rag_bench.stats.confidence_set import model_confidence_set
 
-MODES = ("grid", "halving")
+MODES = ("grid", "halving", "staged")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
 
 
 @dataclass
 class SearchConf:
-    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question) or
-    ``halving``. Not part of a cell id nor of its stored config."""
+    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question),
+    ``halving`` or ``staged`` (:mod:`rag_bench.search.staged`). Not part of a cell id nor of its stored config."""
 
     mode: str = "grid"
     rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
     alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
     seed: int = 0  # halving: the draw of each round's questions
     round: int | None = None  # set by the sweeper on a job of a round before the last
+    finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:
