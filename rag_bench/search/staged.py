@@ -112,7 +112,7 @@ class Stage:
         shown = ", ".join(f"{v} {'-' if f is None else f'{f:.4f}'}" for v, f in zip(self.values, self.figures))
         found = f", {self.reused} found done or run in an earlier stage" if self.reused else ""
         return (f"stage {number}: {self.axis} ({shown}) -> {self.chosen}; "
-                f"{self.computed} cells computed{found}")
+                f"{self.computed} cell{'' if self.computed == 1 else 's'} computed{found}")
 
 
 def summary(stages: Sequence[Stage], measure: str, trials: int, computed: int, grid: int, command: str,
