@@ -38,6 +38,8 @@ class SearchConf:
     alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
     seed: int = 0  # halving: the draw of each round's questions
     round: int | None = None  # set by the sweeper on a job of a round before the last
+    max_llm_calls: int | None = None  # budget (rag_bench.search.budget): LLM calls this invocation may make
+    budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:
