@@ -115,7 +115,7 @@ class RagBenchSweeper(BasicSweeper):
             budget.stop()
             if spent is not None:  # what it finished and what is left (exit 0: re-run to resume)
                 print(spent.report(), flush=True)
-                spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.json")
+                spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.jsonl")
 
     def _budget(self) -> budget.Budget | None:
         """Start ``search.max_llm_calls`` / ``search.budget_s`` (docs/search.md, "Budgets")."""

@@ -81,8 +81,11 @@ class Budget:
         return "\n".join(lines)
 
     def write(self, path: Path) -> None:
+        """Append this invocation's :meth:`summary` as one JSON line (a resumed sweep has the same
+        sweep id: one line per invocation)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.summary(), indent=1), encoding="utf-8")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.summary()) + "\n")
 
 
 _CURRENT: Budget | None = None

@@ -93,8 +93,9 @@ def test_max_llm_calls_stops_between_cells_and_the_same_command_resumes(tmp_path
             assert made <= limit, f"{made} calls past search.max_llm_calls={limit}"
             now = done_cells(exp)
             assert all(now[c] == t for c, t in kept.items()), "a finished cell was recomputed"
-            files = sorted((exp / ".hydra").glob("budget-*.json"), key=lambda f: f.stat().st_mtime_ns)
-            assert json.loads(files[-1].read_text())["llm_calls"] == made  # the counter is what the server saw
+            (log,) = (exp / ".hydra").glob("budget-*.jsonl")  # one line per invocation of the same sweep
+            lines = [json.loads(line) for line in log.read_text().splitlines()]
+            assert len(lines) == invocations and lines[-1]["llm_calls"] == made  # the counter is what the server saw
             if len(now) == 3:
                 assert "budget not reached" in done.stdout or "0 left" in done.stdout, done.stdout
                 break
@@ -118,3 +119,10 @@ def test_budget_s_zero_starts_no_cell_and_exits_0(tmp_path):
     again = run(tmp_path / "out", tmp_path / "cache")  # no budget: the same grid runs to completion
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(list((tmp_path / "out" / "b").glob("*/DONE"))) == 3
+
+
+@pytest.mark.slow
+def test_a_budget_with_halving_is_refused_with_the_fix(tmp_path):
+    done = run(tmp_path / "out", tmp_path / "cache", "search.mode=halving", "search.max_llm_calls=5")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "search.mode=grid only" in done.stderr and "fix:" in done.stderr
