@@ -24,6 +24,7 @@ from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
+from rag_bench.search import budget
 from rag_bench.search.rounds import MODES
 
 
@@ -103,6 +104,7 @@ class RagBenchSweeper(BasicSweeper):
                                                 axes_of(self.config))
         self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
         self._context.write(self._experiment_dir())
+        spent = self._budget()
         try:
             if self._mode() == "halving":
                 return self._halving(progress)
@@ -114,6 +116,28 @@ class RagBenchSweeper(BasicSweeper):
                 return super().sweep(arguments)
         finally:
             progress.unlink(missing_ok=True)
+            budget.stop()
+            if spent is not None:  # what it finished and what is left (exit 0: re-run to resume)
+                print(spent.report(), flush=True)
+                spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.jsonl")
+
+    def _budget(self) -> budget.Budget | None:
+        """Start ``search.max_llm_calls`` / ``search.budget_s`` (docs/search.md, "Budgets")."""
+        assert self.config is not None
+        search = self.config.get("search") or {}
+        calls, seconds = search.get("max_llm_calls"), search.get("budget_s")
+        if calls is None and seconds is None:
+            return None
+        if (calls is not None and int(calls) < 0) or (seconds is not None and float(seconds) < 0):
+            raise ConfigError(f"search.max_llm_calls={calls}, search.budget_s={seconds}: must be >= 0 "
+                              "-- fix: search.max_llm_calls=<calls> search.budget_s=<seconds>")
+        if self._mode() != "grid":
+            raise ConfigError(f"search.max_llm_calls / search.budget_s apply to search.mode=grid only, not "
+                              f"{self._mode()} -- fix: search.mode=grid, or drop the budget")
+        if str(self.config.hydra.launcher.get("_target_", "")).split(".")[-1] not in ("RagBenchLauncher", "BasicLauncher"):
+            raise ConfigError("search.max_llm_calls / search.budget_s count in the sweep's process: they need the "
+                              "default launcher -- fix: hydra/launcher=rag_bench, or drop the budget")
+        return budget.start(None if calls is None else int(calls), None if seconds is None else float(seconds))
 
     def _mode(self) -> str:
         assert self.config is not None

@@ -17,6 +17,7 @@ from rag_bench.components import optional
 from rag_bench.digests import module_digest
 from rag_bench.domain import Passage
 from rag_bench.generation.prompt import Prompt
+from rag_bench.search import budget
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,11 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
                     check: Callable[[Any, int], list[Generation]] | None = None) -> list[Generation]:
     """Serve what the cache has, generate the rest once per distinct prompt, store successes.
     ``check(outputs, count)`` validates what the generator returned before anything is stored."""
+    stand_in = checked_traits(generator).stand_in  # a stand-in (extractive) makes no LLM calls
+
     def call(batch: Sequence[GenerationInput]) -> list[Generation]:
+        if not stand_in:  # search.max_llm_calls: all of them fit, or none is made (rag_bench.search.budget)
+            budget.spend_llm_calls(len(batch))
         out = generator.generate(batch)
         return [valid_unicode(g) for g in (check(out, len(batch)) if check is not None else out)]
 

@@ -15,9 +15,10 @@ from rag_bench import switches
 from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
-from rag_bench.runner.context import SweepContext
+from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides, run_cell
 from rag_bench.runner.primary import check_primary_reachable
+from rag_bench.search import budget
 
 register_configs()
 # The work cells of this process share (Hydra calls main once per cell of a sweep): the one
@@ -26,12 +27,24 @@ WORK = SharedWork()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> Path:
+def main(cfg: DictConfig) -> Path | None:
     """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
     run's own: the command's experiment and overrides). rag_bench's sweeper checks a grid's primary
-    measure; a single run is a grid of one. Returns the cell's folder (the job's return value)."""
+    measure; a single run is a grid of one. Returns the cell's folder (the job's return value), None
+    for a cell the sweep's budget stopped (rag_bench.search.budget)."""
     switches.configure(switches.Switches.from_environment())
     if HydraConfig.get().mode == RunMode.RUN:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
-    return run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there
+    spent = budget.current()
+    try:
+        folder = run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there
+    except budget.BudgetReached:
+        if spent is None:
+            raise
+        # search.max_llm_calls / budget_s: the cell stops unfinished (no DONE); the sweeper says so
+        spent.left.append(" ".join(o for o in HydraConfig.get().overrides.task if not o.startswith(f"{CONTEXT_KEY}=")))
+        return None
+    if spent is not None:
+        spent.finished.append(str(folder))
+    return folder

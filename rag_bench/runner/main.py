@@ -33,6 +33,7 @@ from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.search import budget
 from rag_bench.search import rounds as search
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
@@ -173,6 +174,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     if is_done(cell_dir):
         log.info("cell %s already done, skipping (%s)", cid, cell_dir)
         return cell_dir
+    budget.before_cell()  # search.budget_s: a cell not started by then is not started
     try:
         cell_dir.parent.mkdir(parents=True, exist_ok=True)
         if str(cell_dir.parent) not in _PROBED:  # once per folder and process (a sweep's cells share it)
