@@ -15,6 +15,7 @@ from hydra.core.override_parser.types import Override
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from rag_bench import budget
 from rag_bench.errors import ConfigError
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
@@ -23,9 +24,8 @@ from rag_bench.runner.config import validate
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
+from rag_bench.runner.rounds import MODES
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
-from rag_bench.search import budget
-from rag_bench.search.rounds import MODES
 
 
 class RagBenchSweeper(BasicSweeper):

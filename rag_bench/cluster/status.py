@@ -127,7 +127,7 @@ def _cell(cid: str, root: Path, jobs: list[JobStatus], plans: dict[str, tuple[st
 def _pruned(folder: Path) -> bool:
     """Whether a cell folder holds a cell a halving sweep pruned (docs/search.md): its round's
     results (PARTIAL) with a ``search`` block in metrics.json. The same command prunes it again."""
-    from rag_bench.search.rounds import PARTIAL
+    from rag_bench.runner.rounds import PARTIAL
 
     if not (folder / PARTIAL).is_file():
         return False

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from rag_bench import memo
+from rag_bench import budget, memo
 from rag_bench.components import optional
 from rag_bench.digests import module_digest
 from rag_bench.domain import Passage
 from rag_bench.generation.prompt import Prompt
-from rag_bench.search import budget
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 log = logging.getLogger(__name__)
@@ -137,7 +136,7 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     stand_in = checked_traits(generator).stand_in  # a stand-in (extractive) makes no LLM calls
 
     def call(batch: Sequence[GenerationInput]) -> list[Generation]:
-        if not stand_in:  # search.max_llm_calls: all of them fit, or none is made (rag_bench.search.budget)
+        if not stand_in:  # search.max_llm_calls: all of them fit, or none is made (rag_bench.budget)
             budget.spend_llm_calls(len(batch))
         out = generator.generate(batch)
         return [valid_unicode(g) for g in (check(out, len(batch)) if check is not None else out)]

@@ -41,7 +41,7 @@ from rag_bench.parsing.base import Parser
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
-from rag_bench.search.rounds import SearchConf
+from rag_bench.runner.rounds import SearchConf
 from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's

@@ -11,14 +11,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rag_bench import switches
+from rag_bench import budget, switches
 from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides, run_cell
 from rag_bench.runner.primary import check_primary_reachable
-from rag_bench.search import budget
 
 register_configs()
 # The work cells of this process share (Hydra calls main once per cell of a sweep): the one
@@ -31,7 +30,7 @@ def main(cfg: DictConfig) -> Path | None:
     """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
     run's own: the command's experiment and overrides). rag_bench's sweeper checks a grid's primary
     measure; a single run is a grid of one. Returns the cell's folder (the job's return value), None
-    for a cell the sweep's budget stopped (rag_bench.search.budget)."""
+    for a cell the sweep's budget stopped (rag_bench.budget)."""
     switches.configure(switches.Switches.from_environment())
     if HydraConfig.get().mode == RunMode.RUN:
         check_primary_reachable([cfg])

@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rag_bench import memo
+from rag_bench import budget, memo
 from rag_bench.cells import CellResult, atomic_write, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
@@ -31,10 +31,9 @@ from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
+from rag_bench.runner import rounds as search
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
-from rag_bench.search import budget
-from rag_bench.search import rounds as search
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -244,7 +243,7 @@ def _cell_dir(cfg: DictConfig, cid: str) -> Path:
 def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
     """Whether ``cell_dir`` holds the cell's results on (at least) the questions of a halving round
     with ``fraction`` of them drawn with ``seed``: the whole cell (DONE), or a round's results
-    (:data:`~rag_bench.search.rounds.PARTIAL`) on a fraction as large with the same seed (the
+    (:data:`~rag_bench.runner.rounds.PARTIAL`) on a fraction as large with the same seed (the
     rounds' subsets are nested)."""
     if is_done(cell_dir):
         return True

@@ -1,6 +1,6 @@
 """``search.mode=halving`` in the sweeper's process (docs/search.md): the rounds launched through
 the sweep's own launcher, the cells' per-question values read from their folders, the pruned
-cells marked, the summary printed and kept. The decisions are :mod:`rag_bench.search.rounds`'s.
+cells marked, the summary printed and kept. The decisions are :mod:`rag_bench.runner.rounds`'s.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
 from rag_bench.reporting import decide
 from rag_bench.reporting.verdict import question_values
+from rag_bench.runner import rounds as search
 from rag_bench.runner.main import round_covered
-from rag_bench.search import rounds as search
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
 

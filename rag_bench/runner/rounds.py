@@ -39,7 +39,7 @@ class SearchConf:
     seed: int = 0  # halving: the draw of each round's questions
     round: int | None = None  # set by the sweeper on a job of a round before the last
     finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
-    max_llm_calls: int | None = None  # budget (rag_bench.search.budget): LLM calls this invocation may make
+    max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
     budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
 
 

@@ -1,4 +1,4 @@
-"""Budgets (rag_bench/search/budget.py, docs/search.md "Budgets"): the counting rule on its own,
+"""Budgets (rag_bench/budget.py, docs/search.md "Budgets"): the counting rule on its own,
 then ``search.max_llm_calls`` / ``search.budget_s`` through the real CLI -- the openai generator
 against a local fake OpenAI-compatible endpoint (tests/servers.py), so every call is an HTTP request
 the test counts."""
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from rag_bench.search import budget
-from rag_bench.search.budget import Budget, BudgetReached
+from rag_bench import budget
+from rag_bench.budget import Budget, BudgetReached
 from tests.conftest import TINY
 from tests.servers import JsonEndpoint, good_reply, serving
 
