@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,29 @@ class RagBenchSweeper(BasicSweeper):
             raise ConfigError(f"search.mode={mode!r}: unknown -- fix: search.mode={'|'.join(MODES)}")
         return mode
 
+    def batch_launcher(self, progress: Path) -> tuple[Callable[[list[list[str]]], list[Path]], list[Any]]:
+        """For a search mode: the grid validated as a grid sweep's (tracking prepared), and
+        ``(launch, returns)`` -- ``launch(batch)`` runs a batch of the grid's jobs through the sweep's
+        launcher with a progress bar and gives each cell's folder (a failed job raises its error, as
+        in a grid); ``returns`` collects every batch's results for Hydra."""
+        assert self.launcher is not None and self._context is not None
+        context = context_override(self._context.sweep_id)
+        self.validate_batch_is_legal([[*job, context] for job in self._grid])
+        returns: list[Any] = []
+
+        def launch(batch: list[list[str]]) -> list[Path]:
+            assert self.launcher is not None
+            if not batch:
+                return []
+            progress.write_bytes(b"")
+            with Progress(progress, len(batch)):
+                results = self.launcher.launch([[*job, context] for job in batch], initial_job_idx=self._job_idx)
+            self._job_idx += len(batch)
+            returns.append(results)
+            return [Path(r.return_value) for r in results]
+
+        return launch, returns
+
     def _halving(self, progress: Path) -> Any:
         """``search.mode=halving`` (:mod:`rag_bench.search.halving`): rounds of the grid's cells on
         growing question subsets, each round's batch through the launcher, with a bar per round."""
@@ -153,10 +177,8 @@ class RagBenchSweeper(BasicSweeper):
         from rag_bench.runner.main import _load
         from rag_bench.search import halving
 
-        assert self.config is not None and self.hydra_context is not None and self.launcher is not None
-        assert self._context is not None
-        context = context_override(self._context.sweep_id)
-        self.validate_batch_is_legal([[*job, context] for job in self._grid])
+        assert self.config is not None and self.hydra_context is not None and self._context is not None
+        launch, returns = self.batch_launcher(progress)
         loader = self.hydra_context.config_loader
         configs = [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)]
         paths = {str(dataset_path(c).resolve()) for c in configs}
@@ -164,17 +186,6 @@ class RagBenchSweeper(BasicSweeper):
             raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(paths)} "
                               "datasets -- fix: one halving sweep per dataset (or search.mode=grid)")
         questions = _load(configs[0]).questions
-        returns: list[Any] = []
-
-        def launch(batch: list[list[str]]) -> list[Path]:
-            assert self.launcher is not None
-            progress.write_bytes(b"")
-            with Progress(progress, len(batch)):
-                results = self.launcher.launch([[*job, context] for job in batch], initial_job_idx=self._job_idx)
-            self._job_idx += len(batch)
-            returns.append(results)
-            return [Path(r.return_value) for r in results]  # a failed job raises its error, as in a grid
-
         search = self.config.search
         halving.run(self._grid, questions, launch, rounds=list(search.rounds), alpha=float(search.alpha),
                     seed=int(search.seed), summary_path=self._experiment_dir() / ".hydra" /

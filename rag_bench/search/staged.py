@@ -180,24 +180,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
 def sweep(sweeper: Any, progress: Path) -> Any:
     """``search.mode=staged`` in rag_bench's Hydra sweeper: the grid validated as a grid's (and
     tracking prepared), each stage's new trials one batch through the sweep's launcher."""
-    from rag_bench.runner.context import context_override
-    from rag_bench.runner.sweeper import Progress
-
-    assert sweeper.launcher is not None and sweeper._context is not None
-    context = context_override(sweeper._context.sweep_id)
-    sweeper.validate_batch_is_legal([[*job, context] for job in sweeper._grid])
-    returns: list[Any] = []
-
-    def launch(batch: list[list[str]]) -> list[Path]:
-        if not batch:
-            return []
-        progress.write_bytes(b"")
-        with Progress(progress, len(batch)):
-            results = sweeper.launcher.launch([[*job, context] for job in batch], initial_job_idx=sweeper._job_idx)
-        sweeper._job_idx += len(batch)
-        returns.append(results)
-        return [Path(r.return_value) for r in results]  # a failed job raises its error, as in a grid
-
+    launch, returns = sweeper.batch_launcher(progress)
     top = int((sweeper.config.get("search") or {}).get("finalists", 2))
     run(sweeper._grid, launch, top=top,
         summary_path=sweeper._experiment_dir() / ".hydra" / f"search-{sweeper._context.sweep_id}.json")
