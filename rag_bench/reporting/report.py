@@ -26,7 +26,9 @@ from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers import injection as inj
 from rag_bench.evaluation.scorers import latency as latency_scorer
+from rag_bench.evaluation.scorers import parsing as prs
 from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline
@@ -539,29 +541,23 @@ def _documents(cells: list[Cell], names: dict[str, str]) -> str:
     """Per cell, how its parser read the dataset's document files (parse/*) with every file that
     failed and why, and the hostile-text figures (hidden_text/*, injection/*); '' when no cell
     parsed a file or met a planted instruction."""
+    shown = ((prs.DOCUMENTS, "files"), (prs.FAILED_DOCUMENTS, "failed"), (prs.EVIDENCE_LOCATED, "located"),
+             (prs.EVIDENCE_EXACT, "exact"), (prs.TABLE_ROWS_INTACT, "table rows intact"),
+             (prs.HEADINGS_FOUND, "headings found"), (prs.QUESTIONS_LOST, "questions lost"),
+             (inj.SURFACED, "hidden text surfaced"), (inj.RETRIEVED, "injection retrieved"),
+             (inj.IN_CONTEXT, "injection in context"), (inj.FOLLOWED, "injection followed"))
     rows, failed = [], []
     for c in cells:
-        parse, hidden, inj = (c.metrics.get(k) or {} for k in ("parse", "hidden_text", "injection"))
-        if not (parse or hidden or inj):
+        values = {label: (c.metrics.get(m.section) or {}).get(m.name) for m, label in shown}
+        if all(v is None for v in values.values()):
             continue
         chosen = c.config.get("parser")
         parser = str(chosen.get("name", "auto")) if isinstance(chosen, dict) else "auto"
         row: dict[str, Any] = {"cell": names[c.cell_id], "parser": parser}
-        for key, label in (("documents", "files"), ("failed_documents", "failed"), ("evidence_located", "located"),
-                           ("evidence_exact", "exact"), ("table_rows_intact", "table rows intact"),
-                           ("headings_found", "headings found"), ("questions_lost", "questions lost")):
-            if key in parse:
-                row[label] = parse[key]
-        for section, key, label in (("hidden_text", "surfaced", "hidden text surfaced"),
-                                    ("injection", "retrieved", "injection retrieved"),
-                                    ("injection", "in_context", "injection in context"),
-                                    ("injection", "followed", "injection followed")):
-            value = (c.metrics.get(section) or {}).get(key)
-            if value is not None:
-                row[label] = value
+        row.update({label: v for label, v in values.items() if v is not None})
         rows.append(row)
         failed += [{"cell": names[c.cell_id], "parser": parser, "document": doc, "reason": reason}
-                   for doc, reason in sorted((c.metrics.get("parse_failures") or {}).items())]
+                   for doc, reason in sorted((c.metrics.get(prs.FAILURES_SECTION) or {}).items())]
     if not rows:
         return ""
     body = ("<p>How each cell's parser read the dataset's .pdf/.html/.docx files (a quote not located is a loss, "

@@ -478,7 +478,7 @@ def test_a_rag_bench_sweep_is_what_the_basic_launcher_gives(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         cells = {p.parent.name: p.read_text().replace(str(out), "<out>") for p in (out / "default").glob("*/config.yaml")}
         log = re.sub(r"^\[[^]]*\]", "", (out / "default" / ".hydra" / "rag_bench.log").read_text(), flags=re.M)
-        log = re.sub(r"sweep=[0-9a-f]{16}", "sweep=<id>", log)  # the two commands are two sweeps
+        log = re.sub(r"sweep='?[0-9a-f]{16}'?", "sweep=<id>", log)  # the two commands are two sweeps
         results[name] = (cells, done.stdout.replace(str(out), "<out>"), log.replace(str(out), "<out>"))
     assert len(results["basic"][0]) == 4
     assert results["rag_bench"] == results["basic"]
