@@ -113,6 +113,10 @@ class RagBenchSweeper(BasicSweeper):
                 from rag_bench.search import staged
 
                 return staged.sweep(self, progress)
+            if self._mode() == "optuna":  # TPE / NSGA-II over the grid's cells (rag_bench/search/optuna_search.py)
+                from rag_bench.search import optuna_search
+
+                return optuna_search.sweep(self, progress)
             with Progress(progress, total):
                 return super().sweep(arguments)
         finally:

@@ -24,7 +24,7 @@ from rag_bench.domain import Dataset, Question
 from rag_bench.errors import ConfigError
 from rag_bench.stats.confidence_set import model_confidence_set
 
-MODES = ("grid", "halving", "staged")
+MODES = ("grid", "halving", "staged", "optuna")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
 
 
@@ -36,9 +36,11 @@ class SearchConf:
     mode: str = "grid"
     rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
     alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
-    seed: int = 0  # halving: the draw of each round's questions
+    seed: int = 0  # halving: the draw of each round's questions; optuna: the sampler's seed
     round: int | None = None  # set by the sweeper on a job of a round before the last
     finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
+    n_trials: int = 20  # optuna: the trials asked of the sampler (capped at the grid's cells)
+    objectives: list[str] = field(default_factory=lambda: ["primary"])  # optuna: primary (TPE); +latency/cost: NSGA-II
     max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
     budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
 
