@@ -282,9 +282,9 @@ def _search(jobs: Sequence[Sequence[str]], launch: Launch, names: tuple[str, ...
         if not objectives:
             objectives = resolve(names, cells[cid])
             if "cost" in names and value(cells[cid], objectives[names.index("cost")]) is None:
-                unpriced = (cells[cid].metrics.get("cost") or {}).get("unpriced") or []
+                unpriced = (cells[cid].metrics.get("cost") or {}).get("unpriced")  # text (scorers/cost.py)
                 raise ConfigError(f"search.objectives has cost but cell {cid} has no {COST} "
-                                  f"({'; '.join(map(str, unpriced)) or 'no price table'}) -- fix: price every "
+                                  f"({unpriced or 'no price table'}) -- fix: price every "
                                   "model the grid uses (prices.models.<model>.*, prices.usd_per_hour), or drop cost")
         values = tuple(value(cells[cid], o) for o in objectives)
         if all(v is not None for v in values):

@@ -51,7 +51,7 @@ class FakeLaunch:
         if not (folder / "DONE").is_file():
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "config.yaml").write_text(yaml.safe_dump({"experiment": {"primary": "retrieval/ndcg@10"}}))
-            cost = {"usd_per_question": figure(job, "usd")} if self.usd else {"unpriced": ["generator model 'x'"]}
+            cost = {"usd_per_question": figure(job, "usd")} if self.usd else {"unpriced": "generator model 'x' has no price"}
             (folder / "metrics.json").write_text(json.dumps({
                 "retrieval": {"ndcg@10": figure(job, "ndcg")},
                 "latency": {"retrieve_p50_ms": 10 * figure(job, "ms"), "e2e_p50_ms": None}, "cost": cost}))
@@ -150,7 +150,7 @@ def test_the_best_of_one_objective_is_the_leaderboards_first(tmp_path):
 
 
 def test_a_cost_objective_on_unpriced_cells_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="generator model 'x'.*fix: price every model"):
+    with pytest.raises(ConfigError, match=r"\(generator model 'x' has no price\) -- fix: price every model"):
         search(tmp_path, FakeLaunch(tmp_path, usd=False), n_trials=4, objectives=["primary", "cost"])
 
 
