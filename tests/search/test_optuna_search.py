@@ -162,3 +162,23 @@ def test_latency_is_end_to_end_when_the_first_cell_has_it(tmp_path):
     (latency,) = optuna_search.resolve(["latency"], cell)
     assert latency.key == optuna_search.E2E_LATENCY and not latency.higher
     assert optuna_search.value(cell, latency) == 120.0
+
+
+def test_optuna_keys_compose_and_enter_neither_the_cell_id_nor_the_stored_config():
+    from rag_bench.runner.config import cell_id
+    from rag_bench.runner.main import stored_config
+    from tests.conftest import compose_config
+
+    grid = compose_config(["tracking=none"])
+    optuna = compose_config(["tracking=none", "search.mode=optuna", "search.n_trials=5", "search.seed=7",
+                             "search.objectives=[primary,latency,cost]"])
+    assert list(optuna.search.objectives) == ["primary", "latency", "cost"] and optuna.search.n_trials == 5
+    assert list(grid.search.objectives) == ["primary"] and grid.search.n_trials == 20  # the defaults
+    assert cell_id(grid, "fp") == cell_id(optuna, "fp")
+    assert stored_config(grid, "/d") == stored_config(optuna, "/d")
+
+
+def test_a_grid_of_one_cell_is_one_trial(tmp_path):
+    launch = FakeLaunch(tmp_path)
+    trials = optuna_search.run([["+experiment=demo", "chunker=fixed"]], launch, n_trials=20, out=io.StringIO())
+    assert [(t.number, t.params, t.computed) for t in trials] == [(1, {}, True)] and len(launch.launched) == 1
