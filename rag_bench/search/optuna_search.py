@@ -281,12 +281,14 @@ def _search(jobs: Sequence[Sequence[str]], launch: Launch, names: tuple[str, ...
             by_job[index] = (cid, number)
         if not objectives:
             objectives = resolve(names, cells[cid])
-            if "cost" in names and value(cells[cid], objectives[names.index("cost")]) is None:
-                unpriced = (cells[cid].metrics.get("cost") or {}).get("unpriced")  # text (scorers/cost.py)
-                raise ConfigError(f"search.objectives has cost but cell {cid} has no {COST} "
-                                  f"({unpriced or 'no price table'}) -- fix: price every "
-                                  "model the grid uses (prices.models.<model>.*, prices.usd_per_hour), or drop cost")
         values = tuple(value(cells[cid], o) for o in objectives)
+        if "cost" in names and values[names.index("cost")] is None:
+            # a cost search over a grid priced in part would rank the priced cells only: stop
+            unpriced = (cells[cid].metrics.get("cost") or {}).get("unpriced")  # text (scorers/cost.py)
+            raise ConfigError(f"search.objectives has cost but trial {number}'s cell {cid} has no {COST} "
+                              f"({unpriced or 'no price table'}) -- fix: price every model the grid uses "
+                              "(prices.models.<model>.*, prices.usd_per_hour) and run under a new experiment.name "
+                              "(a finished cell keeps the money it was priced at), or drop cost")
         if all(v is not None for v in values):
             study.tell(asked, [v if o.higher else -v for v, o in zip(values, objectives)])  # type: ignore[operator]
         else:

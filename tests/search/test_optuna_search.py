@@ -35,7 +35,7 @@ class FakeLaunch:
     """Writes each job's cell folder (config.yaml, metrics.json, DONE) unless it is DONE already;
     raises after ``stop_after`` launches (a sweep killed mid-way)."""
 
-    def __init__(self, root: Path, stop_after: int | None = None, usd: bool = True) -> None:
+    def __init__(self, root: Path, stop_after: int | None = None, usd: bool | str = True) -> None:
         self.root, self.stop_after, self.usd = root, stop_after, usd
         self.launched: list[str] = []
         self.computed: list[str] = []
@@ -51,7 +51,8 @@ class FakeLaunch:
         if not (folder / "DONE").is_file():
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "config.yaml").write_text(yaml.safe_dump({"experiment": {"primary": "retrieval/ndcg@10"}}))
-            cost = {"usd_per_question": figure(job, "usd")} if self.usd else {"unpriced": "generator model 'x' has no price"}
+            priced = self.usd is True or (isinstance(self.usd, str) and self.usd not in job)  # usd: the unpriced one
+            cost = {"usd_per_question": figure(job, "usd")} if priced else {"unpriced": "generator model 'x' has no price"}
             (folder / "metrics.json").write_text(json.dumps({
                 "retrieval": {"ndcg@10": figure(job, "ndcg")},
                 "latency": {"retrieve_p50_ms": 10 * figure(job, "ms"), "e2e_p50_ms": None}, "cost": cost}))
@@ -150,8 +151,17 @@ def test_the_best_of_one_objective_is_the_leaderboards_first(tmp_path):
 
 
 def test_a_cost_objective_on_unpriced_cells_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match=r"\(generator model 'x' has no price\) -- fix: price every model"):
-        search(tmp_path, FakeLaunch(tmp_path, usd=False), n_trials=4, objectives=["primary", "cost"])
+    with pytest.raises(ConfigError, match=r"trial 1's .*\(generator model 'x' has no price\) -- fix: price every model"):
+        search(tmp_path / "a", FakeLaunch(tmp_path / "a", usd=False), n_trials=4, objectives=["primary", "cost"])
+    # a grid priced in part (its dense cells unpriced): the search stops at the first unpriced trial
+    # rather than rank the priced cells only
+    launch = FakeLaunch(tmp_path / "b", usd="retriever=dense")
+    with pytest.raises(ConfigError, match="new experiment.name") as error:
+        search(tmp_path / "b", launch, n_trials=27, seed=0, objectives=["primary", "cost"])
+    cid = str(error.value).split("cell ")[1].split(" ")[0]
+    assert cid == launch.launched[-1] and (tmp_path / "b" / cid / "DONE").is_file()  # the cell itself is kept
+    costs = [json.loads((tmp_path / "b" / c / "metrics.json").read_text())["cost"] for c in launch.launched]
+    assert "unpriced" in costs[-1] and all("usd_per_question" in c for c in costs[:-1])
 
 
 def test_latency_is_end_to_end_when_the_first_cell_has_it(tmp_path):
