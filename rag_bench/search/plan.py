@@ -239,6 +239,16 @@ def halving_bound(cells: int, round_sizes: Sequence[int]) -> int:
     return cells * sum(round_sizes)
 
 
+def halving_floor(cells: int, round_sizes: Sequence[int]) -> int:
+    """The cell-questions a halving sweep computes at least: every cell in the first round, then one
+    cell (the leader) alone through the later rounds.
+
+    >>> halving_floor(10, [3, 6, 12])
+    48
+    """
+    return cells * round_sizes[0] + sum(round_sizes[1:]) if round_sizes else 0
+
+
 def staged_bound(axis_sizes: Sequence[int]) -> int:
     """The trials a staged search runs at most: the defaults' cell, then each axis' other values
     (fewer when a chosen value's trial was run by an earlier stage).
@@ -254,15 +264,16 @@ def mode_lines(mode: str, cells: int, questions: int, *, round_sizes: Sequence[i
     """What the chosen search mode computes at most, against the grid's cell-questions.
 
     >>> mode_lines("halving", 10, 12, round_sizes=[3, 6, 12])[0][:80]
-    'search.mode=halving: at most 210 cell-questions in 3 rounds of 3, 6, 12 question'
+    'search.mode=halving: 48 to 210 cell-questions in 3 rounds of 3, 6, 12 questions '
     """
     grid = cells * questions
     if mode == "grid":
         return [f"search.mode=grid: {cells} cells x {questions} questions = {grid:,} cell-questions"]
     if mode == "halving":
         sizes = ", ".join(str(n) for n in round_sizes)
-        return [f"search.mode=halving: at most {halving_bound(cells, round_sizes):,} cell-questions in "
-                f"{len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); a bound: pruned cells stop early",
+        return [f"search.mode=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
+                f"cell-questions in {len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); bounds: how "
+                "many cells each round prunes is decided by the results",
                 "  prompts: at most the grid's (a round's questions are the grid's, and answers are cached between "
                 "rounds)"]
     if mode == "staged":

@@ -70,7 +70,8 @@ def test_duration_adds_the_measured_parts_and_names_the_missing_ones():
 def test_mode_bounds_use_the_modes_arithmetic():
     assert mode_lines("grid", 4, 10) == ["search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
     halving = mode_lines("halving", 4, 10, round_sizes=[3, 5, 10])
-    assert "at most 72 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
+    # at least: 4 cells x 3 questions, then the leader alone on 5 and 10; at most: every cell every round
+    assert "27 to 72 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
     staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
     assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
     assert "not modelled" in mode_lines("optuna", 4, 10)[0]

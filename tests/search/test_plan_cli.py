@@ -56,7 +56,10 @@ def planned(tmp: Path, *args: str) -> dict[str, Any]:
     gen = re.search(r"^\s+openai:local\s+([\d,]+)\s+([\d,]+)\s+([\d,]+|-)$", out, re.M)
     cells = re.search(r"cells: (\d+) in the grid, (\d+) already DONE, (\d+) to compute", out)
     assert cells, out
-    n = (lambda s: 0 if s == "-" else int(s.replace(",", "")))
+
+    def n(s: str) -> int:
+        return 0 if s == "-" else int(s.replace(",", ""))
+
     return {"out": out, "cells": tuple(int(x) for x in cells.groups()),
             "texts": (n(emb.group(1)), n(emb.group(2))) if emb else (0, 0),
             "prompts": (n(gen.group(1)), n(gen.group(2)), n(gen.group(3))) if gen else (0, 0, 0)}
