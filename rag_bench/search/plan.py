@@ -63,6 +63,7 @@ class JudgeWork:
     key: str
     at_most: int
     bound: int
+    calls_each: int = 1  # judge.metrics x judge.samples: the calls one judgement makes (claim metrics: per claim)
 
 
 @dataclass(frozen=True)
@@ -316,8 +317,10 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     else:
         lines.append("    none (no cell to compute generates)")
     if plan.judges:
-        lines.append("  judge: " + "; ".join(f"{j.key}: at most {j.at_most:,} judgements (refusals and the judge cache "
-                                             "not subtracted)" for j in plan.judges))
+        lines.append("  judge: " + "; ".join(f"{j.key}: at most {j.at_most:,} judgements x {j.calls_each} calls (metrics x "
+                                             "samples; a claim metric calls once per claim) = "
+                                             f"{j.at_most * j.calls_each:,} (refusals and the judge cache not subtracted)"
+                                             for j in plan.judges))
     else:
         lines.append("  judge: none")
     lines.append("  money (the new work):")

@@ -437,11 +437,23 @@ class _Counting:
                 prompts.append(PromptWork(p.name, p.price_name, p.named_model, len(p.new), len(p.cached), len(bound),
                                           sum(p.new.values()), sum(bound.values()), p.max_tokens, p.stand_in))
         judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
-                                 len(self.judge_bound.get(k, ()))) for k, v in self.judges.items())
+                                 len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
         questions = max(self.questions.values(), default=0)
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
                     tuple(dict.fromkeys(self.notes)))
+
+
+def _calls_each(key: str) -> int:
+    """The calls one judgement makes: its metrics x its samples (1 when the config says neither)."""
+    import ast
+
+    try:
+        node = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return 1
+    metrics = node.get("metrics")
+    return max(len(metrics) if isinstance(metrics, list) else 1, 1) * max(int(node.get("samples") or 1), 1)
 
 
 def _judge_name(key: str) -> str:

@@ -15,7 +15,7 @@ from rag_bench.evaluation.prices import ModelPrice, Prices
 from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
 from rag_bench.search.plan import EmbedWork, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
-from rag_bench.search.plan_probe import Ledger, PlanEmbedder, stored_keys
+from rag_bench.search.plan_probe import Ledger, PlanEmbedder, _calls_each, stored_keys
 
 
 def plan(**kw) -> Plan:
@@ -83,6 +83,9 @@ def test_render_is_a_small_table_with_every_part():
     assert "minilm:all-MiniLM-L6-v2  300     100" in out
     assert "openai:api-llm   20       5                 10" in out
     assert "judge: none" in out and "no measured throughput yet" in out and "search.mode=grid: x" in out
+    each = _calls_each(repr({"name": "ragas", "metrics": ["faithfulness", "response_relevancy"], "samples": 1}))
+    judged = render(plan(judges=(JudgeWork("ragas:local", 12, 0, each),)), None, Rates())
+    assert "judge: ragas:local: at most 12 judgements x 2 calls" in judged and "= 24 " in judged
 
 
 def test_throughput_history_sums_what_cells_measured(tmp_path, monkeypatch):
