@@ -34,7 +34,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, JudgeWork, Plan, PromptWork, mode_lines
-from rag_bench.storage import checksum
+from rag_bench.storage import BlobStore, checksum
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,21 @@ def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None) 
     finally:
         conn.close()
     return out
+
+
+class ReadOnlyStore:
+    """A rag_bench store as the plan uses it (the parse cache, a cross-encoder's pair scores): its
+    rows read as :func:`stored_keys` reads them, nothing ever stored -- what the plan computes
+    (a parse, a pair score) is used and forgotten."""
+
+    def __init__(self, path: Path, table: str) -> None:
+        self.path, self.table = path, table
+
+    def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return stored_keys(self.path, self.table, keys)
+
+    def put_bytes(self, items: Any) -> None:
+        return None
 
 
 class VectorLookup:
@@ -234,13 +249,22 @@ def make(args: list[str], command: str = "") -> tuple[Plan, Any, Any]:
     printed with (:func:`rag_bench.search.plan.render`)."""
     from rag_bench.cluster.embed_phase import compose_cells, grid_overrides
     from rag_bench.evaluation.prices import from_config
+    from rag_bench.parsing import run as parsing
     from rag_bench.runner import throughput
+    from rag_bench.storage import default_cache_dir
 
     overrides, jobs = grid_overrides(args)
     cfgs = compose_cells([[o for o in job if not o.lstrip("+~").startswith("hydra")] for job in jobs])
     counting = _Counting()
-    for cfg in cfgs:
-        counting.cell(cfg)
+    store = parsing.cache_store
+    # Documents a parser reads (PDF, HTML, Word) are parsed from the parse cache, or parsed here and
+    # not stored: the plan writes no cache entry.
+    parsing.cache_store = lambda: ReadOnlyStore(default_cache_dir() / "parses.sqlite", "parses")  # type: ignore[assignment,return-value]
+    try:
+        for cfg in cfgs:
+            counting.cell(cfg)
+    finally:
+        parsing.cache_store = store
     plan = counting.plan(command or "rag-bench run -m " + " ".join(args), cfgs, jobs)
     return plan, from_config(cfgs[0]) if cfgs else None, throughput.rates(throughput.read())
 
@@ -326,6 +350,9 @@ class _Counting:
             return
         parts = build_cell(cfg, self.work)
         self.embedder(parts, cfg)
+        store = getattr(parts.reranker, "_store", None)
+        if isinstance(store, BlobStore):  # a cross-encoder's pair scores: read, never stored by the plan
+            parts.reranker._store = ReadOnlyStore(store.path, store.table)
         s = parts.settings
         questions = list(dataset.questions)
         chunk_key = [dataset.corpus_key, *parts.identity("chunker")]

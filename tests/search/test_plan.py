@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 from omegaconf import OmegaConf
 
 from rag_bench.embedding.cache import EmbeddingCache, text_key
@@ -15,7 +16,7 @@ from rag_bench.evaluation.prices import ModelPrice, Prices
 from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
 from rag_bench.search.plan import EmbedWork, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
-from rag_bench.search.plan_probe import Ledger, PlanEmbedder, _calls_each, stored_keys
+from rag_bench.search.plan_probe import Ledger, PlanEmbedder, _calls_each, make, stored_keys
 
 
 def plan(**kw) -> Plan:
@@ -155,3 +156,20 @@ def test_plan_embedder_answers_from_the_cache_and_counts_the_rest_as_new(tmp_pat
     assert ledger.new["m"] == {text_key("model@1", "", "new chunk"), text_key("model@1", "q: ", "how?")}
     assert len(ledger.cached["m"]) == 2
     assert emb.embed_queries([]).shape == (0, 8)
+
+
+def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypatch):
+    """The plan parses documents a parser reads (to know their chunks) and stores no parse: the parse
+    cache is read, never written (before the fix, parses.sqlite appeared in the cache folder)."""
+    pytest.importorskip("pypdf", reason="the parse extra is not installed (make parse)")
+    from tests.e2e.test_parser_sweep import _dataset
+
+    data = _dataset(tmp_path / "normans-pdf")
+    (tmp_path / "cache").mkdir()
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    before = files(tmp_path)
+    got, _, _ = make([f"dataset.path={data}", "parser=pypdf", "retriever=bm25", "tracking=none",
+                      f"output.root={tmp_path / 'out'}"])
+    assert files(tmp_path) == before
+    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and got.texts_new == 0
+    assert got.prompts_new == got.questions > 0  # every question's prompt, none cached
