@@ -16,6 +16,7 @@ def run(args: list[str]) -> int:
     (:mod:`rag_bench.search.plan`)."""
     planning = "--plan" in args
     args = [a for a in args if a != "--plan"]
+    shown = [a for a in args if a not in ("-m", "--multirun")]  # the plan's command, as typed
     modes = sorted({_HYDRA_MODES[a.split("=")[0]] for a in args if a.split("=")[0] in _HYDRA_MODES})
     if len(modes) > 1:
         return fail(f"{' and '.join(modes)} cannot be combined -- fix: give one (`rag-bench run --cfg job "
@@ -39,7 +40,7 @@ def run(args: list[str]) -> int:
         check_hydra_targets(args)
         check_group_overrides(args)
         if planning:
-            return _plan(args)
+            return _plan(args, shown)
         with compose_in_hydra():
             hydra_main()
     except RagBenchError as exc:
@@ -57,13 +58,13 @@ def run(args: list[str]) -> int:
     return 0
 
 
-def _plan(args: list[str]) -> int:
+def _plan(args: list[str], shown: list[str]) -> int:
     """``rag-bench run [-m] OVERRIDES --plan``: the plan printed (docs/search.md, "A plan before the run")."""
     from rag_bench.search.plan import render
     from rag_bench.search.plan_probe import make
 
     given = [a for a in args if a not in ("-m", "--multirun")]
-    plan, prices, rates = make(given, "rag-bench run -m " + " ".join(given))
+    plan, prices, rates = make(given, "rag-bench run -m " + " ".join(shown) + " --plan")
     print(render(plan, prices, rates), flush=True)
     return 0
 

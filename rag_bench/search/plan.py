@@ -217,7 +217,7 @@ def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
         else:
             total, measured, bounded = total + n * rate, True, bounded or bool(p.bound)
             lines.append(f"generating {'at most ' if p.bound else ''}{n:,} answers ({p.key}): {_fmt_s(n * rate)} "
-                         f"({rate:.3f} s/answer)")
+                         f"({rate * 1000:.1f} ms/answer)")
     if plan.to_compute:
         if rates.per_cell is None:
             lines.append(f"{plan.to_compute} cells' own work (chunking, indexing, retrieval, scoring): no measured throughput yet")
@@ -296,7 +296,8 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     """The plan as printed: a few small tables and lines."""
     lines = [f"Plan (nothing computed or written): {plan.command}",
              f"  cells: {plan.cells} in the grid, {plan.done} already DONE, {plan.to_compute} to compute",
-             f"  distinct chunkings: {plan.chunkings}; distinct indexes: {plan.indexes}; questions: {plan.questions}"]
+             f"  distinct chunkings: {plan.chunkings}; distinct indexes: {plan.indexes} (of the cells to compute); "
+             f"questions: {plan.questions}"]
     lines.append("  texts to embed (distinct chunk and question texts, by embedder):")
     if plan.embedders:
         rows = [["embedder", "new", "cached"]]
