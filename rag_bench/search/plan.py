@@ -261,7 +261,7 @@ def staged_bound(axis_sizes: Sequence[int]) -> int:
 
 
 def mode_lines(mode: str, cells: int, questions: int, *, round_sizes: Sequence[int] = (),
-               axis_sizes: Sequence[int] = (), prompts: int = 0) -> list[str]:
+               axis_sizes: Sequence[int] = (), trials: int | None = None) -> list[str]:
     """What the chosen search mode computes at most, against the grid's cell-questions.
 
     >>> mode_lines("halving", 10, 12, round_sizes=[3, 6, 12])[0][:80]
@@ -281,6 +281,11 @@ def mode_lines(mode: str, cells: int, questions: int, *, round_sizes: Sequence[i
         trials = min(staged_bound(axis_sizes), cells)
         return [f"search.mode=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
                 f"cell-questions, the grid: {grid:,}); a bound: which cells depends on each stage's choice",
+                "  prompts: at most the grid's (the trials are some of its cells)"]
+    if mode == "optuna" and trials is not None:
+        n = min(trials, cells)
+        return [f"search.mode=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
+                f"{n * questions:,} cell-questions, the grid: {grid:,}); a bound: which cells depends on the sampler",
                 "  prompts: at most the grid's (the trials are some of its cells)"]
     return [f"search.mode={mode}: not modelled by the plan; the grid's figures bound it ({cells} cells, "
             f"{grid:,} cell-questions)"]

@@ -510,4 +510,5 @@ def _mode(cfgs: list[DictConfig], jobs: list[list[str]], counting: _Counting) ->
         return mode, tuple(mode_lines(mode, len(cfgs), questions, round_sizes=sizes))
     if mode == "staged":
         return mode, tuple(mode_lines(mode, len(cfgs), questions, axis_sizes=[len(a.values) for a in axes(jobs)]))
-    return mode, tuple(mode_lines(mode, len(cfgs), questions))
+    trials = search.get("n_trials") if mode == "optuna" else None
+    return mode, tuple(mode_lines(mode, len(cfgs), questions, trials=int(trials) if trials is not None else None))

@@ -75,7 +75,8 @@ def test_mode_bounds_use_the_modes_arithmetic():
     assert "27 to 72 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
     staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
     assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
-    assert "not modelled" in mode_lines("optuna", 4, 10)[0]
+    assert mode_lines("optuna", 36, 10, trials=12)[0].startswith("search.mode=optuna: at most 12 of the grid's 36 cells")
+    assert "not modelled" in mode_lines("random", 4, 10)[0]
 
 
 def test_render_is_a_small_table_with_every_part():
