@@ -11,7 +11,12 @@ from rag_bench.errors import RagBenchError
 
 
 def run(args: list[str]) -> int:
-    """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2."""
+    """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2. With
+    ``--plan``: print what the run would compute, cost and take, and change nothing
+    (:mod:`rag_bench.search.plan`)."""
+    planning = "--plan" in args
+    args = [a for a in args if a != "--plan"]
+    shown = [a for a in args if a not in ("-m", "--multirun")]  # the plan's command, as typed
     modes = sorted({_HYDRA_MODES[a.split("=")[0]] for a in args if a.split("=")[0] in _HYDRA_MODES})
     if len(modes) > 1:
         return fail(f"{' and '.join(modes)} cannot be combined -- fix: give one (`rag-bench run --cfg job "
@@ -34,6 +39,8 @@ def run(args: list[str]) -> int:
     try:
         check_hydra_targets(args)
         check_group_overrides(args)
+        if planning:
+            return _plan(args, shown)
         with compose_in_hydra():
             hydra_main()
     except RagBenchError as exc:
@@ -51,10 +58,22 @@ def run(args: list[str]) -> int:
     return 0
 
 
+def _plan(args: list[str], shown: list[str]) -> int:
+    """``rag-bench run [-m] OVERRIDES --plan``: the plan printed (docs/search.md, "A plan before the run")."""
+    from rag_bench.search.plan import render
+    from rag_bench.search.plan_probe import make
+
+    given = [a for a in args if a not in ("-m", "--multirun")]
+    plan, prices, rates = make(given, "rag-bench run -m " + " ".join(shown) + " --plan")
+    print(render(plan, prices, rates), flush=True)
+    return 0
+
+
 # Hydra's mutually exclusive modes of `run` (Hydra raises a bare ValueError when two are given).
 _HYDRA_MODES = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun": "--multirun", "-c": "--cfg",
                 "--cfg": "--cfg", "-i": "--info", "--info": "--info", "-sc": "--shell-completion",
                 "--shell-completion": "--shell-completion"}
 
 
-COMMAND = Command("run", "[hydra overrides]", "evaluate one cell; with -m a sweep (rag-bench run --help)", run)
+COMMAND = Command("run", "[hydra overrides]", "evaluate one cell; with -m a sweep; --plan: what it would compute, "
+                  "cost and take, changing nothing (rag-bench run --help)", run)

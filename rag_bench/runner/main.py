@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.runner import rounds as search
+from rag_bench.runner import throughput
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.tracking import background
@@ -193,7 +195,9 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
 
     discard(cell_dir)
     plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
+    started = time.perf_counter()
     result = compute(cid)
+    throughput.record(cfg, result.metrics, time.perf_counter() - started)  # --plan's time estimate
     with contextlib.ExitStack() as held:
         held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):

@@ -1,0 +1,156 @@
+"""Throughputs measured by real runs on this machine, kept for ``rag-bench run --plan``'s time estimate.
+
+Every cell a run computes adds what it measured to ``<cache>/throughput.json`` (the cache folder:
+``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``, the machine's): the texts its embedder encoded and
+the seconds that took (per embedder), the answers its generator produced and the seconds that took
+(per generator), and the rest of the cell's wall time (per cell). The plan divides: seconds per
+embedded text, per generated answer, per cell. Sums, not a last value, so one odd cell moves the
+figure little; two processes finishing cells at once may lose one's addition (the file is replaced
+whole, never half written): an estimate loses a sample, nothing else does.
+
+The arithmetic is pure (:func:`sample_of`, :func:`added`, :func:`rates`); :func:`record` and
+:func:`read` are the file's I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FILE = "throughput.json"
+
+
+def component_key(node: Any) -> str:
+    """How the history names a stage's component: its option's name, its model and, when not
+    torch, its backend (``minilm:all-MiniLM-L6-v2``, ``openai:local``).
+
+    >>> component_key({"name": "minilm", "model": "all-MiniLM-L6-v2", "backend": "torch"})
+    'minilm:all-MiniLM-L6-v2'
+    >>> component_key({"name": "extractive"})
+    'extractive'
+    """
+    get = node.get if hasattr(node, "get") else (lambda k, d=None: d)
+    parts = [str(get("name", "") or "?")]
+    model = get("model", None)
+    if isinstance(model, str) and model:
+        parts.append(model)
+    backend = get("backend", None)
+    if isinstance(backend, str) and backend not in ("", "torch"):
+        parts.append(backend)
+    return ":".join(parts)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one computed cell measured: ``embedded`` texts in ``embed_s`` by the embedder
+    ``embedder``; ``generated`` answers in ``generate_s`` by ``generator``; the rest of its wall
+    time, ``other_s``."""
+
+    embedder: str
+    embedded: int
+    embed_s: float
+    generator: str | None
+    generated: int
+    generate_s: float
+    other_s: float
+
+
+def sample_of(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> Sample:
+    """The sample of a cell from its config and metrics.json (``cost``, ``latency``, ``counts``)
+    and its wall seconds. Cached answers took no generator time: only those produced count."""
+    cost = metrics.get("cost") or {}
+    latency = metrics.get("latency") or {}
+    counts = metrics.get("counts") or {}
+    embedded, embed_s = int(cost.get("embeddings_computed") or 0), float(cost.get("embed_s") or 0.0)
+    generate_s = float(latency.get("generate_s") or 0.0)
+    answered = "generations_cached" in cost
+    generated = max(int(counts.get("questions") or 0) - int(cost.get("generations_cached") or 0), 0) if answered else 0
+    generator = component_key(cfg.get("generator")) if answered and cfg.get("generator") is not None else None
+    return Sample(component_key(cfg.get("embedder") or {}), embedded, embed_s, generator, generated,
+                  generate_s if answered else 0.0, max(wall_s - embed_s - (generate_s if answered else 0.0), 0.0))
+
+
+def added(history: Mapping[str, Any], s: Sample) -> dict[str, Any]:
+    """``history`` (the file's content) with the sample ``s`` added.
+
+    >>> h = added({}, Sample("minilm", 10, 2.0, "openai:local", 4, 1.0, 0.5))
+    >>> h["embedders"]["minilm"], h["generators"]["openai:local"], h["cells"]
+    ({'texts': 10, 'seconds': 2.0}, {'answers': 4, 'seconds': 1.0}, {'cells': 1, 'seconds': 0.5})
+    """
+    out: dict[str, Any] = {"version": 1, "embedders": dict(history.get("embedders") or {}),
+                           "generators": dict(history.get("generators") or {}),
+                           "cells": dict(history.get("cells") or {"cells": 0, "seconds": 0.0})}
+    if s.embedded > 0:
+        old = out["embedders"].get(s.embedder) or {"texts": 0, "seconds": 0.0}
+        out["embedders"][s.embedder] = {"texts": int(old["texts"]) + s.embedded,
+                                        "seconds": float(old["seconds"]) + s.embed_s}
+    if s.generator is not None and s.generated > 0:
+        old = out["generators"].get(s.generator) or {"answers": 0, "seconds": 0.0}
+        out["generators"][s.generator] = {"answers": int(old["answers"]) + s.generated,
+                                          "seconds": float(old["seconds"]) + s.generate_s}
+    out["cells"] = {"cells": int(out["cells"].get("cells", 0)) + 1,
+                    "seconds": float(out["cells"].get("seconds", 0.0)) + s.other_s}
+    return out
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Seconds per embedded text (by embedder), per generated answer (by generator), per cell (the
+    rest of a cell's time); a component absent: no measured throughput yet."""
+
+    per_text: Mapping[str, float] = field(default_factory=dict)
+    per_answer: Mapping[str, float] = field(default_factory=dict)
+    per_cell: float | None = None
+
+
+def rates(history: Mapping[str, Any]) -> Rates:
+    """The history's sums turned into seconds per unit.
+
+    >>> r = rates(added({}, Sample("minilm", 10, 2.0, "openai:local", 4, 1.0, 0.5)))
+    >>> r.per_text["minilm"], r.per_answer["openai:local"], r.per_cell
+    (0.2, 0.25, 0.5)
+    """
+    per_text = {k: float(v["seconds"]) / int(v["texts"]) for k, v in (history.get("embedders") or {}).items()
+                if int(v.get("texts") or 0) > 0}
+    per_answer = {k: float(v["seconds"]) / int(v["answers"]) for k, v in (history.get("generators") or {}).items()
+                  if int(v.get("answers") or 0) > 0}
+    cells = history.get("cells") or {}
+    per_cell = float(cells["seconds"]) / int(cells["cells"]) if int(cells.get("cells") or 0) > 0 else None
+    return Rates(per_text, per_answer, per_cell)
+
+
+def path(cache_dir: str | Path | None = None) -> Path:
+    """The history file of the cache folder (default: the machine's, ``$RAG_BENCH_CACHE``)."""
+    from rag_bench.storage import default_cache_dir
+
+    return Path(cache_dir or default_cache_dir()) / FILE
+
+
+def read(cache_dir: str | Path | None = None) -> dict[str, Any]:
+    """The history (empty when there is none yet, or it cannot be read: an estimate is never an error)."""
+    try:
+        data = json.loads(path(cache_dir).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def record(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> None:
+    """Add a computed cell's sample to the history (written whole: a temporary file, then renamed).
+    A failure is logged, never raised: the cell is what matters."""
+    try:
+        target = path()
+        history = added(read(), sample_of(cfg, metrics, wall_s))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = target.with_name(f".{FILE}.{os.getpid()}.part")
+        part.write_text(json.dumps(history, sort_keys=True, indent=1), encoding="utf-8")
+        os.replace(part, target)
+    except Exception as exc:  # noqa: BLE001 -- the history is a courtesy; the cell is finished
+        log.debug("throughput history not updated: %s", exc)

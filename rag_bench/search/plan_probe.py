@@ -1,0 +1,514 @@
+"""The counting behind ``rag-bench run -m … --plan``: the grid's cells composed, each cell's retrieval
+run in-process, its texts and prompts looked up in the caches -- read, never written.
+
+* The grid is the sweeper's (:func:`rag_bench.cluster.embed_phase.grid_overrides`: the experiment's
+  ``hydra.sweeper.params`` and the command's overrides, expanded stage by stage) and each cell is
+  composed as a cell is; a cell whose folder holds DONE is skipped, as the run skips it.
+* Every other cell is built (:func:`rag_bench.runner.config.build_cell`) and run through the
+  pipeline's own stages -- chunk, index, tune, retrieve, rerank -- with its embedder replaced by
+  :class:`PlanEmbedder`: each text's cache key is the embedder's own (:func:`~rag_bench.embedding.cache.text_key`
+  of its identity, prefix and text), looked up in the shard files and ``embeddings.sqlite`` opened
+  read-only; nothing is encoded. A key not found is a text the run will embed; the cell gets a
+  stand-in vector for it, and everything it ranks from then on is marked *inexact*.
+* An exact cell's prompts are built as the generator stage builds them (context, prompt) and their
+  generation-cache keys (:func:`~rag_bench.generation.base.cache_key`) looked up, read-only; an
+  inexact cell's prompts count as a bound: questions x its distinct rankings.
+* Nothing is written: SQLite files are opened read-only (``immutable=1`` when no WAL file exists, so
+  not even a ``-wal``/``-shm`` file appears), no cache object that creates its folder is opened, no
+  generator, judge or remote reranker is called.
+
+The figures go to :mod:`rag_bench.search.plan` (pure) for money, time and the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, JudgeWork, Plan, PromptWork, mode_lines
+from rag_bench.storage import BlobStore, checksum
+
+log = logging.getLogger(__name__)
+
+FAKE_DIM = 16  # the stand-in vectors' size when no vector of the embedder is cached
+
+
+def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None) -> dict[str, bytes]:
+    """The rows of ``keys`` a rag_bench SQLite store holds (checksum and ``valid`` checked, as a
+    lookup does), read without writing anything: ``immutable=1`` when no ``-wal`` file exists (then
+    the file holds every row), else ``mode=ro``. A missing file holds nothing."""
+    out: dict[str, bytes] = {}
+    unique = list(dict.fromkeys(keys))
+    if not unique or not path.is_file():
+        return out
+    wal = path.with_name(path.name + "-wal").exists()
+    uri = f"file:{path.resolve().as_posix()}?{'mode=ro' if wal else 'immutable=1'}"
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone():
+            return out
+        for i in range(0, len(unique), 500):
+            part = unique[i:i + 500]
+            for key, data, check in conn.execute(
+                    f"SELECT key, data, checksum FROM {table} WHERE key IN ({','.join('?' * len(part))})", part):
+                if checksum(data) == check and (valid is None or valid(data)):
+                    out[str(key)] = bytes(data)
+    finally:
+        conn.close()
+    return out
+
+
+class ReadOnlyStore:
+    """A rag_bench store as the plan uses it (the parse cache, a cross-encoder's pair scores): its
+    rows read as :func:`stored_keys` reads them, nothing ever stored -- what the plan computes
+    (a parse, a pair score) is used and forgotten."""
+
+    def __init__(self, path: Path, table: str) -> None:
+        self.path, self.table = path, table
+
+    def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return stored_keys(self.path, self.table, keys)
+
+    def put_bytes(self, items: Any) -> None:
+        return None
+
+
+class VectorLookup:
+    """Read-only lookups of embedding cache keys in one cache folder: its shard files first, then
+    ``embeddings.sqlite`` (as :class:`~rag_bench.embedding.cache.EmbeddingCache` looks up), each key
+    asked once per plan."""
+
+    def __init__(self, folder: Path) -> None:
+        from rag_bench.embedding.cache import SHARD_DIR, ShardSet
+
+        self.folder = folder
+        self.shards = ShardSet(folder / SHARD_DIR)  # opens files to read; creates nothing
+        self.known: dict[str, bytes | None] = {}
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        todo = [k for k in dict.fromkeys(keys) if k not in self.known]
+        if todo:
+            found = self.shards.get_bytes(todo)
+            rest = [k for k in todo if k not in found]
+            found.update(stored_keys(self.folder / "embeddings.sqlite", "vectors", rest,
+                                     valid=lambda d: len(d) > 0 and len(d) % 4 == 0))
+            for k in todo:
+                self.known[k] = found.get(k)
+        return {k: v for k in keys if (v := self.known.get(k)) is not None}
+
+
+@dataclass
+class Ledger:
+    """What the plan's embedders were asked, by embedder: distinct keys found and not found; and
+    ``fakes``, every stand-in vector handed out (a cell whose stages received one is inexact)."""
+
+    lookups: dict[str, VectorLookup] = field(default_factory=dict)
+    new: dict[str, set[str]] = field(default_factory=dict)
+    cached: dict[str, set[str]] = field(default_factory=dict)
+    fakes: int = 0
+    approximate: set[str] = field(default_factory=set)
+
+    def lookup(self, folder: Path) -> VectorLookup:
+        return self.lookups.setdefault(str(folder), VectorLookup(folder))
+
+
+def _stand_in(key: str, dim: int) -> np.ndarray:
+    """A unit vector from the key's hash: what an inexact cell ranks with (never cached, never shown)."""
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+class PlanEmbedder:
+    """An embedder's stand-in for the plan: the real embedder's identity and prefixes give each
+    text's cache key; cached vectors are returned as the cache has them, missing ones are counted
+    (``ledger.new``) and replaced by stand-ins. Nothing is encoded or stored."""
+
+    def __init__(self, inner: Any, name: str, ledger: Ledger) -> None:
+        self._inner, self._name, self._ledger = inner, name, ledger
+        folder = _cache_folder(inner)
+        self._lookup = ledger.lookup(folder) if folder is not None else None
+        self._dim: int | None = None
+        self._fake_only = False  # the first vectors asked were all missing: every vector is a stand-in
+        ledger.new.setdefault(name, set())
+        ledger.cached.setdefault(name, set())
+
+    @property
+    def persistent(self) -> bool:
+        return self._lookup is not None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "_inner" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def usage(self) -> Any:
+        from rag_bench.embedding.base import EmbedStats
+
+        return EmbedStats()
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Learn the size of the embedder's vectors before the first lookup, so that stand-ins and
+        cached vectors agree: from cached question vectors if any, else (torch sentence-transformers)
+        from the model, loaded but not run; else every vector of this embedder is a stand-in."""
+        if self._dim is not None:
+            return
+        from rag_bench.embedding.cache import text_key
+
+        prefix = str(getattr(self._inner, "query_prefix", "") or "")
+        found = self._lookup.get([text_key(str(self._inner.identity), prefix, q) for q in questions]) \
+            if self._lookup is not None else {}
+        sizes = {len(v) // 4 for v in found.values()}
+        if sizes:
+            self._dim = max(sizes)
+        elif getattr(self._inner, "backend", None) == "torch" and hasattr(type(self._inner), "model"):
+            self._dim = int(self._inner.model.get_sentence_embedding_dimension())
+        elif getattr(self._inner, "dimensions", None):
+            self._dim = int(self._inner.dimensions)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(texts, str(getattr(self._inner, "document_prefix", "") or ""))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(texts, str(getattr(self._inner, "query_prefix", "") or ""))
+
+    def _vectors(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        from rag_bench.embedding.cache import text_key
+
+        if not texts:
+            return np.zeros((0, self._dim or FAKE_DIM), np.float32)
+        identity = str(self._inner.identity)
+        keys = [text_key(identity, prefix, t) for t in texts]
+        found = self._lookup.get(keys) if self._lookup is not None else {}
+        self._ledger.cached[self._name].update(k for k in keys if k in found)
+        self._ledger.new[self._name].update(k for k in keys if k not in found)
+        if self._dim is None:
+            sizes = {len(v) // 4 for v in found.values()}
+            self._dim = max(sizes) if sizes else FAKE_DIM
+            self._fake_only = not sizes
+        rows = []
+        for k in keys:
+            data = found.get(k)
+            if data is None or self._fake_only or len(data) != 4 * self._dim:
+                self._ledger.fakes += 1
+                rows.append(_stand_in(k, self._dim))
+            else:
+                rows.append(np.frombuffer(data, np.float32))
+        out = np.stack(rows).astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def _cache_folder(inner: Any) -> Path | None:
+    """The embedding cache folder an embedder reads (None: its persistent cache is off), found
+    without opening the cache (which would create the folder)."""
+    path = inner.__dict__.get("_cache_path", "absent")
+    if path == "absent":
+        cache = inner.__dict__.get("cache")
+        path = getattr(cache, "path", None)
+    return None if path is None else Path(path).parent
+
+
+@dataclass
+class _Prompts:
+    """One generator config's prompts over the plan: exact keys new and cached, bound keys, tokens."""
+
+    name: str
+    price_name: str
+    named_model: bool
+    max_tokens: int | None
+    stand_in: bool
+    no_cache: bool
+    new: dict[str, int] = field(default_factory=dict)  # key -> estimated input tokens
+    cached: set[str] = field(default_factory=set)
+    bound: dict[str, int] = field(default_factory=dict)
+    per_cell: int = 0  # no cache: every cell's prompts
+    per_cell_tokens: int = 0
+
+
+def _tokens(prompt: Any) -> int:
+    return int(round((len(prompt.system) + len(prompt.user)) / CHARS_PER_TOKEN))
+
+
+def _model_name(node: Any) -> tuple[str, bool]:
+    model = node.get("model") if hasattr(node, "get") else None
+    named = isinstance(model, str) and bool(model)
+    return (str(model) if named else str(node.get("name", "?"))), named
+
+
+def make(args: list[str], command: str = "") -> tuple[Plan, Any, Any]:
+    """The plan of ``rag-bench run -m ARGS`` with the price table and the measured rates it is
+    printed with (:func:`rag_bench.search.plan.render`)."""
+    from rag_bench.cluster.embed_phase import compose_cells, grid_overrides
+    from rag_bench.evaluation.prices import from_config
+    from rag_bench.parsing import run as parsing
+    from rag_bench.runner import throughput
+    from rag_bench.storage import default_cache_dir
+
+    overrides, jobs = grid_overrides(args)
+    cfgs = compose_cells([[o for o in job if not o.lstrip("+~").startswith("hydra")] for job in jobs])
+    counting = _Counting()
+    store = parsing.cache_store
+    # Documents a parser reads (PDF, HTML, Word) are parsed from the parse cache, or parsed here and
+    # not stored: the plan writes no cache entry.
+    parsing.cache_store = lambda: ReadOnlyStore(default_cache_dir() / "parses.sqlite", "parses")  # type: ignore[assignment,return-value]
+    try:
+        for cfg in cfgs:
+            counting.cell(cfg)
+    finally:
+        parsing.cache_store = store
+    plan = counting.plan(command or "rag-bench run -m " + " ".join(args), cfgs, jobs)
+    return plan, from_config(cfgs[0]) if cfgs else None, throughput.rates(throughput.read())
+
+
+class _Counting:
+    """The plan's state over the grid's cells (one SharedWork, as a sweep's process has)."""
+
+    def __init__(self) -> None:
+        from rag_bench.memo import SharedWork
+
+        self.work = SharedWork()
+        self.ledger = Ledger()
+        self.embedders: dict[int, PlanEmbedder] = {}
+        self.datasets: dict[str, Any] = {}
+        self.done = 0
+        self.chunkings: set[str] = set()
+        self.indexes: set[str] = set()
+        self.tainted: set[str] = set()  # stage keys whose results rest on stand-in vectors
+        self.prompts: dict[str, _Prompts] = {}
+        self.judges: dict[str, set[Any]] = {}
+        self.judge_bound: dict[str, set[Any]] = {}
+        self.cache_hits: dict[str, dict[str, bool]] = {}  # generation cache folder -> key -> found
+        self.notes: list[str] = []
+        self.questions: dict[str, int] = {}
+        self.keys: dict[str, str] = {}  # embedder name -> price name
+        self.named: dict[str, bool] = {}
+        self.loose: dict[str, bool] = {}  # embedder name -> persistent cache on
+
+    def dataset(self, cfg: DictConfig) -> Any:
+        from rag_bench.runner.config import dataset_path
+        from rag_bench.runner.main import _load
+
+        where = repr((str(dataset_path(cfg).resolve()), str(cfg.dataset.split),
+                      OmegaConf.to_container(cfg.parser, resolve=True) if cfg.get("parser") is not None else None))
+        if where not in self.datasets:
+            self.datasets[where] = _load(cfg)
+        return self.datasets[where]
+
+    def embedder(self, parts: Any, cfg: DictConfig) -> None:
+        """The cell's embedder (one checked embedder per config, shared by its stages) made to
+        answer from the cache only."""
+        from rag_bench.cluster.embed_phase import _uses_embedder
+        from rag_bench.pipeline.contracts import CheckedEmbedder
+        from rag_bench.runner.throughput import component_key
+
+        checked = parts.embedder
+        inner = checked._inner if isinstance(checked, CheckedEmbedder) else None
+        if inner is None:
+            return
+        if not isinstance(inner, PlanEmbedder):
+            name = component_key(cfg.embedder)
+            inner = checked._inner = PlanEmbedder(inner, name, self.ledger)
+            self.keys[name], self.named[name] = _model_name(cfg.embedder)
+            self.loose[name] = inner.persistent
+        if _uses_embedder(cfg):  # a bm25 grid never loads the model
+            inner.prime([q.question for q in self.dataset(cfg).questions])
+
+    def stage(self, key: str, tainted: bool, run: Any) -> tuple[Any, bool]:
+        """Run a stage; its result is inexact when its input was, when it handed out a stand-in
+        vector, or when it was computed earlier from one (the same key, shared)."""
+        before = self.ledger.fakes
+        result = run()
+        tainted = tainted or self.ledger.fakes > before or key in self.tainted
+        if tainted:
+            self.tainted.add(key)
+        return result, tainted
+
+    def cell(self, cfg: DictConfig) -> None:
+        from pathlib import Path
+
+        from rag_bench import memo
+        from rag_bench.cells import is_done
+        from rag_bench.components import is_null
+        from rag_bench.pipeline import stages
+        from rag_bench.reranking.base import check_depth
+        from rag_bench.runner.config import build_cell, cell_id, validate
+
+        validate(cfg)
+        dataset = self.dataset(cfg)
+        self.questions[dataset.fingerprint] = len(dataset.questions)
+        if is_done(Path(str(cfg.output.root)) / str(cfg.experiment.name) / cell_id(cfg, dataset.fingerprint)):
+            self.done += 1
+            return
+        parts = build_cell(cfg, self.work)
+        self.embedder(parts, cfg)
+        store = getattr(parts.reranker, "_store", None)
+        if isinstance(store, BlobStore):  # a cross-encoder's pair scores: read, never stored by the plan
+            parts.reranker._store = ReadOnlyStore(store.path, store.table)
+        s = parts.settings
+        questions = list(dataset.questions)
+        chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
+        ck = memo.key(*chunk_key)
+        chunked, taint = self.stage(ck, False, lambda: stages.chunk(dataset=dataset, key=ck, chunker=parts.chunker,
+                                                                     work=self.work))
+        self.chunkings.add(ck)
+        ik = memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived)
+        indexed, taint = self.stage(ik, taint, lambda: stages.index(
+            dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=self.work,
+            retriever=parts.retriever, key=ik))
+        self.indexes.add(ik)
+        reranker = parts.reranker
+        depth = max(list(s.ks) + [s.k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+        qk = memo.key(dataset.fingerprint, s.split)
+
+        def retrieve() -> Any:
+            stages.tune(indexed=indexed, questions=questions, work=self.work, questions_key=qk)
+            return stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=self.work, questions_key=qk)
+
+        retrieved, taint = self.stage(memo.key(indexed.key, depth, qk), taint, retrieve)
+        remote = type(reranker).__module__.endswith("rerank_api")  # a paid service: never called by a plan
+        if remote:
+            taint = True
+            reranked_rankings, rank_key = retrieved.rankings, memo.key(retrieved.key, "remote")
+            self.notes.append("reranker rerank_api is a remote service the plan does not call: its cells' prompts "
+                              "are bounds")
+        else:
+            new_before = sum(len(v) for v in self.ledger.new.values())
+            was = taint
+            reranked, taint = self.stage(memo.key(retrieved.key, memo.key(*parts.identity("reranker"))), taint,
+                                         lambda: stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")),
+                                                               retrieved=retrieved, indexed=indexed,
+                                                               questions=questions, work=self.work))
+            if was and sum(len(v) for v in self.ledger.new.values()) > new_before:
+                self.ledger.approximate.update(self.ledger.new)  # texts asked on rankings from stand-ins
+            reranked_rankings, rank_key = reranked.rankings, reranked.key
+        if is_null(parts.generator):
+            return
+        self.answer(cfg, parts, questions, reranked_rankings, indexed.searchable, chunked.parents, rank_key, taint)
+
+    def answer(self, cfg: DictConfig, parts: Any, questions: list[Any], rankings: Any, passages: Any,
+               parents: Any, rank_key: str, taint: bool) -> None:
+        from rag_bench import memo
+        from rag_bench.components import is_null
+        from rag_bench.generation.base import cache_key, checked_traits, generator_identity
+        from rag_bench.generation.context import build_context
+        from rag_bench.generation.prompt import build_prompt
+        from rag_bench.runner.throughput import component_key
+        from rag_bench.storage import default_cache_dir
+
+        generator, s = parts.generator, parts.settings
+        name = component_key(cfg.generator)
+        identity = generator_identity(generator)
+        no_cache = not getattr(generator, "cacheable", True) or not memo.sharing_enabled()
+        price_name, named = _model_name(cfg.generator)
+        max_tokens = cfg.generator.get("max_tokens")
+        slot = self.prompts.setdefault(identity, _Prompts(
+            name, price_name, named, int(max_tokens) if isinstance(max_tokens, int) else None,
+            checked_traits(generator).stand_in, no_cache))
+        made = []
+        for q, r in zip(questions, rankings):
+            given = build_context([passages[i] for i in r.indices[:s.k]], k=s.k, parents=parents,
+                                  expand_parents=s.expand_parents, token_budget=s.token_budget)
+            made.append((q, build_prompt(q.question, given)))
+        judge = parts.judge
+        judge_key = None if judge is None or is_null(judge) else \
+            repr(OmegaConf.to_container(cfg.judge, resolve=True))
+        if no_cache:
+            slot.per_cell += len(made)
+            slot.per_cell_tokens += sum(_tokens(p) for _, p in made)
+            keys = [f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}" for q, _ in made]
+        elif taint:
+            keys = []
+            for q, p in made:
+                key = f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}"
+                slot.bound[key] = _tokens(p)
+                keys.append(key)
+        else:
+            keys = [cache_key(identity, p) for _, p in made]
+            folder = str(default_cache_dir())
+            known = self.cache_hits.setdefault(folder, {})
+            todo = [k for k in dict.fromkeys(keys) if k not in known]
+            if todo:
+                found = stored_keys(Path(folder) / "generations.sqlite", "generations", todo)
+                known.update({k: k in found for k in todo})
+            for k, (_, p) in zip(keys, made):
+                if known[k]:
+                    slot.cached.add(k)
+                else:
+                    slot.new[k] = _tokens(p)
+        if judge_key is not None:
+            target = self.judge_bound if taint else self.judges
+            target.setdefault(judge_key, set()).update((identity, k) for k in keys)
+            self.judges.setdefault(judge_key, set())
+
+    def plan(self, command: str, cfgs: list[DictConfig], jobs: list[list[str]]) -> Plan:
+        embedders = tuple(EmbedWork(name, self.keys[name], self.named[name], len(self.ledger.new[name]),
+                                    len(self.ledger.cached[name]), name in self.ledger.approximate,
+                                    self.loose[name])
+                          for name in self.ledger.new if self.ledger.new[name] or self.ledger.cached[name])
+        prompts = []
+        for p in self.prompts.values():
+            if p.no_cache:
+                prompts.append(PromptWork(p.name, p.price_name, p.named_model, p.per_cell, 0, 0, p.per_cell_tokens, 0,
+                                          p.max_tokens, p.stand_in, True))
+            else:
+                bound = {k: v for k, v in p.bound.items()}
+                prompts.append(PromptWork(p.name, p.price_name, p.named_model, len(p.new), len(p.cached), len(bound),
+                                          sum(p.new.values()), sum(bound.values()), p.max_tokens, p.stand_in))
+        judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
+                                 len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
+        questions = max(self.questions.values(), default=0)
+        return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
+                    tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
+                    tuple(dict.fromkeys(self.notes)))
+
+
+def _calls_each(key: str) -> int:
+    """The calls one judgement makes: its metrics x its samples (1 when the config says neither)."""
+    import ast
+
+    try:
+        node = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return 1
+    metrics = node.get("metrics")
+    return max(len(metrics) if isinstance(metrics, list) else 1, 1) * max(int(node.get("samples") or 1), 1)
+
+
+def _judge_name(key: str) -> str:
+    import ast
+
+    try:
+        node = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        return key[:40]
+    return str(node.get("name", "judge")) + (f":{node['model']}" if node.get("model") else "")
+
+
+def _mode(cfgs: list[DictConfig], jobs: list[list[str]], counting: _Counting) -> tuple[str, tuple[str, ...]]:
+    """The chosen search mode and what it computes at most (:func:`rag_bench.search.plan.mode_lines`)."""
+    from rag_bench.runner.rounds import parse_rounds, round_questions
+    from rag_bench.search.staged import axes
+
+    if not cfgs:
+        return "grid", ()
+    search = cfgs[0].get("search") or {}
+    mode = str(search.get("mode", "grid"))
+    questions = max(counting.questions.values(), default=0)
+    if mode == "halving":
+        dataset = next(iter(counting.datasets.values()))
+        sizes = [len(round_questions(dataset.questions, f, int(search.get("seed", 0))))
+                 for f in parse_rounds(search.get("rounds"))]
+        return mode, tuple(mode_lines(mode, len(cfgs), questions, round_sizes=sizes))
+    if mode == "staged":
+        return mode, tuple(mode_lines(mode, len(cfgs), questions, axis_sizes=[len(a.values) for a in axes(jobs)]))
+    trials = search.get("n_trials") if mode == "optuna" else None
+    return mode, tuple(mode_lines(mode, len(cfgs), questions, trials=int(trials) if trials is not None else None))

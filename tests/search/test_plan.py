@@ -1,0 +1,176 @@
+"""The plan's own logic (rag_bench/search/plan.py, plan_probe.py, runner/throughput.py): its money,
+time and mode arithmetic, the throughput history, and the read-only cache lookups -- the CLI
+end to end is tests/search/test_plan_cli.py."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from rag_bench.embedding.cache import EmbeddingCache, text_key
+from rag_bench.evaluation.prices import ModelPrice, Prices
+from rag_bench.runner import throughput
+from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
+from rag_bench.search.plan import EmbedWork, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
+from rag_bench.search.plan_probe import Ledger, PlanEmbedder, _calls_each, make, stored_keys
+
+
+def plan(**kw) -> Plan:
+    base = dict(command="rag-bench run -m x", cells=4, done=1, chunkings=2, indexes=2, questions=10)
+    return Plan(**{**base, **kw})
+
+
+API = PromptWork("openai:api-llm", "api-llm", True, new=20, cached=5, bound=10, input_tokens=4000,
+                 bound_input_tokens=2000, max_tokens=100)
+LOCAL_EMB = EmbedWork("minilm:all-MiniLM-L6-v2", "all-MiniLM-L6-v2", True, new=300, cached=100)
+
+
+def test_money_prices_an_api_generator_by_tokens_and_a_local_embedder_by_measured_seconds():
+    prices = Prices(0.36, (("all-MiniLM-L6-v2", ModelPrice()),
+                           ("api-llm", ModelPrice(usd_per_1m_input_tokens=1.0, usd_per_1m_output_tokens=4.0))))
+    got = dict(money(plan(embedders=(LOCAL_EMB,), prompts=(API,)), prices,
+                     Rates(per_text={"minilm:all-MiniLM-L6-v2": 0.01})))
+    # 300 texts x 0.01 s = 3 s at $0.36/h = $0.0003
+    assert got["embedder minilm:all-MiniLM-L6-v2"].startswith("$0.0003 (local: 300 texts x 10.0 ms")
+    # 4,000 input tokens x $1/1M + 20 x 100 output tokens x $4/1M = 0.004 + 0.008; the bound: 0.002 + 0.004
+    text = got["generator openai:api-llm"]
+    assert text.startswith("$0.0120 (input ~4,000 tokens, estimated; output at most 2,000 tokens)")
+    assert "at most $0.0060 for the bounded prompts" in text
+
+
+def test_an_unpriced_model_or_an_unmeasured_local_stage_is_never_0():
+    prices = Prices(None, ())  # a table with no entry and no $/hour
+    got = dict(money(plan(embedders=(LOCAL_EMB,), prompts=(API,), judges=(JudgeWork("ragas", 30, 0),)), prices,
+                     Rates()))
+    assert got["embedder minilm:all-MiniLM-L6-v2"] == "unpriced (set prices.models.all-MiniLM-L6-v2)"
+    assert got["generator openai:api-llm"] == "unpriced (set prices.models.api-llm)"
+    assert got["judge ragas"].startswith("not estimated")
+    hourly = Prices(0.2, ())
+    local = EmbedWork("dense", "dense", False, new=5, cached=0)
+    assert dict(money(plan(embedders=(local,)), hourly, Rates()))["embedder dense"] == \
+        "local at $0.2/h: no measured throughput yet"
+    assert all("$0.00" not in v for v in got.values())
+    assert money(plan(), None, Rates())[0][1].startswith("no price table")
+
+
+def test_duration_adds_the_measured_parts_and_names_the_missing_ones():
+    total, lines = duration(plan(embedders=(LOCAL_EMB,), prompts=(API,)),
+                            Rates(per_text={"minilm:all-MiniLM-L6-v2": 0.02}, per_cell=0.5))
+    assert total == 300 * 0.02 + 3 * 0.5  # 3 cells to compute
+    assert lines[0] == "~7.5 s in all (the parts measured)"
+    assert "generating at most 30 answers (openai:api-llm): no measured throughput yet" in lines
+    assert duration(plan(embedders=(LOCAL_EMB,)), Rates()) == (None, [
+        "embedding 300 texts (minilm:all-MiniLM-L6-v2): no measured throughput yet",
+        "3 cells' own work (chunking, indexing, retrieval, scoring): no measured throughput yet"])
+
+
+def test_mode_bounds_use_the_modes_arithmetic():
+    assert mode_lines("grid", 4, 10) == ["search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
+    halving = mode_lines("halving", 4, 10, round_sizes=[3, 5, 10])
+    # at least: 4 cells x 3 questions, then the leader alone on 5 and 10; at most: every cell every round
+    assert "27 to 72 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
+    staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
+    assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
+    assert mode_lines("optuna", 36, 10, trials=12)[0].startswith("search.mode=optuna: at most 12 of the grid's 36 cells")
+    assert "not modelled" in mode_lines("random", 4, 10)[0]
+
+
+def test_render_is_a_small_table_with_every_part():
+    out = render(plan(embedders=(LOCAL_EMB,), prompts=(API,), mode_lines=("search.mode=grid: x",)), None, Rates())
+    assert "cells: 4 in the grid, 1 already DONE, 3 to compute" in out
+    assert "minilm:all-MiniLM-L6-v2  300     100" in out
+    assert "openai:api-llm   20       5                 10" in out
+    assert "judge: none" in out and "no measured throughput yet" in out and "search.mode=grid: x" in out
+    each = _calls_each(repr({"name": "ragas", "metrics": ["faithfulness", "response_relevancy"], "samples": 1}))
+    judged = render(plan(judges=(JudgeWork("ragas:local", 12, 0, each),)), None, Rates())
+    assert "judge: ragas:local: at most 12 judgements x 2 calls" in judged and "= 24 " in judged
+
+
+def test_throughput_history_sums_what_cells_measured(tmp_path, monkeypatch):
+    cfg = OmegaConf.create({"embedder": {"name": "minilm", "model": "all-MiniLM-L6-v2", "backend": "torch"},
+                            "generator": {"name": "openai", "model": "local"}})
+    metrics = {"cost": {"embeddings_computed": 40, "embed_s": 2.0, "generations_cached": 2},
+               "latency": {"generate_s": 4.0}, "counts": {"questions": 10}}
+    s = sample_of(cfg, metrics, wall_s=7.0)
+    assert s == Sample("minilm:all-MiniLM-L6-v2", 40, 2.0, "openai:local", 8, 4.0, 1.0)
+    r = rates(added(added({}, s), s))
+    assert r.per_text == {"minilm:all-MiniLM-L6-v2": 0.05} and r.per_answer == {"openai:local": 0.5}
+    assert r.per_cell == 1.0
+    no_answers = sample_of(cfg, {"cost": {"embeddings_computed": 0, "embed_s": 0.0}}, wall_s=1.0)
+    assert no_answers.generator is None and added({}, no_answers)["embedders"] == {}
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    throughput.record(cfg, metrics, 7.0)
+    throughput.record(cfg, metrics, 7.0)
+    assert rates(throughput.read()) == r
+    (tmp_path / "cache" / throughput.FILE).write_text("{not json")
+    assert throughput.read() == {}  # an unreadable history is no history, never an error
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_stored_keys_reads_a_store_and_leaves_its_folder_byte_identical(tmp_path):
+    store = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    store.put_many([("a" * 64, np.ones(4, np.float32)), ("b" * 64, np.zeros(4, np.float32))])
+    store.close()
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:  # a row whose bytes do not match its checksum
+        conn.execute("UPDATE vectors SET data = ? WHERE key = ?", (b"\0" * 16, "a" * 64))
+    conn.close()
+    before = files(tmp_path)
+    assert not any(name.endswith(("-wal", "-shm")) for name in before)
+    got = stored_keys(tmp_path / "embeddings.sqlite", "vectors", ["a" * 64, "b" * 64, "c" * 64])
+    assert list(got) == ["b" * 64]  # the corrupt row is a miss, as the cache's own lookup makes it
+    assert files(tmp_path) == before
+    assert stored_keys(tmp_path / "absent.sqlite", "vectors", ["a" * 64]) == {} and not (tmp_path / "absent.sqlite").exists()
+
+
+class Inner:
+    """An embedder as the plan sees one: identity, prefixes, a cache folder; encoding it must never."""
+
+    def __init__(self, folder: Path) -> None:
+        self.identity, self.query_prefix, self.document_prefix = "model@1", "q: ", ""
+        self._cache_path = folder / "embeddings.sqlite"
+
+    def embed_documents(self, texts):
+        raise AssertionError("the plan encoded a text")
+
+    embed_queries = embed_documents
+
+
+def test_plan_embedder_answers_from_the_cache_and_counts_the_rest_as_new(tmp_path):
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    cached = np.arange(8, dtype=np.float32) + 1
+    cache.put_many([(text_key("model@1", "", "old chunk"), cached), (text_key("model@1", "q: ", "why?"), cached)])
+    cache.close()
+    ledger = Ledger()
+    emb = PlanEmbedder(Inner(tmp_path), "m", ledger)
+    emb.prime(["why?"])
+    docs = emb.embed_documents(["old chunk", "new chunk", "new chunk"])
+    assert docs.shape == (3, 8) and np.allclose(docs[0], cached / np.linalg.norm(cached))
+    assert ledger.fakes == 2  # the stand-ins: the cell that received them is inexact
+    emb.embed_queries(["why?", "how?"])
+    assert ledger.new["m"] == {text_key("model@1", "", "new chunk"), text_key("model@1", "q: ", "how?")}
+    assert len(ledger.cached["m"]) == 2
+    assert emb.embed_queries([]).shape == (0, 8)
+
+
+def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypatch):
+    """The plan parses documents a parser reads (to know their chunks) and stores no parse: the parse
+    cache is read, never written (before the fix, parses.sqlite appeared in the cache folder)."""
+    pytest.importorskip("pypdf", reason="the parse extra is not installed (make parse)")
+    from tests.e2e.test_parser_sweep import _dataset
+
+    data = _dataset(tmp_path / "normans-pdf")
+    (tmp_path / "cache").mkdir()
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    before = files(tmp_path)
+    got, _, _ = make([f"dataset.path={data}", "parser=pypdf", "retriever=bm25", "tracking=none",
+                      f"output.root={tmp_path / 'out'}"])
+    assert files(tmp_path) == before
+    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and got.texts_new == 0
+    assert got.prompts_new == got.questions > 0  # every question's prompt, none cached

@@ -1,0 +1,146 @@
+"""``rag-bench run -m … --plan`` through the real CLI (tracking=none, the tiny set, the packaged
+MiniLM embedder, the openai generator against a local fake OpenAI-compatible endpoint so every
+prompt sent is an HTTP request the test counts): the plan of a grid whose embeddings are half
+cached counts the texts the run then embeds exactly and brackets the prompts it sends (exact for
+the cells whose retrieval it could compute, a bound for the rest); once every vector is cached it
+counts the prompts exactly; it prints money and time; and it changes nothing -- the output tree
+and the cache folder are byte-identical before and after."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TINY
+from tests.servers import JsonEndpoint, good_reply, serving
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+GRID = ["chunker=fixed,section", "retriever=bm25,dense", "pipeline.k=1,2"]  # 8 cells
+
+
+class Chat(JsonEndpoint):
+    def answer(self, body: Any) -> tuple[int, bytes]:
+        return 200, json.dumps(good_reply(self.path, body)).encode()
+
+
+def cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
+    env["RAG_BENCH_CACHE"] = str(tmp / "cache")
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", f"dataset.path={TINY}", "tracking=none",
+                           f"output.root={tmp / 'out'}", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def tree(tmp: Path) -> dict[str, bytes]:
+    """Every file of the output tree and the cache folder, with its bytes."""
+    return {str(p.relative_to(tmp)): p.read_bytes() for p in sorted(tmp.rglob("*")) if p.is_file()}
+
+
+def planned(tmp: Path, *args: str) -> dict[str, Any]:
+    """Run ``--plan``; check it changed nothing; its figures."""
+    before = tree(tmp)
+    done = cli(tmp, *args, "--plan")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert tree(tmp) == before, "--plan changed a file"
+    out = done.stdout
+    emb = re.search(r"^\s+minilm:all-MiniLM-L6-v2\s+([\d,]+)\s+([\d,]+)$", out, re.M)
+    gen = re.search(r"^\s+openai:local\s+([\d,]+)\s+([\d,]+)\s+([\d,]+|-)$", out, re.M)
+    cells = re.search(r"cells: (\d+) in the grid, (\d+) already DONE, (\d+) to compute", out)
+    assert cells, out
+
+    def n(s: str) -> int:
+        return 0 if s == "-" else int(s.replace(",", ""))
+
+    return {"out": out, "cells": tuple(int(x) for x in cells.groups()),
+            "texts": (n(emb.group(1)), n(emb.group(2))) if emb else (0, 0),
+            "prompts": (n(gen.group(1)), n(gen.group(2)), n(gen.group(3))) if gen else (0, 0, 0)}
+
+
+def rows(path: Path, table: str) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        count = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    conn.close()
+    return count
+
+
+def computed(exp: Path) -> int:
+    """The texts the run's cells encoded (metrics.json cost/embeddings_computed, summed)."""
+    return sum(json.loads(p.read_text())["cost"]["embeddings_computed"] for p in exp.glob("*/metrics.json"))
+
+
+def test_plan_of_a_half_cached_grid_predicts_what_the_run_computes(tmp_path):
+    cache = tmp_path / "cache"
+    # Half of the grid's embeddings: the section chunks and the questions (one dense cell, no answers).
+    half = cli(tmp_path, "chunker=section", "retriever=dense", "pipeline.k=1", "generator=none", "experiment.name=half")
+    assert half.returncode == 0, half.stderr[-3000:]
+    with serving(Chat) as server:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        gen = ["generator=openai", f"generator.base_url={url}", "generator.concurrency=1", "+prices=example",
+               "experiment.name=p"]
+        plan = planned(tmp_path, *GRID, *gen)
+        assert plan["cells"] == (8, 0, 8)
+        new_texts, cached_texts = plan["texts"]
+        assert new_texts > 0 and cached_texts > 0, plan["out"]  # half cached
+        exact, cached_prompts, bound = plan["prompts"]
+        assert exact > 0 and bound > 0 and cached_prompts == 0, plan["out"]  # fixed-chunk dense cells: a bound
+        assert "(approximate)" not in plan["out"]
+        # money: the local embedder at $/hour on the seconds the half run measured; the endpoint's model unpriced
+        assert re.search(r"embedder minilm:all-MiniLM-L6-v2: \$[\d.]+ \(local: [\d,]+ texts x [\d.]+ ms measured",
+                         plan["out"]), plan["out"]
+        assert "generator openai:local: unpriced (set prices.models.local)" in plan["out"]
+        assert re.search(rf"embedding {new_texts} texts \(minilm:all-MiniLM-L6-v2\): [\d.]+ s", plan["out"])
+        assert "generating at most" in plan["out"] and "no measured throughput yet" in plan["out"]  # no answer yet
+
+        vectors = rows(cache / "embeddings.sqlite", "vectors")
+        done = cli(tmp_path, *GRID, *gen)
+        assert done.returncode == 0, done.stderr[-3000:]
+        # texts: exactly what the plan said, as the cells recorded them and as the cache grew
+        assert computed(tmp_path / "out" / "p") == new_texts
+        assert rows(cache / "embeddings.sqlite", "vectors") - vectors == new_texts
+        # prompts: each distinct new prompt is one request; the plan's exact count and its bound bracket them
+        sent = len(server.requests)
+        assert sent == rows(cache / "generations.sqlite", "generations")
+        assert exact <= sent <= exact + bound, (exact, bound, sent)
+
+        again = planned(tmp_path, *GRID, *gen)
+        assert again["cells"] == (8, 8, 0) and again["texts"] == (0, 0) and again["prompts"] == (0, 0, 0)
+
+        # Every vector cached now: another generator config's prompts are counted exactly.
+        other = [*GRID, *gen[:-1], "generator.max_tokens=64", "experiment.name=q"]
+        plan = planned(tmp_path, *other)
+        assert plan["texts"][0] == 0 and plan["prompts"][2] == 0, plan["out"]
+        exact = plan["prompts"][0]
+        assert exact > 0 and plan["prompts"][1] == 0
+        assert re.search(r"generating \d+ answers \(openai:local\): [\d.]+ s", plan["out"]), plan["out"]  # measured now
+        done = cli(tmp_path, *other)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(server.requests) - sent == exact
+        assert computed(tmp_path / "out" / "q") == 0
+    prompts = [json.dumps([r["messages"], r["max_tokens"]], sort_keys=True) for r in server.requests]
+    assert len(prompts) == len(set(prompts))
+
+
+def test_plan_with_a_config_typo_exits_2_with_the_usual_error(tmp_path):
+    done = cli(tmp_path, "chunker=fixd,section", "--plan")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "did you mean chunker=fixed" in done.stderr and "Traceback" not in done.stderr
+    done = cli(tmp_path, "pipeline.kk=1,2", "--plan")
+    assert done.returncode == 2 and "fix:" in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
+
+
+def test_run_help_mentions_plan():
+    done = subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "--plan" in done.stdout
