@@ -41,6 +41,7 @@ class SearchConf:
     finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
     max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
     budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
+    budget_usd: float | None = None  # budget: US dollars (prices.*) this invocation's model calls may cost
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:
