@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
+STAGES = ("generator", "judge", "embedder", "reranker")  # the stages whose model calls budget_usd charges
 
 
 class BudgetReached(Exception):  # noqa: N818 (a stop, not an error: the sweep exits 0)
@@ -115,8 +116,9 @@ class Budget:
                             f"needs {calls} more ({stage})")
             raise BudgetReached(self.reached)
         if self.budget_usd is not None and usd is not None and self.usd + usd > self.budget_usd:
-            self.reached = (f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {calls} "
-                            f"{stage} calls may cost up to ${usd:.6f}")
+            batch = f"{calls} {stage} calls" if calls else f"{stage} batch"
+            self.reached = (f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} "
+                            f"may cost up to ${usd:.6f}")
             raise BudgetReached(self.reached)
         self.llm_calls += calls
         self.usd += usd or 0.0
@@ -203,7 +205,7 @@ def set_cell(cfg: Any) -> None:
 
     table = prices.from_config(cfg)
     _CURRENT.rates = {}
-    for stage in ("generator", "judge"):
+    for stage in STAGES:
         got, _ = prices.rate(table, stage)
         if got is not None:
             _CURRENT.rates[stage] = got
@@ -216,10 +218,12 @@ def spend_llm_calls(n: int) -> None:
 
 
 def hold(stage: str, calls: int, input_bytes: Callable[[], Sequence[int]] | None = None,
-         max_tokens: int | None = None) -> Hold | None:
-    """Count a batch of ``stage``'s calls about to be made (None without a budget): bounded in dollars
-    when the stage is priced by tokens and every prompt's input bound (``input_bytes()``, each
-    :func:`request_bytes`) and ``max_tokens`` are known, else charged after."""
+         max_tokens: int | None = None, units: int | None = None) -> Hold | None:
+    """Count a batch of ``stage``'s ``calls`` (LLM calls: the generator's, the judge's; 0 for an
+    embedder or reranker) about to be made (None without a budget). Bounded in dollars when the stage
+    is priced by tokens and every prompt's input bound (``input_bytes()``, each :func:`request_bytes`)
+    and ``max_tokens`` are known, or priced per unit (an embedder's ``units`` texts, a reranker's
+    calls); else charged after."""
     if _CURRENT is None:
         return None
     rate = _CURRENT.rates.get(stage)
@@ -228,18 +232,21 @@ def hold(stage: str, calls: int, input_bytes: Callable[[], Sequence[int]] | None
         sizes = list(input_bytes())
         if len(sizes) == calls:
             bound = rate.usd(sum(sizes), calls * int(max_tokens), 0.0)
+    elif rate is not None and rate.usd_per_unit is not None and units is not None:
+        bound = rate.usd(0, 0, 0.0, units)
     return _CURRENT.hold(stage, calls, bound)
 
 
-def charge(held: Hold | None, calls: int, tokens_in: int, tokens_out: int, seconds: float) -> None:
-    """Charge ``held``'s batch what it spent: ``calls`` made, their reported tokens or seconds at
-    the stage's rate (no-op without a budget)."""
+def charge(held: Hold | None, calls: int, tokens_in: int = 0, tokens_out: int = 0, seconds: float = 0.0,
+           units: int = 0) -> None:
+    """Charge ``held``'s batch what it spent: ``calls`` made, their reported tokens, the units sent
+    or the seconds taken, at the stage's rate (no-op without a budget)."""
     if _CURRENT is None or held is None:
         return
     rate = _CURRENT.rates.get(held.stage)
-    if rate is None and calls and held.stage not in _CURRENT.unpriced:
+    if rate is None and (calls or units) and held.stage not in _CURRENT.unpriced:
         _CURRENT.unpriced.append(held.stage)
-    _CURRENT.charge(held, calls, None if rate is None else rate.usd(tokens_in, tokens_out, seconds))
+    _CURRENT.charge(held, calls, None if rate is None else rate.usd(tokens_in, tokens_out, seconds, units))
 
 
 def before_cell() -> None:

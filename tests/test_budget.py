@@ -135,10 +135,10 @@ class Chat(JsonEndpoint):
         return 200, json.dumps(good_reply(self.path, body)).encode()
 
 
-def run(out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run(out: Path, cache: Path, *extra: str, grid: list[str] = GRID) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
     env["RAG_BENCH_CACHE"] = str(cache)
-    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", f"dataset.path={TINY}", *GRID,
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", f"dataset.path={TINY}", *grid,
                            "tracking=none", f"output.root={out}", "experiment.name=b", *extra], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -323,3 +323,24 @@ def test_the_judges_calls_count_against_max_llm_calls(tmp_path):
         assert judged == judge_requests(server.requests) > 0
         # the judge's calls alone would have fit: the budget stopped because they were counted
         assert len(server.requests) - judged <= limit < len(server.requests)
+
+
+@pytest.mark.slow
+def test_an_api_embedders_texts_are_priced_before_they_are_sent(tmp_path):
+    per_text = 0.002 / 1000  # conf/prices/example.yaml: example-api-embedder, $0.002 per 1k texts
+    grid = ["chunker=section", "retriever=dense", "generator=none", "pipeline.k=1,2,3"]
+    with serving(Chat) as server:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        emb = ["embedder=openai", f"embedder.base_url={url}", "embedder.model=example-api-embedder", "+prices=example"]
+        tiny = run(tmp_path / "out", tmp_path / "cache", *emb, "search.budget_usd=1e-9", grid=grid)
+        assert tiny.returncode == 0, tiny.stderr[-3000:]
+        assert "budget reached (search.budget_usd=1e-09: $0.000000 spent, the next cell's embedder batch may cost " \
+               "up to $" in tiny.stdout, tiny.stdout
+        assert server.requests == [] and not list((tmp_path / "out").glob("**/DONE"))  # refused whole: nothing sent
+        enough = run(tmp_path / "out", tmp_path / "cache", *emb, "search.budget_usd=1", grid=grid)
+        assert enough.returncode == 0, enough.stderr[-3000:]
+        assert len(list((tmp_path / "out" / "b").glob("*/DONE"))) == 3
+        texts = sum(len(r["input"]) for r in server.requests)  # chunks and questions, each once (one index)
+        assert texts > 0
+        line = json.loads(next((tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl")).read_text().splitlines()[-1])
+        assert line["usd"] == pytest.approx(texts * per_text, abs=1e-9) and line["llm_calls"] == 0

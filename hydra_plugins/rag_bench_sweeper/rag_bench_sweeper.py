@@ -147,18 +147,19 @@ class RagBenchSweeper(BasicSweeper):
                             None if usd is None else float(usd))
 
     def _check_priced(self) -> None:
-        """Under ``search.budget_usd`` every model a cell calls must have a price (an unpriced one would
-        make the budget meaningless): a ConfigError naming the model and the price key, before any cell
-        runs. The cells composed are a covering subset of the grid (each value of each axis in one)."""
+        """Under ``search.budget_usd`` every model a cell's config names (generator, judge, embedder,
+        reranker: what the budget charges) must have a price (an unpriced one would make the budget
+        meaningless): a ConfigError naming the model and the price key, before any cell runs. The
+        cells composed are a covering subset of the grid (each value of each axis in one)."""
         from rag_bench.evaluation import prices
 
         assert self.config is not None and self.hydra_context is not None
         loader = self.hydra_context.config_loader
         for job in covering_subset(self._grid):
             cfg = loader.load_sweep_config(self.config, job)
-            for stage in ("generator", "judge"):
+            for stage in budget.STAGES:
                 name = _model_name(cfg, stage)
-                if name is None:  # a stage naming no model: our own code (the extractive stand-in, no judge)
+                if name is None:  # a stage naming no model: our own code (the extractive stand-in, bm25, mmr)
                     continue
                 table = prices.from_config(cfg)
                 if table is None:
