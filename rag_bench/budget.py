@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -114,11 +115,17 @@ class Budget:
         if self.max_llm_calls is not None and self.llm_calls + calls > self.max_llm_calls:
             self.reached = (f"search.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made, the next cell "
                             f"needs {calls} more ({stage})")
+            if calls > self.max_llm_calls:
+                self.reached += (f"; more than the whole budget: no re-run with it can finish that cell -- fix: "
+                                 f"search.max_llm_calls={calls} or more")
             raise BudgetReached(self.reached)
         if self.budget_usd is not None and usd is not None and self.usd + usd > self.budget_usd:
             batch = f"{calls} {stage} calls" if calls else f"{stage} batch"
             self.reached = (f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} "
                             f"may cost up to ${usd:.6f}")
+            if usd > self.budget_usd:
+                self.reached += (f"; more than the whole budget: no re-run with it can finish that cell -- fix: "
+                                 f"search.budget_usd={math.ceil(usd * 100) / 100:g} or more")
             raise BudgetReached(self.reached)
         self.llm_calls += calls
         self.usd += usd or 0.0

@@ -89,7 +89,18 @@ def test_a_batch_bounded_past_the_budget_makes_no_call():
     with pytest.raises(BudgetReached):
         b.hold("generator", 4, 0.51)  # 0.5 + 0.51 > 1: none of the four is made
     assert b.llm_calls == 4 and b.usd == pytest.approx(0.5)
-    assert "may cost up to $0.510000" in b.reached
+    assert "may cost up to $0.510000" in b.reached and "more than the whole budget" not in b.reached
+
+
+def test_a_cell_past_the_whole_budget_says_no_rerun_can_finish_it():
+    b = Budget(budget_usd=0.3)
+    with pytest.raises(BudgetReached):
+        b.hold("generator", 208, 0.438686)
+    assert "no re-run with it can finish that cell -- fix: search.budget_usd=0.44 or more" in b.reached
+    calls = Budget(max_llm_calls=100)
+    with pytest.raises(BudgetReached):
+        calls.hold("generator", 208)
+    assert "fix: search.max_llm_calls=208 or more" in calls.reached
 
 
 def test_what_cannot_be_bounded_is_charged_after_and_stops_the_sweep():
