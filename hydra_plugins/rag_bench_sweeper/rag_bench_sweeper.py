@@ -223,7 +223,6 @@ class RagBenchSweeper(BasicSweeper):
         return returns
 
 
-
 def _model_name(cfg: Any, stage: str) -> str | None:
     """The ``model`` ``stage``'s config names (None: none, or the config has no such stage)."""
     node = cfg.get(stage)
