@@ -355,3 +355,18 @@ def test_an_api_embedders_texts_are_priced_before_they_are_sent(tmp_path):
         assert texts > 0
         line = json.loads(next((tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl")).read_text().splitlines()[-1])
         assert line["usd"] == pytest.approx(texts * per_text, abs=1e-9) and line["llm_calls"] == 0
+
+
+@pytest.mark.slow
+def test_a_sweep_without_a_budget_records_its_calls_and_dollars(tmp_path):
+    with serving(Chat) as server:  # 100 prompt + 10 completion tokens a call: $0.000065 at example-api-llm's prices
+        gen = ["generator=openai", f"generator.base_url=http://127.0.0.1:{server.server_port}/v1", *PRICED]
+        done = run(tmp_path / "out", tmp_path / "cache", *gen)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "budget " not in done.stdout  # no budget: nothing to report on the terminal
+        (log,) = (tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl")
+        line = json.loads(log.read_text())
+        assert line["llm_calls"] == len(server.requests) > 0 and line["reached"] is None
+        assert line["usd"] == pytest.approx(len(server.requests) * (100 * USD_IN + 10 * USD_OUT) / 1e6, abs=1e-9)
+        warm = run(tmp_path / "out", tmp_path / "cache", *gen)  # every cell DONE: no call, no line
+        assert warm.returncode == 0 and len(log.read_text().splitlines()) == 1
