@@ -122,27 +122,57 @@ class RagBenchSweeper(BasicSweeper):
         finally:
             progress.unlink(missing_ok=True)
             budget.stop()
-            if spent is not None:  # what it finished and what is left (exit 0: re-run to resume)
+            if spent.limited:  # what it finished and what is left (exit 0: re-run to resume)
                 print(spent.report(), flush=True)
+            if spent.limited or spent.llm_calls:  # the invocation's record: its calls and $ spent
                 spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.jsonl")
 
-    def _budget(self) -> budget.Budget | None:
-        """Start ``search.max_llm_calls`` / ``search.budget_s`` (docs/search.md, "Budgets")."""
+    def _budget(self) -> budget.Budget:
+        """Start ``search.max_llm_calls`` / ``search.budget_usd`` / ``search.budget_s`` (docs/search.md,
+        "Budgets"); without any, a budget that only counts (the invocation's record)."""
         assert self.config is not None
         search = self.config.get("search") or {}
-        calls, seconds = search.get("max_llm_calls"), search.get("budget_s")
-        if calls is None and seconds is None:
-            return None
-        if (calls is not None and int(calls) < 0) or (seconds is not None and float(seconds) < 0):
-            raise ConfigError(f"search.max_llm_calls={calls}, search.budget_s={seconds}: must be >= 0 "
-                              "-- fix: search.max_llm_calls=<calls> search.budget_s=<seconds>")
+        calls, seconds, usd = search.get("max_llm_calls"), search.get("budget_s"), search.get("budget_usd")
+        if calls is None and seconds is None and usd is None:
+            return budget.start(None, None)
+        if any(v is not None and float(v) < 0 for v in (calls, seconds, usd)):
+            raise ConfigError(f"search.max_llm_calls={calls}, search.budget_s={seconds}, search.budget_usd={usd}: must "
+                              "be >= 0 -- fix: search.max_llm_calls=<calls> search.budget_s=<seconds> "
+                              "search.budget_usd=<dollars>")
         if self._mode() != "grid":
-            raise ConfigError(f"search.max_llm_calls / search.budget_s apply to search.mode=grid only, not "
-                              f"{self._mode()} -- fix: search.mode=grid, or drop the budget")
+            raise ConfigError(f"search.max_llm_calls / search.budget_s / search.budget_usd apply to search.mode=grid "
+                              f"only, not {self._mode()} -- fix: search.mode=grid, or drop the budget")
         if str(self.config.hydra.launcher.get("_target_", "")).split(".")[-1] not in ("RagBenchLauncher", "BasicLauncher"):
-            raise ConfigError("search.max_llm_calls / search.budget_s count in the sweep's process: they need the "
-                              "default launcher -- fix: hydra/launcher=rag_bench, or drop the budget")
-        return budget.start(None if calls is None else int(calls), None if seconds is None else float(seconds))
+            raise ConfigError("search.max_llm_calls / search.budget_s / search.budget_usd count in the sweep's process: "
+                              "they need the default launcher -- fix: hydra/launcher=rag_bench, or drop the budget")
+        if usd is not None:
+            self._check_priced()
+        return budget.start(None if calls is None else int(calls), None if seconds is None else float(seconds),
+                            None if usd is None else float(usd))
+
+    def _check_priced(self) -> None:
+        """Under ``search.budget_usd`` every model a cell's config names (generator, judge, embedder,
+        reranker: what the budget charges) must have a price (an unpriced one would make the budget
+        meaningless): a ConfigError naming the model and the price key, before any cell runs. The
+        cells composed are a covering subset of the grid (each value of each axis in one)."""
+        from rag_bench.evaluation import prices
+
+        assert self.config is not None and self.hydra_context is not None
+        loader = self.hydra_context.config_loader
+        for job in covering_subset(self._grid):
+            cfg = loader.load_sweep_config(self.config, job)
+            for stage in budget.STAGES:
+                name = _model_name(cfg, stage)
+                if name is None:  # a stage naming no model: our own code (the extractive stand-in, bm25, mmr)
+                    continue
+                table = prices.from_config(cfg)
+                if table is None:
+                    raise ConfigError(f"search.budget_usd: {stage} model {name!r} has no price: the config has no "
+                                      f"price table -- fix: +prices=example (conf/prices/example.yaml), or set "
+                                      f"prices.models.{name}")
+                _, missing = prices.rate(table, stage)
+                if missing:
+                    raise ConfigError(f"search.budget_usd: {missing}")
 
     def _mode(self) -> str:
         assert self.config is not None
@@ -195,3 +225,13 @@ class RagBenchSweeper(BasicSweeper):
                     seed=int(search.seed), summary_path=self._experiment_dir() / ".hydra" /
                     f"search-{self._context.sweep_id}.json")
         return returns
+
+
+def _model_name(cfg: Any, stage: str) -> str | None:
+    """The ``model`` ``stage``'s config names (None: none, or the config has no such stage)."""
+    node = cfg.get(stage)
+    try:
+        model = node.get("model") if node is not None and hasattr(node, "get") else None
+    except Exception:  # a ??? model: the cell fails to build, with its own message
+        return None
+    return model if isinstance(model, str) and model else None

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench import budget
 from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.errors import ConfigError, EndpointError
@@ -109,10 +110,12 @@ class OpenAIEmbedder:
         def compute(todo: list[str]) -> Iterable[tuple[str, np.ndarray]]:
             if len(todo) >= NOTICE_TEXTS:  # as the local embedder: the console is not silent meanwhile
                 log.info("embedding %d %s with %s at %s", len(todo), what, self.model, self.url)
+            held = budget.hold("embedder", 0, units=len(todo))  # search.budget_usd: its texts' price, before
             t0 = time.perf_counter()
             vectors = self.encode_raw([prefix + text_of[k] for k in todo])
             self._encode_s += time.perf_counter() - t0
             self._encoded += len(todo)
+            budget.charge(held, 0, seconds=time.perf_counter() - t0, units=len(todo))
             return zip(todo, vectors)
 
         got = get_or_compute(self.cache, list(dict.fromkeys(key_of.values())), compute=compute,

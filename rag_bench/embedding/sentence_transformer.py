@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag_bench import budget
 from rag_bench.embedding.base import NOTICE_TEXTS, EmbedStats
 from rag_bench.embedding.cache import EmbeddingCache, default_cache_dir, text_key, vector_bytes, vector_from_bytes
 from rag_bench.embedding.models import PACKAGED_MODELS, load_model, resolve_model, weights_hash
@@ -205,10 +206,12 @@ class SentenceTransformerEmbedder:
                 if len(todo) >= NOTICE_TEXTS:  # else the console is silent through the load and encoding
                     log.info("embedding %d %s with %s%s", len(todo), what, self.model_name,
                              " (cached for the next cells)" if self.cache is not None else "")
+                held = budget.hold("embedder", 0, units=len(todo))  # search.budget_usd: charged its seconds after
                 t0 = time.perf_counter()
                 encoded = self.encode_raw([prefix + text_of[k] for k in todo])
                 self._encode_s += time.perf_counter() - t0
                 self._encoded += len(todo)
+                budget.charge(held, 0, seconds=time.perf_counter() - t0, units=len(todo))
                 return zip(todo, encoded)
 
             got = get_or_compute(self.cache, [key_of[t] for t in rest], compute=encode, encode=vector_bytes,

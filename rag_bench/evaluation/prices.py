@@ -174,8 +174,79 @@ def _tokens(prices: Prices, stage: StageModel, tokens_in: np.ndarray, tokens_out
             unpriced.append(_missing(f"{stage.stage} model {stage.name!r} is priced by tokens but lacks {need[0]}",
                                      f"prices.models.{stage.name}.{need[0]}"))
             return None
-        return (tokens_in * entry.usd_per_1m_input_tokens + tokens_out * entry.usd_per_1m_output_tokens) / 1e6  # type: ignore[operator]
+        return token_usd(entry, tokens_in, tokens_out)
     return _local(prices, stage, seconds, f"{stage.stage} {stage.name!r}", unpriced)
+
+
+def token_usd(entry: ModelPrice, tokens_in: Any, tokens_out: Any) -> Any:
+    """Dollars of ``tokens_in`` prompt and ``tokens_out`` completion tokens at ``entry``'s prices (both
+    set): what the cost scorer charges per question and what ``search.budget_usd`` counts."""
+    assert entry.usd_per_1m_input_tokens is not None and entry.usd_per_1m_output_tokens is not None
+    return (tokens_in * entry.usd_per_1m_input_tokens + tokens_out * entry.usd_per_1m_output_tokens) / 1e6
+
+
+@dataclass(frozen=True)
+class Rate:
+    """How ``search.budget_usd`` charges a stage's model calls (rag_bench.budget), as :func:`bill`
+    prices them: a generator or judge by tokens (an API model's ``usd_per_1m_*_tokens``), an embedder
+    per text sent (``usd_per_1k_texts``), a reranker per call (``usd_per_1k_calls``); else by its
+    measured seconds at ``usd_per_hour`` (a model on this machine)."""
+
+    stage: str
+    model: str
+    entry: ModelPrice | None
+    usd_per_hour: float | None
+    usd_per_unit: float | None = None  # an embedder's text, a reranker's call
+
+    @property
+    def by_tokens(self) -> bool:
+        return self.entry is not None and self.entry.usd_per_1m_input_tokens is not None \
+            and self.entry.usd_per_1m_output_tokens is not None
+
+    @property
+    def by_use(self) -> bool:
+        """Priced by what is sent (tokens, texts, calls), so a batch can be bounded before it is."""
+        return self.by_tokens or self.usd_per_unit is not None
+
+    def usd(self, tokens_in: int, tokens_out: int, seconds: float, units: int = 0) -> float:
+        """What calls that used these tokens or units (priced by use) or took these seconds (by the
+        hour) cost."""
+        if self.by_tokens:
+            assert self.entry is not None
+            return float(token_usd(self.entry, tokens_in, tokens_out))
+        if self.usd_per_unit is not None:
+            return units * self.usd_per_unit
+        return seconds * (self.usd_per_hour or 0.0) / HOUR_S
+
+
+def rate(prices: Prices | None, stage: str) -> tuple[Rate | None, str | None]:
+    """The rate ``search.budget_usd`` charges ``stage``'s calls at, or (None, what to set) when the
+    stage cannot be priced: (None, None) when the config has no such stage. A model priced by tokens
+    needs both token prices; any other by its hour (its entry's ``usd_per_hour``, else
+    ``prices.usd_per_hour``). A stage naming no ``model`` is our own code, priced by the hour too."""
+    table = prices or Prices()
+    model = table.of(stage)
+    if model is None:
+        return None, None
+    entry = table.entry(model.name)
+    use = {"embedder": "usd_per_1k_texts", "reranker": "usd_per_1k_calls"}.get(stage)
+    if entry is None and model.named_model:
+        how = use or "usd_per_1m_input_tokens and usd_per_1m_output_tokens"
+        return None, (f"{stage} model {model.name!r} has no price -- fix: set prices.models.{model.name} "
+                      f"({how}, or usd_per_hour for a local model)")
+    if use is not None and entry is not None and getattr(entry, use) is not None:
+        return Rate(stage, model.name, entry, None, getattr(entry, use) / 1000.0), None
+    if use is None and entry is not None and entry.by_use:
+        need = [k for k in ("usd_per_1m_input_tokens", "usd_per_1m_output_tokens") if getattr(entry, k) is None]
+        if need:
+            return None, (f"{stage} model {model.name!r} is priced by tokens but lacks {need[0]} -- fix: set "
+                          f"prices.models.{model.name}.{need[0]}")
+        return Rate(stage, model.name, entry, None), None
+    hourly, key = _hourly(table, entry, model)
+    if hourly is None:
+        return None, (f"{stage} {model.name!r} runs on this machine and no $/hour prices its seconds -- fix: set "
+                      f"{key}")
+    return Rate(stage, model.name, entry, hourly), None
 
 
 def _judge(prices: Prices, judge: StageModel, run: SystemRun, per_q: dict[str, np.ndarray | None], notes: list[str],

@@ -52,6 +52,9 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
     latency: dict[str, list[Any]] = {"retrieve_ms": [qr.retrieve_ms for qr in run.questions]}
     if any(qr.rerank_ms is not None for qr in run.questions):
         latency["rerank_ms"] = [qr.rerank_ms for qr in run.questions]
+    if run.judge is not None:  # the judge's own time per question, apart from the asker's wait (latency.judge_ms)
+        latency["judge_ms"] = [1000.0 * qr.judge.seconds if qr.judge is not None and qr.judge.calls > 0 else None
+                               for qr in run.questions]
     parts.append(Part("latency", latency))
     return parts
 

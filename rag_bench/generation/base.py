@@ -136,10 +136,15 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     stand_in = checked_traits(generator).stand_in  # a stand-in (extractive) makes no LLM calls
 
     def call(batch: Sequence[GenerationInput]) -> list[Generation]:
-        if not stand_in:  # search.max_llm_calls: all of them fit, or none is made (rag_bench.budget)
-            budget.spend_llm_calls(len(batch))
-        out = generator.generate(batch)
-        return [valid_unicode(g) for g in (check(out, len(batch)) if check is not None else out)]
+        # search.max_llm_calls / budget_usd: all of them fit (their cost bounded), or none is made
+        held = None if stand_in else budget.hold("generator", len(batch),
+                                                 lambda: [request_bytes(generator, it) for it in batch],
+                                                 _max_tokens(generator))
+        raw = generator.generate(batch)
+        got = [valid_unicode(g) for g in (check(raw, len(batch)) if check is not None else raw)]
+        budget.charge(held, len(batch), sum(g.tokens_in or 0 for g in got), sum(g.tokens_out or 0 for g in got),
+                      sum(g.seconds for g in got))
+        return got
 
     if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
         return call(items)
@@ -154,6 +159,22 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
     got = get_or_compute(cache, keys, compute=generate, encode=_encode, decode=_decode,
                          keep=lambda g: g.error is None)
     return [got.values[k] for k in keys]
+
+
+def request_bytes(generator: Any, item: GenerationInput) -> int:
+    """The bound of ``item``'s input tokens (rag_bench.budget.request_bytes): its request's messages
+    and output schema as the generator sends them (an HTTP generator's ``_body``), else the prompt's
+    messages."""
+    body = getattr(generator, "_body", None)
+    if callable(body):
+        sent = body(item)
+        return budget.request_bytes({k: sent[k] for k in ("messages", "response_format") if k in sent})
+    return budget.request_bytes(item.prompt.messages())
+
+
+def _max_tokens(generator: Any) -> int | None:
+    got = getattr(generator, "max_tokens", None)
+    return got if isinstance(got, int) and not isinstance(got, bool) and got > 0 else None
 
 
 def valid_unicode(g: Generation) -> Generation:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_bench import budget
 from rag_bench.errors import ConfigError
 from rag_bench.http import MAX_REPLY_BYTES, check_settings, check_url, is_json_int
 from rag_bench.judging.base import JudgeResult, JudgeSample
@@ -88,6 +89,12 @@ CLAIM_METRICS = {
     "claim_faithfulness": RagasMetric("ClaimFaithfulness", ("response", "retrieved_contexts"), per_claim=True),
 }
 JUDGE_METRICS = {**RAGAS_METRICS, **CLAIM_METRICS}  # every name judge.metrics accepts
+# The LLM calls one judgement makes, where ragas 0.4.3's code states it (search.max_llm_calls counts
+# them before the batch): Faithfulness asks for the answer's statements, then verdicts on them (one
+# call when there is no statement); AnswerRelevancy generates `strictness` questions (3, ragas' default,
+# which we keep), one call each; a claim of claim_faithfulness is one call. The other metrics' calls
+# depend on their inputs (ContextPrecision: one per context...) and are counted after the batch.
+CALLS_PER_JUDGEMENT = {"faithfulness": 2, "response_relevancy": 3, "claim_faithfulness": 1}
 METRICS = ("faithfulness", "response_relevancy")  # the default selection
 RESPONSE_FORMATS = ("json_object", "json")
 
@@ -129,6 +136,20 @@ async def _count_usage(response: Any) -> None:
     # Only counts: Infinity, 1.9, true or "12" are the endpoint's garbage, not tokens.
     usage["tokens_in"] += counts[0] if is_json_int(counts[0]) and counts[0] > 0 else 0
     usage["tokens_out"] += counts[1] if is_json_int(counts[1]) and counts[1] > 0 else 0
+
+
+def _count_calls(llm: Any) -> None:
+    """Count each of ``llm``'s calls (what ragas and the claim judge ask it: one completion, its
+    re-asks and retries not apart, as a generator call's) in the current judge job's counter."""
+    inner = llm.agenerate
+
+    async def agenerate(*args: Any, **kwargs: Any) -> Any:
+        usage = _USAGE.get()
+        if usage is not None:
+            usage["calls"] += 1
+        return await inner(*args, **kwargs)
+
+    llm.agenerate = agenerate
 
 
 def _deadline_transport(seconds: float) -> Any:
@@ -310,6 +331,7 @@ class RagasJudge:
             extra["temperature"] = self.temperature
         llm = InstructorLLM(client=instructor.from_openai(client, mode=mode), model=self.model, provider="openai",
                             max_tokens=self.max_tokens, max_retries=1 + self.max_retries, **extra)
+        _count_calls(llm)
         out: dict[str, Any] = {}
         for name in self.metrics:
             spec = JUDGE_METRICS[name]
@@ -372,12 +394,20 @@ class RagasJudge:
         failures: dict[str, str] = {}
 
         def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
+            # search.max_llm_calls / budget_usd: the calls known before are counted before (all fit, or
+            # none is made); the rest, and the money, after the batch (rag_bench.budget)
+            known = [CALLS_PER_JUDGEMENT.get(first[k][1]) for k in todo]
+            held = budget.hold("judge", sum(c for c in known if c is not None))
+            made, tokens_in, tokens_out, seconds = 0, 0, 0, 0.0
             for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo, calls):
                 item = results[first[k][0]]
                 item.calls += 1
                 item.tokens_in += usage["tokens_in"]
                 item.tokens_out += usage["tokens_out"]
                 item.seconds += usage["seconds"]
+                made, tokens_in, tokens_out = made + usage["calls"], tokens_in + usage["tokens_in"], \
+                    tokens_out + usage["tokens_out"]
+                seconds += usage["seconds"]
                 if isinstance(outcome, BaseException):
                     if not isinstance(outcome, Exception):
                         raise outcome  # KeyboardInterrupt and friends stop the run
@@ -386,6 +416,7 @@ class RagasJudge:
                     yield k, None
                 else:
                     yield k, outcome
+            budget.charge(held, made, tokens_in, tokens_out, seconds)
 
         got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
                              decode=json.loads, keep=lambda v: v is not None, each=True)
@@ -433,7 +464,7 @@ class RagasJudge:
             async def one(job: Job, key: str) -> tuple[str, Any, dict[str, Any]]:
                 i, m, n, c = job
                 async with gate:
-                    usage = {"tokens_in": 0, "tokens_out": 0, "seconds": 0.0}
+                    usage = {"tokens_in": 0, "tokens_out": 0, "seconds": 0.0, "calls": 0}
                     _USAGE.set(usage)  # this task's own context: the response hook adds its tokens here
                     t0 = time.perf_counter()
                     try:

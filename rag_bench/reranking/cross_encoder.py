@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from rag_bench import memo
+from rag_bench import budget, memo
 from rag_bench.domain import Chunk, Question
 from rag_bench.embedding.models import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
@@ -107,8 +108,11 @@ class CrossEncoderReranker:
 
         def predict(missing: list[str]) -> Iterable[tuple[str, float]]:
             model = _load(self.path, self.device, self.max_length, weights_hash(self.path))
+            held = budget.hold("reranker", 0, units=len({pairs[k][0] for k in missing}))  # budget_usd: seconds after
+            t0 = time.perf_counter()
             values = model.predict([pairs[k] for k in missing], batch_size=self.batch_size,
                                    show_progress_bar=False, convert_to_numpy=True)
+            budget.charge(held, 0, seconds=time.perf_counter() - t0, units=len({pairs[k][0] for k in missing}))
             self.pairs_scored += len(missing)
             scores = np.asarray(values, dtype=np.float64).reshape(len(missing), -1)[:, -1]
             return zip(missing, (float(v) for v in scores))

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from rag_bench import memo
+from rag_bench import budget, memo
 from rag_bench.domain import Chunk, Question
 from rag_bench.errors import ConfigError, EndpointError
 from rag_bench.http import check_settings, check_url, is_json_int, is_json_number, post_json
@@ -78,8 +79,11 @@ class RerankApiReranker:
             for k in todo:
                 by_question.setdefault(pair_of[k][0], []).append(k)
             groups = list(by_question.items())
+            held = budget.hold("reranker", 0, units=len(groups))  # search.budget_usd: one call per question
+            t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
                 results = list(pool.map(lambda g: self._request(g[0], [pair_of[k][1] for k in g[1]]), groups))
+            budget.charge(held, 0, seconds=time.perf_counter() - t0, units=len(groups))
             self.pairs_scored += len(todo)
             return [(k, float(v)) for (_, ks), values in zip(groups, results) for k, v in zip(ks, values)]
 

@@ -36,12 +36,13 @@ def main(cfg: DictConfig) -> Path | None:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
     spent = budget.current()
+    budget.set_cell(cfg)  # the cell's prices for search.budget_usd (and the invocation's record)
     try:
         folder = run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there
     except budget.BudgetReached:
         if spent is None:
             raise
-        # search.max_llm_calls / budget_s: the cell stops unfinished (no DONE); the sweeper says so
+        # search.max_llm_calls / budget_usd / budget_s: the cell stops unfinished (no DONE); the sweeper says so
         spent.left.append(" ".join(o for o in HydraConfig.get().overrides.task if not o.startswith(f"{CONTEXT_KEY}=")))
         return None
     if spent is not None:

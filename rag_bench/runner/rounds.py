@@ -43,6 +43,7 @@ class SearchConf:
     objectives: list[str] = field(default_factory=lambda: ["primary"])  # optuna: primary (TPE); +latency/cost: NSGA-II
     max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
     budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
+    budget_usd: float | None = None  # budget: US dollars (prices.*) this invocation's model calls may cost
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:

@@ -85,3 +85,20 @@ def test_the_judge_is_timed_separately_over_the_judgements_made_in_this_run():
     assert lat["judge_p50_ms"] == pytest.approx(200.0)
     assert lat["e2e_p50_ms"] == pytest.approx(1004.0)  # the judge is not in the asker's wait
     assert "judge_p50_ms" not in _metrics(base)["latency"]  # no judge, no judge figure
+
+
+def test_records_hold_each_questions_judge_time_null_where_the_judge_cache_answered():
+    from rag_bench.evaluation.grade import Grades
+    from rag_bench.evaluation.run import JudgeRun
+    from rag_bench.evaluation.table import records, run_parts
+    from rag_bench.judging.base import JudgeResult
+
+    base = _run([(2.0, None, 0.5, False), (4.0, None, 0.0, True), (6.0, None, 2.0, False)])
+    judged = [JudgeResult(calls=2, seconds=0.3), JudgeResult(calls=0, seconds=0.0, scores={"faithfulness": 1.0}),
+              None]  # judged now; served by the judge cache; not judged
+    run = SystemRun(base.dataset, [], tuple(replace(q, judge=j) for q, j in zip(base.questions, judged)),
+                    generate_s=0.01, timings={"retrieve_s": 0.001}, judge=JudgeRun("ragas", ("faithfulness",)))
+    table = records(run_parts(run, Grades((), {})), 3)
+    assert table["judge_ms"].tolist()[0] == pytest.approx(300.0) and table["judge_ms"].isna().tolist() == [False, True, True]
+    assert table["generation_cached"].tolist() == [False, True, False]  # the cached answer marked, its time 0
+    assert "judge_ms" not in records(run_parts(base, Grades((), {})), 3)  # no judge, no column
