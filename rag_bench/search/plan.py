@@ -67,6 +67,15 @@ class JudgeWork:
 
 
 @dataclass(frozen=True)
+class InMemory:
+    """``--plan=exact``'s own work: the texts whose vectors were not cached, encoded in memory by the
+    embedder's model (never stored) so that every cell's rankings are exact, and the seconds that took."""
+
+    texts: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Plan:
     """What ``rag-bench run -m <overrides>`` would do, counted without doing it."""
 
@@ -82,6 +91,7 @@ class Plan:
     mode: str = "grid"
     mode_lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    in_memory: InMemory | None = None  # an exact plan (--plan=exact): what it embedded to be exact
 
     @property
     def to_compute(self) -> int:
@@ -299,7 +309,9 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "    ") -> list[str]:
 
 def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     """The plan as printed: a few small tables and lines."""
-    lines = [f"Plan (nothing computed or written): {plan.command}",
+    head = "nothing computed or written" if plan.in_memory is None else \
+        "exact: missing vectors embedded in memory, nothing written"
+    lines = [f"Plan ({head}): {plan.command}",
              f"  cells: {plan.cells} in the grid, {plan.done} already DONE, {plan.to_compute} to compute",
              f"  distinct chunkings: {plan.chunkings}; distinct indexes: {plan.indexes} (of the cells to compute); "
              f"questions: {plan.questions}"]
@@ -311,6 +323,9 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
         lines += _table(rows)
     else:
         lines.append("    none (no cell to compute embeds)")
+    if plan.in_memory is not None:
+        lines.append(f"  exact: embedded {plan.in_memory.texts:,} texts in memory in {plan.in_memory.seconds:.1f} s "
+                     "(not cached: the run embeds them again) so that every cell's rankings and prompts are exact")
     lines.append("  prompts to generate (distinct, by generator):")
     if plan.prompts:
         rows = [["generator", "new", "cached", "+ at most (bound)"]]
