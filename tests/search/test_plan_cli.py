@@ -161,3 +161,19 @@ def test_run_help_mentions_plan():
     done = subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "--plan" in done.stdout and "--plan=exact" in done.stdout
+
+
+def test_exact_plan_of_a_remote_embedder_exits_2_and_nothing_is_created(tmp_path):
+    """--plan=exact never calls a remote embedder (here a closed port): it says how many texts it would
+    send and how to proceed, exit 2. Neither plan creates a file or folder -- before the fix, building
+    the openai embedder made the cache folder (its cache was opened in the constructor)."""
+    remote = ["embedder=openai", "embedder.base_url=http://127.0.0.1:9/v1", "retriever=dense", "generator=none"]
+    done = cli(tmp_path, *remote, "--plan=exact")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert re.search(r"error: --plan=exact .* \d+ texts not cached for embedder openai:local "
+                     r"\(http://127\.0\.0\.1:9/v1/embeddings\).* -- fix: ", done.stderr), done.stderr
+    assert list(tmp_path.iterdir()) == []
+    done = cli(tmp_path, *remote, "--plan")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^\s+openai:local\s+\d+\s+0$", done.stdout, re.M), done.stdout
+    assert list(tmp_path.iterdir()) == []
