@@ -73,6 +73,7 @@ class InMemory:
 
     texts: int
     seconds: float
+    load_s: float = 0.0  # loading the model first (the run loads it too)
 
 
 @dataclass(frozen=True)
@@ -324,8 +325,11 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     else:
         lines.append("    none (no cell to compute embeds)")
     if plan.in_memory is not None:
-        lines.append(f"  exact: embedded {plan.in_memory.texts:,} texts in memory in {plan.in_memory.seconds:.1f} s "
-                     "(not cached: the run embeds them again) so that every cell's rankings and prompts are exact")
+        m = plan.in_memory
+        lines.append(f"  exact: embedded {m.texts:,} texts in memory in {m.seconds:.1f} s"
+                     + (f" (+ {m.load_s:.1f} s loading the model)" if m.load_s >= 0.05 else "")
+                     + "; not cached: the run embeds them again. The price of every cell's rankings, and so its "
+                     "prompts, being exact")
     lines.append("  prompts to generate (distinct, by generator):")
     if plan.prompts:
         rows = [["generator", "new", "cached", "+ at most (bound)"]]

@@ -129,6 +129,7 @@ class Ledger:
     computed: dict[str, np.ndarray] = field(default_factory=dict)
     encoded: int = 0
     encode_s: float = 0.0
+    load_s: float = 0.0  # loading the models an exact plan encoded with
     refused: dict[str, set[str]] = field(default_factory=dict)
 
     def lookup(self, folder: Path) -> VectorLookup:
@@ -254,6 +255,9 @@ class PlanEmbedder:
             ledger.refused.setdefault(self._name, set()).update(todo)
             todo = {}
         if todo:
+            t0 = time.perf_counter()
+            _ = self._inner.encoder if self._inner.backend == "onnx" else self._inner.model  # loaded once per process
+            ledger.load_s += time.perf_counter() - t0
             t0 = time.perf_counter()
             vectors = self._inner.encode_raw([prefix + t for t in todo.values()])
             ledger.encode_s += time.perf_counter() - t0
@@ -527,7 +531,7 @@ class _Counting:
         judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
                                  len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
         questions = max(self.questions.values(), default=0)
-        in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s) if self.ledger.exact else None
+        in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s, self.ledger.load_s) if self.ledger.exact else None
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
                     tuple(dict.fromkeys(self.notes)), in_memory)

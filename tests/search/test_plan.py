@@ -161,9 +161,9 @@ def test_plan_embedder_answers_from_the_cache_and_counts_the_rest_as_new(tmp_pat
 
 
 def test_render_of_an_exact_plan_says_what_it_embedded_in_memory():
-    out = render(plan(embedders=(LOCAL_EMB,), in_memory=InMemory(300, 2.5)), None, Rates())
+    out = render(plan(embedders=(LOCAL_EMB,), in_memory=InMemory(300, 2.5, 4.0)), None, Rates())
     assert out.startswith("Plan (exact: missing vectors embedded in memory, nothing written)")
-    assert "exact: embedded 300 texts in memory in 2.5 s (not cached" in out
+    assert "exact: embedded 300 texts in memory in 2.5 s (+ 4.0 s loading the model); not cached" in out
     assert "in memory" not in render(plan(embedders=(LOCAL_EMB,)), None, Rates())
 
 

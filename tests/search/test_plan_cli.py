@@ -107,7 +107,8 @@ def test_plan_of_a_half_cached_grid_predicts_what_the_run_computes(tmp_path):
         # --plan=exact: the missing vectors embedded in memory (none stored), every prompt exact
         exact_plan = planned(tmp_path, *GRID, *gen, flag="--plan=exact")
         assert exact_plan["cells"] == (8, 0, 8) and exact_plan["texts"] == plan["texts"], exact_plan["out"]
-        in_memory = re.search(r"exact: embedded ([\d,]+) texts in memory in [\d.]+ s", exact_plan["out"])
+        in_memory = re.search(r"exact: embedded ([\d,]+) texts in memory in [\d.]+ s"
+                              r"( \(\+ [\d.]+ s loading the model\))?; not cached", exact_plan["out"])
         assert in_memory and int(in_memory.group(1).replace(",", "")) == new_texts, exact_plan["out"]
         exact_new, exact_cached, exact_bound = exact_plan["prompts"]
         assert exact_bound == 0 and exact_cached == 0, exact_plan["out"]
