@@ -4,7 +4,8 @@ The counting itself (which texts the cells embed, which prompts they send, looke
 caches) is :mod:`rag_bench.search.plan_probe`, which reads and never writes; this module is pure:
 the plan's figures (:class:`Plan`), their money under a price table (:func:`money`), their time
 from the throughputs measured on this machine (:func:`duration`), the bound of each search mode
-(:func:`mode_lines`) and the table printed (:func:`render`). docs/search.md, "A plan before the run".
+(:func:`mode_lines`) and the table printed (:func:`render`). ``--plan=exact`` adds :class:`InMemory`:
+the texts it embedded in memory to make every prompt count exact. docs/search.md, "A plan before the run".
 """
 
 from __future__ import annotations
