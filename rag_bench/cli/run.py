@@ -13,9 +13,17 @@ from rag_bench.errors import RagBenchError
 def run(args: list[str]) -> int:
     """Hand the overrides to Hydra; turn composition errors and RagBenchError into exit 2. With
     ``--plan``: print what the run would compute, cost and take, and change nothing
-    (:mod:`rag_bench.search.plan`)."""
-    planning = "--plan" in args
-    args = [a for a in args if a != "--plan"]
+    (:mod:`rag_bench.search.plan`); ``--plan=exact``: the same, with the vectors not cached embedded
+    in memory so that every prompt is counted exactly."""
+    flags = [a for a in args if a == "--plan" or a.startswith("--plan=")]
+    bad = [a for a in flags if a not in _PLAN_FLAGS]
+    if bad:
+        return fail(f"{bad[0]}: unknown plan -- fix: --plan (fast: prompts of cells whose vectors are not cached "
+                    "counted as a bound) or --plan=exact (those vectors embedded in memory, every prompt exact)")
+    if len(set(flags)) > 1:
+        return fail(f"{' and '.join(sorted(set(flags)))} cannot be combined -- fix: give one")
+    planning, exact = bool(flags), "--plan=exact" in flags
+    args = [a for a in args if a not in _PLAN_FLAGS]
     shown = [a for a in args if a not in ("-m", "--multirun")]  # the plan's command, as typed
     modes = sorted({_HYDRA_MODES[a.split("=")[0]] for a in args if a.split("=")[0] in _HYDRA_MODES})
     if len(modes) > 1:
@@ -40,7 +48,7 @@ def run(args: list[str]) -> int:
         check_hydra_targets(args)
         check_group_overrides(args)
         if planning:
-            return _plan(args, shown)
+            return _plan(args, shown, exact)
         with compose_in_hydra():
             hydra_main()
     except RagBenchError as exc:
@@ -58,16 +66,19 @@ def run(args: list[str]) -> int:
     return 0
 
 
-def _plan(args: list[str], shown: list[str]) -> int:
-    """``rag-bench run [-m] OVERRIDES --plan``: the plan printed (docs/search.md, "A plan before the run")."""
+def _plan(args: list[str], shown: list[str], exact: bool = False) -> int:
+    """``rag-bench run [-m] OVERRIDES --plan[=exact]``: the plan printed (docs/search.md, "A plan before the run")."""
     from rag_bench.search.plan import render
     from rag_bench.search.plan_probe import make
 
     given = [a for a in args if a not in ("-m", "--multirun")]
-    plan, prices, rates = make(given, "rag-bench run -m " + " ".join(shown) + " --plan")
+    plan, prices, rates = make(given, "rag-bench run -m " + " ".join(shown) + (" --plan=exact" if exact else " --plan"),
+                               exact=exact)
     print(render(plan, prices, rates), flush=True)
     return 0
 
+
+_PLAN_FLAGS = ("--plan", "--plan=exact")
 
 # Hydra's mutually exclusive modes of `run` (Hydra raises a bare ValueError when two are given).
 _HYDRA_MODES = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun": "--multirun", "-c": "--cfg",
@@ -76,4 +87,5 @@ _HYDRA_MODES = {"-r": "--run", "--run": "--run", "-m": "--multirun", "--multirun
 
 
 COMMAND = Command("run", "[hydra overrides]", "evaluate one cell; with -m a sweep; --plan: what it would compute, "
-                  "cost and take, changing nothing (rag-bench run --help)", run)
+                  "cost and take, changing nothing; --plan=exact: every prompt counted exactly, missing vectors "
+                  "embedded in memory (rag-bench run --help)", run)

@@ -82,11 +82,20 @@ class OpenAIEmbedder:
         self.normalize = bool(normalize)
         # What determines the vectors: where, which model, which size. Not the key, not timeouts.
         self.identity = f"openai|{self.url}|{model}|{dimensions}"
-        self.cache = EmbeddingCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite") if cache else None
+        self._cache_path = Path(cache_dir or default_cache_dir()) / "embeddings.sqlite" if cache else None
+        self._cache: EmbeddingCache | None = None
         self._dim: int | None = dimensions
         self._requested = self._cache_hits = self._encoded = 0
         self._encode_s = 0.0
         self.calls = self.retries = self.tokens = 0
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        """The persistent cache, opened on first use (building the embedder, as ``--plan`` does,
+        creates no folder)."""
+        if self._cache is None and self._cache_path is not None:
+            self._cache = EmbeddingCache(self._cache_path)
+        return self._cache
 
     def usage(self) -> EmbedStats:
         """Texts requested, served from the cache and embedded by the endpoint, and the time spent."""

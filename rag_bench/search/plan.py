@@ -4,7 +4,8 @@ The counting itself (which texts the cells embed, which prompts they send, looke
 caches) is :mod:`rag_bench.search.plan_probe`, which reads and never writes; this module is pure:
 the plan's figures (:class:`Plan`), their money under a price table (:func:`money`), their time
 from the throughputs measured on this machine (:func:`duration`), the bound of each search mode
-(:func:`mode_lines`) and the table printed (:func:`render`). docs/search.md, "A plan before the run".
+(:func:`mode_lines`) and the table printed (:func:`render`). ``--plan=exact`` adds :class:`InMemory`:
+the texts it embedded in memory to make every prompt count exact. docs/search.md, "A plan before the run".
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ class JudgeWork:
 
 
 @dataclass(frozen=True)
+class InMemory:
+    """``--plan=exact``'s own work: the texts whose vectors were not cached, encoded in memory by the
+    embedder's model (never stored) so that every cell's rankings are exact, and the seconds that took."""
+
+    texts: int
+    seconds: float
+    load_s: float = 0.0  # loading the model first (the run loads it too)
+
+
+@dataclass(frozen=True)
 class Plan:
     """What ``rag-bench run -m <overrides>`` would do, counted without doing it."""
 
@@ -82,6 +93,7 @@ class Plan:
     mode: str = "grid"
     mode_lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    in_memory: InMemory | None = None  # an exact plan (--plan=exact): what it embedded to be exact
 
     @property
     def to_compute(self) -> int:
@@ -299,7 +311,9 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "    ") -> list[str]:
 
 def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     """The plan as printed: a few small tables and lines."""
-    lines = [f"Plan (nothing computed or written): {plan.command}",
+    head = "nothing computed or written" if plan.in_memory is None else \
+        "exact: missing vectors embedded in memory, nothing written"
+    lines = [f"Plan ({head}): {plan.command}",
              f"  cells: {plan.cells} in the grid, {plan.done} already DONE, {plan.to_compute} to compute",
              f"  distinct chunkings: {plan.chunkings}; distinct indexes: {plan.indexes} (of the cells to compute); "
              f"questions: {plan.questions}"]
@@ -311,6 +325,12 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
         lines += _table(rows)
     else:
         lines.append("    none (no cell to compute embeds)")
+    if plan.in_memory is not None:
+        m = plan.in_memory
+        lines.append(f"  exact: embedded {m.texts:,} texts in memory in {m.seconds:.1f} s"
+                     + (f" (+ {m.load_s:.1f} s loading the model)" if m.load_s >= 0.05 else "")
+                     + "; not cached: the run embeds them again. The price of every cell's rankings, and so its "
+                     "prompts, being exact")
     lines.append("  prompts to generate (distinct, by generator):")
     if plan.prompts:
         rows = [["generator", "new", "cached", "+ at most (bound)"]]

@@ -13,6 +13,11 @@ run in-process, its texts and prompts looked up in the caches -- read, never wri
 * An exact cell's prompts are built as the generator stage builds them (context, prompt) and their
   generation-cache keys (:func:`~rag_bench.generation.base.cache_key`) looked up, read-only; an
   inexact cell's prompts count as a bound: questions x its distinct rankings.
+* ``--plan=exact`` (``exact=True``): a missing vector is not replaced by a stand-in but computed in
+  memory by the real local model (:meth:`SentenceTransformerEmbedder.encode_raw`, the call the
+  embedder itself makes; never stored), so every cell's rankings, and so its prompts, are exact. The
+  texts and the seconds are reported (the price of exactness). A remote embedder (an endpoint, paid
+  per text) is never called: the plan counts what it would send and refuses (:class:`ExactRefused`).
 * Nothing is written: SQLite files are opened read-only (``immutable=1`` when no WAL file exists, so
   not even a ``-wal``/``-shm`` file appears), no cache object that creates its folder is opened, no
   generator, judge or remote reranker is called.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +39,8 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, JudgeWork, Plan, PromptWork, mode_lines
+from rag_bench.errors import ConfigError
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork, mode_lines
 from rag_bench.storage import BlobStore, checksum
 
 log = logging.getLogger(__name__)
@@ -108,13 +115,22 @@ class VectorLookup:
 @dataclass
 class Ledger:
     """What the plan's embedders were asked, by embedder: distinct keys found and not found; and
-    ``fakes``, every stand-in vector handed out (a cell whose stages received one is inexact)."""
+    ``fakes``, every stand-in vector handed out (a cell whose stages received one is inexact).
+    ``exact``: missing vectors are computed in memory (``computed``, by key; ``encoded`` texts in
+    ``encode_s`` seconds) instead; ``refused``: an exact plan's missing texts of an embedder it does
+    not run (a remote endpoint), by embedder."""
 
     lookups: dict[str, VectorLookup] = field(default_factory=dict)
     new: dict[str, set[str]] = field(default_factory=dict)
     cached: dict[str, set[str]] = field(default_factory=dict)
     fakes: int = 0
     approximate: set[str] = field(default_factory=set)
+    exact: bool = False
+    computed: dict[str, np.ndarray] = field(default_factory=dict)
+    encoded: int = 0
+    encode_s: float = 0.0
+    load_s: float = 0.0  # loading the models an exact plan encoded with
+    refused: dict[str, set[str]] = field(default_factory=dict)
 
     def lookup(self, folder: Path) -> VectorLookup:
         return self.lookups.setdefault(str(folder), VectorLookup(folder))
@@ -127,10 +143,24 @@ def _stand_in(key: str, dim: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def runs_locally(inner: Any) -> bool:
+    """An embedder an exact plan may run: a local model (sentence-transformers, torch or onnx), free
+    but for its seconds. An endpoint (:class:`~rag_bench.embedding.openai_compat.OpenAIEmbedder`: an
+    API priced per text, or a server) or any other embedder is not run by a plan."""
+    from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder
+
+    return isinstance(inner, SentenceTransformerEmbedder)
+
+
+class ExactRefused(ConfigError):
+    """``--plan=exact`` needs vectors of an embedder the plan does not run (exit 2)."""
+
+
 class PlanEmbedder:
     """An embedder's stand-in for the plan: the real embedder's identity and prefixes give each
     text's cache key; cached vectors are returned as the cache has them, missing ones are counted
-    (``ledger.new``) and replaced by stand-ins. Nothing is encoded or stored."""
+    (``ledger.new``) and replaced by stand-ins -- or, in an exact plan (``ledger.exact``) with a
+    local model, encoded in memory by the model (:meth:`_encode`). Nothing is stored."""
 
     def __init__(self, inner: Any, name: str, ledger: Ledger) -> None:
         self._inner, self._name, self._ledger = inner, name, ledger
@@ -190,21 +220,50 @@ class PlanEmbedder:
         found = self._lookup.get(keys) if self._lookup is not None else {}
         self._ledger.cached[self._name].update(k for k in keys if k in found)
         self._ledger.new[self._name].update(k for k in keys if k not in found)
+        computed = self._encode(keys, texts, prefix, found) if self._ledger.exact else {}
         if self._dim is None:
-            sizes = {len(v) // 4 for v in found.values()}
+            sizes = {len(v) // 4 for v in found.values()} | {len(v) for v in computed.values()}
             self._dim = max(sizes) if sizes else FAKE_DIM
             self._fake_only = not sizes
         rows = []
         for k in keys:
             data = found.get(k)
-            if data is None or self._fake_only or len(data) != 4 * self._dim:
+            if k in computed:
+                rows.append(computed[k])
+            elif data is None or self._fake_only or len(data) != 4 * self._dim:
                 self._ledger.fakes += 1
                 rows.append(_stand_in(k, self._dim))
             else:
                 rows.append(np.frombuffer(data, np.float32))
         out = np.stack(rows).astype(np.float32)
+        if not getattr(self._inner, "normalize", True):  # as the embedder returns them
+            return out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+    def _encode(self, keys: list[str], texts: Sequence[str], prefix: str, found: dict[str, bytes]) -> dict[str, np.ndarray]:
+        """An exact plan's vectors for the keys not cached: those encoded earlier in this plan, and the
+        rest encoded now, in one call of the model as the embedder makes it (its distinct missing texts,
+        prefixed, in order: :meth:`~rag_bench.embedding.sentence_transformer.SentenceTransformerEmbedder._embed`),
+        kept in memory only. An embedder the plan does not run: its texts recorded as refused."""
+        ledger = self._ledger
+        todo: dict[str, str] = {}
+        for k, t in zip(keys, texts):
+            if k not in found and k not in ledger.computed and k not in todo:
+                todo[k] = t
+        if todo and not runs_locally(self._inner):
+            ledger.refused.setdefault(self._name, set()).update(todo)
+            todo = {}
+        if todo:
+            t0 = time.perf_counter()
+            _ = self._inner.encoder if self._inner.backend == "onnx" else self._inner.model  # loaded once per process
+            ledger.load_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            vectors = self._inner.encode_raw([prefix + t for t in todo.values()])
+            ledger.encode_s += time.perf_counter() - t0
+            ledger.encoded += len(todo)
+            ledger.computed.update((k, np.asarray(v, np.float32)) for k, v in zip(todo, vectors))
+        return {k: ledger.computed[k] for k in keys if k in ledger.computed}
 
 
 def _cache_folder(inner: Any) -> Path | None:
@@ -244,9 +303,10 @@ def _model_name(node: Any) -> tuple[str, bool]:
     return (str(model) if named else str(node.get("name", "?"))), named
 
 
-def make(args: list[str], command: str = "") -> tuple[Plan, Any, Any]:
+def make(args: list[str], command: str = "", exact: bool = False) -> tuple[Plan, Any, Any]:
     """The plan of ``rag-bench run -m ARGS`` with the price table and the measured rates it is
-    printed with (:func:`rag_bench.search.plan.render`)."""
+    printed with (:func:`rag_bench.search.plan.render`). ``exact``: vectors not cached are computed
+    in memory (``--plan=exact``); raises :class:`ExactRefused` when they are a remote embedder's."""
     from rag_bench.cluster.embed_phase import compose_cells, grid_overrides
     from rag_bench.evaluation.prices import from_config
     from rag_bench.parsing import run as parsing
@@ -256,6 +316,7 @@ def make(args: list[str], command: str = "") -> tuple[Plan, Any, Any]:
     overrides, jobs = grid_overrides(args)
     cfgs = compose_cells([[o for o in job if not o.lstrip("+~").startswith("hydra")] for job in jobs])
     counting = _Counting()
+    counting.ledger.exact = exact
     store = parsing.cache_store
     # Documents a parser reads (PDF, HTML, Word) are parsed from the parse cache, or parsed here and
     # not stored: the plan writes no cache entry.
@@ -265,6 +326,8 @@ def make(args: list[str], command: str = "") -> tuple[Plan, Any, Any]:
             counting.cell(cfg)
     finally:
         parsing.cache_store = store
+    if counting.ledger.refused:
+        raise ExactRefused(_refusal(counting.ledger.refused, counting.embedder_urls, args))
     plan = counting.plan(command or "rag-bench run -m " + " ".join(args), cfgs, jobs)
     return plan, from_config(cfgs[0]) if cfgs else None, throughput.rates(throughput.read())
 
@@ -292,6 +355,7 @@ class _Counting:
         self.keys: dict[str, str] = {}  # embedder name -> price name
         self.named: dict[str, bool] = {}
         self.loose: dict[str, bool] = {}  # embedder name -> persistent cache on
+        self.embedder_urls: dict[str, str] = {}  # embedder name -> where it is (an endpoint's URL)
 
     def dataset(self, cfg: DictConfig) -> Any:
         from rag_bench.runner.config import dataset_path
@@ -319,6 +383,7 @@ class _Counting:
             inner = checked._inner = PlanEmbedder(inner, name, self.ledger)
             self.keys[name], self.named[name] = _model_name(cfg.embedder)
             self.loose[name] = inner.persistent
+            self.embedder_urls[name] = str(getattr(inner, "url", "") or type(inner._inner).__name__)
         if _uses_embedder(cfg):  # a bm25 grid never loads the model
             inner.prime([q.question for q in self.dataset(cfg).questions])
 
@@ -466,9 +531,22 @@ class _Counting:
         judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
                                  len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
         questions = max(self.questions.values(), default=0)
+        in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s, self.ledger.load_s) if self.ledger.exact else None
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
-                    tuple(dict.fromkeys(self.notes)))
+                    tuple(dict.fromkeys(self.notes)), in_memory)
+
+
+def _refusal(refused: dict[str, set[str]], where: dict[str, str], args: list[str]) -> str:
+    """Why an exact plan stops: the texts it would have to send to embedders it does not run."""
+    what = "; ".join(f"{len(keys):,} texts not cached for embedder {name} ({where.get(name, '?')})"
+                     for name, keys in refused.items())
+    given = " ".join(a for a in args if not a.startswith("hydra"))
+    return (f"--plan=exact computes missing vectors with the embedder itself, and {what}: that is a remote "
+            "endpoint (priced per text, or a server) the plan does not call -- the run would send and pay for "
+            "the same texts again -- fix: `rag-bench run -m ... --plan` (those cells' prompts are then a bound, "
+            f"\"at most\"), or embed the grid's texts into the cache first (`rag-bench embed -m {given}`, what the "
+            "run would pay for anyway), then --plan=exact")
 
 
 def _calls_each(key: str) -> int:

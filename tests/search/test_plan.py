@@ -15,8 +15,8 @@ from rag_bench.embedding.cache import EmbeddingCache, text_key
 from rag_bench.evaluation.prices import ModelPrice, Prices
 from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
-from rag_bench.search.plan import EmbedWork, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
-from rag_bench.search.plan_probe import Ledger, PlanEmbedder, _calls_each, make, stored_keys
+from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
+from rag_bench.search.plan_probe import ExactRefused, Ledger, PlanEmbedder, _calls_each, _refusal, make, stored_keys
 
 
 def plan(**kw) -> Plan:
@@ -157,6 +157,57 @@ def test_plan_embedder_answers_from_the_cache_and_counts_the_rest_as_new(tmp_pat
     assert ledger.new["m"] == {text_key("model@1", "", "new chunk"), text_key("model@1", "q: ", "how?")}
     assert len(ledger.cached["m"]) == 2
     assert emb.embed_queries([]).shape == (0, 8)
+
+
+
+def test_render_of_an_exact_plan_says_what_it_embedded_in_memory():
+    out = render(plan(embedders=(LOCAL_EMB,), in_memory=InMemory(300, 2.5, 4.0)), None, Rates())
+    assert out.startswith("Plan (exact: missing vectors embedded in memory, nothing written)")
+    assert "exact: embedded 300 texts in memory in 2.5 s (+ 4.0 s loading the model); not cached" in out
+    assert "in memory" not in render(plan(embedders=(LOCAL_EMB,)), None, Rates())
+
+
+@pytest.mark.slow
+def test_exact_plan_embedder_encodes_missing_texts_in_memory_as_the_embedder_does(tmp_path):
+    """An exact plan's vectors for texts not cached are the real embedder's (the packaged model), each
+    encoded once, none stored: the cache folder is byte-identical."""
+    from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder
+
+    real = SentenceTransformerEmbedder(query_prefix="q: ", cache_dir=str(tmp_path / "real"))
+    want = real.embed_documents(["old chunk", "new chunk", "other chunk"])
+    want_q = real.embed_queries(["why?", "how?"])
+    folder = tmp_path / "plan"
+    cache = EmbeddingCache(folder / "embeddings.sqlite")
+    cache.put_many([(text_key(real.identity, "", "old chunk"), real.encode_raw(["old chunk"])[0])])
+    cache.close()
+    before = files(folder)
+    ledger = Ledger(exact=True)
+    emb = PlanEmbedder(SentenceTransformerEmbedder(query_prefix="q: ", cache_dir=str(folder)), "m", ledger)
+    emb.prime(["why?", "how?"])
+    got = emb.embed_documents(["old chunk", "new chunk", "new chunk", "other chunk"])
+    assert np.allclose(got[[0, 1, 3]], want, atol=1e-6) and np.array_equal(got[1], got[2])
+    assert np.allclose(emb.embed_queries(["why?", "how?"]), want_q, atol=1e-6)
+    assert ledger.fakes == 0 and ledger.encoded == 4 and ledger.encode_s > 0  # "new chunk" encoded once
+    assert len(ledger.new["m"]) == 4 and len(ledger.cached["m"]) == 1  # the counts: as a fast plan's
+    emb.embed_documents(["new chunk"])
+    assert ledger.encoded == 4  # asked again: from memory
+    assert files(folder) == before
+
+
+def test_exact_plan_never_calls_a_remote_embedder_and_says_what_it_would_send(tmp_path):
+    """A remote (paid per text) embedder's missing texts are counted and refused, not sent: the
+    endpoint here is closed, so a call would raise an EndpointError."""
+    from rag_bench.embedding.openai_compat import OpenAIEmbedder
+
+    remote = OpenAIEmbedder(base_url="http://127.0.0.1:9/v1", model="paid", cache_dir=str(tmp_path))
+    ledger = Ledger(exact=True)
+    emb = PlanEmbedder(remote, "openai:paid", ledger)
+    emb.embed_documents(["a", "b", "a"])
+    assert ledger.refused == {"openai:paid": {text_key(remote.identity, "", t) for t in "ab"}}
+    assert ledger.encoded == 0 and ledger.fakes == 3
+    why = str(ExactRefused(_refusal(ledger.refused, {"openai:paid": remote.url}, ["embedder=openai"])))
+    assert "2 texts not cached for embedder openai:paid (http://127.0.0.1:9/v1/embeddings)" in why
+    assert "-- fix: `rag-bench run -m ... --plan`" in why and "rag-bench embed -m embedder=openai" in why
 
 
 def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypatch):

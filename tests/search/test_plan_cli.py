@@ -2,8 +2,9 @@
 MiniLM embedder, the openai generator against a local fake OpenAI-compatible endpoint so every
 prompt sent is an HTTP request the test counts): the plan of a grid whose embeddings are half
 cached counts the texts the run then embeds exactly and brackets the prompts it sends (exact for
-the cells whose retrieval it could compute, a bound for the rest); once every vector is cached it
-counts the prompts exactly; it prints money and time; and it changes nothing -- the output tree
+the cells whose retrieval it could compute, a bound for the rest), and ``--plan=exact`` (the
+missing vectors embedded in memory) counts them exactly; once every vector is cached the plain plan
+counts the prompts exactly too; it prints money and time; and it changes nothing -- the output tree
 and the cache folder are byte-identical before and after."""
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ def tree(tmp: Path) -> dict[str, bytes]:
     return {str(p.relative_to(tmp)): p.read_bytes() for p in sorted(tmp.rglob("*")) if p.is_file()}
 
 
-def planned(tmp: Path, *args: str) -> dict[str, Any]:
-    """Run ``--plan``; check it changed nothing; its figures."""
+def planned(tmp: Path, *args: str, flag: str = "--plan") -> dict[str, Any]:
+    """Run ``--plan`` (or ``flag``); check it changed nothing; its figures."""
     before = tree(tmp)
-    done = cli(tmp, *args, "--plan")
+    done = cli(tmp, *args, flag)
     assert done.returncode == 0, done.stderr[-3000:]
     assert tree(tmp) == before, "--plan changed a file"
     out = done.stdout
@@ -101,6 +102,18 @@ def test_plan_of_a_half_cached_grid_predicts_what_the_run_computes(tmp_path):
         assert "generator openai:local: unpriced (set prices.models.local)" in plan["out"]
         assert re.search(rf"embedding {new_texts} texts \(minilm:all-MiniLM-L6-v2\): [\d.]+ s", plan["out"])
         assert "generating at most" in plan["out"] and "no measured throughput yet" in plan["out"]  # no answer yet
+        assert "in memory" not in plan["out"]  # the fast plan encodes nothing
+
+        # --plan=exact: the missing vectors embedded in memory (none stored), every prompt exact
+        exact_plan = planned(tmp_path, *GRID, *gen, flag="--plan=exact")
+        assert exact_plan["cells"] == (8, 0, 8) and exact_plan["texts"] == plan["texts"], exact_plan["out"]
+        in_memory = re.search(r"exact: embedded ([\d,]+) texts in memory in [\d.]+ s"
+                              r"( \(\+ [\d.]+ s loading the model\))?; not cached", exact_plan["out"])
+        assert in_memory and int(in_memory.group(1).replace(",", "")) == new_texts, exact_plan["out"]
+        exact_new, exact_cached, exact_bound = exact_plan["prompts"]
+        assert exact_bound == 0 and exact_cached == 0, exact_plan["out"]
+        assert exact <= exact_new <= exact + bound, (exact, bound, exact_new)
+        assert "generating at most" not in exact_plan["out"], exact_plan["out"]
 
         vectors = rows(cache / "embeddings.sqlite", "vectors")
         done = cli(tmp_path, *GRID, *gen)
@@ -112,6 +125,7 @@ def test_plan_of_a_half_cached_grid_predicts_what_the_run_computes(tmp_path):
         sent = len(server.requests)
         assert sent == rows(cache / "generations.sqlite", "generations")
         assert exact <= sent <= exact + bound, (exact, bound, sent)
+        assert sent == exact_new, (exact_new, sent)  # the exact plan's prompts: what the run sent
 
         again = planned(tmp_path, *GRID, *gen)
         assert again["cells"] == (8, 8, 0) and again["texts"] == (0, 0) and again["prompts"] == (0, 0, 0)
@@ -137,10 +151,30 @@ def test_plan_with_a_config_typo_exits_2_with_the_usual_error(tmp_path):
     assert "did you mean chunker=fixed" in done.stderr and "Traceback" not in done.stderr
     done = cli(tmp_path, "pipeline.kk=1,2", "--plan")
     assert done.returncode == 2 and "fix:" in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    done = cli(tmp_path, "chunker=fixed", "--plan=exactly")
+    assert done.returncode == 2 and "--plan=exact" in done.stderr and "fix:" in done.stderr, done.stderr[-3000:]
+    done = cli(tmp_path, "chunker=fixed", "--plan", "--plan=exact")
+    assert done.returncode == 2 and "cannot be combined" in done.stderr, done.stderr[-3000:]
     assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
 
 
 def test_run_help_mentions_plan():
     done = subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode == 0 and "--plan" in done.stdout
+    assert done.returncode == 0 and "--plan" in done.stdout and "--plan=exact" in done.stdout
+
+
+def test_exact_plan_of_a_remote_embedder_exits_2_and_nothing_is_created(tmp_path):
+    """--plan=exact never calls a remote embedder (here a closed port): it says how many texts it would
+    send and how to proceed, exit 2. Neither plan creates a file or folder -- before the fix, building
+    the openai embedder made the cache folder (its cache was opened in the constructor)."""
+    remote = ["embedder=openai", "embedder.base_url=http://127.0.0.1:9/v1", "retriever=dense", "generator=none"]
+    done = cli(tmp_path, *remote, "--plan=exact")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert re.search(r"error: --plan=exact .* \d+ texts not cached for embedder openai:local "
+                     r"\(http://127\.0\.0\.1:9/v1/embeddings\).* -- fix: ", done.stderr), done.stderr
+    assert list(tmp_path.iterdir()) == []
+    done = cli(tmp_path, *remote, "--plan")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^\s+openai:local\s+\d+\s+0$", done.stdout, re.M), done.stdout
+    assert list(tmp_path.iterdir()) == []
