@@ -100,7 +100,22 @@ def test_survivors_are_the_grids_cells_and_the_pruned_are_marked(grid, halving):
     n = demo_questions()  # rounds of a quarter and a half, stratified (tags x answerable), then all
     assert [r["questions"] for r in rounds][-1] == n and n / 4 - 3 <= rounds[0]["questions"] <= n / 4 + 3 \
         and n / 2 - 3 <= rounds[1]["questions"] <= n / 2 + 3
-    assert found["cell_questions"] == sum(r["computed"] * r["questions"] for r in rounds)
+    # Incremental rounds: a survivor's later round ran only the questions new to it (its folder says
+    # so, from what the runner did), the cell-questions counted are those.
+    assert found["cell_questions"] == sum(r["questions_computed"] for r in rounds)
+    assert rounds[0]["questions_computed"] == rounds[0]["cells"] * rounds[0]["questions"]
+    assert rounds[1]["questions_computed"] == rounds[1]["cells"] * (rounds[1]["questions"] - rounds[0]["questions"])
+    assert rounds[2]["questions_computed"] == rounds[2]["cells"] * (n - rounds[1]["questions"])
+    for cid in found["survivors"]:
+        done = json.loads((cells(exp)[cid] / "DONE").read_text())
+        assert done["search"] == {"questions_computed": n - rounds[1]["questions"],
+                                  "questions_reused": rounds[1]["questions"]}
+        assert not (cells(exp)[cid] / "round-runs.pickle").exists()
+    for cid, block in found["pruned"].items():
+        marker = json.loads((cells(exp)[cid] / "PARTIAL").read_text())
+        if block["pruned_after_round"] == 2:
+            assert (marker["computed"], marker["reused"]) == (rounds[1]["questions"] - rounds[0]["questions"],
+                                                              rounds[0]["questions"])
 
 
 def demo_questions() -> int:
