@@ -227,17 +227,19 @@ def paired_p(a: np.ndarray, b: np.ndarray, *, seed: int = 0) -> float:
 
 def prune_rank(values: np.ndarray, *, higher_is_better: bool, keep: float, seed: int = 0) -> tuple[int, list[Decision]]:
     """Classic successive halving (Hyperband's rule, docs/search.md): the leader (index of the best
-    mean) and each cell's :class:`Decision` from ``values`` (questions x cells; questions where a
-    cell is undefined are left out, as in :func:`prune`): kept when among the :func:`keep_count`
-    best means. A tie at the cut keeps every cell tied with the last one kept (so the rule never
-    depends on the cells' order). ``p`` is each cell's paired test against the leader
-    (:func:`paired_p`; 1 for the leader): recorded, not used -- a dropped cell may well be not
-    significantly worse.
+    mean; the first such cell on a tie) and each cell's :class:`Decision` from ``values`` (questions
+    x cells; questions where a cell is undefined are left out, as in :func:`prune`): exactly
+    :func:`keep_count` cells kept, the best means. ``p`` is each cell's paired test against the
+    leader (:func:`paired_p`; 1 for the leader): recorded -- a dropped cell may well be not
+    significantly worse -- and used only to break a tie at the cut: of cells with the same mean, the
+    one the test least tells apart from the leader (the larger ``p``) is kept, then the earlier
+    cell (the grid's order). Deterministic, and the count is the textbook's whatever the ties (on a
+    small first round of a 0/1 measure, ties are the rule: keeping them all would keep about half).
 
-    >>> v = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 0]], dtype=float)
-    >>> leader, found = prune_rank(v, higher_is_better=True, keep=0.5)
+    >>> v = np.array([[1, 1, 0, 0, 1], [1, 0, 1, 0, 1], [1, 1, 1, 0, 0]], dtype=float)
+    >>> leader, found = prune_rank(v, higher_is_better=True, keep=0.4)
     >>> leader, [d.kept for d in found]
-    (0, [True, True, True, False])
+    (0, [True, True, False, False, False])
     """
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v).any(axis=1)] if v.size else v
@@ -245,13 +247,11 @@ def prune_rank(values: np.ndarray, *, higher_is_better: bool, keep: float, seed:
         raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
     sign = 1.0 if higher_is_better else -1.0
     means = v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1])
-    order = np.argsort(-means, kind="stable")
-    leader = int(order[0])
-    cut = means[order[keep_count(v.shape[1], keep) - 1]]
-    decisions = [Decision(bool(means[i] >= cut), float(means[i] - means[leader]),
-                          1.0 if i == leader else paired_p(v[:, leader], v[:, i], seed=seed))
-                 for i in range(v.shape[1])]
-    return leader, decisions
+    leader = int(np.argsort(-means, kind="stable")[0])
+    p = [1.0 if i == leader else paired_p(v[:, leader], v[:, i], seed=seed) for i in range(v.shape[1])]
+    order = sorted(range(v.shape[1]), key=lambda i: (-means[i], -p[i], i))
+    kept = set(order[:keep_count(v.shape[1], keep)])
+    return leader, [Decision(i in kept, float(means[i] - means[leader]), p[i]) for i in range(v.shape[1])]
 
 
 @dataclass(frozen=True)

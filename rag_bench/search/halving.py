@@ -154,22 +154,22 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), sum(d.kept for d in decisions),
                                              computed, len(alive) - computed, asked, not_worse))
         alive = [i for i, d in zip(alive, decisions) if d.kept]
-    regrets = _guard(dirs, alive, pruned_at, questions, measure, alpha, seed) if prune == "rank" and pruned_at else []
+    regrets = _guard(dirs, alive, pruned_at, questions, measure, alpha, seed) if pruned_at else []
     lines = search.summary(summaries, len(jobs), len(questions))
     if prune == "rank":
         dropped = sum(s.cells - s.kept for s in summaries)
         lines.append(f"  prune=rank keeps the top {keep:.3g} of each round by its mean: of the {dropped} cells dropped, "
                      f"{sum(s.not_worse for s in summaries)} were NOT significantly worse than the round's leader "
                      f"(paired test, alpha {alpha:g}) -- a rank cut, not a statistical decision")
+    if pruned_at:
         lines.append(f"  guard: {len(regrets)} pruned cells significantly better than the final best on the questions "
                      "they saw" + ("" if not regrets else ": " + ", ".join(
                          f"{g['cell']} (+{g['ahead']:.3f} on {g['questions']} questions, p={g['p']:.3g})"
                          for g in regrets)))
-        for g in regrets:
-            log.warning("WARNING: search.prune=rank dropped cell %s, significantly better than the final best %s on "
-                        "the %d questions it saw (+%.3f, p=%.3g): the rank cut lost a better cell -- rerun with "
-                        "search.prune=significance or a larger search.keep", g["cell"], g["best"], g["questions"],
-                        g["ahead"], g["p"])
+    for g in regrets:
+        log.warning("WARNING: search.prune=%s dropped cell %s, significantly better than the final best %s on the %d "
+                    "questions it saw (+%.3f, p=%.3g): the pruning lost a better cell -- rerun with a larger "
+                    "search.keep or search.mode=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
     print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
     if summary_path is not None:
         summary_path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +181,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
             "questions": len(questions), "cell_questions": sum(s.questions_computed for s in summaries),
             "survivors": sorted(dirs[i].name for i in alive), "pruned": pruned,
             "dropped_not_significantly_worse": sum(s.not_worse for s in summaries) if prune == "rank" else None,
-            "guard": regrets if prune == "rank" else None}, indent=2, sort_keys=True) + "\n")
+            "guard": regrets}, indent=2, sort_keys=True) + "\n")
     return summaries
 
 

@@ -153,6 +153,12 @@ def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_pa
     for cid in found["survivors"]:
         assert figures(json.loads((cells(exp)[cid] / "metrics.json").read_text())) == \
             figures(json.loads((theirs[cid] / "metrics.json").read_text()))
+    # the survivors whose round-2 results the kill left in place merged them: only their new questions ran
+    rounds, n = found["rounds"], demo_questions()
+    merged = [cid for cid in found["survivors"]
+              if json.loads((cells(exp)[cid] / "DONE").read_text()).get("search", {}).get("questions_computed")
+              == n - rounds[1]["questions"]]
+    assert len(merged) >= len(found["survivors"]) - 2 and merged, found
     rerun = run(out, "search.mode=halving")  # everything done: nothing computed
     assert rerun.returncode == 0 and all(r["computed"] == 0 for r in summary(exp)["rounds"])
 
@@ -172,3 +178,35 @@ def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
     assert done.returncode == 2 and "spans 2 datasets" in done.stderr and "fix: one halving sweep per dataset" \
         in done.stderr
     assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
+
+
+def test_rank_pruning_keeps_the_top_third_and_says_which_dropped_cells_were_not_significantly_worse(grid, tmp_path):
+    done = run(tmp_path, "search.mode=halving", "search.prune=rank")
+    assert done.returncode == 0, done.stderr[-3000:]
+    exp = tmp_path / "h"
+    found = summary(exp)
+    n = demo_questions()
+    rounds = found["rounds"]
+    # the rank rule's own default rounds (a ninth, a third, all) and keep (1/3: of 3 cells, 1)
+    assert found["prune"] == "rank" and found["keep"] == pytest.approx(1 / 3)
+    assert [r["cells"] for r in rounds] == [3, 1, 1] and [r["kept"] for r in rounds] == [1, 1, 1]
+    assert n / 9 - 3 <= rounds[0]["questions"] <= n / 9 + 3 and n / 3 - 3 <= rounds[1]["questions"] <= n / 3 + 3
+    # incremental: the survivor ran each question once, the pruned cells their first round's
+    assert found["cell_questions"] == 3 * rounds[0]["questions"] + (n - rounds[0]["questions"])
+    (survivor,) = found["survivors"]
+    theirs = cells(grid)[survivor]
+    ours = json.loads((cells(exp)[survivor] / "metrics.json").read_text())
+    assert figures(ours) == figures(json.loads((theirs / "metrics.json").read_text()))
+    pd.testing.assert_frame_equal(record_figures(cells(exp)[survivor]), record_figures(theirs))
+    assert json.loads((cells(exp)[survivor] / "DONE").read_text())["search"] == {
+        "questions_computed": n - rounds[1]["questions"], "questions_reused": rounds[1]["questions"]}
+    assert len(found["pruned"]) == 2
+    for block in found["pruned"].values():
+        assert block["prune"] == "rank" and block["pruned_after_round"] == 1 and block["leader"] == survivor
+        assert 0 < block["p"] <= 1 and block["behind"] <= 0
+        assert block["significantly_worse"] == (block["p"] <= 0.05 and block["behind"] < 0)
+    not_worse = sum(not b["significantly_worse"] for b in found["pruned"].values())
+    assert found["dropped_not_significantly_worse"] == not_worse
+    assert f"{not_worse} were NOT significantly worse than the round's leader" in done.stdout
+    assert isinstance(found["guard"], list) and "guard:" in done.stdout
+
