@@ -318,7 +318,8 @@ def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[Quest
     then scores the merged run like any other (aggregates and bootstrap intervals over every
     question, with the cell's seed)."""
     scope = dataset if len(qids) == len(dataset.questions) else search.subset_dataset(dataset, qids)
-    held = {r.qid: r for r in prior if r.qid in set(qids)}
+    wanted = set(qids)
+    held = {r.qid: r for r in prior if r.qid in wanted}
     new = [q for q in qids if q not in held]
     if not new:  # the round's questions are the round before's (a tiny set): run them whole, counted
         return pipeline.run(parts, scope, work), len(qids)
