@@ -20,12 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 GRID = ["chunker=section", "retriever=bm25", "pipeline.k=1,5,10"]
 
 
-def run(out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
     if failpoint:
         env["RAG_BENCH_FAILPOINT"] = failpoint
     # this checkout's rag_bench (python -m from the repository), not an installed copy's
-    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *GRID, "tracking=none",
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *grid, "tracking=none",
                            f"output.root={out}", "experiment.name=h", *extra], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -210,3 +210,20 @@ def test_rank_pruning_keeps_the_top_third_and_says_which_dropped_cells_were_not_
     assert f"{not_worse} were NOT significantly worse than the round's leader" in done.stdout
     assert isinstance(found["guard"], list) and "guard:" in done.stdout
 
+
+
+def test_a_merged_cell_reports_its_approximate_index_on_every_question_as_the_grid_does(tmp_path):
+    # An IVF index (no recall target): the ANN report (recall@k, underfill) is computed on the
+    # questions a run sees; the last round runs only the new ones, and the report must still be
+    # the whole cell's (pipeline.run report_on), like every other figure.
+    ivf = ["chunker=section", "retriever=dense", "index=ivf", "pipeline.k=1,5,10"]
+    assert run(tmp_path / "grid", grid=ivf).returncode == 0
+    done = run(tmp_path / "halving", "search.mode=halving", grid=ivf)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found, theirs = summary(tmp_path / "halving" / "h"), cells(tmp_path / "grid" / "h")
+    assert found["survivors"] and found["rounds"][-1]["questions_computed"] < \
+        found["rounds"][-1]["computed"] * found["rounds"][-1]["questions"]  # merged, not recomputed
+    for cid in found["survivors"]:
+        ours = json.loads((cells(tmp_path / "halving" / "h")[cid] / "metrics.json").read_text())
+        assert "ann_recall@10" in ours["ann"]
+        assert figures(ours) == figures(json.loads((theirs[cid] / "metrics.json").read_text()))
