@@ -221,8 +221,9 @@ class RagBenchSweeper(BasicSweeper):
                               "datasets -- fix: one halving sweep per dataset (or search.mode=grid)")
         questions = _load(configs[0]).questions
         search = self.config.search
-        halving.run(self._grid, questions, launch, rounds=list(search.rounds), alpha=float(search.alpha),
-                    seed=int(search.seed), summary_path=self._experiment_dir() / ".hydra" /
+        halving.run(self._grid, questions, launch, rounds=search.get("rounds"), alpha=float(search.alpha),
+                    seed=int(search.seed), prune=str(search.get("prune", "significance")),
+                    keep=float(search.get("keep", 1 / 3)), summary_path=self._experiment_dir() / ".hydra" /
                     f"search-{self._context.sweep_id}.json")
         return returns
 

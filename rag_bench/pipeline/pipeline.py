@@ -29,9 +29,11 @@ def _usage(embedder: Any) -> EmbedStats:
     return stats
 
 
-def run(parts: CellParts, dataset: Dataset, work: SharedWork) -> SystemRun:
+def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset | None = None) -> SystemRun:
     """Run every stage of a cell, built, on ``dataset``; its run. Each piece of shared work is keyed
-    by what determines it (see :mod:`rag_bench.memo`)."""
+    by what determines it (see :mod:`rag_bench.memo`). ``report_on``: the questions the ANN report
+    is computed on when not ``dataset``'s (a halving round merging its questions with the round
+    before's: the report is the whole round's)."""
     s, embedder = parts.settings, parts.embedder
     before = _usage(embedder)
     questions = list(dataset.questions)
@@ -62,8 +64,9 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork) -> SystemRun:
                                  passages=indexed.searchable, context=stages.ContextRule(
                                      k, s.token_budget, s.expand_parents, chunked.parents))
         judged = stages.judge(judge=parts.judge, questions=questions, answered=answered)
-    ann = stages.ann(indexed=indexed, questions=questions, ks=ks, work=work, questions_key=questions_key,
-                     tuned=tuned)
+    reported = dataset if report_on is None else report_on
+    ann = stages.ann(indexed=indexed, questions=list(reported.questions), ks=ks, work=work,
+                     questions_key=memo.key(reported.fingerprint, s.split), tuned=tuned)
 
     timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000}
     if reranked.prefetch_s is not None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import stat
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from rag_bench.domain import Dataset
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
 from rag_bench.evaluation.evaluation import Evaluation
+from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
@@ -70,8 +72,20 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     searching = cfg.get("search")
     if searching is not None and searching.get("round") is not None:  # a halving round before the last
         return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), int(searching.round), parts, work)
-    return _finish(cfg, dataset, cell_id(cfg, dataset.fingerprint),
-                   lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work)
+    cid = cell_id(cfg, dataset.fingerprint)
+    prior = _prior_round(cfg, dataset, _cell_dir(cfg, cid)) if _incremental(cfg) else None
+    if prior is None:
+        return _finish(cfg, dataset, cid,
+                       lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work)
+    computed: dict[str, Any] = {}
+
+    def merged(cid: str) -> CellResult:  # the last halving round: the questions its rounds before did not see
+        run, computed["questions_computed"] = merged_run(parts, dataset, [q.qid for q in dataset.questions], prior,
+                                                         work)
+        computed["questions_reused"] = len(prior)
+        return parts.evaluation.evaluate(run, cid, work)
+
+    return _finish(cfg, dataset, cid, merged, sweep, work, done_extra=lambda: {"search": computed})
 
 
 def compute(cfg: DictConfig, dataset: Dataset, cid: str, work: SharedWork) -> CellResult:
@@ -158,10 +172,14 @@ _PROBED_KEPT = 1024
 
 
 def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
-            sweep: SweepContext | None = None, work: SharedWork | None = None) -> Path:
+            sweep: SweepContext | None = None, work: SharedWork | None = None,
+            done_extra: Callable[[], dict[str, Any]] | None = None) -> Path:
     """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE. A warning
     an earlier cell of the sweep (``work``) printed with the same text is not printed again (a
-    SECURITY warning always is); every cell's metrics.json keeps its own warnings."""
+    SECURITY warning always is); every cell's metrics.json keeps its own warnings. ``done_extra``
+    gives more of DONE's body once the cell is computed (a halving cell: the questions it ran).
+    An unfinished folder is discarded once the cell is computed (a halving round's results are
+    read by ``compute`` and kept until then, so a kill meanwhile loses nothing)."""
     tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
     cell_dir = root / cfg.experiment.name / cid
@@ -193,11 +211,11 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
                  parent_run=sweep.parent_run)
     tracker.check()
 
-    discard(cell_dir)
     plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
     started = time.perf_counter()
     result = compute(cid)
     throughput.record(cfg, result.metrics, time.perf_counter() - started)  # --plan's time estimate
+    discard(cell_dir)
     with contextlib.ExitStack() as held:
         held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
         if is_done(cell_dir):
@@ -205,7 +223,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             return cell_dir
         tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
         summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
-        done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha()}
+        done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha(), **(done_extra() if done_extra else {})}
         arguments = None if is_null(tracker) else dict(
             cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
             tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, list(sweep.axes)),
@@ -258,13 +276,79 @@ def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
         return False
 
 
+ROUND_RUNS = "round-runs.pickle"  # a PARTIAL folder's question runs (what the next round merges with)
+
+
+def _incremental(cfg: DictConfig) -> bool:
+    """Whether a cell's halving rounds merge with the round before (``search.mode=halving``): not
+    when its index is tuned to a recall target, which is tuned on the questions it runs on (a
+    round's tuning on its subset is not the whole cell's), nor in a grid sweep (a grid run over a
+    halving folder computes its cells whole)."""
+    searching = cfg.get("search")
+    if searching is None or str(searching.get("mode", "grid")) != "halving":
+        return False
+    return OmegaConf.select(cfg, "index.target_recall", default=None) is None
+
+
+def _prior_round(cfg: DictConfig, dataset: Dataset, cell_dir: Path) -> tuple[QuestionRun, ...] | None:
+    """The question runs a halving round before left in ``cell_dir`` (its PARTIAL marker and
+    :data:`ROUND_RUNS`), when they are this cell's on this dataset with this sweep's seed; None
+    otherwise (nothing to merge: the round computes all its questions)."""
+    if is_done(cell_dir):
+        return None
+    try:
+        marker = json.loads((cell_dir / search.PARTIAL).read_text(encoding="utf-8"))
+        if int(marker["seed"]) != int(cfg.search.seed) or marker["dataset_fingerprint"] != dataset.fingerprint:
+            return None
+        # Written by this sweep's own runner into the cell's folder (like the tracker's hand-over
+        # pipe, rag_bench.tracking.background); a folder is trusted as its code is.
+        runs = pickle.loads((cell_dir / ROUND_RUNS).read_bytes())
+    except (OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError, EOFError, AttributeError):
+        return None
+    if not isinstance(runs, tuple) or not all(isinstance(r, QuestionRun) for r in runs) \
+            or search.questions_digest([r.qid for r in runs]) != marker.get("questions_digest"):
+        return None
+    return runs
+
+
+def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[QuestionRun, ...],
+               work: SharedWork) -> tuple[SystemRun, int]:
+    """The cell's run on the questions ``qids`` of ``dataset`` (all of them: the dataset itself)
+    from ``prior`` (question runs of a round before, on some of them) and the pipeline run on the
+    others only; and how many questions the pipeline ran. Every question's run is the pipeline's
+    for that question alone (a question's stages never read another question), and the run-level
+    figures are the new run's: the chunking and index (the same corpus), the ANN report computed on
+    all of ``qids`` (``report_on``); timings and embedding counts are this round's. The evaluation
+    then scores the merged run like any other (aggregates and bootstrap intervals over every
+    question, with the cell's seed)."""
+    scope = dataset if len(qids) == len(dataset.questions) else search.subset_dataset(dataset, qids)
+    wanted = set(qids)
+    held = {r.qid: r for r in prior if r.qid in wanted}
+    new = [q for q in qids if q not in held]
+    if not new:  # the round's questions are the round before's (a tiny set): run them whole, counted
+        return pipeline.run(parts, scope, work), len(qids)
+    fresh = pipeline.run(parts, search.subset_dataset(dataset, new), work, report_on=scope)
+    ran = {r.qid: r for r in fresh.questions}
+    questions = tuple(held[q.qid] if q.qid in held else ran[q.qid] for q in scope.questions)
+    # ranking_key None: the merged rankings are no set the shared work holds under a key
+    return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
+
+
+def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
+    tmp = cell_dir / f".{ROUND_RUNS}.tmp-{os.getpid()}"
+    tmp.write_bytes(pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(tmp, cell_dir / ROUND_RUNS)
+
+
 def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:
     """A cell on the questions of halving round ``round_`` (not the last): computed on that subset
     and written to the cell's folder with a PARTIAL marker instead of DONE (so no other command
     reads it as a finished cell, and a grid run over the folder computes the whole cell), unless
-    the folder already covers the round (resume). Not tracked: the cell's run is logged when it
-    runs on every question."""
-    fractions = search.parse_rounds(cfg.search.rounds)
+    the folder already covers the round (resume). Incremental: the questions a round before left
+    in the folder (:func:`_prior_round`) are merged, only the new ones computed
+    (:func:`merged_run`); the marker says how many (``computed``). Not tracked: the cell's run is
+    logged when it runs on every question."""
+    fractions = search.rounds_of(cfg.search)
     if not 0 <= round_ < len(fractions) - 1:
         raise ConfigError(f"search.round={round_}: a halving sweep's rounds before the last are 0..{len(fractions) - 2} "
                           "-- fix: leave search.round to the sweeper")
@@ -274,20 +358,27 @@ def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, part
         log.info("cell %s: round %d already done, skipping (%s)", cid, round_ + 1, cell_dir)
         return cell_dir
     cell_dir.parent.mkdir(parents=True, exist_ok=True)
-    discard(cell_dir)  # an earlier round's results, or a folder half-written when a run was killed
-    qids = search.round_questions(dataset.questions, fraction, seed)
+    qids = list(search.round_questions(dataset.questions, fraction, seed))
+    prior = _prior_round(cfg, dataset, cell_dir) if _incremental(cfg) else None
     subset = search.subset_dataset(dataset, qids)
     plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
-    result = parts.evaluation.evaluate(pipeline.run(parts, subset, work), cid, work)
+    if prior is None:
+        run, computed = pipeline.run(parts, subset, work), len(qids)
+    else:
+        run, computed = merged_run(parts, dataset, qids, prior, work)
+    result = parts.evaluation.evaluate(run, cid, work)
+    discard(cell_dir)  # the round before's results (read above), or a folder half-written when a run was killed
     with cell_lock(cell_dir):
         if round_covered(cell_dir, fraction, seed):
             return cell_dir
         write_cell_or_fail(cell_dir, plain, result)
+        if _incremental(cfg):
+            _write_runs(cell_dir, run.questions)
         atomic_write(cell_dir / search.PARTIAL, json.dumps(
             {"round": round_, "fraction": fraction, "seed": seed, "questions": len(qids),
-             "questions_digest": search.questions_digest(qids), "dataset_fingerprint": dataset.fingerprint},
-            sort_keys=True) + "\n")
-    log.info("cell %s round %d (%d questions) done", cid, round_ + 1, len(qids))
+             "questions_digest": search.questions_digest(qids), "dataset_fingerprint": dataset.fingerprint,
+             "computed": computed, "reused": len(qids) - computed}, sort_keys=True) + "\n")
+    log.info("cell %s round %d (%d questions, %d new) done", cid, round_ + 1, len(qids), computed)
     return cell_dir
 
 

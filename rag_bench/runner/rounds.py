@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import numpy as np
 from rag_bench.domain import Dataset, Question
 from rag_bench.errors import ConfigError
 from rag_bench.stats.confidence_set import model_confidence_set
+from rag_bench.stats.paired import randomisation_p
 
 MODES = ("grid", "halving", "staged", "optuna")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
@@ -34,8 +35,10 @@ class SearchConf:
     ``halving`` or ``staged`` (:mod:`rag_bench.search.staged`). Not part of a cell id nor of its stored config."""
 
     mode: str = "grid"
-    rounds: list[float] = field(default_factory=lambda: [0.25, 0.5, 1.0])  # halving: each round's fraction of the questions
+    rounds: list[float] | None = None  # halving: each round's fraction of the questions (None: by prune, ROUNDS)
     alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
+    prune: str = "significance"  # halving: significance (outside the confidence set) | rank (keep the top `keep`)
+    keep: float = 1 / 3  # halving, prune=rank: the fraction of the cells still in kept after a round (eta = 1/keep)
     seed: int = 0  # halving: the draw of each round's questions; optuna: the sampler's seed
     round: int | None = None  # set by the sweeper on a job of a round before the last
     finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
@@ -44,6 +47,40 @@ class SearchConf:
     max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
     budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
     budget_usd: float | None = None  # budget: US dollars (prices.*) this invocation's model calls may cost
+
+
+PRUNES = ("significance", "rank")
+# search.rounds when not given, by search.prune: significance, the first slice's quarter and half;
+# rank, successive halving's geometric rounds for eta = 3 (a ninth, a third, all).
+ROUNDS = {"significance": (0.25, 0.5, 1.0), "rank": (1 / 9, 1 / 3, 1.0)}
+
+
+def check_prune(prune: Any) -> str:
+    """``search.prune`` checked: one of :data:`PRUNES`."""
+    if str(prune) not in PRUNES:
+        raise ConfigError(f"search.prune={prune!r}: unknown -- fix: search.prune={'|'.join(PRUNES)}")
+    return str(prune)
+
+
+def check_keep(keep: Any) -> float:
+    """``search.keep`` checked: a fraction in (0, 1)."""
+    try:
+        value = float(keep)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ConfigError(f"search.keep={keep!r}: must be a fraction in (0, 1) -- fix: search.keep=0.3333")
+    return value
+
+
+def rounds_of(search: Any) -> tuple[float, ...]:
+    """The fractions of a ``search`` config node: its ``rounds``, or :data:`ROUNDS` of its ``prune``.
+
+    >>> rounds_of({"prune": "rank", "rounds": None})
+    (0.1111111111111111, 0.3333333333333333, 1.0)
+    """
+    rounds = search.get("rounds")
+    return parse_rounds(ROUNDS[check_prune(search.get("prune", "significance"))] if rounds is None else rounds)
 
 
 def parse_rounds(rounds: Any) -> tuple[float, ...]:
@@ -174,10 +211,94 @@ def prune(values: np.ndarray, *, higher_is_better: bool, alpha: float, seed: int
     return leader, decisions
 
 
+def keep_count(cells: int, keep: float) -> int:
+    """How many of ``cells`` a rank round keeps: ``floor(cells * keep)`` (Hyperband's ``n / eta``),
+    never fewer than 1.
+
+    >>> keep_count(36, 1 / 3), keep_count(2, 1 / 3), keep_count(351, 1 / 3)
+    (12, 1, 117)
+    """
+    return max(1, int(np.floor(cells * keep + 1e-9)))
+
+
+def paired_p(a: np.ndarray, b: np.ndarray, *, seed: int = 0) -> float:
+    """The verdict's paired test (:func:`rag_bench.stats.paired.randomisation_p`, two-sided) of two
+    cells' per-question values, on the questions where both are defined."""
+    both = ~(np.isnan(a) | np.isnan(b))
+    return randomisation_p(a[both], b[both], n_resamples=10000, seed=seed)
+
+
+def prune_rank(values: np.ndarray, *, higher_is_better: bool, keep: float, seed: int = 0) -> tuple[int, list[Decision]]:
+    """Classic successive halving (Hyperband's rule, docs/search.md): the leader (index of the best
+    mean; the first such cell on a tie) and each cell's :class:`Decision` from ``values`` (questions
+    x cells; questions where a cell is undefined are left out, as in :func:`prune`): exactly
+    :func:`keep_count` cells kept, the best means. ``p`` is each cell's paired test against the
+    leader (:func:`paired_p`; 1 for the leader): recorded -- a dropped cell may well be not
+    significantly worse -- and used only to break a tie at the cut: of cells with the same mean, the
+    one the test least tells apart from the leader (the larger ``p``) is kept, then the earlier
+    cell (the grid's order). Deterministic, and the count is the textbook's whatever the ties (on a
+    small first round of a 0/1 measure, ties are the rule: keeping them all would keep about half).
+
+    >>> v = np.array([[1, 1, 0, 0, 1], [1, 0, 1, 0, 1], [1, 1, 1, 0, 0]], dtype=float)
+    >>> leader, found = prune_rank(v, higher_is_better=True, keep=0.4)
+    >>> leader, [d.kept for d in found]
+    (0, [True, True, False, False, False])
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v).any(axis=1)] if v.size else v
+    if v.ndim != 2 or v.shape[1] == 0:
+        raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
+    sign = 1.0 if higher_is_better else -1.0
+    means = v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1])
+    leader = int(np.argsort(-means, kind="stable")[0])
+    p = [1.0 if i == leader else paired_p(v[:, leader], v[:, i], seed=seed) for i in range(v.shape[1])]
+    order = sorted(range(v.shape[1]), key=lambda i: (-means[i], -p[i], i))
+    kept = set(order[:keep_count(v.shape[1], keep)])
+    return leader, [Decision(i in kept, float(means[i] - means[leader]), p[i]) for i in range(v.shape[1])]
+
+
+@dataclass(frozen=True)
+class Regret:
+    """A pruned cell found significantly better than the sweep's final best on the questions it
+    saw (:func:`guard`): its mean minus the best's there (positive: better), the paired test's p."""
+
+    cell: int
+    questions: int
+    ahead: float
+    p: float
+
+
+def guard(values: np.ndarray, best: int, pruned: Sequence[int], *, higher_is_better: bool, alpha: float,
+          seed: int = 0) -> list[Regret]:
+    """The pruned cells (column indices of ``values``: questions x cells, NaN where a cell has no
+    value, e.g. a question its round did not see) significantly better than the final ``best`` on
+    the questions each saw: the verdict's paired test (:func:`paired_p`) at ``alpha``.
+
+    >>> v = np.array([[1, 0]] * 6 + [[np.nan, 1]], dtype=float)  # the pruned cell never saw the last question
+    >>> guard(v, best=1, pruned=[0], higher_is_better=True, alpha=0.05)
+    [Regret(cell=0, questions=6, ahead=1.0, p=0.03125)]
+    """
+    v = np.asarray(values, dtype=np.float64)
+    sign = 1.0 if higher_is_better else -1.0
+    found = []
+    for i in pruned:
+        both = ~(np.isnan(v[:, i]) | np.isnan(v[:, best]))
+        if not both.any():
+            continue
+        ahead = float((v[both, i].mean() - v[both, best].mean()) * sign)
+        p = paired_p(v[:, best], v[:, i], seed=seed)
+        if ahead > 0 and p <= alpha:
+            found.append(Regret(i, int(both.sum()), ahead, p))
+    return found
+
+
 @dataclass(frozen=True)
 class RoundSummary:
-    """One round of a halving sweep: its fraction and questions, cells in and kept, and the
-    cell-questions computed now (cells run on this round's questions) and reused (found on disk)."""
+    """One round of a halving sweep: its fraction and questions, cells in and kept, the cells run
+    in this round (``computed``), those found done on disk (``reused``), the cell-questions the
+    runner really computed (``questions_computed``: each cell's questions new to it, as its folder
+    reports), and of the cells dropped, how many the paired test against the leader did not find
+    significantly worse (``not_worse``; rank pruning only)."""
 
     round: int
     fraction: float
@@ -186,17 +307,21 @@ class RoundSummary:
     kept: int
     computed: int
     reused: int
+    questions_computed: int = 0
+    not_worse: int = 0
 
     def line(self) -> str:
         dropped = self.cells - self.kept
         return (f"round {self.round + 1}: {self.fraction:.0%} of the questions ({self.questions}), {self.cells} cells: "
-                f"kept {self.kept}, dropped {dropped}; cell-questions computed {self.computed * self.questions}"
+                f"kept {self.kept}, dropped {dropped}"
+                + (f" ({self.not_worse} of them NOT significantly worse than the leader)" if self.not_worse else "")
+                + f"; cell-questions computed {self.questions_computed} ({self.computed} cells run)"
                 + (f" (+{self.reused} cells found done)" if self.reused else ""))
 
 
 def summary(rounds: Sequence[RoundSummary], grid_cells: int, all_questions: int) -> list[str]:
     """The end-of-sweep lines: each round, then the total cell-questions against the grid's."""
-    total = sum(r.computed * r.questions for r in rounds)
+    total = sum(r.questions_computed for r in rounds)
     grid = grid_cells * all_questions
     return ["Successive halving (search.mode=halving):", *(f"  {r.line()}" for r in rounds),
             f"  cell-questions computed: {total} (the full grid: {grid}, {total / grid:.0%})" if grid else ""]

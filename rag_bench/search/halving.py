@@ -6,6 +6,7 @@ cells marked, the summary printed and kept. The decisions are :mod:`rag_bench.ru
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -26,6 +27,7 @@ from rag_bench.reporting.verdict import question_values
 from rag_bench.runner import rounds as search
 from rag_bench.runner.main import round_covered
 
+log = logging.getLogger("rag_bench")
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
 
 
@@ -44,6 +46,24 @@ def _marker_time(path: Path) -> int:
         except OSError:
             continue
     return 0
+
+
+def questions_run(path: Path, round_questions: int, started: int) -> int:
+    """The questions the runner computed for the cell at ``path`` in this round, from what its
+    folder says: 0 when its marker (DONE or PARTIAL) predates ``started`` (found done); else the
+    marker's count of new questions (``computed``: a PARTIAL's; DONE's ``search.questions_computed``
+    for a last round merged with the one before), or all the round's questions (computed whole)."""
+    if _marker_time(path) < started:
+        return 0
+    for name, read in ((search.PARTIAL, lambda m: m.get("computed")),
+                       ("DONE", lambda m: (m.get("search") or {}).get("questions_computed"))):
+        try:
+            marker = json.loads((path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found = read(marker) if isinstance(marker, dict) else None
+        return int(found) if found is not None else round_questions
+    return round_questions
 
 
 def primary_column(cells: Sequence[Cell]) -> tuple[str, str, bool]:
@@ -75,17 +95,26 @@ def mark_pruned(cell: Cell, block: dict[str, Any]) -> None:
 
 
 def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch, *, rounds: Any, alpha: float,
-        seed: int, summary_path: Path | None = None, out: Any = None) -> list[search.RoundSummary]:
+        seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
+        out: Any = None) -> list[search.RoundSummary]:
     """Successive halving over the grid ``jobs`` (each a cell's overrides) on ``questions`` (the
     dataset's): each round launches the cells still in that lack the round's results (a job of a
-    round before the last gets ``search.round=<r>``), then prunes. Returns the rounds' summaries
-    (also printed to ``out`` and written to ``summary_path``)."""
-    fractions = search.parse_rounds(rounds)
+    round before the last gets ``search.round=<r>``), then prunes: ``prune=significance``, the
+    cells outside the round's model confidence set at ``alpha / (rounds - 1)``; ``prune=rank``, all
+    but the top ``keep`` fraction (:func:`~rag_bench.runner.rounds.prune_rank`), each dropped cell's
+    paired test against the leader recorded, and after the last round the pruned cells checked
+    against the final best on the questions they saw (:func:`~rag_bench.runner.rounds.guard`).
+    ``rounds`` None: :data:`~rag_bench.runner.rounds.ROUNDS` of ``prune``. Returns the rounds'
+    summaries (also printed to ``out`` and written to ``summary_path``)."""
+    prune = search.check_prune(prune)
+    keep = search.check_keep(keep) if prune == "rank" else keep
+    fractions = search.rounds_of({"rounds": rounds, "prune": prune})
     spent = search.round_alpha(alpha, len(fractions))
     alive = list(range(len(jobs)))
     dirs: dict[int, Path] = {}
     summaries: list[search.RoundSummary] = []
     pruned: dict[str, dict[str, Any]] = {}
+    pruned_at: dict[int, int] = {}  # job index -> its last round
     measure: tuple[str, str, bool] | None = None
     for r, fraction in enumerate(fractions):
         last = r == len(fractions) - 1
@@ -95,33 +124,81 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         started = time.time_ns()
         for i, path in zip(todo, launch([[*jobs[i], *extra] for i in todo])):
             dirs[i] = Path(path)
-        computed = sum(1 for i in todo if _marker_time(dirs[i]) >= started)
+        ran = [questions_run(dirs[i], len(qids), started) for i in todo]
+        computed, asked = sum(1 for n in ran if n), sum(ran)
         if last:
             summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), len(alive), computed,
-                                                 len(alive) - computed))
+                                                 len(alive) - computed, asked))
             break
         cells = [stored_cell(dirs[i]) for i in alive]
         measure = measure or primary_column(cells)
         key, column, higher = measure
         values = round_values(cells, column, qids)
-        leader, decisions = search.prune(values, higher_is_better=higher, alpha=spent, seed=seed)
-        for cell, found in zip(cells, decisions):
+        if prune == "rank":
+            leader, decisions = search.prune_rank(values, higher_is_better=higher, keep=keep, seed=seed)
+        else:
+            leader, decisions = search.prune(values, higher_is_better=higher, alpha=spent, seed=seed)
+        not_worse = 0
+        for i, cell, found in zip(alive, cells, decisions):
             if not found.kept:
-                block = {"mode": "halving", "pruned_after_round": r + 1, "fraction": fraction, "questions": len(qids),
-                         "measure": key, "leader": cells[leader].cell_id, "behind": found.behind, "p": found.p,
-                         "alpha": spent}
+                block = {"mode": "halving", "prune": prune, "pruned_after_round": r + 1, "fraction": fraction,
+                         "questions": len(qids), "measure": key, "leader": cells[leader].cell_id,
+                         "behind": found.behind, "p": found.p, "alpha": spent if prune == "significance" else alpha}
+                if prune == "rank":
+                    block.update(keep=keep, test="paired randomisation (two-sided) against the leader",
+                                 significantly_worse=bool(found.p <= alpha and found.behind < 0))
+                    not_worse += not block["significantly_worse"]
                 pruned[cell.cell_id] = block
+                pruned_at[i] = r
                 mark_pruned(cell, block)
         summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), sum(d.kept for d in decisions),
-                                             computed, len(alive) - computed))
+                                             computed, len(alive) - computed, asked, not_worse))
         alive = [i for i, d in zip(alive, decisions) if d.kept]
+    regrets = _guard(dirs, alive, pruned_at, questions, measure, alpha, seed) if pruned_at else []
     lines = search.summary(summaries, len(jobs), len(questions))
+    if prune == "rank":
+        dropped = sum(s.cells - s.kept for s in summaries)
+        lines.append(f"  prune=rank keeps the top {keep:.3g} of each round by its mean: of the {dropped} cells dropped, "
+                     f"{sum(s.not_worse for s in summaries)} were NOT significantly worse than the round's leader "
+                     f"(paired test, alpha {alpha:g}) -- a rank cut, not a statistical decision")
+    if pruned_at:
+        lines.append(f"  guard: {len(regrets)} pruned cells significantly better than the final best on the questions "
+                     "they saw" + ("" if not regrets else ": " + ", ".join(
+                         f"{g['cell']} (+{g['ahead']:.3f} on {g['questions']} questions, p={g['p']:.3g})"
+                         for g in regrets)))
+    for g in regrets:
+        log.warning("WARNING: search.prune=%s dropped cell %s, significantly better than the final best %s on the %d "
+                    "questions it saw (+%.3f, p=%.3g): the pruning lost a better cell -- rerun with a larger "
+                    "search.keep or search.mode=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
     print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
     if summary_path is not None:
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(summary_path, json.dumps({
-            "mode": "halving", "rounds": [asdict(s) for s in summaries], "alpha": alpha, "alpha_per_round": spent,
+            "mode": "halving", "prune": prune, "keep": keep if prune == "rank" else None,
+            "rounds": [asdict(s) for s in summaries], "alpha": alpha,
+            "alpha_per_round": spent if prune == "significance" else None,
             "seed": seed, "measure": measure[0] if measure else None, "grid_cells": len(jobs),
-            "questions": len(questions), "cell_questions": sum(s.computed * s.questions for s in summaries),
-            "survivors": sorted(dirs[i].name for i in alive), "pruned": pruned}, indent=2, sort_keys=True) + "\n")
+            "questions": len(questions), "cell_questions": sum(s.questions_computed for s in summaries),
+            "survivors": sorted(dirs[i].name for i in alive), "pruned": pruned,
+            "dropped_not_significantly_worse": sum(s.not_worse for s in summaries) if prune == "rank" else None,
+            "guard": regrets}, indent=2, sort_keys=True) + "\n")
     return summaries
+
+
+def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int], questions: Sequence[Any],
+           measure: tuple[str, str, bool] | None, alpha: float, seed: int) -> list[dict[str, Any]]:
+    """The pruned cells significantly better than the final best (the best finished cell by its
+    mean on every question) on the questions each saw (:func:`~rag_bench.runner.rounds.guard`)."""
+    if measure is None or not alive:
+        return []
+    _, column, higher = measure
+    finished = [stored_cell(dirs[i]) for i in alive]
+    qids = [q.qid for q in questions]
+    means = np.nanmean(round_values(finished, column, qids), axis=0) * (1.0 if higher else -1.0)
+    best = finished[int(np.nanargmax(means))]
+    order = list(pruned_at)
+    cells = [best, *(stored_cell(dirs[i]) for i in order)]
+    values = round_values(cells, column, qids)
+    found = search.guard(values, 0, list(range(1, len(cells))), higher_is_better=higher, alpha=alpha, seed=seed)
+    return [{"cell": cells[g.cell].cell_id, "best": best.cell_id, "questions": g.questions, "ahead": g.ahead,
+             "p": g.p, "pruned_after_round": pruned_at[order[g.cell - 1]] + 1} for g in found]

@@ -16,10 +16,16 @@ from rag_bench.runner.main import round_covered
 from rag_bench.runner.rounds import (
     PARTIAL,
     RoundSummary,
+    check_keep,
+    check_prune,
+    guard,
+    keep_count,
     parse_rounds,
     prune,
+    prune_rank,
     round_alpha,
     round_questions,
+    rounds_of,
     stratum,
     subset_dataset,
     summary,
@@ -124,14 +130,104 @@ def test_a_round_is_covered_by_done_or_a_partial_as_large_with_the_same_seed(tmp
     assert round_covered(cell, 0.25, 5)  # the whole cell covers every round
 
 
-def test_summary_counts_cell_questions_against_the_grid():
-    rounds = [RoundSummary(0, 0.25, 20, 36, 10, 36, 0), RoundSummary(1, 0.5, 42, 10, 4, 10, 0),
-              RoundSummary(2, 1.0, 84, 4, 4, 3, 1)]
+def test_summary_counts_the_cell_questions_the_runner_ran_against_the_grid():
+    # incremental rounds: a survivor's later round runs only its new questions (22 = 42 - 20, 42 = 84 - 42)
+    rounds = [RoundSummary(0, 0.25, 20, 36, 10, 36, 0, 720), RoundSummary(1, 0.5, 42, 10, 4, 10, 0, 220),
+              RoundSummary(2, 1.0, 84, 4, 4, 3, 1, 126, 0)]
     lines = summary(rounds, 36, 84)
-    assert "kept 10, dropped 26; cell-questions computed 720" in lines[1]
+    assert "kept 10, dropped 26; cell-questions computed 720 (36 cells run)" in lines[1]
+    assert "cell-questions computed 220 (10 cells run)" in lines[2]
     assert "(+1 cells found done)" in lines[3]
-    total = 720 + 420 + 252
+    total = 720 + 220 + 126
     assert lines[-1].endswith(f"{total} (the full grid: 3024, {total / 3024:.0%})")
+    ranked = RoundSummary(0, 1 / 9, 10, 36, 12, 36, 0, 360, 20).line()
+    assert "dropped 24 (20 of them NOT significantly worse than the leader)" in ranked
+
+
+def test_rank_keeps_the_textbook_count_by_mean_never_fewer_than_one():
+    assert [keep_count(n, 1 / 3) for n in (1, 2, 3, 8, 9, 36, 351)] == [1, 1, 1, 2, 3, 12, 117]
+    assert keep_count(10, 0.5) == 5 and keep_count(3, 0.9) == 2
+    rng = np.random.default_rng(0)
+    means = np.linspace(0.2, 0.8, 9)  # cell 8 best, then 7, 6 ...
+    values = (rng.random((300, 9)) < means).astype(float)
+    leader, found = prune_rank(values, higher_is_better=True, keep=1 / 3)
+    order = np.argsort(-values.mean(axis=0))
+    assert leader == order[0] and sorted(i for i, d in enumerate(found) if d.kept) == sorted(order[:3].tolist())
+    assert found[leader].p == 1.0 and found[leader].behind == 0.0
+    assert all(d.behind <= 0 for d in found)
+    one = prune_rank(values[:, :2], higher_is_better=True, keep=1 / 3)[1]
+    assert [d.kept for d in one] == [False, True]  # of 2 cells, 1 kept (never 0)
+    single = prune_rank(np.ones((4, 1)), higher_is_better=True, keep=1 / 3)
+    assert single[0] == 0 and single[1][0].kept
+
+
+def test_rank_reads_a_lower_is_better_measure_the_right_way_round():
+    values = np.column_stack([np.full(20, 3.0), np.full(20, 1.0), np.full(20, 2.0)])
+    leader, found = prune_rank(values, higher_is_better=False, keep=1 / 3)
+    assert leader == 1 and [d.kept for d in found] == [False, True, False]
+    assert found[0].behind == pytest.approx(-2.0)
+
+
+def test_rank_breaks_a_tie_at_the_cut_by_the_paired_test_then_the_grid_order():
+    # cells 1, 2 and 3 have the same mean (0.5), below the leader's (0.7); the paired test tells
+    # cell 2 apart from the leader least (p 0.34: 7 questions worse, 3 better) and cells 1 and 3
+    # more (p 0.125: 4 questions worse, none better).
+    lead = np.array([1.0] * 14 + [0.0] * 6)
+    near = lead.copy()
+    near[:4] = 0.0
+    far = np.array([1.0, 0.0] * 10)
+    values = np.column_stack([lead, near, far, near, np.zeros(20), np.zeros(20)])
+    leader, found = prune_rank(values, higher_is_better=True, keep=1 / 3)
+    assert leader == 0 and [d.kept for d in found] == [True, False, True, False, False, False]
+    assert found[2].p > found[1].p == found[3].p
+    # the same p too: the earlier cell in the grid's order
+    again = prune_rank(np.column_stack([lead, near, near]), higher_is_better=True, keep=2 / 3)[1]
+    assert [d.kept for d in again] == [True, True, False]
+    # independent of the cells' order but for that last rule: the same cell wins when moved
+    moved = prune_rank(values[:, [3, 2, 1, 0, 4, 5]], higher_is_better=True, keep=1 / 3)[1]
+    assert [d.kept for d in moved] == [False, True, False, True, False, False]
+
+
+def test_rank_records_each_dropped_cells_paired_p_even_when_not_significantly_worse():
+    rng = np.random.default_rng(3)
+    base = (rng.random(40) < 0.6).astype(float)
+    close = base.copy()
+    close[:2] = 1 - close[:2]
+    far = np.zeros(40)
+    _, found = prune_rank(np.column_stack([base, close, far]), higher_is_better=True, keep=1 / 3)
+    assert [d.kept for d in found] in ([True, False, False], [False, True, False])
+    dropped = [d for d in found if not d.kept]
+    assert max(d.p for d in dropped) > 0.05 and min(d.p for d in dropped) < 0.001
+
+
+def test_the_guard_flags_a_pruned_cell_significantly_better_than_the_final_best_where_it_ran():
+    rng = np.random.default_rng(5)
+    best = (rng.random(60) < 0.5).astype(float)
+    lucky = np.full(60, np.nan)
+    lucky[:20] = 1.0  # pruned after 20 questions, on which it beat the final best
+    unlucky = np.full(60, np.nan)
+    unlucky[:20] = best[:20]  # the same as the best where it ran
+    worse = np.full(60, np.nan)
+    worse[:20] = 0.0
+    values = np.column_stack([best, lucky, unlucky, worse])
+    found = guard(values, 0, [1, 2, 3], higher_is_better=True, alpha=0.05)
+    assert [g.cell for g in found] == [1] and found[0].questions == 20 and found[0].p <= 0.05
+    assert found[0].ahead == pytest.approx(1 - best[:20].mean())
+    # lower is better: the same data read the other way round flags the cell that was worse above
+    assert [g.cell for g in guard(values, 0, [1, 2, 3], higher_is_better=False, alpha=0.05)] == [3]
+    assert guard(values, 0, [], higher_is_better=True, alpha=0.05) == []
+
+
+def test_rounds_default_by_the_prune_rule_and_bad_keys_are_refused():
+    assert rounds_of({"prune": "significance", "rounds": None}) == (0.25, 0.5, 1.0)
+    assert rounds_of({"prune": "rank", "rounds": None}) == (1 / 9, 1 / 3, 1.0)
+    assert rounds_of({"prune": "rank", "rounds": [0.5, 1]}) == (0.5, 1.0)  # given rounds win
+    with pytest.raises(ConfigError, match="fix: search.prune=significance|rank"):
+        check_prune("top")
+    for bad in (0, 1, 1.5, "x"):
+        with pytest.raises(ConfigError, match="fix: search.keep="):
+            check_keep(bad)
+    assert check_keep("0.5") == 0.5
 
 
 def test_search_keys_enter_neither_the_cell_id_nor_the_stored_config():

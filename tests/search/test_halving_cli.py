@@ -20,12 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 GRID = ["chunker=section", "retriever=bm25", "pipeline.k=1,5,10"]
 
 
-def run(out: Path, *extra: str, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
     if failpoint:
         env["RAG_BENCH_FAILPOINT"] = failpoint
     # this checkout's rag_bench (python -m from the repository), not an installed copy's
-    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *GRID, "tracking=none",
+    return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *grid, "tracking=none",
                            f"output.root={out}", "experiment.name=h", *extra], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -100,7 +100,22 @@ def test_survivors_are_the_grids_cells_and_the_pruned_are_marked(grid, halving):
     n = demo_questions()  # rounds of a quarter and a half, stratified (tags x answerable), then all
     assert [r["questions"] for r in rounds][-1] == n and n / 4 - 3 <= rounds[0]["questions"] <= n / 4 + 3 \
         and n / 2 - 3 <= rounds[1]["questions"] <= n / 2 + 3
-    assert found["cell_questions"] == sum(r["computed"] * r["questions"] for r in rounds)
+    # Incremental rounds: a survivor's later round ran only the questions new to it (its folder says
+    # so, from what the runner did), the cell-questions counted are those.
+    assert found["cell_questions"] == sum(r["questions_computed"] for r in rounds)
+    assert rounds[0]["questions_computed"] == rounds[0]["cells"] * rounds[0]["questions"]
+    assert rounds[1]["questions_computed"] == rounds[1]["cells"] * (rounds[1]["questions"] - rounds[0]["questions"])
+    assert rounds[2]["questions_computed"] == rounds[2]["cells"] * (n - rounds[1]["questions"])
+    for cid in found["survivors"]:
+        done = json.loads((cells(exp)[cid] / "DONE").read_text())
+        assert done["search"] == {"questions_computed": n - rounds[1]["questions"],
+                                  "questions_reused": rounds[1]["questions"]}
+        assert not (cells(exp)[cid] / "round-runs.pickle").exists()
+    for cid, block in found["pruned"].items():
+        marker = json.loads((cells(exp)[cid] / "PARTIAL").read_text())
+        if block["pruned_after_round"] == 2:
+            assert (marker["computed"], marker["reused"]) == (rounds[1]["questions"] - rounds[0]["questions"],
+                                                              rounds[0]["questions"])
 
 
 def demo_questions() -> int:
@@ -138,6 +153,12 @@ def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_pa
     for cid in found["survivors"]:
         assert figures(json.loads((cells(exp)[cid] / "metrics.json").read_text())) == \
             figures(json.loads((theirs[cid] / "metrics.json").read_text()))
+    # the survivors whose round-2 results the kill left in place merged them: only their new questions ran
+    rounds, n = found["rounds"], demo_questions()
+    merged = [cid for cid in found["survivors"]
+              if json.loads((cells(exp)[cid] / "DONE").read_text()).get("search", {}).get("questions_computed")
+              == n - rounds[1]["questions"]]
+    assert len(merged) >= len(found["survivors"]) - 2 and merged, found
     rerun = run(out, "search.mode=halving")  # everything done: nothing computed
     assert rerun.returncode == 0 and all(r["computed"] == 0 for r in summary(exp)["rounds"])
 
@@ -157,3 +178,52 @@ def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
     assert done.returncode == 2 and "spans 2 datasets" in done.stderr and "fix: one halving sweep per dataset" \
         in done.stderr
     assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
+
+
+def test_rank_pruning_keeps_the_top_third_and_says_which_dropped_cells_were_not_significantly_worse(grid, tmp_path):
+    done = run(tmp_path, "search.mode=halving", "search.prune=rank")
+    assert done.returncode == 0, done.stderr[-3000:]
+    exp = tmp_path / "h"
+    found = summary(exp)
+    n = demo_questions()
+    rounds = found["rounds"]
+    # the rank rule's own default rounds (a ninth, a third, all) and keep (1/3: of 3 cells, 1)
+    assert found["prune"] == "rank" and found["keep"] == pytest.approx(1 / 3)
+    assert [r["cells"] for r in rounds] == [3, 1, 1] and [r["kept"] for r in rounds] == [1, 1, 1]
+    assert n / 9 - 3 <= rounds[0]["questions"] <= n / 9 + 3 and n / 3 - 3 <= rounds[1]["questions"] <= n / 3 + 3
+    # incremental: the survivor ran each question once, the pruned cells their first round's
+    assert found["cell_questions"] == 3 * rounds[0]["questions"] + (n - rounds[0]["questions"])
+    (survivor,) = found["survivors"]
+    theirs = cells(grid)[survivor]
+    ours = json.loads((cells(exp)[survivor] / "metrics.json").read_text())
+    assert figures(ours) == figures(json.loads((theirs / "metrics.json").read_text()))
+    pd.testing.assert_frame_equal(record_figures(cells(exp)[survivor]), record_figures(theirs))
+    assert json.loads((cells(exp)[survivor] / "DONE").read_text())["search"] == {
+        "questions_computed": n - rounds[1]["questions"], "questions_reused": rounds[1]["questions"]}
+    assert len(found["pruned"]) == 2
+    for block in found["pruned"].values():
+        assert block["prune"] == "rank" and block["pruned_after_round"] == 1 and block["leader"] == survivor
+        assert 0 < block["p"] <= 1 and block["behind"] <= 0
+        assert block["significantly_worse"] == (block["p"] <= 0.05 and block["behind"] < 0)
+    not_worse = sum(not b["significantly_worse"] for b in found["pruned"].values())
+    assert found["dropped_not_significantly_worse"] == not_worse
+    assert f"{not_worse} were NOT significantly worse than the round's leader" in done.stdout
+    assert isinstance(found["guard"], list) and "guard:" in done.stdout
+
+
+
+def test_a_merged_cell_reports_its_approximate_index_on_every_question_as_the_grid_does(tmp_path):
+    # An IVF index (no recall target): the ANN report (recall@k, underfill) is computed on the
+    # questions a run sees; the last round runs only the new ones, and the report must still be
+    # the whole cell's (pipeline.run report_on), like every other figure.
+    ivf = ["chunker=section", "retriever=dense", "index=ivf", "pipeline.k=1,5,10"]
+    assert run(tmp_path / "grid", grid=ivf).returncode == 0
+    done = run(tmp_path / "halving", "search.mode=halving", grid=ivf)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found, theirs = summary(tmp_path / "halving" / "h"), cells(tmp_path / "grid" / "h")
+    assert found["survivors"] and found["rounds"][-1]["questions_computed"] < \
+        found["rounds"][-1]["computed"] * found["rounds"][-1]["questions"]  # merged, not recomputed
+    for cid in found["survivors"]:
+        ours = json.loads((cells(tmp_path / "halving" / "h")[cid] / "metrics.json").read_text())
+        assert "ann_recall@10" in ours["ann"]
+        assert figures(ours) == figures(json.loads((theirs[cid] / "metrics.json").read_text()))
