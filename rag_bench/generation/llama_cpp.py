@@ -124,6 +124,12 @@ class LlamaCppGenerator:
         out = []
         for item in tqdm(items, desc="generate", unit="q", disable=None, leave=False):
             t0 = time.perf_counter()
+            # Every prompt read from position 0: llama-cpp-python otherwise reuses the KV cache of
+            # the prompt before wherever the two share a prefix (the instructions), and a prompt read
+            # in two pieces gives slightly different logits than read whole -- enough to flip a
+            # greedy token, so an answer depended on the question asked before it (a resumed or
+            # halving sweep, which asks in another order, got other answers than the grid).
+            llm.reset()
             try:
                 resp = llm.create_chat_completion(
                     messages=self._messages(item), temperature=self.temperature, max_tokens=self.max_tokens,

@@ -313,3 +313,37 @@ def test_claim_faithfulness_against_llama_server(llm_server, tmp_path):
         lo, hi = m["ci"]["judge/judge_claim_faithfulness"]
         assert lo <= score <= hi
     assert m["counts"]["judge_attempted"] == 1
+
+
+def test_an_in_process_answer_does_not_depend_on_the_question_asked_before(gguf):
+    """llama-cpp-python reuses the KV cache of the previous prompt over the prefix two prompts
+    share; a prompt read in two pieces gets slightly different logits than read whole, and on the
+    demo set 3 of 27 answers changed with the question asked before (the halving benchmark's
+    llama.cpp arm). Every prompt is now read from its first token: the model evaluates the whole
+    prompt of the second question too, and its answer is the one it gets asked alone."""
+    from rag_bench.domain import Passage
+    from rag_bench.generation.base import GenerationInput
+    from rag_bench.generation.llama_cpp import LlamaCppGenerator, _load
+    from rag_bench.generation.prompt import build_prompt
+
+    def item(question: str, text: str) -> GenerationInput:
+        passages = (Passage(1, "c1", "d1", 0, len(text), text),)
+        return GenerationInput(question, passages, build_prompt(question, passages))
+
+    first = item("When does the library open?", "The library opens at 9 am and closes at 5 pm on weekdays.")
+    second = item("How much is a late return?", "A late return costs 2 EUR per day, at most 20 EUR a book.")
+    gen = LlamaCppGenerator(model=str(gguf), max_tokens=16)
+    gen.generate([first])  # the model loaded and its KV cache holding the first prompt
+    llm = _load(str(gen._path), gen.n_ctx, gen.chat_format, gen.n_threads, gen.seed)
+    evaluated: list[int] = []
+    plain_eval = llm.eval
+    llm.eval = lambda tokens: (evaluated.append(len(tokens)), plain_eval(tokens))[1]
+    try:
+        after_first = gen.generate([second])[0]
+    finally:
+        del llm.eval
+    _load.cache_clear()  # a fresh model that has read nothing before
+    alone = gen.generate([second])[0]
+    assert after_first.error is None and after_first.tokens_in > 50
+    assert sum(evaluated) >= after_first.tokens_in  # its whole prompt read, not from the first's cached prefix
+    assert after_first.raw == alone.raw and after_first.tokens_in == alone.tokens_in
