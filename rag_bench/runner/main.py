@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import json
 import logging
 import os
 import pickle
+import secrets
 import stat
 import subprocess
 import sys
@@ -38,6 +40,7 @@ from rag_bench.runner import rounds as search
 from rag_bench.runner import throughput
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.storage import default_cache_dir
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -300,9 +303,7 @@ def _prior_round(cfg: DictConfig, dataset: Dataset, cell_dir: Path) -> tuple[Que
         marker = json.loads((cell_dir / search.PARTIAL).read_text(encoding="utf-8"))
         if int(marker["seed"]) != int(cfg.search.seed) or marker["dataset_fingerprint"] != dataset.fingerprint:
             return None
-        # Written by this sweep's own runner into the cell's folder (like the tracker's hand-over
-        # pipe, rag_bench.tracking.background); a folder is trusted as its code is.
-        runs = pickle.loads((cell_dir / ROUND_RUNS).read_bytes())
+        runs = _read_runs(cell_dir)
     except (OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError, EOFError, AttributeError):
         return None
     if not isinstance(runs, tuple) or not all(isinstance(r, QuestionRun) for r in runs) \
@@ -334,10 +335,41 @@ def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[Quest
     return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
 
 
+def _runs_key() -> bytes:
+    """The key signing :data:`ROUND_RUNS` files: 32 random bytes in the cache folder, readable by
+    its owner only, made on first use."""
+    path = default_cache_dir() / "round-runs.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it meanwhile
+            return path.read_bytes()
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+        return path.read_bytes()
+
+
 def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
+    """``runs`` pickled into ``cell_dir`` behind an HMAC-SHA256 of the pickle under :func:`_runs_key`."""
+    data = pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL)
     tmp = cell_dir / f".{ROUND_RUNS}.tmp-{os.getpid()}"
-    tmp.write_bytes(pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.write_bytes(hmac.new(_runs_key(), data, hashlib.sha256).digest() + data)
     os.replace(tmp, cell_dir / ROUND_RUNS)
+
+
+def _read_runs(cell_dir: Path) -> Any:
+    """What :func:`_write_runs` wrote, or ValueError when the signature does not match. An
+    experiment folder is data that travels (a CI artifact, a colleague's copy): unpickling a file
+    from it runs whatever code the file names, so only a pickle this machine's runner signed is
+    loaded; any other is ignored (the round is computed again)."""
+    blob = (cell_dir / ROUND_RUNS).read_bytes()
+    tag, data = blob[:32], blob[32:]
+    if len(tag) < 32 or not hmac.compare_digest(tag, hmac.new(_runs_key(), data, hashlib.sha256).digest()):
+        raise ValueError(f"{cell_dir / ROUND_RUNS}: not signed by this machine's runner")
+    return pickle.loads(data)
 
 
 def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:
