@@ -29,7 +29,7 @@ from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers import injection as inj
 from rag_bench.evaluation.scorers import latency as latency_scorer
 from rag_bench.evaluation.scorers import parsing as prs
-from rag_bench.reporting import charts, drill, effects, page, sidebyside, views
+from rag_bench.reporting import charts, drill, effects, page, search_view, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
 from rag_bench.reporting.decide import baseline as choose_baseline
 from rag_bench.reporting.decide import primary_measure as decided_primary
@@ -139,6 +139,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     documents = _documents(ranked, names)
     if documents:
         add("Documents: parsing and hostile text", documents, "documents")
+    halving = search_view.section(exp, cells)
+    if halving:
+        add("Search: the cells halving dropped", halving, "search")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
     scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
