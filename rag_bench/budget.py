@@ -202,20 +202,13 @@ def stop() -> None:
     _CURRENT = None
 
 
-def set_cell(cfg: Any) -> None:
-    """Price the running cell's generator and judge calls by its config's ``prices.*``
-    (rag_bench.evaluation.prices.rate); a stage that cannot be priced is charged nothing and named
-    in the record (under ``budget_usd`` the sweeper refused such a grid before any cell ran)."""
-    if _CURRENT is None:
-        return
-    from rag_bench.evaluation import prices
-
-    table = prices.from_config(cfg)
-    _CURRENT.rates = {}
-    for stage in STAGES:
-        got, _ = prices.rate(table, stage)
-        if got is not None:
-            _CURRENT.rates[stage] = got
+def set_rates(rates: dict[str, Any]) -> None:
+    """Price the running cell's model calls: ``rates`` maps a stage of :data:`STAGES` to its
+    ``rag_bench.evaluation.prices.Rate`` (the caller reads the cell's ``prices.*``: this module sits
+    below the evaluation and imports none of it); a stage left out is charged nothing and named in
+    the record (under ``budget_usd`` the sweeper refused such a grid before any cell ran)."""
+    if _CURRENT is not None:
+        _CURRENT.rates = {stage: rate for stage, rate in rates.items() if stage in STAGES and rate is not None}
 
 
 def spend_llm_calls(n: int) -> None:

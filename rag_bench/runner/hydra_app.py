@@ -12,6 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rag_bench import budget, switches
+from rag_bench.evaluation import prices
 from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
@@ -36,7 +37,9 @@ def main(cfg: DictConfig) -> Path | None:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
     spent = budget.current()
-    budget.set_cell(cfg)  # the cell's prices for search.budget_usd (and the invocation's record)
+    if spent is not None:  # the cell's prices for search.budget_usd (and the invocation's record)
+        table = prices.from_config(cfg)
+        budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.STAGES})
     try:
         folder = run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there
     except budget.BudgetReached:
