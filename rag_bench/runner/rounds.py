@@ -184,6 +184,17 @@ class Decision:
     p: float
 
 
+def _complete(values: np.ndarray, higher_is_better: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (questions x cells) without the questions some cell has no value for, and each
+    cell's mean in the measure's better direction (higher is better)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v).any(axis=1)] if v.size else v
+    if v.ndim != 2 or v.shape[1] == 0:
+        raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
+    sign = 1.0 if higher_is_better else -1.0
+    return v, (v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1]))
+
+
 def prune(values: np.ndarray, *, higher_is_better: bool, alpha: float, seed: int = 0,
           n_resamples: int = 2000) -> tuple[int, list[Decision]]:
     """The leader (index of the best mean) and each cell's :class:`Decision` from ``values``
@@ -197,12 +208,7 @@ def prune(values: np.ndarray, *, higher_is_better: bool, alpha: float, seed: int
     >>> leader, [d.kept for d in found]
     (0, [True, False])
     """
-    v = np.asarray(values, dtype=np.float64)
-    v = v[~np.isnan(v).any(axis=1)] if v.size else v
-    if v.ndim != 2 or v.shape[1] == 0:
-        raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
-    sign = 1.0 if higher_is_better else -1.0
-    means = v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1])
+    v, means = _complete(values, higher_is_better)
     leader = int(np.argmax(means))
     found = model_confidence_set(v, higher_is_better=higher_is_better, alpha=alpha, n_resamples=n_resamples,
                                  seed=seed)
@@ -244,12 +250,7 @@ def prune_rank(values: np.ndarray, *, higher_is_better: bool, keep: float, seed:
     >>> leader, [d.kept for d in found]
     (0, [True, True, False, False, False])
     """
-    v = np.asarray(values, dtype=np.float64)
-    v = v[~np.isnan(v).any(axis=1)] if v.size else v
-    if v.ndim != 2 or v.shape[1] == 0:
-        raise ValueError(f"values must be (questions, cells) with at least one cell, got shape {v.shape}")
-    sign = 1.0 if higher_is_better else -1.0
-    means = v.mean(axis=0) * sign if len(v) else np.zeros(v.shape[1])
+    v, means = _complete(values, higher_is_better)
     leader = int(np.argsort(-means, kind="stable")[0])
     p = [1.0 if i == leader else paired_p(v[:, leader], v[:, i], seed=seed) for i in range(v.shape[1])]
     order = sorted(range(v.shape[1]), key=lambda i: (-means[i], -p[i], i))
