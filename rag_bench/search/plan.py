@@ -238,28 +238,28 @@ def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
             lines.append(f"{plan.to_compute} cells' own work (chunking, indexing, retrieval, scoring): "
                          f"{_fmt_s(plan.to_compute * rates.per_cell)} ({rates.per_cell:.2f} s/cell)")
     if not measured:
-        return None, lines
+        return (0.0, ["nothing to compute"]) if not lines and not plan.to_compute else (None, lines)
     return total, [("at most " if bounded else "") + f"~{_fmt_s(total)} in all (the parts measured)", *lines]
 
 
 def halving_bound(cells: int, round_sizes: Sequence[int]) -> int:
-    """The cell-questions a halving sweep computes at most: every cell on every round's questions
-    (no cell pruned; a question is computed again in each round that draws it).
+    """The cell-questions a halving sweep computes at most: no cell pruned, and each question
+    computed once per cell (a round runs only the questions new to it): the grid's.
 
     >>> halving_bound(10, [3, 6, 12])
-    210
+    120
     """
-    return cells * sum(round_sizes)
+    return cells * round_sizes[-1] if round_sizes else 0
 
 
 def halving_floor(cells: int, round_sizes: Sequence[int]) -> int:
     """The cell-questions a halving sweep computes at least: every cell in the first round, then one
-    cell (the leader) alone through the later rounds.
+    cell (the leader) alone through the questions of the later rounds.
 
     >>> halving_floor(10, [3, 6, 12])
-    48
+    39
     """
-    return cells * round_sizes[0] + sum(round_sizes[1:]) if round_sizes else 0
+    return cells * round_sizes[0] + round_sizes[-1] - round_sizes[0] if round_sizes else 0
 
 
 def staged_bound(axis_sizes: Sequence[int]) -> int:
@@ -277,7 +277,7 @@ def mode_lines(mode: str, cells: int, questions: int, *, round_sizes: Sequence[i
     """What the chosen search mode computes at most, against the grid's cell-questions.
 
     >>> mode_lines("halving", 10, 12, round_sizes=[3, 6, 12])[0][:80]
-    'search.mode=halving: 48 to 210 cell-questions in 3 rounds of 3, 6, 12 questions '
+    'search.mode=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
     """
     grid = cells * questions
     if mode == "grid":

@@ -68,11 +68,16 @@ def test_duration_adds_the_measured_parts_and_names_the_missing_ones():
         "3 cells' own work (chunking, indexing, retrieval, scoring): no measured throughput yet"])
 
 
+def test_a_plan_with_nothing_to_compute_takes_no_time():
+    assert duration(plan(done=4), Rates()) == (0.0, ["nothing to compute"])
+
+
 def test_mode_bounds_use_the_modes_arithmetic():
     assert mode_lines("grid", 4, 10) == ["search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
     halving = mode_lines("halving", 4, 10, round_sizes=[3, 5, 10])
-    # at least: 4 cells x 3 questions, then the leader alone on 5 and 10; at most: every cell every round
-    assert "27 to 72 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
+    # at least: 4 cells x 3 questions, then the leader alone on the 7 questions new to the later rounds;
+    # at most: no cell pruned, each question once per cell (rounds run only their new questions): the grid's
+    assert "19 to 40 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
     staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
     assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
     assert mode_lines("optuna", 36, 10, trials=12)[0].startswith("search.mode=optuna: at most 12 of the grid's 36 cells")
