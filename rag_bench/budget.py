@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
 STAGES = ("generator", "judge", "embedder", "reranker")  # the stages whose model calls budget_usd charges
@@ -113,25 +113,25 @@ class Budget:
         if self.reached is not None:
             raise BudgetReached(self.reached)
         if self.max_llm_calls is not None and self.llm_calls + calls > self.max_llm_calls:
-            self.reached = (f"search.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made, the next cell "
-                            f"needs {calls} more ({stage})")
-            if calls > self.max_llm_calls:
-                self.reached += (f"; more than the whole budget: no re-run with it can finish that cell -- fix: "
-                                 f"search.max_llm_calls={calls} or more")
-            raise BudgetReached(self.reached)
+            self._refuse(f"search.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made, the next cell needs "
+                         f"{calls} more ({stage})", calls > self.max_llm_calls, f"search.max_llm_calls={calls}")
         if self.budget_usd is not None and usd is not None and self.usd + usd > self.budget_usd:
             batch = f"{calls} {stage} calls" if calls else f"{stage} batch"
-            self.reached = (f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} "
-                            f"may cost up to ${usd:.6f}")
-            if usd > self.budget_usd:
-                self.reached += (f"; more than the whole budget: no re-run with it can finish that cell -- fix: "
-                                 f"search.budget_usd={math.ceil(usd * 100) / 100:g} or more")
-            raise BudgetReached(self.reached)
+            self._refuse(f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} may "
+                         f"cost up to ${usd:.6f}", usd > self.budget_usd,
+                         f"search.budget_usd={math.ceil(usd * 100) / 100:g}")
         self.llm_calls += calls
         self.usd += usd or 0.0
         if stage == "judge":
             self.judge_calls += calls
         return Hold(stage, calls, usd)
+
+    def _refuse(self, why: str, whole: bool, fix: str) -> NoReturn:
+        """Stop the sweep for ``why``; ``whole``: the batch needs more than the whole budget (``fix``
+        names the setting that would let it through)."""
+        self.reached = why + (f"; more than the whole budget: no re-run with it can finish that cell -- fix: {fix} "
+                              "or more" if whole else "")
+        raise BudgetReached(self.reached)
 
     def charge(self, held: Hold, calls: int, usd: float | None) -> None:
         """Replace what ``held`` counted by what its batch spent: ``calls`` made and ``usd`` dollars
