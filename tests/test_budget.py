@@ -209,6 +209,8 @@ def test_a_budget_with_halving_is_refused_with_the_fix(tmp_path):
     done = run(tmp_path / "out", tmp_path / "cache", "search.mode=halving", "search.max_llm_calls=5")
     assert done.returncode == 2, done.stderr[-3000:]
     assert "search.mode=grid only" in done.stderr and "fix:" in done.stderr
+    # refused before the sweep wrote anything: no progress file, no sweep context left behind
+    assert not list((tmp_path / "out").rglob("progress-*.log")) and not list((tmp_path / "out").rglob("sweep-*.json"))
 
 
 # conf/prices/example.yaml's made-up API model: $0.50 per 1M input tokens, $1.50 per 1M output tokens

@@ -96,6 +96,8 @@ class RagBenchSweeper(BasicSweeper):
         self._grid = [list(job) for batch in self.split_arguments(
             parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size) for job in batch]
         total = len(self._grid)
+        self._mode()  # a bad search.mode or budget is refused before anything is written
+        spent = self._budget()
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         progress = sweep_dir / f"progress-{os.getpid()}.log"
@@ -105,7 +107,6 @@ class RagBenchSweeper(BasicSweeper):
                                                 axes_of(self.config))
         self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
         self._context.write(self._experiment_dir())
-        spent = self._budget()
         try:
             if self._mode() == "halving":
                 return self._halving(progress)
