@@ -77,11 +77,12 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def atomic_write(path: Path, data: str) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace`` (whole or not at all)."""
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and ``os.replace`` (whole
+    or not at all)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(data)
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

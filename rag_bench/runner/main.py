@@ -335,39 +335,72 @@ def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[Quest
     return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
 
 
+KEY_BYTES = 32
+
+
+def _read_private(path: Path, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` (not followed if a symlink), None when it is missing,
+    not a regular file or larger than ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return f.read(limit + 1)
+
+
 def _runs_key() -> bytes:
     """The key signing :data:`ROUND_RUNS` files: 32 random bytes in the cache folder, readable by
-    its owner only, made on first use."""
+    its owner only, made on first use and published whole (written to a private temporary file,
+    then linked into place: no process ever reads a partly written key). A key file of another
+    length (an empty one would let anyone sign) is replaced."""
     path = default_cache_dir() / "round-runs.key"
+    key = _read_private(path, KEY_BYTES)
+    if key is not None and len(key) == KEY_BYTES:
+        return key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".round-runs.key.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process made it meanwhile
-            return path.read_bytes()
         with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(32))
-        return path.read_bytes()
+            f.write(secrets.token_bytes(KEY_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        if key is None and not path.is_symlink() and not path.exists():
+            try:
+                os.link(tmp, path)
+            except FileExistsError:  # another process published one meanwhile
+                pass
+        else:
+            os.replace(tmp, path)  # a key file of the wrong length (or not a file): replaced
+    finally:
+        tmp.unlink(missing_ok=True)
+    key = _read_private(path, KEY_BYTES)
+    if key is None or len(key) != KEY_BYTES:
+        raise OSError(f"{path}: cannot make the halving rounds' signing key")
+    return key
 
 
 def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
     """``runs`` pickled into ``cell_dir`` behind an HMAC-SHA256 of the pickle under :func:`_runs_key`."""
     data = pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp = cell_dir / f".{ROUND_RUNS}.tmp-{os.getpid()}"
-    tmp.write_bytes(hmac.new(_runs_key(), data, hashlib.sha256).digest() + data)
-    os.replace(tmp, cell_dir / ROUND_RUNS)
+    atomic_write(cell_dir / ROUND_RUNS, hmac.new(_runs_key(), data, hashlib.sha256).digest() + data)
 
 
 def _read_runs(cell_dir: Path) -> Any:
     """What :func:`_write_runs` wrote, or ValueError when the signature does not match. An
     experiment folder is data that travels (a CI artifact, a colleague's copy): unpickling a file
     from it runs whatever code the file names, so only a pickle this machine's runner signed is
-    loaded; any other is ignored (the round is computed again)."""
-    blob = (cell_dir / ROUND_RUNS).read_bytes()
-    tag, data = blob[:32], blob[32:]
-    if len(tag) < 32 or not hmac.compare_digest(tag, hmac.new(_runs_key(), data, hashlib.sha256).digest()):
+    loaded; any other (or a symlink, or a file over the dataset file limit) is ignored (the round
+    is computed again)."""
+    blob = _read_private(cell_dir / ROUND_RUNS, MAX_FILE_BYTES)
+    if blob is None:
+        raise ValueError(f"{cell_dir / ROUND_RUNS}: missing, not a regular file, or too large")
+    tag, data = blob[:KEY_BYTES], blob[KEY_BYTES:]
+    if len(tag) < KEY_BYTES or not hmac.compare_digest(tag, hmac.new(_runs_key(), data, hashlib.sha256).digest()):
         raise ValueError(f"{cell_dir / ROUND_RUNS}: not signed by this machine's runner")
     return pickle.loads(data)
 

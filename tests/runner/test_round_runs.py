@@ -57,3 +57,35 @@ def test_runs_round_trip_under_this_machines_key_and_not_under_another(tmp_path,
         assert "not signed" in str(exc)
     else:
         raise AssertionError("a pickle signed under another key was loaded")
+
+
+def test_an_empty_key_file_is_replaced_so_nobody_can_sign_with_the_empty_key(tmp_path, monkeypatch):
+    import hashlib
+    import hmac
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "round-runs.key").write_bytes(b"")  # a key file left empty (a crash between create and write)
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(cache))
+    proof = tmp_path / "executed"
+    data = pickle.dumps((Planted(str(proof)),))
+    cell = partial_folder(tmp_path, hmac.new(b"", data, hashlib.sha256).digest() + data)  # forged with the empty key
+    cfg = OmegaConf.create({"search": {"seed": 0}})
+    assert main._prior_round(cfg, SimpleNamespace(fingerprint="fp"), cell) is None  # type: ignore[arg-type]
+    assert not proof.exists() and len((cache / "round-runs.key").read_bytes()) == 32
+
+
+def test_a_symlinked_round_runs_file_is_not_followed(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "elsewhere"
+    source.mkdir()
+    main._write_runs(source, ("q1-run",))  # type: ignore[arg-type]
+    cell = partial_folder(tmp_path, b"")
+    (cell / main.ROUND_RUNS).unlink()
+    (cell / main.ROUND_RUNS).symlink_to(source / main.ROUND_RUNS)
+    try:
+        main._read_runs(cell)
+    except ValueError as exc:
+        assert "not a regular file" in str(exc)
+    else:
+        raise AssertionError("a symlinked round-runs file was read")
