@@ -216,10 +216,11 @@ class RagBenchSweeper(BasicSweeper):
         launch, returns = self.batch_launcher(progress)
         loader = self.hydra_context.config_loader
         configs = [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)]
-        paths = {str(dataset_path(c).resolve()) for c in configs}
-        if len(paths) != 1:
-            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(paths)} "
-                              "datasets -- fix: one halving sweep per dataset (or search.mode=grid)")
+        sets = {(str(dataset_path(c).resolve()), str(c.dataset.split)) for c in configs}
+        if len(sets) != 1:
+            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(sets)} "
+                              "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
+                              "and split (or search.mode=grid)")
         questions = _load(configs[0]).questions
         search = self.config.search
         halving.run(self._grid, questions, launch, rounds=search.get("rounds"), alpha=float(search.alpha),

@@ -180,6 +180,22 @@ def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
     assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
 
 
+def test_a_halving_grid_over_two_splits_is_refused(tmp_path):
+    """Each round's questions are drawn from one split: a grid over dataset.split would compare the
+    other split's cells on no question at all."""
+    import shutil
+
+    from tests.conftest import REPO as ROOT
+
+    data = tmp_path / "beir"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "beir_graded", data)
+    shutil.copy(data / "qrels" / "test.tsv", data / "qrels" / "dev.tsv")
+    done = run(tmp_path, "search.mode=halving", f"dataset.path={data}", "dataset.split=test,dev")
+    assert done.returncode == 2 and "spans 2 datasets or splits" in done.stderr and "fix: one halving sweep per " \
+        "dataset and split" in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
+
+
 def test_rank_pruning_keeps_the_top_third_and_says_which_dropped_cells_were_not_significantly_worse(grid, tmp_path):
     done = run(tmp_path, "search.mode=halving", "search.prune=rank")
     assert done.returncode == 0, done.stderr[-3000:]
