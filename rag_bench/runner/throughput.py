@@ -133,11 +133,42 @@ def path(cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir or default_cache_dir()) / FILE
 
 
+def _sums(entry: Any, count: str) -> dict[str, Any] | None:
+    """``entry`` when it is ``{count: int >= 0, "seconds": number >= 0}``, else None."""
+    if not isinstance(entry, dict):
+        return None
+    n, seconds = entry.get(count), entry.get("seconds")
+    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
+        return None
+    if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < float("inf")):
+        return None
+    return {count: n, "seconds": float(seconds)}
+
+
+def well_formed(data: Any) -> dict[str, Any]:
+    """The entries of a history file's content that have the shape :func:`added` writes; the others
+    are dropped (a hand-edited or foreign file must not break a plan, nor stop the history).
+
+    >>> well_formed({"embedders": {"a": 1, "b": {"texts": 2, "seconds": 1.0}}, "cells": {"cells": "x"}})
+    {'embedders': {'b': {'texts': 2, 'seconds': 1.0}}, 'generators': {}}
+    """
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for group, count in (("embedders", "texts"), ("generators", "answers")):
+        items = data.get(group)
+        items = items if isinstance(items, dict) else {}
+        out[group] = {str(k): v for k, e in items.items() if (v := _sums(e, count)) is not None}
+    if (cells := _sums(data.get("cells"), "cells")) is not None:
+        out["cells"] = cells
+    return out
+
+
 def read(cache_dir: str | Path | None = None) -> dict[str, Any]:
-    """The history (empty when there is none yet, or it cannot be read: an estimate is never an error)."""
+    """The history (empty when there is none yet, or it cannot be read; entries of another shape
+    left out: an estimate is never an error)."""
     try:
-        data = json.loads(path(cache_dir).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
+        return well_formed(json.loads(path(cache_dir).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return {}
 

@@ -39,9 +39,11 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from rag_bench.components import is_null
+from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
 from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork, mode_lines
-from rag_bench.storage import BlobStore, checksum
+from rag_bench.storage import BlobStore, checksum, readable
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +60,19 @@ def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None) 
         return out
     wal = path.with_name(path.name + "-wal").exists()
     uri = f"file:{path.resolve().as_posix()}?{'mode=ro' if wal else 'immutable=1'}"
-    conn = sqlite3.connect(uri, uri=True)
-    try:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone():
-            return out
-        for i in range(0, len(unique), 500):
-            part = unique[i:i + 500]
-            for key, data, check in conn.execute(
-                    f"SELECT key, data, checksum FROM {table} WHERE key IN ({','.join('?' * len(part))})", part):
-                if checksum(data) == check and (valid is None or valid(data)):
-                    out[str(key)] = bytes(data)
-    finally:
-        conn.close()
+    with readable(path):  # a damaged store: the run's DataError (exit 2, with the repair fix), not a traceback
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone():
+                return out
+            for i in range(0, len(unique), 500):
+                part = unique[i:i + 500]
+                for key, data, check in conn.execute(
+                        f"SELECT key, data, checksum FROM {table} WHERE key IN ({','.join('?' * len(part))})", part):
+                    if checksum(data) == check and (valid is None or valid(data)):
+                        out[str(key)] = bytes(data)
+        finally:
+            conn.close()
     return out
 
 
@@ -105,8 +108,9 @@ class VectorLookup:
         if todo:
             found = self.shards.get_bytes(todo)
             rest = [k for k in todo if k not in found]
-            found.update(stored_keys(self.folder / "embeddings.sqlite", "vectors", rest,
-                                     valid=lambda d: len(d) > 0 and len(d) % 4 == 0))
+            if not shards_only():  # as the run: with RAG_BENCH_CACHE_SHARDS=1 SQLite is never read
+                found.update(stored_keys(self.folder / "embeddings.sqlite", "vectors", rest,
+                                         valid=lambda d: len(d) > 0 and len(d) % 4 == 0))
             for k in todo:
                 self.known[k] = found.get(k)
         return {k: v for k in keys if (v := self.known.get(k)) is not None}
@@ -150,6 +154,17 @@ def runs_locally(inner: Any) -> bool:
     from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder
 
     return isinstance(inner, SentenceTransformerEmbedder)
+
+
+def reranks_locally(reranker: Any) -> bool:
+    """A reranker a plan may run: none, or one of the shipped local ones (a cross-encoder model,
+    dense, MMR). A remote service (``rerank_api``: priced per call) or a reranker of the user's
+    (which may call anything) is not run by a plan -- an allowlist, not a list of the paid ones."""
+    from rag_bench.reranking.cross_encoder import CrossEncoderReranker
+    from rag_bench.reranking.dense import DenseReranker
+    from rag_bench.reranking.mmr import MmrReranker
+
+    return is_null(reranker) or isinstance(reranker, (CrossEncoderReranker, DenseReranker, MmrReranker))
 
 
 class ExactRefused(ConfigError):
@@ -402,7 +417,6 @@ class _Counting:
 
         from rag_bench import memo
         from rag_bench.cells import is_done
-        from rag_bench.components import is_null
         from rag_bench.pipeline import stages
         from rag_bench.reranking.base import check_depth
         from rag_bench.runner.config import build_cell, cell_id, validate
@@ -439,12 +453,11 @@ class _Counting:
             return stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=self.work, questions_key=qk)
 
         retrieved, taint = self.stage(memo.key(indexed.key, depth, qk), taint, retrieve)
-        remote = type(reranker).__module__.endswith("rerank_api")  # a paid service: never called by a plan
-        if remote:
+        if not reranks_locally(reranker):  # a paid service (or a reranker of the user's): never called by a plan
             taint = True
             reranked_rankings, rank_key = retrieved.rankings, memo.key(retrieved.key, "remote")
-            self.notes.append("reranker rerank_api is a remote service the plan does not call: its cells' prompts "
-                              "are bounds")
+            self.notes.append(f"reranker {type(reranker).__name__} is not one the plan runs (a remote service, or a "
+                              "reranker of your own): its cells' prompts are bounds")
         else:
             new_before = sum(len(v) for v in self.ledger.new.values())
             was = taint

@@ -113,6 +113,47 @@ def test_throughput_history_sums_what_cells_measured(tmp_path, monkeypatch):
     assert rates(throughput.read()) == r
     (tmp_path / "cache" / throughput.FILE).write_text("{not json")
     assert throughput.read() == {}  # an unreadable history is no history, never an error
+    (tmp_path / "cache" / throughput.FILE).write_text('{"cells": {"cells": 1}, "embedders": {"a": 1}}')
+    assert rates(throughput.read()) == Rates()  # JSON of another shape: no entry, not a KeyError/AttributeError
+    throughput.record(cfg, metrics, 7.0)  # and the history is written again
+    assert rates(throughput.read()) == rates(added({}, s))
+
+
+def test_a_damaged_cache_file_is_the_runs_data_error_not_a_traceback(tmp_path):
+    from rag_bench.errors import DataError
+
+    (tmp_path / "embeddings.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(DataError):
+        stored_keys(tmp_path / "embeddings.sqlite", "vectors", ["a" * 64])
+
+
+def test_the_plan_runs_only_the_shipped_local_rerankers():
+    from rag_bench.components import Null
+    from rag_bench.reranking.cross_encoder import CrossEncoderReranker
+    from rag_bench.reranking.dense import DenseReranker
+    from rag_bench.reranking.mmr import MmrReranker
+    from rag_bench.reranking.rerank_api import RerankApiReranker
+    from rag_bench.search.plan_probe import reranks_locally
+
+    class Mine:  # a reranker of the user's: it may call a paid service
+        def rerank(self, *args, **kwargs):
+            raise AssertionError("a plan called it")
+
+    local = [object.__new__(c) for c in (CrossEncoderReranker, DenseReranker, MmrReranker)]
+    assert all(reranks_locally(r) for r in local)
+    assert not reranks_locally(object.__new__(RerankApiReranker)) and not reranks_locally(Mine())
+    assert reranks_locally(Null())
+
+
+def test_with_shards_only_the_plan_does_not_count_sqlites_vectors_as_cached(tmp_path, monkeypatch):
+    from rag_bench.search import plan_probe
+
+    store = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    store.put_many([("a" * 64, np.ones(4, np.float32))])
+    store.close()
+    assert list(plan_probe.VectorLookup(tmp_path).get(["a" * 64])) == ["a" * 64]
+    monkeypatch.setattr(plan_probe, "shards_only", lambda: True)  # RAG_BENCH_CACHE_SHARDS=1: the run reads shards only
+    assert plan_probe.VectorLookup(tmp_path).get(["a" * 64]) == {}
 
 
 def files(folder: Path) -> dict[str, bytes]:
