@@ -135,8 +135,10 @@ class Budget:
 
     def charge(self, held: Hold, calls: int, usd: float | None) -> None:
         """Replace what ``held`` counted by what its batch spent: ``calls`` made and ``usd`` dollars
-        (None: unpriced). A batch charged past ``budget_usd`` (one that could not be bounded) stops
-        the sweep after its cell."""
+        (None: unpriced). A batch charged past ``budget_usd`` or ``max_llm_calls`` (one that could
+        not be bounded) stops the sweep after it: the next batch of any stage is refused, so the
+        running cell stops unfinished unless that was its last batch (what it paid for is cached:
+        the re-run that finishes it does not pay it again)."""
         self.llm_calls += calls - held.calls
         if held.stage == "judge":
             self.judge_calls += calls - held.calls
