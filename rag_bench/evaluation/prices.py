@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.budget import STAGES
 from rag_bench.evaluation.run import SystemRun
 
-STAGES = ("generator", "judge", "embedder", "reranker")
 SHARES = ("generator", "judge", "embedder", "reranker", "retrieval")
 HOUR_S = 3600.0
 
@@ -202,11 +202,6 @@ class Rate:
     def by_tokens(self) -> bool:
         return self.entry is not None and self.entry.usd_per_1m_input_tokens is not None \
             and self.entry.usd_per_1m_output_tokens is not None
-
-    @property
-    def by_use(self) -> bool:
-        """Priced by what is sent (tokens, texts, calls), so a batch can be bounded before it is."""
-        return self.by_tokens or self.usd_per_unit is not None
 
     def usd(self, tokens_in: int, tokens_out: int, seconds: float, units: int = 0) -> float:
         """What calls that used these tokens or units (priced by use) or took these seconds (by the
