@@ -288,13 +288,26 @@ def load_cell(ref: str | Path, *, records: bool = True) -> Cell:
         found = folder_problem(path, "cell")
         raise FolderError(found or Problem(str(path), 0, "cell", "is no cell folder (no DONE)",
                                            "pass experiments/<experiment>/<cell_id> or a 32-character run id"))
-    missing = [f for f in ("config.yaml", "metrics.json", "records.parquet") if not (path / f).is_file()]
+    _require(path, ("config.yaml", "metrics.json", "records.parquet"))
+    return read_cell(path, records=records)
+
+
+def _require(path: Path, names: tuple[str, ...]) -> None:
+    missing = [f for f in names if not (path / f).is_file()]
     if missing:
         raise DataError(Problem(str(path), 0, missing[0], f"cell folder lacks {', '.join(missing)}",
                                 "re-run the cell (delete the folder first)"))
+
+
+def read_cell(path: Path, *, records: bool = True) -> Cell:
+    """A cell folder's files as a :class:`Cell`, finished (DONE: its body read) or not (a halving
+    round's, marked PARTIAL: no DONE body); DataError naming the file when one is missing or broken
+    (records.parquet read on first use when ``records`` is False)."""
+    _require(path, ("config.yaml", "metrics.json", *(("records.parquet",) if records else ())))
     config = _read(path / "config.yaml", lambda t: yaml.load(t, Loader=_YAML_LOADER) or {}, dict)
     metrics = _read(path / "metrics.json", json.loads, dict)
-    return Cell(path.name, path, config, metrics, read_done(path), [_read_records(path)] if records else [])
+    done = read_done(path) if (path / "DONE").is_file() else {}
+    return Cell(path.name, path, config, metrics, done, [_read_records(path)] if records else [])
 
 
 def _read_records(path: Path) -> pd.DataFrame:

@@ -185,11 +185,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     read by ``compute`` and kept until then, so a kill meanwhile loses nothing)."""
     tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
-    cell_dir = root / cfg.experiment.name / cid
-    # Defence in depth (validate() checked the name): lexically, so a user's own symlink is kept.
-    if not Path(os.path.normpath(cell_dir)).is_relative_to(os.path.normpath(root)) or cell_dir.parent == root:
-        raise ConfigError(f"experiment.name {cfg.experiment.name!r} leads outside output.root {root} "
-                          "-- fix: experiment.name=<folder name>")
+    cell_dir = _cell_dir(cfg, cid)
     logger = background.current()
     if logger is not None:
         logger.wait_for(cell_dir)  # the same cell met earlier in this sweep: its logging ends first

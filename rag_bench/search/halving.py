@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from rag_bench.cells import Cell, atomic_write, is_done, metrics_json
+from rag_bench.cells import Cell, atomic_write, is_done, metrics_json, read_cell
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
 from rag_bench.reporting import decide
@@ -33,10 +32,8 @@ Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job'
 
 def stored_cell(path: Path) -> Cell:
     """A cell folder's config and metrics as a :class:`Cell` (finished or a round's; records read
-    on first use)."""
-    config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or {}
-    metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
-    return Cell(path.name, path, config, metrics, {})
+    on first use): :func:`rag_bench.cells.read_cell`."""
+    return read_cell(path, records=False)
 
 
 def _marker_time(path: Path) -> int:
