@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.search.sweeps import kill_after_done, setting, summary
 from tests.search.test_halving_cli import cells, figures
 
 pytestmark = pytest.mark.slow
@@ -43,21 +41,9 @@ def run(out: Path, grid: list[str], *extra: str) -> subprocess.CompletedProcess[
                           timeout=900)
 
 
-def summary(exp: Path) -> dict:
-    """The newest sweep's summary (each sweep writes its own)."""
-    newest = max((exp / ".hydra").glob("search-*.json"), key=lambda p: p.stat().st_mtime_ns)
-    return json.loads(newest.read_text())
-
-
 def trials(found: dict) -> list[tuple]:
     return [(t["number"], t["params"], t["cell"], t["values"]) for t in found["trials"]]
 
-
-def setting(folder: Path, key: str) -> str:
-    config = yaml.safe_load((folder / "config.yaml").read_text())
-    if key == "pipeline.k":
-        return str(config["pipeline"]["k"])
-    return str(config[key]["name"])
 
 
 @pytest.fixture(scope="module")
@@ -126,17 +112,7 @@ def test_an_optuna_sweep_killed_mid_way_resumes_without_recomputing(demo, tmp_pa
     assert distinct >= 4
     out = tmp_path / "out"
     # every cell pauses before its DONE; kill -9 the whole sweep once two trials' cells are done
-    proc = subprocess.Popen(command(out, DEMO, "search.n_trials=8", "search.seed=0"), cwd=REPO,
-                            env=env("before_done:sleep=2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        while len(list(out.glob("o/*/DONE"))) < 2:
-            assert proc.poll() is None, "the sweep ended before it could be killed"
-            time.sleep(0.2)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finished = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("o/*/DONE")}
+    finished = kill_after_done(command(out, DEMO, "search.n_trials=8", "search.seed=0"), env("before_done:sleep=2"), out / "o")
     assert 2 <= len(finished) < distinct
     again = run(out, DEMO, "search.n_trials=8", "search.seed=0")
     assert again.returncode == 0, again.stderr[-3000:]

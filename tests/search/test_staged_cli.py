@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.search.sweeps import kill_after_done, setting, summary
 from tests.search.test_halving_cli import cells, figures
 
 pytestmark = pytest.mark.slow
@@ -42,17 +40,6 @@ def run(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command(out, *extra), cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
 
 
-def summary(exp: Path) -> dict:
-    """The newest sweep's summary (each sweep writes its own)."""
-    newest = max((exp / ".hydra").glob("search-*.json"), key=lambda p: p.stat().st_mtime_ns)
-    return json.loads(newest.read_text())
-
-
-def setting(folder: Path, key: str) -> str:
-    config = yaml.safe_load((folder / "config.yaml").read_text())
-    if key == "pipeline.k":
-        return str(config["pipeline"]["k"])
-    return str(config[key]["name"])
 
 
 @pytest.fixture(scope="module")
@@ -115,16 +102,7 @@ def _cell(folder: Path):
 def test_a_staged_sweep_killed_mid_way_resumes_without_recomputing(staged, tmp_path):
     out = tmp_path / "out"
     # every cell pauses before its DONE; kill -9 the whole sweep once two trials are done
-    proc = subprocess.Popen(command(out, "search.mode=staged"), cwd=REPO, env=env("before_done:sleep=2"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        while len(list(out.glob("s/*/DONE"))) < 2:
-            assert proc.poll() is None, "the sweep ended before it could be killed"
-            time.sleep(0.2)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finished = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("s/*/DONE")}
+    finished = kill_after_done(command(out, "search.mode=staged"), env("before_done:sleep=2"), out / "s")
     trials = len(summary(staged[0])["trials"])
     assert 2 <= len(finished) < trials
     again = run(out, "search.mode=staged")
