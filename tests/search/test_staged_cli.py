@@ -40,8 +40,6 @@ def run(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command(out, *extra), cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
 
 
-
-
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("grid")
