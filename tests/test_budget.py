@@ -355,7 +355,9 @@ def test_an_api_embedders_texts_are_priced_before_they_are_sent(tmp_path):
         assert len(list((tmp_path / "out" / "b").glob("*/DONE"))) == 3
         texts = sum(len(r["input"]) for r in server.requests)  # chunks and questions, each once (one index)
         assert texts > 0
-        line = json.loads(next((tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl")).read_text().splitlines()[-1])
+        # the two commands differ (search.budget_usd), so each has its own sweep id and record: the second's
+        log = max((tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+        line = json.loads(log.read_text().splitlines()[-1])
         assert line["usd"] == pytest.approx(texts * per_text, abs=1e-9) and line["llm_calls"] == 0
 
 
