@@ -15,22 +15,70 @@ from typing import Any
 
 # Part of every wrapper's version() (so of the parse cache key): a parse cached before the wrappers
 # dropped or counted hidden text is never served for one made by these rules. Bump when they change.
-RULES = "hidden-1"
+RULES = "hidden-2"
 MIN_SIZE = 2.0  # points: smaller text is not readable on a page (1pt text is a hiding technique)
+MIN_CONTRAST = 1.2  # WCAG contrast ratio against the white page below which text is not seen (0.97 gray: 1.07)
+MIN_ALPHA = 0.1  # fill opacity at or below which text is not seen
+OFF_PAGE_PT = 1000.0  # CSS: an element moved this far off the page (left:-9999px, text-indent:-9999px)
+
+Rgb = tuple[float, float, float]
 
 
-def is_white(color: Any) -> bool:
-    """A PDF fill colour that is white: gray 1, RGB (1, 1, 1) or CMYK (0, 0, 0, 0) (None: not white)."""
-    if isinstance(color, (int, float)):
-        color = (color,)
-    if not isinstance(color, (tuple, list)) or not all(isinstance(c, (int, float)) for c in color):
+def to_rgb(values: Any, space: str = "") -> Rgb | None:
+    """A colour's components (0..1) as RGB: by ``space`` (a PDF colour space name: DeviceGray,
+    DeviceRGB, DeviceCMYK, CalGray, CalRGB, ICCBased, Separation, DeviceN; '' = by the number of
+    components: 1 gray, 3 RGB, 4 CMYK). None for what has no colour (a pattern, an unknown space)."""
+    if isinstance(values, (int, float)):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or not values or not all(isinstance(c, (int, float)) for c in values):
+        return None
+    v = [min(1.0, max(0.0, float(c))) for c in values]
+    space = space.rsplit("/", 1)[-1]
+    if space in ("Separation", "DeviceN"):  # tints: 0 is no ink (the paper), 1 full ink
+        ink = max(v)
+        return (1.0 - ink, 1.0 - ink, 1.0 - ink)
+    if space in ("Pattern", "Indexed"):
+        return None
+    if len(v) == 1:
+        return (v[0], v[0], v[0])
+    if len(v) == 3:
+        return (v[0], v[1], v[2])
+    if len(v) == 4:
+        c, m, y, k = v
+        return ((1 - c) * (1 - k), (1 - m) * (1 - k), (1 - y) * (1 - k))
+    return None
+
+
+def _luminance(rgb: Rgb) -> float:
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def is_faint(rgb: Rgb | None, background: Rgb = (1.0, 1.0, 1.0)) -> bool:
+    """The one colour rule of every format: text of colour ``rgb`` on ``background`` (the white page
+    unless a shading says otherwise) is not seen when their contrast ratio is below
+    :data:`MIN_CONTRAST` -- white, near-white (0.97 gray, ``FFFFFE``), pale yellow on white."""
+    if rgb is None:
         return False
-    values = [float(c) for c in color]
-    if len(values) in (1, 3):
-        return all(v >= 0.98 for v in values)
-    if len(values) == 4:
-        return all(v <= 0.02 for v in values)
-    return False
+    a, b = _luminance(rgb), _luminance(background)
+    return (max(a, b) + 0.05) / (min(a, b) + 0.05) < MIN_CONTRAST
+
+
+def is_white(color: Any, space: str = "") -> bool:
+    """A PDF fill colour (components 0..1 in ``space``) that :func:`is_faint` calls unseen on white."""
+    return is_faint(to_rgb(color, space))
+
+
+def hex_rgb(value: str) -> Rgb | None:
+    """``FFFFFE``, ``#fff``, ``#ffffff80`` (alpha ignored) as RGB; None when it is not hex."""
+    h = value.strip().lstrip("#")
+    if len(h) in (3, 4):
+        h = "".join(c * 2 for c in h[:3])
+    if len(h) == 8:
+        h = h[:6]
+    if len(h) != 6 or any(c not in "0123456789abcdefABCDEF" for c in h):
+        return None
+    return (int(h[0:2], 16) / 255, int(h[2:4], 16) / 255, int(h[4:6], 16) / 255)
 
 
 def is_tiny(size: Any) -> bool:
@@ -49,36 +97,109 @@ def warning(counts: dict[str, int], dropped: bool) -> list[str]:
 
 
 class PdfHiddenCounter:
-    """pypdf visitors counting characters drawn white or below :data:`MIN_SIZE` (fill colour tracked
-    through ``q``/``Q``; the size is the font size times the text and transformation matrices' scale)."""
+    """pypdf visitors counting characters a person does not see: filled in a colour :func:`is_faint`
+    calls unseen (``g``/``rg``/``k`` and ``cs``/``sc``/``scn`` in a device, calibrated, ICC, named
+    or separation colour space), with a fill opacity at most :data:`MIN_ALPHA` (``/ca`` of an
+    ExtGState set by ``gs``), in render mode 3 or 7 (invisible), below :data:`MIN_SIZE` in height or
+    in width (``0 Tz`` squeezes text to nothing), or drawn off the page's media box. The graphics
+    state is saved and restored by ``q``/``Q``. Call :meth:`page` before each page's extraction."""
 
     def __init__(self) -> None:
-        self.counts = {"white": 0, "tiny": 0}
-        self._fill: Any = (0.0,)
-        self._stack: list[Any] = []
+        self.counts = {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
+        self._state = self._initial()
+        self._stack: list[dict[str, Any]] = []
+        self._gstates: dict[str, Any] = {}
+        self._spaces: dict[str, Any] = {}
+        self._box = (-math.inf, -math.inf, math.inf, math.inf)
+
+    @staticmethod
+    def _initial() -> dict[str, Any]:
+        return {"fill": (0.0,), "space": "DeviceGray", "alpha": 1.0, "render": 0, "hscale": 1.0}
+
+    def page(self, page: Any) -> None:
+        """Start a page: its ExtGState and ColorSpace resources and its media box (pypdf objects)."""
+        self._state, self._stack = self._initial(), []
+        try:
+            res = page.get("/Resources") or {}
+            res = res.get_object() if hasattr(res, "get_object") else res
+            self._gstates = dict(res.get("/ExtGState") or {})
+            self._spaces = dict(res.get("/ColorSpace") or {})
+        except Exception:  # a malformed resource dictionary: no named states or spaces
+            self._gstates, self._spaces = {}, {}
+        try:
+            box = [float(v) for v in page.mediabox]
+            self._box = (min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3]))
+        except Exception:
+            self._box = (-math.inf, -math.inf, math.inf, math.inf)
+
+    def _space(self, name: Any) -> str:
+        """A colour space operand as its family name (a named resource resolved)."""
+        name = str(name)
+        if name in ("/DeviceGray", "/DeviceRGB", "/DeviceCMYK", "/Pattern"):
+            return name[1:]
+        spec: Any = self._spaces.get(name)
+        try:
+            spec = spec.get_object() if hasattr(spec, "get_object") else spec
+            if isinstance(spec, list) and spec:
+                family = str(spec[0]).lstrip("/")
+                if family == "ICCBased":
+                    n = int(spec[1].get_object().get("/N", 3))
+                    return {1: "DeviceGray", 3: "DeviceRGB", 4: "DeviceCMYK"}.get(n, "")
+                return family
+            return str(spec).lstrip("/") if spec is not None else ""
+        except Exception:
+            return ""
 
     def before(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
-        """Track the fill colour (``g``, ``rg``, ``k``; ``q``/``Q`` save and restore it)."""
-        if op == b"q":
-            self._stack.append(self._fill)
-        elif op == b"Q":
-            self._fill = self._stack.pop() if self._stack else (0.0,)
-        elif op in (b"g", b"rg", b"k"):
-            try:
-                self._fill = tuple(float(a) for a in args)
-            except (TypeError, ValueError):
-                self._fill = (0.0,)
+        """Track the graphics state the text is drawn with."""
+        st = self._state
+        try:
+            if op == b"q":
+                self._stack.append(dict(st))
+            elif op == b"Q":
+                self._state = self._stack.pop() if self._stack else self._initial()
+            elif op in (b"g", b"rg", b"k"):
+                st["fill"] = tuple(float(a) for a in args)
+                st["space"] = {b"g": "DeviceGray", b"rg": "DeviceRGB", b"k": "DeviceCMYK"}[op]
+            elif op == b"cs" and args:
+                st["space"] = self._space(args[0])
+                st["fill"] = (0.0,) if st["space"] != "DeviceCMYK" else (0.0, 0.0, 0.0, 1.0)
+            elif op in (b"sc", b"scn"):
+                st["fill"] = tuple(float(a) for a in args if isinstance(a, (int, float)))
+            elif op == b"gs" and args:
+                gstate: Any = self._gstates.get(str(args[0]))
+                gstate = gstate.get_object() if hasattr(gstate, "get_object") else gstate
+                if gstate is not None and "/ca" in gstate:
+                    st["alpha"] = float(gstate["/ca"])
+            elif op == b"Tr" and args:
+                st["render"] = int(args[0])
+            elif op == b"Tz" and args:
+                st["hscale"] = float(args[0]) / 100.0
+        except (TypeError, ValueError, KeyError, AttributeError):
+            pass  # a malformed operand: the state stays as it was
 
     def text(self, text: str, cm: Sequence[float], tm: Sequence[float], font: Any, size: float) -> None:
         """Count the visible characters of ``text`` drawn hidden."""
         n = sum(not c.isspace() for c in text)
         if not n:
             return
+        st = self._state
         try:
             scale = math.sqrt(abs(tm[0] * tm[3] - tm[1] * tm[2]) * abs(cm[0] * cm[3] - cm[1] * cm[2]))
+            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
         except (TypeError, IndexError):
-            scale = 1.0
-        if is_white(self._fill):
+            scale, x, y = 1.0, 0.0, 0.0
+        height = float(size or 0) * scale
+        width = height * abs(float(st["hscale"])) * 0.5 * len(text)  # about half an em per character
+        x0, y0, x1, y1 = self._box
+        if is_white(st["fill"], st["space"]):
             self.counts["white"] += n
-        elif is_tiny(float(size or 0) * scale):
+        elif float(st["alpha"]) <= MIN_ALPHA:
+            self.counts["transparent"] += n
+        elif st["render"] in (3, 7):
+            self.counts["invisible"] += n
+        elif is_tiny(height) or is_tiny(height * abs(float(st["hscale"]))):
             self.counts["tiny"] += n
+        elif x + width < x0 or x > x1 or y + height < y0 or y > y1:
+            self.counts["off-page"] += n

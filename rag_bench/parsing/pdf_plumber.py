@@ -1,6 +1,8 @@
 """``parser=pdfplumber``: pdfplumber's text lines with its tables as Markdown tables, in reading
 order by their position on the page (pdfplumber's default text interleaves side-by-side columns).
-Characters drawn white or tiny (rag_bench.parsing.hidden) are dropped and counted in a warning."""
+Glyphs a person does not see (faint colour, transparent, invisible render mode, tiny or squeezed,
+off the page: rag_bench.parsing.pdfminer_hidden) are left out of pdfplumber's layout and counted in a
+warning."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from rag_bench.parsing.base import (
     package_version,
     require,
 )
-from rag_bench.parsing.hidden import RULES, is_tiny, is_white, warning
+from rag_bench.parsing.hidden import RULES, warning
+from rag_bench.parsing.pdfminer_hidden import layout
 
 
 def _inside(obj: dict[str, Any], bbox: tuple[float, float, float, float]) -> bool:
@@ -41,14 +44,11 @@ class PdfplumberParser:
         return f"{package_version('pdfplumber')}+pdfminer.six-{package_version('pdfminer.six')}+{RULES}"
 
     def _page(self, page: Any, hidden: dict[str, int]) -> str:
-        white = sum(1 for c in page.chars if is_white(c.get("non_stroking_color")) and not c["text"].isspace())
-        tiny = sum(1 for c in page.chars if is_tiny(c.get("size")) and not is_white(c.get("non_stroking_color"))
-                   and not c["text"].isspace())
-        if white or tiny:
-            hidden["white"] += white
-            hidden["tiny"] += tiny
-            page = page.filter(lambda o: o.get("object_type") != "char"
-                               or not (is_white(o.get("non_stroking_color")) or is_tiny(o.get("size"))))
+        from pdfplumber.page import PDFPageAggregatorWithMarkedContent
+
+        # the page's layout without its hidden glyphs (rag_bench.parsing.pdfminer_hidden), as pdfplumber builds it
+        page._layout = layout(page.page_obj, page.pdf.rsrcmgr, PDFPageAggregatorWithMarkedContent, hidden,
+                              pageno=page.page_number, laparams=page.pdf.laparams)
         tables = page.find_tables() if self.tables else []
         boxes = [t.bbox for t in tables]
         items: list[tuple[float, str]] = []
@@ -68,7 +68,7 @@ class PdfplumberParser:
         try:
             with pdfplumber.open(io.BytesIO(data)) as pdf:
                 check_pages(len(pdf.pages))
-                hidden = {"white": 0, "tiny": 0}
+                hidden = {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
                 pages = [self._page(page, hidden) for page in pdf.pages]
         except ParseFailure:
             raise

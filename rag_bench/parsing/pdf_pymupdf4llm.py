@@ -1,30 +1,43 @@
 """``parser=pymupdf4llm``: PyMuPDF's Markdown conversion (headings by font size, tables as
-Markdown tables), page by page. pymupdf4llm leaves white and tiny text out of its Markdown; the
-characters of such spans are counted in a ``hidden text`` warning (rag_bench.parsing.hidden), which
-says whether any of them reached the parse."""
+Markdown tables), page by page. pymupdf4llm leaves white, transparent, invisible, tiny, squeezed
+and off-page text out of its Markdown (pymupdf does not even return the last three as spans); the
+characters of spans the shared rules (rag_bench.parsing.hidden) call hidden are counted in a
+``hidden text`` warning, split into those left out and those that reached the parse (near-white text
+pymupdf4llm keeps)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
-from rag_bench.parsing.hidden import RULES, is_tiny, warning
+from rag_bench.parsing.hidden import MIN_ALPHA, RULES, is_faint, is_tiny, warning
 
 
-def hidden_spans(doc: Any) -> tuple[dict[str, int], list[str]]:
-    """Characters in white (sRGB 0xFFFFFF) and tiny spans, and those spans' texts."""
-    counts, texts = {"white": 0, "tiny": 0}, []
+def _why(span: dict[str, Any]) -> str:
+    """Why a person does not see a pymupdf text span ('' when they do): the shared rules
+    (rag_bench.parsing.hidden) on its sRGB colour, opacity and size."""
+    color = span.get("color")
+    if isinstance(color, int) and is_faint(((color >> 16 & 255) / 255, (color >> 8 & 255) / 255, (color & 255) / 255)):
+        return "white"
+    alpha = span.get("alpha")
+    if isinstance(alpha, (int, float)) and alpha / 255 <= MIN_ALPHA:
+        return "transparent"
+    return "tiny" if is_tiny(span.get("size")) else ""
+
+
+def hidden_spans(doc: Any) -> list[tuple[str, str]]:
+    """(reason, text) of every hidden span (pymupdf leaves text off the page and squeezed to no
+    width out of its spans, and pymupdf4llm out of its Markdown)."""
+    spans = []
     for page in doc:
         for block in page.get_text("dict", flags=0).get("blocks", ()):
             for line in block.get("lines", ()):
                 for span in line.get("spans", ()):
                     text = str(span.get("text", ""))
-                    n = sum(not c.isspace() for c in text)
-                    kind = "white" if span.get("color") == 0xFFFFFF else "tiny" if is_tiny(span.get("size")) else ""
-                    if n and kind:
-                        counts[kind] += n
-                        texts.append(text.strip())
-    return counts, texts
+                    why = _why(span) if text.strip() else ""
+                    if why:
+                        spans.append((why, text.strip()))
+    return spans
 
 
 class Pymupdf4llmParser:
@@ -55,12 +68,16 @@ class Pymupdf4llmParser:
             check_pages(doc.page_count)
             chunks = pymupdf4llm.to_markdown(doc, page_chunks=True, show_progress=False)
             pages = [str(c.get("text", "")) for c in chunks]
-            counts, spans = hidden_spans(doc)
+            spans = hidden_spans(doc)
         except ParseFailure:
             raise
         except Exception as exc:
             raise ParseFailure(f"unreadable PDF ({type(exc).__name__}: {str(exc)[:200]})") from exc
         finally:
             doc.close()
-        kept = any(len(t) >= 4 and t in page for t in spans for page in pages)
-        return join_pages(pages, warning(counts, dropped=not kept))
+        dropped = {"white": 0, "transparent": 0, "tiny": 0}
+        kept = dict(dropped)
+        for why, text in spans:  # pymupdf4llm leaves white, transparent and tiny text out -- near-white it keeps
+            n = sum(not c.isspace() for c in text)
+            (kept if any(text in page for page in pages) else dropped)[why] += n
+        return join_pages(pages, warning(dropped, dropped=True) + warning(kept, dropped=False))

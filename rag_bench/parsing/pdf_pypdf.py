@@ -1,7 +1,8 @@
 """``parser=pypdf``: pypdf's text extraction, page by page (no heading or table structure: a
-table's row is one line of text). Reads columns in content-stream order. White and tiny text
-(rag_bench.parsing.hidden) stays in the text -- pypdf extracts it before its colour is known -- and
-is counted in a ``hidden text`` warning."""
+table's row is one line of text). Reads columns in content-stream order. Text a person does not see
+(rag_bench.parsing.hidden: faint colour in any colour space, transparent, invisible render mode, tiny
+or squeezed, off the page) stays in the text -- pypdf extracts it before its state is known -- and is
+counted in a ``hidden text`` warning."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ class PypdfParser:
                 raise ParseFailure("encrypted PDF (a password is needed)")
             check_pages(len(reader.pages))
             hidden = PdfHiddenCounter()
-            pages = [page.extract_text(visitor_operand_before=hidden.before, visitor_text=hidden.text) or ""
-                     for page in reader.pages]
+            pages = []
+            for page in reader.pages:
+                hidden.page(page)
+                pages.append(page.extract_text(visitor_operand_before=hidden.before, visitor_text=hidden.text) or "")
         except ParseFailure:
             raise
         except Exception as exc:  # pypdf raises many types on malformed input

@@ -1,0 +1,121 @@
+"""Hidden PDF text for the parsers built on pdfminer.six (pdfplumber, markitdown's PDF converter).
+
+pdfminer hands its layout every glyph with the fill colour only: it ignores ``gs`` (so a fill
+opacity of 0 is unknown), and keeps render mode 3 (invisible), ``0 Tz`` (squeezed) and off-page
+text. :func:`layout` interprets a page with a graphics state that tracks the fill opacity
+(``/ca`` of the ExtGState ``gs`` names; saved by ``q``/``Q``) and a device that leaves out every
+glyph :mod:`rag_bench.parsing.hidden`'s rules call hidden (faint colour, transparent, invisible
+render mode, below the minimum size in height or width, off the page), counting its characters by
+reason. What the device leaves out never reaches the parser's text.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from rag_bench.parsing.hidden import MIN_ALPHA, is_tiny, is_white
+
+
+def _counts() -> dict[str, int]:
+    return {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
+
+
+@lru_cache(maxsize=4)
+def _classes(device_base: Any) -> tuple[Any, Any]:
+    """An interpreter and a ``device_base`` subclass dropping hidden glyphs (built on first use:
+    pdfminer is imported only by the parsers that need it)."""
+    from pdfminer.pdfinterp import PDFGraphicState, PDFPageInterpreter
+    from pdfminer.pdftypes import dict_value
+    from pdfminer.psparser import literal_name
+
+    class GState(PDFGraphicState):
+        alpha = 1.0
+
+        def copy(self) -> GState:
+            obj = GState()
+            obj.__dict__.update(super().copy().__dict__)
+            obj.alpha = self.alpha
+            return obj
+
+    class Interpreter(PDFPageInterpreter):
+        def init_state(self, ctm: Any) -> None:
+            super().init_state(ctm)
+            self.graphicstate = GState()
+
+        def do_gs(self, name: Any) -> None:
+            try:
+                states = dict_value(dict_value(self.resources).get("ExtGState"))
+                state = dict_value(states.get(literal_name(name)))
+                if "ca" in state:
+                    self.graphicstate.alpha = float(state["ca"])  # type: ignore[attr-defined]
+            except Exception:  # a malformed or missing state: nothing changes
+                pass
+
+    class Device(device_base):  # type: ignore[misc,valid-type]
+        hidden_counts: dict[str, int]
+        _render = 0
+        _box: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+
+        def begin_page(self, page: Any, ctm: Any) -> None:
+            super().begin_page(page, ctm)
+            self._box = tuple(float(v) for v in self.cur_item.bbox)
+
+        def render_string(self, textstate: Any, seq: Any, ncs: Any, graphicstate: Any) -> None:
+            self._render = int(getattr(textstate, "render", 0) or 0)
+            super().render_string(textstate, seq, ncs, graphicstate)
+
+        def render_char(self, matrix: Any, font: Any, fontsize: float, scaling: float, rise: float, cid: int,
+                        ncs: Any, graphicstate: Any) -> float:
+            adv = float(super().render_char(matrix, font, fontsize, scaling, rise, cid, ncs, graphicstate))
+            objs = self.cur_item._objs
+            if not objs:
+                return adv
+            char = objs[-1]
+            why = self._why(char, scaling, ncs, graphicstate)
+            if why:
+                objs.pop()
+                self.hidden_counts[why] += sum(not c.isspace() for c in char.get_text())
+            return adv
+
+        def _why(self, char: Any, scaling: float, ncs: Any, graphicstate: Any) -> str:
+            if is_white(graphicstate.ncolor, str(getattr(ncs, "name", ""))):
+                return "white"
+            if float(getattr(graphicstate, "alpha", 1.0)) <= MIN_ALPHA:
+                return "transparent"
+            if self._render in (3, 7):
+                return "invisible"
+            size = float(getattr(char, "size", 0) or 0)
+            if is_tiny(size) or is_tiny(size * abs(float(scaling))):
+                return "tiny"
+            x0, y0, x1, y1 = self._box
+            if char.x1 < x0 or char.x0 > x1 or char.y1 < y0 or char.y0 > y1:
+                return "off-page"
+            return ""
+
+    return Interpreter, Device
+
+
+def layout(page_obj: Any, rsrcmgr: Any, device_base: Any, counts: dict[str, int], **device_kwargs: Any) -> Any:
+    """The pdfminer layout (LTPage) of ``page_obj`` without its hidden glyphs, counted in ``counts``."""
+    interpreter_cls, device_cls = _classes(device_base)
+    device = device_cls(rsrcmgr, **device_kwargs)
+    device.hidden_counts = counts
+    interpreter_cls(rsrcmgr, device).process_page(page_obj)
+    return device.get_result()
+
+
+def count_hidden(data: bytes) -> dict[str, int]:
+    """Characters of a PDF's hidden glyphs by reason (for a parser that reads the text itself and
+    cannot be handed this layout: it keeps them, the wrapper warns)."""
+    import io
+
+    from pdfminer.converter import PDFPageAggregator
+    from pdfminer.pdfinterp import PDFResourceManager
+    from pdfminer.pdfpage import PDFPage
+
+    counts = _counts()
+    rsrcmgr = PDFResourceManager()
+    for page in PDFPage.get_pages(io.BytesIO(data)):
+        layout(page, rsrcmgr, PDFPageAggregator, counts)
+    return counts
