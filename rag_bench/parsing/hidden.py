@@ -19,7 +19,7 @@ RULES = "hidden-2"
 MIN_SIZE = 2.0  # points: smaller text is not readable on a page (1pt text is a hiding technique)
 MIN_CONTRAST = 1.2  # WCAG contrast ratio against the white page below which text is not seen (0.97 gray: 1.07)
 MIN_ALPHA = 0.1  # fill opacity at or below which text is not seen
-OFF_PAGE_PT = 1000.0  # CSS: an element moved this far off the page (left:-9999px, text-indent:-9999px)
+OFF_PAGE_PT = 700.0  # CSS: an element moved this far off the page (left:-999px, text-indent:-9999px)
 
 Rgb = tuple[float, float, float]
 
@@ -84,6 +84,164 @@ def hex_rgb(value: str) -> Rgb | None:
 def is_tiny(size: Any) -> bool:
     """A font size (points) below :data:`MIN_SIZE` (0 included)."""
     return isinstance(size, (int, float)) and float(size) < MIN_SIZE
+
+
+# --- HTML: an element's own style attribute, parsed as a browser parses it (rag_bench.parsing.css) ---
+_NAMED = {"white": "ffffff", "snow": "fffafa", "ghostwhite": "f8f8ff", "whitesmoke": "f5f5f5", "ivory": "fffff0",
+          "floralwhite": "fffaf0", "azure": "f0ffff", "mintcream": "f5fffa", "seashell": "fff5ee",
+          "honeydew": "f0fff0", "aliceblue": "f0f8ff", "lavenderblush": "fff0f5", "linen": "faf0e6",
+          "oldlace": "fdf5e6", "cornsilk": "fff8dc", "lightyellow": "ffffe0", "lightcyan": "e0ffff",
+          "beige": "f5f5dc", "black": "000000", "red": "ff0000", "blue": "0000ff", "gray": "808080",
+          "grey": "808080", "silver": "c0c0c0", "yellow": "ffff00"}
+
+
+def css_color(value: str) -> tuple[Rgb, float] | None:
+    """A CSS colour as (RGB, alpha): named, ``#rgb[a]``, ``#rrggbb[aa]``, ``rgb[a]()``, ``hsl[a]()``,
+    ``transparent``; None for what is not read (``currentcolor``, ``inherit``, a variable)."""
+    import colorsys
+
+    from rag_bench.parsing.css import number
+
+    value = value.strip().lower()
+    if value == "transparent":
+        return (0.0, 0.0, 0.0), 0.0
+    if value in _NAMED:
+        rgb = hex_rgb(_NAMED[value])
+        return (rgb, 1.0) if rgb else None
+    if value.startswith("#"):
+        h = value[1:]
+        rgb = hex_rgb(h)
+        if rgb is None:
+            return None
+        alpha = int(h[3] * 2, 16) / 255 if len(h) == 4 else int(h[6:8], 16) / 255 if len(h) == 8 else 1.0
+        return rgb, alpha
+    for fn in ("rgba(", "rgb(", "hsla(", "hsl("):
+        if value.startswith(fn) and value.endswith(")"):
+            parts = value[len(fn):-1].replace(",", " ").replace("/", " ").split()
+            if len(parts) not in (3, 4):
+                return None
+            read = number(parts[3]) if len(parts) == 4 else 1.0
+            if read is None:
+                return None
+            alpha = read
+            if fn.startswith("rgb"):
+                chans = [number(p) if p.endswith("%") else (number(p) or 0.0) / 255 for p in parts[:3]]
+                if any(c is None or number(p) is None for c, p in zip(chans, parts[:3], strict=True)):
+                    return None
+                r, g, b = (min(1.0, max(0.0, float(c or 0.0))) for c in chans)
+                return (r, g, b), alpha
+            hue = number(parts[0].removesuffix("deg"))
+            sat, light = number(parts[1]), number(parts[2])
+            if hue is None or sat is None or light is None:
+                return None
+            r, g, b = colorsys.hls_to_rgb((hue / 360) % 1.0, min(1.0, light), min(1.0, sat))
+            return (r, g, b), alpha
+    return None
+
+
+def css_subtree_hidden(decls: dict[str, str], position: str = "") -> str:
+    """Why nothing inside an element with these declarations is seen ('' when something may be):
+    ``display:none``, an opacity at most :data:`MIN_ALPHA`, a zero scale, clipped to nothing,
+    moved :data:`OFF_PAGE_PT` off the page, or a box of no height or width that hides its overflow.
+    Properties a descendant can override (colour, size, visibility) are :func:`css_text_state`'s."""
+    from rag_bench.parsing.css import length_pt, number, words
+
+    def length(name: str) -> float | None:
+        return length_pt(decls[name]) if name in decls else None
+
+    if decls.get("display") == "none":
+        return "display-none"
+    opacity = number(decls["opacity"]) if "opacity" in decls else None
+    if opacity is not None and opacity <= MIN_ALPHA:
+        return "transparent"
+    transform = decls.get("transform", "").replace(" ", "")
+    if any(transform.startswith(f) or f"){f}" in transform for f in ("scale(0)", "scale(0,", "scalex(0)",
+                                                                      "scaley(0)", "scale(0.0)")):
+        return "zero-size"
+    clip_path = decls.get("clip-path", "")
+    if clip_path.startswith("inset(") and clip_path.endswith(")"):
+        insets = [number(w) if w.endswith("%") else None for w in words(clip_path[6:-1])]
+        if any(v is not None and v >= 0.5 for v in insets):
+            return "clipped"
+    if clip_path.replace(" ", "").startswith(("circle(0)", "circle(0%", "circle(0px", "ellipse(0")):
+        return "clipped"
+    clip = decls.get("clip", "").replace(",", " ")
+    if clip.startswith("rect(") and clip.endswith(")"):
+        box = [length_pt(w) for w in clip[5:-1].split()]
+        if len(box) == 4 and all(v is not None for v in box):
+            top, right, bottom, left = (float(v or 0.0) for v in box)
+            if bottom - top < MIN_SIZE and right - left < MIN_SIZE:
+                return "clipped"
+    position = decls.get("position", position)
+    offsets = [length(k) for k in ("left", "top", "right", "bottom")] if position in ("absolute", "fixed",
+                                                                                        "relative") else []
+    margins = [length(k) for k in ("margin-left", "margin-top", "text-indent")]
+    margin = words(decls.get("margin", ""))
+    margins += [length_pt(margin[0]) if margin else None, length_pt(margin[-1]) if len(margin) == 4 else None]
+    for fn in ("translate(", "translatex(", "translatey(", "translate3d("):
+        at = transform.find(fn)
+        if at >= 0:
+            margins += [length_pt(v) for v in transform[at + len(fn):].split(")")[0].split(",")]
+    if any(v is not None and v <= -OFF_PAGE_PT for v in offsets + margins):
+        return "off-screen"
+    overflow = {decls.get(k, "") for k in ("overflow", "overflow-x", "overflow-y")}
+    if overflow & {"hidden", "clip"} or decls.get("overflow", "").split()[:1] in (["hidden"], ["clip"]):
+        sizes = [length(k) for k in ("height", "max-height", "width", "max-width")]
+        if any(v is not None and v < MIN_SIZE for v in sizes):
+            return "zero-size"
+    return ""
+
+
+def css_text_state(decls: dict[str, str], parent: dict[str, Any]) -> dict[str, Any]:
+    """The inherited state (colour and its alpha, background, font size in points, visibility) of
+    an element's text, from its parent's state and its own declarations."""
+    from rag_bench.parsing.css import length_pt, number
+
+    state = dict(parent)
+    if "color" in decls:
+        color = css_color(decls["color"])
+        if color is not None:
+            state["color"], state["alpha"] = color
+    for key in ("background-color", "background"):
+        if key in decls:
+            bg = css_color(decls[key]) or (css_color(decls[key].split()[0]) if decls[key].split() else None)
+            if bg is not None and bg[1] > MIN_ALPHA:
+                state["background"] = bg[0]
+            elif bg is None and any(w in decls[key] for w in ("url(", "gradient(")):
+                state["background"] = None  # an image behind the text: its colour is not judged
+    if "font-size" in decls:
+        value = decls["font-size"]
+        em = number(value[:-2]) if value.endswith(("em", "ex")) and not value.endswith("rem") else None
+        pct = number(value) if value.endswith("%") else None
+        if em is not None:
+            state["size"] = state["size"] * em * (0.5 if value.endswith("ex") else 1.0)
+        elif pct is not None:
+            state["size"] = state["size"] * pct
+        else:
+            size = length_pt(value)
+            if size is not None:
+                state["size"] = size
+    visibility = decls.get("visibility")
+    if visibility in ("hidden", "collapse"):
+        state["visible"] = False
+    elif visibility == "visible":
+        state["visible"] = True
+    return state
+
+
+TEXT_STATE: dict[str, Any] = {"color": (0.0, 0.0, 0.0), "alpha": 1.0, "background": (1.0, 1.0, 1.0),
+                              "size": 12.0, "visible": True}
+
+
+def text_hidden(state: dict[str, Any]) -> str:
+    """Why text drawn in ``state`` (:func:`css_text_state`) is not seen ('' when it is)."""
+    if not state["visible"]:
+        return "invisible"
+    if state["alpha"] <= MIN_ALPHA:
+        return "transparent"
+    if state["background"] is not None and is_faint(state["color"], state["background"]):
+        return "white"
+    return "tiny" if is_tiny(state["size"]) else ""
 
 
 def warning(counts: dict[str, int], dropped: bool) -> list[str]:

@@ -4,12 +4,15 @@ such as navigation, footers and cookie banners removed; tables as Markdown table
 trafilatura's default, which drops every heading; even so trafilatura leaves out what it judges
 boilerplate -- on squad2-normans' page every ``## Paragraph N`` heading, and a paragraph repeated
 later in the page (docs/parsing.md). Nothing is fetched and no script runs (trafilatura reads the
-HTML's tree only)."""
+HTML's tree only). The tree trafilatura reads is ``parser=html2text``'s: read whole (a page nested
+past libxml2's limit is a failure) and without what a person does not see, counted in a ``hidden
+text`` warning (rag_bench.parsing.html_text.drop_hidden)."""
 
 from __future__ import annotations
 
 from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
-from rag_bench.parsing.html_text import decode_html
+from rag_bench.parsing.hidden import RULES, warning
+from rag_bench.parsing.html_text import decode_html, drop_hidden, parse_tree
 
 
 class TrafilaturaParser:
@@ -23,11 +26,12 @@ class TrafilaturaParser:
         self.tables = tables
         require("lxml_html_clean", "lxml_html_clean", name)
         require("trafilatura", "trafilatura", name)
+        require("lxml.html", "lxml", name)
 
     def version(self) -> str:
         """trafilatura's version and the options that change its output."""
         return (f"{package_version('trafilatura')}+lxml-{package_version('lxml')}"
-                f";recall={self.favor_recall};tables={self.tables}")
+                f";recall={self.favor_recall};tables={self.tables}+{RULES}")
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The page's main content as Markdown."""
@@ -35,8 +39,11 @@ class TrafilaturaParser:
         source = decode_html(data)
         if not source.strip():
             raise ParseFailure("empty HTML file")
+        lxml_html = require("lxml.html", "lxml", self.name)
+        root = parse_tree(source, lxml_html)  # read whole (Word's unclosed tags), or a failure
+        counts = drop_hidden(root, lxml_html.etree)  # the same hidden-text rules as parser=html2text
         try:
-            text = trafilatura.extract(source, output_format="markdown", include_tables=self.tables,
+            text = trafilatura.extract(root, output_format="markdown", include_tables=self.tables,
                                        include_formatting=True, include_comments=False, include_images=False,
                                        include_links=False, favor_recall=self.favor_recall,
                                        with_metadata=False, deduplicate=False)
@@ -45,4 +52,4 @@ class TrafilaturaParser:
         if not text or not text.strip():
             raise ParseFailure("trafilatura found no main content in the HTML")
         text = "\n".join(line.rstrip() for line in text.splitlines()).strip() + "\n"  # rows end "| " in trafilatura
-        return Parsed(text=text)
+        return Parsed(text=text, warnings=tuple(warning(counts, dropped=True)))
