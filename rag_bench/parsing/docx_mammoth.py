@@ -3,7 +3,9 @@ headings by a style map, lists, tables), then that HTML to Markdown as ``parser=
 HTML (tables as Markdown tables). mammoth's own Markdown writer is not used: it writes a table as
 one cell per paragraph. Images are left out (never decoded); macros and embedded objects are never
 run (a .docx cannot hold macros; embedded parts are not read). mammoth's messages (an unknown
-style, an unsupported element) become the document's warnings."""
+style, an unsupported element) become the document's warnings. Runs a person does not see are
+stripped first by python_docx's rules (rag_bench.parsing.docx_text.strip_hidden: vanish, faint
+colour, tiny, through styles) and counted in a ``hidden text`` warning."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import io
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
-from rag_bench.parsing.docx_text import check_unpacked
-from rag_bench.parsing.hidden import RULES
+from rag_bench.parsing.docx_text import check_unpacked, strip_hidden
+from rag_bench.parsing.hidden import RULES, warning
 
 # As parser=python_docx reads styles: Title is the document's # heading, Heading N one level below.
 STYLE_MAP = "\n".join(["p[style-name='Title'] => h1:fresh",
@@ -42,6 +44,7 @@ class MammothParser:
 
         try:
             check_unpacked(data)
+            data, counts = strip_hidden(data)  # mammoth keeps vanish, white and tiny runs: python_docx's rules
             no_images: Any = mammoth.images.img_element(lambda image: {})
             result = mammoth.convert_to_html(io.BytesIO(data), style_map=STYLE_MAP, convert_image=no_images,
                                              include_default_style_map=True)
@@ -57,4 +60,4 @@ class MammothParser:
         messages = list(dict.fromkeys(f"mammoth: {m.message}" for m in result.messages))
         if len(messages) > MAX_WARNINGS:
             messages = messages[:MAX_WARNINGS] + [f"mammoth: {len(messages) - MAX_WARNINGS} more messages"]
-        return Parsed(text=parsed.text, warnings=(*parsed.warnings, *messages))
+        return Parsed(text=parsed.text, warnings=(*warning(counts, dropped=True), *parsed.warnings, *messages))
