@@ -5,7 +5,8 @@ The converters are called directly with the file's suffix, never ``MarkItDown().
 front door guesses the file type with magika (an onnx model; it ships in magika's wheel, but
 nothing here needs it) and accepts URLs. So nothing is downloaded or fetched, and the parse runs in
 the network-less child every parser runs in (rag_bench.parsing.run). markitdown's PDF output has no
-page map (the converter returns one text), so ``pages`` is empty for it.
+page map (the converter returns one text), so ``pages`` is empty for it. Hidden text: see
+:func:`without_hidden` (dropped from HTML and DOCX, counted in PDF).
 """
 
 from __future__ import annotations
@@ -14,11 +15,40 @@ import io
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
+from rag_bench.parsing.hidden import RULES, warning
 
 _CONVERTERS = {".pdf": "PdfConverter", ".html": "HtmlConverter", ".htm": "HtmlConverter",
                ".docx": "DocxConverter"}
 _MIME = {".pdf": "application/pdf", ".html": "text/html", ".htm": "text/html",
          ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
+
+
+def without_hidden(data: bytes, suffix: str) -> tuple[bytes, list[str]]:
+    """The file as markitdown's converter is handed it, and the ``hidden text`` warning: HTML and
+    DOCX without what a person does not see (the html2text and python_docx wrappers' passes: the
+    converters would keep it); a PDF as it is, its hidden glyphs counted (pdfminer_hidden) -- the PDF
+    converter extracts them before their state is known, so they are kept and warned about."""
+    if suffix in (".html", ".htm"):
+        from rag_bench.parsing.html_text import decode_html, drop_hidden, parse_tree
+
+        lxml_html = require("lxml.html", "lxml", "markitdown")
+        root = parse_tree(decode_html(data), lxml_html)
+        counts = drop_hidden(root, lxml_html.etree)
+        return lxml_html.tostring(root, encoding="unicode").encode(), warning(counts, dropped=True)
+    if suffix == ".docx":
+        from rag_bench.parsing.docx_text import strip_hidden
+
+        try:
+            stripped, counts = strip_hidden(data)
+        except Exception:  # not a zip, a broken part: the converter reports the file
+            return data, []
+        return stripped, warning(counts, dropped=True)
+    from rag_bench.parsing.pdfminer_hidden import count_hidden
+
+    try:
+        return data, warning(count_hidden(data), dropped=False)
+    except Exception:  # malformed or encrypted: the converter reports the file
+        return data, []
 
 
 class MarkitdownParser:
@@ -35,7 +65,7 @@ class MarkitdownParser:
         """markitdown's version and those of the converters' packages."""
         parts = [package_version("markitdown")] + [f"{p}-{package_version(p)}" for p in (
             "pdfminer.six", "pdfplumber", "mammoth", "markdownify", "beautifulsoup4")]
-        return "+".join(parts)
+        return "+".join(parts) + f"+{RULES}"
 
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """The converter's Markdown for the file's type."""
@@ -46,6 +76,7 @@ class MarkitdownParser:
             raise ParseFailure(f"markitdown reads {', '.join(self.suffixes)}, not {suffix}")
         if not data.strip():
             raise ParseFailure("empty file")
+        data, hidden = without_hidden(data, suffix)
         converter: Any = getattr(converters, _CONVERTERS[suffix])()
         info = stream_info.StreamInfo(extension=suffix, mimetype=_MIME[suffix],
                                       charset="utf-8" if suffix in (".html", ".htm") else None)
@@ -62,4 +93,4 @@ class MarkitdownParser:
         text = "\n".join(line.rstrip() for line in (result.markdown or "").splitlines()).strip()
         if not text:
             raise ParseFailure("no text (an empty document, or a scan without a text layer)")
-        return Parsed(text=text + "\n")
+        return Parsed(text=text + "\n", warnings=tuple(hidden))
