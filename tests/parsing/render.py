@@ -218,3 +218,130 @@ def write_stream_bomb_pdf(path: Path, megabytes: int) -> Path:
                b"/Resources << /Font << /F1 5 0 R >> >> >>", _stream(content, compress=True), _FONT]
     path.write_bytes(_raw_pdf(objects))
     return path
+
+
+# --- hidden text, every technique of issue 52: the one policy each parser wrapper applies -----------------
+VISIBLE = ("Items may be returned within thirty days of delivery.", "A refund is paid within five working days.")
+# PDF: the operators that hide one line of text (inside q ... Q, after BT /F1 12 Tf x y Td)
+PDF_TECHNIQUES = {
+    "gray_white": b"1 g", "rgb_white": b"1 1 1 rg", "cmyk_white": b"0 0 0 0 k",
+    "cs_sc_white": b"/DeviceRGB cs 1 1 1 sc", "cs_scn_white": b"/DeviceGray cs 1 scn",
+    "named_space_white": b"/CS0 cs 1 1 1 scn", "icc_white": b"/CS1 cs 1 1 1 scn", "near_white": b"0.97 g",
+    "separation_no_ink": b"/CS2 cs 0 scn", "transparent": b"/GS0 gs", "zero_tz": b"0 Tz", "tiny": b"/F1 1 Tf",
+    "render_invisible": b"3 Tr", "off_page": b"-2000 0 Td",
+}
+
+
+def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE) -> bytes:
+    """A one-page PDF (content stream written by hand) with ``visible`` lines and ``sentence``
+    hidden by ``technique`` (a :data:`PDF_TECHNIQUES` key) between them."""
+    def esc(text: str) -> bytes:
+        return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
+
+    lines = [b"BT /F1 12 Tf 72 %d Td (%s) Tj ET" % (720 - 40 * i, esc(t)) for i, t in enumerate(visible)]
+    hidden = b"q BT /F1 12 Tf 72 400 Td " + PDF_TECHNIQUES[technique] + b" (" + esc(sentence) + b") Tj ET Q"
+    content = b"\n".join([lines[0], hidden, *lines[1:]]) + b"\n"
+    icc = _stream(b"\x00" * 16).replace(b"<< /Length", b"<< /N 3 /Length")
+    resources = (b"/Resources << /Font << /F1 5 0 R >> /ExtGState << /GS0 << /Type /ExtGState /ca 0 >> >> "
+                 b"/ColorSpace << /CS0 /DeviceRGB /CS1 [/ICCBased 6 0 R] "
+                 b"/CS2 [/Separation /Spot /DeviceCMYK 7 0 R] >> >>")
+    tint = b"<< /FunctionType 2 /Domain [0 1] /C0 [0 0 0 0] /C1 [0 0 0 1] /N 1 >>"
+    return _raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                     b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R " + resources + b" >>",
+                     _stream(content), _FONT, icc, tint])
+
+
+# HTML: an element (or its text) hiding ``{}``; the spellings Chromium hides, not only the plain ones
+HTML_TECHNIQUES = {
+    "display_none": "<div style='display:none'>{}</div>", "display_comment": "<div style='display:/**/none'>{}</div>",
+    "comment_first": "<div style='/*x*/display:none'>{}</div>", "display_escape": "<div style='display:\\6e one'>{}</div>",
+    "display_important": "<div style='display:block;display:none !important'>{}</div>",
+    "size_dot0": "<p style='font-size:.0px'>{}</p>", "size_00": "<p style='font-size:00px'>{}</p>",
+    "size_0e0": "<p style='font-size:0e0px'>{}</p>", "size_calc": "<p style='font-size:calc(0px)'>{}</p>",
+    "size_1px": "<p style='font-size:1px'>{}</p>", "visibility_hidden": "<p style='visibility:hidden'>{}</p>",
+    "visibility_collapse": "<p style='visibility:collapse'>{}</p>", "opacity": "<p style='opacity:0'>{}</p>",
+    "off_screen": "<p style='position:absolute;left:-9999px'>{}</p>",
+    "text_indent": "<p style='text-indent:-9999px;overflow:hidden'>{}</p>",
+    "clip_path": "<p style='clip-path:inset(100%)'>{}</p>",
+    "clip_rect": "<p style='position:absolute;clip:rect(0,0,0,0)'>{}</p>",
+    "zero_height": "<div style='height:0;overflow:hidden'>{}</div>",
+    "transparent": "<p style='color:transparent'>{}</p>", "white": "<p style='color:#FFF'>{}</p>",
+    "near_white": "<p style='color:rgb(250, 250, 250)'>{}</p>", "font_white": "<font color=white>{}</font>",
+    "scale_zero": "<p style='transform:scale(0)'>{}</p>", "hidden_attribute": "<p hidden>{}</p>",
+    "hidden_input": "<input type='hidden' value='{}'>", "comment": "<!-- {} -->",
+    "inherited_white": "<div style='color:white'><p><span>{}</span></p></div>",
+}
+
+
+def hidden_html_page(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE) -> str:
+    """A page with ``visible`` paragraphs and ``sentence`` hidden by ``technique`` between them."""
+    snippet = HTML_TECHNIQUES[technique].format(html.escape(sentence, quote=True))
+    paras = [f"<p>{html.escape(t)}</p>" for t in visible]
+    return ("<html><head><meta charset='utf-8'><title>Shop policy</title></head><body><h1>Shop policy</h1>"
+            + paras[0] + snippet + "".join(paras[1:]) + "</body></html>")
+
+
+DOCX_TECHNIQUES = ("vanish", "char_style_vanish", "para_style_vanish", "based_on_white", "white", "near_white",
+                   "theme_white", "tiny", "default_style_white")
+
+
+def hidden_docx_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE) -> bytes:
+    """A DOCX with ``visible`` paragraphs and ``sentence`` in a run (or paragraph) hidden by
+    ``technique`` (a :data:`DOCX_TECHNIQUES` name) -- directly, through a style, or by colour/size."""
+    import io
+
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+    from docx.shared import Pt, RGBColor
+
+    d = docx.Document()
+    d.add_paragraph(visible[0])
+    if technique == "para_style_vanish":
+        style = d.styles.add_style("Quiet", WD_STYLE_TYPE.PARAGRAPH)
+        style.font.hidden = True
+        d.add_paragraph(sentence, style="Quiet")
+    elif technique == "based_on_white":
+        base = d.styles.add_style("Pale", WD_STYLE_TYPE.PARAGRAPH)
+        base.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFF)
+        child = d.styles.add_style("Paler", WD_STYLE_TYPE.PARAGRAPH)
+        child.base_style = base
+        d.add_paragraph(sentence, style="Paler")
+    elif technique == "default_style_white":  # a custom style with no basedOn, the run's character style white
+        style = d.styles.add_style("Snow", WD_STYLE_TYPE.CHARACTER)
+        style.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFE)
+        d.add_paragraph("Opening hours are nine to five. ").add_run(sentence, style="Snow")
+    else:
+        run = d.add_paragraph("Opening hours are nine to five. ").add_run(sentence)
+        if technique == "vanish":
+            run.font.hidden = True
+        elif technique == "char_style_vanish":
+            style = d.styles.add_style("Secret", WD_STYLE_TYPE.CHARACTER)
+            style.font.hidden = True
+            run.style = style
+        elif technique == "white":
+            run.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFF)
+        elif technique == "near_white":
+            run.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFE)
+        elif technique == "theme_white":
+            color = OxmlElement("w:color")
+            color.set(qn("w:val"), "000000")  # what a reader ignoring the theme would see
+            color.set(qn("w:themeColor"), "background1")
+            run._r.get_or_add_rPr().append(color)
+        elif technique == "tiny":
+            run.font.size = Pt(1)
+        else:
+            raise ValueError(technique)
+    for text in visible[1:]:
+        d.add_paragraph(text)
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def word_html(paragraphs: int) -> str:
+    """HTML as Word exports it: every paragraph opens a ``<font>`` it never closes (nesting one level
+    deeper per paragraph)."""
+    body = "".join(f"<p class=MsoNormal><font face=Arial size=2>Paragraph {i} of the manual." for i in range(paragraphs))
+    return f"<html><head><meta charset='windows-1252'></head><body>{body}</body></html>"
