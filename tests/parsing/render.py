@@ -232,14 +232,14 @@ PDF_TECHNIQUES = {
 }
 
 
-def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE) -> bytes:
+def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE, ops: bytes = b"") -> bytes:
     """A one-page PDF (content stream written by hand) with ``visible`` lines and ``sentence``
-    hidden by ``technique`` (a :data:`PDF_TECHNIQUES` key) between them."""
+    hidden by ``technique`` (a :data:`PDF_TECHNIQUES` key; or by the operators ``ops``) between them."""
     def esc(text: str) -> bytes:
         return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
 
     lines = [b"BT /F1 12 Tf 72 %d Td (%s) Tj ET" % (720 - 40 * i, esc(t)) for i, t in enumerate(visible)]
-    hidden = b"q BT /F1 12 Tf 72 400 Td " + PDF_TECHNIQUES[technique] + b" (" + esc(sentence) + b") Tj ET Q"
+    hidden = b"q BT /F1 12 Tf 72 400 Td " + (ops or PDF_TECHNIQUES[technique]) + b" (" + esc(sentence) + b") Tj ET Q"
     content = b"\n".join([lines[0], hidden, *lines[1:]]) + b"\n"
     icc = _stream(b"\x00" * 16).replace(b"<< /Length", b"<< /N 3 /Length")
     resources = (b"/Resources << /Font << /F1 5 0 R >> /ExtGState << /GS0 << /Type /ExtGState /ca 0 >> >> "
