@@ -144,41 +144,46 @@ def run_hidden(props: dict[str, Any]) -> str:
     return "tiny" if size is not None and is_tiny(size) else ""
 
 
+STORY_PARTS = ("word/document.xml", "word/footnotes.xml", "word/endnotes.xml")  # the text parts the parsers read
+
+
 def strip_hidden(data: bytes) -> tuple[bytes, dict[str, int]]:
-    """The DOCX without the runs of its body a person does not see, and their characters by reason
-    (styles resolved: :class:`RunStyles`). Every DOCX parser reads the stripped file, so each drops
-    the same text; unchanged bytes when nothing is hidden."""
+    """The DOCX without the runs of its body, footnotes and endnotes a person does not see, and
+    their characters by reason (styles resolved: :class:`RunStyles`). Every DOCX parser reads the
+    stripped file, so each drops the same text; unchanged bytes when nothing is hidden."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
     counts = {"vanish": 0, "white": 0, "tiny": 0}
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         names = set(z.namelist())
-        if "word/document.xml" not in names:
-            return data, counts
 
         def part(name: str) -> Any:
             return etree.fromstring(z.read(name), parser) if name in names else None
 
-        document, styles = part("word/document.xml"), part("word/styles.xml")
-        theme = part("word/theme/theme1.xml")
+        styles, theme = part("word/styles.xml"), part("word/theme/theme1.xml")
         resolver = RunStyles(styles, theme)
-        hidden = []
-        for r in document.iter(W + "r"):
-            why = run_hidden(resolver.run(r, next(r.iterancestors(W + "p"), None)))
-            if why:
-                counts[why] += sum(not c.isspace() for t in r.iter(W + "t") for c in (t.text or ""))
-                hidden.append(r)
-        if not hidden:
+        changed: dict[str, Any] = {}
+        for name in STORY_PARTS:
+            root = part(name)
+            hidden = []
+            for r in root.iter(W + "r") if root is not None else ():
+                why = run_hidden(resolver.run(r, next(r.iterancestors(W + "p"), None)))
+                if why:
+                    counts[why] += sum(not c.isspace() for t in r.iter(W + "t") for c in (t.text or ""))
+                    hidden.append(r)
+            for r in hidden:
+                if r.getparent() is not None:
+                    r.getparent().remove(r)
+            if hidden:
+                changed[name] = root
+        if not changed:
             return data, counts
-        for r in hidden:
-            if r.getparent() is not None:
-                r.getparent().remove(r)
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as w:
             for info in z.infolist():
-                body = (etree.tostring(document, xml_declaration=True, encoding="UTF-8", standalone=True)
-                        if info.filename == "word/document.xml" else z.read(info.filename))
+                body = (etree.tostring(changed[info.filename], xml_declaration=True, encoding="UTF-8",
+                                       standalone=True) if info.filename in changed else z.read(info.filename))
                 w.writestr(info, body)
     return out.getvalue(), counts
 
