@@ -212,3 +212,79 @@ def test_generated_docx_style_chains_are_dropped_or_counted(canary, depth, level
     out = io.BytesIO()
     d.save(out)
     assert_dropped_or_counted("docx", option, out.getvalue(), canary, f"{how}@{level}/{depth}")
+
+
+# --- and the converse: what a person sees is read, with no hidden-text warning -------------------------------
+VISIBLE_HTML = {
+    "white_on_dark": "<p style='background:#000;color:#fff'>{}</p>",
+    "size_overridden": "<div style='font-size:0'><span style='font-size:16px'>{}</span></div>",
+    "display_overridden": "<div style='display:none;display:block'>{}</div>",
+    "important_first": "<div style='display:block !important;display:none'>{}</div>",
+    "visibility_overridden": "<div style='visibility:hidden'><p style='visibility:visible'>{}</p></div>",
+    "gray": "<p style='color:#777;opacity:0.9;font-size:10px'>{}</p>",
+    "small_offset": "<p style='position:relative;left:-10px;text-indent:-2em'>{}</p>",
+    "partial_clip": "<p style='clip-path:inset(10%)'>{}</p>",
+    "height_without_overflow": "<div style='height:0'>{}</div>",
+    "unknown_function": "<p style='font-size:var(--x);color:currentcolor'>{}</p>",
+}
+VISIBLE_PDF = {"gray": b"0.5 g", "scn_gray": b"/DeviceRGB cs 0.6 0.6 0.6 scn", "black_cmyk": b"0 0 0 1 k",
+               "narrow": b"50 Tz", "small_but_readable": b"/F1 6 Tf"}
+
+
+@pytest.mark.parametrize("technique", sorted(VISIBLE_HTML))
+@pytest.mark.parametrize("option", ["html2text", "trafilatura", "markitdown"])
+def test_html_a_person_sees_is_read_without_a_warning(technique, option):
+    sentence = "The warehouse opens at nine on Saturdays."
+    page = hidden_html_page("display_none", sentence).replace(
+        f"<div style='display:none'>{sentence}</div>", VISIBLE_HTML[technique].format(sentence))
+    parsed = parser("html", option).parse(page.encode(), ".html")
+    assert norm(sentence) in norm(parsed.text), parsed.text
+    assert not [w for w in parsed.warnings if w.startswith("hidden text")], parsed.warnings
+
+
+@pytest.mark.parametrize("ops", sorted(VISIBLE_PDF))
+@pytest.mark.parametrize("option", ["pypdf", "pdfplumber", "pymupdf4llm"])
+def test_pdf_text_a_person_sees_is_read_without_a_warning(ops, option):
+    sentence = "The warehouse opens at nine on Saturdays."
+    data = hidden_pdf_bytes("", sentence, ops=VISIBLE_PDF[ops])
+    parsed = parser("pdf", option).parse(data, ".pdf")
+    assert norm("opens at nine") in norm(parsed.text), parsed.text
+    assert not [w for w in parsed.warnings if w.startswith("hidden text")], parsed.warnings
+
+
+@pytest.mark.parametrize("how", ["white_on_dark_shading", "dark_theme_shade", "vanish_off"])
+@pytest.mark.parametrize("option", ["python_docx", "mammoth"])
+def test_docx_runs_a_person_sees_are_read_without_a_warning(how, option):
+    import io
+
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    d = docx.Document()
+    d.add_paragraph(VISIBLE[0])
+    run = d.add_paragraph("Opening hours: ").add_run("The warehouse opens at nine on Saturdays.")
+    rpr = run._r.get_or_add_rPr()
+    if how == "white_on_dark_shading":
+        color, shd = OxmlElement("w:color"), OxmlElement("w:shd")
+        color.set(qn("w:val"), "FFFFFF")
+        shd.set(qn("w:val"), "clear")
+        shd.set(qn("w:fill"), "1F3864")
+        rpr.append(shd)
+        rpr.append(color)
+    elif how == "dark_theme_shade":
+        color = OxmlElement("w:color")
+        color.set(qn("w:val"), "404040")
+        color.set(qn("w:themeColor"), "background1")
+        color.set(qn("w:themeShade"), "40")
+        rpr.append(color)
+    else:
+        vanish = OxmlElement("w:vanish")
+        vanish.set(qn("w:val"), "false")
+        rpr.append(vanish)
+    d.add_paragraph(VISIBLE[1])
+    out = io.BytesIO()
+    d.save(out)
+    parsed = parser("docx", option).parse(out.getvalue(), ".docx")
+    assert "opens at nine on Saturdays" in parsed.text
+    assert not [w for w in parsed.warnings if w.startswith("hidden text")], parsed.warnings
