@@ -255,7 +255,8 @@ def warning(counts: dict[str, int], dropped: bool) -> list[str]:
 
 
 class PdfHiddenCounter:
-    """pypdf visitors counting characters a person does not see: filled in a colour :func:`is_faint`
+    """A pypdf operator visitor counting characters a person does not see, per text-showing operator
+    (``Tj``, ``TJ``, ``'``, ``"``) in the state it draws in: filled in a colour :func:`is_faint`
     calls unseen (``g``/``rg``/``k`` and ``cs``/``sc``/``scn`` in a device, calibrated, ICC, named
     or separation colour space), with a fill opacity at most :data:`MIN_ALPHA` (``/ca`` of an
     ExtGState set by ``gs``), in render mode 3 or 7 (invisible), below :data:`MIN_SIZE` in height or
@@ -268,11 +269,13 @@ class PdfHiddenCounter:
         self._stack: list[dict[str, Any]] = []
         self._gstates: dict[str, Any] = {}
         self._spaces: dict[str, Any] = {}
+        self._fonts: dict[str, Any] = {}
         self._box = (-math.inf, -math.inf, math.inf, math.inf)
 
     @staticmethod
     def _initial() -> dict[str, Any]:
-        return {"fill": (0.0,), "space": "DeviceGray", "alpha": 1.0, "render": 0, "hscale": 1.0}
+        return {"fill": (0.0,), "space": "DeviceGray", "alpha": 1.0, "render": 0, "hscale": 1.0, "size": 0.0,
+                "wide": False}
 
     def page(self, page: Any) -> None:
         """Start a page: its ExtGState and ColorSpace resources and its media box (pypdf objects)."""
@@ -282,8 +285,9 @@ class PdfHiddenCounter:
             res = res.get_object() if hasattr(res, "get_object") else res
             self._gstates = dict(res.get("/ExtGState") or {})
             self._spaces = dict(res.get("/ColorSpace") or {})
-        except Exception:  # a malformed resource dictionary: no named states or spaces
-            self._gstates, self._spaces = {}, {}
+            self._fonts = dict(res.get("/Font") or {})
+        except Exception:  # a malformed resource dictionary: no named states, spaces or fonts
+            self._gstates, self._spaces, self._fonts = {}, {}, {}
         try:
             box = [float(v) for v in page.mediabox]
             self._box = (min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3]))
@@ -333,23 +337,39 @@ class PdfHiddenCounter:
                 st["render"] = int(args[0])
             elif op == b"Tz" and args:
                 st["hscale"] = float(args[0]) / 100.0
+            elif op == b"Tf" and len(args) >= 2:
+                st["size"] = float(args[1])
+                font: Any = self._fonts.get(str(args[0]))
+                font = font.get_object() if hasattr(font, "get_object") else font
+                st["wide"] = font is not None and str(font.get("/Subtype", "")) == "/Type0"  # two-byte codes
+            elif op in (b"Tj", b"'", b'"') and args:
+                self._shown([args[-1]], cm, tm)
+            elif op == b"TJ" and args and isinstance(args[0], list):
+                self._shown(args[0], cm, tm)
         except (TypeError, ValueError, KeyError, AttributeError):
             pass  # a malformed operand: the state stays as it was
 
-    def text(self, text: str, cm: Sequence[float], tm: Sequence[float], font: Any, size: float) -> None:
-        """Count the visible characters of ``text`` drawn hidden."""
-        n = sum(not c.isspace() for c in text)
+    def _shown(self, strings: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        """Count the characters one text-showing operator draws, in the state it draws them in (pypdf's
+        text callback comes later, once per run of operators, in the state of the last one)."""
+        st = self._state
+        n = 0
+        for s in strings:
+            if isinstance(s, (int, float)):
+                continue
+            raw = s.get_original_bytes() if hasattr(s, "get_original_bytes") else bytes(s) if isinstance(
+                s, (bytes, bytearray)) else str(s).encode("latin-1", "replace")
+            n += len(raw) // 2 if st["wide"] else sum(b not in b" \t\r\n\x00" for b in raw)
         if not n:
             return
-        st = self._state
         try:
             scale = math.sqrt(abs(tm[0] * tm[3] - tm[1] * tm[2]) * abs(cm[0] * cm[3] - cm[1] * cm[2]))
             x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
             y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
         except (TypeError, IndexError):
             scale, x, y = 1.0, 0.0, 0.0
-        height = float(size or 0) * scale
-        width = height * abs(float(st["hscale"])) * 0.5 * len(text)  # about half an em per character
+        height = float(st["size"]) * scale
+        width = height * abs(float(st["hscale"])) * 0.5 * n  # about half an em per character
         x0, y0, x1, y1 = self._box
         if is_white(st["fill"], st["space"]):
             self.counts["white"] += n

@@ -37,7 +37,7 @@ class PypdfParser:
             pages = []
             for page in reader.pages:
                 hidden.page(page)
-                pages.append(page.extract_text(visitor_operand_before=hidden.before, visitor_text=hidden.text) or "")
+                pages.append(page.extract_text(visitor_operand_before=hidden.before) or "")
         except ParseFailure:
             raise
         except Exception as exc:  # pypdf raises many types on malformed input

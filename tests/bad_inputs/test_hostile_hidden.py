@@ -32,6 +32,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("pypdf", "zero_tz.pdf", "pdf:zero_tz", "kept"),
     ("pypdf", "near_white.pdf", "pdf:near_white", "kept"),
     ("pypdf", "invisible.pdf", "pdf:render_invisible", "kept"),
+    ("pypdf", "white_then_visible.pdf", "pdf:white_then_visible", "kept"),  # one pypdf text callback for both
+    ("pypdf", "transparent_then_visible.pdf", "pdf:transparent_then_visible", "kept"),
     # item 3: pdfplumber leaves them out of its layout
     ("pdfplumber", "near_white.pdf", "pdf:near_white", "dropped"),
     ("pdfplumber", "transparent.pdf", "pdf:transparent", "dropped"),

@@ -229,6 +229,9 @@ PDF_TECHNIQUES = {
     "named_space_white": b"/CS0 cs 1 1 1 scn", "icc_white": b"/CS1 cs 1 1 1 scn", "near_white": b"0.97 g",
     "separation_no_ink": b"/CS2 cs 0 scn", "transparent": b"/GS0 gs", "zero_tz": b"0 Tz", "tiny": b"/F1 1 Tf",
     "render_invisible": b"3 Tr", "off_page": b"-2000 0 Td",
+    # hidden, then visible text in the same text object and line (one pypdf text callback for both)
+    "white_then_visible": b"1 g ({S}) Tj 0 g ( Opening hours are nine to five.) Tj",
+    "transparent_then_visible": b"/GS0 gs ({S}) Tj /GS1 gs ( Opening hours are nine to five.) Tj",
 }
 
 
@@ -239,10 +242,12 @@ def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = V
         return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
 
     lines = [b"BT /F1 12 Tf 72 %d Td (%s) Tj ET" % (720 - 40 * i, esc(t)) for i, t in enumerate(visible)]
-    hidden = b"q BT /F1 12 Tf 72 400 Td " + (ops or PDF_TECHNIQUES[technique]) + b" (" + esc(sentence) + b") Tj ET Q"
+    ops = ops or PDF_TECHNIQUES[technique]
+    shown = ops.replace(b"{S}", esc(sentence)) if b"{S}" in ops else ops + b" (" + esc(sentence) + b") Tj"
+    hidden = b"q BT /F1 12 Tf 72 400 Td " + shown + b" ET Q"
     content = b"\n".join([lines[0], hidden, *lines[1:]]) + b"\n"
     icc = _stream(b"\x00" * 16).replace(b"<< /Length", b"<< /N 3 /Length")
-    resources = (b"/Resources << /Font << /F1 5 0 R >> /ExtGState << /GS0 << /Type /ExtGState /ca 0 >> >> "
+    resources = (b"/Resources << /Font << /F1 5 0 R >> /ExtGState << /GS0 << /Type /ExtGState /ca 0 >> /GS1 << /ca 1 >> >> "
                  b"/ColorSpace << /CS0 /DeviceRGB /CS1 [/ICCBased 6 0 R] "
                  b"/CS2 [/Separation /Spot /DeviceCMYK 7 0 R] >> >>")
     tint = b"<< /FunctionType 2 /Domain [0 1] /C0 [0 0 0 0] /C1 [0 0 0 1] /N 1 >>"
