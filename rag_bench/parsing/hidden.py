@@ -261,7 +261,9 @@ class PdfHiddenCounter:
     or separation colour space), with a fill opacity at most :data:`MIN_ALPHA` (``/ca`` of an
     ExtGState set by ``gs``), in render mode 3 or 7 (invisible), below :data:`MIN_SIZE` in height or
     in width (``0 Tz`` squeezes text to nothing), or drawn off the page's media box. The graphics
-    state is saved and restored by ``q``/``Q``. Call :meth:`page` before each page's extraction."""
+    state is saved and restored by ``q``/``Q``. Call :meth:`page` before each page's extraction and
+:meth:`end_page` after the last. Invisible text on a page that draws an image is a scan's OCR text
+layer (the image shows it): not counted."""
 
     def __init__(self) -> None:
         self.counts = {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
@@ -271,6 +273,9 @@ class PdfHiddenCounter:
         self._spaces: dict[str, Any] = {}
         self._fonts: dict[str, Any] = {}
         self._box = (-math.inf, -math.inf, math.inf, math.inf)
+        self._xobjects: dict[str, Any] = {}
+        self._image = False
+        self._invisible = 0  # this page's, counted at its end unless it draws an image (a scan's OCR layer)
 
     @staticmethod
     def _initial() -> dict[str, Any]:
@@ -278,7 +283,9 @@ class PdfHiddenCounter:
                 "wide": False}
 
     def page(self, page: Any) -> None:
-        """Start a page: its ExtGState and ColorSpace resources and its media box (pypdf objects)."""
+        """Start a page: its ExtGState, ColorSpace, Font and XObject resources and its media box
+        (pypdf objects)."""
+        self.end_page()
         self._state, self._stack = self._initial(), []
         try:
             res = page.get("/Resources") or {}
@@ -286,13 +293,21 @@ class PdfHiddenCounter:
             self._gstates = dict(res.get("/ExtGState") or {})
             self._spaces = dict(res.get("/ColorSpace") or {})
             self._fonts = dict(res.get("/Font") or {})
-        except Exception:  # a malformed resource dictionary: no named states, spaces or fonts
-            self._gstates, self._spaces, self._fonts = {}, {}, {}
+            self._xobjects = dict(res.get("/XObject") or {})
+        except Exception:  # a malformed resource dictionary: no named states, spaces, fonts or images
+            self._gstates, self._spaces, self._fonts, self._xobjects = {}, {}, {}, {}
         try:
             box = [float(v) for v in page.mediabox]
             self._box = (min(box[0], box[2]), min(box[1], box[3]), max(box[0], box[2]), max(box[1], box[3]))
         except Exception:
             self._box = (-math.inf, -math.inf, math.inf, math.inf)
+
+    def end_page(self) -> None:
+        """Count the page's invisible (render mode 3/7) text unless the page draws an image: on a
+        scanned page that text is the OCR layer over the image, which shows it."""
+        if not self._image:
+            self.counts["invisible"] += self._invisible
+        self._invisible, self._image = 0, False
 
     def _space(self, name: Any) -> str:
         """A colour space operand as its family name (a named resource resolved)."""
@@ -342,6 +357,12 @@ class PdfHiddenCounter:
                 font: Any = self._fonts.get(str(args[0]))
                 font = font.get_object() if hasattr(font, "get_object") else font
                 st["wide"] = font is not None and str(font.get("/Subtype", "")) == "/Type0"  # two-byte codes
+            elif op in (b"BI", b"INLINE IMAGE"):
+                self._image = True
+            elif op == b"Do" and args:
+                xobject: Any = self._xobjects.get(str(args[0]))
+                xobject = xobject.get_object() if hasattr(xobject, "get_object") else xobject
+                self._image = self._image or (xobject is not None and str(xobject.get("/Subtype")) == "/Image")
             elif op in (b"Tj", b"'", b'"') and args:
                 self._shown([args[-1]], cm, tm)
             elif op == b"TJ" and args and isinstance(args[0], list):
@@ -376,7 +397,7 @@ class PdfHiddenCounter:
         elif float(st["alpha"]) <= MIN_ALPHA:
             self.counts["transparent"] += n
         elif st["render"] in (3, 7):
-            self.counts["invisible"] += n
+            self._invisible += n
         elif is_tiny(height) or is_tiny(height * abs(float(st["hscale"]))):
             self.counts["tiny"] += n
         elif x + width < x0 or x > x1 or y + height < y0 or y > y1:

@@ -38,6 +38,7 @@ class PypdfParser:
             for page in reader.pages:
                 hidden.page(page)
                 pages.append(page.extract_text(visitor_operand_before=hidden.before) or "")
+            hidden.end_page()
         except ParseFailure:
             raise
         except Exception as exc:  # pypdf raises many types on malformed input

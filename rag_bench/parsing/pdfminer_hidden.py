@@ -6,7 +6,8 @@ text. :func:`layout` interprets a page with a graphics state that tracks the fil
 (``/ca`` of the ExtGState ``gs`` names; saved by ``q``/``Q``) and a device that leaves out every
 glyph :mod:`rag_bench.parsing.hidden`'s rules call hidden (faint colour, transparent, invisible
 render mode, below the minimum size in height or width, off the page), counting its characters by
-reason. What the device leaves out never reaches the parser's text.
+reason. What the device leaves out never reaches the parser's text. Invisible text (render mode 3)
+on a page that draws an image is a scanned page's OCR text layer and is read.
 """
 
 from __future__ import annotations
@@ -56,10 +57,28 @@ def _classes(device_base: Any) -> tuple[Any, Any]:
         hidden_counts: dict[str, int]
         _render = 0
         _box: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+        _image = False
 
         def begin_page(self, page: Any, ctm: Any) -> None:
             super().begin_page(page, ctm)
             self._box = tuple(float(v) for v in self.cur_item.bbox)
+            self._image = False
+            self._invisible: list[tuple[Any, Any]] = []  # (container, glyph) drawn in render mode 3 or 7
+
+        def render_image(self, name: Any, stream: Any) -> None:
+            self._image = True
+            super().render_image(name, stream)
+
+        def end_page(self, page: Any) -> None:
+            # Invisible glyphs on a page with an image are a scan's OCR text layer (the image shows
+            # that text): read. On a page without one they hide text: left out and counted.
+            if not self._image and self._invisible:
+                gone = {id(glyph) for _, glyph in self._invisible}
+                for container in {id(c): c for c, _ in self._invisible}.values():
+                    container._objs = [o for o in container._objs if id(o) not in gone]
+                self.hidden_counts["invisible"] += sum(sum(not c.isspace() for c in g.get_text())
+                                                       for _, g in self._invisible)
+            super().end_page(page)
 
         def render_string(self, textstate: Any, seq: Any, ncs: Any, graphicstate: Any) -> None:
             self._render = int(getattr(textstate, "render", 0) or 0)
@@ -73,7 +92,9 @@ def _classes(device_base: Any) -> tuple[Any, Any]:
                 return adv
             char = objs[-1]
             why = self._why(char, scaling, ncs, graphicstate)
-            if why:
+            if why == "invisible":  # decided at the page's end (an OCR layer over a scan is read)
+                self._invisible.append((self.cur_item, char))
+            elif why:
                 objs.pop()
                 self.hidden_counts[why] += sum(not c.isspace() for c in char.get_text())
             return adv

@@ -235,9 +235,11 @@ PDF_TECHNIQUES = {
 }
 
 
-def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE, ops: bytes = b"") -> bytes:
+def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = VISIBLE, ops: bytes = b"",
+                     image: bool = False) -> bytes:
     """A one-page PDF (content stream written by hand) with ``visible`` lines and ``sentence``
-    hidden by ``technique`` (a :data:`PDF_TECHNIQUES` key; or by the operators ``ops``) between them."""
+    hidden by ``technique`` (a :data:`PDF_TECHNIQUES` key; or by the operators ``ops``) between them;
+    ``image`` draws a page-sized image first (as a scan with an OCR text layer does)."""
     def esc(text: str) -> bytes:
         return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("latin-1")
 
@@ -245,15 +247,17 @@ def hidden_pdf_bytes(technique: str, sentence: str, visible: tuple[str, ...] = V
     ops = ops or PDF_TECHNIQUES[technique]
     shown = ops.replace(b"{S}", esc(sentence)) if b"{S}" in ops else ops + b" (" + esc(sentence) + b") Tj"
     hidden = b"q BT /F1 12 Tf 72 400 Td " + shown + b" ET Q"
-    content = b"\n".join([lines[0], hidden, *lines[1:]]) + b"\n"
+    content = b"\n".join([b"q 612 0 0 792 0 0 cm /Im0 Do Q"] * image + [lines[0], hidden, *lines[1:]]) + b"\n"
     icc = _stream(b"\x00" * 16).replace(b"<< /Length", b"<< /N 3 /Length")
     resources = (b"/Resources << /Font << /F1 5 0 R >> /ExtGState << /GS0 << /Type /ExtGState /ca 0 >> /GS1 << /ca 1 >> >> "
                  b"/ColorSpace << /CS0 /DeviceRGB /CS1 [/ICCBased 6 0 R] "
-                 b"/CS2 [/Separation /Spot /DeviceCMYK 7 0 R] >> >>")
+                 b"/CS2 [/Separation /Spot /DeviceCMYK 7 0 R] >> /XObject << /Im0 8 0 R >> >>")
     tint = b"<< /FunctionType 2 /Domain [0 1] /C0 [0 0 0 0] /C1 [0 0 0 1] /N 1 >>"
     return _raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                      b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R " + resources + b" >>",
-                     _stream(content), _FONT, icc, tint])
+                     _stream(content), _FONT, icc, tint,
+                     _stream(b"\xff\xff\xff").replace(b"<< /Length", b"<< /Type /XObject /Subtype /Image /Width 1 "
+                                                       b"/Height 1 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Length")])
 
 
 # HTML: an element (or its text) hiding ``{}``; the spellings Chromium hides, not only the plain ones

@@ -288,3 +288,16 @@ def test_docx_runs_a_person_sees_are_read_without_a_warning(how, option):
     parsed = parser("docx", option).parse(out.getvalue(), ".docx")
     assert "opens at nine on Saturdays" in parsed.text
     assert not [w for w in parsed.warnings if w.startswith("hidden text")], parsed.warnings
+
+
+@pytest.mark.parametrize("option", ["pypdf", "pdfplumber", "markitdown"])
+def test_a_scans_ocr_layer_is_read_and_invisible_text_without_an_image_is_not(option):
+    """Render mode 3 over a page's image is how OCR tools make a scan searchable: the image shows
+    that text, so it is read with no warning; on a page without an image it hides text (dropped or
+    counted). pymupdf4llm leaves both out by itself (counted)."""
+    sentence = "The warehouse opens at nine on Saturdays."
+    scan = parser("pdf", option).parse(hidden_pdf_bytes("render_invisible", sentence, image=True), ".pdf")
+    assert "opens at nine on Saturdays" in scan.text
+    assert not [w for w in scan.warnings if w.startswith("hidden text")], scan.warnings
+    assert_dropped_or_counted("pdf", option, hidden_pdf_bytes("render_invisible", SENTENCE.format(canary="KBOCRX1"),
+                                                              image=False), "KBOCRX1", "render_invisible")
