@@ -263,7 +263,8 @@ class PdfHiddenCounter:
     in width (``0 Tz`` squeezes text to nothing), or drawn off the page's media box. The graphics
     state is saved and restored by ``q``/``Q``. Call :meth:`page` before each page's extraction and
 :meth:`end_page` after the last. Invisible text on a page that draws an image is a scan's OCR text
-layer (the image shows it): not counted."""
+layer (the image shows it): not counted. A colour is judged against what is behind the text: the
+last rectangle filled before it under its start (``re`` then ``f``), else the white page."""
 
     def __init__(self) -> None:
         self.counts = {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
@@ -276,6 +277,8 @@ layer (the image shows it): not counted."""
         self._xobjects: dict[str, Any] = {}
         self._image = False
         self._invisible = 0  # this page's, counted at its end unless it draws an image (a scan's OCR layer)
+        self._rects: list[tuple[float, float, float, float]] = []  # the path being built (``re``)
+        self._fills: list[tuple[tuple[float, float, float, float], Rgb]] = []  # filled rectangles, in order
 
     @staticmethod
     def _initial() -> dict[str, Any]:
@@ -286,7 +289,7 @@ layer (the image shows it): not counted."""
         """Start a page: its ExtGState, ColorSpace, Font and XObject resources and its media box
         (pypdf objects)."""
         self.end_page()
-        self._state, self._stack = self._initial(), []
+        self._state, self._stack, self._rects, self._fills = self._initial(), [], [], []
         try:
             res = page.get("/Resources") or {}
             res = res.get_object() if hasattr(res, "get_object") else res
@@ -357,6 +360,16 @@ layer (the image shows it): not counted."""
                 font: Any = self._fonts.get(str(args[0]))
                 font = font.get_object() if hasattr(font, "get_object") else font
                 st["wide"] = font is not None and str(font.get("/Subtype", "")) == "/Type0"  # two-byte codes
+            elif op == b"re" and len(args) == 4:
+                x, y, w, h = (float(a) for a in args)
+                xs, ys = zip(*((px * cm[0] + py * cm[2] + cm[4], px * cm[1] + py * cm[3] + cm[5])
+                               for px, py in ((x, y), (x + w, y + h), (x, y + h), (x + w, y))), strict=True)
+                self._rects.append((min(xs), min(ys), max(xs), max(ys)))
+            elif op in (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"n", b"S", b"s"):
+                rgb = to_rgb(st["fill"], st["space"])
+                if op not in (b"n", b"S", b"s") and rgb is not None:
+                    self._fills += [(rect, rgb) for rect in self._rects]
+                self._rects = []
             elif op in (b"BI", b"INLINE IMAGE"):
                 self._image = True
             elif op == b"Do" and args:
@@ -392,7 +405,10 @@ layer (the image shows it): not counted."""
         height = float(st["size"]) * scale
         width = height * abs(float(st["hscale"])) * 0.5 * n  # about half an em per character
         x0, y0, x1, y1 = self._box
-        if is_white(st["fill"], st["space"]):
+        cx, cy = x + min(width, height) / 2, y + height / 3  # inside the first character
+        behind = next((rgb for (bx0, by0, bx1, by1), rgb in reversed(self._fills)
+                       if bx0 <= cx <= bx1 and by0 <= cy <= by1), (1.0, 1.0, 1.0))
+        if is_faint(to_rgb(st["fill"], st["space"]), behind):
             self.counts["white"] += n
         elif float(st["alpha"]) <= MIN_ALPHA:
             self.counts["transparent"] += n

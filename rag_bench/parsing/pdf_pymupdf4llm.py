@@ -10,19 +10,37 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
-from rag_bench.parsing.hidden import MIN_ALPHA, RULES, is_faint, is_tiny, warning
+from rag_bench.parsing.hidden import MIN_ALPHA, RULES, Rgb, is_faint, is_tiny, warning
 
 
-def _why(span: dict[str, Any]) -> str:
+def _why(span: dict[str, Any], fills: list[tuple[tuple[float, float, float, float], Rgb]]) -> str:
     """Why a person does not see a pymupdf text span ('' when they do): the shared rules
-    (rag_bench.parsing.hidden) on its sRGB colour, opacity and size."""
+    (rag_bench.parsing.hidden) on its sRGB colour against the filled shape behind it (else the white
+    page), its opacity and its size."""
     color = span.get("color")
-    if isinstance(color, int) and is_faint(((color >> 16 & 255) / 255, (color >> 8 & 255) / 255, (color & 255) / 255)):
-        return "white"
+    if isinstance(color, int):
+        x0, y0, x1, y1 = (float(v) for v in span.get("bbox", (0, 0, 0, 0)))
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        behind = next((rgb for (bx0, by0, bx1, by1), rgb in reversed(fills)
+                       if bx0 <= cx <= bx1 and by0 <= cy <= by1), (1.0, 1.0, 1.0))
+        if is_faint(((color >> 16 & 255) / 255, (color >> 8 & 255) / 255, (color & 255) / 255), behind):
+            return "white"
     alpha = span.get("alpha")
     if isinstance(alpha, (int, float)) and alpha / 255 <= MIN_ALPHA:
         return "transparent"
     return "tiny" if is_tiny(span.get("size")) else ""
+
+
+def _fills(page: Any) -> list[tuple[tuple[float, float, float, float], Rgb]]:
+    """The page's filled vector shapes (bounding box, fill colour), in drawing order."""
+    out = []
+    for drawing in page.get_drawings():
+        fill = drawing.get("fill")
+        if fill and len(fill) == 3 and drawing.get("type") in ("f", "fs"):
+            r = drawing["rect"]
+            out.append(((float(r.x0), float(r.y0), float(r.x1), float(r.y1)),
+                        (float(fill[0]), float(fill[1]), float(fill[2]))))
+    return out
 
 
 def hidden_spans(doc: Any) -> list[tuple[str, str]]:
@@ -30,11 +48,12 @@ def hidden_spans(doc: Any) -> list[tuple[str, str]]:
     width out of its spans, and pymupdf4llm out of its Markdown)."""
     spans = []
     for page in doc:
+        fills = _fills(page)
         for block in page.get_text("dict", flags=0).get("blocks", ()):
             for line in block.get("lines", ()):
                 for span in line.get("spans", ()):
                     text = str(span.get("text", ""))
-                    why = _why(span) if text.strip() else ""
+                    why = _why(span, fills) if text.strip() else ""
                     if why:
                         spans.append((why, text.strip()))
     return spans

@@ -6,7 +6,9 @@ text. :func:`layout` interprets a page with a graphics state that tracks the fil
 (``/ca`` of the ExtGState ``gs`` names; saved by ``q``/``Q``) and a device that leaves out every
 glyph :mod:`rag_bench.parsing.hidden`'s rules call hidden (faint colour, transparent, invisible
 render mode, below the minimum size in height or width, off the page), counting its characters by
-reason. What the device leaves out never reaches the parser's text. Invisible text (render mode 3)
+reason. A glyph's colour is judged against what is behind it: the last filled shape drawn before it
+under its centre (white on a dark table header is read; black on a black box is hidden), else the
+white page. What the device leaves out never reaches the parser's text. Invisible text (render mode 3)
 on a page that draws an image is a scanned page's OCR text layer and is read.
 """
 
@@ -15,11 +17,40 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from rag_bench.parsing.hidden import MIN_ALPHA, is_tiny, is_white
+from rag_bench.parsing.hidden import MIN_ALPHA, Rgb, is_faint, is_tiny, to_rgb
 
 
 def _counts() -> dict[str, int]:
     return {"white": 0, "transparent": 0, "invisible": 0, "tiny": 0, "off-page": 0}
+
+
+def _background(char: Any, fills: list[tuple[tuple[float, float, float, float], Rgb]]) -> Rgb:
+    """The colour behind a glyph: the last filled shape drawn before it under its centre, else the
+    white page."""
+    cx, cy = (char.x0 + char.x1) / 2, (char.y0 + char.y1) / 2
+    for (x0, y0, x1, y1), rgb in reversed(fills):
+        if x0 <= cx <= x1 and y0 <= cy <= y1:
+            return rgb
+    return (1.0, 1.0, 1.0)
+
+
+def glyph_hidden(char: Any, scaling: float, ncs: Any, graphicstate: Any, render: int, box: tuple[float, ...],
+                 fills: list[tuple[tuple[float, float, float, float], Rgb]]) -> str:
+    """Why a person does not see a pdfminer glyph ('' when they do), by rag_bench.parsing.hidden's rules."""
+    color = to_rgb(graphicstate.ncolor, str(getattr(ncs, "name", "")))
+    if color is not None and is_faint(color, _background(char, fills)):
+        return "white"  # white on the page, or any colour on a filled shape of its own colour
+    if float(getattr(graphicstate, "alpha", 1.0)) <= MIN_ALPHA:
+        return "transparent"
+    if render in (3, 7):
+        return "invisible"
+    size = float(getattr(char, "size", 0) or 0)
+    if is_tiny(size) or is_tiny(size * abs(float(scaling))):
+        return "tiny"
+    x0, y0, x1, y1 = box
+    if char.x1 < x0 or char.x0 > x1 or char.y1 < y0 or char.y0 > y1:
+        return "off-page"
+    return ""
 
 
 @lru_cache(maxsize=4)
@@ -64,6 +95,16 @@ def _classes(device_base: Any) -> tuple[Any, Any]:
             self._box = tuple(float(v) for v in self.cur_item.bbox)
             self._image = False
             self._invisible: list[tuple[Any, Any]] = []  # (container, glyph) drawn in render mode 3 or 7
+            self._fills: list[tuple[tuple[float, float, float, float], Rgb]] = []  # filled shapes, in order
+
+        def paint_path(self, gstate: Any, stroke: bool, fill: bool, evenodd: bool, path: Any) -> None:
+            before = len(self.cur_item._objs)
+            super().paint_path(gstate, stroke, fill, evenodd, path)
+            if fill:
+                rgb = to_rgb(gstate.ncolor, str(getattr(gstate.ncs, "name", "")))
+                for shape in self.cur_item._objs[before:]:
+                    if rgb is not None and getattr(shape, "fill", False):
+                        self._fills.append((tuple(float(v) for v in shape.bbox), rgb))  # type: ignore[arg-type]
 
         def render_image(self, name: Any, stream: Any) -> None:
             self._image = True
@@ -91,28 +132,13 @@ def _classes(device_base: Any) -> tuple[Any, Any]:
             if not objs:
                 return adv
             char = objs[-1]
-            why = self._why(char, scaling, ncs, graphicstate)
+            why = glyph_hidden(char, scaling, ncs, graphicstate, self._render, self._box, self._fills)
             if why == "invisible":  # decided at the page's end (an OCR layer over a scan is read)
                 self._invisible.append((self.cur_item, char))
             elif why:
                 objs.pop()
                 self.hidden_counts[why] += sum(not c.isspace() for c in char.get_text())
             return adv
-
-        def _why(self, char: Any, scaling: float, ncs: Any, graphicstate: Any) -> str:
-            if is_white(graphicstate.ncolor, str(getattr(ncs, "name", ""))):
-                return "white"
-            if float(getattr(graphicstate, "alpha", 1.0)) <= MIN_ALPHA:
-                return "transparent"
-            if self._render in (3, 7):
-                return "invisible"
-            size = float(getattr(char, "size", 0) or 0)
-            if is_tiny(size) or is_tiny(size * abs(float(scaling))):
-                return "tiny"
-            x0, y0, x1, y1 = self._box
-            if char.x1 < x0 or char.x0 > x1 or char.y1 < y0 or char.y0 > y1:
-                return "off-page"
-            return ""
 
     return Interpreter, Device
 

@@ -39,6 +39,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("pdfplumber", "transparent.pdf", "pdf:transparent", "dropped"),
     ("pdfplumber", "zero_tz.pdf", "pdf:zero_tz", "dropped"),
     ("pdfplumber", "scn_white.pdf", "pdf:cs_sc_white", "dropped"),
+    ("pdfplumber", "black_on_black.pdf", "pdf:black_on_black_box", "dropped"),  # the colour of the box behind
+    ("pypdf", "black_on_black.pdf", "pdf:black_on_black_box", "kept"),
     # item 4: mammoth and trafilatura
     ("mammoth", "vanish.docx", "docx:vanish", "dropped"),
     ("mammoth", "white.docx", "docx:white", "dropped"),

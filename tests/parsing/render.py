@@ -232,6 +232,8 @@ PDF_TECHNIQUES = {
     # hidden, then visible text in the same text object and line (one pypdf text callback for both)
     "white_then_visible": b"1 g ({S}) Tj 0 g ( Opening hours are nine to five.) Tj",
     "transparent_then_visible": b"/GS0 gs ({S}) Tj /GS1 gs ( Opening hours are nine to five.) Tj",
+    # the text's colour is the colour of a box filled behind it
+    "black_on_black_box": b"ET 0 g 20 380 590 40 re f BT /F1 12 Tf 72 400 Td 0 g",
 }
 
 

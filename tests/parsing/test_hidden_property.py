@@ -228,7 +228,9 @@ VISIBLE_HTML = {
     "unknown_function": "<p style='font-size:var(--x);color:currentcolor'>{}</p>",
 }
 VISIBLE_PDF = {"gray": b"0.5 g", "scn_gray": b"/DeviceRGB cs 0.6 0.6 0.6 scn", "black_cmyk": b"0 0 0 1 k",
-               "narrow": b"50 Tz", "small_but_readable": b"/F1 6 Tf"}
+               "narrow": b"50 Tz", "small_but_readable": b"/F1 6 Tf",
+               "white_on_dark_box": b"ET 0.1 0.2 0.4 rg 60 390 480 30 re f BT /F1 12 Tf 72 400 Td 1 g",
+               "white_on_dark_box_scaled": b"ET q 2 0 0 2 0 0 cm 0 0 0.5 rg 30 195 240 15 re f Q BT /F1 12 Tf 72 400 Td 1 g"}
 
 
 @pytest.mark.parametrize("technique", sorted(VISIBLE_HTML))
