@@ -4,14 +4,14 @@ rag_bench.parsing), optional docs.jsonl metadata, questions.jsonl."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
-from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES
+from rag_bench.data.files import DOCUMENT_SUFFIXES, document_kind
 from rag_bench.data.problems import (
     ProblemLog,
     check_id,
@@ -98,7 +98,8 @@ def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dic
     to_parse: dict[str, Path] = {}
     on_disk: set[str] = set()  # ids of files that exist, even if unreadable (no double report)
     for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-        if path.suffix not in DOCUMENT_SUFFIXES and path.suffix not in PARSED_SUFFIXES:
+        kind = document_kind(PurePosixPath(path.relative_to(docs_dir).as_posix()))
+        if not kind:
             continue
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
         if check_id(doc_id, path, 0, "doc_id", log, "document id (file name)") is None:
@@ -110,7 +111,7 @@ def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dic
                     "keep one file per document id (docs/<id>.md, .txt, .pdf, .html or .docx)")
             continue
         on_disk.add(doc_id)
-        if path.suffix in PARSED_SUFFIXES:
+        if kind == "parsed":
             to_parse[doc_id] = path
             continue
         text = read_text(path, log)
@@ -225,7 +226,7 @@ def _check_marker_list(path: Path, lineno: int, key: str, val: Any, log: Problem
 def _check_markers(doc: Document, path: Path, meta_path: Path, lineno: int, log: ProblemLog) -> None:
     """A canary or hidden string of a .md/.txt document must be in its text (a typo would measure
     nothing); a parsed document's are looked for in the parse (not finding them is the measure)."""
-    if path.suffix not in DOCUMENT_SUFFIXES:
+    if path.suffix.lower() not in DOCUMENT_SUFFIXES:
         return
     text = " ".join(doc.text.split()).casefold()
     for key, values in (("canaries", doc.canaries), ("hidden", doc.hidden)):

@@ -1,0 +1,148 @@
+"""Fifth hostile round (issue 52), through the real command line: files beside documents that are
+not documents (junk, upper-case suffixes, names that are not UTF-8, links named as written), the
+parse cache (parser options, forged rows), bounds a parser wrapper skipped, fuzzy location's work
+bound and keys echoed in another case. Each refusal exits 2 naming the file or argument with a
+fix, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag_bench.cli import main as cli
+from tests.bad_inputs.test_bad_inputs import copy_tiny, nothing_left
+from tests.conftest import TINY
+
+FINGERPRINT = re.compile(r"fingerprint ([0-9a-f]{16})")
+
+
+def _validate(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert cli(["validate", str(root)]) == 0, capsys.readouterr().err[-3000:]
+    return capsys.readouterr().out
+
+
+def _docx(path: Path) -> Path:
+    pytest.importorskip("docx", reason="python-docx is in the parse extra (pip install 'rag-bench[parse]')")
+    from tests.parsing.render import OWN, write_docx
+
+    return write_docx(path, "Policy", OWN)
+
+
+def _pdf(path: Path) -> Path:
+    pytest.importorskip("pymupdf", reason="pymupdf writes the test PDFs (the parse extra)")
+    from tests.parsing.render import OWN, write_pdf
+
+    return write_pdf(path, "Fees", OWN, table=None)
+
+
+# --- 9. one junk-file rule: the loader, validate, the fingerprint and `parse` ----------------------
+
+JUNK = ("~$policy.docx", "._policy.docx", ".DS_Store", "Thumbs.db", "billing.md~", ".billing.md.swp", "#billing.md#",
+        ".~lock.policy.docx#", "__MACOSX/._policy.docx", ".hidden/notes.md")
+
+
+def test_office_macos_and_editor_junk_is_not_part_of_the_dataset(tmp_path, capsys):
+    root = copy_tiny(tmp_path)
+    _docx(root / "docs" / "policy.docx")
+    before = _validate(root, capsys)
+    for name in JUNK:
+        path = root / "docs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / "docs" / "policy.docx", path)  # a readable document's bytes: only the name says junk
+    after = _validate(root, capsys)
+    assert FINGERPRINT.search(after)[1] == FINGERPRINT.search(before)[1]
+    assert "4 documents" in after and "(4 files)" in after, after
+    # `parse` reads exactly the loader's documents ...
+    assert cli(["parse", str(root)]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("==> ")]
+    assert len(listed) == 1 and listed[0].startswith("==> policy.docx "), listed
+    # ... and refuses a junk file named on its own, saying why
+    assert cli(["parse", str(root / "docs" / "~$policy.docx")]) == 2
+    err = capsys.readouterr().err
+    assert "~$policy.docx" in err and "lock, backup or hidden file" in err and "-- fix:" in err, err
+
+
+# --- 16. one suffix rule: `Fees.PDF` is a PDF for the loader as for `parse` ------------------------
+
+def test_an_upper_case_suffix_is_a_document_for_the_loader_and_parse(tmp_path, capsys):
+    root = copy_tiny(tmp_path)
+    _pdf(root / "docs" / "Fees.PDF")
+    out = _validate(root, capsys)
+    assert "4 documents" in out and "*.pdf" in out, out
+    assert cli(["parse", str(root)]) == 0
+    assert "==> Fees.PDF [parser=pypdf" in capsys.readouterr().out
+
+
+# --- 17. names that are not UTF-8, timeouts that are no bound --------------------------------------
+
+def _latin1_named(root: Path) -> None:
+    _pdf(root / "docs" / "cafe.pdf")
+    os.rename(os.fsencode(root / "docs" / "cafe.pdf"), os.fsencode(root / "docs") + b"/caf\xe9.pdf")
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_validate_and_run(tmp_path, capsys):
+    root = copy_tiny(tmp_path)
+    _latin1_named(root)
+    out = tmp_path / "out"
+    for argv in (["validate", str(root)], ["run", f"dataset.path={root}", f"output.root={out}", "tracking=none"]):
+        assert cli(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "docs/caf\\xe9.pdf: file name is not valid UTF-8" in err and "-- fix: rename" in err, err
+        assert "Traceback" not in err
+    nothing_left(out)
+
+
+def test_parse_out_refuses_a_name_that_is_not_utf8_before_writing(tmp_path, capsys):
+    root = copy_tiny(tmp_path)
+    _latin1_named(root)
+    out = tmp_path / "parses"
+    assert cli(["parse", str(root), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "caf\\xe9.pdf" in err and "not valid UTF-8" in err and "-- fix: rename" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-inf", "0"])
+def test_parse_timeout_must_be_a_finite_positive_number(tmp_path, capsys, timeout):
+    f = tmp_path / "page.html"
+    f.write_text("<p>hello</p>")
+    out = tmp_path / "parses"
+    assert cli(["parse", str(f), f"--timeout={timeout}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "positive number of seconds" in err and "-- fix:" in err, err
+    assert not out.exists()
+
+
+def test_evaluate_refuses_a_name_that_is_not_utf8_and_leaves_no_folder(tmp_path, capsys):
+    import json
+
+    outputs = tmp_path / "outputs.jsonl"
+    qids = [json.loads(line)["id"] for line in (TINY / "questions.jsonl").read_text().splitlines() if line.strip()]
+    outputs.write_text("".join(json.dumps({"id": q, "retrieved": [{"text": "A full refund"}], "answer": "x"}) + "\n"
+                               for q in qids))
+    out = tmp_path / "out"
+    name = os.fsdecode(b"app\xff")
+    assert cli(["evaluate", str(outputs), "--dataset", str(TINY), "--name", name, "tracking=none",
+                f"output.root={out}"]) == 2
+    err = capsys.readouterr().err
+    assert "'app\\xff' is not valid UTF-8" in err and "-- fix:" in err, err
+    assert not out.exists()
+
+
+# --- 21. a refused link is named as written ---------------------------------------------------------
+
+def test_a_symlink_refusal_names_the_link_not_its_target(tmp_path, capsys, monkeypatch):
+    root = copy_tiny(tmp_path)
+    outside = tmp_path / "elsewhere" / "target-file.pdf"
+    outside.parent.mkdir()
+    outside.write_bytes(b"%PDF-1.4")
+    (root / "docs" / "out.pdf").symlink_to(outside)
+    monkeypatch.chdir(tmp_path)
+    assert cli(["validate", "ds"]) == 2
+    err = capsys.readouterr().err
+    assert "ds/docs/out.pdf: symbolic link leaves the dataset folder" in err, err
+    assert "elsewhere/target-file.pdf:" not in err
