@@ -146,3 +146,37 @@ def test_a_symlink_refusal_names_the_link_not_its_target(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert "ds/docs/out.pdf: symbolic link leaves the dataset folder" in err, err
     assert "elsewhere/target-file.pdf:" not in err
+
+
+# --- 20. a key echoed in another case or with whitespace inside is redacted -----------------------
+
+def _echo_altered(how: str):
+    import json
+
+    def act(h, good):  # a gateway quoting the request's key back, altered
+        key = str(h.headers.get("Authorization")).removeprefix("Bearer ")
+        echoed = key.upper() if how == "upper" else key[:10] + " " + key[10:] if how == "space" else \
+            key[:12] + "\n  " + key[12:].swapcase()
+        h.send(401, json.dumps({"error": f"invalid api key: {echoed}"}).encode())
+    return act
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split()).casefold()
+
+
+@pytest.mark.parametrize("how", ["upper", "space", "wrapped-swapcase"])
+def test_an_echoed_key_in_another_case_or_spacing_is_not_stored(tmp_path, capsys, how):
+    import pandas as pd
+
+    from tests.bad_inputs.test_hostile_http import KEY, records, run_against
+
+    o = run_against(tmp_path, "generator", _echo_altered(how), None, capsys)
+    assert o.code == 0, o.err[-3000:]
+    errors = records(o)["generation_error"]
+    assert errors.notna().all() and all("invalid api key: [redacted]" in e for e in errors), errors.tolist()
+    (cell,) = (o.out / "hostile").glob("*/DONE")
+    failures = (cell.parent / "failures.csv").read_text(encoding="utf-8")
+    stored = " ".join(map(str, [failures, *errors, *pd.read_parquet(cell.parent / "records.parquet").to_numpy().ravel()]))
+    assert _squeezed(KEY) not in _squeezed(stored)
+    assert _squeezed(KEY) not in _squeezed(o.err)
