@@ -99,7 +99,11 @@ def _parser(overrides: list[str]) -> Any:
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, overrides)}\n  -- fix: "
                           f"the parser options and their keys are in {CONF_DIR}/parser/") from exc
-    return build(cfg.parser, "parser")
+    from rag_bench.parsing.run import parser_key
+
+    parser = build(cfg.parser, "parser")
+    parser_key(parser)  # a setting the parse cache cannot key is refused before any file is read or written
+    return parser
 
 
 def _page_ranges(pages: tuple[int, ...], length: int) -> list[dict[str, int]]:

@@ -33,10 +33,11 @@ def _docx(path: Path) -> Path:
 
 
 def _pdf(path: Path) -> Path:
+    """A two-page PDF of our own text with a ruled table (tests/parsing/render.py TABLE) on page 1."""
     pytest.importorskip("pymupdf", reason="pymupdf writes the test PDFs (the parse extra)")
     from tests.parsing.render import OWN, write_pdf
 
-    return write_pdf(path, "Fees", OWN, table=None)
+    return write_pdf(path, "Fees", OWN)
 
 
 # --- 9. one junk-file rule: the loader, validate, the fingerprint and `parse` ----------------------
@@ -180,3 +181,100 @@ def test_an_echoed_key_in_another_case_or_spacing_is_not_stored(tmp_path, capsys
     stored = " ".join(map(str, [failures, *errors, *pd.read_parquet(cell.parent / "records.parquet").to_numpy().ravel()]))
     assert _squeezed(KEY) not in _squeezed(stored)
     assert _squeezed(KEY) not in _squeezed(o.err)
+
+
+# --- 2. every parser option is in the parse's cache key ---------------------------------------------
+
+def _table_dataset(tmp: Path) -> Path:
+    import json
+
+    root = tmp / "fees"
+    (root / "docs").mkdir(parents=True)
+    _pdf(root / "docs" / "fees.pdf")
+    (root / "questions.jsonl").write_text(json.dumps(
+        {"id": "late", "question": "What is the fee for a late return?", "answerable": True, "tags": ["table"],
+         "evidence": [{"doc_id": "fees", "quote": "Late return 12 EUR per day"}], "answers": ["12 EUR per day"]}) + "\n")
+    return root
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_parse_does_not_serve_one_options_parse_for_another(tmp_path, capsys, own_cache):
+    pytest.importorskip("pdfplumber", reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
+    root = _table_dataset(tmp_path)
+    texts = {}
+    for tables in ("false", "true"):
+        out = tmp_path / f"parses-{tables}"
+        assert cli(["parse", str(root), "parser=pdfplumber", f"parser.tables={tables}", "--out", str(out)]) == 0
+        assert "parsed now" in capsys.readouterr().out  # not "from the cache": the other option's parse
+        texts[tables] = (out / "fees.pdf.md").read_text(encoding="utf-8")
+    assert "| Late return | 12 EUR | per day |" in texts["true"]
+    assert "Late return 12 EUR per day" in texts["false"] and "|" not in texts["false"]
+
+
+def test_a_sweep_over_a_parser_option_gives_each_cell_its_own_parse(tmp_path, capsys, own_cache):
+    import json
+
+    pytest.importorskip("pdfplumber", reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
+    root = _table_dataset(tmp_path)
+    out = tmp_path / "out"
+    assert cli(["run", "-m", "parser=pdfplumber", "parser.tables=false,true", f"dataset.path={root}",
+                "tracking=none", f"output.root={out}", "experiment.name=opts"]) == 0, capsys.readouterr().err[-3000:]
+    exact = {}
+    for metrics in (out / "opts").glob("*/metrics.json"):
+        tables = "tables: true" in (metrics.parent / "config.yaml").read_text()
+        exact[tables] = json.loads(metrics.read_text())["parse"]["evidence_exact"]
+    # the row is one text line without tables (found verbatim), a Markdown table row with them (normalised)
+    assert exact == {False: 1.0, True: 0.0}, exact
+
+
+SLOPPY_PLUGIN = '''
+from rag_bench.parsing.base import Parsed
+
+
+class Sloppy:
+    """A plugin parser whose option changes the parse but is kept under another name."""
+
+    suffixes = (".html",)
+
+    def __init__(self, name: str = "sloppy", shout: bool = False) -> None:
+        self.name = name
+        self._loud = shout
+
+    def version(self) -> str:
+        return "1"
+
+    def parse(self, data: bytes, suffix: str) -> Parsed:
+        text = data.decode()
+        return Parsed(text.upper() if self._loud else text)
+'''
+
+
+@pytest.mark.parametrize("command", ["parse", "run"])
+def test_a_plugin_parser_option_the_cache_cannot_key_is_refused(tmp_path, capsys, monkeypatch, own_cache, command):
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "sloppy_parser.py").write_text(SLOPPY_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    root = copy_tiny(tmp_path)
+    (root / "docs" / "page.html").write_text("<p>hello</p>")
+    out = tmp_path / "out"
+    options = ["parser._target_=sloppy_parser.Sloppy", "parser.name=sloppy", "+parser.shout=true"]
+    argv = (["parse", str(root), *options, "--out", str(out)] if command == "parse"
+            else ["run", f"dataset.path={root}", *options, "tracking=none", f"output.root={out}"])
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "parser=sloppy: Sloppy takes shout but keeps no attribute of that name" in err, err[-3000:]
+    assert "-- fix: store each argument as self.<argument>, or define options()" in err
+    assert not out.exists() or (command == "run" and nothing_left(out) is None)
+    assert not (own_cache / "parses.sqlite").exists() or _rows(own_cache / "parses.sqlite") == 0
+
+
+def _rows(db: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        return int(con.execute("SELECT COUNT(*) FROM parses").fetchone()[0])
