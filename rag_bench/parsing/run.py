@@ -55,7 +55,7 @@ def parser_key(parser: Parser) -> str:
     cls = type(parser)
     options = parser_options(parser)
     settings = f":{json.dumps(options, sort_keys=True, separators=(',', ':'))}" if options else ""
-    return f"{cls.__module__}.{cls.__qualname__}:{parser.name}:{parser.version()}{settings}"
+    return f"{cls.__module__}.{cls.__qualname__}:{parser.name}{settings}:{parser.version()}"
 
 
 def _no_network(*args: Any, **kwargs: Any) -> Any:
