@@ -148,10 +148,13 @@ def run(argv: list[str]) -> int:
     try:
         root, files = _files(Path(a.path).expanduser())
         chosen = _parser(a.overrides)
+        store = None if a.no_cache else cache_store()
+        if store is not None:
+            store.secret()  # a cache secret that cannot be trusted is refused before anything is written
         out = _out_dir(a.out, root) if a.out else None
     except RagBenchError as exc:
         return fail(exc)
-    outcomes = parse_files(files, chosen, None if a.no_cache else cache_store(), timeout=a.timeout)
+    outcomes = parse_files(files, chosen, store, timeout=a.timeout)
     entries = []
     for path, o in zip(files, outcomes):
         rel = path.relative_to(root).as_posix()

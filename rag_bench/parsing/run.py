@@ -147,9 +147,12 @@ def _decode(b: bytes) -> Outcome:
 
 
 class ParseCache(BlobStore):
-    """Parses by (file sha256, parser key)."""
+    """Parses by (file sha256, parser key). Keyed (rag_bench.storage): a parse is served as the
+    document's text with nothing downstream to check it against, so a row not written under this
+    cache's secret -- a forged one with a recomputed plain checksum -- is never served."""
 
     table = "parses"
+    keyed = True
 
 
 def cache_store() -> ParseCache:
