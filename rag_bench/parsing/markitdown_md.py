@@ -5,15 +5,21 @@ The converters are called directly with the file's suffix, never ``MarkItDown().
 front door guesses the file type with magika (an onnx model; it ships in magika's wheel, but
 nothing here needs it) and accepts URLs. So nothing is downloaded or fetched, and the parse runs in
 the network-less child every parser runs in (rag_bench.parsing.run). markitdown's PDF output has no
-page map (the converter returns one text), so ``pages`` is empty for it.
+page map (the converter returns one text), so ``pages`` is empty for it. The bounds the other
+wrappers apply hold before a converter sees the file: a PDF over
+:data:`~rag_bench.parsing.base.MAX_PAGES` pages (counted by pdfminer, markitdown's own PDF reader,
+stopping one page past the bound) and a DOCX that unpacks past
+:data:`~rag_bench.parsing.docx_text.MAX_UNPACKED` (a zip bomb) are recorded failures.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 from typing import Any
 
-from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
+from rag_bench.parsing.base import MAX_PAGES, Parsed, ParseFailure, check_pages, package_version, require
+from rag_bench.parsing.docx_text import check_unpacked
 
 _CONVERTERS = {".pdf": "PdfConverter", ".html": "HtmlConverter", ".htm": "HtmlConverter",
                ".docx": "DocxConverter"}
@@ -50,7 +56,13 @@ class MarkitdownParser:
         info = stream_info.StreamInfo(extension=suffix, mimetype=_MIME[suffix],
                                       charset="utf-8" if suffix in (".html", ".htm") else None)
         try:
+            if suffix == ".pdf":
+                _check_pdf_pages(data)
+            elif suffix == ".docx":
+                check_unpacked(data)
             result = converter.convert(io.BytesIO(data), info)
+        except ParseFailure:
+            raise
         except Exception as exc:  # the converters raise many types on malformed or encrypted input
             name, text = type(exc).__name__, str(exc)
             if "MissingDependency" in name:
@@ -63,3 +75,14 @@ class MarkitdownParser:
         if not text:
             raise ParseFailure("no text (an empty document, or a scan without a text layer)")
         return Parsed(text=text + "\n")
+
+
+def _check_pdf_pages(data: bytes) -> None:
+    """Refuse a PDF of more than :data:`MAX_PAGES` pages (or none) before it is converted; the
+    count stops one page past the bound (the work is bounded too)."""
+    from pdfminer.pdfpage import PDFPage
+
+    count = sum(1 for _ in itertools.islice(PDFPage.get_pages(io.BytesIO(data)), MAX_PAGES + 1))
+    if count > MAX_PAGES:
+        raise ParseFailure(f"more than {MAX_PAGES} pages (limit {MAX_PAGES})")
+    check_pages(count)

@@ -337,3 +337,36 @@ def test_a_cache_secret_that_cannot_be_trusted_is_refused(tmp_path, capsys, own_
     assert cli(["run", f"dataset.path={root}", "tracking=none", f"output.root={out}"]) == 2
     assert "the cache's secret" in capsys.readouterr().err
     nothing_left(out)
+
+
+# --- 18. markitdown applies the page and unpacked-size bounds the other wrappers apply -----------------
+
+def _parse_failure(capsys, path: Path, parser: str) -> str:
+    """`rag-bench parse PATH parser=...` (a bounded time, so a wrapper without the bound fails fast):
+    the file's recorded failure reason."""
+    assert cli(["parse", str(path), f"parser={parser}", "--no-cache", "--timeout", "40"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("==> "))
+    assert " FAILED: " in line, line
+    return line.split(" FAILED: ", 1)[1]
+
+
+def test_markitdown_refuses_a_pdf_over_the_page_bound(tmp_path, capsys):
+    pytest.importorskip("markitdown.converters", reason="the parse extra is not installed (make parse)")
+    from tests.parsing.render import write_many_pages_pdf
+
+    path = write_many_pages_pdf(tmp_path / "long.pdf", 2500)
+    assert _parse_failure(capsys, path, "markitdown") == "more than 2000 pages (limit 2000)"
+
+
+def test_markitdown_refuses_a_docx_zip_bomb(tmp_path, capsys):
+    import zipfile
+
+    pytest.importorskip("markitdown.converters", reason="the parse extra is not installed (make parse)")
+    path = _docx(tmp_path / "bomb.docx")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("word/media/padding.bin", "w", force_zip64=True) as f:
+            block = bytes(1 << 20)
+            for _ in range(300):  # 300 MiB unpacked, ~0.3 MB packed
+                f.write(block)
+    assert path.stat().st_size < 1 << 20
+    assert _parse_failure(capsys, path, "markitdown") == "unpacks to 300 MiB (limit 256 MiB)"
