@@ -378,12 +378,13 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
                     expects=expects, clarify_facts=clarify_facts, lost=tuple(lost))
 
 
-def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan, str] | None:
+def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan | None, str] | None:
     """A quote in a parsed document (exact, normalised, bounded fuzzy) and the method that found it:
     inside the locator's section when the parse kept exactly one heading of that name and the quote
-    is there, else anywhere in the document (a parser that lost the headings still finds it)."""
+    is there, else anywhere in the document (a parser that lost the headings still finds it).
+    ``(None, OVER_BOUND)`` when the fuzzy search's work bound ran out before it was found."""
     from rag_bench.data.evidence import find_sections, section_span
-    from rag_bench.parsing.locate import locate
+    from rag_bench.parsing.locate import OVER_BOUND, locate
     from rag_bench.text.markdown import heading_path_at
 
     found = None
@@ -392,12 +393,14 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
         if len(secs) == 1:
             lo, hi = section_span(doc, secs[0])
             inner = locate(doc.text[lo:hi], quote)
-            if inner is not None:
+            if inner is not None and inner[2] != OVER_BOUND:
                 found = (inner[0] + lo, inner[1] + lo, inner[2])
     found = found or locate(doc.text, quote)
     if found is None:
         return None
     start, end, method = found
+    if method == OVER_BOUND:
+        return None, method
     return EvidenceSpan(doc.doc_id, start, end, heading_path_at(doc.sections, start)), method
 
 
@@ -413,7 +416,10 @@ def _parsed_quote(state: ParseState, qid: str, doc_id: str, doc: Document | None
         state.headings[(doc_id, section)] = doc is not None and heading_found(doc, section)
     if doc is None or found is None:
         return None, False
-    return found[0], row_intact(doc.text, found[0], found[1])
+    span, method = found
+    if span is None:  # not located within the fuzzy work bound: lost, and said so (parse scorer)
+        return None, False
+    return span, row_intact(doc.text, span, method)
 
 
 def row_intact(text: str, span: EvidenceSpan, method: str) -> bool:

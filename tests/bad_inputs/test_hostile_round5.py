@@ -370,3 +370,49 @@ def test_markitdown_refuses_a_docx_zip_bomb(tmp_path, capsys):
                 f.write(block)
     assert path.stat().st_size < 1 << 20
     assert _parse_failure(capsys, path, "markitdown") == "unpacks to 300 MiB (limit 256 MiB)"
+
+
+# --- 19. fuzzy location has a bound on work, and says when it ran out -------------------------------
+
+def _words_text(rng, words: list[str], chars: int) -> str:
+    out, total = [], 0
+    while total < chars:
+        out.append(rng.choice(words))
+        total += len(out[-1]) + 1
+    return " ".join(out)
+
+
+def test_a_long_quote_in_a_long_document_is_bounded_and_reported(tmp_path, capsys, own_cache):
+    import json
+    import random
+    import time
+
+    pytest.importorskip("html2text", reason="the parse extra is not installed (make parse)")
+    import pandas as pd
+
+    rng = random.Random(52)
+    words = (TINY / "docs" / "billing.md").read_text().split() + (TINY / "docs" / "security.md").read_text().split()
+    paragraphs = [_words_text(rng, words, 1000) for _ in range(357)]  # ~357,000 characters
+    root = tmp_path / "long"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "long.html").write_text("<h1>Long</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs))
+    passage = " ".join(paragraphs[200:203])[:3000]
+    edited = "".join("x" if i % 53 == 7 else c for i, c in enumerate(passage))  # neither exact nor normalised
+    absent = _words_text(rng, words, 3000)[:3000]
+    (root / "questions.jsonl").write_text("".join(json.dumps(
+        {"id": qid, "question": "What does the long policy say?", "answerable": True,
+         "evidence": [{"doc_id": "long", "quote": quote}]}) + "\n" for qid, quote in (("near", edited), ("far", absent))))
+    out = tmp_path / "out"
+    started = time.perf_counter()
+    assert cli(["run", f"dataset.path={root}", "tracking=none", f"output.root={out}", "experiment.name=long"]) == 0
+    seconds = time.perf_counter() - started
+    assert seconds < 60, seconds  # was: > 3 minutes for one such quote
+    (done,) = (out / "long").glob("*/DONE")
+    metrics = json.loads((done.parent / "metrics.json").read_text())
+    parse = metrics["parse"]
+    assert parse["evidence_fuzzy"] == 0.5 and parse["questions_lost"] == 1, parse
+    needle = "question 'far': a quote in document 'long' could not be located within the fuzzy search's work bound"
+    (warning,) = [w for w in metrics["warnings"] if needle in w]  # also on the console (log.warning)
+    assert "-- fix: quote a shorter passage" in warning and "near" not in warning
+    labels = pd.read_csv(done.parent / "failures.csv", dtype=str).set_index("qid")["failure"]
+    assert labels["far"] == "parsing", labels
