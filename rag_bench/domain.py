@@ -220,7 +220,8 @@ class ParseReport:
     came from; ``seconds`` the parse time of the files (recorded with each parse, cached ones too);
     ``pages`` ``doc_id -> offsets where each page starts``; ``warnings`` ``(doc_id, warning)``;
     ``evidence`` ``(question id, doc_id, method)`` per quote of a parsed document (method: exact,
-    normalised, fuzzy, or none / failed when not located); ``lost`` ids of answerable questions
+    normalised, fuzzy, or none / failed / over_bound when not located: over_bound, the fuzzy search's
+    work bound ran out first, rag_bench.parsing.locate); ``lost`` ids of answerable questions
     with a gold quote not located (evaluated: :attr:`Question.lost`, the ``parsing`` label);
     ``table_rows`` ``(question id, intact)`` per ``table``-tagged question with a quote in a parsed
     document; ``headings`` ``((doc_id, section), found)`` per locator section of a parsed document."""

@@ -5,6 +5,15 @@ and write at once (writers queue on the lock), and a process killed mid-write le
 whole transaction or nothing. Each row also stores a checksum of its bytes; a row whose bytes do
 not match is never returned (it is treated as a miss and deleted), and :meth:`verify` finds them.
 
+A plain checksum catches damage, not a forger: whoever can write the store can recompute it. A
+store whose rows are not re-checked downstream (the parse cache: its text becomes the corpus) is
+``keyed``: each row's checksum is an HMAC-SHA256 of its key and bytes under the cache folder's
+secret (:func:`cache_secret`, ``<cache>/cache.key``: 32 random bytes, made on first use, readable
+by its owner only). A row written without the secret -- forged, or copied from another cache or
+another key -- is a corrupt row: never served, recomputed, and counted by ``cache verify``. A
+secret file owned by another user, readable or writable by others, a link or of the wrong size is
+refused (a DataError naming it and the fix), never used.
+
 A cache folder that is not a folder (``RAG_BENCH_CACHE`` naming a file) and a store file SQLite
 cannot read (not a database, a damaged page) are refused with a :class:`~rag_bench.errors.DataError`
 naming the path and the fix, never a traceback: ``rag-bench cache verify --repair`` removes a
@@ -16,9 +25,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import hmac
 import logging
 import os
+import secrets
 import sqlite3
+import stat
 import threading
 import time
 import weakref
@@ -38,6 +50,67 @@ V = TypeVar("V")
 def checksum(data: bytes) -> str:
     """Row checksum: the first 128 bits of sha256."""
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+SECRET_FILE = "cache.key"  # the secret keyed stores' row checksums are made with (cache_secret)
+SECRET_BYTES = 32
+
+
+def _secret_problem(path: Path, message: str) -> DataError:
+    return DataError(Problem(str(path), 0, "cache", message,
+                             f"remove it (rm {path}) and make sure only you can write the cache folder (chmod 700 "
+                             f"{path.parent}): a new secret is made on next use and the parse cache is recomputed"))
+
+
+def _read_secret(path: Path) -> bytes | None:
+    """The secret in ``path`` (None when there is none); a DataError when it cannot be trusted."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        why = "is a symbolic link" if path.is_symlink() else f"cannot be read ({exc.strerror})"
+        raise _secret_problem(path, f"the cache's secret {why}") from exc
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _secret_problem(path, "the cache's secret is not a regular file")
+        if st.st_uid != os.getuid():
+            raise _secret_problem(path, f"the cache's secret belongs to user id {st.st_uid}, not to you "
+                                  f"({os.getuid()}): whoever made it can sign cache rows")
+        if st.st_mode & 0o077:
+            raise _secret_problem(path, f"the cache's secret is open to others (mode {stat.filemode(st.st_mode)}): "
+                                  "whoever reads it can sign cache rows")
+        data = f.read(SECRET_BYTES + 1)
+    if len(data) != SECRET_BYTES:
+        raise _secret_problem(path, f"the cache's secret is {len(data)} bytes, not {SECRET_BYTES}")
+    return data
+
+
+def cache_secret(folder: Path) -> bytes:
+    """The secret of the cache ``folder`` (``folder/cache.key``), made on first use: 32 random bytes
+    written to a private temporary file (mode 0600) and linked into place whole, so no process
+    reads a partial one; two processes making it at once agree on the first one linked."""
+    path = folder / SECRET_FILE
+    found = _read_secret(path)
+    if found is not None:
+        return found
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(SECRET_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):  # another process published one meanwhile: theirs is used
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    made = _read_secret(path)
+    if made is None:
+        raise _secret_problem(path, "the cache's secret could not be made")
+    return made
 
 
 def default_cache_dir() -> Path:
@@ -122,6 +195,7 @@ class BlobStore:
     """Bytes by key; subclasses add the value encoding and a per-row validity check."""
 
     table = "blobs"
+    keyed = False  # row checksums are HMACs under the cache folder's secret (cache_secret)
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -129,7 +203,23 @@ class BlobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.corrupt = 0
+        self._secret: bytes | None = None
         _STORES.add(self)
+
+    def secret(self) -> bytes:
+        """The cache folder's secret (:func:`cache_secret`; a DataError when it cannot be trusted)."""
+        if self._secret is None:
+            self._secret = cache_secret(self.path.parent)
+        return self._secret
+
+    def _sum(self, key: str, data: bytes) -> str:
+        """A row's checksum: of its bytes, or for a ``keyed`` store an HMAC of its key and bytes."""
+        if not self.keyed:
+            return checksum(data)
+        return hmac.new(self.secret(), str(key).encode() + b"\0" + bytes(data), hashlib.sha256).hexdigest()[:32]
+
+    def _intact(self, key: str, data: bytes, check: str) -> bool:
+        return hmac.compare_digest(self._sum(key, data), str(check)) and self._valid(data)
 
     def _conn(self) -> sqlite3.Connection:
         # One connection per process and thread: SQLite handles must not cross a fork.
@@ -169,7 +259,7 @@ class BlobStore:
                 marks = ",".join("?" * len(part))
                 for key, data, check in conn.execute(
                         f"SELECT key, data, checksum FROM {self.table} WHERE key IN ({marks})", part):
-                    if checksum(data) != check or not self._valid(data):
+                    if not self._intact(key, data, check):
                         bad.append(key)
                     else:
                         out[key] = data
@@ -182,7 +272,7 @@ class BlobStore:
 
     def put_bytes(self, items: Iterable[tuple[str, bytes]]) -> None:
         """Store values in one transaction: a kill leaves all of them or none."""
-        rows = [(k, d, checksum(d)) for k, d in items]
+        rows = [(k, d, self._sum(k, d)) for k, d in items]
         if not rows:
             return
         conn = self._conn()
@@ -214,7 +304,7 @@ class BlobStore:
                 detail = "; ".join(" ".join(x.split()) for x in found)[:300]
                 raise damaged(self.path, RuntimeError(f"integrity check failed: {detail}"))
             for key, data, check in conn.execute(f"SELECT key, data, checksum FROM {self.table}"):
-                if checksum(data) == check and self._valid(data):
+                if self._intact(key, data, check):
                     ok += 1
                 else:
                     bad.append(key)

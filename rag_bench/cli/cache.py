@@ -1,4 +1,5 @@
-"""``rag-bench cache``: check the persistent caches' checksums and the embedding shards."""
+"""``rag-bench cache``: check the persistent caches' checksums (the parse cache's keyed by the cache's
+secret: rag_bench.storage) and the embedding shards."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from rag_bench.cli.table import Command
 from rag_bench.errors import RagBenchError
 
 # The persistent stores a cache folder may hold, for `cache verify`.
-CACHE_FILES = ("embeddings.sqlite", "generations.sqlite", "judgements.sqlite", "rerank_pairs.sqlite")
+CACHE_FILES = ("embeddings.sqlite", "generations.sqlite", "judgements.sqlite", "rerank_pairs.sqlite",
+               "parses.sqlite")
 
 
 def stores() -> dict[str, type]:
@@ -19,9 +21,10 @@ def stores() -> dict[str, type]:
     from rag_bench.embedding.cache import EmbeddingCache
     from rag_bench.generation.base import GenerationCache
     from rag_bench.judging.ragas_judge import JudgeCache
+    from rag_bench.parsing.run import ParseCache
     from rag_bench.reranking.cross_encoder import PairScoreCache
 
-    return dict(zip(CACHE_FILES, (EmbeddingCache, GenerationCache, JudgeCache, PairScoreCache)))
+    return dict(zip(CACHE_FILES, (EmbeddingCache, GenerationCache, JudgeCache, PairScoreCache, ParseCache)))
 
 
 def run(argv: list[str]) -> int:
@@ -31,9 +34,10 @@ def run(argv: list[str]) -> int:
     from rag_bench.storage import check_cache_dir, default_cache_dir, remove_store
 
     p = argparse.ArgumentParser(prog="rag-bench cache", description="Inspect the persistent caches (embeddings, "
-                                "generations, judge scores, reranker scores).")
-    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum and every embedding "
-                   "shard file (embeddings.shards/)")
+                                "generations, judge scores, reranker scores, parses).")
+    p.add_argument("action", choices=["verify"], help="verify: check every entry's checksum (the parse cache's: "
+                   "keyed by the cache's secret, so a forged entry is corrupt) and every embedding shard file "
+                   "(embeddings.shards/)")
     p.add_argument("--dir", default=None, help="cache folder (default $RAG_BENCH_CACHE or ~/.cache/rag_bench)")
     p.add_argument("--repair", action="store_true", help="delete corrupt entries, cache files SQLite cannot "
                    "read and damaged or disagreeing shard files (they are recomputed on use)")
@@ -53,6 +57,15 @@ def run(argv: list[str]) -> int:
     for name in files:
         db = path / name
         store = stores()[name](db)
+        if store.keyed:
+            try:
+                store.secret()  # an untrusted secret is the cache folder's problem, not the file's: nothing removed
+            except DataError as exc:
+                store.close()
+                say(f"error: {exc}", file=sys.stderr)
+                code = 2
+                unreadable.add(name)
+                continue
         try:
             ok, bad = store.verify(repair=a.repair)
         except DataError as exc:  # the file itself is damaged: no entry of it can be trusted

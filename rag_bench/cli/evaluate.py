@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from rag_bench.cli.common import config_message, fail, say
@@ -40,6 +41,13 @@ def run(argv: list[str]) -> int:
                    "experiment.name=apps tracking=none")
     a, extra = p.parse_known_args(argv)
     overrides = [*a.overrides, *extra]
+    for arg in argv:
+        # A name or value that is not UTF-8 (bytes from the shell, e.g. $'app\xff') cannot be written
+        # to config.yaml, metrics.json or MLflow: refused before any folder is made.
+        if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
+            return fail(f"argument '{shown}' is not valid UTF-8 -- fix: pass the name or value as UTF-8 text, "
+                        "e.g. --name my_app")
     if a.outputs and "=" in a.outputs and not Path(a.outputs).exists():  # `--trec RUN key=value`: an override
         overrides.insert(0, a.outputs)
         a.outputs = None

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import os
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rag_bench.cli.common import config_message, fail, missing_option, say
@@ -38,27 +40,43 @@ examples:
 
 
 def _files(path: Path) -> tuple[Path, list[Path]]:
-    """The folder doc ids are relative to, and the files to parse, sorted."""
-    from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES
+    """The folder doc ids are relative to, and the files to parse, sorted: those the loader parses
+    (rag_bench.data.files.document_kind: any case of suffix, no junk file, no link)."""
+    from rag_bench.data.files import PARSED_SUFFIXES, bad_name_fix, document_kind, undecodable_name
 
     kinds = ", ".join(PARSED_SUFFIXES)
     if not path.exists():
-        raise ConfigError(str(Problem(str(path), 0, "PATH", "no such file or folder",
+        raise ConfigError(str(Problem(_shown(path), 0, "PATH", "no such file or folder",
                                       f"give a dataset folder (with docs/), a folder of documents or one {kinds} file")))
     if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix not in PARSED_SUFFIXES:
-            why = ("is read as it is, by every parser (nothing to parse)" if suffix in DOCUMENT_SUFFIXES
-                   else f"is not a document type a parser reads ({suffix or 'no suffix'})")
-            raise ConfigError(str(Problem(str(path), 0, "PATH", why, f"give a {kinds} file, or a folder of them")))
-        return path.parent, [path]
-    root = path / "docs" if (path / "docs").is_dir() else path
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in PARSED_SUFFIXES and p.is_file()
-                   and not p.is_symlink())
-    if not files:
-        raise ConfigError(str(Problem(str(root), 0, "PATH", f"no {kinds} file in this folder",
-                                      "give a dataset folder whose docs/ hold PDF, HTML or Word files, or one such file")))
+        kind = document_kind(PurePosixPath(path.name))
+        if kind != "parsed":
+            suffix = path.suffix.lower()
+            why = ("is read as it is, by every parser (nothing to parse)" if kind == "native" else
+                   "is not a document: a by-product of an editor or the operating system (lock, backup or hidden "
+                   "file), which no dataset reads" if document_kind(PurePosixPath("x" + suffix)) else
+                   f"is not a document type a parser reads ({suffix or 'no suffix'})")
+            raise ConfigError(str(Problem(_shown(path), 0, "PATH", why, f"give a {kinds} file, or a folder of them")))
+        root, files = path.parent, [path]
+    else:
+        root = path / "docs" if (path / "docs").is_dir() else path
+        files = sorted(p for p in root.rglob("*") if document_kind(PurePosixPath(p.relative_to(root).as_posix()))
+                       == "parsed" and p.is_file() and not p.is_symlink())
+        if not files:
+            raise ConfigError(str(Problem(_shown(root), 0, "PATH", f"no {kinds} file in this folder",
+                                          "give a dataset folder whose docs/ hold PDF, HTML or Word files, or one "
+                                          "such file")))
+    bad = [undecodable_name(PurePosixPath(p.relative_to(root).as_posix())) for p in files]
+    if any(bad):
+        shown = next(b for b in bad if b)
+        raise ConfigError(str(Problem(_shown(root / shown), 0, "PATH", f"{sum(map(bool, bad))} file name(s) not valid "
+                                      "UTF-8 (a document id must be text)", bad_name_fix(shown))))
     return root, files
+
+
+def _shown(path: Path) -> str:
+    """A path as printed (bytes that are not UTF-8 as ``\\xNN``)."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
 def _parser(overrides: list[str]) -> Any:
@@ -81,7 +99,11 @@ def _parser(overrides: list[str]) -> Any:
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, overrides)}\n  -- fix: "
                           f"the parser options and their keys are in {CONF_DIR}/parser/") from exc
-    return build(cfg.parser, "parser")
+    from rag_bench.parsing.run import parser_key
+
+    parser = build(cfg.parser, "parser")
+    parser_key(parser)  # a setting the parse cache cannot key is refused before any file is read or written
+    return parser
 
 
 def _page_ranges(pages: tuple[int, ...], length: int) -> list[dict[str, int]]:
@@ -121,15 +143,18 @@ def run(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, metavar="S",
                    help=f"seconds one file may take (default {TIMEOUT_S:g}; over it: a recorded failure)")
     a = p.parse_args(argv)
+    if not (math.isfinite(a.timeout) and a.timeout > 0):  # nan and inf: no bound at all
+        return fail(f"--timeout {a.timeout:g}: must be a positive number of seconds -- fix: e.g. --timeout {TIMEOUT_S:g}")
     try:
         root, files = _files(Path(a.path).expanduser())
         chosen = _parser(a.overrides)
+        store = None if a.no_cache else cache_store()
+        if store is not None:
+            store.secret()  # a cache secret that cannot be trusted is refused before anything is written
         out = _out_dir(a.out, root) if a.out else None
     except RagBenchError as exc:
         return fail(exc)
-    if a.timeout <= 0:
-        return fail(f"--timeout {a.timeout:g}: must be positive -- fix: e.g. --timeout {TIMEOUT_S:g}")
-    outcomes = parse_files(files, chosen, None if a.no_cache else cache_store(), timeout=a.timeout)
+    outcomes = parse_files(files, chosen, store, timeout=a.timeout)
     entries = []
     for path, o in zip(files, outcomes):
         rel = path.relative_to(root).as_posix()
@@ -152,7 +177,7 @@ def run(argv: list[str]) -> int:
     failed = sum(not e["ok"] for e in entries)
     hits = sum(e["cached"] for e in entries)
     now = sum(o.seconds for o in outcomes if not o.cached)  # a cache hit records what its parse once cost
-    summary = {"parser": chosen.name, "parser_key": parser_key(chosen), "path": str(root), "documents": len(entries),
+    summary = {"parser": chosen.name, "parser_key": parser_key(chosen), "path": _shown(root), "documents": len(entries),
                "parsed": len(entries) - failed, "failed": failed, "cache_hits": hits,
                "seconds": round(sum(o.seconds for o in outcomes), 4), "seconds_now": round(now, 4), "files": entries}
     if out is not None:

@@ -4,14 +4,14 @@ rag_bench.parsing), optional docs.jsonl metadata, questions.jsonl."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
 from rag_bench.data.beir import MAX_GRADE
 from rag_bench.data.evidence import resolve_locator
-from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES
+from rag_bench.data.files import DOCUMENT_SUFFIXES, document_kind
 from rag_bench.data.problems import (
     ProblemLog,
     check_id,
@@ -98,7 +98,8 @@ def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dic
     to_parse: dict[str, Path] = {}
     on_disk: set[str] = set()  # ids of files that exist, even if unreadable (no double report)
     for path in sorted(p for p in docs_dir.rglob("*") if p.is_file()):
-        if path.suffix not in DOCUMENT_SUFFIXES and path.suffix not in PARSED_SUFFIXES:
+        kind = document_kind(PurePosixPath(path.relative_to(docs_dir).as_posix()))
+        if not kind:
             continue
         doc_id = path.relative_to(docs_dir).with_suffix("").as_posix()
         if check_id(doc_id, path, 0, "doc_id", log, "document id (file name)") is None:
@@ -110,7 +111,7 @@ def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dic
                     "keep one file per document id (docs/<id>.md, .txt, .pdf, .html or .docx)")
             continue
         on_disk.add(doc_id)
-        if path.suffix in PARSED_SUFFIXES:
+        if kind == "parsed":
             to_parse[doc_id] = path
             continue
         text = read_text(path, log)
@@ -225,7 +226,7 @@ def _check_marker_list(path: Path, lineno: int, key: str, val: Any, log: Problem
 def _check_markers(doc: Document, path: Path, meta_path: Path, lineno: int, log: ProblemLog) -> None:
     """A canary or hidden string of a .md/.txt document must be in its text (a typo would measure
     nothing); a parsed document's are looked for in the parse (not finding them is the measure)."""
-    if path.suffix not in DOCUMENT_SUFFIXES:
+    if path.suffix.lower() not in DOCUMENT_SUFFIXES:
         return
     text = " ".join(doc.text.split()).casefold()
     for key, values in (("canaries", doc.canaries), ("hidden", doc.hidden)):
@@ -377,12 +378,13 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
                     expects=expects, clarify_facts=clarify_facts, lost=tuple(lost))
 
 
-def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan, str] | None:
+def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan | None, str] | None:
     """A quote in a parsed document (exact, normalised, bounded fuzzy) and the method that found it:
     inside the locator's section when the parse kept exactly one heading of that name and the quote
-    is there, else anywhere in the document (a parser that lost the headings still finds it)."""
+    is there, else anywhere in the document (a parser that lost the headings still finds it).
+    ``(None, OVER_BOUND)`` when the fuzzy search's work bound ran out before it was found."""
     from rag_bench.data.evidence import find_sections, section_span
-    from rag_bench.parsing.locate import locate
+    from rag_bench.parsing.locate import OVER_BOUND, locate
     from rag_bench.text.markdown import heading_path_at
 
     found = None
@@ -391,12 +393,14 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
         if len(secs) == 1:
             lo, hi = section_span(doc, secs[0])
             inner = locate(doc.text[lo:hi], quote)
-            if inner is not None:
+            if inner is not None and inner[2] != OVER_BOUND:
                 found = (inner[0] + lo, inner[1] + lo, inner[2])
     found = found or locate(doc.text, quote)
     if found is None:
         return None
     start, end, method = found
+    if method == OVER_BOUND:
+        return None, method
     return EvidenceSpan(doc.doc_id, start, end, heading_path_at(doc.sections, start)), method
 
 
@@ -412,7 +416,10 @@ def _parsed_quote(state: ParseState, qid: str, doc_id: str, doc: Document | None
         state.headings[(doc_id, section)] = doc is not None and heading_found(doc, section)
     if doc is None or found is None:
         return None, False
-    return found[0], row_intact(doc.text, found[0], found[1])
+    span, method = found
+    if span is None:  # not located within the fuzzy work bound: lost, and said so (parse scorer)
+        return None, False
+    return span, row_intact(doc.text, span, method)
 
 
 def row_intact(text: str, span: EvidenceSpan, method: str) -> bool:

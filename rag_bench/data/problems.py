@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
@@ -21,11 +22,14 @@ class ProblemLog:
         self.problems: list[Problem] = []
 
     def rel(self, path: Path) -> str:
-        """Path as shown to the user: relative to the current folder when possible."""
+        """Path as shown to the user: relative to the current folder when possible, the file named
+        as written (a symbolic link is named, not its target: only the folders above it are
+        resolved), bytes that are not UTF-8 shown as ``\\xNN``."""
         try:
-            return str(path.resolve().relative_to(Path.cwd().resolve()))
+            shown = str((path.parent.resolve() / path.name).relative_to(Path.cwd().resolve()))
         except ValueError:
-            return str(path)
+            shown = str(path)
+        return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
     def add(self, path: Path, line: int, field: str, message: str, hint: str = "") -> None:
         """Record one problem."""

@@ -47,7 +47,12 @@ class Parsed:
 
 
 class Parser(Protocol):
-    """Reads document files of the suffixes it handles (``suffixes``) into :class:`Parsed`."""
+    """Reads document files of the suffixes it handles (``suffixes``) into :class:`Parsed`.
+
+    Every setting that changes a parse is part of the parse cache key (:func:`parser_options`): a
+    parser keeps each constructor argument as the attribute of the same name (``self.tables =
+    tables``, scikit-learn's ``get_params`` convention), or defines ``options() -> dict`` returning
+    every setting (JSON values). A constructor argument it keeps neither way is refused."""
 
     name: str
     suffixes: tuple[str, ...]
@@ -59,6 +64,42 @@ class Parser(Protocol):
     def parse(self, data: bytes, suffix: str) -> Parsed:
         """Parse one file's bytes; raise :class:`ParseFailure` when it cannot be read."""
         ...
+
+
+def parser_options(parser: Any) -> dict[str, Any]:
+    """Every setting of ``parser`` that may change its parse, by name (``name`` aside: it is in the
+    key already): its ``options()`` when it defines one, else each constructor argument's value
+    read from the attribute of the same name. A ConfigError when an argument is not kept (two
+    parses of different settings would share one cache row), or the values are not JSON."""
+    import inspect
+    import json
+
+    label = getattr(parser, "name", type(parser).__name__)
+    own = getattr(parser, "options", None)
+    if callable(own):
+        found = own()
+        if not isinstance(found, dict):
+            raise ConfigError(f"parser={label}: options() returned {type(found).__name__}, not a dict -- fix: return "
+                              "{setting: value} for every setting that changes the parse (docs/plugins.md)")
+    else:
+        found = {}
+        for arg in list(inspect.signature(type(parser)).parameters.values()):
+            if arg.name == "name":
+                continue
+            if arg.kind in (arg.VAR_POSITIONAL, arg.VAR_KEYWORD) or not hasattr(parser, arg.name):
+                what = f"*{arg.name}" if arg.kind == arg.VAR_POSITIONAL else f"**{arg.name}" if \
+                    arg.kind == arg.VAR_KEYWORD else arg.name
+                raise ConfigError(f"parser={label}: {type(parser).__qualname__} takes {what} but keeps no attribute "
+                                  "of that name, so the parse cache could not tell its settings apart -- fix: store "
+                                  f"each argument as self.<argument>, or define options() returning every setting "
+                                  "that changes the parse (docs/plugins.md, parsers)")
+            found[arg.name] = getattr(parser, arg.name)
+    try:
+        json.dumps(found, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"parser={label}: a setting is not a JSON value ({exc}) -- fix: keep plain values "
+                          "(str, number, bool, list, dict) or return them from options()") from exc
+    return found
 
 
 def require(module: str, package: str, parser: str) -> Any:

@@ -6,15 +6,21 @@ front door guesses the file type with magika (an onnx model; it ships in magika'
 nothing here needs it) and accepts URLs. So nothing is downloaded or fetched, and the parse runs in
 the network-less child every parser runs in (rag_bench.parsing.run). markitdown's PDF output has no
 page map (the converter returns one text), so ``pages`` is empty for it. Hidden text: see
-:func:`without_hidden` (dropped from HTML and DOCX, counted in PDF).
+:func:`without_hidden` (dropped from HTML and DOCX, counted in PDF). The bounds the other
+wrappers apply hold before a converter sees the file: a PDF over
+:data:`~rag_bench.parsing.base.MAX_PAGES` pages (counted by pdfminer, markitdown's own PDF reader,
+stopping one page past the bound) and a DOCX that unpacks past
+:data:`~rag_bench.parsing.docx_text.MAX_UNPACKED` (a zip bomb) are recorded failures.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 from typing import Any
 
-from rag_bench.parsing.base import Parsed, ParseFailure, package_version, require
+from rag_bench.parsing.base import MAX_PAGES, Parsed, ParseFailure, check_pages, package_version, require
+from rag_bench.parsing.docx_text import check_unpacked
 from rag_bench.parsing.hidden import RULES, warning
 
 _CONVERTERS = {".pdf": "PdfConverter", ".html": "HtmlConverter", ".htm": "HtmlConverter",
@@ -76,12 +82,23 @@ class MarkitdownParser:
             raise ParseFailure(f"markitdown reads {', '.join(self.suffixes)}, not {suffix}")
         if not data.strip():
             raise ParseFailure("empty file")
+        try:  # the bounds first: the hidden-text pass unpacks a DOCX and reads a PDF too
+            if suffix == ".pdf":
+                _check_pdf_pages(data)
+            elif suffix == ".docx":
+                check_unpacked(data)
+        except ParseFailure:
+            raise
+        except Exception:  # noqa: S110 -- malformed: the converter below reports it in its own words
+            pass
         data, hidden = without_hidden(data, suffix)
         converter: Any = getattr(converters, _CONVERTERS[suffix])()
         info = stream_info.StreamInfo(extension=suffix, mimetype=_MIME[suffix],
                                       charset="utf-8" if suffix in (".html", ".htm") else None)
         try:
             result = converter.convert(io.BytesIO(data), info)
+        except ParseFailure:
+            raise
         except Exception as exc:  # the converters raise many types on malformed or encrypted input
             name, text = type(exc).__name__, str(exc)
             if "MissingDependency" in name:
@@ -94,3 +111,14 @@ class MarkitdownParser:
         if not text:
             raise ParseFailure("no text (an empty document, or a scan without a text layer)")
         return Parsed(text=text + "\n", warnings=tuple(hidden))
+
+
+def _check_pdf_pages(data: bytes) -> None:
+    """Refuse a PDF of more than :data:`MAX_PAGES` pages (or none) before it is converted; the
+    count stops one page past the bound (the work is bounded too)."""
+    from pdfminer.pdfpage import PDFPage
+
+    count = sum(1 for _ in itertools.islice(PDFPage.get_pages(io.BytesIO(data)), MAX_PAGES + 1))
+    if count > MAX_PAGES:
+        raise ParseFailure(f"more than {MAX_PAGES} pages (limit {MAX_PAGES})")
+    check_pages(count)

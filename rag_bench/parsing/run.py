@@ -1,4 +1,4 @@
-"""Parsing a dataset's document files: once per (file bytes sha256, parser, parser version), in a
+"""Parsing a dataset's document files: once per (file bytes sha256, parser, version, options), in a
 child process with bounds, cached on disk like embeddings (shared by every cell and sweep).
 
 Each file is parsed in a fresh child process (``forkserver``: cheap forks from a small server,
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.parsing.auto import AutoParser, default_parser
-from rag_bench.parsing.base import MAX_BYTES, TIMEOUT_S, Parsed, ParseFailure, Parser
+from rag_bench.parsing.base import MAX_BYTES, TIMEOUT_S, Parsed, ParseFailure, Parser, parser_options
 from rag_bench.storage import BlobStore, default_cache_dir, get_or_compute
 
 MAX_ADDRESS_SPACE = 8 << 30  # the child's memory bound (a decompression bomb fails, not the machine)
@@ -49,9 +49,13 @@ def parser_for(chosen: Parser, suffix: str) -> Parser:
 
 
 def parser_key(parser: Parser) -> str:
-    """What identifies a parser's output: its class, name and package version."""
+    """What identifies a parser's output: its class, name, package version and every option
+    (:func:`~rag_bench.parsing.base.parser_options`; a parser without options has the key it
+    always had, so its cached parses stay valid)."""
     cls = type(parser)
-    return f"{cls.__module__}.{cls.__qualname__}:{parser.name}:{parser.version()}"
+    options = parser_options(parser)
+    settings = f":{json.dumps(options, sort_keys=True, separators=(',', ':'))}" if options else ""
+    return f"{cls.__module__}.{cls.__qualname__}:{parser.name}{settings}:{parser.version()}"
 
 
 def _no_network(*args: Any, **kwargs: Any) -> Any:
@@ -143,9 +147,12 @@ def _decode(b: bytes) -> Outcome:
 
 
 class ParseCache(BlobStore):
-    """Parses by (file sha256, parser key)."""
+    """Parses by (file sha256, parser key). Keyed (rag_bench.storage): a parse is served as the
+    document's text with nothing downstream to check it against, so a row not written under this
+    cache's secret -- a forged one with a recomputed plain checksum -- is never served."""
 
     table = "parses"
+    keyed = True
 
 
 def cache_store() -> ParseCache:

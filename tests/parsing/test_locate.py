@@ -50,3 +50,26 @@ def test_normalise_maps_every_character_back_to_the_text():
     norm, where = normalise(text)
     assert norm == "ab fi x"
     assert len(where) == len(norm) and all(0 <= w < len(text) for w in where)
+
+
+def test_fuzzy_work_is_bounded_and_running_out_is_said():
+    from rag_bench.parsing.locate import OVER_BOUND
+
+    text = "Preamble. " * 20 + "Refunds are paid to the original card within five working days. " + "Tail. " * 20
+    quote = "Refunds are paid to the original cart within five workin days."
+    assert locate(text, quote)[2] == "fuzzy"
+    # the same search with too little work for one window's ratio: not located within the bound
+    assert locate(text, quote, work=len(text) * 2) == (-1, -1, OVER_BOUND)
+    # a quote that is nowhere, searched to the end within the bound, is simply not located
+    assert locate(text, "Nothing of this sentence occurs in the text at all, anywhere.") is None
+
+
+def test_fuzzy_work_does_not_grow_with_the_text():
+    import time
+
+    words = ("refund card days policy fee return item box working original paid within " * 40).split()
+    text = " ".join(words[i % len(words)] + ("s" if i % 7 == 0 else "") for i in range(70_000))  # ~400,000 chars
+    quote = " ".join(words[:300])  # ~1,900 characters of the same words: alike everywhere, matched nowhere exactly
+    started = time.perf_counter()
+    locate(text, quote + " zebra")
+    assert time.perf_counter() - started < 30  # unbounded: minutes

@@ -27,6 +27,7 @@ from typing import Any
 
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.parsing.locate import FUZZY_WORK, OVER_BOUND
 
 PARSE = figures("parse", (
     ("evidence_located", True, "share of gold quotes in parsed documents found in the parse (exact, normalised or "
@@ -86,6 +87,11 @@ class Parsing:
         values = {k: v for k, v in values.items() if v is not None}
         warnings = tuple(f"parser {report.parser}: document {doc_id!r} could not be parsed: {reason}"
                          for doc_id, reason in report.failures)
+        over = [(qid, doc_id) for qid, doc_id, m in report.evidence if m == OVER_BOUND]
+        warnings += tuple(f"parser {report.parser}: question {qid!r}: a quote in document {doc_id!r} could not be "
+                          f"located within the fuzzy search's work bound ({FUZZY_WORK:,} comparisons; counted as lost) "
+                          "-- fix: quote a shorter passage, exactly as the document has it, or give its section"
+                          for qid, doc_id in over)
         if report.lost:
             warnings += (f"parser {report.parser}: {len(report.lost)} answerable question(s) with evidence not located "
                          f"in the parse (counted as lost; failures/parsing): {', '.join(report.lost[:10])}",)
