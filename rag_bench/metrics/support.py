@@ -40,16 +40,20 @@ passages is gone; a smaller ``max_sentences`` stops that, at a cost in agreement
 claims draw on facts spread over the cited article). Names are recognised by capitals only, so
 lower-cased text has none. English only (stopwords, stemmer, fillers).
 
-Pure functions of their arguments, no I/O.
+Pure functions of their arguments, no I/O. What they read of a text, how an answer splits and how a
+claim fits a passage are remembered by content digest in bounded in-process memos (:func:`read`), so
+the cells of a sweep, which judge the same passages and often the same answers, read each once.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rag_bench.memo import Lru, digest
 from rag_bench.text.normalize import lenient_normalize
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
@@ -122,7 +126,54 @@ _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "7th" is 7, "21st" is 21
 def _raw_words(text: str) -> list[str]:
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
     words = lenient_normalize(re.sub(r"n't\b", " nt", text, flags=re.IGNORECASE)).split()
-    return [NUMBER_WORDS.get(w) or _ORDINAL.sub(r"\1", w) for w in words]
+    # _ORDINAL starts with a digit: the other words are themselves (one regex call a number, not a word)
+    return [NUMBER_WORDS.get(w) or (_ORDINAL.sub(r"\1", w) if w[0].isdigit() else w) for w in words]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge reads of one text (:func:`read`): its stemmed content words (``ignore`` out),
+    its numbers and whether it holds a negation; ``key`` names the text and ``ignore`` by content."""
+
+    key: tuple[str, frozenset[str]]
+    words: frozenset[str]
+    numbers: frozenset[str]
+    negated: bool
+
+
+# Memos of pure functions keyed by content (a text's digest, never the text): every cell of a sweep
+# judges the same passages and, with a cached or extractive generator, the same answers, so each
+# text is read, each answer split and each (claim, passage) pair weighed once per process. Bounded
+# (oldest dropped): a passage's reading is a few kB (its stems interned), a pair's fit ~200 bytes.
+_READINGS = Lru(1 << 14, pure=True)   # (text digest, ignore) -> Reading
+_FITS = Lru(1 << 16, pure=True)       # (claim's Reading key, passage digest, max_sentences) -> _Fit | None
+_CLAIM_READINGS = Lru(1 << 14, pure=True)  # (claim text digest, ignore) -> _ClaimReading (its names too)
+_SPLITS = Lru(1 << 13, pure=True)     # answer digest -> its claims
+_CITED = Lru(1 << 13, pure=True)      # (answer digest, sources) -> its claims' citations
+_JUDGED = Lru(1 << 13, pure=True)     # (answer, sources, passages, settings) by digest -> its ClaimVerdicts
+
+
+def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
+    """The :class:`Reading` of ``text`` (computed once per content and ``ignore``, then remembered).
+
+    >>> r = read("Two of them did not come in 1066.")
+    >>> sorted(r.words), sorted(r.numbers), r.negated
+    (['1066', '2', 'come'], ['1066', '2'], True)
+    """
+    return _read(digest([text]), text, ignore)
+
+
+def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
+    def make() -> Reading:
+        stem = _stemmer()
+        raw = _raw_words(text)
+        nums = frozenset(w for w in raw if _NUMBER.search(w))
+        words = frozenset(sys.intern(stem(w)) for w in raw
+                          if w not in ENGLISH_STOPWORDS and w not in NEGATIONS and w not in ignore and len(w) > 1
+                          or w in nums)
+        return Reading((key, ignore), words, nums, any(w in NEGATIONS for w in raw))
+
+    return _READINGS.get_or((key, ignore), make)
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -132,10 +183,7 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[
     >>> sorted(content_words("The jumps were jumping over 3 fences."))
     ['3', 'fenc', 'jump']
     """
-    stem = _stemmer()
-    return frozenset(stem(w) for w in _raw_words(text)
-                     if w not in ENGLISH_STOPWORDS and w not in NEGATIONS and w not in ignore and len(w) > 1
-                     or _NUMBER.search(w))
+    return read(text, ignore).words
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -145,7 +193,7 @@ def numbers(text: str) -> frozenset[str]:
     >>> sorted(numbers("Two platinum albums on June 7th, 2010"))
     ['2', '2010', '7']
     """
-    return frozenset(w for w in _raw_words(text) if _NUMBER.search(w))
+    return read(text).numbers
 
 
 def names(text: str) -> frozenset[str]:
@@ -167,7 +215,7 @@ def names(text: str) -> frozenset[str]:
 
 def negated(text: str) -> bool:
     """Whether ``text`` holds a negation word (:data:`NEGATIONS`)."""
-    return any(w in NEGATIONS for w in _raw_words(text))
+    return read(text).negated
 
 
 def _blank_citations(text: str) -> str:
@@ -181,6 +229,10 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     ...                                "the French king paid them tribute. Have you been there?")]
     ['Rollo led the Normans', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
     """
+    return _SPLITS.get_or(digest([answer]), lambda: _split_claims(answer))
+
+
+def _split_claims(answer: str) -> tuple[Claim, ...]:
     text = _blank_citations(answer)
     # A citation marker ends a claim: what precedes it is what the answer attributes to that source.
     marks = [m.start() for m in _CITE.finditer(answer)]
@@ -228,27 +280,80 @@ def support_claim(claim: Claim, passages: Sequence[str], *, min_coverage: float 
     >>> v.supported, v.passage, p[v.passage][v.start:v.end] == p[0]
     (True, 0, True)
     """
-    words = content_words(claim.text, ignore)
-    nums, neg, named = numbers(claim.text), negated(claim.text), names(claim.text) & words
-    best: tuple[float, int, int, int, frozenset[str]] = (-1.0, -1, 0, 0, words)
-    for i, text in enumerate(passages):
+    return _support(claim, _ClaimReading.of(claim.text, ignore), [(digest([t]), t) for t in passages],
+                    min_coverage, max_sentences, strict)
+
+
+@dataclass(frozen=True)
+class _ClaimReading:
+    """A claim's :class:`Reading` with its names among its words."""
+
+    reading: Reading
+    named: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
+        """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
+        key = digest([text])
+
+        def make() -> _ClaimReading:
+            r = _read(key, text, ignore)
+            return cls(r, names(text) & r.words)
+
+        return _CLAIM_READINGS.get_or((key, ignore), make)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A claim's best window in one passage: the share of its words there (``found``), the window's
+    characters, the words missing and the strict checks against that window."""
+
+    found: float
+    start: int
+    end: int
+    missing: tuple[str, ...]
+    numbers_ok: bool
+    names_ok: bool
+    negation_ok: bool
+
+
+def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
+    """The claim's first best window in ``passage`` ((digest, text)); None when it has no window.
+    The same claim in the same passage fits the same in every answer and every cell: remembered."""
+    def make() -> _Fit | None:
+        words, text = claim.reading.words, passage[1]
+        best: tuple[float, int, int, Reading] | None = None
         for s, e in windows(text, max_sentences):
-            vocab = _window_words(text[s:e])
-            found = len(words & vocab) / len(words) if words else 0.0
-            if found > best[0]:
-                best = (found, i, s, e, vocab)
-    coverage, index, start, end, vocab = best
-    window = passages[index][start:end] if index >= 0 else ""
-    numbers_ok, names_ok = nums <= numbers(window), named <= vocab
-    negation_ok = (not neg) or negated(window)
-    ok = bool(words) and coverage >= min_coverage and (not strict or (numbers_ok and names_ok and negation_ok))
-    return Support(claim, ok, index, start, end, max(coverage, 0.0), tuple(sorted(words - vocab)), numbers_ok,
-                   names_ok, negation_ok)
+            window = read(text[s:e])
+            found = len(words & window.words) / len(words) if words else 0.0
+            if best is None or found > best[0]:
+                best = (found, s, e, window)
+        if best is None:
+            return None
+        found, s, e, window = best
+        return _Fit(found, s, e, tuple(sorted(words - window.words)), claim.reading.numbers <= window.numbers,
+                    claim.named <= window.words, (not claim.reading.negated) or window.negated)
+
+    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), make)
 
 
-@lru_cache(maxsize=1 << 16)  # pure (text in, words out), bounded: every claim of an answer reads the same windows
-def _window_words(text: str) -> frozenset[str]:
-    return content_words(text)
+def _support(claim: Claim, reading: _ClaimReading, passages: Sequence[tuple[str, str]], min_coverage: float,
+             max_sentences: int, strict: bool) -> Support:
+    """:func:`support_claim` over passages given as (digest, text): the first passage holding the
+    claim's best window (each passage's first best window, :func:`_fit`)."""
+    best: _Fit | None = None
+    index = -1
+    for i, passage in enumerate(passages):
+        fit = _fit(reading, passage, max_sentences)
+        if fit is not None and (best is None or fit.found > best.found):
+            best, index = fit, i
+    words = reading.reading.words
+    if best is None:  # no window at all: nothing found, nothing missing, no number or negation there
+        best = _Fit(-1.0, 0, 0, (), not reading.reading.numbers, True, not reading.reading.negated)
+    ok = bool(words) and best.found >= min_coverage and (
+        not strict or (best.numbers_ok and best.names_ok and best.negation_ok))
+    return Support(claim, ok, index, best.start, best.end, max(best.found, 0.0), best.missing, best.numbers_ok,
+                   best.names_ok, best.negation_ok)
 
 
 def support_answer(answer: str, passages: Sequence[str], *, min_coverage: float = 0.8, max_sentences: int = 0,
@@ -346,20 +451,30 @@ def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[i
     >>> v.citations, v.supported, v.context_supported, v.context_passage
     ((1,), False, True, 2)
     """
+    read_passages = [(n, (digest([t]), t)) for n, t in passages]
+    settings = (min_coverage, max_sentences, strict, ignore)
+    key = (digest([answer, repr(tuple(sources)), *(f"{n}:{d}" for n, (d, _) in read_passages)]), settings)
+    return _JUDGED.get_or(key, lambda: _judge_claims(answer, sources, read_passages, settings))
+
+
+def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[int, tuple[str, str]]],
+                  settings: tuple[float, int, bool, frozenset[str]]) -> tuple[ClaimVerdict, ...]:
+    min_coverage, max_sentences, strict, ignore = settings
     claims = split_claims(answer)
-    cites = claim_citations(answer, claims, sources)
+    cites = _CITED.get_or((digest([answer]), tuple(sources)), lambda: claim_citations(answer, claims, sources))
     text = dict(passages)
-    kw: dict[str, object] = {"min_coverage": min_coverage, "max_sentences": max_sentences, "strict": strict,
-                             "ignore": ignore}
     numbers_all = [n for n, _ in passages]
+    context = [p for _, p in passages]
     out = []
     for claim, cited in zip(claims, cites, strict=True):
-        if not content_words(claim.text, ignore):
+        reading = _ClaimReading.of(claim.text, ignore)
+        if not reading.reading.words:
             continue
         cited = tuple(n for n in cited if n in text)
-        own = support_claim(claim, [text[n] for n in cited], **kw) if cited else None  # type: ignore[arg-type]
-        alone = tuple(support_claim(claim, [text[n]], **kw).supported for n in cited)  # type: ignore[arg-type]
-        ctx = support_claim(claim, [t for _, t in passages], **kw) if passages else None  # type: ignore[arg-type]
+        own = _support(claim, reading, [text[n] for n in cited], min_coverage, max_sentences, strict) if cited else None
+        alone = tuple(_support(claim, reading, [text[n]], min_coverage, max_sentences, strict).supported
+                      for n in cited)
+        ctx = _support(claim, reading, context, min_coverage, max_sentences, strict) if passages else None
         out.append(ClaimVerdict(claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
                                 numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))

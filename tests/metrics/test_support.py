@@ -162,3 +162,46 @@ def test_numbers_written_out_are_numbers() -> None:
 def test_no_cut_inside_parentheses():
     text = "The Normans (Norman: Nourmands; French: Normands; Latin: Normanni) gave their name to Normandy."
     assert [c.text for c in split_claims(text)] == [text]
+
+
+def test_each_text_is_read_once_and_each_claim_weighed_once_per_passage(monkeypatch) -> None:
+    # Issue 57: the claims scorer re-tokenised the same cited passages for every claim of every cell
+    # (half of a squad2-normans cell). A text is read once per content; a (claim, passage) pair is
+    # weighed once; another cell's context (k=10 after k=5) reads only the passages it adds.
+    from rag_bench.metrics import support
+
+    for memo in (support._READINGS, support._CLAIM_READINGS, support._FITS, support._SPLITS, support._CITED,
+                 support._JUDGED):
+        memo.clear()
+    read: list[str] = []
+    raw = support._raw_words
+    monkeypatch.setattr(support, "_raw_words", lambda text: read.append(text) or raw(text))
+    p1, p2 = "Rollo was a Viking leader.", "In 911 Rollo became the first ruler of Normandy."
+    p3 = "The French king Charles the Simple granted him the land."
+    answer = "In 911 Rollo became ruler of Normandy [2]. Rollo was a Viking [1]."
+    k5 = support.judge_claims(answer, [1, 2], [(1, p1), (2, p2)])
+    assert sorted(set(read)) == sorted(read)  # nothing read twice within the cell
+    read.clear()
+    k10 = support.judge_claims(answer, [1, 2], [(1, p1), (2, p2), (3, p3)])
+    assert read == [p3]
+    assert [v.supported for v in k10] == [v.supported for v in k5] == [True, True]
+    read.clear()
+    assert support.judge_claims(answer, [1, 2], [(1, p1), (2, p2)]) is k5 and read == []
+    # The remembered verdicts are the ones a fresh computation gives.
+    for memo in (support._READINGS, support._CLAIM_READINGS, support._FITS, support._SPLITS, support._CITED,
+                 support._JUDGED):
+        memo.clear()
+    assert support.judge_claims(answer, [1, 2], [(1, p1), (2, p2), (3, p3)]) == k10
+
+
+def test_the_judges_memos_are_bounded_and_kept_with_sharing_off(monkeypatch) -> None:
+    from rag_bench import switches
+    from rag_bench.metrics import support
+
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(share=False))
+    monkeypatch.setattr(support._READINGS, "size", 2)
+    support._READINGS.clear()
+    for text in ("one fact", "two facts", "three facts"):
+        support.read(text)
+    assert len(support._READINGS) == 2  # the oldest dropped
+    assert support.read("three facts") is support.read("three facts")  # a pure function's memo: kept
