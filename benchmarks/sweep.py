@@ -517,6 +517,9 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
     only the tracking=none or tracking=mlflow arms; ``chunkers``: a subset of the six, a smaller grid
     for a busy machine -- the output names the grid it ran)."""
     chunkers = chunkers or SQUAD_CHUNKERS
+    if not (SQUAD / "questions.jsonl").is_file():
+        sys.exit(f"--corpus squad reads {SQUAD}, which is not there -- fix: run this checkout's benchmarks/sweep.py "
+                 "from beside the shared folder (../shared/datasets/squad2-normans)")
     conf = work / "squad-conf" / "reranker"
     conf.mkdir(parents=True, exist_ok=True)
     for n, text in SQUAD_RERANK.items():
