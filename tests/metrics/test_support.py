@@ -164,6 +164,54 @@ def test_no_cut_inside_parentheses():
     assert [c.text for c in split_claims(text)] == [text]
 
 
+# Issue 52 item 12: crafted false claims the rules were fooled by, against one passage.
+CRAFTED = ("Rollo was a Viking leader who had 3 sons and 12 ships. In 911 he became the first ruler of Normandy. "
+           "The tower he built is 50 metres tall. He never lost a battle.")
+
+
+def _yes(claim: str) -> bool | None:
+    return support_answer(claim, [CRAFTED])[0]
+
+
+def test_a_number_must_keep_its_unit_and_noun() -> None:
+    assert _yes("Rollo had 12 sons.") is False  # a number swapped within the passage (12 ships, 3 sons)
+    assert _yes("The tower he built is 50 feet tall.") is False  # a unit swapped (metres)
+    assert _yes("Rollo had twelve ships.") is True and _yes("Rollo had 3 sons.") is True
+    assert _yes("In 911 Rollo became the first ruler of Normandy.") is True  # a name after a number binds nothing
+
+
+def test_a_negation_must_come_from_the_claims_own_sentence() -> None:
+    assert _yes("Rollo was not a Viking leader.") is False  # "never" is another sentence's
+    assert _yes("Rollo never lost a battle.") is True
+
+
+def test_zero_width_and_look_alike_letters_do_not_hide_a_negation() -> None:
+    assert _yes("Rollo was n\u200bot a Viking leader.") is False  # zero-width space inside "not"
+    assert _yes("Rollo was n\u043et a Viking leader.") is False  # a Cyrillic o inside "not"
+    assert _yes("Rollo was \u03b7\u03bf\u03c4 a Viking leader.") is False  # "not" in Greek letters
+    assert _yes("Rollo was a Viking l\u0435ader.") is True  # a Cyrillic e in a word that is there
+    assert content_words("Привет мир") == content_words("Привет мир")  # a word wholly Cyrillic stays itself
+
+
+def test_a_claim_that_denies_itself_is_negated() -> None:
+    assert _yes("It is untrue that Rollo became the first ruler of Normandy.") is False
+    assert _yes("Rollo became the first ruler of Normandy - false.") is False
+    assert _yes("Rollo became the first ruler of Normandy.") is True
+
+
+def test_a_question_mark_does_not_hide_a_statement() -> None:
+    answer = "Rollo became the first ruler of Normandy. Rollo was also the king of England?"
+    assert [c.text for c in split_claims(answer)] == ["Rollo became the first ruler of Normandy.",
+                                                     "Rollo was also the king of England?"]
+    assert support_answer(answer, [CRAFTED])[0] is False
+    # Questions still assert nothing: a question word or an auxiliary first, or a short follow-up.
+    assert split_claims("Did you know it opened in 1900? What else do you need? Anything else? Fine?") == ()
+    # A statement before the question is judged ("..., do you like them?").
+    tagged = split_claims("Rollo was the king of England, do you like him?")
+    assert [c.text for c in tagged] == ["Rollo was the king of England,"]
+    assert support_answer("Rollo was the king of England, do you like him?", [CRAFTED])[0] is False
+
+
 def test_each_text_is_read_once_and_each_claim_weighed_once_per_passage(monkeypatch) -> None:
     # Issue 57: the claims scorer re-tokenised the same cited passages for every claim of every cell
     # (half of a squad2-normans cell). A text is read once per content; a (claim, passage) pair is
