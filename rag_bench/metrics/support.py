@@ -141,6 +141,7 @@ _SHAPES = ("аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅҮοαιρ
            "aeopcyxijsdhlqwABEKMHOPCTXIJSYoaipvktunABEZHIKMNOPTYX")
 _LOOKALIKES = str.maketrans(*_SHAPES)
 _LOOKALIKE = frozenset(_SHAPES[0])
+_LOOKALIKE_ANY = re.compile(f"[{_SHAPES[0]}]")
 _INVISIBLE = regex.compile(r"\p{Cf}")  # zero-width space and joiners, word joiner, soft hyphen, BOM ...
 _WORD_ANY = regex.compile(r"[\p{L}\p{M}]+")
 _LATIN = regex.compile(r"\p{Latin}")
@@ -157,6 +158,8 @@ def visible(text: str) -> str:
     if text.isascii():
         return text
     text = _INVISIBLE.sub("", text)
+    if not _LOOKALIKE_ANY.search(text):  # accents and other scripts without look-alikes: nothing to read again
+        return text
     return _WORD_ANY.sub(lambda m: m.group().translate(_LOOKALIKES)
                          if _LATIN.search(m.group()) or _LOOKALIKE.issuperset(m.group()) else m.group(), text)
 
