@@ -66,11 +66,28 @@ each store holds.
 
     python benchmarks/sweep.py --corpus squad --traces
     python benchmarks/sweep.py --corpus squad --traces --chunkers fixed,section   # 60 cells
+
+``--full-grid`` (issue 57: the regression guard that sees scoring) times the whole grid
+(``--corpus squad``: the 180 cells; ``demo``: the 72), scoring included, from empty caches
+(``--cold-tracking``, none by default here), and prints each stage's seconds summed over the
+cells (their ``latency/*_s``: chunk, index, retrieve, rerank, generate, score ...) beside the wall
+and CPU time. With ``--against REF`` the same grid is timed with another commit's code, side by
+side in one run: REF is a git ref (checked out here as a worktree of this repository, removed at the
+end) or a rag_bench source tree, run through the same ``rag-bench`` entry point with ``PYTHONPATH``
+set to it, each arm from an empty cache of its own; with ``--repeats N`` the arms take turns (ABBA)
+and the fastest run of each is kept. Printed: both rows, the ratio today / REF of the wall time, the
+CPU time and every stage, and which rag_bench each arm imported. ``--warm`` times each arm once more
+over the cache its cold run filled, into a new output folder (a new experiment: every cell computed
+again, nothing DONE), with the ratio warm / cold. docs/development.md: run it before a round closes.
+
+    python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9
+    python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9 --warm --chunkers fixed,section
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -79,6 +96,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -329,6 +347,118 @@ def overhead(full: list[str], first_k: list[str], *, work: Path, cache: Path, ce
     return out
 
 
+def stage_seconds(out: Path) -> dict[str, float]:
+    """Each stage's seconds summed over the finished cells of a run's output (metrics.json
+    ``latency``: every ``*_s`` figure), with ``cells``: how many."""
+    sums: dict[str, float] = {"cells": 0}
+    for done in sorted((out / "bench").glob("*/DONE")):
+        latency = json.loads((done.parent / "metrics.json").read_text()).get("latency") or {}
+        sums["cells"] += 1
+        for key, value in latency.items():
+            if key.endswith("_s") and isinstance(value, int | float) and not isinstance(value, bool):
+                sums[key] = sums.get(key, 0.0) + float(value)
+    return sums
+
+
+def checkout(ref: str, work: Path) -> tuple[Path, str, bool]:
+    """The source tree of ``ref``: a folder holding rag_bench as it is, else a git ref of this
+    repository checked out as a detached worktree under ``work``; its name, and whether it was made
+    here (to be removed)."""
+    folder = Path(ref).expanduser()
+    if (folder / "rag_bench" / "__init__.py").is_file():
+        return folder.resolve(), str(folder), False
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", f"{ref}^{{commit}}"],
+                            capture_output=True, text=True)
+    if commit.returncode != 0:
+        sys.exit(f"--against {ref}: neither a rag_bench source tree nor a commit of {ROOT} "
+                 f"({commit.stderr.strip()}) -- fix: a ref `git rev-parse` knows, or a folder holding rag_bench/")
+    tree = work / f"against-{commit.stdout.strip()}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit.stdout.strip()],
+                   check=True, capture_output=True)
+    return tree, f"{ref} ({commit.stdout.strip()})", True
+
+
+def _imported(env: dict[str, str]) -> str:
+    """Which rag_bench an arm's processes import (the PYTHONPATH ``run`` gives them)."""
+    e = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-P", "-c", "import rag_bench; print(rag_bench.__file__)"], env=e,
+                          capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout.strip()
+
+
+@dataclass(frozen=True)
+class FullGrid:
+    """How ``--full-grid`` runs: beside which commit (``against``: a git ref or a source tree), the
+    runs of each arm (the fastest kept), the tracking of every run, and whether warm runs follow."""
+
+    against: str | None = None
+    repeats: int = 1
+    tracking: str = "none"
+    warm: bool = False
+
+
+def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: FullGrid) -> dict[str, float]:
+    """The whole grid ``full`` from empty caches, scoring included, each stage's summed seconds
+    printed; with ``how.against``, another commit's code timed the same way beside it (module doc)."""
+    against, repeats, tracking, warm = how.against, how.repeats, how.tracking, how.warm
+    here = {"PYTHONPATH": str(ROOT)}
+    arms: dict[str, dict[str, str]] = {"today": here}
+    made: Path | None = None
+    if against is not None:
+        tree, label, own = checkout(against, work)
+        made = tree if own else None
+        arms[label] = {"PYTHONPATH": str(tree)}
+    print(f"\n== full grid: {name}, {cells} cells, scoring included, empty caches, tracking={tracking}"
+          + (f"; today vs {list(arms)[1]}" if against else ""), flush=True)
+    for arm, env in arms.items():
+        print(f"  {arm}: {_imported(env)}", flush=True)
+    rows: dict[str, dict[str, float]] = {}
+    try:
+        for phase in ("cold", "warm") if warm else ("cold",):
+            best: dict[str, tuple[float, float, dict[str, float]]] = {}
+            for i in range(repeats):
+                order = list(arms) if i % 2 == 0 else list(arms)[::-1]  # ABBA: drift falls on both arms
+                for arm in order:
+                    slug = "today" if arm == "today" else "against"
+                    cache = work / f"grid-cache-{slug}-{i}"
+                    out = work / f"grid-{phase}-{slug}-{i}"
+                    wall = run(full, out=out, cache=cache, env=arms[arm], tracking=tracking)
+                    stages = stage_seconds(out)
+                    print(f"  {phase} {arm}: {wall:.1f} s wall, {CPU[out]:.1f} s CPU, {int(stages['cells'])} cells",
+                          flush=True)
+                    if stages["cells"] != cells:
+                        sys.exit(f"{arm}: {int(stages['cells'])} cells finished of {cells} ({out})")
+                    if arm not in best or wall < best[arm][0]:
+                        best[arm] = (wall, CPU[out], stages)
+            for arm, (wall, cpu, stages) in best.items():
+                rows[f"{phase} {arm}"] = {"wall_s": wall, "cpu_s": cpu, **stages}
+        _table(rows, list(arms), warm, repeats)
+    finally:
+        if made is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(made)], capture_output=True)
+    return {f"{row} {k}": v for row, figures in rows.items() for k, v in figures.items()}
+
+
+def _table(rows: dict[str, dict[str, float]], arms: list[str], warm: bool, repeats: int) -> None:
+    keys = ["wall_s", "cpu_s", *sorted({k for r in rows.values() for k in r} - {"wall_s", "cpu_s", "cells"})]
+    label = max(len(r) for r in [*rows, "ratio today / other (cold)"]) + 2
+    w = {k: max(len(k), 7) + 2 for k in keys}
+    print(f"\n{'':<{label}}" + "".join(f"{k:>{w[k]}}" for k in keys)
+          + (f"   (fastest of {repeats} runs each)" if repeats > 1 else ""))
+    for row, figures in rows.items():
+        print(f"{row:<{label}}" + "".join(f"{figures[k]:>{w[k]}.1f}" if k in figures else f"{'-':>{w[k]}}"
+                                          for k in keys))
+    phases = ("cold", "warm") if warm else ("cold",)
+    for phase in phases:
+        if len(arms) == 2:
+            a, b = rows[f"{phase} {arms[0]}"], rows[f"{phase} {arms[1]}"]
+            print(f"{f'ratio today / other ({phase})':<{label}}"
+                  + "".join(f"{a[k] / b[k]:>{w[k]}.2f}" if b.get(k) and k in a else f"{'-':>{w[k]}}" for k in keys))
+    if warm:
+        for arm in arms:
+            print(f"{arm}: warm / cold wall = {rows[f'warm {arm}']['wall_s'] / rows[f'cold {arm}']['wall_s']:.2f}")
+    print(flush=True)
+
+
 def traces_in(out: Path) -> int:
     """Traces in the SQLite store of an output folder (0 when there is none)."""
     db = out / "mlflow.db"
@@ -379,13 +509,17 @@ def bench_traces(name: str, full: list[str], cells: int, work: Path, complete: b
 
 def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, cold_tracking: str = "mlflow",
                 arms: str = "all", chunkers: list[str] | None = None, baseline: Path | None = None,
-                overhead_only: bool = False, traces: str = "") -> dict[str, float]:
+                overhead_only: bool = False, traces: str = "", full_grid: FullGrid | None = None
+                ) -> dict[str, float]:
     """The 180-cell grid of issue 16: a cold sweep (``cold_tracking``, MLflow by default, as a user
     runs it) to fill the cache, timed against its distinct-work floor, then the per-cell overhead
     (``extra``: further overrides for every run, e.g. ``embedder.backend=onnx``; ``arms``: all, or
     only the tracking=none or tracking=mlflow arms; ``chunkers``: a subset of the six, a smaller grid
     for a busy machine -- the output names the grid it ran)."""
     chunkers = chunkers or SQUAD_CHUNKERS
+    if not (SQUAD / "questions.jsonl").is_file():
+        sys.exit(f"--corpus squad reads {SQUAD}, which is not there -- fix: run this checkout's benchmarks/sweep.py "
+                 "from beside the shared folder (../shared/datasets/squad2-normans)")
     conf = work / "squad-conf" / "reranker"
     conf.mkdir(parents=True, exist_ok=True)
     for n, text in SQUAD_RERANK.items():
@@ -398,6 +532,8 @@ def bench_squad(work: Path, extra: list[str] | None = None, repeats: int = 1, co
           f"x {len(ks)} k = {n} cells{'; ' + ' '.join(extra) if extra else ''}", flush=True)
     full = [*grid(chunkers, rerankers=rerankers, ks=ks), *common]
     first = [*grid(chunkers, rerankers=rerankers, ks=ks[:1]), *common]
+    if full_grid is not None:
+        return bench_full_grid(f"squad2-normans {','.join(chunkers)}", full, n, work, full_grid)
     if traces:
         return bench_traces(f"squad2-normans {','.join(chunkers)}", full, n, work, complete=traces == "complete")
     if overhead_only:
@@ -437,8 +573,17 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="time each warm run (the warm arm and the per-cell overhead's runs) this many times "
                         "and keep the fastest")
-    p.add_argument("--cold-tracking", choices=["mlflow", "none"], default="mlflow",
-                   help="tracking of the squad cold and warm sweeps (default mlflow, as a user runs it)")
+    p.add_argument("--cold-tracking", choices=["mlflow", "none"], default=None,
+                   help="tracking of the squad cold and warm sweeps (default mlflow, as a user runs it; "
+                        "with --full-grid none)")
+    p.add_argument("--full-grid", action="store_true",
+                   help="squad/demo: only the whole grid from empty caches, scoring included, each stage's summed "
+                        "seconds printed (module doc)")
+    p.add_argument("--against", default=None, metavar="REF",
+                   help="with --full-grid: a commit (a git ref, checked out as a worktree) or a rag_bench source tree "
+                        "timed on the same grid beside today's, with the ratios")
+    p.add_argument("--warm", action="store_true",
+                   help="with --full-grid: each arm once more over the cache its cold run filled (a new experiment)")
     p.add_argument("--arms", choices=["all", "none", "mlflow"], default="all",
                    help="which per-cell overhead arms to run: all, the two tracking=none ones (wing on and "
                         "stock Hydra), or the two tracking=mlflow ones")
@@ -460,14 +605,24 @@ def main() -> None:
         a.baseline = a.baseline.resolve()
         if not (a.baseline / "rag_bench" / "__init__.py").is_file():
             p.error(f"--baseline {a.baseline}: not a rag_bench source tree (no rag_bench/__init__.py)")
+    if (a.against or a.warm) and not a.full_grid:
+        p.error("--against and --warm go with --full-grid")
+    if a.full_grid and a.corpus not in ("squad", "demo"):
+        p.error("--full-grid times the squad or the demo grid: --corpus squad or --corpus demo")
+    full_grid = FullGrid(a.against, a.repeats, a.cold_tracking or "none", a.warm) if a.full_grid else None
+    a.cold_tracking = a.cold_tracking or "mlflow"
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))
     try:
         if a.corpus == "squad":
             extra = [*([f"embedder.backend={a.embedder_backend}"] if a.embedder_backend else []), *a.overrides]
             bench_squad(work, extra or None, a.repeats,
                         a.cold_tracking, a.arms, a.chunkers.split(",") if a.chunkers else None, a.baseline,
-                        a.overhead_only, ("complete" if a.traces_complete else "on") if a.traces else "")
-        if a.corpus == "demo" and a.traces:
+                        a.overhead_only, ("complete" if a.traces_complete else "on") if a.traces else "", full_grid)
+        if a.corpus == "demo" and full_grid is not None:
+            from rag_bench.runner.config import DEMO_DATASET
+
+            bench_full_grid(f"demo {DEMO_DATASET}", grid(DEMO_CHUNKERS), 72, work / "demo", full_grid)
+        elif a.corpus == "demo" and a.traces:
             bench_traces("demo", grid(DEMO_CHUNKERS), 72, work / "demo", complete=a.traces_complete)
         elif a.corpus in ("demo", "both"):
             from rag_bench.runner.config import DEMO_DATASET

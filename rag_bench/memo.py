@@ -19,7 +19,7 @@ import hashlib
 import json
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -30,19 +30,25 @@ T = TypeVar("T")
 
 
 class Lru(OrderedDict):  # type: ignore[type-arg]
-    """A tiny LRU cache: explicit, bounded, process-local."""
+    """A tiny LRU cache: explicit, bounded, process-local.
 
-    def __init__(self, size: int) -> None:
+    ``pure=True``: a module-level memo of a pure function (keyed by content, e.g. a text's
+    :func:`digest`), kept whatever ``RAG_BENCH_SHARE`` says, like the module's bounded
+    ``lru_cache``s: its value is the same however often it is made, so keeping it is never sharing
+    a cell's work."""
+
+    def __init__(self, size: int, pure: bool = False) -> None:
         super().__init__()
         self.size = size
+        self.pure = pure
 
-    def __reduce__(self) -> tuple[type, tuple[int]]:
+    def __reduce__(self) -> tuple[type, tuple[int, bool]]:
         # Shared work is per process: a launcher that ships the app to a worker ships it empty.
-        return (Lru, (self.size,))
+        return (Lru, (self.size, self.pure))
 
-    def get_or(self, key: str, make: Callable[[], T]) -> T:
+    def get_or(self, key: Hashable, make: Callable[[], T]) -> T:
         """The value under ``key``, made (and stored, evicting the oldest) when absent."""
-        if not sharing_enabled():
+        if not self.pure and not sharing_enabled():
             return make()
         if key in self:
             self.move_to_end(key)

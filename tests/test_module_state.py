@@ -33,6 +33,9 @@ MODULE_STATE: dict[str, str] = {
     "tracking/mlflow_tracker.py:_CREATED": "one entry per MLflow experiment this process created, cleared by "
                                            "finish_all; only decides whether a failed run's empty experiment goes",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
+    **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "
+                                     "dropped past its size (issue 57: each text read, each claim weighed once)"
+       for name in ("_READINGS", "_CLAIM_READINGS", "_FITS", "_SPLITS", "_CITED", "_JUDGED")},
     "redaction.py:_forms": "six escaped forms of each distinct API key this process sent (one key per "
                            "api_key_env variable); only masks text in messages, never changes a result",
 }

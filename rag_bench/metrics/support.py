@@ -8,8 +8,11 @@ Here:
    is what the answer attributes to passage 2), each cut further at ``;``, at ``but`` and at
    ``, and`` when both sides carry at least :data:`MIN_CLAUSE_WORDS` content words (two facts, not a
    list of items); the markers themselves are blanked out. A sentence ending in ``?`` is no
-   claim: a question asserts nothing (a question back to the asker, a dialogue's "Have you been
-   there?"), so a rhetorical one ("Did you know it opened in 1900?") is not judged either.
+   claim from its first clause that opens with a question word or an auxiliary on
+   (:func:`question_start`): a question asserts nothing (a question back to the asker, a dialogue's
+   "Have you been there?"), so a rhetorical one ("Did you know it opened in 1900?") is not judged
+   either; a statement before it ("Goldendoodles are designer dogs, do you like them?") and a
+   statement with a question mark ("Rollo was the king of England?") are.
 2. A claim's *informative words*: lower-cased, stopwords, single letters and :data:`FILLERS`
    ("yes", "well", "actually", "I think" ...) out, Snowball-stemmed ("jumping" = "jumps"); numbers
    written out are digits ("two" = "2", "twelve" = "12", "7th" = "7"; not "one", a pronoun as often).
@@ -18,8 +21,12 @@ Here:
 4. :func:`support_claim`: the window holding most of the claim's informative words is its evidence
    (which passage, which characters). The claim is supported when that window holds at least
    ``min_coverage`` of them AND (``strict``) every number of the claim, every name (a capitalised
-   word not starting a sentence) and, when the claim is negated (not, no, never, n't ...), a
-   negation. Anything less (partial support) is "no".
+   word not starting a sentence) and, when the claim is negated (not, no, never, n't ...; or it
+   denies itself: "It is untrue that ...", "... - false"), a negation in the window's sentence holding
+   most of its words. A number must keep its unit or noun (:func:`quantities`: "12 sons" is a "no"
+   against "3 sons and 12 ships"). Anything less (partial support) is "no". Text is read as a reader
+   sees it (:func:`visible`: zero-width characters dropped, look-alike Cyrillic and Greek letters read
+   as Latin ones).
 5. :func:`support_answer`: the answer is supported when every claim is; ``None`` when no claim has
    an informative word (nothing to judge).
 6. :func:`judge_claims` (the claims scorer's kernel): each claim judged by the passages *it* cites
@@ -34,22 +41,30 @@ measuring them (the rule chosen before, every word within 2 sentences, was too s
 
 Limits: it sees words, not meaning. A paraphrase with other words ("passed away" for "died") is a
 "no" once more than a fifth of the words differ; a claim built from a passage's words in another
-relation ("A beat B" from "B beat A") is a "yes"; negation is matched by presence, not by scope; with
+relation ("A beat B" from "B beat A") is a "yes", and so are an antonym, swapped order or degree
+words (before/after, at least/at most, only: stopwords) -- docs/metrics.md lists them with examples;
+negation is matched by presence in the claim's sentence, not by scope; with
 the whole passage as window, a long passage still pools its own words (only pooling *across*
 passages is gone; a smaller ``max_sentences`` stops that, at a cost in agreement on WiCE, whose
 claims draw on facts spread over the cited article). Names are recognised by capitals only, so
 lower-cased text has none. English only (stopwords, stemmer, fillers).
 
-Pure functions of their arguments, no I/O.
+Pure functions of their arguments, no I/O. What they read of a text, how an answer splits and how a
+claim fits a passage are remembered by content digest in bounded in-process memos (:func:`read`), so
+the cells of a sweep, which judge the same passages and often the same answers, read each once.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import regex
+
+from rag_bench.memo import Lru, digest
 from rag_bench.text.normalize import lenient_normalize
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
@@ -119,10 +134,88 @@ NUMBER_WORDS = {w: str(i) for i, w in enumerate(
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "7th" is 7, "21st" is 21
 
 
+# Letters of other scripts drawn like Latin ones (Cyrillic, Greek): inside a word that holds Latin
+# letters, or one made of them only, they are read as those letters, so "nоt" with a Cyrillic "о"
+# and "ηοτ" in Greek are "not" (a word with other letters of its script is left alone: "Привет").
+_SHAPES = ("аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅҮοαιρνκτυηΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+           "aeopcyxijsdhlqwABEKMHOPCTXIJSYoaipvktunABEZHIKMNOPTYX")
+_LOOKALIKES = str.maketrans(*_SHAPES)
+_LOOKALIKE = frozenset(_SHAPES[0])
+_LOOKALIKE_ANY = re.compile(f"[{_SHAPES[0]}]")
+_INVISIBLE = regex.compile(r"\p{Cf}")  # zero-width space and joiners, word joiner, soft hyphen, BOM ...
+_WORD_ANY = regex.compile(r"[\p{L}\p{M}]+")
+_LATIN = regex.compile(r"\p{Latin}")
+
+
+def visible(text: str) -> str:
+    """``text`` as a reader sees it: invisible format characters dropped and look-alike letters
+    of other scripts inside a Latin word read as Latin, so a claim cannot hide a word from the rules
+    ("n\u200bot", "nоt" with a Cyrillic "о" and the Greek "ηοτ" are "not").
+
+    >>> visible("Rollo did n\u200bot lead them"), visible("Rollo did nоt lead them"), visible("ηοτ"), visible("Привет")
+    ('Rollo did not lead them', 'Rollo did not lead them', 'not', 'Привет')
+    """
+    if text.isascii():
+        return text
+    text = _INVISIBLE.sub("", text)
+    if not _LOOKALIKE_ANY.search(text):  # accents and other scripts without look-alikes: nothing to read again
+        return text
+    return _WORD_ANY.sub(lambda m: m.group().translate(_LOOKALIKES)
+                         if _LATIN.search(m.group()) or _LOOKALIKE.issuperset(m.group()) else m.group(), text)
+
+
 def _raw_words(text: str) -> list[str]:
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
-    words = lenient_normalize(re.sub(r"n't\b", " nt", text, flags=re.IGNORECASE)).split()
-    return [NUMBER_WORDS.get(w) or _ORDINAL.sub(r"\1", w) for w in words]
+    words = lenient_normalize(re.sub(r"n't\b", " nt", visible(text), flags=re.IGNORECASE)).split()
+    # _ORDINAL starts with a digit: the other words are themselves (one regex call a number, not a word)
+    return [NUMBER_WORDS.get(w) or (_ORDINAL.sub(r"\1", w) if w[0].isdigit() else w) for w in words]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge reads of one text (:func:`read`): its stemmed content words (``ignore`` out),
+    its numbers and whether it holds a negation; ``key`` names the text and ``ignore`` by content."""
+
+    key: tuple[str, frozenset[str]]
+    words: frozenset[str]
+    numbers: frozenset[str]
+    negated: bool
+    quantities: frozenset[tuple[str, str]] = frozenset()
+
+
+# Memos of pure functions keyed by content (a text's digest, never the text): every cell of a sweep
+# judges the same passages and, with a cached or extractive generator, the same answers, so each
+# text is read, each answer split and each (claim, passage) pair weighed once per process. Bounded
+# (oldest dropped): a passage's reading is a few kB (its stems interned), a pair's fit ~200 bytes.
+_READINGS = Lru(1 << 14, pure=True)   # (text digest, ignore) -> Reading
+_FITS = Lru(1 << 16, pure=True)       # (claim's Reading key, passage digest, max_sentences) -> _Fit | None
+_CLAIM_READINGS = Lru(1 << 14, pure=True)  # (claim text digest, ignore) -> _ClaimReading (its names too)
+_SPLITS = Lru(1 << 13, pure=True)     # answer digest -> its claims
+_CITED = Lru(1 << 13, pure=True)      # (answer digest, sources) -> its claims' citations
+_JUDGED = Lru(1 << 13, pure=True)     # (answer, sources, passages, settings) by digest -> its ClaimVerdicts
+
+
+def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
+    """The :class:`Reading` of ``text`` (computed once per content and ``ignore``, then remembered).
+
+    >>> r = read("Two of them did not come in 1066.")
+    >>> sorted(r.words), sorted(r.numbers), r.negated
+    (['1066', '2', 'come'], ['1066', '2'], True)
+    """
+    return _read(digest([text]), text, ignore)
+
+
+def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
+    def make() -> Reading:
+        stem = _stemmer()
+        raw = _raw_words(text)
+        nums = frozenset(w for w in raw if _NUMBER.search(w))
+        words = frozenset(sys.intern(stem(w)) for w in raw
+                          if w not in ENGLISH_STOPWORDS and w not in NEGATIONS and w not in ignore and len(w) > 1
+                          or w in nums)
+        return Reading((key, ignore), words, nums, any(w in NEGATIONS for w in raw), quantities(text))
+
+    return _READINGS.get_or((key, ignore), make)
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -132,10 +225,7 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[
     >>> sorted(content_words("The jumps were jumping over 3 fences."))
     ['3', 'fenc', 'jump']
     """
-    stem = _stemmer()
-    return frozenset(stem(w) for w in _raw_words(text)
-                     if w not in ENGLISH_STOPWORDS and w not in NEGATIONS and w not in ignore and len(w) > 1
-                     or _NUMBER.search(w))
+    return read(text, ignore).words
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -145,7 +235,90 @@ def numbers(text: str) -> frozenset[str]:
     >>> sorted(numbers("Two platinum albums on June 7th, 2010"))
     ['2', '2010', '7']
     """
-    return frozenset(w for w in _raw_words(text) if _NUMBER.search(w))
+    return read(text).numbers
+
+
+_NUMBER_WORD = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+# A number and the word right after it (a space or a hyphen between, nothing else): "12 sons",
+# "50 metres", "twelve-bar", "40%". A comma, a full stop or a line between them binds nothing.
+_QUANTITY = re.compile(rf"(?<![\w.,/])(\d+(?:[.,]\d+)*|(?i:{_NUMBER_WORD})\b)(?:st|nd|rd|th)?"
+                       r"(%|(?:[ \t\u00a0]+|-)[^\W\d_]+)?")
+_PERCENT = {"%", "percent", "pct"}
+
+
+def quantities(text: str) -> frozenset[tuple[str, str]]:
+    """(number, unit) of each number of ``text`` bound to the lower-case word right after it (its
+    unit or noun, stemmed; ``%`` and "percent" are one unit): numbers must agree with their units
+    and nouns, not merely occur. A capitalised word (a name: "in 911 Rollo") or a stopword ("in 911
+    he") binds nothing.
+
+    >>> sorted(quantities("Rollo had 3 sons and twelve ships, 50% of them in 911. In 911 Rollo came"))
+    [('12', 'ship'), ('3', 'son'), ('50', '%')]
+    """
+    stem = _stemmer()
+    out = set()
+    for m in _QUANTITY.finditer(visible(text)):
+        number, unit = m.group(1), (m.group(2) or "").strip(" \t\u00a0-")
+        number = NUMBER_WORDS.get(number.lower()) or re.sub(r"\D", "", number)
+        if unit in _PERCENT or unit.lower() in _PERCENT:
+            out.add((number, "%"))
+        elif unit and unit.islower() and unit not in ENGLISH_STOPWORDS and unit not in NEGATIONS and len(unit) > 1:
+            out.add((number, sys.intern(stem(unit))))
+    return frozenset(out)
+
+
+def _quantities_agree(claim: frozenset[tuple[str, str]], window: Reading) -> bool:
+    """Each number the claim binds to a unit agrees with the window: the window does not bind that
+    unit to another number only ("12 sons" against "3 sons and 12 ships" is a "no"), nor that number
+    to another unit while the claim's unit is nowhere in it ("50 feet" against "50 metres"; "66
+    playwrights" against "66 responses by playwrights" agrees)."""
+    for number, unit in claim - window.quantities:
+        for n, u in window.quantities:
+            if (u == unit and n != number) or (n == number and u != unit and unit not in window.words):
+                return False
+    return True
+
+
+_CLAUSE = re.compile(r"[,;:()\"\u201c\u201d\u2013\u2014]")  # where a claim's clauses and quotes part
+# A claim that denies itself: "It is untrue that ...", "... - false". Read as negated.
+_DENIAL = re.compile(r"^\W*(?:it\s+is\s+|it's\s+)?(?:untrue|false|incorrect|wrong)\s+that\b"
+                     r"|[-\u2013\u2014:(,]\s*(?:false|untrue|incorrect|wrong|not\s+true)\W*$", re.IGNORECASE)
+# A sentence ending in "?" asks from the first of its clauses that opens with a question word or an
+# auxiliary verb ("Did you know ...?", "Goldendoodles are designer dogs, do you like them?"): what
+# comes before that clause is a statement, judged; a sentence in a statement's order ("Rollo was king
+# of England?") with MIN_CLAUSE_WORDS content words or more is a claim with a question mark.
+_ASKING = frozenset("""who whom whose what which when where why how is are was were am isn aren wasn weren do does
+did don doesn didn have has had haven hasn hadn can could will would shall should may might must cannot couldn won
+wouldn shouldn mustn""".split())
+_LEADS = frozenset({"so", "and", "but", "or", "then", "now", "also", "hi", "hey", "sorry"}) | FILLERS
+
+
+_CLAUSE_START = re.compile(r"[,;:!]|\s[-\u2013\u2014]\s")
+
+
+def _asks_from(clause: str) -> bool:
+    words = [w for w in _TOKEN.findall(visible(clause).lower()) if w not in _LEADS]
+    return bool(words) and (words[0] in _ASKING or words[:2] in (["you", "mean"], ["wonder", "if"]))
+
+
+def question_start(text: str, start: int = 0, end: int | None = None) -> int:
+    """Where the question of a sentence ending in "?" (``text[start:end]``) begins: ``start`` when
+    all of it asks, the start of its first clause that opens with a question word or an auxiliary
+    when a statement comes first, and ``end`` when none does and it holds
+    :data:`MIN_CLAUSE_WORDS` content words or more (a statement with a question mark); a short one
+    ("Anything else?", "Fine?") asks.
+
+    >>> s = "Goldendoodles are designer dogs, do you like them?"
+    >>> s[:question_start(s)], question_start("Did you know it opened in 1900?"), question_start("Fine?")
+    ('Goldendoodles are designer dogs,', 0, 0)
+    >>> question_start("Rollo was the king of England?")
+    30
+    """
+    end = len(text) if end is None else end
+    for at in [start, *(m.end() for m in _CLAUSE_START.finditer(text, start, end))]:
+        if _asks_from(text[at:end]):
+            return at
+    return end if len(content_words(text[start:end], FILLERS)) >= MIN_CLAUSE_WORDS else start
 
 
 def names(text: str) -> frozenset[str]:
@@ -157,6 +330,7 @@ def names(text: str) -> frozenset[str]:
     """
     stem = _stemmer()
     out = set()
+    text = visible(text)
     for s, e in sentence_spans(text) or [(0, len(text))]:
         for i, w in enumerate(_TOKEN.findall(text[s:e])):
             low = w.lower()
@@ -167,7 +341,7 @@ def names(text: str) -> frozenset[str]:
 
 def negated(text: str) -> bool:
     """Whether ``text`` holds a negation word (:data:`NEGATIONS`)."""
-    return any(w in NEGATIONS for w in _raw_words(text))
+    return read(text).negated
 
 
 def _blank_citations(text: str) -> str:
@@ -181,6 +355,10 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     ...                                "the French king paid them tribute. Have you been there?")]
     ['Rollo led the Normans', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
     """
+    return _SPLITS.get_or(digest([answer]), lambda: _split_claims(answer))
+
+
+def _split_claims(answer: str) -> tuple[Claim, ...]:
     text = _blank_citations(answer)
     # A citation marker ends a claim: what precedes it is what the answer attributes to that source.
     marks = [m.start() for m in _CITE.finditer(answer)]
@@ -189,7 +367,9 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     out: list[Claim] = []
     for s, e in spans:
         if text[s:e].rstrip().endswith("?"):
-            continue  # a question asserts nothing (a clarifying question, "What do you like?")
+            e = question_start(text, s, e)  # a question asserts nothing ("What do you like?"); a statement before it does
+            if e <= s:
+                continue
         cuts = [s]
         for m in _SPLIT.finditer(text, s, e):
             if text.count("(", s, m.start()) > text.count(")", s, m.start()):
@@ -228,27 +408,100 @@ def support_claim(claim: Claim, passages: Sequence[str], *, min_coverage: float 
     >>> v.supported, v.passage, p[v.passage][v.start:v.end] == p[0]
     (True, 0, True)
     """
-    words = content_words(claim.text, ignore)
-    nums, neg, named = numbers(claim.text), negated(claim.text), names(claim.text) & words
-    best: tuple[float, int, int, int, frozenset[str]] = (-1.0, -1, 0, 0, words)
-    for i, text in enumerate(passages):
+    return _support(claim, _ClaimReading.of(claim.text, ignore), [(digest([t]), t) for t in passages],
+                    min_coverage, max_sentences, strict)
+
+
+@dataclass(frozen=True)
+class _ClaimReading:
+    """A claim's :class:`Reading` with its names among its words."""
+
+    reading: Reading
+    named: frozenset[str]
+    negated: bool  # a negation word, or a denial of itself ("It is untrue that ...")
+    negated_words: frozenset[str] = frozenset()  # the content words of its clauses holding a negation word
+
+    @classmethod
+    def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
+        """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
+        key = digest([text])
+
+        def make() -> _ClaimReading:
+            r = _read(key, text, ignore)
+            clauses = [read(c, ignore) for c in _CLAUSE.split(text)] if r.negated else []
+            return cls(r, names(text) & r.words, r.negated or bool(_DENIAL.search(visible(text))),
+                       frozenset(w for c in clauses if c.negated for w in c.words))
+
+        return _CLAIM_READINGS.get_or((key, ignore), make)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A claim's best window in one passage: the share of its words there (``found``), the window's
+    characters, the words missing and the strict checks against that window."""
+
+    found: float
+    start: int
+    end: int
+    missing: tuple[str, ...]
+    numbers_ok: bool
+    names_ok: bool
+    negation_ok: bool
+
+
+def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
+    """The claim's first best window in ``passage`` ((digest, text)); None when it has no window.
+    The same claim in the same passage fits the same in every answer and every cell: remembered."""
+    def make() -> _Fit | None:
+        words, text = claim.reading.words, passage[1]
+        best: tuple[float, int, int, Reading] | None = None
         for s, e in windows(text, max_sentences):
-            vocab = _window_words(text[s:e])
-            found = len(words & vocab) / len(words) if words else 0.0
-            if found > best[0]:
-                best = (found, i, s, e, vocab)
-    coverage, index, start, end, vocab = best
-    window = passages[index][start:end] if index >= 0 else ""
-    numbers_ok, names_ok = nums <= numbers(window), named <= vocab
-    negation_ok = (not neg) or negated(window)
-    ok = bool(words) and coverage >= min_coverage and (not strict or (numbers_ok and names_ok and negation_ok))
-    return Support(claim, ok, index, start, end, max(coverage, 0.0), tuple(sorted(words - vocab)), numbers_ok,
-                   names_ok, negation_ok)
+            window = read(text[s:e])
+            found = len(words & window.words) / len(words) if words else 0.0
+            if best is None or found > best[0]:
+                best = (found, s, e, window)
+        if best is None:
+            return None
+        found, s, e, window = best
+        numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
+        negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
+        return _Fit(found, s, e, tuple(sorted(words - window.words)), numbers_ok, claim.named <= window.words,
+                    negation_ok)
+
+    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), make)
 
 
-@lru_cache(maxsize=1 << 16)  # pure (text in, words out), bounded: every claim of an answer reads the same windows
-def _window_words(text: str) -> frozenset[str]:
-    return content_words(text)
+def _negated_where(claim: _ClaimReading, window: str) -> bool:
+    """Whether the negation comes from the claim's own sentence of the window: the sentence holding
+    most of the claim's words is negated (one of them, when several hold as many), or a negated
+    sentence holds the words of the claim's negated clause ("he hasn't done it" in a longer claim),
+    80 % of them as for the claim. A negation elsewhere in the passage is another statement's."""
+    words = claim.reading.words
+    sentences = [read(window[s:e]) for s, e in sentence_spans(window)] or [read(window)]
+    most = max(len(words & r.words) for r in sentences)
+    if any(r.negated for r in sentences if len(words & r.words) == most):
+        return True
+    near = claim.negated_words
+    return bool(near) and any(r.negated and len(near & r.words) >= 0.8 * len(near) for r in sentences)
+
+
+def _support(claim: Claim, reading: _ClaimReading, passages: Sequence[tuple[str, str]], min_coverage: float,
+             max_sentences: int, strict: bool) -> Support:
+    """:func:`support_claim` over passages given as (digest, text): the first passage holding the
+    claim's best window (each passage's first best window, :func:`_fit`)."""
+    best: _Fit | None = None
+    index = -1
+    for i, passage in enumerate(passages):
+        fit = _fit(reading, passage, max_sentences)
+        if fit is not None and (best is None or fit.found > best.found):
+            best, index = fit, i
+    words = reading.reading.words
+    if best is None:  # no window at all: nothing found, nothing missing, no number or negation there
+        best = _Fit(-1.0, 0, 0, (), not reading.reading.numbers, True, not reading.negated)
+    ok = bool(words) and best.found >= min_coverage and (
+        not strict or (best.numbers_ok and best.names_ok and best.negation_ok))
+    return Support(claim, ok, index, best.start, best.end, max(best.found, 0.0), best.missing, best.numbers_ok,
+                   best.names_ok, best.negation_ok)
 
 
 def support_answer(answer: str, passages: Sequence[str], *, min_coverage: float = 0.8, max_sentences: int = 0,
@@ -346,20 +599,30 @@ def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[i
     >>> v.citations, v.supported, v.context_supported, v.context_passage
     ((1,), False, True, 2)
     """
+    read_passages = [(n, (digest([t]), t)) for n, t in passages]
+    settings = (min_coverage, max_sentences, strict, ignore)
+    key = (digest([answer, repr(tuple(sources)), *(f"{n}:{d}" for n, (d, _) in read_passages)]), settings)
+    return _JUDGED.get_or(key, lambda: _judge_claims(answer, sources, read_passages, settings))
+
+
+def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[int, tuple[str, str]]],
+                  settings: tuple[float, int, bool, frozenset[str]]) -> tuple[ClaimVerdict, ...]:
+    min_coverage, max_sentences, strict, ignore = settings
     claims = split_claims(answer)
-    cites = claim_citations(answer, claims, sources)
+    cites = _CITED.get_or((digest([answer]), tuple(sources)), lambda: claim_citations(answer, claims, sources))
     text = dict(passages)
-    kw: dict[str, object] = {"min_coverage": min_coverage, "max_sentences": max_sentences, "strict": strict,
-                             "ignore": ignore}
     numbers_all = [n for n, _ in passages]
+    context = [p for _, p in passages]
     out = []
     for claim, cited in zip(claims, cites, strict=True):
-        if not content_words(claim.text, ignore):
+        reading = _ClaimReading.of(claim.text, ignore)
+        if not reading.reading.words:
             continue
         cited = tuple(n for n in cited if n in text)
-        own = support_claim(claim, [text[n] for n in cited], **kw) if cited else None  # type: ignore[arg-type]
-        alone = tuple(support_claim(claim, [text[n]], **kw).supported for n in cited)  # type: ignore[arg-type]
-        ctx = support_claim(claim, [t for _, t in passages], **kw) if passages else None  # type: ignore[arg-type]
+        own = _support(claim, reading, [text[n] for n in cited], min_coverage, max_sentences, strict) if cited else None
+        alone = tuple(_support(claim, reading, [text[n]], min_coverage, max_sentences, strict).supported
+                      for n in cited)
+        ctx = _support(claim, reading, context, min_coverage, max_sentences, strict) if passages else None
         out.append(ClaimVerdict(claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
                                 numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))

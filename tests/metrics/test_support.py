@@ -162,3 +162,94 @@ def test_numbers_written_out_are_numbers() -> None:
 def test_no_cut_inside_parentheses():
     text = "The Normans (Norman: Nourmands; French: Normands; Latin: Normanni) gave their name to Normandy."
     assert [c.text for c in split_claims(text)] == [text]
+
+
+# Issue 52 item 12: crafted false claims the rules were fooled by, against one passage.
+CRAFTED = ("Rollo was a Viking leader who had 3 sons and 12 ships. In 911 he became the first ruler of Normandy. "
+           "The tower he built is 50 metres tall. He never lost a battle.")
+
+
+def _yes(claim: str) -> bool | None:
+    return support_answer(claim, [CRAFTED])[0]
+
+
+def test_a_number_must_keep_its_unit_and_noun() -> None:
+    assert _yes("Rollo had 12 sons.") is False  # a number swapped within the passage (12 ships, 3 sons)
+    assert _yes("The tower he built is 50 feet tall.") is False  # a unit swapped (metres)
+    assert _yes("Rollo had twelve ships.") is True and _yes("Rollo had 3 sons.") is True
+    assert _yes("In 911 Rollo became the first ruler of Normandy.") is True  # a name after a number binds nothing
+
+
+def test_a_negation_must_come_from_the_claims_own_sentence() -> None:
+    assert _yes("Rollo was not a Viking leader.") is False  # "never" is another sentence's
+    assert _yes("Rollo never lost a battle.") is True
+
+
+def test_zero_width_and_look_alike_letters_do_not_hide_a_negation() -> None:
+    assert _yes("Rollo was n\u200bot a Viking leader.") is False  # zero-width space inside "not"
+    assert _yes("Rollo was n\u043et a Viking leader.") is False  # a Cyrillic o inside "not"
+    assert _yes("Rollo was \u03b7\u03bf\u03c4 a Viking leader.") is False  # "not" in Greek letters
+    assert _yes("Rollo was a Viking l\u0435ader.") is True  # a Cyrillic e in a word that is there
+    assert content_words("Привет мир") == content_words("Привет мир")  # a word wholly Cyrillic stays itself
+
+
+def test_a_claim_that_denies_itself_is_negated() -> None:
+    assert _yes("It is untrue that Rollo became the first ruler of Normandy.") is False
+    assert _yes("Rollo became the first ruler of Normandy - false.") is False
+    assert _yes("Rollo became the first ruler of Normandy.") is True
+
+
+def test_a_question_mark_does_not_hide_a_statement() -> None:
+    answer = "Rollo became the first ruler of Normandy. Rollo was also the king of England?"
+    assert [c.text for c in split_claims(answer)] == ["Rollo became the first ruler of Normandy.",
+                                                     "Rollo was also the king of England?"]
+    assert support_answer(answer, [CRAFTED])[0] is False
+    # Questions still assert nothing: a question word or an auxiliary first, or a short follow-up.
+    assert split_claims("Did you know it opened in 1900? What else do you need? Anything else? Fine?") == ()
+    # A statement before the question is judged ("..., do you like them?").
+    tagged = split_claims("Rollo was the king of England, do you like him?")
+    assert [c.text for c in tagged] == ["Rollo was the king of England,"]
+    assert support_answer("Rollo was the king of England, do you like him?", [CRAFTED])[0] is False
+
+
+def test_each_text_is_read_once_and_each_claim_weighed_once_per_passage(monkeypatch) -> None:
+    # Issue 57: the claims scorer re-tokenised the same cited passages for every claim of every cell
+    # (half of a squad2-normans cell). A text is read once per content; a (claim, passage) pair is
+    # weighed once; another cell's context (k=10 after k=5) reads only the passages it adds.
+    from rag_bench.metrics import support
+
+    for memo in (support._READINGS, support._CLAIM_READINGS, support._FITS, support._SPLITS, support._CITED,
+                 support._JUDGED):
+        memo.clear()
+    read: list[str] = []
+    raw = support._raw_words
+    monkeypatch.setattr(support, "_raw_words", lambda text: read.append(text) or raw(text))
+    p1, p2 = "Rollo was a Viking leader.", "In 911 Rollo became the first ruler of Normandy."
+    p3 = "The French king Charles the Simple granted him the land."
+    answer = "In 911 Rollo became ruler of Normandy [2]. Rollo was a Viking [1]."
+    k5 = support.judge_claims(answer, [1, 2], [(1, p1), (2, p2)])
+    assert sorted(set(read)) == sorted(read)  # nothing read twice within the cell
+    read.clear()
+    k10 = support.judge_claims(answer, [1, 2], [(1, p1), (2, p2), (3, p3)])
+    assert read == [p3]
+    assert [v.supported for v in k10] == [v.supported for v in k5] == [True, True]
+    read.clear()
+    assert support.judge_claims(answer, [1, 2], [(1, p1), (2, p2)]) is k5 and read == []
+    # The remembered verdicts are the ones a fresh computation gives.
+    for memo in (support._READINGS, support._CLAIM_READINGS, support._FITS, support._SPLITS, support._CITED,
+                 support._JUDGED):
+        memo.clear()
+    assert support.judge_claims(answer, [1, 2], [(1, p1), (2, p2), (3, p3)]) == k10
+
+
+def test_the_judges_memos_are_bounded_and_kept_with_sharing_off(monkeypatch) -> None:
+    from rag_bench import switches
+    from rag_bench.metrics import support
+
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(share=False))
+    monkeypatch.setattr(support._READINGS, "size", 2)
+    support._READINGS.clear()
+    for text in ("one fact", "two facts", "three facts"):
+        support.read(text)
+    assert len(support._READINGS) == 2  # the oldest dropped
+    assert support.read("three facts") is support.read("three facts")  # a pure function's memo: kept

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
 from rag_bench.evaluation.scorers.generation import undefined_warning
@@ -84,9 +82,12 @@ def question_values(verdicts: tuple[ClaimVerdict, ...] | None) -> dict[str, floa
     if not verdicts:
         return {m.column: nan for m in CLAIMS}
     pairs = [ok for v in verdicts for ok in v.by_citation]
-    return {CLAIM_SUPPORT.column: float(np.mean([v.supported for v in verdicts])),
-            CITATION_PRECISION_CLAIMS.column: float(np.mean(pairs)) if pairs else nan,
-            CITATION_COVERAGE.column: float(np.mean([any(v.by_citation) for v in verdicts])),
+    n = len(verdicts)
+    # Shares of 0/1 values: a count over n is the float numpy's mean gives (integer sums are exact), at a
+    # fraction of its cost per question.
+    return {CLAIM_SUPPORT.column: sum(v.supported for v in verdicts) / n,
+            CITATION_PRECISION_CLAIMS.column: sum(pairs) / len(pairs) if pairs else nan,
+            CITATION_COVERAGE.column: sum(any(v.by_citation) for v in verdicts) / n,
             UNSUPPORTED_CLAIMS.column: float(sum(not v.context_supported for v in verdicts)),
             ANSWER_SUPPORTED.column: float(all(v.supported for v in verdicts))}
 
