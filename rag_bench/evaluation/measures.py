@@ -113,7 +113,7 @@ CLARIFY_RATE, CORRECT_CLARIFICATION, PREMATURE_ANSWER = CLARIFY
 TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
 UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
 ANN_RECALL = ann.ANN_RECALL
-GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's second cost (rag_bench.reporting.decide)
+GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's cost (rag_bench.reporting.decide)
 judge_measure = judge.judge_measure
 
 # Every family by "section/family" and every figure by key: one registry shape (rag_bench.registry).

@@ -14,9 +14,11 @@ and the notebook all call these functions, so they name the same best cell under
   naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
   and a sweep whose grid cannot report it is refused before its first cell
   (:func:`check_primary_reachable`).
-* **Order**: the primary measure in its better direction; then the cheaper cell (query latency,
-  then generator tokens per question); then the name; then the cell id. Cells equal on the primary
-  measure are *tied*, and said to be ("3 cells tied at 0.787").
+* **Order**: the primary measure in its better direction; then the cheaper cell by generator
+  tokens per question (a count: the same on every run); then the name; then the cell id. Query
+  latency is measured, so two fresh runs of one sweep measure it differently: it never breaks a
+  tie (issue 52: it named a different best cell on each run). Cells equal on the primary measure
+  are *tied*, and said to be ("3 cells tied at 0.787").
 * **Name**: the cell's values on the axes its experiment sweeps (:func:`rag_bench.naming.labels`
   over the experiment's cells), ``app=<name>`` for an external system.
 * **Baseline**: the cell of the experiment whose every swept axis is at the config's default
@@ -211,8 +213,9 @@ def higher_is_better(key: str) -> bool:
 
 def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None) -> list[Cell]:
     """``cells`` best first on ``key`` (a ``section/name`` or ``tag:<tag>/<name>``): the value in
-    its better direction (cells without one last); ties broken by the cheaper cell (latency, then
-    tokens), then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
+    its better direction (cells without one last); ties broken by the cheaper cell by generator
+    tokens (never by latency: it is measured, and differs between two runs of the same cells),
+    then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
     names = names if names is not None else names_of(cells)
     higher = higher_is_better(key)
     values = {c.cell_id: value_of(c, key) for c in cells}
@@ -222,10 +225,9 @@ def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None
         v = values[c.cell_id]
         head = (v is None, 0.0 if v is None else (-v if higher else v))
         if v is None or shared[v] < 2:  # no tie on the measure: the cost is never read
-            return (*head, 0.0, 0.0, names.get(c.cell_id, ""), c.cell_id)
-        lat, tok = latency_ms(c.metrics), tokens(c)
-        return (*head, math.inf if lat is None else lat, math.inf if tok is None else tok,
-                names.get(c.cell_id, ""), c.cell_id)
+            return (*head, 0.0, names.get(c.cell_id, ""), c.cell_id)
+        tok = tokens(c)
+        return (*head, math.inf if tok is None else tok, names.get(c.cell_id, ""), c.cell_id)
 
     return sorted(cells, key=order)
 
@@ -243,11 +245,11 @@ def tie_note(n_tied: int, key: str, value: float | None) -> str:
     with no tie (``key`` empty: the measure is named already).
 
     >>> tie_note(3, "generation/correct", 0.7866)
-    '3 cells tied at 0.787 on generation/correct (first: the cheaper by latency, tokens; then name)'
+    '3 cells tied at 0.787 on generation/correct (first: the fewer generator tokens, then the name)'
     """
     if n_tied < 2 or value is None:
         return ""
-    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the cheaper by latency, tokens; then name)"
+    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the fewer generator tokens, then the name)"
 
 
 def names_of(cells: Sequence[Cell]) -> dict[str, str]:

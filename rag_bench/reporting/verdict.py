@@ -87,6 +87,7 @@ class Verdict:
     baseline_note: str
     alpha: float = ALPHA
     warnings: tuple[str, ...] = ()
+    tied: int = 1  # the cells equal to the best on the measure (the best included)
 
     @property
     def method(self) -> str:
@@ -102,6 +103,8 @@ class Verdict:
         value = "" if self.value is None else f" {self.value:.3f}"
         ci = f" [{self.ci[0]:.2f}, {self.ci[1]:.2f}]" if self.ci else ""
         head = f"Best: {self.best_name} ({self.measure}{value}{ci})"
+        if self.tied > 1:  # a tie is said in the line itself: the first of them is a rule, not a finding
+            head += f", tied with {self.tied - 1} other cell{'s' if self.tied > 2 else ''} (first by the tie rule)"
         if self.cells == 1:
             return f"{head} — the only cell"
         if self.untested:
@@ -169,7 +172,8 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     names = dict(names) if names is not None else decide.names_of(cells)
     ranked = decide.rank(cells, key, names)
     best = ranked[0]
-    tie = decide.tie_note(len(decide.tied(ranked, key)), key, best.metric(key))
+    n_tied = len(decide.tied(ranked, key))
+    tie = decide.tie_note(n_tied, key, best.metric(key))
     reason = decide.reason_of(cells, key) if key == primary else f"ranked by {key}"
     m = measures.measure(key)
     higher = decide.higher_is_better(key)
@@ -194,7 +198,7 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     ci_pair = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(
         isinstance(x, (int, float)) for x in ci) else None
     return Verdict(key, reason, len(cells), best.cell_id, names[best.cell_id], decide.value_of(best, key), ci_pair,
-                   tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells))
+                   tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells), n_tied)
 
 
 def _primary_or_none(cells: Sequence[Cell]) -> str | None:
