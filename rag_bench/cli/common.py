@@ -148,7 +148,8 @@ def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:
 # compare EXPERIMENT A B, export --cell): a cell whose name is one of them is picked by its id.
 PICKS = ("best", "baseline")
 PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the fewer generator tokens, then the "
-             "name), baseline (the cell at the config's defaults on every swept axis), a cell id (or a unique prefix of one, 6+ characters) or "
+             "name), baseline (the cell at the config's defaults on every swept axis), a cell id (or a unique "
+             "prefix of one, 6+ characters) or "
              "the name the leaderboard and the report print, e.g. 'section hybrid rr=none k=5'")
 
 
