@@ -60,6 +60,20 @@ def facts_present(answer: str, facts: Sequence[str]) -> bool:
     return all(contains(answer, f) for f in facts if lenient_normalize(f))
 
 
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-width
+
+
+def squeeze(text: str) -> str:
+    """Case-folded with every whitespace character (line breaks included), soft hyphen and
+    zero-width character removed: how a canary is found in a passage or an answer, whatever line
+    break or case it was written with (issue 52).
+
+    >>> squeeze("KBFREE-\\n7731"), squeeze("kb\\u00adfree - 7731")
+    ('kbfree-7731', 'kbfree-7731')
+    """
+    return "".join(text.translate(_INVISIBLE).split()).casefold()
+
+
 def content_words(text: str) -> frozenset[str]:
     """The stemmed content words of ``text`` (the BM25 tokenizer's tokens, English stopwords out,
     Snowball English stems): what a clarifying question must contain of each fact it asks for.
