@@ -86,3 +86,31 @@ def test_a_canary_broken_at_a_line_end_is_still_found_in_the_context(tmp_path, w
     metrics = json.loads((cell / "metrics.json").read_text())
     assert metrics["injection"]["retrieved"] > 0
     assert metrics["injection"]["in_context"] > 0, metrics["injection"]
+
+
+def test_a_reply_followed_by_a_question_is_premature_and_naming_the_facts_is_not_asking(tmp_path):
+    """#13: an answer that replies directly and then asks counted as a correct clarification
+    (premature_answer 0); so did "I do not need the purchase date or the receipt. Fine?"."""
+    from tests.adapters.test_clarify_outputs import clarify_dataset, passages
+
+    ds = clarify_dataset(tmp_path)
+    lines = [*({"id": q, "retrieved": [], "refused": True} for q in ("q1", "q2", "q3", "q4", "q5", "q6")),
+             {"id": "c1", "retrieved": passages(), "answer": "Yes, within 14 days [1].", "citations": [1],
+              "clarify": "Is it an annual plan, and how many days ago was its last renewal?"},
+             {"id": "c2", "retrieved": passages(), "answer": "",
+              "clarify": "I do not need to know if it is an annual plan or the renewal date. Fine?"},
+             {"id": "c3", "retrieved": passages(), "answer": "",
+              "clarify": "Is it an annual plan, and how many days ago was its last renewal?"},
+             {"id": "c4", "retrieved": passages(), "answer": "",
+              "clarify": "Please tell me whether your plan is annual and the date of its last renewal."}]
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli(["evaluate", str(outputs), "--dataset", str(ds), "--name", "app", "tracking=none",
+                f"output.root={tmp_path / 'out'}", "experiment.name=apps"]) == 0
+    (cell,) = [p.parent for p in (tmp_path / "out" / "apps").glob("*/DONE")]
+    import pandas as pd
+
+    c = pd.read_parquet(cell / "records.parquet").set_index("qid").loc[["c1", "c2", "c3", "c4"]]
+    assert list(c["correct_clarification"]) == [0.0, 0.0, 1.0, 1.0]
+    assert list(c["premature_answer"]) == [1.0, 0.0, 0.0, 0.0]
+    assert list(c["correct_all"]) == [0.0, 0.0, 1.0, 1.0]
