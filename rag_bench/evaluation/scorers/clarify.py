@@ -23,9 +23,9 @@ its figures for them are zero by construction.
 
 from __future__ import annotations
 
-import numpy as np
-
 import re
+
+import numpy as np
 
 from rag_bench.domain import Answer
 from rag_bench.evaluation.run import SystemRun
