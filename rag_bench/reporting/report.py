@@ -494,8 +494,9 @@ def _versus(base: Cell, best: Cell, names: dict[str, str], found: Verdict) -> st
                f"{html.escape(found.versus.text())}. " if found.versus is not None else "")
     body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> (the config's defaults, or --baseline) → best "
             f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions. {primary}Below, the main measure "
-            "of each stage: paired bootstrap CI, randomisation test, Holm-adjusted over these measures (so the "
-            "primary measure's p here can be larger than the verdict's).</p>",
+            "of each stage: the paired randomisation test and its 95% CI (the same test inverted), p Holm-adjusted over "
+            "these measures (so the primary measure's p here can be larger than the verdict's, and a CI that excludes 0 "
+            "can sit beside a p (Holm) above 0.05: the CI is not adjusted).</p>",
             f"<p><b>Every stage:</b> {html.escape(diff['verdict'])}.</p>",
             page.table([{"measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
                          "baseline": _num(r["mean_a"]), "best": _num(r["mean_b"]), "diff": _num(r["diff"], "+.3f"),

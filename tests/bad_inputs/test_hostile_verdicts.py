@@ -114,3 +114,27 @@ def test_a_reply_followed_by_a_question_is_premature_and_naming_the_facts_is_not
     assert list(c["correct_clarification"]) == [0.0, 0.0, 1.0, 1.0]
     assert list(c["premature_answer"]) == [1.0, 0.0, 0.0, 0.0]
     assert list(c["correct_all"]) == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_a_ci_beside_a_p_comes_from_the_same_test(tmp_path, capsys):
+    """Issue 55: a bootstrap CI that excluded 0 sat beside "p = 0.125, not significant" (four
+    questions, all better in B): the row's CI is now the randomisation test inverted, so it
+    excludes 0 only when p <= 0.05."""
+    import pandas as pd
+
+    a = run(tmp_path / "a")
+    b = tmp_path / "b" / a.name
+    shutil.copytree(a, b)
+    for cell, value in ((a, 0.0), (b, 1.0)):
+        records = pd.read_parquet(cell / "records.parquet")
+        records["hit@1"] = records["hit@1"].where(records["hit@1"].isna(), value)
+        records.to_parquet(cell / "records.parquet")
+    assert cli(["compare", str(a), str(b), "-m", "retrieval/hit@1"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.strip().startswith("retrieval/hit@1")]
+    assert "0.125" in row  # 4 pairs all +1: the exact sign-flip p is 2/16
+    found = re.search(r"\[([+-][\d.]+|n/a), ([+-][\d.]+|n/a)\]", row)
+    assert found, row
+    lo = found.group(1)
+    assert lo == "n/a" or float(lo) <= 0, row  # never an interval that excludes 0 beside p = 0.125
+    assert "one paired test per row" in out
