@@ -80,8 +80,8 @@ class Experiment:
         if ref == "baseline":
             base = decide.baseline(self.cells)
             if base is None:
-                raise DataError(Problem(str(self.path), 0, "baseline", "no cell holds the config's defaults on every "
-                                        "swept axis", "name the cell: its label or id"))
+                raise DataError(Problem(str(self.path), 0, "baseline", "the experiment has no finished cell",
+                                        "run the sweep first"))
             return base
         for c in self.cells:
             if ref in (c.cell_id, self.names[c.cell_id]):

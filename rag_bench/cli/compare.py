@@ -27,7 +27,7 @@ def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="rag-bench compare", usage=USAGE, description="Paired comparison of two cells over the same questions: "
         "by default the main measure of every stage (retrieval, evidence, answer correct/EM/F1, citation, refusals, "
-        "latency, tokens), difference B - A with a paired randomisation-test p-value and the CI of the same test "
+        "latency, tokens), difference B - A with a paired bootstrap CI, a paired randomisation-test p-value "
         "(Holm-corrected over those measures), a one-line verdict and the questions whose answer flipped. "
         "CELL_A CELL_B: two cell folders or MLflow run ids. EXPERIMENT_DIR A B: two cells of one experiment folder, "
         "each named as the leaderboard prints it, by id, or as best or baseline. EXPERIMENT_DIR alone: its baseline "

@@ -25,7 +25,14 @@ from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
 from rag_bench.reporting import decide
 from rag_bench.reporting.params import check_comparable
-from rag_bench.stats.paired import holm, paired_two_level_bootstrap_ci, paired_two_level_p, randomisation_test
+from rag_bench.stats.paired import (
+    disagreement,
+    holm,
+    paired_bootstrap_ci,
+    paired_two_level_bootstrap_ci,
+    paired_two_level_p,
+    randomisation_p,
+)
 
 
 @dataclass(frozen=True)
@@ -150,20 +157,22 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
         except ValueError as exc:
             raise DataError(Problem(str(b.path), 0, col.key, str(exc), "re-run the cell; records.parquet is written "
                                     "by rag_bench")) from exc
-        # One procedure per row: the CI and p of the same paired test (issue 55) -- the two-level
-        # bootstrap for judged measures, else the randomisation test and its inversion.
+        # Judged measures: CI and p from the same two-level bootstrap. Else a bootstrap CI beside the
+        # randomisation p, and the row says in words when the two disagree (issue 55).
         if judged is not None:
             lo, hi = paired_two_level_bootstrap_ci(*judged, n_resamples=n_resamples, seed=seed)
             p = paired_two_level_p(*judged, n_resamples=max(n_resamples, 1000), seed=seed)
+            why = ""
         else:
-            p, (lo, hi) = randomisation_test(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
+            lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
+            p = randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
+            why = disagreement((lo, hi), p, alpha, int(np.sum(both & (x != y))))
         rows.append({"metric": col.name, "key": col.key, "higher_is_better": col.higher_is_better,
                      "n": int(both.sum()),
                      "mean_a": float(x[both].mean()) if both.any() else None,
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": float((y[both] - x[both]).mean()) if both.any() else None,
-                     # (no interval: too few questions for the test to reject any difference; JSON has no inf)
-                     "ci": [lo, hi] if np.isfinite([lo, hi]).all() else [None, None], "p": p,
+                     "ci": [lo, hi], "p": p, "disagree": why,
                      "test": "paired randomisation" if judged is None else "paired two-level bootstrap"})
     for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):
         row["p_holm"] = p_adj
@@ -235,10 +244,10 @@ def format_compare(result: dict[str, Any]) -> str:
     """Readable table: the verdict, one line per measure, then the flipped questions."""
     lines = [f"A: {result['a']}", f"B: {result['b']}",
              f"verdict: {result['verdict']}",
-             f"{result['questions']} common questions; diff = B - A; p and 95% CI from one paired test per row "
-             f"(randomisation test, its CI the test inverted; judged measures: two-level bootstrap); p_holm "
-             f"Holm-adjusted over these {len(result['metrics'])} measures (alpha {result['alpha']}): the CI is not, so "
-             "a CI that excludes 0 beside a p_holm above alpha is a change the family's correction does not keep",
+             f"{result['questions']} common questions; diff = B - A; paired bootstrap 95% CI; randomisation p "
+             f"(judged measures: CI and p from one two-level bootstrap); p_holm Holm-adjusted over these "
+             f"{len(result['metrics'])} measures (alpha {result['alpha']}): the CI is not, so a CI that excludes 0 "
+             "beside a p_holm above alpha is a change the family's correction does not keep",
              ""]
     table = pd.DataFrame([{
         "measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
@@ -246,6 +255,7 @@ def format_compare(result: dict[str, Any]) -> str:
         "95% CI": f"[{_f(r['ci'][0], sign=True)}, {_f(r['ci'][1], sign=True)}]", "p": _f(r["p"]),
         "p_holm": _f(r["p_holm"]), "": "*" if r["significant"] else ""} for r in result["metrics"]])
     lines.append(table.to_string(index=False))
+    lines += [f"  {r['key']}: {r['disagree']}" for r in result["metrics"] if r.get("disagree")]
     flips = result["flips"]
     for key, title in (("right_to_wrong", "right in A, wrong in B"), ("wrong_to_right", "wrong in A, right in B")):
         items = flips[key]

@@ -7,9 +7,9 @@ the primary measure, the cells that cannot be told from it, and whether it beats
   cells a reader should treat as equally good. A cell outside it is significantly worse than the
   best, with the selection of "a best among many" accounted for.
 * **Versus the baseline** (the config's defaults cell, or the one named): the paired difference on
-  the primary measure (best - baseline), the paired randomisation test's p and the 95% CI that
-  inverts the same test, so the two never disagree -- one pre-declared test, so no multiplicity
-  correction (``compare`` corrects its family of secondary measures with Holm).
+  the primary measure (best - baseline), its paired bootstrap 95% CI and the paired randomisation
+  test's p -- one pre-declared test, so no multiplicity correction (``compare`` corrects its family
+  of secondary measures with Holm). When the CI and p disagree the line says why, and which decides.
 
 Every view states the same :class:`Verdict` (:meth:`Verdict.text`): the console at the end of a
 sweep, ``leaderboard``, the report's header, the sweep's MLflow parent run, ``compare EXPERIMENT``
@@ -18,7 +18,6 @@ and the notebook (:mod:`rag_bench.api`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers.answer import HANDED, REFUSED, refusal_warning
 from rag_bench.reporting import decide
 from rag_bench.stats.confidence_set import model_confidence_set
-from rag_bench.stats.paired import randomisation_test
+from rag_bench.stats.paired import disagreement, paired_bootstrap_ci, randomisation_p
 
 ALPHA = 0.05
 RESAMPLES = 2000
@@ -42,9 +41,8 @@ RESAMPLES = 2000
 @dataclass(frozen=True)
 class Versus:
     """The best cell against the baseline on the primary measure: ``diff`` = best - baseline over
-    ``n`` common questions, the paired randomisation test's ``p`` and the CI that inverts that same
-    test (:func:`rag_bench.stats.paired.randomisation_test`: it excludes 0 exactly when p <= alpha;
-    ``(-inf, inf)`` when so few questions cannot show any difference)."""
+    ``n`` common questions, its paired bootstrap CI, the randomisation test's ``p`` -- and, when the
+    CI and p disagree, why in words (``disagree``, :func:`rag_bench.stats.paired.disagreement`)."""
 
     cell: str
     name: str
@@ -54,6 +52,8 @@ class Versus:
     n: int
     significant: bool
     better: bool  # the difference is in the measure's better direction
+    role: str = ""  # how the baseline was chosen, when not the config's defaults or named (said in the line)
+    disagree: str = ""  # why the CI and p disagree, in words (stats.paired.disagreement); "" when they agree
 
     def text(self) -> str:
         """``not significantly better than the baseline X (+0.012 [-0.030, +0.050], p = 0.41)``."""
@@ -61,11 +61,9 @@ class Versus:
             how = "significantly better than" if self.better else "significantly worse than"
         else:
             how = "not significantly better than" if self.diff != 0 else "no different from"
-        if not all(map(math.isfinite, self.ci)):
-            return (f"{how} the baseline {self.name} ({self.diff:+.3f}, {p_text(self.p)}: {self.n} question"
-                    f"{'s' if self.n != 1 else ''} cannot show a difference at this level, so no interval)")
-        return (f"{how} the baseline {self.name} ({self.diff:+.3f} [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}], "
-                f"{p_text(self.p)})")
+        base = f"the baseline {self.name}" + (f" ({self.role})" if self.role else "")
+        why = f": {self.disagree}" if self.disagree else ""
+        return f"{how} {base} ({self.diff:+.3f} [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}], {p_text(self.p)}{why})"
 
 
 @dataclass(frozen=True)
@@ -127,17 +125,14 @@ class Verdict:
         out = [self.reason[:1].upper() + self.reason[1:] + ".", self.text() + "."]
         if self.method:
             out.append(f"(Not significantly worse: in the {self.method}; versus the baseline: paired randomisation "
-                       f"test on {self.measure}, its interval the same test inverted.)")
+                       f"test on {self.measure}, its CI a paired bootstrap.)")
         if self.tie:
             out.append(f"({self.tie}.)")
         return out + [f"warning: {w}" for w in self.warnings]
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the line itself (``text``) and the method (an unbounded interval as nulls)."""
-        out = {**asdict(self), "text": self.text(), "method": self.method}
-        if out["versus"] is not None and not all(map(math.isfinite, out["versus"]["ci"])):
-            out["versus"]["ci"] = (None, None)
-        return out
+        """JSON-ready, with the line itself (``text``) and the method."""
+        return {**asdict(self), "text": self.text(), "method": self.method}
 
 
 def p_text(p: float) -> str:
@@ -239,13 +234,13 @@ def stand_in_warnings(cells: Sequence[Cell]) -> tuple[str, ...]:
 
 def _versus(cells: Sequence[Cell], best: Cell, key: str, chosen: str | Path | None, names: Mapping[str, str],
             higher: bool, alpha: float, n_resamples: int, seed: int) -> tuple[Versus | None, str]:
-    base = decide.baseline(cells, chosen)
+    base, how = decide.baseline_of(cells, chosen)
     if base is None:
-        return None, ("no baseline: no cell holds the config's defaults on every swept axis (name one: --baseline "
-                      "CELL)")
+        return None, "no baseline: no cells"
+    role = "" if how in (decide.DEFAULTS_ROLE, "as named") else how
     base_name = names.get(base.cell_id, base.cell_id)
     if base.cell_id == best.cell_id:
-        return None, f"it is the baseline ({'the config defaults' if chosen is None else 'as named'})"
+        return None, f"it is the baseline ({'the config defaults' if how == decide.DEFAULTS_ROLE else how})"
     m = measures.measure(key)
     column = m.column if m is not None and m.aggregate == "mean" else None
     a = question_values(base, column) if column else None
@@ -257,10 +252,11 @@ def _versus(cells: Sequence[Cell], best: Cell, key: str, chosen: str | Path | No
     if len(both) == 0:
         return None, f"not tested against the baseline {base_name}: no question where both have {key}"
     diff = float((y - x).mean())
-    # one procedure: the p and the interval of the same paired randomisation test
-    p, (lo, hi) = randomisation_test(x, y, confidence=1 - alpha, n_resamples=max(n_resamples, 1000), seed=seed)
+    lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
+    p = randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
     better = diff > 0 if higher else diff < 0
-    return Versus(base.cell_id, base_name, diff, (lo, hi), p, len(both), p <= alpha, better), ""
+    why = disagreement((lo, hi), p, alpha, int(np.sum(y != x)))
+    return Versus(base.cell_id, base_name, diff, (lo, hi), p, len(both), p <= alpha, better, role, why), ""
 
 
 def of_experiment(experiment_dir: str | Path, *, fingerprint: str | None = None, key: str | None = None,

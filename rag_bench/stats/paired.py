@@ -131,69 +131,34 @@ def randomisation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, s
     return float((1 + np.sum(means >= observed - tol)) / (1 + n_resamples))
 
 
-def randomisation_test(a: np.ndarray, b: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 10000,
-                       seed: int = 0, exact_below: int = 12) -> tuple[float, tuple[float, float]]:
-    """One paired procedure for a claim: the sign-flip randomisation test of ``mean(b - a) == 0``
-    and the confidence interval made by inverting the *same* test -- every shift ``delta`` for
-    which the test of ``mean(b - a) == delta`` (the differences minus ``delta``, the same sign
-    patterns) is not rejected at ``1 - confidence``. So the interval excludes 0 exactly when
-    ``p <= 1 - confidence``: a CI printed beside a p can no longer contradict it (issue 55: a
-    bootstrap CI excluding 0 sat beside "p = 0.125, not significant").
+def disagreement(ci: Sequence[float], p: float, alpha: float, differ: int) -> str:
+    """Why a bootstrap CI and a randomisation p printed side by side disagree (issue 55: a CI that
+    excluded 0 sat beside "p = 0.125, not significant"), in words; "" when they agree. ``differ``:
+    how many pairs differ at all.
 
-    Every sign pattern is enumerated for at most ``exact_below`` pairs, else ``n_resamples``
-    random ones (seeded; ``p = (1 + #as extreme) / (1 + R)``). With so few pairs that no pattern
-    can be rarer than ``1 - confidence`` (3 pairs: p >= 0.25), the interval is unbounded,
-    ``(-inf, inf)``: those questions cannot show a difference at that level. ``(1.0, (nan, nan))``
-    when no pair is defined.
+    The two are different procedures: the percentile bootstrap resamples the questions that
+    differ and, with few of them, cannot produce a resample without a difference (4 questions all
+    +1: every resample is +1); the sign-flip test asks how often such a difference arises when
+    each one's sign is a coin flip (2 of 16). Inverting the sign-flip test for a CI was tried and
+    refused: with many zero differences (0/1 measures) a shifted null turns every zero into
+    evidence, and the interval collapses onto 0. So the row keeps both and says which decides.
 
-    >>> p, (lo, hi) = randomisation_test(np.zeros(3), np.ones(3))  # 3 pairs all +1
-    >>> p, lo, hi
-    (0.25, -inf, inf)
-    >>> p, (lo, hi) = randomisation_test(np.zeros(12), np.r_[np.ones(10), 0.0, 0.0])
-    >>> round(p, 4), round(lo, 3), round(hi, 3)
-    (0.002, 0.6, 1.0)
+    >>> disagreement((1.0, 1.0), 0.125, 0.05, 4)
+    'the bootstrap CI excludes 0 but the paired test does not reject: 4 questions differ, too few for the CI; the test decides'
+    >>> disagreement((-0.1, 0.2), 0.5, 0.05, 20)
+    ''
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples!r}")
-    d = _paired(a, b)
-    n = d.size
-    if n == 0:
-        return 1.0, (float("nan"), float("nan"))
-    exact = n <= exact_below
-    signs = (1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)).astype(np.float64) if exact else \
-        np.random.default_rng(seed).choice(np.array([-1.0, 1.0]), size=(n_resamples, n))
-
-    def p_at(delta: float) -> float:
-        e = d - delta
-        observed = abs(e.mean())
-        if observed == 0:
-            return 1.0
-        extreme = int(np.sum(np.abs(signs @ e) / n >= observed - 1e-12 * max(1.0, observed)))
-        return extreme / len(signs) if exact else (1 + extreme) / (1 + len(signs))
-
-    alpha = 1 - confidence
-    centre = float(d.mean())
-    spread = float(np.abs(d - centre).max()) or max(abs(centre), 1.0)
-
-    def edge(direction: float) -> float:
-        inside, step = centre, spread
-        for _ in range(60):  # find a shift the test rejects, then bisect between it and the centre
-            outside = centre + direction * step
-            if p_at(outside) <= alpha:
-                break
-            inside, step = outside, step * 2
-        else:
-            return direction * float("inf")
-        for _ in range(50):
-            mid = (inside + outside) / 2
-            inside, outside = (mid, outside) if p_at(mid) > alpha else (inside, mid)
-        return inside
-
-    if p_at(centre + spread * 1e6) > alpha:  # every pattern is too common: no shift can be rejected
-        return p_at(0.0), (-float("inf"), float("inf"))
-    return p_at(0.0), (edge(-1.0), edge(1.0))
+    lo, hi = ci
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    excludes = lo > 0 or hi < 0
+    rejects = p <= alpha
+    if excludes == rejects:
+        return ""
+    if excludes:
+        return (f"the bootstrap CI excludes 0 but the paired test does not reject: {differ} question"
+                f"{'s' if differ != 1 else ''} differ, too few for the CI; the test decides")
+    return "the paired test rejects but the bootstrap CI reaches 0: the difference is at the edge; read it as weak"
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
