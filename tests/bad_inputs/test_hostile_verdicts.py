@@ -181,3 +181,50 @@ def test_gate_baseline_that_is_the_gated_cell_suggests_another_cell(tmp_path, ca
     assert code == 0, captured.err
     assert "is the gated cell itself" in captured.err and "the grid's first cell" in captured.err
     assert "name another cell, e.g. --baseline 'sentence'" in captured.err
+
+
+def _fifty_dataset(tmp_path: Path, extra_docs: int = 0) -> Path:
+    data = tmp_path / "fifty"
+    shutil.copytree(TINY, data)
+    with open(data / "docs" / "billing.md", "a", encoding="utf-8") as fh:
+        fh.write("\n## Support\n\nPriority support answers within 50 minutes.\n")
+    for i in range(extra_docs):
+        (data / "docs" / f"tasks{i}.md").write_text(f"# Tasks {i}\n\nEvery task has a priority; this one has 50.\n")
+    q = {"id": "p1", "question": "How fast does priority support answer?", "answerable": True,
+         "evidence": [{"doc_id": "billing", "quote": "Priority support answers within 50 minutes."}],
+         "facts": ["50"], "answers": ["within 50 minutes"]}
+    with open(data / "questions.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(q) + "\n")
+    return data
+
+
+def test_a_numeric_fact_inside_markup_is_no_correct_answer(tmp_path):
+    """Issue 55: the fact `50` counted an answer correct because `priority="50"` appeared in it."""
+    import pandas as pd
+
+    data = _fifty_dataset(tmp_path)
+    passage = [{"doc_id": "billing", "text": "Priority support answers within 50 minutes."}]
+    lines = [*({"id": q, "retrieved": [], "refused": True} for q in ("q1", "q2", "q3", "q4", "q5", "q6")),
+             {"id": "p1", "retrieved": passage, "answer": '<task priority="50">Ask the support desk.</task>'}]
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli(["evaluate", str(outputs), "--dataset", str(data), "--name", "app", "tracking=none",
+                f"output.root={tmp_path / 'out'}", "experiment.name=apps"]) == 0
+    (cell,) = [p.parent for p in (tmp_path / "out" / "apps").glob("*/DONE")]
+    assert pd.read_parquet(cell / "records.parquet").set_index("qid").loc["p1", "correct"] == 0.0
+    # the same fact outside markup is found
+    lines[-1]["answer"] = "<b>Within 50 minutes.</b>"
+    outputs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli(["evaluate", str(outputs), "--dataset", str(data), "--name", "app2", "tracking=none",
+                f"output.root={tmp_path / 'out2'}", "experiment.name=apps"]) == 0
+    (cell,) = [p.parent for p in (tmp_path / "out2" / "apps").glob("*/DONE")]
+    assert pd.read_parquet(cell / "records.parquet").set_index("qid").loc["p1", "correct"] == 1.0
+
+
+def test_validate_warns_about_a_fact_found_in_many_documents(tmp_path, capsys):
+    data = _fifty_dataset(tmp_path, extra_docs=4)
+    assert cli(["validate", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: question p1: its fact '50' occurs in 5 of 7 documents" in out, out
+    assert cli(["validate", str(TINY)]) == 0
+    assert "warning" not in capsys.readouterr().out
