@@ -127,7 +127,8 @@ class Experiment:
         from rag_bench.reporting.compare import compare_cells
 
         ca, cb = self.cell(a), self.cell(b)
-        return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]))
+        return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]),
+                             primary=self.primary)
 
     def gate(self, policy: str | Path, cell: str = "best", baseline: str | None = None) -> list[Any]:
         """The release gate's rules (a policy file, ``conf/gate/*.yaml``) on ``cell``; each result

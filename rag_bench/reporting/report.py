@@ -489,7 +489,7 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 def _versus(base: Cell, best: Cell, names: dict[str, str], found: Verdict) -> str:
     name_of = {**names, base.cell_id: names.get(base.cell_id, base.cell_id)}
-    diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]))
+    diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]), primary=found.measure)
     primary = (f"On the primary measure {html.escape(found.measure)}, the one test the verdict rests on: "
                f"{html.escape(found.versus.text())}. " if found.versus is not None else "")
     role = found.versus.role if found.versus is not None and found.versus.role else "the config's defaults, or as named"

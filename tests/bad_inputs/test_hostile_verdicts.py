@@ -228,3 +228,25 @@ def test_validate_warns_about_a_fact_found_in_many_documents(tmp_path, capsys):
     assert "warning: question p1: its fact '50' occurs in 5 of 7 documents" in out, out
     assert cli(["validate", str(TINY)]) == 0
     assert "warning" not in capsys.readouterr().out
+
+
+def test_a_sub_millisecond_latency_change_is_no_headline(tmp_path, capsys):
+    """Issue 55: the headline of "best vs baseline" was a 0.6 ms retrieval latency change. A
+    change under its family's minimum effect is said to be no finding; the headline leads with a
+    change that is both significant and practically large."""
+    import numpy as np
+    import pandas as pd
+
+    a = run(tmp_path / "a")
+    b = tmp_path / "b" / a.name
+    shutil.copytree(a, b)
+    n = len(pd.read_parquet(a / "records.parquet"))
+    for cell, ms in ((a, 1.0), (b, 0.4)):  # every question 0.6 ms faster in B: significant, not large
+        records = pd.read_parquet(cell / "records.parquet")
+        records["retrieve_ms"] = ms + np.linspace(0, 0.01, n)
+        records.to_parquet(cell / "records.parquet")
+    assert cli(["compare", str(a), str(b), "-m", "latency/retrieve_ms"]) == 0  # 6 pairs all faster: p = 2/64
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("verdict: ")]
+    assert line.startswith("verdict: no change large enough to matter: retrieve_ms -0.600 is significant but under "
+                           "its minimum effect (1 ms)"), line
