@@ -196,7 +196,7 @@ def _size(r: dict[str, Any]) -> float:
 def verdict(rows: Sequence[dict[str, Any]], primary: str | None = None) -> str:
     """One line: each finding -- a change significant after Holm *and* at least its family's
     minimum effect (:func:`rag_bench.evaluation.measures.min_effect`) -- with its direction,
-    difference, CI and p, the ``primary`` measure's first, then the largest (in minimum effects);
+    difference, CI and p, the ``primary`` measure's first, then in the rows' (stages') order;
     the significant changes too small to be findings, said as such; then whether anything else
     changed.
 
@@ -213,7 +213,7 @@ def verdict(rows: Sequence[dict[str, Any]], primary: str | None = None) -> str:
     if not sig:
         return f"no significant change on any of the {len(rows)} measures compared (Holm-adjusted)"
     small = [r for r in sig if _size(r) < 1]
-    sig = sorted((r for r in sig if _size(r) >= 1), key=lambda r: (r.get("key") != primary, -_size(r)))
+    sig = sorted((r for r in sig if _size(r) >= 1), key=lambda r: r.get("key") != primary)  # stable: stage order
     tiny = "; ".join(f"{r['metric']} {r['diff']:+.3f} is significant but under its minimum effect "
                      f"({measures.min_effect(str(r.get('key') or r['metric']))[1]})" for r in small)
     if not sig:
