@@ -80,8 +80,8 @@ class Experiment:
         if ref == "baseline":
             base = decide.baseline(self.cells)
             if base is None:
-                raise DataError(Problem(str(self.path), 0, "baseline", "no cell holds the config's defaults on every "
-                                        "swept axis", "name the cell: its label or id"))
+                raise DataError(Problem(str(self.path), 0, "baseline", "the experiment has no finished cell",
+                                        "run the sweep first"))
             return base
         for c in self.cells:
             if ref in (c.cell_id, self.names[c.cell_id]):
@@ -127,7 +127,8 @@ class Experiment:
         from rag_bench.reporting.compare import compare_cells
 
         ca, cb = self.cell(a), self.cell(b)
-        return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]))
+        return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]),
+                             primary=self.primary)
 
     def gate(self, policy: str | Path, cell: str = "best", baseline: str | None = None) -> list[Any]:
         """The release gate's rules (a policy file, ``conf/gate/*.yaml``) on ``cell``; each result

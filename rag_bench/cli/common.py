@@ -147,8 +147,9 @@ def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:
 # The words that pick a cell of an experiment folder by role rather than by name (gate --cell,
 # compare EXPERIMENT A B, export --cell): a cell whose name is one of them is picked by its id.
 PICKS = ("best", "baseline")
-PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the cheaper cell), baseline (the cell at "
-             "the config's defaults on every swept axis), a cell id (or a unique prefix of one, 6+ characters) or "
+PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the fewer generator tokens, then the "
+             "name), baseline (the cell at the config's defaults on every swept axis), a cell id (or a unique "
+             "prefix of one, 6+ characters) or "
              "the name the leaderboard and the report print, e.g. 'section hybrid rr=none k=5'")
 
 
@@ -172,12 +173,12 @@ def pick_cell(cells: list, ref: str, option: str, experiment: str | Path = "") -
         return best, (f"the best of {len(cells)} cell{'s' if len(cells) != 1 else ''} by {key} ({shown})"
                       + (f"; {tie}" if tie else ""))
     if ref == "baseline":
-        base = decide.baseline(cells)
+        base, how = decide.baseline_of(cells)
         if base is None:
-            raise ConfigError(str(Problem(where, 0, option, "baseline: no cell holds the config's defaults on every "
-                                          "swept axis", f"name the cell instead, e.g. {option} "
-                                          f"{names[cells[-1].cell_id]!r} (`rag-bench leaderboard` lists the names)")))
-        return base, "the baseline: the cell at the config's defaults on every swept axis"
+            raise ConfigError(str(Problem(where, 0, option, "baseline: the experiment has no finished cell",
+                                          "run the sweep first")))
+        said = "the cell at the config's defaults on every swept axis" if how == decide.DEFAULTS_ROLE else how
+        return base, f"the baseline: {said}"
     by_name = {v: k for k, v in names.items()}
     ids = {c.cell_id: c for c in cells}
     if ref in ids or ref in by_name:

@@ -108,7 +108,7 @@ def run(argv: list[str]) -> int:
         if note:
             say(note, file=sys.stderr)
         result = compare_cells(ca, cb, metrics=a.metric, n_resamples=a.resamples, seed=a.seed, alpha=a.alpha,
-                               flip_metric=a.flip_metric)
+                               flip_metric=a.flip_metric, primary=verdicts[0].measure if verdicts else None)
         if a.json and verdicts:
             result = {"experiment_verdict": verdicts[0].as_dict(), **result}
         say(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))

@@ -77,8 +77,16 @@ def run(argv: list[str]) -> int:
             check_same_dataset(baseline, cell, fix="pass a --baseline evaluated on the same dataset version (re-run "
                                "the baseline's configuration on this dataset)")
             if base_why and baseline.cell_id == cell.cell_id:  # (named by their roles, they can be one cell)
-                say(f"note: --baseline {a.baseline} is the gated cell itself ({cell.cell_id}): no regression can show",
-                    file=sys.stderr)
+                others = [c for c in cells if c.cell_id != cell.cell_id]
+                hint = ""
+                if others:  # suggest another cell, never the gated one (issue 52: it suggested the best itself)
+                    from rag_bench.reporting import decide
+
+                    names = decide.names_of(cells)
+                    other = decide.rank(others, decide.primary_measure(cells), names)[0]
+                    hint = f" -- fix: name another cell, e.g. --baseline {names[other.cell_id]!r}"
+                say(f"note: --baseline {a.baseline} is the gated cell itself ({cell.cell_id}; {base_why}): no "
+                    f"regression can show{hint}", file=sys.stderr)
         keep = [Path(a.policy), cell.path] + ([baseline.path] if baseline is not None else [])
         junit = check_junit_target(a.junit, keep) if a.junit else None  # before evaluating: nothing half-done
         results = evaluate_gate(cell, policy, baseline)

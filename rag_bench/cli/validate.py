@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rag_bench.cli.common import fail, say
 from rag_bench.cli.table import Command
@@ -34,7 +35,37 @@ def run(argv: list[str]) -> int:
           + (f"grades {grades}, " if grades != [1] and grades else "") +
           f"{sum(len(q.evidence) for q in qs)} evidence spans; dataset files {', '.join(describe_files(ds.files))} "
           f"(other files in the folder are not part of it); fingerprint {ds.fingerprint}")
+    for line in common_facts(ds):
+        say(f"warning: {line}")
     return 0
+
+
+MANY_DOCUMENTS = 5  # a fact in at least this many documents (and a fifth of them) is warned about
+SHOWN = 10
+
+
+def common_facts(ds: Any) -> list[str]:
+    """A warning per question fact that occurs in many documents (at least MANY_DOCUMENTS and a
+    fifth of them): an answer that contains it may have it from anywhere, so "correct" by that
+    fact says little (issue 55: the fact ``50`` was in ``priority="50"``)."""
+    from rag_bench.text.normalize import documents_with
+
+    facts = list(dict.fromkeys(f for q in ds.questions for f in q.facts))
+    if not facts or len(ds.documents) < MANY_DOCUMENTS:
+        return []
+    texts = [d.text for d in ds.documents.values()]
+    counts = dict(zip(facts, documents_with(facts, texts)))
+    common = {f: n for f, n in counts.items() if n >= MANY_DOCUMENTS and n >= 0.2 * len(texts)}
+    out = []
+    for q in ds.questions:
+        for f in q.facts:
+            if f in common:
+                out.append(f"question {q.qid}: its fact {f!r} occurs in {common[f]} of {len(texts)} documents, so an "
+                           "answer that contains it may have it from anywhere -- fix: write the fact with the words "
+                           "that make it this answer's (a number with its unit or noun, a word with its phrase)")
+    if len(out) > SHOWN:
+        out = out[:SHOWN] + [f"... and {len(out) - SHOWN} more facts that occur in many documents"]
+    return out
 
 
 COMMAND = Command("validate", "DATASET", "check a dataset; every problem listed; exit 2 if any", run)

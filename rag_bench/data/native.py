@@ -23,7 +23,7 @@ from rag_bench.data.problems import (
 )
 from rag_bench.domain import Asker, Document, EvidenceSpan, LostEvidence, ParseReport, Question
 from rag_bench.text.markdown import parse_sections
-from rag_bench.text.normalize import content_words
+from rag_bench.text.normalize import content_words, squeeze
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri", "canaries",
                "hidden"}
@@ -229,9 +229,10 @@ def _check_markers(doc: Document, path: Path, meta_path: Path, lineno: int, log:
     if path.suffix.lower() not in DOCUMENT_SUFFIXES:
         return
     text = " ".join(doc.text.split()).casefold()
+    squeezed = squeeze(doc.text)  # a canary is found across line breaks (the injection scorer's rule)
     for key, values in (("canaries", doc.canaries), ("hidden", doc.hidden)):
         for i, v in enumerate(values):
-            if " ".join(v.split()).casefold() not in text:
+            if (squeeze(v) not in squeezed) if key == "canaries" else (" ".join(v.split()).casefold() not in text):
                 log.add(meta_path, lineno, f"{key}[{i}]", f"{v!r} does not occur in {path.name}",
                         f"copy the string exactly as {path.name} writes it (case and spacing are ignored)")
 

@@ -2,7 +2,8 @@
 
 One loop: the run's final rankings are graded (:mod:`.grade`), every scorer of the evaluation runs
 in turn on the run (each may read the columns of those before it), and every measure they declare
-is aggregated the same way -- a ``mean`` with its n and 95% bootstrap CI over the questions where it
+is aggregated the same way -- a ``mean`` with its n and 95% CI (:mod:`rag_bench.metrics.intervals`: Wilson for
+0/1 measures, else a bootstrap) over the questions where it
 is defined, a ``sum`` over questions, a ``value`` as the scorer gave it. metrics.json gets a
 ``measures`` block: each key with its direction, aggregate, parameters, definition and scorer, so
 the cell describes itself. The cell's files (records.parquet, metrics.json, the TREC files) are
@@ -27,7 +28,7 @@ from rag_bench.evaluation.grade import grade
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Scorer, Settings
 from rag_bench.memo import SharedWork
-from rag_bench.metrics.bootstrap import bootstrap_cis
+from rag_bench.metrics.intervals import mean_cis
 
 MEASURES = "measures"  # metrics.json: the block describing every key
 
@@ -103,7 +104,7 @@ def aggregate(columns: dict[str, Any], declared: Sequence[tuple[Measure, str]], 
     for j, m in enumerate(means):
         matrix[:, j] = np.asarray(columns[m.column], dtype=np.float64)
     # Every interval from one call: measures defined on the same questions share one resample gather.
-    cis = bootstrap_cis(matrix, n_resamples=settings.n_resamples, seed=settings.seed) if means else np.empty((0, 2))
+    cis = mean_cis(matrix, n_resamples=settings.n_resamples, seed=settings.seed) if means else np.empty((0, 2))
     block: dict[str, Any] = {}
     col_of = {m.key: j for j, m in enumerate(means)}
     for m, scorer in declared:

@@ -113,7 +113,7 @@ CLARIFY_RATE, CORRECT_CLARIFICATION, PREMATURE_ANSWER = CLARIFY
 TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
 UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
 ANN_RECALL = ann.ANN_RECALL
-GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's second cost (rag_bench.reporting.decide)
+GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's cost (rag_bench.reporting.decide)
 judge_measure = judge.judge_measure
 
 # Every family by "section/family" and every figure by key: one registry shape (rag_bench.registry).
@@ -190,6 +190,31 @@ def higher_is_better(key: str) -> bool:
     if up is None:
         raise ValueError(f"{key!r} is descriptive (a size or a cache's state): neither higher nor lower is better")
     return up
+
+
+# The smallest change of a measure that is a finding, by family (issue 55: a 0.6 ms latency change
+# headed "best vs baseline"). Below it a change is no finding, however significant: docs/statistics.md.
+MIN_EFFECTS = (
+    ("_ms", 1.0, "1 ms"),  # a latency in milliseconds
+    ("_s", 0.001, "1 ms"),  # a duration in seconds
+    ("tokens", 1.0, "1 token"),  # tokens per question
+    ("usd", 0.0001, "$0.0001"),  # money per question
+    ("", 0.01, "1 point (0.01)"),  # shares and means on [0, 1]: hit, nDCG, correct, refusal rates, F1
+)
+
+
+def min_effect(key: str) -> tuple[float, str]:
+    """The smallest change of ``key`` (``section/name``, or a records column) that counts as a
+    finding, and how it is said (:data:`MIN_EFFECTS`: by the name's unit, else a 0-1 measure's 1 point).
+
+    >>> min_effect("latency/retrieve_ms"), min_effect("retrieval/ndcg@10")
+    ((1.0, '1 ms'), (0.01, '1 point (0.01)'))
+    >>> min_effect("cost/tokens")
+    (1.0, '1 token')
+    """
+    name = str(key).rpartition("/")[2].lower()
+    return next((size, said) for suffix, size, said in MIN_EFFECTS if suffix in name and (
+        not suffix.startswith("_") or name.endswith(suffix)))
 
 
 def known_names(section: str, cutoffs: Sequence[int] = (1, 3, 5, 10)) -> list[str]:

@@ -26,6 +26,7 @@ from rag_bench.judging import samples as judge_samples
 from rag_bench.reporting import decide
 from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import (
+    disagreement,
     holm,
     paired_bootstrap_ci,
     paired_two_level_bootstrap_ci,
@@ -136,13 +137,16 @@ def _columns(a: Cell, ra: pd.DataFrame, rb: pd.DataFrame, metrics: Sequence[str]
 
 def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_resamples: int = 2000,
                   seed: int = 0, alpha: float = 0.05, flip_metric: str | None = None,
-                  names: tuple[str, str] | None = None) -> dict[str, Any]:
+                  names: tuple[str, str] | None = None, primary: str | None = None) -> dict[str, Any]:
     """Per measure: means, paired difference (b - a) with a paired bootstrap CI, a paired
     randomisation-test p-value and its Holm-adjusted value over the measures compared (default:
     the main measure of each stage, :func:`family`); a one-line ``verdict``; and the questions
     that flipped: on the answer (failure labels: fixed means answered right or correctly refused
     in B, so a false refusal is never fixed) when both cells generated, else on
-    ``hit@<pipeline.k of a>``, or on ``flip_metric`` when given."""
+    ``hit@<pipeline.k of a>``, or on ``flip_metric`` when given. Each row says whether its change
+    is practically large (``practical``: at least the family's minimum effect,
+    :func:`rag_bench.evaluation.measures.min_effect`); the verdict leads with ``primary`` (the
+    experiment's primary measure) when its change is a finding."""
     ra, rb = _aligned(a, b)
     cols = _columns(a, ra, rb, metrics)
     check_comparable([a, b], [c.key for c in cols], names=dict(zip((a.cell_id, b.cell_id), names)) if names else None)
@@ -156,44 +160,71 @@ def compare_cells(a: Cell, b: Cell, *, metrics: Sequence[str] | None = None, n_r
         except ValueError as exc:
             raise DataError(Problem(str(b.path), 0, col.key, str(exc), "re-run the cell; records.parquet is written "
                                     "by rag_bench")) from exc
-        lo, hi = (paired_two_level_bootstrap_ci(*judged, n_resamples=n_resamples, seed=seed) if judged is not None
-                  else paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed))
+        # Judged measures: CI and p from the same two-level bootstrap. Else a bootstrap CI beside the
+        # randomisation p, and the row says in words when the two disagree (issue 55).
+        if judged is not None:
+            lo, hi = paired_two_level_bootstrap_ci(*judged, n_resamples=n_resamples, seed=seed)
+            p = paired_two_level_p(*judged, n_resamples=max(n_resamples, 1000), seed=seed)
+            why = ""
+        else:
+            lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
+            p = randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
+            why = disagreement((lo, hi), p, alpha, int(np.sum(both & (x != y))))
         rows.append({"metric": col.name, "key": col.key, "higher_is_better": col.higher_is_better,
                      "n": int(both.sum()),
                      "mean_a": float(x[both].mean()) if both.any() else None,
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": float((y[both] - x[both]).mean()) if both.any() else None,
-                     "ci": [lo, hi], "p": randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
-                     if judged is None else paired_two_level_p(*judged, n_resamples=max(n_resamples, 1000), seed=seed)})
+                     "ci": [lo, hi], "p": p, "disagree": why, "min_effect": measures.min_effect(col.key)[0],
+                     "practical": bool(both.any() and abs(float((y[both] - x[both]).mean()))
+                                       >= measures.min_effect(col.key)[0]),
+                     "test": "paired randomisation" if judged is None else "paired two-level bootstrap"})
     for row, p_adj in zip(rows, holm([float(r["p"]) for r in rows])):
         row["p_holm"] = p_adj
         row["significant"] = bool(p_adj <= alpha)
     name_a, name_b = names or decide.pair_names(a, b)
     return {"a": name_a, "b": name_b, "a_cell": a.cell_id, "b_cell": b.cell_id, "a_path": str(a.path),
             "b_path": str(b.path), "questions": int(len(ra)), "alpha": alpha, "metrics": rows,
-            "verdict": verdict(rows), "flips": _flips(a, ra, rb, flip_metric)}
+            "verdict": verdict(rows, primary), "primary": primary, "flips": _flips(a, ra, rb, flip_metric)}
 
 
-def verdict(rows: Sequence[dict[str, Any]]) -> str:
-    """One line: each significant change (after Holm) with its direction, difference, CI and p;
-    then whether anything else changed.
+def _size(r: dict[str, Any]) -> float:
+    """A row's change in units of its family's minimum effect (how practically large it is)."""
+    return abs(float(r["diff"])) / float(r.get("min_effect") or measures.min_effect(str(r.get("key") or r["metric"]))[0])
+
+
+def verdict(rows: Sequence[dict[str, Any]], primary: str | None = None) -> str:
+    """One line: each finding -- a change significant after Holm *and* at least its family's
+    minimum effect (:func:`rag_bench.evaluation.measures.min_effect`) -- with its direction,
+    difference, CI and p, the ``primary`` measure's first, then in the rows' (stages') order;
+    the significant changes too small to be findings, said as such; then whether anything else
+    changed.
 
     >>> verdict([{"metric": "correct", "higher_is_better": True, "diff": 0.08, "ci": [0.03, 0.13],
     ...           "p_holm": 0.004, "significant": True},
     ...          {"metric": "ndcg@10", "higher_is_better": True, "diff": 0.01, "ci": [-0.02, 0.04],
     ...           "p_holm": 0.6, "significant": False}])
     'B better on correct +0.080 [+0.030, +0.130], p = 0.004 after Holm; no significant change elsewhere'
+    >>> verdict([{"metric": "retrieve_ms", "key": "latency/retrieve_ms", "higher_is_better": False, "diff": -0.6,
+    ...           "ci": [-0.8, -0.4], "p_holm": 0.001, "significant": True}])
+    'no change large enough to matter: retrieve_ms -0.600 is significant but under its minimum effect (1 ms)'
     """
     sig = [r for r in rows if r.get("significant") and r.get("diff")]
     if not sig:
         return f"no significant change on any of the {len(rows)} measures compared (Holm-adjusted)"
+    small = [r for r in sig if _size(r) < 1]
+    sig = sorted((r for r in sig if _size(r) >= 1), key=lambda r: r.get("key") != primary)  # stable: stage order
+    tiny = "; ".join(f"{r['metric']} {r['diff']:+.3f} is significant but under its minimum effect "
+                     f"({measures.min_effect(str(r.get('key') or r['metric']))[1]})" for r in small)
+    if not sig:
+        return f"no change large enough to matter: {tiny}"
     parts = []
     for r in sig:
         better = (r["diff"] > 0) == bool(r["higher_is_better"])
         parts.append(f"B {'better' if better else 'worse'} on {r['metric']} {r['diff']:+.3f} "
                      f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}], {_p(r['p_holm'])}")
-    rest = "no significant change elsewhere" if len(sig) < len(rows) else "every measure changed"
-    return "; ".join(parts[:-1] + [parts[-1] + " after Holm"]) + f"; {rest}"
+    rest = "no significant change elsewhere" if len(sig) + len(small) < len(rows) else "every measure changed"
+    return "; ".join(parts[:-1] + [parts[-1] + " after Holm"]) + (f"; {tiny}" if tiny else "") + f"; {rest}"
 
 
 def _p(p: float) -> str:
@@ -235,8 +266,10 @@ def format_compare(result: dict[str, Any]) -> str:
     """Readable table: the verdict, one line per measure, then the flipped questions."""
     lines = [f"A: {result['a']}", f"B: {result['b']}",
              f"verdict: {result['verdict']}",
-             f"{result['questions']} common questions; diff = B - A; paired bootstrap 95% CI; "
-             f"randomisation p, Holm-adjusted over these {len(result['metrics'])} measures (alpha {result['alpha']})",
+             f"{result['questions']} common questions; diff = B - A; paired bootstrap 95% CI; randomisation p "
+             f"(judged measures: CI and p from one two-level bootstrap); p_holm Holm-adjusted over these "
+             f"{len(result['metrics'])} measures (alpha {result['alpha']}): the CI is not, so a CI that excludes 0 "
+             "beside a p_holm above alpha is a change the family's correction does not keep",
              ""]
     table = pd.DataFrame([{
         "measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
@@ -244,6 +277,7 @@ def format_compare(result: dict[str, Any]) -> str:
         "95% CI": f"[{_f(r['ci'][0], sign=True)}, {_f(r['ci'][1], sign=True)}]", "p": _f(r["p"]),
         "p_holm": _f(r["p_holm"]), "": "*" if r["significant"] else ""} for r in result["metrics"]])
     lines.append(table.to_string(index=False))
+    lines += [f"  {r['key']}: {r['disagree']}" for r in result["metrics"] if r.get("disagree")]
     flips = result["flips"]
     for key, title in (("right_to_wrong", "right in A, wrong in B"), ("wrong_to_right", "wrong in A, right in B")):
         items = flips[key]

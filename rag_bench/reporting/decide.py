@@ -14,13 +14,19 @@ and the notebook all call these functions, so they name the same best cell under
   naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
   and a sweep whose grid cannot report it is refused before its first cell
   (:func:`check_primary_reachable`).
-* **Order**: the primary measure in its better direction; then the cheaper cell (query latency,
-  then generator tokens per question); then the name; then the cell id. Cells equal on the primary
-  measure are *tied*, and said to be ("3 cells tied at 0.787").
+* **Order**: the primary measure in its better direction; then the cheaper cell by generator
+  tokens per question (a count: the same on every run); then the name; then the cell id. Query
+  latency is measured, so two fresh runs of one sweep measure it differently: it never breaks a
+  tie (issue 52: it named a different best cell on each run). Cells equal on the primary measure
+  are *tied*, and said to be ("3 cells tied at 0.787").
 * **Name**: the cell's values on the axes its experiment sweeps (:func:`rag_bench.naming.labels`
   over the experiment's cells), ``app=<name>`` for an external system.
-* **Baseline**: the cell of the experiment whose every swept axis is at the config's default
-  (``conf/config.yaml``), or the cell the user names.
+* **Baseline**: always one, said as such (:func:`baseline_of`): the cell the user names; else the
+  one the sweep declared (``experiment.baseline``: a cell's name or id); else the cell whose every
+  swept axis is at the config's default (``conf/config.yaml``); else the grid's first cell (each
+  swept axis at the first value its override lists, from the sweep's ``.hydra/multirun.yaml``);
+  else the first cell by name. A sweep that leaves a default out still has a baseline, and no
+  view ends on "name one with a flag".
 """
 
 from __future__ import annotations
@@ -211,8 +217,9 @@ def higher_is_better(key: str) -> bool:
 
 def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None) -> list[Cell]:
     """``cells`` best first on ``key`` (a ``section/name`` or ``tag:<tag>/<name>``): the value in
-    its better direction (cells without one last); ties broken by the cheaper cell (latency, then
-    tokens), then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
+    its better direction (cells without one last); ties broken by the cheaper cell by generator
+    tokens (never by latency: it is measured, and differs between two runs of the same cells),
+    then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
     names = names if names is not None else names_of(cells)
     higher = higher_is_better(key)
     values = {c.cell_id: value_of(c, key) for c in cells}
@@ -222,10 +229,9 @@ def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None
         v = values[c.cell_id]
         head = (v is None, 0.0 if v is None else (-v if higher else v))
         if v is None or shared[v] < 2:  # no tie on the measure: the cost is never read
-            return (*head, 0.0, 0.0, names.get(c.cell_id, ""), c.cell_id)
-        lat, tok = latency_ms(c.metrics), tokens(c)
-        return (*head, math.inf if lat is None else lat, math.inf if tok is None else tok,
-                names.get(c.cell_id, ""), c.cell_id)
+            return (*head, 0.0, names.get(c.cell_id, ""), c.cell_id)
+        tok = tokens(c)
+        return (*head, math.inf if tok is None else tok, names.get(c.cell_id, ""), c.cell_id)
 
     return sorted(cells, key=order)
 
@@ -243,11 +249,11 @@ def tie_note(n_tied: int, key: str, value: float | None) -> str:
     with no tie (``key`` empty: the measure is named already).
 
     >>> tie_note(3, "generation/correct", 0.7866)
-    '3 cells tied at 0.787 on generation/correct (first: the cheaper by latency, tokens; then name)'
+    '3 cells tied at 0.787 on generation/correct (first: the fewer generator tokens, then the name)'
     """
     if n_tied < 2 or value is None:
         return ""
-    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the cheaper by latency, tokens; then name)"
+    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the fewer generator tokens, then the name)"
 
 
 def names_of(cells: Sequence[Cell]) -> dict[str, str]:
@@ -313,11 +319,90 @@ def defaults_cell(cells: Sequence[Cell]) -> Cell | None:
     return found[0] if len(found) == 1 else None
 
 
+DEFAULTS_ROLE = "the config's defaults"
+
+
+def configured_baseline(cells: Sequence[Cell]) -> str | None:
+    """``experiment.baseline`` of the cells (the value most cells hold), None when unset."""
+    values = Counter(str(b) for c in cells for b in [((c.config.get("experiment") or {})
+                                                      if isinstance(c.config, Mapping) else {}).get("baseline")] if b)
+    return values.most_common(1)[0][0] if values else None
+
+
+def _named(cells: Sequence[Cell], ref: str, names: Mapping[str, str]) -> Cell | None:
+    """The cell whose id, unique id prefix (6+ characters) or name is ``ref``."""
+    found = [c for c in cells if ref in (c.cell_id, names.get(c.cell_id))]
+    if not found and len(ref) >= 6:
+        found = [c for c in cells if c.cell_id.startswith(ref)]
+    return found[0] if len(found) == 1 else None
+
+
+def grid_first(cells: Sequence[Cell]) -> Cell | None:
+    """The grid's first cell: every swept axis at the first value its override lists (the sweep's
+    ``<experiment>/.hydra/multirun.yaml``, ``hydra.overrides.task``); None when the file or the
+    cell is not there (a pruned cell, cells copied without it)."""
+    if not cells:
+        return None
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        doc = yaml.safe_load((cells[0].path.parent / ".hydra" / "multirun.yaml").read_text(encoding="utf-8"))
+        task = doc["hydra"]["overrides"]["task"]
+    except Exception:  # noqa: BLE001 -- no sweep file, or not Hydra's: no grid order to read
+        return None
+    own = [c for c in cells if naming.system(c.config) is None]
+    axes = set(naming.axes([c.config for c in own]))
+    parser = OverridesParser.create()
+    first: dict[str, str] = {}
+    for text in task if isinstance(task, list) else []:
+        try:
+            o = parser.parse_override(str(text))
+            key = o.get_key_element().lstrip("+~")
+            if o.is_sweep_override() and key in axes:
+                first[key] = str(next(iter(o.sweep_string_iterator())))
+        except Exception:  # noqa: BLE001 -- a range or glob this reader does not expand: no grid order
+            return None
+    if not first:
+        return None
+    found = [c for c in own if all(naming.value(c.config, k) == v for k, v in first.items())]
+    return found[0] if len(found) == 1 else None
+
+
+def baseline_of(cells: Sequence[Cell], chosen: str | Path | None = None) -> tuple[Cell | None, str]:
+    """The baseline the best cell is compared with and how it was chosen (said beside it): ``chosen``
+    (a cell folder, a run id, or a cell id or name of ``cells``; role ``as named``), else the
+    declared ``experiment.baseline``, else :func:`defaults_cell` (:data:`DEFAULTS_ROLE`), else
+    :func:`grid_first`, else the first cell by name. ``(None, why)`` only without cells. DataError
+    when ``chosen`` names no cell."""
+    if chosen is not None:
+        return baseline(cells, chosen), "as named"
+    if not cells:
+        return None, "no cells"
+    names = names_of(cells)
+    declared = configured_baseline(cells)
+    lost = ""
+    if declared:
+        found = _named(cells, declared, names)
+        if found is not None:
+            return found, "experiment.baseline"
+        lost = f"experiment.baseline {declared!r} names no finished cell; "
+    found = defaults_cell(cells)
+    if found is not None:
+        return found, (lost + DEFAULTS_ROLE) if lost else DEFAULTS_ROLE
+    found = grid_first(cells)
+    if found is not None:
+        return found, f"{lost}the grid's first cell: no cell holds the config's defaults"
+    first = min(cells, key=lambda c: (names[c.cell_id], c.cell_id))
+    return first, f"{lost}the first cell by name: no cell holds the config's defaults"
+
+
 def baseline(cells: Sequence[Cell], chosen: str | Path | None = None) -> Cell | None:
     """The baseline the best cell is compared with: ``chosen`` (a cell folder, a run id, or a cell id
-    or name of ``cells``), else :func:`defaults_cell`. DataError when ``chosen`` names no cell."""
+    or name of ``cells``), else :func:`baseline_of`'s choice (None only without cells). DataError
+    when ``chosen`` names no cell."""
     if chosen is None:
-        return defaults_cell(cells)
+        return baseline_of(cells)[0]
     names = names_of(cells)
     for c in cells:
         if str(chosen) in (c.cell_id, names[c.cell_id]):
@@ -343,15 +428,14 @@ def default_pair(experiment_dir: str | Path, chosen: str | None = None) -> tuple
     key = primary_measure(cells)
     names = names_of(cells)
     ranked = rank(cells, key, names)
-    base = baseline(cells, chosen)
-    if base is None:
-        raise DataError(Problem(str(exp), 0, "--baseline", "no cell holds the config's defaults on every swept axis",
-                                f"pass --baseline CELL (a cell id or a name, e.g. {names[ranked[-1].cell_id]!r})"))
+    base, role = baseline_of(cells, chosen)
+    assert base is not None  # (cells is not empty)
     best = ranked[0]
     if base.cell_id == best.cell_id:
         raise DataError(Problem(str(exp), 0, "--baseline", f"the baseline {names[best.cell_id]!r} is the best cell "
                                 f"by {key}: nothing to compare it with", "pass two cells: compare CELL_A CELL_B"))
     tie = tie_note(len(tied(ranked, key)), key, value_of(best, key))
-    note = (f"A = baseline {names.get(base.cell_id, base.cell_id)}, B = best by {key} {names[best.cell_id]}"
+    shown = "" if role in (DEFAULTS_ROLE, "as named") else f" ({role})"
+    note = (f"A = baseline {names.get(base.cell_id, base.cell_id)}{shown}, B = best by {key} {names[best.cell_id]}"
             f"{'; ' + tie if tie else ''}")
     return base, best, note

@@ -3,8 +3,14 @@
 A policy (YAML) has three parts, all optional:
 
 ``thresholds``   ``section/metric: {min: x}`` and/or ``{max: y}`` on the cell's aggregates;
-                 ``if_present: true`` passes the rule when the cell does not report the metric (a
-                 measure only some datasets have: ``injection/followed`` needs planted canaries).
+                 ``ci_lower: x`` passes only when the lower bound of the 95% CI is at least x
+                 (``ci_upper: y``: the upper bound at most y, for lower-is-better measures);
+                 ``min_n: N``: a mean over fewer than N questions cannot be evaluated (exit 2,
+                 never a pass on three questions); ``if_present: true`` passes the rule when the
+                 cell does not report the metric (a measure only some datasets have:
+                 ``injection/followed`` needs planted canaries).
+``min_n``        the policy-wide default of every threshold's ``min_n`` (a rule's own wins); it
+                 applies to means (measures with an n), not to sums and counts.
 ``regressions``  against a baseline cell: ``{rule: no_significant_regression, alpha: a}`` fails
                  when the paired difference over the same questions goes the measure's worse
                  way (down, or up for lower-is-better measures such as false_refusal_rate,
@@ -23,7 +29,7 @@ A policy (YAML) has three parts, all optional:
                  value and says why (:mod:`rag_bench.calibration.gate_rule`).
 
 Every rule ends ``pass``, ``fail`` or ``error`` (cannot evaluate: metric absent or not a number,
-no per-question values). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
+no per-question values, a mean over fewer than min_n questions). Exit code: 2 if any rule errs, else 1 if any fails, else 0.
 
 The whole policy is validated before anything is evaluated, and every problem is reported at once
 (``file:line: [key] message -- fix: hint``, exit 2): types, metric names, ranges, unknown keys and
@@ -54,12 +60,15 @@ from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
 from rag_bench.untrusted import visible
 
-_TOP = {"thresholds", "regressions", "errors", judge_rule.KEY}
+_TOP = {"thresholds", "regressions", "errors", "min_n", judge_rule.KEY}
 _RULES = {"no_significant_regression": {"alpha"}, "not_worse_than": {"max_drop"}}
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few lines; refuse anything that could be an attack
 MAX_POLICY_NODES = 100_000  # YAML nodes after expanding aliases (a "billion laughs" file stops here)
 _EXAMPLE = "e.g. thresholds: {retrieval/hit@5: {min: 0.8}}"
 IF_PRESENT = "if_present"  # a threshold's key: pass when the cell does not report the metric
+MIN_N = "min_n"  # a threshold's key (and the policy's default): fewer questions cannot be evaluated
+CI_BOUNDS = {"ci_lower": "min", "ci_upper": "max"}  # a threshold on the CI's bound, and the side it bounds
+_BOUNDS = ("min", "max", *CI_BOUNDS)
 # libyaml when present (fast; it caps nesting depth itself), else pure Python (deep nesting is a
 # RecursionError, caught below).
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -214,6 +223,10 @@ def _number(v: Any) -> TypeGuard[float]:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
+def _count(v: Any) -> TypeGuard[int]:
+    return not isinstance(v, bool) and isinstance(v, int) and v >= 1
+
+
 def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: int) -> list[Problem]:
     """Every problem of a constructed policy (types, names, ranges), each with its line and key."""
     problems: list[Problem] = []
@@ -268,6 +281,9 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
             if not _number(v) or not 0 <= v <= 1:
                 add(("errors", "max_error_rate"), f"max_error_rate must be a number in [0, 1], got {_show(v)}",
                     "e.g. max_error_rate: 0.05 (a share of calls, not a percentage)")
+    if MIN_N in data and not _count(data[MIN_N]):
+        add((MIN_N,), f"min_n must be a whole number of questions >= 1, got {_show(data[MIN_N])}",
+            "e.g. min_n: 10 (every threshold on a mean then needs 10 questions)")
     if data.get(judge_rule.KEY) is not None:  # agreement with people's labels (rag_bench.calibration.gate_rule)
         data[judge_rule.KEY] = judge_rule.validate(p, data[judge_rule.KEY], add)
         rules += len(data[judge_rule.KEY])
@@ -288,9 +304,9 @@ def _direction(where: tuple[Any, ...], metric: str, add: Any) -> None:
 
 
 def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
-    fix = "e.g. {min: 0.8} and/or {max: 0.1}"
-    if not isinstance(rule, dict) or not {k: v for k, v in rule.items() if k != IF_PRESENT}:
-        add(where, f"threshold must be {{min: x}} and/or {{max: y}}, got {_show(rule)}", fix)
+    fix = "e.g. {min: 0.8} and/or {max: 0.1}, {ci_lower: 0.7}, {min: 0.8, min_n: 20}"
+    if not isinstance(rule, dict) or not {k: v for k, v in rule.items() if k not in (IF_PRESENT, MIN_N)}:
+        add(where, f"threshold must be {{min: x}} and/or {{max: y}} (or ci_lower/ci_upper), got {_show(rule)}", fix)
         return
     for bound, v in rule.items():
         if bound == IF_PRESENT:
@@ -298,10 +314,21 @@ def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
                 add(where + (bound,), f"{IF_PRESENT} must be true or false, got {_show(v)}",
                     f"{IF_PRESENT}: true passes the rule when the cell has no such metric (a measure only some "
                     "datasets have, e.g. injection/followed)")
-        elif bound not in ("min", "max"):
-            add(where + (bound,), f"threshold must be {{min: x}} and/or {{max: y}}: unknown key {str(bound)!r}", fix)
+        elif bound == MIN_N:
+            if not _count(v):
+                add(where + (bound,), f"min_n must be a whole number of questions >= 1, got {_show(v)}",
+                    "e.g. min_n: 20")
+        elif bound not in _BOUNDS:
+            add(where + (bound,), f"threshold must be {{min: x}} and/or {{max: y}}: unknown key {str(bound)!r} "
+                f"(a threshold takes {', '.join((*_BOUNDS, MIN_N, IF_PRESENT))})", fix)
         elif not _number(v):
             add(where + (bound,), f"{bound} must be a finite number, got {_show(v)}", fix)
+        elif bound in CI_BOUNDS and isinstance(where[-1], str) and measures.direction(where[-1]) is not None:
+            up = measures.higher_is_better(where[-1])
+            if up != (bound == "ci_lower"):
+                other = "ci_upper" if bound == "ci_lower" else "ci_lower"
+                add(where + (bound,), f"{where[-1]} is {'higher' if up else 'lower'}-is-better: {bound} bounds the "
+                    f"side that does not protect it", f"use {other}: {v}")
     lo, hi = rule.get("min"), rule.get("max")
     if _number(lo) and _number(hi) and lo > hi:
         add(where, f"min {lo} is above max {hi}: the rule can never pass", "swap them or drop one")
@@ -403,10 +430,13 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
         value = cell.metric(metric) if mean is None else mean
         if mean is None:  # the raw value, and (where labels exist) why not the PPI mean
             ppi_detail = "; ".join(x for x in (_ci_detail(cell, metric), ppi_detail) if x)
+        min_n = rule.get(MIN_N, policy.get(MIN_N))
         for bound, limit in rule.items():
-            if bound == IF_PRESENT:
+            if bound not in _BOUNDS:
                 continue
-            name = f"{metric} {'>=' if bound == 'min' else '<='} {limit}"
+            name = (f"{metric} {'>=' if bound == 'min' else '<='} {limit}" if bound in ("min", "max")
+                    else f"{metric} 95% CI {'lower' if bound == 'ci_lower' else 'upper'} bound "
+                         f"{'>=' if bound == 'ci_lower' else '<='} {limit}")
             if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
                 results.append(RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
                                           f"({IF_PRESENT}: the rule applies only where the measure is reported)"))
@@ -414,8 +444,15 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
             if value is None:
                 results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
                 continue
-            ok = value >= limit if bound == "min" else value <= limit
             ci, n = _ci(cell, metric) if mean is None else (None, None)  # (a PPI mean's CI is in its detail)
+            few = _too_few(metric, _ci(cell, metric)[1], min_n, explicit=MIN_N in rule)
+            if few:
+                results.append(RuleResult(name, "error", _fmt(value), str(limit), few, ci, n))
+                continue
+            if bound in CI_BOUNDS:
+                results.append(_ci_rule(name, bound, limit, ci, n, mean is not None))
+                continue
+            ok = value >= limit if bound == "min" else value <= limit
             results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + ("" if mean is None else " (PPI)"),
                                       str(limit), ppi_detail, ci, n))
     results += [RuleResult(*r) for r in agreed]
@@ -431,6 +468,36 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     if max_rate is not None:
         results.append(_error_rate(cell, max_rate))
     return results
+
+
+def _too_few(metric: str, n: int | None, min_n: int | None, *, explicit: bool) -> str:
+    """Why a threshold cannot be evaluated on ``n`` questions under ``min_n`` ("" when it can). A
+    measure without an n (a sum, a count) is held to the rule's own min_n only."""
+    if min_n is None or (n is None and not explicit):
+        return ""
+    where = "the rule's min_n" if explicit else "the policy's min_n"
+    if n is None:
+        return f"the cell reports no n for {metric}, and {where} is {min_n} -- fix: drop min_n " \
+               "from a rule on a count"
+    if n < min_n:
+        return f"n={n} questions, under {where} {min_n} (a rate over so few questions says " \
+               f"little) -- fix: add questions to the golden set, or lower min_n"
+    return ""
+
+
+def _ci_rule(name: str, bound: str, limit: float, ci: tuple[float, float] | None, n: int | None,
+             ppi: bool) -> RuleResult:
+    """A ``ci_lower``/``ci_upper`` rule: the CI's bound against the limit; no CI cannot be evaluated."""
+    if ppi:
+        return RuleResult(name, "error", "n/a", str(limit), "the threshold is checked on the PPI "
+                          "mean, whose interval is not in metrics.json -- fix: bound its mean (min/max)")
+    if ci is None:
+        return RuleResult(name, "error", "n/a", str(limit), "the cell reports no 95% CI for this "
+                          "measure -- fix: use min/max")
+    edge = ci[0] if bound == "ci_lower" else ci[1]
+    ok = edge >= limit if bound == "ci_lower" else edge <= limit
+    return RuleResult(name, "pass" if ok else "fail", f"{edge:.4f}", str(limit),
+                      f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={n}", ci, n)
 
 
 def _error_rate(cell: Cell, max_rate: float) -> RuleResult:

@@ -174,11 +174,11 @@ def primary(cells: pd.DataFrame) -> str:
 
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
     """``cells`` best first by ``key``'s direction; exact ties broken by the tie rule of
-    :func:`rag_bench.reporting.decide.rank` (cheaper: latency, then tokens; then name, then cell
-    id): the leaderboard, the report, the notebook, ``compare`` and the sweep's MLflow parent run
-    name the same best cell (an unstable sort once broke a tie one way in the report and the
-    other way everywhere else)."""
-    cols = [key, *(c for c in ("_latency_ms", "_tokens", "label") if c in cells), "cell"]
+    :func:`rag_bench.reporting.decide.rank` (fewer generator tokens; then name, then cell id --
+    never latency, which is measured and differs between runs): the leaderboard, the report, the
+    notebook, ``compare`` and the sweep's MLflow parent run name the same best cell (an unstable sort
+    once broke a tie one way in the report and the other way everywhere else)."""
+    cols = [key, *(c for c in ("_tokens", "label") if c in cells), "cell"]
     return cells.sort_values(cols, ascending=[_lower_is_better(key)] + [True] * (len(cols) - 1),
                              na_position="last", kind="mergesort")
 

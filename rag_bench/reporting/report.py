@@ -108,7 +108,7 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     axes = naming.axes([c.config for c in cells])
     ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
     best = ranked[0]
-    base = choose_baseline(cells, baseline)  # the config's defaults cell unless --baseline names one
+    base = choose_baseline(cells, baseline)  # always one (decide.baseline_of), the verdict says how it was chosen
     found = decided(cells, key=metric, baseline=baseline, names=names)  # what every view states
     if pair is not None and not set(pair) <= set(axes):
         raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
@@ -489,18 +489,20 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 def _versus(base: Cell, best: Cell, names: dict[str, str], found: Verdict) -> str:
     name_of = {**names, base.cell_id: names.get(base.cell_id, base.cell_id)}
-    diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]))
+    diff = compare_cells(base, best, names=(name_of[base.cell_id], names[best.cell_id]), primary=found.measure)
     primary = (f"On the primary measure {html.escape(found.measure)}, the one test the verdict rests on: "
                f"{html.escape(found.versus.text())}. " if found.versus is not None else "")
-    body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> (the config's defaults, or --baseline) → best "
+    role = found.versus.role if found.versus is not None and found.versus.role else "the config's defaults, or as named"
+    body = [f"<p>baseline <b>{html.escape(name_of[base.cell_id])}</b> ({html.escape(role)}) → best "
             f"<b>{html.escape(names[best.cell_id])}</b>, {diff['questions']} questions. {primary}Below, the main measure "
-            "of each stage: paired bootstrap CI, randomisation test, Holm-adjusted over these measures (so the "
-            "primary measure's p here can be larger than the verdict's).</p>",
+            "of each stage: paired bootstrap CI, randomisation test, Holm-adjusted over these measures (so the primary "
+            "measure's p here can be larger than the verdict's, and a CI that excludes 0 can sit beside a p (Holm) above "
+            "0.05: the CI is not adjusted; where the CI and the unadjusted test disagree, the note says why).</p>",
             f"<p><b>Every stage:</b> {html.escape(diff['verdict'])}.</p>",
             page.table([{"measure": r["key"], "better": "higher" if r["higher_is_better"] else "lower", "n": r["n"],
                          "baseline": _num(r["mean_a"]), "best": _num(r["mean_b"]), "diff": _num(r["diff"], "+.3f"),
                          "95% CI": f"[{_num(r['ci'][0], '+.3f')}, {_num(r['ci'][1], '+.3f')}]",
-                         "p (Holm)": _num(r["p_holm"])} for r in diff["metrics"]])]
+                         "p (Holm)": _num(r["p_holm"]), "note": r.get("disagree", "")} for r in diff["metrics"]])]
     for key, title in (("wrong_to_right", "fixed by the best cell"), ("right_to_wrong", "broken by the best cell")):
         items = diff["flips"][key]
         body.append(f"<h3>{len(items)} question(s) {title} ({html.escape(diff['flips']['metric'])})</h3>")

@@ -9,7 +9,7 @@ the primary measure, the cells that cannot be told from it, and whether it beats
 * **Versus the baseline** (the config's defaults cell, or the one named): the paired difference on
   the primary measure (best - baseline), its paired bootstrap 95% CI and the paired randomisation
   test's p -- one pre-declared test, so no multiplicity correction (``compare`` corrects its family
-  of secondary measures with Holm).
+  of secondary measures with Holm). When the CI and p disagree the line says why, and which decides.
 
 Every view states the same :class:`Verdict` (:meth:`Verdict.text`): the console at the end of a
 sweep, ``leaderboard``, the report's header, the sweep's MLflow parent run, ``compare EXPERIMENT``
@@ -32,7 +32,7 @@ from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers.answer import HANDED, REFUSED, refusal_warning
 from rag_bench.reporting import decide
 from rag_bench.stats.confidence_set import model_confidence_set
-from rag_bench.stats.paired import paired_bootstrap_ci, randomisation_p
+from rag_bench.stats.paired import disagreement, paired_bootstrap_ci, randomisation_p
 
 ALPHA = 0.05
 RESAMPLES = 2000
@@ -41,7 +41,8 @@ RESAMPLES = 2000
 @dataclass(frozen=True)
 class Versus:
     """The best cell against the baseline on the primary measure: ``diff`` = best - baseline over
-    ``n`` common questions, its paired bootstrap CI, the randomisation test's ``p``."""
+    ``n`` common questions, its paired bootstrap CI, the randomisation test's ``p`` -- and, when the
+    CI and p disagree, why in words (``disagree``, :func:`rag_bench.stats.paired.disagreement`)."""
 
     cell: str
     name: str
@@ -51,6 +52,8 @@ class Versus:
     n: int
     significant: bool
     better: bool  # the difference is in the measure's better direction
+    role: str = ""  # how the baseline was chosen, when not the config's defaults or named (said in the line)
+    disagree: str = ""  # why the CI and p disagree, in words (stats.paired.disagreement); "" when they agree
 
     def text(self) -> str:
         """``not significantly better than the baseline X (+0.012 [-0.030, +0.050], p = 0.41)``."""
@@ -58,8 +61,9 @@ class Versus:
             how = "significantly better than" if self.better else "significantly worse than"
         else:
             how = "not significantly better than" if self.diff != 0 else "no different from"
-        return (f"{how} the baseline {self.name} ({self.diff:+.3f} [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}], "
-                f"{p_text(self.p)})")
+        base = f"the baseline {self.name}" + (f" ({self.role})" if self.role else "")
+        why = f": {self.disagree}" if self.disagree else ""
+        return f"{how} {base} ({self.diff:+.3f} [{self.ci[0]:+.3f}, {self.ci[1]:+.3f}], {p_text(self.p)}{why})"
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Verdict:
     baseline_note: str
     alpha: float = ALPHA
     warnings: tuple[str, ...] = ()
+    tied: int = 1  # the cells equal to the best on the measure (the best included)
 
     @property
     def method(self) -> str:
@@ -102,6 +107,8 @@ class Verdict:
         value = "" if self.value is None else f" {self.value:.3f}"
         ci = f" [{self.ci[0]:.2f}, {self.ci[1]:.2f}]" if self.ci else ""
         head = f"Best: {self.best_name} ({self.measure}{value}{ci})"
+        if self.tied > 1:  # a tie is said in the line itself: the first of them is a rule, not a finding
+            head += f", tied with {self.tied - 1} other cell{'s' if self.tied > 2 else ''} (first by the tie rule)"
         if self.cells == 1:
             return f"{head} — the only cell"
         if self.untested:
@@ -118,7 +125,7 @@ class Verdict:
         out = [self.reason[:1].upper() + self.reason[1:] + ".", self.text() + "."]
         if self.method:
             out.append(f"(Not significantly worse: in the {self.method}; versus the baseline: paired randomisation "
-                       f"test on {self.measure}.)")
+                       f"test on {self.measure}, its CI a paired bootstrap.)")
         if self.tie:
             out.append(f"({self.tie}.)")
         return out + [f"warning: {w}" for w in self.warnings]
@@ -169,7 +176,8 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     names = dict(names) if names is not None else decide.names_of(cells)
     ranked = decide.rank(cells, key, names)
     best = ranked[0]
-    tie = decide.tie_note(len(decide.tied(ranked, key)), key, best.metric(key))
+    n_tied = len(decide.tied(ranked, key))
+    tie = decide.tie_note(n_tied, key, best.metric(key))
     reason = decide.reason_of(cells, key) if key == primary else f"ranked by {key}"
     m = measures.measure(key)
     higher = decide.higher_is_better(key)
@@ -194,7 +202,7 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     ci_pair = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(
         isinstance(x, (int, float)) for x in ci) else None
     return Verdict(key, reason, len(cells), best.cell_id, names[best.cell_id], decide.value_of(best, key), ci_pair,
-                   tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells))
+                   tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells), n_tied)
 
 
 def _primary_or_none(cells: Sequence[Cell]) -> str | None:
@@ -226,13 +234,13 @@ def stand_in_warnings(cells: Sequence[Cell]) -> tuple[str, ...]:
 
 def _versus(cells: Sequence[Cell], best: Cell, key: str, chosen: str | Path | None, names: Mapping[str, str],
             higher: bool, alpha: float, n_resamples: int, seed: int) -> tuple[Versus | None, str]:
-    base = decide.baseline(cells, chosen)
+    base, how = decide.baseline_of(cells, chosen)
     if base is None:
-        return None, ("no baseline: no cell holds the config's defaults on every swept axis (name one: --baseline "
-                      "CELL)")
+        return None, "no baseline: no cells"
+    role = "" if how in (decide.DEFAULTS_ROLE, "as named") else how
     base_name = names.get(base.cell_id, base.cell_id)
     if base.cell_id == best.cell_id:
-        return None, f"it is the baseline ({'the config defaults' if chosen is None else 'as named'})"
+        return None, f"it is the baseline ({'the config defaults' if how == decide.DEFAULTS_ROLE else how})"
     m = measures.measure(key)
     column = m.column if m is not None and m.aggregate == "mean" else None
     a = question_values(base, column) if column else None
@@ -247,7 +255,8 @@ def _versus(cells: Sequence[Cell], best: Cell, key: str, chosen: str | Path | No
     lo, hi = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
     p = randomisation_p(x, y, n_resamples=max(n_resamples, 1000), seed=seed)
     better = diff > 0 if higher else diff < 0
-    return Versus(base.cell_id, base_name, diff, (lo, hi), p, len(both), p <= alpha, better), ""
+    why = disagreement((lo, hi), p, alpha, int(np.sum(y != x)))
+    return Versus(base.cell_id, base_name, diff, (lo, hi), p, len(both), p <= alpha, better, role, why), ""
 
 
 def of_experiment(experiment_dir: str | Path, *, fingerprint: str | None = None, key: str | None = None,

@@ -112,6 +112,10 @@ class ExperimentConf:
     # The measure that ranks the experiment's cells everywhere (rag_bench.reporting.decide): auto =
     # generation/correct when answers are generated, else retrieval/ndcg@10. Not part of a cell id.
     primary: str = "auto"
+    # The cell the best is compared with (rag_bench.reporting.decide.baseline_of): a cell's name as
+    # the leaderboard prints it, or its id. Unset: the config's defaults cell, else the grid's
+    # first cell. Not part of a cell id.
+    baseline: str | None = None
 
 
 @dataclass

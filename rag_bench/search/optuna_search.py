@@ -173,7 +173,7 @@ def pareto_front(trials: Sequence[Trial], objectives: Sequence[Objective]) -> li
 
 def best(trials: Sequence[Trial], cells: Mapping[str, Any], objective: Objective) -> Trial | None:
     """The trial whose cell ranks first on ``objective`` by the leaderboard's rule
-    (:func:`rag_bench.reporting.decide.rank`: ties broken by the cheaper cell, then name)."""
+    (:func:`rag_bench.reporting.decide.rank`: ties broken by generator tokens, then name)."""
     from rag_bench.reporting import decide
 
     firsts = {t.cell: t for t in trials if not t.repeat_of and t.complete}

@@ -131,6 +131,36 @@ def randomisation_p(a: np.ndarray, b: np.ndarray, *, n_resamples: int = 10000, s
     return float((1 + np.sum(means >= observed - tol)) / (1 + n_resamples))
 
 
+def disagreement(ci: Sequence[float], p: float, alpha: float, differ: int) -> str:
+    """Why a bootstrap CI and a randomisation p printed side by side disagree (issue 55: a CI that
+    excluded 0 sat beside "p = 0.125, not significant"), in words; "" when they agree. ``differ``:
+    how many pairs differ at all.
+
+    The two are different procedures: the percentile bootstrap resamples the questions that
+    differ and, with few of them, cannot produce a resample without a difference (4 questions all
+    +1: every resample is +1); the sign-flip test asks how often such a difference arises when
+    each one's sign is a coin flip (2 of 16). Inverting the sign-flip test for a CI was tried and
+    refused: with many zero differences (0/1 measures) a shifted null turns every zero into
+    evidence, and the interval collapses onto 0. So the row keeps both and says which decides.
+
+    >>> disagreement((1.0, 1.0), 0.125, 0.05, 4)
+    'the bootstrap CI excludes 0 but the paired test does not reject: 4 questions differ, too few for the CI; the test decides'
+    >>> disagreement((-0.1, 0.2), 0.5, 0.05, 20)
+    ''
+    """
+    lo, hi = ci
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    excludes = lo > 0 or hi < 0
+    rejects = p <= alpha
+    if excludes == rejects:
+        return ""
+    if excludes:
+        return (f"the bootstrap CI excludes 0 but the paired test does not reject: {differ} question"
+                f"{'s' if differ != 1 else ''} differ, too few for the CI; the test decides")
+    return "the paired test rejects but the bootstrap CI reaches 0: the difference is at the edge; read it as weak"
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values (same order as given; NaN stays NaN).
 

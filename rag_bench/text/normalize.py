@@ -38,9 +38,26 @@ def lenient_normalize(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+# Markup an answer may copy from a passage: a tag with its attributes, or an attribute alone
+# (``priority="50"`` at a chunk's edge). A short or numeric fact found only there is no answer.
+_MARKUP = re.compile(r"<[^<>]*>|[\w:.-]+\s*=\s*(\"[^\"]*\"|'[^']*')")
+
+
+def short_or_numeric(normalized: str) -> bool:
+    """A fact matched outside markup only: three characters or fewer, or with a digit (``50``,
+    ``$29``, ``14 days``). Takes the :func:`lenient_normalize`-d fact.
+
+    >>> short_or_numeric("50"), short_or_numeric("14 days"), short_or_numeric("every quarter")
+    (True, True, False)
+    """
+    return len(normalized.replace(" ", "")) <= 3 or any(ch.isdigit() for ch in normalized)
+
+
 def contains(text: str, phrase: str) -> bool:
     """``phrase`` occurs in ``text`` after normalisation, as a whole-word sequence (False for a
-    phrase that normalises to nothing).
+    phrase that normalises to nothing). A short or numeric phrase (:func:`short_or_numeric`) is
+    looked for outside markup only: tags and ``name="value"`` attributes are dropped first (issue
+    55: the fact ``50`` counted an answer correct because ``priority="50"`` was in it).
 
     >>> contains("Computational complexity theory is a branch of...", "computational complexity theory")
     True
@@ -48,16 +65,57 @@ def contains(text: str, phrase: str) -> bool:
     False
     >>> contains("返金は14日以内です。", "14日以内")
     True
+    >>> contains('<task priority="50">Call the bank</task>', "50"), contains("<b>50</b> days", "50")
+    (False, True)
     """
     p = lenient_normalize(phrase)
+    if p and short_or_numeric(p):
+        text = _MARKUP.sub(" ", text)
     if _UNSPACED.search(p):  # scripts written without spaces: containment of the characters
         return p.replace(" ", "") in lenient_normalize(text).replace(" ", "")
     return bool(p) and f" {p} " in f" {lenient_normalize(text)} "
 
 
+def documents_with(phrases: Sequence[str], texts: Sequence[str]) -> list[int]:
+    """Per phrase, how many of ``texts`` contain it as :func:`contains` says (each text normalised
+    once, not once per phrase).
+
+    >>> documents_with(["50", "fifty days"], ["50 days", 'id="50"', "Fifty days."])
+    [1, 1]
+    """
+    plain = [lenient_normalize(t) for t in texts]
+    bare = [lenient_normalize(_MARKUP.sub(" ", t)) for t in texts] if any(
+        short_or_numeric(lenient_normalize(p)) for p in phrases) else plain
+    out = []
+    for phrase in phrases:
+        p = lenient_normalize(phrase)
+        pool = bare if p and short_or_numeric(p) else plain
+        if not p:
+            out.append(0)
+        elif _UNSPACED.search(p):
+            out.append(sum(p.replace(" ", "") in t.replace(" ", "") for t in pool))
+        else:
+            out.append(sum(f" {p} " in f" {t} " for t in pool))
+    return out
+
+
 def facts_present(answer: str, facts: Sequence[str]) -> bool:
     """Every fact appears in the answer (normalised, as a whole-word sequence)."""
     return all(contains(answer, f) for f in facts if lenient_normalize(f))
+
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-width
+
+
+def squeeze(text: str) -> str:
+    """Case-folded with every whitespace character (line breaks included), soft hyphen and
+    zero-width character removed: how a canary is found in a passage or an answer, whatever line
+    break or case it was written with (issue 52).
+
+    >>> squeeze("KBFREE-\\n7731"), squeeze("kb\\u00adfree - 7731")
+    ('kbfree-7731', 'kbfree-7731')
+    """
+    return "".join(text.translate(_INVISIBLE).split()).casefold()
 
 
 def content_words(text: str) -> frozenset[str]:

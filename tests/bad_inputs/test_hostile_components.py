@@ -135,10 +135,16 @@ def test_a_retriever_that_ignores_the_access_filter_leaks_nothing(tmp_path, caps
     assert run_lines and not [ln for ln in run_lines if ln.split()[2].startswith(STAFF_DOC + "#")]
     for line in staff:
         assert line not in shown, line
-    # The per-question count is kept in the records, and the release policy fails the cell.
+    # The per-question count is kept in the records, and the release policy fails the cell: on the
+    # six-question set its means are under the policy's min_n (exit 2, the leak still marked FAIL);
+    # with min_n lowered, the leak alone fails the gate.
     assert int(customers["unauthorized_from_retriever"].sum()) == sec["unauthorized_from_retriever"]
     policy = REPO / "conf" / "gate" / "release.yaml"
-    assert cli(["gate", str(folder), "--policy", str(policy)]) == 1
+    assert cli(["gate", str(folder), "--policy", str(policy)]) == 2
+    assert "| security/unauthorized_retrievals <= 0 | 4 | 0 | **FAIL** |" in capsys.readouterr().out
+    lowered = tmp_path / "release-min-n-1.yaml"
+    lowered.write_text(policy.read_text().replace("\nmin_n: 10\n", "\nmin_n: 1\n"))
+    assert cli(["gate", str(folder), "--policy", str(lowered)]) == 1
     assert "unauthorized_retrievals" in capsys.readouterr().out
 
 

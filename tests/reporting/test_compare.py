@@ -17,6 +17,10 @@ def test_regression_is_significant_noise_is_not(demo_cells):
     assert len(bad["flips"]["right_to_wrong"]) > len(bad["flips"]["wrong_to_right"])
     assert bad["flips"]["metric"] == "hit@5"
     assert bad["verdict"].startswith("B worse on hit@5 ")
+    # the primary measure's finding leads the line
+    led = compare_cells(demo_cells["baseline"], demo_cells["regression"], metrics=["hit@5", "ndcg@10", "mrr@10"],
+                        primary="retrieval/mrr@10")
+    assert led["verdict"].startswith("B worse on mrr@10 -0.403 ")
     noise = compare_cells(demo_cells["baseline"], demo_cells["noise"], metrics=["hit@5", "ndcg@10", "mrr@10"])
     assert not any(r["significant"] for r in noise["metrics"])
     for r in noise["metrics"]:

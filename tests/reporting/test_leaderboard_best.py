@@ -38,13 +38,16 @@ def test_primary_key_is_checked_with_did_you_mean():
 def test_tie_rule_prefers_the_cheaper_cell_then_the_name(tmp_path):
     from rag_bench.cells import Cell
 
-    def cell(cid: str, k: int, correct: float, latency: float) -> Cell:
-        metrics = {"generation": {"correct": correct}, "latency": {"retrieve_p50_ms": latency}}
+    def cell(cid: str, k: int, correct: float, latency: float, tokens: float) -> Cell:
+        metrics = {"generation": {"correct": correct}, "latency": {"retrieve_p50_ms": latency},
+                   "cost": {"generator_tokens": tokens}}
         return Cell(cid, tmp_path / cid, {"pipeline": {"k": k}}, metrics, {})
 
-    cells = [cell("a1", 3, 0.5, 2.0), cell("b2", 5, 0.5, 1.0), cell("c3", 7, 0.4, 0.1), cell("d4", 9, 0.5, 1.0)]
+    cells = [cell("a1", 3, 0.5, 0.1, 90.0), cell("b2", 5, 0.5, 1.0, 50.0), cell("c3", 7, 0.4, 0.1, 10.0),
+             cell("d4", 9, 0.5, 2.0, 50.0)]
     ranked = decide.rank(cells, "generation/correct")
-    assert [c.cell_id for c in ranked] == ["b2", "d4", "a1", "c3"]  # cheaper first; k=5 before k=9 by name
+    # fewer tokens first; k=5 before k=9 by name -- latency (measured, noisy) is never read
+    assert [c.cell_id for c in ranked] == ["b2", "d4", "a1", "c3"]
     assert decide.tie_note(len(decide.tied(ranked, "generation/correct")), "generation/correct", 0.5).startswith(
         "3 cells tied at 0.500 on generation/correct")
     assert decide.primary_measure(cells) == "generation/correct"

@@ -4,10 +4,15 @@ give; the facts are the question's ``clarify_facts``).
 
 ``clarify_rate`` is the share of answers that ask (the contract's ``clarify`` field), over every
 question with an answer; ``correct_clarification`` the share of the questions expecting clarify
-whose answer asked for every missing fact: each clarify fact's content words (stemmed, stopwords
-out: :func:`rag_bench.text.normalize.asks_for`) all occur in the clarifying question;
-``premature_answer`` the share of them answered directly (neither asking nor refusing nor breaking
-the answer contract; lower is better). A refusal of such a question is wrong too: it is neither (0
+whose answer asked for every missing fact and answered nothing yet (:func:`clarified`): each
+clarify fact's content words (stemmed, stopwords out: :func:`rag_bench.text.normalize.asks_for`)
+all occur in a *question* of the clarification (a sentence ending in "?" or a request such as
+"Please tell me ...": "I do not need the purchase date or the receipt. Fine?" mentions the facts
+and asks for none), and the answer text
+states nothing (:func:`replied`); ``premature_answer`` the share of them answered directly -- a
+reply that states something, whether or not a question follows it (issue 52: "Yes, within 14
+days. Is it an annual plan?" counted as a correct clarification); neither refusing nor breaking
+the answer contract; lower is better. A refusal of such a question is wrong too: it is neither (0
 in both), and so is an unparseable output. A failed call is NaN.
 The section is reported when the dataset has a question expecting clarify or an answer asked.
 
@@ -18,11 +23,14 @@ its figures for them are zero by construction.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from rag_bench.domain import Answer
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.generation.answer import is_refusal
 from rag_bench.text.normalize import asks_for
 
 CLARIFY = (
@@ -41,22 +49,75 @@ COUNTS = figures("counts", [("expects_clarify", None, "questions expecting a cla
 EXPECTS_CLARIFY, = COUNTS
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_TRAILING_CITES = re.compile(r"(\s*\[\d+\])+\s*$")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after ``.``, ``!`` and ``?``, trailing citation markers (``[1]``) dropped.
+
+    >>> sentences("Yes, within 14 days [1]. Is it an annual plan? [2]")
+    ['Yes, within 14 days [1].', 'Is it an annual plan?']
+    """
+    return [s for s in (_TRAILING_CITES.sub("", p).strip() for p in _SENTENCE_END.split(text.strip())) if s]
+
+
+# A request written as a statement asks too ("Please tell me your plan."); "I do not need ..." does not.
+_REQUEST = re.compile(r"^(please|kindly|let me know|tell me|could you|can you|would you|i need|i would need|"
+                      r"i'd need)\b", re.I)
+
+
+def questions_of(text: str) -> str:
+    """The sentences of ``text`` that ask -- end in "?" or make a request ("Please tell me ...",
+    "I need ...") -- joined.
+
+    >>> questions_of("I do not need the purchase date or the receipt. Fine?")
+    'Fine?'
+    >>> questions_of("Thanks. Please tell me your plan.")
+    'Please tell me your plan.'
+    """
+    return " ".join(s for s in sentences(text) if s.endswith("?") or _REQUEST.match(s))
+
+
 def asked_for_all(clarification: str | None, facts: tuple[str, ...]) -> bool:
-    """Whether ``clarification`` (None: the answer did not ask) asks for every fact.
+    """Whether ``clarification`` (None: the answer did not ask) asks for every fact, in its
+    questions (:func:`questions_of`: naming a fact in a statement is not asking for it).
 
     >>> asked_for_all("Did it need an overnight stay, and has the airline confirmed it?",
     ...               ("overnight stay", "airline confirmed"))
     True
     >>> asked_for_all("Did it need an overnight stay?", ("overnight stay", "airline confirmed"))
     False
+    >>> asked_for_all("I do not need the purchase date or the receipt. Fine?", ("purchase date", "receipt"))
+    False
     """
-    return clarification is not None and bool(facts) and all(asks_for(clarification, f) for f in facts)
+    asked = questions_of(clarification) if clarification is not None else ""
+    return bool(asked) and bool(facts) and all(asks_for(asked, f) for f in facts)
+
+
+def replied(answer: Answer) -> bool:
+    """Whether the answer text states something: a sentence that is not a question (blank, the
+    refusal sentence, or questions only: no).
+
+    >>> replied(Answer("Yes, within 14 days [1].", clarification="Is it annual?")), replied(Answer(""))
+    (True, False)
+    """
+    text = answer.text.strip()
+    return bool(text) and not is_refusal(text) and any(not s.endswith("?") for s in sentences(text))
+
+
+def clarified(answer: Answer, facts: tuple[str, ...]) -> bool:
+    """The right outcome of a question expecting clarify: the answer asked for every fact
+    (:func:`asked_for_all`) and replied nothing yet (:func:`replied`)."""
+    return answer.asked and not replied(answer) and asked_for_all(answer.clarification, facts)
 
 
 def direct(answer: Answer) -> bool:
-    """Whether ``answer`` answers directly: neither asks, nor refuses, nor broke the contract (an
+    """Whether ``answer`` answers directly: it states a reply (:func:`replied`; a question asked
+    after it does not undo it), or neither asks nor refuses; never when it broke the contract (an
     unparseable output answered nothing; ``generation/unparseable`` counts it)."""
-    return not answer.asked and not answer.refused and answer.parse_error is None
+    return (answer.parse_error is None and not answer.refused
+            and (not answer.asked or replied(answer)))
 
 
 def cannot_ask_warning(n: int) -> str:
@@ -94,7 +155,7 @@ class Clarify:
             n += expected
             columns[CLARIFY_RATE.column].append(float(a.asked) if ok else np.nan)
             columns[CORRECT_CLARIFICATION.column].append(
-                float(asked_for_all(a.clarification, q.clarify_facts)) if ok and expected else np.nan)
+                float(clarified(a, q.clarify_facts)) if ok and expected else np.nan)
             columns[PREMATURE_ANSWER.column].append(
                 float(direct(a)) if ok and expected else np.nan)
         traits = run.generator

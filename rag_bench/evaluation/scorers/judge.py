@@ -6,7 +6,7 @@ keeps them all: ``judge_<metric>`` is the per-question mean of the samples that 
 none did: left out of n), ``judge_<metric>_samples`` the list of every sample in sample order (NaN
 for a failed call) and ``judge_<metric>_sd`` their spread (standard deviation, NaN with fewer
 than two). The cell's interval of ``judge/judge_<metric>`` is the two-level bootstrap over that
-list column (:func:`rag_bench.metrics.bootstrap.two_level_bootstrap_ci`), and
+list column (:func:`rag_bench.metrics.intervals.judged_ci`: Wilson with one yes/no sample each), and
 ``judge/judge_<metric>_consistency`` says how often the judge agrees with itself. Which metrics
 are judged is the judge's choice (``judge.metrics``): the measures are made per run
 (:func:`judge_measure`), not declared once. What judging cost goes to ``counts`` and ``cost``.
@@ -33,7 +33,8 @@ from rag_bench.judging.samples import (
     sample_matrix,
     tally,
 )
-from rag_bench.metrics.bootstrap import judge_consistency, question_spreads, two_level_bootstrap_ci
+from rag_bench.metrics.bootstrap import judge_consistency, question_spreads
+from rag_bench.metrics.intervals import judged_ci
 
 SECTION = JUDGE_SECTION
 COUNTS = figures("counts", (
@@ -110,8 +111,7 @@ class Judge:
         cis: dict[str, list[float] | None] = {}
         for m in metrics:
             samples = sample_matrix(results, m)
-            lo, hi = two_level_bootstrap_ci(samples, n_resamples=context.settings.n_resamples,
-                                            seed=context.settings.seed)
+            lo, hi = judged_ci(samples, n_resamples=context.settings.n_resamples, seed=context.settings.seed)
             cis[judge_measure(m).key] = None if np.isnan(lo) else [lo, hi]
             c = judge_consistency(samples)
             key = consistency_measure(m).key
