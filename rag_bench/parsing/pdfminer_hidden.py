@@ -53,7 +53,7 @@ def glyph_hidden(char: Any, scaling: float, ncs: Any, graphicstate: Any, render:
     return ""
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4)  # pure in its argument (a class in, two classes out): safe to share
 def _classes(device_base: Any) -> tuple[Any, Any]:
     """An interpreter and a ``device_base`` subclass dropping hidden glyphs (built on first use:
     pdfminer is imported only by the parsers that need it)."""
