@@ -72,9 +72,9 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
     dataset = _load(cfg)
-    searching = cfg.get("search")
-    if searching is not None and searching.get("round") is not None:  # a halving round before the last
-        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), int(searching.round), parts, work)
+    round_ = _round(cfg)
+    if round_ is not None and round_ != len(search.rounds_of(cfg.search)) - 1:  # a halving round before the last
+        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), round_, parts, work)
     cid = cell_id(cfg, dataset.fingerprint)
     prior = _prior_round(cfg, dataset, _cell_dir(cfg, cid)) if _incremental(cfg) else None
     if prior is None:
@@ -278,13 +278,20 @@ def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
 ROUND_RUNS = "round-runs.pickle"  # a PARTIAL folder's question runs (what the next round merges with)
 
 
-def _incremental(cfg: DictConfig) -> bool:
-    """Whether a cell's halving rounds merge with the round before (``search.mode=halving``): not
-    when its index is tuned to a recall target, which is tuned on the questions it runs on (a
-    round's tuning on its subset is not the whole cell's), nor in a grid sweep (a grid run over a
-    halving folder computes its cells whole)."""
+def _round(cfg: DictConfig) -> int | None:
+    """The halving round a job belongs to (``search.round``, set by the sweeper on every job of a
+    halving sweep, the last round's too); None outside one."""
     searching = cfg.get("search")
-    if searching is None or str(searching.get("mode", "grid")) != "halving":
+    found = None if searching is None else searching.get("round")
+    return None if found is None else int(found)
+
+
+def _incremental(cfg: DictConfig) -> bool:
+    """Whether a cell's halving rounds merge with the round before (a job of a halving round,
+    :func:`_round`): not when its index is tuned to a recall target, which is tuned on the
+    questions it runs on (a round's tuning on its subset is not the whole cell's), nor in a grid
+    sweep (a grid run over a halving folder computes its cells whole)."""
+    if _round(cfg) is None:
         return False
     return OmegaConf.select(cfg, "index.target_recall", default=None) is None
 

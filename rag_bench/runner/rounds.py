@@ -25,7 +25,6 @@ from rag_bench.errors import ConfigError
 from rag_bench.stats.confidence_set import model_confidence_set
 from rag_bench.stats.paired import randomisation_p
 
-MODES = ("grid", "halving", "staged", "optuna")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
 
 

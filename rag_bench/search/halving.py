@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,11 @@ from rag_bench.reporting import decide
 from rag_bench.reporting.verdict import question_values
 from rag_bench.runner import rounds as search
 from rag_bench.runner.main import round_covered
+from rag_bench.search.plan import halving_bound, halving_floor
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 log = logging.getLogger("rag_bench")
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
@@ -95,9 +100,9 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
         out: Any = None) -> list[search.RoundSummary]:
     """Successive halving over the grid ``jobs`` (each a cell's overrides) on ``questions`` (the
-    dataset's): each round launches the cells still in that lack the round's results (a job of a
-    round before the last gets ``search.round=<r>``), then prunes: ``prune=significance``, the
-    cells outside the round's model confidence set at ``alpha / (rounds - 1)``; ``prune=rank``, all
+    dataset's): each round launches the cells still in that lack the round's results (each job
+    gets ``search.round=<r>``; the last round's cells merge what their rounds before ran), then
+    prunes: ``prune=significance``, the cells outside the round's model confidence set at ``alpha / (rounds - 1)``; ``prune=rank``, all
     but the top ``keep`` fraction (:func:`~rag_bench.runner.rounds.prune_rank`), each dropped cell's
     paired test against the leader recorded, and after the last round the pruned cells checked
     against the final best on the questions they saw (:func:`~rag_bench.runner.rounds.guard`).
@@ -117,7 +122,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         last = r == len(fractions) - 1
         qids = search.round_questions(questions, fraction, seed)
         todo = [i for i in alive if i not in dirs or not round_covered(dirs[i], fraction, seed)]
-        extra = [] if last else [f"search.round={r}"]
+        extra = [f"search.round={r}"]  # the last round's too: its cells merge the questions rounds before ran
         started = time.time_ns()
         for i, path in zip(todo, launch([[*jobs[i], *extra] for i in todo])):
             dirs[i] = Path(path)
@@ -199,3 +204,57 @@ def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int
     found = search.guard(values, 0, list(range(1, len(cells))), higher_is_better=higher, alpha=alpha, seed=seed)
     return [{"cell": cells[g.cell].cell_id, "best": best.cell_id, "questions": g.questions, "ahead": g.ahead,
              "p": g.p, "pruned_after_round": pruned_at[order[g.cell - 1]] + 1} for g in found]
+
+
+def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[str]:
+    """What halving computes at least and at most (the pruning decides), against the grid's cell-questions.
+
+    >>> bound_lines(10, 12, [3, 6, 12])[0][:80]
+    'search.mode=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
+    """
+    grid = cells * questions
+    sizes = ", ".join(str(n) for n in round_sizes)
+    return [f"search.mode=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
+            f"cell-questions in {len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); bounds: how "
+            "many cells each round prunes is decided by the results",
+            "  prompts: at most the grid's (a round's questions are the grid's, and answers are cached between "
+            "rounds)"]
+
+
+class Halving:
+    """Successive halving (:func:`run`) as a search strategy: its settings are ``search.rounds``,
+    ``alpha``, ``prune``, ``keep`` and ``seed``."""
+
+    name: ClassVar[str] = "halving"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, rounds: Any = None, alpha: float = 0.05, prune: str = "significance", keep: float = 1 / 3,
+                 seed: int = 0) -> None:
+        self.rounds, self.alpha, self.prune, self.keep, self.seed = rounds, alpha, prune, keep, seed
+
+    def check(self, ctx: SearchContext) -> None:
+        """Refuse a grid over more than one dataset or split: rounds compare cells on the same questions."""
+        from rag_bench.runner.config import dataset_path
+        from rag_bench.runner.sweeper import covering_subset
+
+        configs = [ctx.compose(job) for job in covering_subset(ctx.grid)]
+        sets = {(str(dataset_path(c).resolve()), str(c.dataset.split)) for c in configs}
+        if len(sets) != 1:
+            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(sets)} "
+                              "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
+                              "and split (or search.mode=grid)")
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`)."""
+        sizes = [len(search.round_questions(dataset, f, int(self.seed)))
+                 for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
+        return bound_lines(len(grid), questions, sizes)
+
+    def run(self, ctx: SearchContext) -> None:
+        """The rounds over the grid's dataset, each round's batch through ``ctx.launch``."""
+        from rag_bench.runner.main import _load
+        from rag_bench.runner.sweeper import covering_subset
+
+        questions = _load(ctx.compose(covering_subset(ctx.grid)[0])).questions
+        run(ctx.grid, questions, ctx.launch, rounds=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
+            prune=str(self.prune), keep=float(self.keep), summary_path=ctx.summary_path)

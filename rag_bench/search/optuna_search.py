@@ -28,11 +28,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_bench.cells import atomic_write
 from rag_bench.errors import ConfigError
 from rag_bench.search.staged import Axis, axes
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
 OBJECTIVES = ("primary", "latency", "cost")  # or a metrics key, section/name
@@ -312,19 +316,45 @@ def _search(jobs: Sequence[Sequence[str]], launch: Launch, names: tuple[str, ...
     return trials
 
 
-def sweep(sweeper: Any, progress: Path) -> Any:
-    """``search.mode=optuna`` in rag_bench's Hydra sweeper: the grid validated as a grid's (and
-    tracking prepared), each trial's cell one batch through the sweep's launcher."""
-    from rag_bench.evaluation import prices
+def bound_lines(cells: int, questions: int, trials: int) -> list[str]:
+    """What an Optuna search computes at most, against the grid's cell-questions.
 
-    search = sweeper.config.get("search") or {}
-    names = parse_objectives(search.get("objectives", ["primary"]))
-    trials_n = trial_count(search.get("n_trials", 20), len(sweeper._grid))
-    if "cost" in names and prices.from_config(sweeper.config) is None:
-        raise ConfigError("search.objectives has cost but the config sets no price (prices.*) -- fix: a price "
-                          "table, e.g. +prices=<table> or prices.usd_per_hour=<dollars>, or drop cost from "
-                          "search.objectives")
-    launch, returns = sweeper.batch_launcher(progress)
-    run(sweeper._grid, launch, objectives=names, n_trials=trials_n, seed=int(search.get("seed", 0)),
-        summary_path=sweeper._experiment_dir() / ".hydra" / f"search-{sweeper._context.sweep_id}.json")
-    return returns
+    >>> bound_lines(36, 10, 12)[0][:70]
+    "search.mode=optuna: at most 12 of the grid's 36 cells (search.n_trials"
+    """
+    n = min(trials, cells)
+    return [f"search.mode=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
+            f"{n * questions:,} cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on the "
+            "sampler", "  prompts: at most the grid's (the trials are some of its cells)"]
+
+
+class Optuna:
+    """The Optuna search (:func:`run`) as a search strategy: its settings are ``search.n_trials``,
+    ``objectives`` and ``seed``."""
+
+    name: ClassVar[str] = "optuna"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, n_trials: int = 20, objectives: Any = ("primary",), seed: int = 0) -> None:
+        self.n_trials, self.objectives, self.seed = n_trials, objectives, seed
+
+    def check(self, ctx: SearchContext) -> None:
+        """The objectives and the trials checked, and a cost objective refused without a price."""
+        from rag_bench.evaluation import prices
+
+        names = parse_objectives(self.objectives)
+        trial_count(self.n_trials, len(ctx.grid))
+        if "cost" in names and prices.from_config(ctx.config) is None:
+            raise ConfigError("search.objectives has cost but the config sets no price (prices.*) -- fix: a price "
+                              "table, e.g. +prices=<table> or prices.usd_per_hour=<dollars>, or drop cost from "
+                              "search.objectives")
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The trials at most (:func:`bound_lines`)."""
+        return bound_lines(len(grid), questions, int(self.n_trials))
+
+    def run(self, ctx: SearchContext) -> None:
+        """Each trial's cell one batch through ``ctx.launch``."""
+        names = parse_objectives(self.objectives)
+        run(ctx.grid, ctx.launch, objectives=names, n_trials=trial_count(self.n_trials, len(ctx.grid)),
+            seed=int(self.seed), summary_path=ctx.summary_path)

@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench.components import is_null
 from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
-from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork, mode_lines
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork
 from rag_bench.storage import BlobStore, checksum, readable
 
 log = logging.getLogger(__name__)
@@ -585,21 +585,12 @@ def _judge_name(key: str) -> str:
 
 
 def _mode(cfgs: list[DictConfig], jobs: list[list[str]], counting: _Counting) -> tuple[str, tuple[str, ...]]:
-    """The chosen search mode and what it computes at most (:func:`rag_bench.search.plan.mode_lines`)."""
-    from rag_bench.runner.rounds import parse_rounds, round_questions
-    from rag_bench.search.staged import axes
+    """The chosen search mode and what it computes at most (:meth:`rag_bench.search.base.Strategy.bound`)."""
+    from rag_bench.search.base import strategy
 
     if not cfgs:
         return "grid", ()
-    search = cfgs[0].get("search") or {}
-    mode = str(search.get("mode", "grid"))
+    chosen = strategy(cfgs[0].get("search"))
     questions = max(counting.questions.values(), default=0)
-    if mode == "halving":
-        dataset = next(iter(counting.datasets.values()))
-        sizes = [len(round_questions(dataset.questions, f, int(search.get("seed", 0))))
-                 for f in parse_rounds(search.get("rounds"))]
-        return mode, tuple(mode_lines(mode, len(cfgs), questions, round_sizes=sizes))
-    if mode == "staged":
-        return mode, tuple(mode_lines(mode, len(cfgs), questions, axis_sizes=[len(a.values) for a in axes(jobs)]))
-    trials = search.get("n_trials") if mode == "optuna" else None
-    return mode, tuple(mode_lines(mode, len(cfgs), questions, trials=int(trials) if trials is not None else None))
+    dataset = next(iter(counting.datasets.values()), None)
+    return chosen.name, tuple(chosen.bound(jobs, questions, dataset.questions if dataset is not None else ()))

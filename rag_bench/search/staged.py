@@ -22,9 +22,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_bench.cells import atomic_write
+from rag_bench.search.plan import staged_bound
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
 NOT_SEARCHED = ("search.", "sweep=")  # overrides the finalists' command leaves out
@@ -177,11 +182,35 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
     return stages
 
 
-def sweep(sweeper: Any, progress: Path) -> Any:
-    """``search.mode=staged`` in rag_bench's Hydra sweeper: the grid validated as a grid's (and
-    tracking prepared), each stage's new trials one batch through the sweep's launcher."""
-    launch, returns = sweeper.batch_launcher(progress)
-    top = int((sweeper.config.get("search") or {}).get("finalists", 2))
-    run(sweeper._grid, launch, top=top,
-        summary_path=sweeper._experiment_dir() / ".hydra" / f"search-{sweeper._context.sweep_id}.json")
-    return returns
+def bound_lines(cells: int, questions: int, axis_sizes: Sequence[int]) -> list[str]:
+    """What a staged search computes at most, against the grid's cell-questions.
+
+    >>> bound_lines(12, 10, [3, 2, 2])[0][:71]
+    "search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions"
+    """
+    trials = min(staged_bound(axis_sizes), cells)
+    return [f"search.mode=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
+            f"cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on each stage's choice",
+            "  prompts: at most the grid's (the trials are some of its cells)"]
+
+
+class Staged:
+    """The staged search (:func:`run`) as a search strategy: its setting is ``search.finalists``
+    (the top values per axis in the printed grid of the finalists)."""
+
+    name: ClassVar[str] = "staged"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, finalists: int = 2) -> None:
+        self.finalists = finalists
+
+    def check(self, ctx: SearchContext) -> None:
+        """Nothing to refuse before the grid is validated."""
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The trials of the stages at most (:func:`bound_lines`)."""
+        return bound_lines(len(grid), questions, [len(a.values) for a in axes(grid)])
+
+    def run(self, ctx: SearchContext) -> None:
+        """Each stage's new trials one batch through ``ctx.launch``."""
+        run(ctx.grid, ctx.launch, top=int(self.finalists), summary_path=ctx.summary_path)

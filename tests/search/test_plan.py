@@ -12,10 +12,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rag_bench.embedding.cache import EmbeddingCache, text_key
+from rag_bench.errors import ConfigError
 from rag_bench.evaluation.prices import ModelPrice, Prices
 from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
-from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
+from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, money, render
 from rag_bench.search.plan_probe import ExactRefused, Ledger, PlanEmbedder, _calls_each, _refusal, make, stored_keys
 
 
@@ -73,15 +74,30 @@ def test_a_plan_with_nothing_to_compute_takes_no_time():
 
 
 def test_mode_bounds_use_the_modes_arithmetic():
-    assert mode_lines("grid", 4, 10) == ["search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
-    halving = mode_lines("halving", 4, 10, round_sizes=[3, 5, 10])
+    from rag_bench.search import halving, optuna_search, staged
+    from rag_bench.search.base import strategy
+
+    assert strategy({"mode": "grid"}).bound([["k=3"]] * 4, 10, ()) == [
+        "search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
+    lines = halving.bound_lines(4, 10, [3, 5, 10])
     # at least: 4 cells x 3 questions, then the leader alone on the 7 questions new to the later rounds;
     # at most: no cell pruned, each question once per cell (rounds run only their new questions): the grid's
-    assert "19 to 40 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
-    staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
-    assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
-    assert mode_lines("optuna", 36, 10, trials=12)[0].startswith("search.mode=optuna: at most 12 of the grid's 36 cells")
-    assert "not modelled" in mode_lines("random", 4, 10)[0]
+    assert "19 to 40 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in lines[0]
+    grid = [[f"a={a}", f"b={b}", f"c={c}"] for a in "xyz" for b in "xy" for c in "xy"]
+    assert strategy({"mode": "staged"}).bound(grid, 10, ())[0].startswith(
+        "search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
+    assert staged.bound_lines(12, 10, [3, 2, 2]) == strategy({"mode": "staged"}).bound(grid, 10, ())
+    assert strategy({"mode": "optuna", "n_trials": 12}).bound([["k=3"]] * 36, 10, ())[0].startswith(
+        "search.mode=optuna: at most 12 of the grid's 36 cells")
+    assert optuna_search.bound_lines(36, 10, 12) == strategy({"mode": "optuna", "n_trials": 12}).bound(
+        [["k=3"]] * 36, 10, ())
+
+
+def test_an_unknown_mode_is_refused_with_the_modes():
+    from rag_bench.search.base import strategy
+
+    with pytest.raises(ConfigError, match=r"search.mode='random': unknown -- fix: search.mode=grid\|halving"):
+        strategy({"mode": "random"})
 
 
 def test_render_is_a_small_table_with_every_part():
