@@ -4,10 +4,10 @@ For one grid (an experiment preset, e.g. ``+experiment=demo`` or ``+experiment=c
 on one dataset, one sweep per arm in fresh output folders, each in its own ``rag-bench run``
 process with ``tracking=none``:
 
-  grid          ``search.mode=grid``: every cell on every question;
-  significance  ``search.mode=halving search.prune=significance``: rounds on growing question
+  grid          ``search=grid``: every cell on every question;
+  significance  ``search=halving search.prune=significance``: rounds on growing question
                 subsets, the cells outside the round's model confidence set pruned (``--alpha``);
-  rank          ``search.mode=halving search.prune=rank``: the top ``--keep`` of each round kept
+  rank          ``search=halving search.prune=rank``: the top ``--keep`` of each round kept
                 (classic successive halving), whether significantly worse or not.
 
 ``--prune significance,rank`` runs both halving arms after the grid (default: significance).
@@ -148,14 +148,14 @@ def main() -> None:
             env["RAG_BENCH_CACHE"] = str(base / f"cache-{arm}")
         return env
 
-    grid_s = sweep(base / "grid", grid, dataset, [*common, "search.mode=grid"], env_for("grid"))
+    grid_s = sweep(base / "grid", grid, dataset, [*common, "search=grid"], env_for("grid"))
     grid_dir = experiment_dir(base / "grid")
     grid_cells = experiment_cells(grid_dir, records=False)
     by_id = {c.cell_id: c for c in grid_cells}
     full = verdict(grid_cells)
     results = []
     for arm in arms:
-        extra = [*common, "search.mode=halving", f"search.prune={arm}", f"search.alpha={args.alpha}",
+        extra = [*common, "search=halving", f"search.prune={arm}", f"search.alpha={args.alpha}",
                  *([f"search.rounds={args.rounds}"] if args.rounds else []),
                  *([f"search.keep={args.keep}"] if args.keep and arm == "rank" else [])]
         wall = sweep(base / arm, grid, dataset, extra, env_for(arm))

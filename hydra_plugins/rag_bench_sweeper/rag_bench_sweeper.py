@@ -5,6 +5,7 @@ progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +38,7 @@ class RagBenchSweeper(BasicSweeper):
         self._tracking_prepared = False
         self._context: SweepContext | None = None
         self._grid: list[list[str]] = []  # every job of the sweep, over all its batches
-        self._job_idx = 0  # the next job's index (search.mode=halving launches a batch per round)
+        self._job_idx = 0  # the next job's index (search=halving launches a batch per round)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -96,7 +97,7 @@ class RagBenchSweeper(BasicSweeper):
         self._grid = [list(job) for batch in self.split_arguments(
             parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size) for job in batch]
         total = len(self._grid)
-        chosen = self._strategy()  # a bad search.mode or budget is refused before anything is written
+        chosen = self._strategy()  # a bad search or budget is refused before anything is written
         spent = self._budget(chosen)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -133,22 +134,23 @@ class RagBenchSweeper(BasicSweeper):
                 spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.jsonl")
 
     def _budget(self, chosen: Strategy) -> budget.Budget:
-        """Start ``search.max_llm_calls`` / ``search.budget_usd`` / ``search.budget_s`` (docs/search.md,
+        """Start ``budget.max_llm_calls`` / ``budget.usd`` / ``budget.seconds`` (docs/search.md,
         "Budgets"); without any, a budget that only counts (the invocation's record)."""
         assert self.config is not None
-        search = self.config.get("search") or {}
-        calls, seconds, usd = search.get("max_llm_calls"), search.get("budget_s"), search.get("budget_usd")
+        limits = self.config.get("budget") or {}
+        calls, seconds, usd = limits.get("max_llm_calls"), limits.get("seconds"), limits.get("usd")
         if calls is None and seconds is None and usd is None:
             return budget.start(None, None)
-        if any(v is not None and float(v) < 0 for v in (calls, seconds, usd)):
-            raise ConfigError(f"search.max_llm_calls={calls}, search.budget_s={seconds}, search.budget_usd={usd}: must "
-                              "be >= 0 -- fix: search.max_llm_calls=<calls> search.budget_s=<seconds> "
-                              "search.budget_usd=<dollars>")
+        # nan compares false with everything: "< 0" would let it through as no cap at all
+        if any(v is not None and not (math.isfinite(float(v)) and float(v) >= 0) for v in (calls, seconds, usd)):
+            raise ConfigError(f"budget.max_llm_calls={calls}, budget.seconds={seconds}, budget.usd={usd}: each must be "
+                              "a number >= 0 (nan and inf are no cap: leave the budget out instead) -- fix: "
+                              "budget.max_llm_calls=<calls> budget.seconds=<seconds> budget.usd=<dollars>")
         if not chosen.budgeted:
-            raise ConfigError(f"search.max_llm_calls / search.budget_s / search.budget_usd apply to search.mode=grid "
-                              f"only, not {chosen.name} -- fix: search.mode=grid, or drop the budget")
+            raise ConfigError(f"budget.max_llm_calls / budget.seconds / budget.usd apply to search=grid only, not "
+                              f"search={chosen.name} -- fix: search=grid, or drop the budget")
         if str(self.config.hydra.launcher.get("_target_", "")).split(".")[-1] not in ("RagBenchLauncher", "BasicLauncher"):
-            raise ConfigError("search.max_llm_calls / search.budget_s / search.budget_usd count in the sweep's process: "
+            raise ConfigError("budget.max_llm_calls / budget.seconds / budget.usd count in the sweep's process: "
                               "they need the default launcher -- fix: hydra/launcher=rag_bench, or drop the budget")
         if usd is not None:
             self._check_priced()
@@ -156,7 +158,7 @@ class RagBenchSweeper(BasicSweeper):
                             None if usd is None else float(usd))
 
     def _check_priced(self) -> None:
-        """Under ``search.budget_usd`` every model a cell's config names (generator, judge, embedder,
+        """Under ``budget.usd`` every model a cell's config names (generator, judge, embedder,
         reranker: what the budget charges) must have a price (an unpriced one would make the budget
         meaningless): a ConfigError naming the model and the price key, before any cell runs. The
         cells composed are a covering subset of the grid (each value of each axis in one)."""
@@ -172,15 +174,15 @@ class RagBenchSweeper(BasicSweeper):
                     continue
                 table = prices.from_config(cfg)
                 if table is None:
-                    raise ConfigError(f"search.budget_usd: {stage} model {name!r} has no price: the config has no "
+                    raise ConfigError(f"budget.usd: {stage} model {name!r} has no price: the config has no "
                                       f"price table -- fix: +prices=example (conf/prices/example.yaml), or set "
                                       f"prices.models.{name}")
                 _, missing = prices.rate(table, stage)
                 if missing:
-                    raise ConfigError(f"search.budget_usd: {missing}")
+                    raise ConfigError(f"budget.usd: {missing}")
 
     def _strategy(self) -> Strategy:
-        """The search strategy ``search.mode`` names (:data:`rag_bench.search.base.STRATEGIES`)."""
+        """The search strategy the ``search`` group's option names (conf/search/: its ``_target_``)."""
         assert self.config is not None
         return strategy(self.config.get("search"))
 

@@ -192,7 +192,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     if is_done(cell_dir):
         log.info("cell %s already done, skipping (%s)", cid, cell_dir)
         return cell_dir
-    budget.before_cell()  # search.budget_s: a cell not started by then is not started
+    budget.before_cell()  # budget.seconds: a cell not started by then is not started
     try:
         cell_dir.parent.mkdir(parents=True, exist_ok=True)
         if str(cell_dir.parent) not in _PROBED:  # once per folder and process (a sweep's cells share it)
@@ -472,9 +472,11 @@ computes."""
 
 def _without_sweep(config: Any) -> dict[str, Any]:
     """A stored config without the sweep's id (how the cell found its sweep, not configuration)
-    nor its ``search`` (how the sweep searched its grid: a halving sweep's cells are the grid's)."""
+    nor its ``search`` (how the sweep searched its grid: a halving sweep's cells are the grid's)
+    nor its ``budget`` (what the invocation may spend)."""
     config.pop(CONTEXT_KEY, None)
     config.pop("search", None)
+    config.pop("budget", None)
     return config  # type: ignore[no-any-return]
 
 

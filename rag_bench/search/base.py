@@ -4,13 +4,13 @@ A search strategy is a component: a class whose constructor's parameters are its
 says what it computes at most (:meth:`Strategy.bound`, for ``--plan``) and runs the search
 (:meth:`Strategy.run`) through a :class:`SearchContext` -- the grid, a launcher of batches of its
 jobs and where the summary goes -- which the Hydra sweeper hands it (never the sweeper itself).
-:data:`STRATEGIES` names them; one lookup replaces every switch on the mode's name, so a new mode
-is its module and its entry here.
+Each mode is an option of the ``search`` config group (``conf/search/<mode>.yaml``: its ``_target_``
+and settings), built as a component is (:func:`strategy`): no switch on the mode's name anywhere, so
+a new mode is its module and its yaml.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +20,7 @@ from omegaconf import DictConfig
 
 from rag_bench.domain import Question
 from rag_bench.errors import ConfigError
-from rag_bench.registry import Registry
-from rag_bench.search.grid import Grid
-from rag_bench.search.halving import Halving
-from rag_bench.search.optuna_search import Optuna
-from rag_bench.search.staged import Staged
+from rag_bench.runner.config import build
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of the grid's jobs -> each job's cell folder
 
@@ -69,16 +65,40 @@ class Strategy(Protocol):
         """Search the grid of ``ctx``, launching its jobs through ``ctx``; print and keep a summary."""
 
 
-STRATEGIES: Registry[type[Any]] = Registry("search.mode", {s.name: s for s in (Grid, Halving, Staged, Optuna)})
+# Keys an earlier release spelled under search, accepted for one release: search.mode=X is the
+# config group's option (search=X); the budgets are budget.* (what an invocation may spend is not
+# how it searches).
+ALIASES = {"search.mode": "search", "search.max_llm_calls": "budget.max_llm_calls",
+           "search.budget_s": "budget.seconds", "search.budget_usd": "budget.usd"}
+
+
+def spelled_now(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``args`` (a command's overrides) with the keys of :data:`ALIASES` spelled as they are now,
+    and a note for each one rewritten.
+
+    >>> args, notes = spelled_now(["search.mode=halving", "search.prune=rank", "+search.budget_usd=2"])
+    >>> args
+    ['search=halving', 'search.prune=rank', 'budget.usd=2']
+    >>> notes[0]
+    'search.mode=halving is spelled search=halving now (search.mode is accepted for one release)'
+    """
+    out, notes = [], []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        now = ALIASES.get(key.lstrip("+"))
+        if not eq or now is None:
+            out.append(arg)
+            continue
+        out.append(f"{now}={value}")
+        notes.append(f"{key.lstrip('+')}={value} is spelled {now}={value} now ({key.lstrip('+')} is accepted for one "
+                     "release)")
+    return out, notes
 
 
 def strategy(search: Any) -> Strategy:
-    """The strategy a ``search`` config node names (``mode``), built from the node's keys its
-    constructor takes; ConfigError for an unknown mode."""
-    node = search if search is not None else {}
-    mode = node.get("mode", "grid")
-    if str(mode) not in STRATEGIES:  # the message users know: the modes, joined
-        raise ConfigError(f"search.mode={str(mode)!r}: unknown -- fix: search.mode={'|'.join(STRATEGIES.names())}")
-    cls = STRATEGIES.get(str(mode))
-    settings = {p: node.get(p) for p in inspect.signature(cls).parameters if p in node}
-    return cls(**settings)  # type: ignore[no-any-return]
+    """The strategy a ``search`` config node names (``_target_``, conf/search/), built from the
+    node's other keys -- its constructor's parameters, each checked against the signature (a
+    misspelt key is refused with the valid ones): :func:`rag_bench.runner.config.build`."""
+    if not isinstance(search, DictConfig) or "_target_" not in search:
+        raise ConfigError("config group 'search' is not set -- fix: add search=grid (see conf/search/)")
+    return build(search, "search", protocol=Strategy)  # type: ignore[no-any-return]

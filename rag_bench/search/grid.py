@@ -1,4 +1,4 @@
-"""``search.mode=grid`` (the default): every cell of the grid on every question, through Hydra's
+"""``search=grid`` (the default): every cell of the grid on every question, through Hydra's
 basic sweep, batch by batch (docs/search.md)."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ class Grid:
         """The grid's cell-questions.
 
         >>> Grid().bound([["k=3"], ["k=5"]], 12, [])
-        ['search.mode=grid: 2 cells x 12 questions = 24 cell-questions']
+        ['search=grid: 2 cells x 12 questions = 24 cell-questions']
         """
         cells = len(grid)
-        return [f"search.mode=grid: {cells} cells x {questions} questions = {cells * questions:,} cell-questions"]
+        return [f"search=grid: {cells} cells x {questions} questions = {cells * questions:,} cell-questions"]
 
     def run(self, ctx: SearchContext) -> None:
         """The grid through the sweep's own basic sweep."""

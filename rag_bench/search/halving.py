@@ -1,4 +1,4 @@
-"""``search.mode=halving`` in the sweeper's process (docs/search.md): the rounds launched through
+"""``search=halving`` in the sweeper's process (docs/search.md): the rounds launched through
 the sweep's own launcher, the cells' per-question values read from their folders, the pruned
 cells marked, the summary printed and kept. The decisions are :mod:`rag_bench.runner.rounds`'s.
 """
@@ -74,7 +74,7 @@ def primary_column(cells: Sequence[Cell]) -> tuple[str, str, bool]:
     key = decide.primary_measure(cells)
     m = measures.measure(key)
     if m is None or m.aggregate != "mean" or not m.column:
-        raise ConfigError(f"search.mode=halving: the primary measure {key} has no per-question values to test -- fix: "
+        raise ConfigError(f"search=halving: the primary measure {key} has no per-question values to test -- fix: "
                           "experiment.primary=<a per-question measure, e.g. retrieval/ndcg@10>")
     return key, m.column, decide.higher_is_better(key)
 
@@ -171,7 +171,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
     for g in regrets:
         log.warning("WARNING: search.prune=%s dropped cell %s, significantly better than the final best %s on the %d "
                     "questions it saw (+%.3f, p=%.3g): the pruning lost a better cell -- rerun with a larger "
-                    "search.keep or search.mode=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
+                    "search.keep or search=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
     print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
     if summary_path is not None:
         summary_path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,11 +210,11 @@ def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[
     """What halving computes at least and at most (the pruning decides), against the grid's cell-questions.
 
     >>> bound_lines(10, 12, [3, 6, 12])[0][:80]
-    'search.mode=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
+    'search=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
     """
     grid = cells * questions
     sizes = ", ".join(str(n) for n in round_sizes)
-    return [f"search.mode=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
+    return [f"search=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
             f"cell-questions in {len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); bounds: how "
             "many cells each round prunes is decided by the results",
             "  prompts: at most the grid's (a round's questions are the grid's, and answers are cached between "
@@ -222,15 +222,16 @@ def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[
 
 
 class Halving:
-    """Successive halving (:func:`run`) as a search strategy: its settings are ``search.rounds``,
-    ``alpha``, ``prune``, ``keep`` and ``seed``."""
+    """Successive halving (:func:`run`) as a search strategy (``search=halving``, conf/search/halving.yaml):
+    its settings are ``search.rounds``, ``alpha``, ``prune``, ``keep`` and ``seed``."""
 
     name: ClassVar[str] = "halving"
     budgeted: ClassVar[bool] = False
 
-    def __init__(self, rounds: Any = None, alpha: float = 0.05, prune: str = "significance", keep: float = 1 / 3,
-                 seed: int = 0) -> None:
+    def __init__(self, rounds: list[float] | str | None = None, alpha: float = 0.05, prune: str = "significance",
+                 keep: float = 1 / 3, seed: int = 0, round: int | None = None) -> None:
         self.rounds, self.alpha, self.prune, self.keep, self.seed = rounds, alpha, prune, keep, seed
+        self.round = round  # the round of one job (set by the sweeper, read by the runner): not the search's
 
     def check(self, ctx: SearchContext) -> None:
         """Refuse a grid over more than one dataset or split: rounds compare cells on the same questions."""
@@ -240,9 +241,9 @@ class Halving:
         configs = [ctx.compose(job) for job in covering_subset(ctx.grid)]
         sets = {(str(dataset_path(c).resolve()), str(c.dataset.split)) for c in configs}
         if len(sets) != 1:
-            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(sets)} "
+            raise ConfigError(f"search=halving compares cells on the same questions; this grid spans {len(sets)} "
                               "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
-                              "and split (or search.mode=grid)")
+                              "and split (or search=grid)")
 
     def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
         """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`)."""

@@ -1,4 +1,4 @@
-"""``search.mode=optuna`` (docs/search.md): Optuna's samplers over the grid's cells, by ask/tell.
+"""``search=optuna`` (docs/search.md): Optuna's samplers over the grid's cells, by ask/tell.
 
 The search space is the grid the command line declares: each swept key (a key with more than one
 value, :func:`rag_bench.search.staged.axes`) a categorical distribution over its values. A trial asks
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_bench.cells import atomic_write
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation import measures
 from rag_bench.search.staged import Axis, axes
 
 if TYPE_CHECKING:
@@ -59,7 +60,32 @@ def parse_objectives(value: Any) -> tuple[str, ...]:
         raise ConfigError(f"search.objectives={list(names)!r}: each of {'|'.join(OBJECTIVES)} or a metrics key "
                           "(section/name), each once -- fix: search.objectives=[primary] (TPE) or "
                           "search.objectives=[primary,latency,cost] (NSGA-II)")
+    for name in names:
+        if name not in OBJECTIVES:
+            _check_measure(name)
     return names
+
+
+def _check_measure(key: str) -> None:
+    """A metrics key an objective names must be a measure or figure with a direction (a typo such
+    as ``retrieval/ndcg@1O`` would run every trial blind, told no value): ConfigError naming it,
+    the closest measures and the fix, before any cell runs."""
+    import difflib
+
+    plain = f"retrieval/{key.rpartition('/')[2]}" if key.startswith("tag:") else key  # as decide ranks a tag key
+    try:
+        if measures.direction(plain) is not None:
+            return
+        why = "is descriptive (neither higher nor lower is better)"
+    except ValueError:
+        why = "is not a measure of rag_bench"
+    section = plain.partition("/")[0]
+    known = measures.known_names(section) or sorted({n for s in measures.QUESTION_SECTIONS
+                                                     for n in measures.known_names(s)})
+    close = difflib.get_close_matches(plain, [k for k in known if k != plain], n=3, cutoff=0.5)
+    raise ConfigError(f"search.objectives: {key!r} {why} -- fix: "
+                      + (f"did you mean {' or '.join(close)}? " if close else "")
+                      + f"name a measure with a direction (e.g. {', '.join(known[:4])}), or primary, latency, cost")
 
 
 def trial_count(value: Any, grid: int) -> int:
@@ -201,7 +227,7 @@ def summary(trials: Sequence[Trial], objectives: Sequence[Objective], chosen: Se
     """The end-of-sweep lines: each trial (cell, values), the best or the Pareto front, the
     distinct cells computed against the grid's."""
     heads = ", ".join(f"{o.key} ({'higher' if o.higher else 'lower'} is better)" for o in objectives)
-    lines = [f"Optuna search (search.mode=optuna, {kind}, seed {seed}), {len(trials)} trials, objectives: {heads}"]
+    lines = [f"Optuna search (search=optuna, {kind}, seed {seed}), {len(trials)} trials, objectives: {heads}"]
     for t in trials:
         how = f"same cell as trial {t.repeat_of}" if t.repeat_of else "computed" if t.computed else "found done"
         lines.append(f"  trial {t.number}: {_params(t)} -> {t.cell} "
@@ -320,22 +346,22 @@ def bound_lines(cells: int, questions: int, trials: int) -> list[str]:
     """What an Optuna search computes at most, against the grid's cell-questions.
 
     >>> bound_lines(36, 10, 12)[0][:70]
-    "search.mode=optuna: at most 12 of the grid's 36 cells (search.n_trials"
+    "search=optuna: at most 12 of the grid's 36 cells (search.n_trials"
     """
     n = min(trials, cells)
-    return [f"search.mode=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
+    return [f"search=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
             f"{n * questions:,} cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on the "
             "sampler", "  prompts: at most the grid's (the trials are some of its cells)"]
 
 
 class Optuna:
-    """The Optuna search (:func:`run`) as a search strategy: its settings are ``search.n_trials``,
-    ``objectives`` and ``seed``."""
+    """The Optuna search (:func:`run`) as a search strategy (``search=optuna``, conf/search/optuna.yaml):
+    its settings are ``search.n_trials``, ``objectives`` and ``seed``."""
 
     name: ClassVar[str] = "optuna"
     budgeted: ClassVar[bool] = False
 
-    def __init__(self, n_trials: int = 20, objectives: Any = ("primary",), seed: int = 0) -> None:
+    def __init__(self, n_trials: int = 20, objectives: list[str] | str = "primary", seed: int = 0) -> None:
         self.n_trials, self.objectives, self.seed = n_trials, objectives, seed
 
     def check(self, ctx: SearchContext) -> None:

@@ -1,4 +1,4 @@
-"""``search.mode=staged`` (docs/search.md): one axis of the grid at a time, in pipeline order.
+"""``search=staged`` (docs/search.md): one axis of the grid at a time, in pipeline order.
 
 The sweep's axes (the keys with more than one value, in the sweeper's stage order: chunker, then
 retriever, then reranker, then k, then generator, others after) are searched one after the other.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rag_bench.search.base import SearchContext
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
-NOT_SEARCHED = ("search.", "sweep=")  # overrides the finalists' command leaves out
+NOT_SEARCHED = ("search.", "search=", "sweep=")  # overrides the finalists' command leaves out
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def finalists_command(job: Sequence[str], grid_axes: Sequence[Axis], finalists: 
     """``rag-bench run -m ...``: the grid of ``finalists`` (axis key -> values), with ``job``'s
     other overrides (its ``search.*`` and sweep id left out).
 
-    >>> finalists_command(["+experiment=demo", "chunker=a", "k=3", "search.mode=staged"],
+    >>> finalists_command(["+experiment=demo", "chunker=a", "k=3", "search=staged"],
     ...                   axes([["chunker=a", "k=3"], ["chunker=b", "k=5"]]), {"chunker": ["b", "a"], "k": ["3"]})
     'rag-bench run -m +experiment=demo chunker=b,a k=3'
     """
@@ -125,7 +125,7 @@ def summary(stages: Sequence[Stage], measure: str, trials: int, computed: int, g
     """The end-of-sweep lines: the stages, the choice per axis, the cells against the grid's, the
     limit of the method and the finalists' full grid."""
     chosen = ", ".join(f"{s.axis}={s.chosen}" for s in stages) or "(no axis: one cell)"
-    return [f"Staged search (search.mode=staged), one axis at a time, ranked by {measure}:",
+    return [f"Staged search (search=staged), one axis at a time, ranked by {measure}:",
             *(f"  {s.line(i + 1)}" for i, s in enumerate(stages)),
             f"  chosen: {chosen}",
             f"  cells: {trials} trials ({computed} computed now) of the full grid's {grid} ({trials / grid:.0%})",
@@ -186,16 +186,17 @@ def bound_lines(cells: int, questions: int, axis_sizes: Sequence[int]) -> list[s
     """What a staged search computes at most, against the grid's cell-questions.
 
     >>> bound_lines(12, 10, [3, 2, 2])[0][:71]
-    "search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions"
+    "search=staged: at most 5 of the grid's 12 cells (50 cell-questions"
     """
     trials = min(staged_bound(axis_sizes), cells)
-    return [f"search.mode=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
+    return [f"search=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
             f"cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on each stage's choice",
             "  prompts: at most the grid's (the trials are some of its cells)"]
 
 
 class Staged:
-    """The staged search (:func:`run`) as a search strategy: its setting is ``search.finalists``
+    """The staged search (:func:`run`) as a search strategy (``search=staged``, conf/search/staged.yaml):
+    its setting is ``search.finalists``
     (the top values per axis in the printed grid of the finalists)."""
 
     name: ClassVar[str] = "staged"
