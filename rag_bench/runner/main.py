@@ -71,7 +71,7 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     validate(cfg)
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
-    dataset = _load(cfg)
+    dataset = load_dataset_of(cfg)
     round_ = _round(cfg)
     if round_ is not None and round_ != len(search.rounds_of(cfg.search)) - 1:  # a halving round before the last
         return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), round_, parts, work)
@@ -105,7 +105,7 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
     from rag_bench.adapters.external import read_outputs, read_ragas, read_trec_run, system_run
 
     validate(cfg)
-    dataset = _load(cfg)
+    dataset = load_dataset_of(cfg)
     source = outputs or trec or ragas
     assert source is not None
     try:
@@ -156,7 +156,9 @@ def chunk_corpus(cfg: DictConfig, dataset: Dataset) -> list[Any]:
     return stages.chunk(dataset=dataset, key="chunks", chunker=parts, work=SharedWork()).chunks
 
 
-def _load(cfg: DictConfig) -> Dataset:
+def load_dataset_of(cfg: DictConfig) -> Dataset:
+    """The dataset a cell of ``cfg`` runs on (``dataset.path`` and ``split``, read by its parser), as
+    the cell loads it; ConfigError when its bootstrap would not fit in memory."""
     parser = build(cfg.parser, "parser") if cfg.get("parser") is not None else None
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split, parser=parser)
     need = 16 * int(cfg.eval.bootstrap_resamples) * max(len(dataset.questions), 1)

@@ -41,7 +41,8 @@ def stored_cell(path: Path) -> Cell:
     return read_cell(path, records=False)
 
 
-def _marker_time(path: Path) -> int:
+def marker_time(path: Path) -> int:
+    """When the cell folder ``path`` was last marked (DONE, or a round's PARTIAL), in ns; 0: never."""
     for name in ("DONE", search.PARTIAL):
         try:
             return os.stat(path / name).st_mtime_ns
@@ -55,7 +56,7 @@ def questions_run(path: Path, round_questions: int, started: int) -> int:
     folder says: 0 when its marker (DONE or PARTIAL) predates ``started`` (found done); else the
     marker's count of new questions (``computed``: a PARTIAL's; DONE's ``search.questions_computed``
     for a last round merged with the one before), or all the round's questions (computed whole)."""
-    if _marker_time(path) < started:
+    if marker_time(path) < started:
         return 0
     for name, read in ((search.PARTIAL, lambda m: m.get("computed")),
                        ("DONE", lambda m: (m.get("search") or {}).get("questions_computed"))):
@@ -253,9 +254,9 @@ class Halving:
 
     def run(self, ctx: SearchContext) -> None:
         """The rounds over the grid's dataset, each round's batch through ``ctx.launch``."""
-        from rag_bench.runner.main import _load
+        from rag_bench.runner.main import load_dataset_of
         from rag_bench.runner.sweeper import covering_subset
 
-        questions = _load(ctx.compose(covering_subset(ctx.grid)[0])).questions
+        questions = load_dataset_of(ctx.compose(covering_subset(ctx.grid)[0])).questions
         run(ctx.grid, questions, ctx.launch, rounds=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
             prune=str(self.prune), keep=float(self.keep), summary_path=ctx.summary_path)

@@ -265,10 +265,10 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, objectives: Sequence[s
     import optuna
     from optuna.trial import TrialState
 
-    from rag_bench.search.halving import _marker_time, stored_cell
+    from rag_bench.search import halving
 
-    read = read or stored_cell
-    marker_time = marker_time or _marker_time
+    read = read or halving.stored_cell
+    marker_time = marker_time or halving.marker_time
     names = parse_objectives(objectives)
     trials_n = trial_count(n_trials, len(jobs))
     grid_axes = axes(jobs)

@@ -140,7 +140,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
     stage launches its trials not launched before, ranks them, freezes the best. Returns the
     stages (also printed to ``out`` and written to ``summary_path``)."""
     from rag_bench.reporting import decide
-    from rag_bench.search.halving import _marker_time, stored_cell
+    from rag_bench.search.halving import marker_time, stored_cell
 
     grid_axes = axes(jobs)
     chosen: dict[str, str] = {}
@@ -156,7 +156,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
         started = time.time_ns()
         for i, path in zip(todo, launch([list(jobs[i]) for i in todo])):
             dirs[i] = Path(path)
-        computed = sum(1 for i in todo if _marker_time(dirs[i]) >= started)
+        computed = sum(1 for i in todo if marker_time(dirs[i]) >= started)
         computed_total += computed
         if s is None:
             break
