@@ -5,12 +5,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import hmac
 import json
 import logging
 import os
-import pickle
-import secrets
 import stat
 import subprocess
 import sys
@@ -30,6 +27,7 @@ from rag_bench.data.loader import load_dataset
 from rag_bench.domain import Dataset
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
+from rag_bench.evaluation import run_io
 from rag_bench.evaluation.evaluation import Evaluation
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.faults import failpoint
@@ -40,7 +38,6 @@ from rag_bench.runner import rounds as search
 from rag_bench.runner import throughput
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
-from rag_bench.storage import default_cache_dir
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -277,7 +274,7 @@ def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
         return False
 
 
-ROUND_RUNS = "round-runs.pickle"  # a PARTIAL folder's question runs (what the next round merges with)
+ROUND_RUNS = "question-runs.jsonl"  # a PARTIAL folder's question runs, as data (what the next round merges with)
 
 
 def _round(cfg: DictConfig) -> int | None:
@@ -309,7 +306,7 @@ def _prior_round(cfg: DictConfig, dataset: Dataset, cell_dir: Path) -> tuple[Que
         if int(marker["seed"]) != int(cfg.search.seed) or marker["dataset_fingerprint"] != dataset.fingerprint:
             return None
         runs = _read_runs(cell_dir)
-    except (OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError, EOFError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     if not isinstance(runs, tuple) or not all(isinstance(r, QuestionRun) for r in runs) \
             or search.questions_digest([r.qid for r in runs]) != marker.get("questions_digest"):
@@ -340,9 +337,6 @@ def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[Quest
     return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
 
 
-KEY_BYTES = 32
-
-
 def _read_private(path: Path, limit: int) -> bytes | None:
     """The bytes of the regular file ``path`` (not followed if a symlink), None when it is missing,
     not a regular file or larger than ``limit`` bytes."""
@@ -357,57 +351,22 @@ def _read_private(path: Path, limit: int) -> bytes | None:
         return f.read(limit + 1)
 
 
-def _runs_key() -> bytes:
-    """The key signing :data:`ROUND_RUNS` files: 32 random bytes in the cache folder, readable by
-    its owner only, made on first use and published whole (written to a private temporary file,
-    then linked into place: no process ever reads a partly written key). A key file of another
-    length (an empty one would let anyone sign) is replaced."""
-    path = default_cache_dir() / "round-runs.key"
-    key = _read_private(path, KEY_BYTES)
-    if key is not None and len(key) == KEY_BYTES:
-        return key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".round-runs.key.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(KEY_BYTES))
-            f.flush()
-            os.fsync(f.fileno())
-        if key is None and not path.is_symlink() and not path.exists():
-            try:
-                os.link(tmp, path)
-            except FileExistsError:  # another process published one meanwhile
-                pass
-        else:
-            os.replace(tmp, path)  # a key file of the wrong length (or not a file): replaced
-    finally:
-        tmp.unlink(missing_ok=True)
-    key = _read_private(path, KEY_BYTES)
-    if key is None or len(key) != KEY_BYTES:
-        raise OSError(f"{path}: cannot make the halving rounds' signing key")
-    return key
-
-
 def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
-    """``runs`` pickled into ``cell_dir`` behind an HMAC-SHA256 of the pickle under :func:`_runs_key`."""
-    data = pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL)
-    atomic_write(cell_dir / ROUND_RUNS, hmac.new(_runs_key(), data, hashlib.sha256).digest() + data)
+    """``runs`` into ``cell_dir`` as data (:mod:`rag_bench.evaluation.run_io`: versioned JSON lines)."""
+    atomic_write(cell_dir / ROUND_RUNS, run_io.dumps(runs))
 
 
-def _read_runs(cell_dir: Path) -> Any:
-    """What :func:`_write_runs` wrote, or ValueError when the signature does not match. An
-    experiment folder is data that travels (a CI artifact, a colleague's copy): unpickling a file
-    from it runs whatever code the file names, so only a pickle this machine's runner signed is
-    loaded; any other (or a symlink, or a file over the dataset file limit) is ignored (the round
-    is computed again)."""
+def _read_runs(cell_dir: Path) -> tuple[QuestionRun, ...]:
+    """What :func:`_write_runs` wrote; ValueError for anything else (a symlink, a file over the
+    dataset file limit, another format or version, a field of the wrong type). Read as typed data:
+    an experiment folder travels (a CI artifact, a colleague's copy), and nothing in it is run."""
     blob = _read_private(cell_dir / ROUND_RUNS, MAX_FILE_BYTES)
     if blob is None:
         raise ValueError(f"{cell_dir / ROUND_RUNS}: missing, not a regular file, or too large")
-    tag, data = blob[:KEY_BYTES], blob[KEY_BYTES:]
-    if len(tag) < KEY_BYTES or not hmac.compare_digest(tag, hmac.new(_runs_key(), data, hashlib.sha256).digest()):
-        raise ValueError(f"{cell_dir / ROUND_RUNS}: not signed by this machine's runner")
-    return pickle.loads(data)
+    try:
+        return run_io.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{cell_dir / ROUND_RUNS}: not {run_io.FORMAT} text") from exc
 
 
 def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:

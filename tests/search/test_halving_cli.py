@@ -20,10 +20,13 @@ REPO = Path(__file__).resolve().parents[2]
 GRID = ["chunker=section", "retriever=bm25", "pipeline.k=1,5,10"]
 
 
-def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID) -> subprocess.CompletedProcess[str]:
+def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID,
+        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
     if failpoint:
         env["RAG_BENCH_FAILPOINT"] = failpoint
+    if cache is not None:
+        env["RAG_BENCH_CACHE"] = str(cache)
     # this checkout's rag_bench (python -m from the repository), not an installed copy's
     return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *grid, "tracking=none",
                            f"output.root={out}", "experiment.name=h", *extra], cwd=REPO, env=env,
@@ -264,3 +267,41 @@ def test_a_merged_cell_reports_its_approximate_index_on_every_question_as_the_gr
         ours = json.loads((cells(tmp_path / "halving" / "h")[cid] / "metrics.json").read_text())
         assert "ann_recall@10" in ours["ann"]
         assert figures(ours) == figures(json.loads((theirs[cid] / "metrics.json").read_text()))
+
+
+class Planted:
+    """Unpickling this creates a file: the proof that a pickle from a cell folder was executed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_signed_with_a_planted_key_is_never_run_on_resume(tmp_path):
+    """Issue 52, item 1: the rounds' runs were HMAC-signed pickles under <cache>/round-runs.key, a key
+    accepted whatever its owner and mode -- whoever could write the cache signed a pickle whose
+    __reduce__ ran on resume. The runs are data now: no pickle is read, no key file is made."""
+    import hashlib
+    import hmac
+    import pickle
+
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    killed = run(out, "search=halving", failpoint="cell_written", cache=cache)  # the first cell of the last round
+    assert killed.returncode != 0
+    partial = [p for p in cells(out / "h").values() if (p / "PARTIAL").exists()]
+    assert partial and all((p / "question-runs.jsonl").is_file() for p in partial)
+    assert not (cache / "round-runs.key").exists() and not list(out.rglob("*.pickle"))
+    key = b"k" * 32
+    (cache / "round-runs.key").write_bytes(key)
+    (cache / "round-runs.key").chmod(0o666)  # anyone's
+    proof = tmp_path / "executed"
+    data = pickle.dumps((Planted(str(proof)),))
+    for folder in partial:  # the old file name, signed under the planted key, and the new name
+        (folder / "round-runs.pickle").write_bytes(hmac.new(key, data, hashlib.sha256).digest() + data)
+        (folder / "question-runs.jsonl").write_bytes(hmac.new(key, data, hashlib.sha256).digest() + data)
+    again = run(out, "search=halving", cache=cache)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not proof.exists(), "a pickle from a cell folder was executed"
+    assert not [p for p in cells(out / "h").values() if (p / "DONE").exists() and (p / "question-runs.jsonl").exists()]
