@@ -19,7 +19,7 @@ a survivor only on the questions new to it), their ratio; the cells dropped and 
 the paired test did not find significantly worse than the round's leader (rank); the guard's
 finding; whether halving's best cell (the best of its finished cells by the primary measure) is
 inside the full grid's set of cells not significantly worse than the grid's best
-(rag_bench.reporting.verdict: the 95% model confidence set on all questions); and whether every
+(rag_bench.decision.verdict: the 95% model confidence set on all questions); and whether every
 cell halving finished has the same metrics.json figures as the grid's cell of the same id. Wall
 times are printed too, but later arms run with the embedding cache the first filled (cell-questions,
 not seconds, is the measure).
@@ -57,7 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rag_bench.cells import experiment_cells  # noqa: E402
-from rag_bench.reporting.verdict import verdict  # noqa: E402
+from rag_bench.decision.verdict import verdict  # noqa: E402
 
 # metrics.json parts that describe the run, not its figures: timings and the caches' state
 # (the second arm finds the first's embeddings cached)

@@ -171,8 +171,8 @@ def pick_cell(cells: list, ref: str, option: str, experiment: str | Path = "") -
     it -- and a line saying which cell that is and why. ConfigError naming ``option`` otherwise."""
     import difflib
 
+    from rag_bench.decision import decide
     from rag_bench.errors import ConfigError, Problem
-    from rag_bench.reporting import decide
 
     where = str(experiment or (cells[0].path.parent if cells else ""))
     names = decide.names_of(cells)

@@ -108,7 +108,7 @@ class EvalConf:
 @dataclass
 class ExperimentConf:
     name: str = "default"
-    # The measure that ranks the experiment's cells everywhere (rag_bench.reporting.decide): auto =
+    # The measure that ranks the experiment's cells everywhere (rag_bench.decision.decide): auto =
     # generation/correct when answers are generated, else retrieval/ndcg@10. Not part of a cell id.
     primary: str = "auto"
 

@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell, atomic_write, is_done, metrics_json, read_cell
+from rag_bench.decision import decide
+from rag_bench.decision.verdict import question_values
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
-from rag_bench.reporting import decide
-from rag_bench.reporting.verdict import question_values
 from rag_bench.runner import rounds as search
 from rag_bench.runner.main import round_covered
 from rag_bench.search.plan import halving_bound, halving_floor

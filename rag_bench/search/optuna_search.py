@@ -8,7 +8,7 @@ the sweeper's batch launcher with exactly the grid's overrides, so every trial i
 
 One objective (``search.objectives=[primary]``, the default) is searched with TPE; two or more (the
 primary measure with ``latency`` and/or ``cost``) with NSGA-II, each objective in its own direction
-(:func:`rag_bench.reporting.decide.higher_is_better`).
+(:func:`rag_bench.decision.decide.higher_is_better`).
 
 Deterministic and resumable without an Optuna storage: the sampler is seeded (``search.seed``) and
 every value told is read from the cell's ``metrics.json`` -- the same bytes on a re-run. A re-run
@@ -135,9 +135,9 @@ def _number(v: Any) -> float | None:
 
 def resolve(names: Sequence[str], first: Any) -> tuple[Objective, ...]:
     """The objectives' keys, fixed from the run's first trial's cell ``first`` (a
-    :class:`~rag_bench.reporting.decide` Cell): ``primary`` as the verdict chooses it (configured, or
+    :class:`~rag_bench.decision.decide` Cell): ``primary`` as the verdict chooses it (configured, or
     ``auto``), ``latency`` the end-to-end p50 when that cell has it, else retrieval + rerank p50."""
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     out = []
     for name in names:
@@ -157,7 +157,7 @@ def resolve(names: Sequence[str], first: Any) -> tuple[Objective, ...]:
 
 def value(cell: Any, objective: Objective) -> float | None:
     """``cell``'s figure for ``objective`` (None when it has none)."""
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     if objective.key == QUERY_LATENCY:
         return decide.latency_ms(cell.metrics)
@@ -203,8 +203,8 @@ def pareto_front(trials: Sequence[Trial], objectives: Sequence[Objective]) -> li
 
 def best(trials: Sequence[Trial], cells: Mapping[str, Any], objective: Objective) -> Trial | None:
     """The trial whose cell ranks first on ``objective`` by the leaderboard's rule
-    (:func:`rag_bench.reporting.decide.rank`: ties broken by the cheaper cell, then name)."""
-    from rag_bench.reporting import decide
+    (:func:`rag_bench.decision.decide.rank`: ties broken by the cheaper cell, then name)."""
+    from rag_bench.decision import decide
 
     firsts = {t.cell: t for t in trials if not t.repeat_of and t.complete}
     if not firsts:

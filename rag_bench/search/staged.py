@@ -5,7 +5,7 @@ retriever, then reranker, then k, then generator, others after) are searched one
 Stage ``s`` runs every value of axis ``s`` with the axes before it frozen at their chosen value and
 the axes after it at their default -- the first value given (on the command line or in the preset).
 The best of a stage by the primary measure (the verdict's ranking rule,
-:func:`rag_bench.reporting.decide.rank`) is frozen before the next. Every trial is one of the grid's
+:func:`rag_bench.decision.decide.rank`) is frozen before the next. Every trial is one of the grid's
 jobs, launched with the grid's own overrides: an ordinary cell (same id, folder, DONE, tracking),
 and a re-run finds the finished ones DONE and does not recompute them.
 
@@ -139,7 +139,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
     """The staged search over the grid ``jobs`` (each a cell's overrides, stage-ordered): each
     stage launches its trials not launched before, ranks them, freezes the best. Returns the
     stages (also printed to ``out`` and written to ``summary_path``)."""
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import marker_time, stored_cell
 
     grid_axes = axes(jobs)

@@ -65,7 +65,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_every_trial_is_the_grids_cell_and_the_best_is_the_leaderboards_first(grid, tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
 
     done = run(tmp_path, GRID, "search.n_trials=6")
@@ -127,7 +127,7 @@ def test_an_optuna_sweep_killed_mid_way_resumes_without_recomputing(demo, tmp_pa
 
 
 def test_primary_and_latency_search_with_nsga2_and_print_the_pareto_front(grid, tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
     from rag_bench.search.optuna_search import dominates
 

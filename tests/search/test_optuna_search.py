@@ -142,7 +142,7 @@ def test_pareto_front_and_dominance_by_direction():
 
 
 def test_the_best_of_one_objective_is_the_leaderboards_first(tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
 
     trials, summary = search(tmp_path, FakeLaunch(tmp_path), n_trials=8, seed=2)
@@ -165,7 +165,7 @@ def test_a_cost_objective_on_unpriced_cells_is_a_config_error(tmp_path):
 
 
 def test_latency_is_end_to_end_when_the_first_cell_has_it(tmp_path):
-    from rag_bench.reporting.decide import Cell
+    from rag_bench.decision.decide import Cell
 
     cell = Cell("x", tmp_path, {}, {"retrieval": {"ndcg@10": 0.5}, "latency": {"e2e_p50_ms": 120.0,
                                                                                  "retrieve_p50_ms": 2.0}}, {})

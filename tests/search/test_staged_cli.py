@@ -57,7 +57,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_every_trial_is_the_grids_cell_and_the_printed_choice_is_each_stages_best(grid, staged):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     exp, stdout = staged
     found, theirs, mine = summary(exp), cells(grid), cells(exp)
