@@ -48,7 +48,7 @@ def test_seconds_stop_only_new_cells():
     b.spend_llm_calls(7)  # no call limit: a running cell finishes
     with pytest.raises(BudgetReached):
         b.before_cell()
-    assert "budget_s=10" in b.reached
+    assert "budget.seconds=10" in b.reached
 
 
 def test_without_a_budget_nothing_is_counted():
@@ -80,7 +80,7 @@ def test_a_dollar_batch_that_may_not_fit_is_refused_whole():
     b.hold("generator", 2, 0.75)  # 0.25 + 0.75 = 1.00: exactly the budget fits
     with pytest.raises(BudgetReached):
         b.hold("generator", 1, 1e-9)  # nothing more
-    assert b.usd == pytest.approx(1.0) and "budget_usd=1" in b.reached
+    assert b.usd == pytest.approx(1.0) and "budget.usd=1" in b.reached
 
 
 def test_a_batch_bounded_past_the_budget_makes_no_call():
