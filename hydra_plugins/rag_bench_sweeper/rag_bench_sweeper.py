@@ -91,7 +91,9 @@ class RagBenchSweeper(BasicSweeper):
         return Path(str(self.config.output.root)) / str(self.config.experiment.name)
 
     def sweep(self, arguments: list[str]) -> Any:
-        """Run the grid with a progress bar over all its cells."""
+        """Search the grid with the ``search`` group's strategy (:mod:`rag_bench.search.base`), handed a
+        :class:`~rag_bench.search.base.SearchContext`: the grid, a launcher of its batches with a
+        progress bar, Hydra's own sweep of the whole grid, and where the summary goes."""
         assert self.config is not None and self.hydra_context is not None
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self._grid = [list(job) for batch in self.split_arguments(
@@ -115,12 +117,11 @@ class RagBenchSweeper(BasicSweeper):
             with Progress(progress, total):
                 returns.extend(super(RagBenchSweeper, self).sweep(arguments))
 
-        assert self.config is not None
         config = self.config
         search = SearchContext(grid=self._grid, launch=self._launcher(progress, returns), sweep_grid=sweep_grid,
                                compose=lambda job: loader.load_sweep_config(config, list(job)),
                                experiment_dir=self._experiment_dir(), sweep_id=self._context.sweep_id,
-                               config=self.config)
+                               config=config)
         try:
             chosen.check(search)
             chosen.run(search)
