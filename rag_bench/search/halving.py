@@ -210,7 +210,7 @@ def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int
 def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[str]:
     """What halving computes at least and at most (the pruning decides), against the grid's cell-questions.
 
-    >>> bound_lines(10, 12, [3, 6, 12])[0][:80]
+    >>> bound_lines(10, 12, [3, 6, 12])[0][:75]
     'search=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
     """
     grid = cells * questions

@@ -345,7 +345,7 @@ def _search(jobs: Sequence[Sequence[str]], launch: Launch, names: tuple[str, ...
 def bound_lines(cells: int, questions: int, trials: int) -> list[str]:
     """What an Optuna search computes at most, against the grid's cell-questions.
 
-    >>> bound_lines(36, 10, 12)[0][:70]
+    >>> bound_lines(36, 10, 12)[0][:65]
     "search=optuna: at most 12 of the grid's 36 cells (search.n_trials"
     """
     n = min(trials, cells)

@@ -185,7 +185,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
 def bound_lines(cells: int, questions: int, axis_sizes: Sequence[int]) -> list[str]:
     """What a staged search computes at most, against the grid's cell-questions.
 
-    >>> bound_lines(12, 10, [3, 2, 2])[0][:71]
+    >>> bound_lines(12, 10, [3, 2, 2])[0][:66]
     "search=staged: at most 5 of the grid's 12 cells (50 cell-questions"
     """
     trials = min(staged_bound(axis_sizes), cells)
