@@ -4,10 +4,10 @@ For one grid (an experiment preset, e.g. ``+experiment=demo`` or ``+experiment=c
 on one dataset, one sweep per arm in fresh output folders, each in its own ``rag-bench run``
 process with ``tracking=none``:
 
-  grid          ``search.mode=grid``: every cell on every question;
-  significance  ``search.mode=halving search.prune=significance``: rounds on growing question
+  grid          ``search=grid``: every cell on every question;
+  significance  ``search=halving search.prune=significance``: rounds on growing question
                 subsets, the cells outside the round's model confidence set pruned (``--alpha``);
-  rank          ``search.mode=halving search.prune=rank``: the top ``--keep`` of each round kept
+  rank          ``search=halving search.prune=rank``: the top ``--keep`` of each round kept
                 (classic successive halving), whether significantly worse or not.
 
 ``--prune significance,rank`` runs both halving arms after the grid (default: significance).
@@ -19,7 +19,7 @@ a survivor only on the questions new to it), their ratio; the cells dropped and 
 the paired test did not find significantly worse than the round's leader (rank); the guard's
 finding; whether halving's best cell (the best of its finished cells by the primary measure) is
 inside the full grid's set of cells not significantly worse than the grid's best
-(rag_bench.reporting.verdict: the 95% model confidence set on all questions); and whether every
+(rag_bench.decision.verdict: the 95% model confidence set on all questions); and whether every
 cell halving finished has the same metrics.json figures as the grid's cell of the same id. Wall
 times are printed too, but later arms run with the embedding cache the first filled (cell-questions,
 not seconds, is the measure).
@@ -57,7 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rag_bench.cells import experiment_cells  # noqa: E402
-from rag_bench.reporting.verdict import verdict  # noqa: E402
+from rag_bench.decision.verdict import verdict  # noqa: E402
 
 # metrics.json parts that describe the run, not its figures: timings and the caches' state
 # (the second arm finds the first's embeddings cached)
@@ -148,14 +148,14 @@ def main() -> None:
             env["RAG_BENCH_CACHE"] = str(base / f"cache-{arm}")
         return env
 
-    grid_s = sweep(base / "grid", grid, dataset, [*common, "search.mode=grid"], env_for("grid"))
+    grid_s = sweep(base / "grid", grid, dataset, [*common, "search=grid"], env_for("grid"))
     grid_dir = experiment_dir(base / "grid")
     grid_cells = experiment_cells(grid_dir, records=False)
     by_id = {c.cell_id: c for c in grid_cells}
     full = verdict(grid_cells)
     results = []
     for arm in arms:
-        extra = [*common, "search.mode=halving", f"search.prune={arm}", f"search.alpha={args.alpha}",
+        extra = [*common, "search=halving", f"search.prune={arm}", f"search.alpha={args.alpha}",
                  *([f"search.rounds={args.rounds}"] if args.rounds else []),
                  *([f"search.keep={args.keep}"] if args.keep and arm == "rank" else [])]
         wall = sweep(base / arm, grid, dataset, extra, env_for(arm))

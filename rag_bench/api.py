@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 
 from rag_bench.cells import Cell, check_folder, experiment_cells, one_dataset
+from rag_bench.decision import decide
+from rag_bench.decision.verdict import Verdict, verdict
 from rag_bench.errors import DataError, Problem
 from rag_bench.failure_labels import NOT_LOST, in_attribution_order
-from rag_bench.reporting import decide
-from rag_bench.reporting.verdict import Verdict, verdict
 
 __all__ = ["ADVICE", "Experiment", "Verdict", "load"]
 
@@ -91,7 +91,7 @@ class Experiment:
                                 f"pass best, baseline, a cell id or a label such as {shown}"))
 
     def verdict(self, baseline: str | None = None) -> Verdict:
-        """The verdict (:mod:`rag_bench.reporting.verdict`): the best cell, the cells not
+        """The verdict (:mod:`rag_bench.decision.verdict`): the best cell, the cells not
         significantly worse, and the best against the baseline (``baseline``: a label or id;
         default: the config's defaults cell)."""
         chosen = None if baseline is None else self.cell(baseline).cell_id

@@ -1,5 +1,6 @@
 """Budgets of one ``rag-bench run -m`` invocation (docs/search.md, "Budgets"):
-``search.max_llm_calls``, ``search.budget_usd`` and ``search.budget_s``.
+``budget.max_llm_calls``, ``budget.usd`` and ``budget.seconds`` (spelled ``search.max_llm_calls``, ``search.budget_usd``
+and ``search.budget_s`` before: accepted for one release).
 
 The rule, chosen so that "no half cell" and "at most N calls / $X" are both true:
 
@@ -97,7 +98,7 @@ class Budget:
     def before_cell(self) -> None:
         """Raise :class:`BudgetReached` when no new cell may start."""
         if self.reached is None and self.budget_s is not None and self.elapsed() >= self.budget_s:
-            self.reached = f"search.budget_s={self.budget_s:g}: {self.elapsed():.1f} s passed"
+            self.reached = f"budget.seconds={self.budget_s:g}: {self.elapsed():.1f} s passed"
         if self.reached is not None:
             raise BudgetReached(self.reached)
 
@@ -113,13 +114,13 @@ class Budget:
         if self.reached is not None:
             raise BudgetReached(self.reached)
         if self.max_llm_calls is not None and self.llm_calls + calls > self.max_llm_calls:
-            self._refuse(f"search.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made, the next cell needs "
-                         f"{calls} more ({stage})", calls > self.max_llm_calls, f"search.max_llm_calls={calls}")
+            self._refuse(f"budget.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made, the next cell needs "
+                         f"{calls} more ({stage})", calls > self.max_llm_calls, f"budget.max_llm_calls={calls}")
         if self.budget_usd is not None and usd is not None and self.usd + usd > self.budget_usd:
             batch = f"{calls} {stage} calls" if calls else f"{stage} batch"
-            self._refuse(f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} may "
+            self._refuse(f"budget.usd={self.budget_usd:g}: ${self.usd:.6f} spent, the next cell's {batch} may "
                          f"cost up to ${usd:.6f}", usd > self.budget_usd,
-                         f"search.budget_usd={math.ceil(usd * 100) / 100:g}")
+                         f"budget.usd={math.ceil(usd * 100) / 100:g}")
         self.llm_calls += calls
         self.usd += usd or 0.0
         if stage == "judge":
@@ -150,10 +151,10 @@ class Budget:
         else:
             self.usd -= held.usd or 0.0
         if self.max_llm_calls is not None and self.llm_calls > self.max_llm_calls and self.reached is None:
-            self.reached = (f"search.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made (the judge's, "
+            self.reached = (f"budget.max_llm_calls={self.max_llm_calls}: {self.llm_calls} calls made (the judge's, "
                             "counted after its batch)")
         if self.budget_usd is not None and self.usd > self.budget_usd and self.reached is None:
-            self.reached = (f"search.budget_usd={self.budget_usd:g}: ${self.usd:.6f} spent ({held.stage}: charged "
+            self.reached = (f"budget.usd={self.budget_usd:g}: ${self.usd:.6f} spent ({held.stage}: charged "
                             "after its batch)")
 
     def summary(self) -> dict[str, Any]:

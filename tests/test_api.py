@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import rag_bench.api as rb
+from rag_bench.decision.verdict import of_experiment
 from rag_bench.errors import RagBenchError
-from rag_bench.reporting.verdict import of_experiment
 from tests.conftest import REPO
 from tests.runner.test_run_cell import run
 

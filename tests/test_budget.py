@@ -1,5 +1,5 @@
 """Budgets (rag_bench/budget.py, docs/search.md "Budgets"): the counting rule on its own,
-then ``search.max_llm_calls`` / ``search.budget_usd`` / ``search.budget_s`` through the real CLI -- the
+then ``budget.max_llm_calls`` / ``budget.usd`` / ``budget.seconds`` through the real CLI -- the
 openai generator (and the ragas judge) against a local fake OpenAI-compatible endpoint
 (tests/servers.py), so every call is an HTTP request the test counts."""
 
@@ -48,7 +48,7 @@ def test_seconds_stop_only_new_cells():
     b.spend_llm_calls(7)  # no call limit: a running cell finishes
     with pytest.raises(BudgetReached):
         b.before_cell()
-    assert "budget_s=10" in b.reached
+    assert "budget.seconds=10" in b.reached
 
 
 def test_without_a_budget_nothing_is_counted():
@@ -80,7 +80,7 @@ def test_a_dollar_batch_that_may_not_fit_is_refused_whole():
     b.hold("generator", 2, 0.75)  # 0.25 + 0.75 = 1.00: exactly the budget fits
     with pytest.raises(BudgetReached):
         b.hold("generator", 1, 1e-9)  # nothing more
-    assert b.usd == pytest.approx(1.0) and "budget_usd=1" in b.reached
+    assert b.usd == pytest.approx(1.0) and "budget.usd=1" in b.reached
 
 
 def test_a_batch_bounded_past_the_budget_makes_no_call():
@@ -96,11 +96,11 @@ def test_a_cell_past_the_whole_budget_says_no_rerun_can_finish_it():
     b = Budget(budget_usd=0.3)
     with pytest.raises(BudgetReached):
         b.hold("generator", 208, 0.438686)
-    assert "no re-run with it can finish that cell -- fix: search.budget_usd=0.44 or more" in b.reached
+    assert "no re-run with it can finish that cell -- fix: budget.usd=0.44 or more" in b.reached
     calls = Budget(max_llm_calls=100)
     with pytest.raises(BudgetReached):
         calls.hold("generator", 208)
-    assert "fix: search.max_llm_calls=208 or more" in calls.reached
+    assert "fix: budget.max_llm_calls=208 or more" in calls.reached
 
 
 def test_what_cannot_be_bounded_is_charged_after_and_stops_the_sweep():
@@ -109,7 +109,7 @@ def test_what_cannot_be_bounded_is_charged_after_and_stops_the_sweep():
     assert held == Hold("judge", 2, None)
     b.charge(held, 5, 1.2)  # 5 calls made, $1.20: past both, after the fact
     assert b.llm_calls == 5 and b.judge_calls == 5 and b.usd == pytest.approx(1.2)
-    assert "budget_usd=1" in b.reached
+    assert "budget.usd=1" in b.reached
     with pytest.raises(BudgetReached):
         b.before_cell()
 
@@ -168,12 +168,12 @@ def test_max_llm_calls_stops_between_cells_and_the_same_command_resumes(tmp_path
         exp, seen, invocations = tmp_path / "out" / "b", 0, 0
         kept: dict[str, float] = {}
         while invocations < 4:
-            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"search.max_llm_calls={limit}")
+            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"budget.max_llm_calls={limit}")
             invocations += 1
             assert done.returncode == 0, done.stderr[-3000:]
             made = len(server.requests) - seen
             seen = len(server.requests)
-            assert made <= limit, f"{made} calls past search.max_llm_calls={limit}"
+            assert made <= limit, f"{made} calls past budget.max_llm_calls={limit}"
             now = done_cells(exp)
             assert all(now[c] == t for c, t in kept.items()), "a finished cell was recomputed"
             (log,) = (exp / ".hydra").glob("budget-*.jsonl")  # one line per invocation of the same sweep
@@ -182,7 +182,7 @@ def test_max_llm_calls_stops_between_cells_and_the_same_command_resumes(tmp_path
             if len(now) == 3:
                 assert "budget not reached" in done.stdout or "0 left" in done.stdout, done.stdout
                 break
-            assert "budget reached (search.max_llm_calls=" in done.stdout, done.stdout
+            assert "budget reached (budget.max_llm_calls=" in done.stdout, done.stdout
             assert "left: " in done.stdout and "re-run the same command" in done.stdout
             assert len(now) > len(kept), "no progress"
             # the stopped cell holds no DONE (it is recomputed later), and nothing half-written is read
@@ -195,20 +195,31 @@ def test_max_llm_calls_stops_between_cells_and_the_same_command_resumes(tmp_path
 
 @pytest.mark.slow
 def test_budget_s_zero_starts_no_cell_and_exits_0(tmp_path):
-    done = run(tmp_path / "out", tmp_path / "cache", "search.budget_s=0")
+    done = run(tmp_path / "out", tmp_path / "cache", "budget.seconds=0")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "budget reached (search.budget_s=0" in done.stdout and "0 cells finished, 3 left" in done.stdout
+    assert "budget reached (budget.seconds=0" in done.stdout and "0 cells finished, 3 left" in done.stdout
     assert not list((tmp_path / "out").glob("**/DONE"))
     again = run(tmp_path / "out", tmp_path / "cache")  # no budget: the same grid runs to completion
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(list((tmp_path / "out" / "b").glob("*/DONE"))) == 3
 
 
+@pytest.mark.parametrize("limit", ["budget.usd=nan", "budget.seconds=nan", "search.budget_s=nan", "budget.usd=inf",
+                                   "budget.seconds=-1"])
+def test_a_budget_of_nan_or_inf_is_refused_before_anything_is_written(tmp_path, limit):
+    """nan compares false with everything: a "< 0" check let budget.usd=nan through as no cap at all."""
+    done = run(tmp_path / "out", tmp_path / "cache", limit)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "each must be a number >= 0" in done.stderr and "fix: budget.max_llm_calls=<calls>" in done.stderr
+    assert not list((tmp_path / "out").rglob("progress-*.log")) and not list((tmp_path / "out").rglob("DONE"))
+    assert not list((tmp_path / "out").rglob("sweep-*.json"))
+
+
 @pytest.mark.slow
 def test_a_budget_with_halving_is_refused_with_the_fix(tmp_path):
-    done = run(tmp_path / "out", tmp_path / "cache", "search.mode=halving", "search.max_llm_calls=5")
+    done = run(tmp_path / "out", tmp_path / "cache", "search=halving", "budget.max_llm_calls=5")
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "search.mode=grid only" in done.stderr and "fix:" in done.stderr
+    assert "apply to search=grid only" in done.stderr and "fix:" in done.stderr
     # refused before the sweep wrote anything: no progress file, no sweep context left behind
     assert not list((tmp_path / "out").rglob("progress-*.log")) and not list((tmp_path / "out").rglob("sweep-*.json"))
 
@@ -247,12 +258,12 @@ def test_budget_usd_stops_within_the_budget_and_the_same_command_resumes(tmp_pat
         exp, seen, invocations = tmp_path / "out" / "b", 0, 0
         kept: dict[str, float] = {}
         while invocations < 5:
-            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"search.budget_usd={limit}")
+            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"budget.usd={limit}")
             invocations += 1
             assert done.returncode == 0, done.stderr[-3000:]
             made, seen = server.requests[seen:], len(server.requests)
             spent = sum(usd(r) for r in made)
-            assert spent <= limit, f"${spent} spent past search.budget_usd={limit}"
+            assert spent <= limit, f"${spent} spent past budget.usd={limit}"
             (log,) = (exp / ".hydra").glob("budget-*.jsonl")
             line = json.loads(log.read_text().splitlines()[-1])
             assert line["llm_calls"] == len(made) and line["usd"] == pytest.approx(spent, abs=1e-9)
@@ -263,7 +274,7 @@ def test_budget_usd_stops_within_the_budget_and_the_same_command_resumes(tmp_pat
                 assert "budget not reached" in done.stdout, done.stdout
                 break
             # the next cell's batch was refused whole: what was spent + its bound is past the budget
-            assert f"budget reached (search.budget_usd={limit:g}: ${spent:.6f} spent, the next cell's {questions} " \
+            assert f"budget reached (budget.usd={limit:g}: ${spent:.6f} spent, the next cell's {questions} " \
                    "generator calls may cost up to $" in done.stdout, done.stdout
             bound = float(done.stdout.split("may cost up to $")[1].split(")")[0])
             assert spent + bound > limit and bound >= questions * max_tokens * USD_OUT / 1e6
@@ -281,7 +292,7 @@ def test_budget_usd_stops_within_the_budget_and_the_same_command_resumes(tmp_pat
 ])
 def test_an_unpriced_model_under_budget_usd_exits_2_before_any_cell(tmp_path, extra, key):
     done = run(tmp_path / "out", tmp_path / "cache", "generator=openai", "generator.base_url=http://127.0.0.1:9/v1",
-               *extra, "search.budget_usd=1")
+               *extra, "budget.usd=1")
     assert done.returncode == 2, done.stderr[-3000:]
     model = extra[-1].split("=")[1]
     assert f"generator model {model!r} has no price" in done.stderr and "fix: " in done.stderr and key in done.stderr
@@ -320,18 +331,18 @@ def test_the_judges_calls_count_against_max_llm_calls(tmp_path):
                f"judge.base_url={url}", "judge.metrics=[claim_faithfulness]", "judge.max_retries=0"]
         exp, seen, invocations, judged = tmp_path / "out" / "b", 0, 0, 0
         while invocations < 5:
-            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"search.max_llm_calls={limit}")
+            done = run(tmp_path / "out", tmp_path / "cache", *gen, f"budget.max_llm_calls={limit}")
             invocations += 1
             assert done.returncode == 0, done.stderr[-3000:]
             made, seen = server.requests[seen:], len(server.requests)
-            assert len(made) <= limit, f"{len(made)} calls past search.max_llm_calls={limit}"
+            assert len(made) <= limit, f"{len(made)} calls past budget.max_llm_calls={limit}"
             (log,) = (exp / ".hydra").glob("budget-*.jsonl")
             line = json.loads(log.read_text().splitlines()[-1])
             assert line["llm_calls"] == len(made) and line["judge_calls"] == judge_requests(made)
             judged += line["judge_calls"]
             if len(done_cells(exp)) == 3:
                 break
-            assert "budget reached (search.max_llm_calls=" in done.stdout, done.stdout
+            assert "budget reached (budget.max_llm_calls=" in done.stdout, done.stdout
         assert len(done_cells(exp)) == 3 and invocations >= 2
         assert judged == judge_requests(server.requests) > 0
         # the judge's calls alone would have fit: the budget stopped because they were counted
@@ -345,17 +356,18 @@ def test_an_api_embedders_texts_are_priced_before_they_are_sent(tmp_path):
     with serving(Chat) as server:
         url = f"http://127.0.0.1:{server.server_port}/v1"
         emb = ["embedder=openai", f"embedder.base_url={url}", "embedder.model=example-api-embedder", "+prices=example"]
-        tiny = run(tmp_path / "out", tmp_path / "cache", *emb, "search.budget_usd=1e-9", grid=grid)
+        tiny = run(tmp_path / "out", tmp_path / "cache", *emb, "budget.usd=1e-9", grid=grid)
         assert tiny.returncode == 0, tiny.stderr[-3000:]
-        assert "budget reached (search.budget_usd=1e-09: $0.000000 spent, the next cell's embedder batch may cost " \
+        assert "budget reached (budget.usd=1e-09: $0.000000 spent, the next cell's embedder batch may cost " \
                "up to $" in tiny.stdout, tiny.stdout
         assert server.requests == [] and not list((tmp_path / "out").glob("**/DONE"))  # refused whole: nothing sent
-        enough = run(tmp_path / "out", tmp_path / "cache", *emb, "search.budget_usd=1", grid=grid)
+        enough = run(tmp_path / "out", tmp_path / "cache", *emb, "search.budget_usd=1", grid=grid)  # the old spelling
         assert enough.returncode == 0, enough.stderr[-3000:]
+        assert "note: search.budget_usd=1 is spelled budget.usd=1 now" in enough.stderr  # accepted for one release
         assert len(list((tmp_path / "out" / "b").glob("*/DONE"))) == 3
         texts = sum(len(r["input"]) for r in server.requests)  # chunks and questions, each once (one index)
         assert texts > 0
-        # the two commands differ (search.budget_usd), so each has its own sweep id and record: the second's
+        # the two commands differ (budget.usd), so each has its own sweep id and record: the second's
         log = max((tmp_path / "out" / "b" / ".hydra").glob("budget-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
         line = json.loads(log.read_text().splitlines()[-1])
         assert line["usd"] == pytest.approx(texts * per_text, abs=1e-9) and line["llm_calls"] == 0

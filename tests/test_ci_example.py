@@ -62,7 +62,7 @@ def _run(script: str, root: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 def test_the_workflow_runs_its_rag_bench_commands_and_gates_the_best_cell(workspace):
     from rag_bench.cells import experiment_cells
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     env, steps = _steps()
     env = {**{k: str(v) for k, v in env.items()}, "DATASET": str(DEMO_DATASET), "GRID": SMALL_GRID,

@@ -33,8 +33,22 @@ def test_every_option_implements_its_stage_protocol(group, option, target):
 
 def test_every_config_group_is_a_stage_or_tracking():
     groups = {p.name for p in Path(CONF_DIR).iterdir() if p.is_dir() and p.name not in ("experiment", "gate", "hydra", "prices",
-                                                                                          "dataset", "cluster")}
+                                                                                          "dataset", "cluster", "search")}
     assert groups == set(components.COMPONENT_GROUPS) == set(PROTOCOLS)
+
+
+def test_every_search_mode_is_a_strategy_built_from_its_own_settings():
+    """conf/search/ is a component group above the runner: each option's _target_ implements
+    rag_bench.search.base.Strategy and its keys are the constructor's (built as any component)."""
+    from omegaconf import OmegaConf
+
+    from rag_bench.search.base import Strategy, strategy
+
+    modes = sorted((Path(CONF_DIR) / "search").glob("*.yaml"))
+    assert [f.stem for f in modes] == ["grid", "halving", "optuna", "staged"]
+    for f in modes:
+        built = strategy(OmegaConf.create(yaml.safe_load(f.read_text())))
+        assert components.missing_methods(type(built), Strategy) == [] and built.name == f.stem
 
 
 def test_a_class_missing_a_protocol_method_is_named():

@@ -70,3 +70,35 @@ def test_the_evaluation_imports_neither_the_pipeline_nor_the_runner_nor_reportin
     bad = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith(above))
            for p in sorted((ROOT / "evaluation").rglob("*.py"))}
     assert {f: m for f, m in bad.items() if m} == {}
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``module._name`` for each private name ``path`` imports from another module."""
+    return [f"{node.module}.{a.name}" for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module for a in node.names
+            if a.name.startswith("_") and not a.name.startswith("__")]
+
+
+def test_search_imports_neither_cluster_nor_reporting_nor_the_sweepers_internals():
+    """search/ sits above the runner and beside cluster/ and reporting/: it gets the grid through a
+    SearchContext (never the Hydra sweeper, its plugin or Hydra's internals), its decisions from
+    decision/, and a cell's dataset through the runner's public calls (rag_bench.runner.grid,
+    runner.main.load_dataset_of), never a private name."""
+    barred = ("rag_bench.cluster", "rag_bench.reporting", "hydra_plugins", "hydra._internal")
+    found = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith(barred))
+             + _private_imports(p) for p in sorted((ROOT / "search").glob("*.py"))}
+    assert {f: m for f, m in found.items() if m} == {}
+
+
+def test_the_rule_sees_a_private_import(tmp_path):
+    (tmp_path / "m.py").write_text("from rag_bench.runner.main import _load, load_dataset_of\n")
+    assert _private_imports(tmp_path / "m.py") == ["rag_bench.runner.main._load"]
+
+
+def test_decisions_import_none_of_their_readers():
+    """decision/ (ranking, the verdict, effects, comparability) is read by reporting/, search/, the
+    CLI and the API, and imports none of them: a view never decides, a decision never renders."""
+    readers = ("rag_bench.reporting", "rag_bench.search", "rag_bench.cli", "rag_bench.api", "rag_bench.cluster")
+    bad = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith(readers))
+           for p in sorted((ROOT / "decision").glob("*.py"))}
+    assert {f: m for f, m in bad.items() if m} == {}

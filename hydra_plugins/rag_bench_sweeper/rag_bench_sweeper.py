@@ -5,6 +5,7 @@ progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +26,8 @@ from rag_bench.runner.config import validate
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
-from rag_bench.runner.rounds import MODES
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
+from rag_bench.search.base import SearchContext, Strategy, strategy
 
 
 class RagBenchSweeper(BasicSweeper):
@@ -37,7 +38,7 @@ class RagBenchSweeper(BasicSweeper):
         self._tracking_prepared = False
         self._context: SweepContext | None = None
         self._grid: list[list[str]] = []  # every job of the sweep, over all its batches
-        self._job_idx = 0  # the next job's index (search.mode=halving launches a batch per round)
+        self._job_idx = 0  # the next job's index (search=halving launches a batch per round)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         """Hydra's setup, with the launcher (and the validation) composing through
@@ -90,14 +91,16 @@ class RagBenchSweeper(BasicSweeper):
         return Path(str(self.config.output.root)) / str(self.config.experiment.name)
 
     def sweep(self, arguments: list[str]) -> Any:
-        """Run the grid with a progress bar over all its cells."""
+        """Search the grid with the ``search`` group's strategy (:mod:`rag_bench.search.base`), handed a
+        :class:`~rag_bench.search.base.SearchContext`: the grid, a launcher of its batches with a
+        progress bar, Hydra's own sweep of the whole grid, and where the summary goes."""
         assert self.config is not None and self.hydra_context is not None
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self._grid = [list(job) for batch in self.split_arguments(
             parser.parse_overrides([*self._parse_config(), *arguments]), self.max_batch_size) for job in batch]
         total = len(self._grid)
-        self._mode()  # a bad search.mode or budget is refused before anything is written
-        spent = self._budget()
+        chosen = self._strategy()  # a bad search or budget is refused before anything is written
+        spent = self._budget(chosen)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         progress = sweep_dir / f"progress-{os.getpid()}.log"
@@ -107,19 +110,22 @@ class RagBenchSweeper(BasicSweeper):
                                                 axes_of(self.config))
         self._context = dataclasses.replace(self._context, progress=str(progress.resolve()))
         self._context.write(self._experiment_dir())
-        try:
-            if self._mode() == "halving":
-                return self._halving(progress)
-            if self._mode() == "staged":  # one axis at a time (rag_bench/search/staged.py)
-                from rag_bench.search import staged
+        returns: list[Any] = []
+        loader = self.hydra_context.config_loader
 
-                return staged.sweep(self, progress)
-            if self._mode() == "optuna":  # TPE / NSGA-II over the grid's cells (rag_bench/search/optuna_search.py)
-                from rag_bench.search import optuna_search
-
-                return optuna_search.sweep(self, progress)
+        def sweep_grid() -> None:
             with Progress(progress, total):
-                return super().sweep(arguments)
+                returns.extend(super(RagBenchSweeper, self).sweep(arguments))
+
+        config = self.config
+        search = SearchContext(grid=self._grid, launch=self._launcher(progress, returns), sweep_grid=sweep_grid,
+                               compose=lambda job: loader.load_sweep_config(config, list(job)),
+                               experiment_dir=self._experiment_dir(), sweep_id=self._context.sweep_id,
+                               config=config)
+        try:
+            chosen.check(search)
+            chosen.run(search)
+            return returns
         finally:
             progress.unlink(missing_ok=True)
             budget.stop()
@@ -128,23 +134,24 @@ class RagBenchSweeper(BasicSweeper):
             if spent.limited or spent.llm_calls:  # the invocation's record: its calls and $ spent
                 spent.write(self._experiment_dir() / ".hydra" / f"budget-{self._context.sweep_id}.jsonl")
 
-    def _budget(self) -> budget.Budget:
-        """Start ``search.max_llm_calls`` / ``search.budget_usd`` / ``search.budget_s`` (docs/search.md,
+    def _budget(self, chosen: Strategy) -> budget.Budget:
+        """Start ``budget.max_llm_calls`` / ``budget.usd`` / ``budget.seconds`` (docs/search.md,
         "Budgets"); without any, a budget that only counts (the invocation's record)."""
         assert self.config is not None
-        search = self.config.get("search") or {}
-        calls, seconds, usd = search.get("max_llm_calls"), search.get("budget_s"), search.get("budget_usd")
+        limits = self.config.get("budget") or {}
+        calls, seconds, usd = limits.get("max_llm_calls"), limits.get("seconds"), limits.get("usd")
         if calls is None and seconds is None and usd is None:
             return budget.start(None, None)
-        if any(v is not None and float(v) < 0 for v in (calls, seconds, usd)):
-            raise ConfigError(f"search.max_llm_calls={calls}, search.budget_s={seconds}, search.budget_usd={usd}: must "
-                              "be >= 0 -- fix: search.max_llm_calls=<calls> search.budget_s=<seconds> "
-                              "search.budget_usd=<dollars>")
-        if self._mode() != "grid":
-            raise ConfigError(f"search.max_llm_calls / search.budget_s / search.budget_usd apply to search.mode=grid "
-                              f"only, not {self._mode()} -- fix: search.mode=grid, or drop the budget")
+        # nan compares false with everything: "< 0" would let it through as no cap at all
+        if any(v is not None and not (math.isfinite(float(v)) and float(v) >= 0) for v in (calls, seconds, usd)):
+            raise ConfigError(f"budget.max_llm_calls={calls}, budget.seconds={seconds}, budget.usd={usd}: each must be "
+                              "a number >= 0 (nan and inf are no cap: leave the budget out instead) -- fix: "
+                              "budget.max_llm_calls=<calls> budget.seconds=<seconds> budget.usd=<dollars>")
+        if not chosen.budgeted:
+            raise ConfigError(f"budget.max_llm_calls / budget.seconds / budget.usd apply to search=grid only, not "
+                              f"search={chosen.name} -- fix: search=grid, or drop the budget")
         if str(self.config.hydra.launcher.get("_target_", "")).split(".")[-1] not in ("RagBenchLauncher", "BasicLauncher"):
-            raise ConfigError("search.max_llm_calls / search.budget_s / search.budget_usd count in the sweep's process: "
+            raise ConfigError("budget.max_llm_calls / budget.seconds / budget.usd count in the sweep's process: "
                               "they need the default launcher -- fix: hydra/launcher=rag_bench, or drop the budget")
         if usd is not None:
             self._check_priced()
@@ -152,7 +159,7 @@ class RagBenchSweeper(BasicSweeper):
                             None if usd is None else float(usd))
 
     def _check_priced(self) -> None:
-        """Under ``search.budget_usd`` every model a cell's config names (generator, judge, embedder,
+        """Under ``budget.usd`` every model a cell's config names (generator, judge, embedder,
         reranker: what the budget charges) must have a price (an unpriced one would make the budget
         meaningless): a ConfigError naming the model and the price key, before any cell runs. The
         cells composed are a covering subset of the grid (each value of each axis in one)."""
@@ -168,32 +175,33 @@ class RagBenchSweeper(BasicSweeper):
                     continue
                 table = prices.from_config(cfg)
                 if table is None:
-                    raise ConfigError(f"search.budget_usd: {stage} model {name!r} has no price: the config has no "
+                    raise ConfigError(f"budget.usd: {stage} model {name!r} has no price: the config has no "
                                       f"price table -- fix: +prices=example (conf/prices/example.yaml), or set "
                                       f"prices.models.{name}")
                 _, missing = prices.rate(table, stage)
                 if missing:
-                    raise ConfigError(f"search.budget_usd: {missing}")
+                    raise ConfigError(f"budget.usd: {missing}")
 
-    def _mode(self) -> str:
+    def _strategy(self) -> Strategy:
+        """The search strategy the ``search`` group's option names (conf/search/: its ``_target_``)."""
         assert self.config is not None
-        mode = str((self.config.get("search") or {}).get("mode", "grid"))
-        if mode not in MODES:
-            raise ConfigError(f"search.mode={mode!r}: unknown -- fix: search.mode={'|'.join(MODES)}")
-        return mode
+        return strategy(self.config.get("search"))
 
-    def batch_launcher(self, progress: Path) -> tuple[Callable[[list[list[str]]], list[Path]], list[Any]]:
-        """For a search mode: the grid validated as a grid sweep's (tracking prepared), and
-        ``(launch, returns)`` -- ``launch(batch)`` runs a batch of the grid's jobs through the sweep's
+    def _launcher(self, progress: Path, returns: list[Any]) -> Callable[[list[list[str]]], list[Path]]:
+        """``launch(batch)`` for a search strategy: runs a batch of the grid's jobs through the sweep's
         launcher with a progress bar and gives each cell's folder (a failed job raises its error, as
-        in a grid); ``returns`` collects every batch's results for Hydra."""
-        assert self.launcher is not None and self._context is not None
+        in a grid), each batch's results collected in ``returns`` for Hydra. The first call
+        validates the whole grid as a grid sweep's (and prepares tracking)."""
+        assert self._context is not None
         context = context_override(self._context.sweep_id)
-        self.validate_batch_is_legal([[*job, context] for job in self._grid])
-        returns: list[Any] = []
+        validated = False
 
         def launch(batch: list[list[str]]) -> list[Path]:
+            nonlocal validated
             assert self.launcher is not None
+            if not validated:
+                self.validate_batch_is_legal([[*job, context] for job in self._grid])
+                validated = True
             if not batch:
                 return []
             progress.write_bytes(b"")
@@ -203,31 +211,7 @@ class RagBenchSweeper(BasicSweeper):
             returns.append(results)
             return [Path(r.return_value) for r in results]
 
-        return launch, returns
-
-    def _halving(self, progress: Path) -> Any:
-        """``search.mode=halving`` (:mod:`rag_bench.search.halving`): rounds of the grid's cells on
-        growing question subsets, each round's batch through the launcher, with a bar per round."""
-        from rag_bench.runner.config import dataset_path
-        from rag_bench.runner.main import _load
-        from rag_bench.search import halving
-
-        assert self.config is not None and self.hydra_context is not None and self._context is not None
-        launch, returns = self.batch_launcher(progress)
-        loader = self.hydra_context.config_loader
-        configs = [loader.load_sweep_config(self.config, job) for job in covering_subset(self._grid)]
-        sets = {(str(dataset_path(c).resolve()), str(c.dataset.split)) for c in configs}
-        if len(sets) != 1:
-            raise ConfigError(f"search.mode=halving compares cells on the same questions; this grid spans {len(sets)} "
-                              "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
-                              "and split (or search.mode=grid)")
-        questions = _load(configs[0]).questions
-        search = self.config.search
-        halving.run(self._grid, questions, launch, rounds=search.get("rounds"), alpha=float(search.alpha),
-                    seed=int(search.seed), prune=str(search.get("prune", "significance")),
-                    keep=float(search.get("keep", 1 / 3)), summary_path=self._experiment_dir() / ".hydra" /
-                    f"search-{self._context.sweep_id}.json")
-        return returns
+        return launch
 
 
 def _model_name(cfg: Any, stage: str) -> str | None:

@@ -15,7 +15,7 @@ def run(argv: list[str]) -> int:
     """``rag-bench calibrate`` with the arguments ``argv``; its exit code."""
     from rag_bench.calibration.calibrate import as_json, calibrate, format_text
     from rag_bench.calibration.labels import load_labels
-    from rag_bench.reporting.decide import names_of
+    from rag_bench.decision.decide import names_of
 
     p = argparse.ArgumentParser(prog="rag-bench calibrate", description="How well each automatic answer measure "
                                 "(correct under each answer_match, the refusal measure, the faithfulness proxy, "

@@ -102,7 +102,7 @@ def valid_keys(args: list[str], full_key: str) -> str:
     from rag_bench.runner.config import CONF_DIR
 
     parent, _, leaf = full_key.rpartition(".")
-    rest = [a for a in args if not a.startswith("-") and a.lstrip("+~").split("=", 1)[0] != full_key]
+    rest = [_first_value(a) for a in args if not a.startswith("-") and a.lstrip("+~").split("=", 1)[0] != full_key]
     try:
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -120,6 +120,19 @@ def valid_keys(args: list[str], full_key: str) -> str:
     close = difflib.get_close_matches(leaf, keys, n=1)
     return f"valid keys of {parent or 'the config'}: {', '.join(keys)}" + \
         (f" (did you mean {parent + '.' if parent else ''}{close[0]}?)" if close else "")
+
+
+def _first_value(arg: str) -> str:
+    """A sweep override as one cell's (``pipeline.k=1,5`` -> ``pipeline.k=1``), so that a sweep's
+    config composes for :func:`valid_keys`; any other override as it is.
+
+    >>> _first_value("pipeline.k=1,5"), _first_value("eval.ks=[1,3]"), _first_value("chunker=fixed")
+    ('pipeline.k=1', 'eval.ks=[1,3]', 'chunker=fixed')
+    """
+    key, eq, value = arg.partition("=")
+    if not eq or "," not in value or value.lstrip()[:1] in "[{'\"" or "(" in value:
+        return arg
+    return f"{key}={value.split(',', 1)[0]}"
 
 
 def load_cells_of(ref: str, command: str = "") -> list:
@@ -159,8 +172,8 @@ def pick_cell(cells: list, ref: str, option: str, experiment: str | Path = "") -
     it -- and a line saying which cell that is and why. ConfigError naming ``option`` otherwise."""
     import difflib
 
+    from rag_bench.decision import decide
     from rag_bench.errors import ConfigError, Problem
-    from rag_bench.reporting import decide
 
     where = str(experiment or (cells[0].path.parent if cells else ""))
     names = decide.names_of(cells)

@@ -65,8 +65,8 @@ def run(argv: list[str]) -> int:
                              f"rag-bench compare {refs[0]} CELL_B, or rag-bench compare {Path(refs[0]).parent} (its "
                              "baseline against its best cell)")
             check_folder(refs[0], "experiment", "compare")
-            from rag_bench.reporting.decide import default_pair
-            from rag_bench.reporting.verdict import of_experiment
+            from rag_bench.decision.decide import default_pair
+            from rag_bench.decision.verdict import of_experiment
 
             found = of_experiment(refs[0], baseline=a.baseline)  # the experiment's verdict, as every view says it
             verdicts.append(found)
@@ -82,7 +82,7 @@ def run(argv: list[str]) -> int:
             (ca, why_a), (cb, why_b) = (pick_cell(cells, r, label, refs[0]) for r, label in zip(refs[1:], "AB"))
             if ca.cell_id == cb.cell_id:
                 raise _usage(f"{refs[1]!r} and {refs[2]!r} name the same cell ({ca.cell_id}) -- fix: name two cells")
-            from rag_bench.reporting.decide import names_of
+            from rag_bench.decision.decide import names_of
 
             names = names_of(cells)
             note = "; ".join(f"{label} = {names[c.cell_id]} ({c.cell_id})" + (f", {why}" if why else "")

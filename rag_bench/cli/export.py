@@ -21,7 +21,7 @@ def run(argv: list[str]) -> int:
     """``rag-bench export`` with the arguments ``argv``; its exit code."""
     from rag_bench.adapters.external import export_outputs
     from rag_bench.cells import check_folder
-    from rag_bench.reporting.decide import cell_name
+    from rag_bench.decision.decide import cell_name
     from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(

@@ -80,7 +80,7 @@ def run(argv: list[str]) -> int:
                 others = [c for c in cells if c.cell_id != cell.cell_id]
                 hint = ""
                 if others:  # suggest another cell, never the gated one (issue 52: it suggested the best itself)
-                    from rag_bench.reporting import decide
+                    from rag_bench.decision import decide
 
                     names = decide.names_of(cells)
                     other = decide.rank(others, decide.primary_measure(cells), names)[0]

@@ -12,8 +12,8 @@ from rag_bench.cli.table import Command
 def run(argv: list[str]) -> int:
     """``rag-bench label`` with the arguments ``argv``; its exit code."""
     from rag_bench.calibration.labels import Sample, load_labels
+    from rag_bench.decision.decide import cell_name
     from rag_bench.reporting import label_page
-    from rag_bench.reporting.decide import cell_name
     from rag_bench.tracking.download import load_cell
 
     p = argparse.ArgumentParser(prog="rag-bench label", description="Write a static page (opens from disk) to "

@@ -13,6 +13,7 @@ from rag_bench.errors import RagBenchError
 def run(argv: list[str]) -> int:
     """``rag-bench leaderboard`` with the arguments ``argv``; its exit code."""
     from rag_bench.cells import check_folder
+    from rag_bench.decision.verdict import of_experiment
     from rag_bench.evaluation import measures
     from rag_bench.reporting.leaderboard import (
         FORMATS,
@@ -24,7 +25,6 @@ def run(argv: list[str]) -> int:
         tag_columns,
         terminal_width,
     )
-    from rag_bench.reporting.verdict import of_experiment
 
     p = argparse.ArgumentParser(prog="rag-bench leaderboard", description="Print the finished cells of an "
                                 "experiment folder, best first. Cells are named by the parameters that vary "

@@ -37,8 +37,12 @@ def run(args: list[str]) -> int:
     from rag_bench.fast import launcher_overrides
     from rag_bench.runner.config import check_group_overrides, check_hydra_targets
     from rag_bench.runner.hydra_app import main as hydra_main
+    from rag_bench.search.base import spelled_now
     from rag_bench.tracking.mlflow_tracker import finish_all
 
+    args, notes = spelled_now(args)  # search.mode=halving -> search=halving, search.budget_* -> budget.*
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     args = with_cluster_launcher(args)  # +cluster=slurm runs on hydra/launcher=slurm
     args = launcher_overrides(args)  # RAG_BENCH_STOCK_HYDRA=1: Hydra's basic launcher
     # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.

@@ -37,8 +37,8 @@ def cell_names(experiment: Path) -> dict[str, str]:
 
     from rag_bench import naming
     from rag_bench.cells import experiment_cells, is_done, one_dataset
+    from rag_bench.decision.decide import names_of
     from rag_bench.errors import RagBenchError
-    from rag_bench.reporting.decide import names_of
 
     try:
         done, _ = one_dataset(experiment_cells(experiment, records=False))

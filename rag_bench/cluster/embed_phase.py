@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench.errors import ConfigError
+from rag_bench.runner.grid import compose_cells, grid_overrides, uses_embedder
 
 log = logging.getLogger(__name__)
 
@@ -92,54 +93,6 @@ def display_name(node: dict[str, Any], identity: str) -> str:
     return head + (f", {backend}" if backend and backend != "torch" else "") + (f", weights {weights}" if weights else "")
 
 
-def grid_overrides(args: Sequence[str]) -> tuple[list[str], list[list[str]]]:
-    """``(the overrides of the whole command, one override list per cell)`` of ``rag-bench run -m ARGS``:
-    the experiment's ``hydra.sweeper.params`` first, the command's overrides after (they win), expanded
-    stage by stage as the sweeper does."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from rag_bench.runner.config import CONF_DIR, register_configs
-    from rag_bench.runner.sweeper import expand
-
-    register_configs()
-    parser = OverridesParser.create()
-    given = [a for a in args if a not in ("-m", "--multirun")]
-    parsed = parser.parse_overrides(given)
-    fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            master = compose("config", overrides=fixed, return_hydra_config=True)
-    finally:
-        GlobalHydra.instance().clear()
-    params = OmegaConf.select(master, "hydra.sweeper.params") or {}
-    from_config = [f"{k}={v}" for k, v in params.items()]
-    keyed: dict[str, str] = {}
-    for line in [*from_config, *given]:
-        keyed.pop(line.split("=", 1)[0], None)  # the command line wins, as in Hydra's sweeper
-        keyed[line.split("=", 1)[0]] = line
-    overrides = list(keyed.values())
-    cells = expand(parser.parse_overrides(overrides))
-    return overrides, cells
-
-
-def compose_cells(cells: list[list[str]]) -> list[DictConfig]:
-    """The config of every cell (hydra keys aside)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from rag_bench.runner.config import CONF_DIR
-
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return [compose("config", overrides=c) for c in cells]
-    finally:
-        GlobalHydra.instance().clear()
-
-
 def launcher_config(overrides: list[str]) -> DictConfig:
     """``hydra.launcher`` of the command (the +cluster preset's submitit settings)."""
     from hydra import compose, initialize_config_dir
@@ -155,17 +108,6 @@ def launcher_config(overrides: list[str]) -> DictConfig:
             return compose("config", overrides=fixed, return_hydra_config=True).hydra.launcher
     finally:
         GlobalHydra.instance().clear()
-
-
-def _uses_embedder(cfg: DictConfig) -> bool:
-    from rag_bench.components import is_null
-    from rag_bench.runner.config import wants
-
-    uses = wants(cfg.retriever, "retriever", "embedder") or wants(cfg.chunker, "chunker", "embedder")
-    reranker = cfg.get("reranker")
-    if reranker is not None and reranker.get("_target_") and not is_null(reranker):
-        uses = uses or wants(reranker, "reranker", "embedder")
-    return bool(uses)
 
 
 def make_plan(cfgs: list[DictConfig], shards: int) -> EmbedPlan:
@@ -186,7 +128,7 @@ def make_plan(cfgs: list[DictConfig], shards: int) -> EmbedPlan:
     counts: dict[str, list[set[str]]] = {}
     seen: set[tuple[str, str]] = set()
     for cfg in cfgs:
-        if not _uses_embedder(cfg):
+        if not uses_embedder(cfg):
             continue
         node = OmegaConf.to_container(cfg.embedder, resolve=True)
         ekey = repr(sorted(node.items()))  # type: ignore[union-attr]

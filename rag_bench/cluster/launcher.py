@@ -28,6 +28,7 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rag_bench.cluster.jobs import FAILED, START, PlannedCell, PlannedJob, describe, group, label, write_plan
+from rag_bench.runner.grid import uses_embedder
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +39,6 @@ class RagBenchSlurmConf(SlurmQueueConf):
 
     _target_: str = "hydra_plugins.rag_bench_sweeper.rag_bench_slurm.RagBenchSlurmLauncher"
     max_jobs: int | None = None
-
-
-def _uses_embedder(cfg: DictConfig) -> bool:
-    from rag_bench.components import is_null
-    from rag_bench.runner.config import wants
-
-    stages = [("retriever", cfg.retriever), ("chunker", cfg.chunker)]
-    if cfg.get("reranker") is not None and cfg.reranker.get("_target_") and not is_null(cfg.reranker):
-        stages.append(("reranker", cfg.reranker))
-    return any(wants(node, g, "embedder") for g, node in stages)
 
 
 class _Planner:
@@ -74,7 +65,7 @@ class _Planner:
         archived = bool(task.pipeline.include_archived)  # which chunks are indexed: part of the shared work
         prefix = repr((dataset.fingerprint, str(task.dataset.split), archived, sorted(node.items())))
         if prefix not in self.texts:
-            self.texts[prefix] = self._texts(task, dataset) if _uses_embedder(task) else None
+            self.texts[prefix] = self._texts(task, dataset) if uses_embedder(task) else None
         done = is_done(Path(str(task.output.root)) / str(task.experiment.name) / cid)
         return PlannedCell(index, tuple(overrides), cid, prefix, self.texts[prefix]), done
 

@@ -47,7 +47,7 @@ class JobStatus:
 @dataclass(frozen=True)
 class CellStatus:
     cell_id: str
-    state: str            # done | running | pending | failed | missing | pruned (search.mode=halving)
+    state: str            # done | running | pending | failed | missing | pruned (search=halving)
     job_id: str           # the job that holds it (finished, runs or ran it), or ""
     group: str = ""       # the overrides of its shared prefix (from the plan)
 
@@ -152,7 +152,7 @@ def format_status(jobs: list[JobStatus], cells: list[CellStatus], names: dict[st
     lines.append("cells: " + ", ".join(f"{n} {s}" for s, n in states.items() if n or s == "done")
                  + ("; failed and missing cells are run by the same command again" if states["failed"] +
                     states["missing"] else "")
-                 + ("; pruned: dropped by search.mode=halving, their round's results kept (metrics.json search)"
+                 + ("; pruned: dropped by search=halving, their round's results kept (metrics.json search)"
                     if states["pruned"] else ""))
     for j in jobs:
         lines.append(f"  job {j.job_id:<12} {j.state:<8} {j.scheduler or '-':<11} cells done {','.join(j.cells) or '-'}")

@@ -113,7 +113,7 @@ CLARIFY_RATE, CORRECT_CLARIFICATION, PREMATURE_ANSWER = CLARIFY
 TOP1_AUROC, TOP1_BEST_F1_THRESHOLD, TOP1_BEST_F1 = THRESHOLD
 UNAUTHORIZED_RETRIEVALS, UNAUTHORIZED_FROM_RETRIEVER, UNAUTHORIZED_FROM_RERANKER, STALE_RETRIEVALS = SECURITY
 ANN_RECALL = ann.ANN_RECALL
-GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's cost (rag_bench.reporting.decide)
+GENERATOR_TOKENS = cost.GENERATOR_TOKENS  # the tie rule's cost (rag_bench.decision.decide)
 judge_measure = judge.judge_measure
 
 # Every family by "section/family" and every figure by key: one registry shape (rag_bench.registry).
@@ -271,7 +271,7 @@ PRIMARY = NDCG.at(10)  # ranks cells: leaderboard, report, CLI defaults
 
 # experiment.primary: "auto" (answer/correct_all when a model answered, answer/context_all when the
 # generator is a stand-in, else PRIMARY) or a measure with a direction; checked when the config is
-# composed (rag_bench.reporting.decide uses it).
+# composed (rag_bench.decision.decide uses it).
 AUTO_PRIMARY = "auto"
 CORRECT_KEY = CORRECT.key
 AUTO_HELP = (f"{CORRECT_ALL.key} when a model answered, {CONTEXT_ALL.key} when the generator is a stand-in, "

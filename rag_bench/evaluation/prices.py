@@ -180,14 +180,14 @@ def _tokens(prices: Prices, stage: StageModel, tokens_in: np.ndarray, tokens_out
 
 def token_usd(entry: ModelPrice, tokens_in: Any, tokens_out: Any) -> Any:
     """Dollars of ``tokens_in`` prompt and ``tokens_out`` completion tokens at ``entry``'s prices (both
-    set): what the cost scorer charges per question and what ``search.budget_usd`` counts."""
+    set): what the cost scorer charges per question and what ``budget.usd`` counts."""
     assert entry.usd_per_1m_input_tokens is not None and entry.usd_per_1m_output_tokens is not None
     return (tokens_in * entry.usd_per_1m_input_tokens + tokens_out * entry.usd_per_1m_output_tokens) / 1e6
 
 
 @dataclass(frozen=True)
 class Rate:
-    """How ``search.budget_usd`` charges a stage's model calls (rag_bench.budget), as :func:`bill`
+    """How ``budget.usd`` charges a stage's model calls (rag_bench.budget), as :func:`bill`
     prices them: a generator or judge by tokens (an API model's ``usd_per_1m_*_tokens``), an embedder
     per text sent (``usd_per_1k_texts``), a reranker per call (``usd_per_1k_calls``); else by its
     measured seconds at ``usd_per_hour`` (a model on this machine)."""
@@ -215,7 +215,7 @@ class Rate:
 
 
 def rate(prices: Prices | None, stage: str) -> tuple[Rate | None, str | None]:
-    """The rate ``search.budget_usd`` charges ``stage``'s calls at, or (None, what to set) when the
+    """The rate ``budget.usd`` charges ``stage``'s calls at, or (None, what to set) when the
     stage cannot be priced: (None, None) when the config has no such stage. A model priced by tokens
     needs both token prices; any other by its hour (its entry's ``usd_per_hour``, else
     ``prices.usd_per_hour``). A stage naming no ``model`` is our own code, priced by the hour too."""

@@ -23,9 +23,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rag_bench.cells import Cell  # noqa: E402
+from rag_bench.decision import decide, effects  # noqa: E402
 from rag_bench.evaluation import measures  # noqa: E402
 from rag_bench.failure_labels import in_attribution_order  # noqa: E402
-from rag_bench.reporting import decide, effects, views  # noqa: E402
+from rag_bench.reporting import views  # noqa: E402
 from rag_bench.stats.threshold import auroc, best_f1_threshold  # noqa: E402
 
 TOP = 20  # cells drawn in per-cell charts (every cell is in the report's table)
@@ -95,7 +96,7 @@ def _height(rows: int) -> float:
 
 def ranked(cells: Sequence[Cell], metric: str, top: int | None) -> list[Cell]:
     """The ``top`` cells best first on ``metric``, ties broken by the one rule of
-    :func:`rag_bench.reporting.decide.rank` (as the leaderboard, the report and MLflow)."""
+    :func:`rag_bench.decision.decide.rank` (as the leaderboard, the report and MLflow)."""
     measures.higher_is_better(metric)  # a descriptive figure ranks nothing: ValueError
     out = decide.rank(cells, metric)
     return out[:top] if top else out
@@ -224,7 +225,7 @@ MAIN_EFFECTS_CI = ("whiskers: 95 % CI over questions{over}\n(bootstrap: question
 def main_effects(effects: Sequence[Any], metric: str, path: Path, *, grand: float | None = None,
                  higher_is_better: bool = True, questions: int | None = None) -> Path | None:
     """One row of points per axis level with its 95% CI over questions (the level's cells share
-    them: :mod:`rag_bench.reporting.effects`), axes ordered by how much they move ``metric``; the
+    them: :mod:`rag_bench.decision.effects`), axes ordered by how much they move ``metric``; the
     dashed vertical line is ``grand``, the mean of all cells (drawn when given). The value axis
     starts at 0 for values that cannot be negative (:func:`value_axis`) and says so."""
     if not effects:
@@ -393,7 +394,7 @@ def depth_curves(cells: Sequence[Cell], families: Sequence[measures.Measure] = (
     """What :func:`metric_vs_k` draws: the cutoffs k, and per family and retriever the mean over
     the retriever's cells of ``family@k`` at each k with its 95% CI over questions (the questions
     drawn with replacement, the same draw for every cell, the retriever's cells averaged in each
-    draw: :mod:`rag_bench.reporting.effects`). None with fewer than two cutoffs."""
+    draw: :mod:`rag_bench.decision.effects`). None with fewer than two cutoffs."""
     by_retriever: dict[str, list[Cell]] = {}
     for c in cells:
         by_retriever.setdefault(str((c.config.get("retriever") or {}).get("name", "?")), []).append(c)

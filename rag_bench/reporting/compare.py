@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell, check_same_dataset
+from rag_bench.decision import decide
+from rag_bench.decision.params import check_comparable
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
-from rag_bench.reporting import decide
-from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import (
     disagreement,
     holm,

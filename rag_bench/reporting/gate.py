@@ -52,11 +52,11 @@ import yaml
 
 from rag_bench.calibration import gate_rule as judge_rule
 from rag_bench.cells import Cell
+from rag_bench.decision.decide import cell_name, pair_names
+from rag_bench.decision.params import check_comparable
 from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.judging import samples as judge_samples
-from rag_bench.reporting.decide import cell_name, pair_names
-from rag_bench.reporting.params import check_comparable
 from rag_bench.stats.paired import paired_two_level_p, randomisation_p
 from rag_bench.untrusted import visible
 

@@ -2,7 +2,7 @@
 
 Cells are named by the parameters that vary between them (:mod:`rag_bench.naming`), the same
 labels as the report and the MLflow run names, and ranked by the experiment's primary measure with
-the tie rule of :mod:`rag_bench.reporting.decide`. ``format_leaderboard`` prints the table as text,
+the tie rule of :mod:`rag_bench.decision.decide`. ``format_leaderboard`` prints the table as text,
 CSV, JSON or Markdown.
 """
 
@@ -21,12 +21,12 @@ import pandas as pd
 from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
 from rag_bench.components import RETRIEVAL_STAGES
+from rag_bench.decision import decide, params
 from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
-from rag_bench.reporting import decide, params
 
 if TYPE_CHECKING:
-    from rag_bench.reporting.verdict import Verdict
+    from rag_bench.decision.verdict import Verdict
 
 # The main measure of each stage: the leaderboard's default columns (the report adds the rest; the
 # ranking measure always comes first, so auto's context_all is shown when it ranks).
@@ -163,7 +163,7 @@ def resolve_columns(cells: pd.DataFrame, spec: str | Sequence[str] | None) -> tu
 
 
 def primary(cells: pd.DataFrame) -> str:
-    """The experiment's primary measure (:func:`rag_bench.reporting.decide.choose_primary`):
+    """The experiment's primary measure (:func:`rag_bench.decision.decide.choose_primary`):
     ``experiment.primary`` of the cells, ``auto`` → correct when they generated answers, else nDCG@10;
     ConfigError naming the measures the cells have when none has it."""
     configured = str(cells["_primary"].mode().iloc[0]) if "_primary" in cells and len(cells) else decide.AUTO
@@ -174,7 +174,7 @@ def primary(cells: pd.DataFrame) -> str:
 
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
     """``cells`` best first by ``key``'s direction; exact ties broken by the tie rule of
-    :func:`rag_bench.reporting.decide.rank` (fewer generator tokens; then name, then cell id --
+    :func:`rag_bench.decision.decide.rank` (fewer generator tokens; then name, then cell id --
     never latency, which is measured and differs between runs): the leaderboard, the report, the
     notebook, ``compare`` and the sweep's MLflow parent run name the same best cell (an unstable sort
     once broke a tie one way in the report and the other way everywhere else)."""

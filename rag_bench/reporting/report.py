@@ -24,19 +24,20 @@ from rag_bench import naming
 from rag_bench.calibration.report_section import TITLE as TRUST_TITLE
 from rag_bench.calibration.report_section import section as trust_section
 from rag_bench.cells import Cell, experiment_cells, one_dataset
+from rag_bench.decision import effects
+from rag_bench.decision.decide import baseline as choose_baseline
+from rag_bench.decision.decide import primary_measure as decided_primary
+from rag_bench.decision.decide import rank, tie_note, tied
+from rag_bench.decision.params import check_comparable
+from rag_bench.decision.verdict import Verdict
+from rag_bench.decision.verdict import verdict as decided
 from rag_bench.errors import DataError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers import injection as inj
 from rag_bench.evaluation.scorers import latency as latency_scorer
 from rag_bench.evaluation.scorers import parsing as prs
-from rag_bench.reporting import charts, drill, effects, page, search_view, sidebyside, views
+from rag_bench.reporting import charts, drill, page, search_view, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
-from rag_bench.reporting.decide import baseline as choose_baseline
-from rag_bench.reporting.decide import primary_measure as decided_primary
-from rag_bench.reporting.decide import rank, tie_note, tied
-from rag_bench.reporting.params import check_comparable
-from rag_bench.reporting.verdict import Verdict
-from rag_bench.reporting.verdict import verdict as decided
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def _drill(cell: Cell, **filters: str) -> str:
 
 def primary_measure(cells: list[Cell]) -> str:
     """The measure that ranks the report: the experiment's primary measure
-    (:func:`rag_bench.reporting.decide.primary_measure`: ``experiment.primary``; auto = end-to-end
+    (:func:`rag_bench.decision.decide.primary_measure`: ``experiment.primary``; auto = end-to-end
     ``generation/correct`` when a cell generated an answer, else nDCG@10)."""
     return decided_primary(cells)
 
@@ -242,7 +243,7 @@ def _effects(cells: list[Cell], axes: list[str], shown: list[views.View], pair: 
     """Main effects on each view's measure, one block per measure and a selector between them
     (``#effect=<key>`` in the URL); each measure is shown against the axes that can change it.
     Every interval is over questions: one bootstrap draw of the question ids is applied to every
-    cell (:mod:`rag_bench.reporting.effects`)."""
+    cell (:mod:`rag_bench.decision.effects`)."""
     if not axes:
         return "<p class='note'>Nothing varies between these cells: no axis to compare.</p>"
     correct = measures.CORRECT.key

@@ -72,7 +72,7 @@ def section(exp: Path, cells: list[Cell]) -> str:
             f"drop the cells outside the round's model confidence set (alpha {summary.get('alpha_per_round')} per round, "
             f"{summary.get('alpha')} over the search)")
     guard = summary.get("guard") or []
-    body = (f"<p>This experiment was searched with <code>search.mode=halving search.prune={html.escape(prune)}</code> "
+    body = (f"<p>This experiment was searched with <code>search=halving search.prune={html.escape(prune)}</code> "
             f"on {html.escape(str(summary.get('measure')))}: {html.escape(rule)}. Cell-questions computed: {spent} of the "
             f"full grid's {grid}{f' ({spent / grid:.0%})' if grid and spent is not None else ''}. The dropped cells keep "
             "their partial results (a <code>search</code> block in their metrics.json) and are not in the tables above; "
@@ -81,6 +81,6 @@ def section(exp: Path, cells: list[Cell]) -> str:
             + page.table(rounds)
             + (f"<p class='bad'>The guard found {len(guard)} dropped cell(s) significantly better than the final best on "
                "the questions they saw: " + html.escape(", ".join(names.get(g['cell'], g['cell']) for g in guard))
-               + " -- rerun with a larger search.keep or search.mode=grid.</p>" if guard else "")
+               + " -- rerun with a larger search.keep or search=grid.</p>" if guard else "")
             + page.table(rows, sortable=True, left=1))
     return body

@@ -1,6 +1,6 @@
 """What a sweep shows when it ends: the experiment's leaderboard and the table of where questions
 were lost on the console, and the sweep's parent MLflow runs filled with the leaderboard and the
-best cell (:mod:`rag_bench.reporting.decide`'s rule, ties said). The Hydra callback of a sweep
+best cell (:mod:`rag_bench.decision.decide`'s rule, ties said). The Hydra callback of a sweep
 (``hydra.callbacks``): the runner's lifecycle (:class:`rag_bench.runner.callbacks.SweepCallbacks`)
 with the report at its end, before the parent runs close -- the runner knows nothing of reporting."""
 
@@ -16,7 +16,7 @@ from rag_bench.runner.callbacks import SweepCallbacks
 from rag_bench.untrusted import visible
 
 if TYPE_CHECKING:  # the callback is loaded with every sweep: the reporting stack only when it reports
-    from rag_bench.reporting.verdict import Verdict
+    from rag_bench.decision.verdict import Verdict
 
 
 def _summarize(cells: Any, axes: tuple[str, ...], key: str | None, problem: str, found: Verdict | None = None) -> None:
@@ -71,9 +71,9 @@ def summarize_experiment(experiment_dir: str | Path, axes: tuple[str, ...] = ())
 def _decide(experiment_dir: str | Path, cells: Any) -> tuple[str | None, str, Verdict | None]:
     """The primary measure of ``cells`` (a leaderboard frame) and the verdict on them; or, when they
     cannot be ranked, None and why (said, never ranked by another measure)."""
+    from rag_bench.decision.verdict import of_experiment
     from rag_bench.errors import RagBenchError
     from rag_bench.reporting.leaderboard import primary
-    from rag_bench.reporting.verdict import of_experiment
 
     try:
         key = primary(cells)

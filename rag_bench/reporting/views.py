@@ -3,13 +3,13 @@ nDCG@10, query latency (retrieval + rerank; end to end where a generator answere
 tokens.
 
 Each :class:`View` says which stage its number comes from (``acts_on``, a ``section/name`` that
-:func:`rag_bench.reporting.effects.can_move` reads), so an axis is only shown against the
+:func:`rag_bench.decision.effects.can_move` reads), so an axis is only shown against the
 measures it can change: ``pipeline.k`` picks the passages handed to the generator after the
 ranking, so it has a main effect on ``correct`` and on tokens, none on nDCG@10 or on the
 retrieval latency.
 
 Each view also recomputes a cell's number on bootstrap draws of the questions
-(:meth:`View.resampled`, :func:`rag_bench.reporting.effects.draws`), from the cell's
+(:meth:`View.resampled`, :func:`rag_bench.decision.effects.draws`), from the cell's
 records.parquet: the intervals of the views that compare cells are over questions.
 """
 
@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell
+from rag_bench.decision import decide
+from rag_bench.decision.effects import Draws, resampled_means, resampled_percentiles
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers import latency as latency_scorer
-from rag_bench.reporting import decide
-from rag_bench.reporting.effects import Draws, resampled_means, resampled_percentiles
 
 
 @dataclass(frozen=True)

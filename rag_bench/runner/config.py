@@ -41,7 +41,6 @@ from rag_bench.parsing.base import Parser
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
-from rag_bench.runner.rounds import SearchConf
 from rag_bench.tracking.base import Tracker
 
 # Both ship inside the package (package data), so a plain `pip install` has them; the checkout's
@@ -50,9 +49,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 CONF_DIR = PACKAGE_DIR / "conf"
 DEMO_DATASET = PACKAGE_DIR / "datasets" / "kettleby"
 # Keys that say where results go, what the results cost (prices: they change no output) or how a
-# sweep searches the grid (search: which cells, never how one is computed), not what is computed:
-# excluded from the cell id.
-NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "prices", "search")
+# sweep searches the grid (search: which cells, never how one is computed) or what it may spend
+# (budget), not what is computed: excluded from the cell id.
+NON_IDENTITY_KEYS = ("tracking", "output", "experiment", "sweep", "prices", "search", "budget")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
@@ -109,10 +108,10 @@ class EvalConf:
 @dataclass
 class ExperimentConf:
     name: str = "default"
-    # The measure that ranks the experiment's cells everywhere (rag_bench.reporting.decide): auto =
+    # The measure that ranks the experiment's cells everywhere (rag_bench.decision.decide): auto =
     # generation/correct when answers are generated, else retrieval/ndcg@10. Not part of a cell id.
     primary: str = "auto"
-    # The cell the best is compared with (rag_bench.reporting.decide.baseline_of): a cell's name as
+    # The cell the best is compared with (rag_bench.decision.decide.baseline_of): a cell's name as
     # the leaderboard prints it, or its id. Unset: the config's defaults cell, else the grid's
     # first cell. Not part of a cell id.
     baseline: str | None = None
@@ -147,6 +146,16 @@ class PricesConf:
 
 
 @dataclass
+class BudgetConf:
+    """What one ``rag-bench run -m`` invocation may spend (:mod:`rag_bench.budget`, docs/search.md,
+    "Budgets"); null: no cap. Neither part of a cell id nor of its stored config."""
+
+    max_llm_calls: int | None = None  # LLM calls (generator, judge) this invocation may make
+    seconds: float | None = None  # wall seconds after which this invocation starts no new cell
+    usd: float | None = None  # US dollars (prices.*) this invocation's model calls may cost
+
+
+@dataclass
 class RagBenchConf:
     dataset: DatasetConf = field(default_factory=DatasetConf)
     pipeline: PipelineConf = field(default_factory=PipelineConf)
@@ -157,7 +166,8 @@ class RagBenchConf:
     # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
-    search: SearchConf = field(default_factory=SearchConf)
+    budget: BudgetConf = field(default_factory=BudgetConf)
+    search: Any = None  # how a sweep searches its grid: a component (conf/search/, _target_ + settings)
     parser: Any = None
     chunker: Any = None
     embedder: Any = None
@@ -342,7 +352,7 @@ def check_experiment_name(name: Any) -> None:
                           "choose the parent folder with output.root=DIR")
 
 
-def check_component(cls: Any, group: str, target: str) -> None:
+def check_component(cls: Any, group: str, target: str, protocol: type | None = None) -> None:
     """A component target must be a class with the required methods of its stage's protocol.
 
     Checked before anything is built, so a function (``os.system``, any ``rag_bench`` helper) or a
@@ -352,15 +362,16 @@ def check_component(cls: Any, group: str, target: str) -> None:
     if not inspect.isclass(cls):
         raise ConfigError(f"{group}._target_ {target!r} is a {type(cls).__name__}, not a class -- fix: name a "
                           f"{group} class (see conf/{group}/)")
-    missing = missing_methods(cls, PROTOCOLS.get(group))
+    missing = missing_methods(cls, protocol or PROTOCOLS.get(group))
     if missing:
         raise ConfigError(f"{group}._target_ {target!r} does not implement the {group} stage: missing "
                           f"{', '.join(missing)} -- fix: name a {group} class (see conf/{group}/)")
 
 
-def _import_target(target: str, group: str) -> Any:
+def _import_target(target: str, group: str, protocol: type | None = None) -> Any:
     """The class a component ``_target_`` names: any importable class (rag_bench's own or a
-    plugin's) that implements the group's protocol (:func:`check_component`)."""
+    plugin's) that implements the group's protocol (``protocol``, else the group's in
+    :data:`PROTOCOLS`: :func:`check_component`)."""
     if not isinstance(target, str) or "." not in target or not all(p.isidentifier() for p in target.split(".")):
         raise ConfigError(f"{group}._target_ must be the dotted path of a class (package.module.Class), got "
                           f"{target!r} -- fix: use one of the configs in conf/{group}/ or your plugin's class")
@@ -370,7 +381,7 @@ def _import_target(target: str, group: str) -> Any:
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"{group}._target_ {target!r} cannot be imported ({exc}) -- fix: check the spelling, and "
                           "that the plugin's package is installed or on PYTHONPATH")
-    check_component(cls, group, target)
+    check_component(cls, group, target, protocol)
     return cls
 
 
@@ -436,7 +447,7 @@ def _shape(cls: type, init: Any) -> tuple[inspect.Signature, dict[str, Any]]:
     return inspect.signature(cls), _hints(cls)
 
 
-def build(node: DictConfig, group: str, **inject: Any) -> Any:
+def build(node: DictConfig, group: str, *, protocol: type | None = None, **inject: Any) -> Any:
     """Construct the component described by ``node`` (``_target_`` + keyword arguments), after
     checking it: the call Hydra's ``instantiate`` would make (not recursive, plain containers).
 
@@ -445,6 +456,7 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
     listed; a default's type where there is no annotation), raises :class:`ConfigError` naming
     ``group.key`` and the valid keys or values. ``inject`` holds objects built from other groups
     (``embedder=``, ``index=``, ``shared=``), passed only to components whose signature asks for them.
+    ``protocol``: the protocol of a group above the runner (a search strategy), else the group's.
     """
     try:
         raw = OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
@@ -454,7 +466,7 @@ def build(node: DictConfig, group: str, **inject: Any) -> Any:
     params: dict[str, Any] = {str(k): v for k, v in raw.items()}  # type: ignore[union-attr]
     target = params.pop("_target_", None)
     params.pop("name", None)
-    cls = _import_target(target, group)
+    cls = _import_target(target, group, protocol)
     sig, hints = _shape(cls, cls.__init__)
     valid = [p for p in sig.parameters if p != "self" and p not in inject]
     for key, value in params.items():

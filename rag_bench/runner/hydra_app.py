@@ -37,7 +37,7 @@ def main(cfg: DictConfig) -> Path | None:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
     spent = budget.current()
-    if spent is not None:  # the cell's prices for search.budget_usd (and the invocation's record)
+    if spent is not None:  # the cell's prices for budget.usd (and the invocation's record)
         table = prices.from_config(cfg)
         budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.STAGES})
     try:
@@ -45,7 +45,7 @@ def main(cfg: DictConfig) -> Path | None:
     except budget.BudgetReached:
         if spent is None:
             raise
-        # search.max_llm_calls / budget_usd / budget_s: the cell stops unfinished (no DONE); the sweeper says so
+        # budget.max_llm_calls / usd / seconds: the cell stops unfinished (no DONE); the sweeper says so
         spent.left.append(" ".join(o for o in HydraConfig.get().overrides.task if not o.startswith(f"{CONTEXT_KEY}=")))
         return None
     if spent is not None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import hmac
 import json
 import logging
 import os
-import pickle
-import secrets
 import stat
 import subprocess
 import sys
@@ -30,6 +27,7 @@ from rag_bench.data.loader import load_dataset
 from rag_bench.domain import Dataset
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures as catalog
+from rag_bench.evaluation import run_io
 from rag_bench.evaluation.evaluation import Evaluation
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.faults import failpoint
@@ -40,7 +38,6 @@ from rag_bench.runner import rounds as search
 from rag_bench.runner import throughput
 from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
-from rag_bench.storage import default_cache_dir
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -71,10 +68,10 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     validate(cfg)
     work = SharedWork() if work is None else work
     parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
-    dataset = _load(cfg)
-    searching = cfg.get("search")
-    if searching is not None and searching.get("round") is not None:  # a halving round before the last
-        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), int(searching.round), parts, work)
+    dataset = load_dataset_of(cfg)
+    round_ = _round(cfg)
+    if round_ is not None and round_ != len(search.rounds_of(cfg.search)) - 1:  # a halving round before the last
+        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), round_, parts, work)
     cid = cell_id(cfg, dataset.fingerprint)
     prior = _prior_round(cfg, dataset, _cell_dir(cfg, cid)) if _incremental(cfg) else None
     if prior is None:
@@ -105,7 +102,7 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
     from rag_bench.adapters.external import read_outputs, read_ragas, read_trec_run, system_run
 
     validate(cfg)
-    dataset = _load(cfg)
+    dataset = load_dataset_of(cfg)
     source = outputs or trec or ragas
     assert source is not None
     try:
@@ -156,7 +153,9 @@ def chunk_corpus(cfg: DictConfig, dataset: Dataset) -> list[Any]:
     return stages.chunk(dataset=dataset, key="chunks", chunker=parts, work=SharedWork()).chunks
 
 
-def _load(cfg: DictConfig) -> Dataset:
+def load_dataset_of(cfg: DictConfig) -> Dataset:
+    """The dataset a cell of ``cfg`` runs on (``dataset.path`` and ``split``, read by its parser), as
+    the cell loads it; ConfigError when its bootstrap would not fit in memory."""
     parser = build(cfg.parser, "parser") if cfg.get("parser") is not None else None
     dataset = load_dataset(dataset_path(cfg), split=cfg.dataset.split, parser=parser)
     need = 16 * int(cfg.eval.bootstrap_resamples) * max(len(dataset.questions), 1)
@@ -192,7 +191,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     if is_done(cell_dir):
         log.info("cell %s already done, skipping (%s)", cid, cell_dir)
         return cell_dir
-    budget.before_cell()  # search.budget_s: a cell not started by then is not started
+    budget.before_cell()  # budget.seconds: a cell not started by then is not started
     try:
         cell_dir.parent.mkdir(parents=True, exist_ok=True)
         if str(cell_dir.parent) not in _PROBED:  # once per folder and process (a sweep's cells share it)
@@ -275,16 +274,23 @@ def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
         return False
 
 
-ROUND_RUNS = "round-runs.pickle"  # a PARTIAL folder's question runs (what the next round merges with)
+ROUND_RUNS = "question-runs.jsonl"  # a PARTIAL folder's question runs, as data (what the next round merges with)
+
+
+def _round(cfg: DictConfig) -> int | None:
+    """The halving round a job belongs to (``search.round``, set by the sweeper on every job of a
+    halving sweep, the last round's too); None outside one."""
+    searching = cfg.get("search")
+    found = None if searching is None else searching.get("round")
+    return None if found is None else int(found)
 
 
 def _incremental(cfg: DictConfig) -> bool:
-    """Whether a cell's halving rounds merge with the round before (``search.mode=halving``): not
-    when its index is tuned to a recall target, which is tuned on the questions it runs on (a
-    round's tuning on its subset is not the whole cell's), nor in a grid sweep (a grid run over a
-    halving folder computes its cells whole)."""
-    searching = cfg.get("search")
-    if searching is None or str(searching.get("mode", "grid")) != "halving":
+    """Whether a cell's halving rounds merge with the round before (a job of a halving round,
+    :func:`_round`): not when its index is tuned to a recall target, which is tuned on the
+    questions it runs on (a round's tuning on its subset is not the whole cell's), nor in a grid
+    sweep (a grid run over a halving folder computes its cells whole)."""
+    if _round(cfg) is None:
         return False
     return OmegaConf.select(cfg, "index.target_recall", default=None) is None
 
@@ -300,7 +306,7 @@ def _prior_round(cfg: DictConfig, dataset: Dataset, cell_dir: Path) -> tuple[Que
         if int(marker["seed"]) != int(cfg.search.seed) or marker["dataset_fingerprint"] != dataset.fingerprint:
             return None
         runs = _read_runs(cell_dir)
-    except (OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError, EOFError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     if not isinstance(runs, tuple) or not all(isinstance(r, QuestionRun) for r in runs) \
             or search.questions_digest([r.qid for r in runs]) != marker.get("questions_digest"):
@@ -331,9 +337,6 @@ def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[Quest
     return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
 
 
-KEY_BYTES = 32
-
-
 def _read_private(path: Path, limit: int) -> bytes | None:
     """The bytes of the regular file ``path`` (not followed if a symlink), None when it is missing,
     not a regular file or larger than ``limit`` bytes."""
@@ -348,57 +351,22 @@ def _read_private(path: Path, limit: int) -> bytes | None:
         return f.read(limit + 1)
 
 
-def _runs_key() -> bytes:
-    """The key signing :data:`ROUND_RUNS` files: 32 random bytes in the cache folder, readable by
-    its owner only, made on first use and published whole (written to a private temporary file,
-    then linked into place: no process ever reads a partly written key). A key file of another
-    length (an empty one would let anyone sign) is replaced."""
-    path = default_cache_dir() / "round-runs.key"
-    key = _read_private(path, KEY_BYTES)
-    if key is not None and len(key) == KEY_BYTES:
-        return key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".round-runs.key.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(KEY_BYTES))
-            f.flush()
-            os.fsync(f.fileno())
-        if key is None and not path.is_symlink() and not path.exists():
-            try:
-                os.link(tmp, path)
-            except FileExistsError:  # another process published one meanwhile
-                pass
-        else:
-            os.replace(tmp, path)  # a key file of the wrong length (or not a file): replaced
-    finally:
-        tmp.unlink(missing_ok=True)
-    key = _read_private(path, KEY_BYTES)
-    if key is None or len(key) != KEY_BYTES:
-        raise OSError(f"{path}: cannot make the halving rounds' signing key")
-    return key
-
-
 def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
-    """``runs`` pickled into ``cell_dir`` behind an HMAC-SHA256 of the pickle under :func:`_runs_key`."""
-    data = pickle.dumps(runs, protocol=pickle.HIGHEST_PROTOCOL)
-    atomic_write(cell_dir / ROUND_RUNS, hmac.new(_runs_key(), data, hashlib.sha256).digest() + data)
+    """``runs`` into ``cell_dir`` as data (:mod:`rag_bench.evaluation.run_io`: versioned JSON lines)."""
+    atomic_write(cell_dir / ROUND_RUNS, run_io.dumps(runs))
 
 
-def _read_runs(cell_dir: Path) -> Any:
-    """What :func:`_write_runs` wrote, or ValueError when the signature does not match. An
-    experiment folder is data that travels (a CI artifact, a colleague's copy): unpickling a file
-    from it runs whatever code the file names, so only a pickle this machine's runner signed is
-    loaded; any other (or a symlink, or a file over the dataset file limit) is ignored (the round
-    is computed again)."""
+def _read_runs(cell_dir: Path) -> tuple[QuestionRun, ...]:
+    """What :func:`_write_runs` wrote; ValueError for anything else (a symlink, a file over the
+    dataset file limit, another format or version, a field of the wrong type). Read as typed data:
+    an experiment folder travels (a CI artifact, a colleague's copy), and nothing in it is run."""
     blob = _read_private(cell_dir / ROUND_RUNS, MAX_FILE_BYTES)
     if blob is None:
         raise ValueError(f"{cell_dir / ROUND_RUNS}: missing, not a regular file, or too large")
-    tag, data = blob[:KEY_BYTES], blob[KEY_BYTES:]
-    if len(tag) < KEY_BYTES or not hmac.compare_digest(tag, hmac.new(_runs_key(), data, hashlib.sha256).digest()):
-        raise ValueError(f"{cell_dir / ROUND_RUNS}: not signed by this machine's runner")
-    return pickle.loads(data)
+    try:
+        return run_io.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{cell_dir / ROUND_RUNS}: not {run_io.FORMAT} text") from exc
 
 
 def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:
@@ -465,9 +433,11 @@ computes."""
 
 def _without_sweep(config: Any) -> dict[str, Any]:
     """A stored config without the sweep's id (how the cell found its sweep, not configuration)
-    nor its ``search`` (how the sweep searched its grid: a halving sweep's cells are the grid's)."""
+    nor its ``search`` (how the sweep searched its grid: a halving sweep's cells are the grid's)
+    nor its ``budget`` (what the invocation may spend)."""
     config.pop(CONTEXT_KEY, None)
     config.pop("search", None)
+    config.pop("budget", None)
     return config  # type: ignore[no-any-return]
 
 

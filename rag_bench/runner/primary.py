@@ -1,6 +1,6 @@
 """Whether a sweep's cells can report the measure that will rank them (``experiment.primary``),
 known from their configs before the first cell runs; what the cells report is checked again where
-they are read (:func:`rag_bench.reporting.decide.choose_primary`)."""
+they are read (:func:`rag_bench.decision.decide.choose_primary`)."""
 
 from __future__ import annotations
 

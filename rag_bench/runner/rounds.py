@@ -1,4 +1,4 @@
-"""``search.mode=halving``: the pure parts (docs/search.md) -- the rounds, each round's stratified
+"""``search=halving``: the pure parts (docs/search.md) -- the rounds, each round's stratified
 question subset, a subset dataset, and the pruning decision.
 
 Every round sees a larger, nested subset of the questions (the first round's questions are in the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,28 +25,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.stats.confidence_set import model_confidence_set
 from rag_bench.stats.paired import randomisation_p
 
-MODES = ("grid", "halving", "staged", "optuna")
 PARTIAL = "PARTIAL"  # the marker of a cell folder holding a round's results on a subset (no DONE)
-
-
-@dataclass
-class SearchConf:
-    """How a sweep searches its grid (docs/search.md): ``grid`` (every cell on every question),
-    ``halving`` or ``staged`` (:mod:`rag_bench.search.staged`). Not part of a cell id nor of its stored config."""
-
-    mode: str = "grid"
-    rounds: list[float] | None = None  # halving: each round's fraction of the questions (None: by prune, ROUNDS)
-    alpha: float = 0.05  # halving: the error of pruning the best cell, split evenly over the pruning rounds
-    prune: str = "significance"  # halving: significance (outside the confidence set) | rank (keep the top `keep`)
-    keep: float = 1 / 3  # halving, prune=rank: the fraction of the cells still in kept after a round (eta = 1/keep)
-    seed: int = 0  # halving: the draw of each round's questions; optuna: the sampler's seed
-    round: int | None = None  # set by the sweeper on a job of a round before the last
-    finalists: int = 2  # staged: the top values per axis in the printed grid of the finalists
-    n_trials: int = 20  # optuna: the trials asked of the sampler (capped at the grid's cells)
-    objectives: list[str] = field(default_factory=lambda: ["primary"])  # optuna: primary (TPE); +latency/cost: NSGA-II
-    max_llm_calls: int | None = None  # budget (rag_bench.budget): LLM calls this invocation may make
-    budget_s: float | None = None  # budget: wall seconds after which this invocation starts no new cell
-    budget_usd: float | None = None  # budget: US dollars (prices.*) this invocation's model calls may cost
 
 
 PRUNES = ("significance", "rank")
@@ -324,5 +303,5 @@ def summary(rounds: Sequence[RoundSummary], grid_cells: int, all_questions: int)
     """The end-of-sweep lines: each round, then the total cell-questions against the grid's."""
     total = sum(r.questions_computed for r in rounds)
     grid = grid_cells * all_questions
-    return ["Successive halving (search.mode=halving):", *(f"  {r.line()}" for r in rounds),
+    return ["Successive halving (search=halving):", *(f"  {r.line()}" for r in rounds),
             f"  cell-questions computed: {total} (the full grid: {grid}, {total / grid:.0%})" if grid else ""]

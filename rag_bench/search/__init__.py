@@ -1,2 +1,2 @@
-"""Searching a grid (docs/search.md): ``rounds`` the pure parts of ``search.mode=halving`` (rounds,
+"""Searching a grid (docs/search.md): ``rounds`` the pure parts of ``search=halving`` (rounds,
 question subsets, pruning), ``halving`` the rounds run by the sweeper."""

@@ -1,4 +1,4 @@
-"""``search.mode=halving`` in the sweeper's process (docs/search.md): the rounds launched through
+"""``search=halving`` in the sweeper's process (docs/search.md): the rounds launched through
 the sweep's own launcher, the cells' per-question values read from their folders, the pruned
 cells marked, the summary printed and kept. The decisions are :mod:`rag_bench.runner.rounds`'s.
 """
@@ -13,18 +13,23 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell, atomic_write, is_done, metrics_json, read_cell
+from rag_bench.decision import decide
+from rag_bench.decision.verdict import question_values
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
-from rag_bench.reporting import decide
-from rag_bench.reporting.verdict import question_values
 from rag_bench.runner import rounds as search
 from rag_bench.runner.main import round_covered
+from rag_bench.search.plan import halving_bound, halving_floor
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 log = logging.getLogger("rag_bench")
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
@@ -36,7 +41,8 @@ def stored_cell(path: Path) -> Cell:
     return read_cell(path, records=False)
 
 
-def _marker_time(path: Path) -> int:
+def marker_time(path: Path) -> int:
+    """When the cell folder ``path`` was last marked (DONE, or a round's PARTIAL), in ns; 0: never."""
     for name in ("DONE", search.PARTIAL):
         try:
             return os.stat(path / name).st_mtime_ns
@@ -50,7 +56,7 @@ def questions_run(path: Path, round_questions: int, started: int) -> int:
     folder says: 0 when its marker (DONE or PARTIAL) predates ``started`` (found done); else the
     marker's count of new questions (``computed``: a PARTIAL's; DONE's ``search.questions_computed``
     for a last round merged with the one before), or all the round's questions (computed whole)."""
-    if _marker_time(path) < started:
+    if marker_time(path) < started:
         return 0
     for name, read in ((search.PARTIAL, lambda m: m.get("computed")),
                        ("DONE", lambda m: (m.get("search") or {}).get("questions_computed"))):
@@ -69,7 +75,7 @@ def primary_column(cells: Sequence[Cell]) -> tuple[str, str, bool]:
     key = decide.primary_measure(cells)
     m = measures.measure(key)
     if m is None or m.aggregate != "mean" or not m.column:
-        raise ConfigError(f"search.mode=halving: the primary measure {key} has no per-question values to test -- fix: "
+        raise ConfigError(f"search=halving: the primary measure {key} has no per-question values to test -- fix: "
                           "experiment.primary=<a per-question measure, e.g. retrieval/ndcg@10>")
     return key, m.column, decide.higher_is_better(key)
 
@@ -95,9 +101,9 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
         out: Any = None) -> list[search.RoundSummary]:
     """Successive halving over the grid ``jobs`` (each a cell's overrides) on ``questions`` (the
-    dataset's): each round launches the cells still in that lack the round's results (a job of a
-    round before the last gets ``search.round=<r>``), then prunes: ``prune=significance``, the
-    cells outside the round's model confidence set at ``alpha / (rounds - 1)``; ``prune=rank``, all
+    dataset's): each round launches the cells still in that lack the round's results (each job
+    gets ``search.round=<r>``; the last round's cells merge what their rounds before ran), then
+    prunes: ``prune=significance``, the cells outside the round's model confidence set at ``alpha / (rounds - 1)``; ``prune=rank``, all
     but the top ``keep`` fraction (:func:`~rag_bench.runner.rounds.prune_rank`), each dropped cell's
     paired test against the leader recorded, and after the last round the pruned cells checked
     against the final best on the questions they saw (:func:`~rag_bench.runner.rounds.guard`).
@@ -117,7 +123,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
         last = r == len(fractions) - 1
         qids = search.round_questions(questions, fraction, seed)
         todo = [i for i in alive if i not in dirs or not round_covered(dirs[i], fraction, seed)]
-        extra = [] if last else [f"search.round={r}"]
+        extra = [f"search.round={r}"]  # the last round's too: its cells merge the questions rounds before ran
         started = time.time_ns()
         for i, path in zip(todo, launch([[*jobs[i], *extra] for i in todo])):
             dirs[i] = Path(path)
@@ -166,7 +172,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
     for g in regrets:
         log.warning("WARNING: search.prune=%s dropped cell %s, significantly better than the final best %s on the %d "
                     "questions it saw (+%.3f, p=%.3g): the pruning lost a better cell -- rerun with a larger "
-                    "search.keep or search.mode=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
+                    "search.keep or search=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
     print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
     if summary_path is not None:
         summary_path.parent.mkdir(parents=True, exist_ok=True)
@@ -199,3 +205,58 @@ def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int
     found = search.guard(values, 0, list(range(1, len(cells))), higher_is_better=higher, alpha=alpha, seed=seed)
     return [{"cell": cells[g.cell].cell_id, "best": best.cell_id, "questions": g.questions, "ahead": g.ahead,
              "p": g.p, "pruned_after_round": pruned_at[order[g.cell - 1]] + 1} for g in found]
+
+
+def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[str]:
+    """What halving computes at least and at most (the pruning decides), against the grid's cell-questions.
+
+    >>> bound_lines(10, 12, [3, 6, 12])[0][:75]
+    'search=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
+    """
+    grid = cells * questions
+    sizes = ", ".join(str(n) for n in round_sizes)
+    return [f"search=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
+            f"cell-questions in {len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); bounds: how "
+            "many cells each round prunes is decided by the results",
+            "  prompts: at most the grid's (a round's questions are the grid's, and answers are cached between "
+            "rounds)"]
+
+
+class Halving:
+    """Successive halving (:func:`run`) as a search strategy (``search=halving``, conf/search/halving.yaml):
+    its settings are ``search.rounds``, ``alpha``, ``prune``, ``keep`` and ``seed``."""
+
+    name: ClassVar[str] = "halving"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, rounds: list[float] | str | None = None, alpha: float = 0.05, prune: str = "significance",
+                 keep: float = 1 / 3, seed: int = 0, round: int | None = None) -> None:
+        self.rounds, self.alpha, self.prune, self.keep, self.seed = rounds, alpha, prune, keep, seed
+        self.round = round  # the round of one job (set by the sweeper, read by the runner): not the search's
+
+    def check(self, ctx: SearchContext) -> None:
+        """Refuse a grid over more than one dataset or split: rounds compare cells on the same questions."""
+        from rag_bench.runner.config import dataset_path
+        from rag_bench.runner.sweeper import covering_subset
+
+        configs = [ctx.compose(job) for job in covering_subset(ctx.grid)]
+        sets = {(str(dataset_path(c).resolve()), str(c.dataset.split)) for c in configs}
+        if len(sets) != 1:
+            raise ConfigError(f"search=halving compares cells on the same questions; this grid spans {len(sets)} "
+                              "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
+                              "and split (or search=grid)")
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`)."""
+        sizes = [len(search.round_questions(dataset, f, int(self.seed)))
+                 for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
+        return bound_lines(len(grid), questions, sizes)
+
+    def run(self, ctx: SearchContext) -> None:
+        """The rounds over the grid's dataset, each round's batch through ``ctx.launch``."""
+        from rag_bench.runner.main import load_dataset_of
+        from rag_bench.runner.sweeper import covering_subset
+
+        questions = load_dataset_of(ctx.compose(covering_subset(ctx.grid)[0])).questions
+        run(ctx.grid, questions, ctx.launch, rounds=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
+            prune=str(self.prune), keep=float(self.keep), summary_path=ctx.summary_path)

@@ -1,4 +1,4 @@
-"""``search.mode=optuna`` (docs/search.md): Optuna's samplers over the grid's cells, by ask/tell.
+"""``search=optuna`` (docs/search.md): Optuna's samplers over the grid's cells, by ask/tell.
 
 The search space is the grid the command line declares: each swept key (a key with more than one
 value, :func:`rag_bench.search.staged.axes`) a categorical distribution over its values. A trial asks
@@ -8,7 +8,7 @@ the sweeper's batch launcher with exactly the grid's overrides, so every trial i
 
 One objective (``search.objectives=[primary]``, the default) is searched with TPE; two or more (the
 primary measure with ``latency`` and/or ``cost``) with NSGA-II, each objective in its own direction
-(:func:`rag_bench.reporting.decide.higher_is_better`).
+(:func:`rag_bench.decision.decide.higher_is_better`).
 
 Deterministic and resumable without an Optuna storage: the sampler is seeded (``search.seed``) and
 every value told is read from the cell's ``metrics.json`` -- the same bytes on a re-run. A re-run
@@ -28,11 +28,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_bench.cells import atomic_write
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation import measures
 from rag_bench.search.staged import Axis, axes
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
 OBJECTIVES = ("primary", "latency", "cost")  # or a metrics key, section/name
@@ -55,7 +60,32 @@ def parse_objectives(value: Any) -> tuple[str, ...]:
         raise ConfigError(f"search.objectives={list(names)!r}: each of {'|'.join(OBJECTIVES)} or a metrics key "
                           "(section/name), each once -- fix: search.objectives=[primary] (TPE) or "
                           "search.objectives=[primary,latency,cost] (NSGA-II)")
+    for name in names:
+        if name not in OBJECTIVES:
+            _check_measure(name)
     return names
+
+
+def _check_measure(key: str) -> None:
+    """A metrics key an objective names must be a measure or figure with a direction (a typo such
+    as ``retrieval/ndcg@1O`` would run every trial blind, told no value): ConfigError naming it,
+    the closest measures and the fix, before any cell runs."""
+    import difflib
+
+    plain = f"retrieval/{key.rpartition('/')[2]}" if key.startswith("tag:") else key  # as decide ranks a tag key
+    try:
+        if measures.direction(plain) is not None:
+            return
+        why = "is descriptive (neither higher nor lower is better)"
+    except ValueError:
+        why = "is not a measure of rag_bench"
+    section = plain.partition("/")[0]
+    known = measures.known_names(section) or sorted({n for s in measures.QUESTION_SECTIONS
+                                                     for n in measures.known_names(s)})
+    close = difflib.get_close_matches(plain, [k for k in known if k != plain], n=3, cutoff=0.5)
+    raise ConfigError(f"search.objectives: {key!r} {why} -- fix: "
+                      + (f"did you mean {' or '.join(close)}? " if close else "")
+                      + f"name a measure with a direction (e.g. {', '.join(known[:4])}), or primary, latency, cost")
 
 
 def trial_count(value: Any, grid: int) -> int:
@@ -105,9 +135,9 @@ def _number(v: Any) -> float | None:
 
 def resolve(names: Sequence[str], first: Any) -> tuple[Objective, ...]:
     """The objectives' keys, fixed from the run's first trial's cell ``first`` (a
-    :class:`~rag_bench.reporting.decide` Cell): ``primary`` as the verdict chooses it (configured, or
+    :class:`~rag_bench.decision.decide` Cell): ``primary`` as the verdict chooses it (configured, or
     ``auto``), ``latency`` the end-to-end p50 when that cell has it, else retrieval + rerank p50."""
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     out = []
     for name in names:
@@ -127,7 +157,7 @@ def resolve(names: Sequence[str], first: Any) -> tuple[Objective, ...]:
 
 def value(cell: Any, objective: Objective) -> float | None:
     """``cell``'s figure for ``objective`` (None when it has none)."""
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     if objective.key == QUERY_LATENCY:
         return decide.latency_ms(cell.metrics)
@@ -173,8 +203,8 @@ def pareto_front(trials: Sequence[Trial], objectives: Sequence[Objective]) -> li
 
 def best(trials: Sequence[Trial], cells: Mapping[str, Any], objective: Objective) -> Trial | None:
     """The trial whose cell ranks first on ``objective`` by the leaderboard's rule
-    (:func:`rag_bench.reporting.decide.rank`: ties broken by generator tokens, then name)."""
-    from rag_bench.reporting import decide
+    (:func:`rag_bench.decision.decide.rank`: ties broken by generator tokens, then name)."""
+    from rag_bench.decision import decide
 
     firsts = {t.cell: t for t in trials if not t.repeat_of and t.complete}
     if not firsts:
@@ -197,7 +227,7 @@ def summary(trials: Sequence[Trial], objectives: Sequence[Objective], chosen: Se
     """The end-of-sweep lines: each trial (cell, values), the best or the Pareto front, the
     distinct cells computed against the grid's."""
     heads = ", ".join(f"{o.key} ({'higher' if o.higher else 'lower'} is better)" for o in objectives)
-    lines = [f"Optuna search (search.mode=optuna, {kind}, seed {seed}), {len(trials)} trials, objectives: {heads}"]
+    lines = [f"Optuna search (search=optuna, {kind}, seed {seed}), {len(trials)} trials, objectives: {heads}"]
     for t in trials:
         how = f"same cell as trial {t.repeat_of}" if t.repeat_of else "computed" if t.computed else "found done"
         lines.append(f"  trial {t.number}: {_params(t)} -> {t.cell} "
@@ -235,10 +265,10 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, objectives: Sequence[s
     import optuna
     from optuna.trial import TrialState
 
-    from rag_bench.search.halving import _marker_time, stored_cell
+    from rag_bench.search import halving
 
-    read = read or stored_cell
-    marker_time = marker_time or _marker_time
+    read = read or halving.stored_cell
+    marker_time = marker_time or halving.marker_time
     names = parse_objectives(objectives)
     trials_n = trial_count(n_trials, len(jobs))
     grid_axes = axes(jobs)
@@ -312,19 +342,45 @@ def _search(jobs: Sequence[Sequence[str]], launch: Launch, names: tuple[str, ...
     return trials
 
 
-def sweep(sweeper: Any, progress: Path) -> Any:
-    """``search.mode=optuna`` in rag_bench's Hydra sweeper: the grid validated as a grid's (and
-    tracking prepared), each trial's cell one batch through the sweep's launcher."""
-    from rag_bench.evaluation import prices
+def bound_lines(cells: int, questions: int, trials: int) -> list[str]:
+    """What an Optuna search computes at most, against the grid's cell-questions.
 
-    search = sweeper.config.get("search") or {}
-    names = parse_objectives(search.get("objectives", ["primary"]))
-    trials_n = trial_count(search.get("n_trials", 20), len(sweeper._grid))
-    if "cost" in names and prices.from_config(sweeper.config) is None:
-        raise ConfigError("search.objectives has cost but the config sets no price (prices.*) -- fix: a price "
-                          "table, e.g. +prices=<table> or prices.usd_per_hour=<dollars>, or drop cost from "
-                          "search.objectives")
-    launch, returns = sweeper.batch_launcher(progress)
-    run(sweeper._grid, launch, objectives=names, n_trials=trials_n, seed=int(search.get("seed", 0)),
-        summary_path=sweeper._experiment_dir() / ".hydra" / f"search-{sweeper._context.sweep_id}.json")
-    return returns
+    >>> bound_lines(36, 10, 12)[0][:65]
+    "search=optuna: at most 12 of the grid's 36 cells (search.n_trials"
+    """
+    n = min(trials, cells)
+    return [f"search=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
+            f"{n * questions:,} cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on the "
+            "sampler", "  prompts: at most the grid's (the trials are some of its cells)"]
+
+
+class Optuna:
+    """The Optuna search (:func:`run`) as a search strategy (``search=optuna``, conf/search/optuna.yaml):
+    its settings are ``search.n_trials``, ``objectives`` and ``seed``."""
+
+    name: ClassVar[str] = "optuna"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, n_trials: int = 20, objectives: list[str] | str = "primary", seed: int = 0) -> None:
+        self.n_trials, self.objectives, self.seed = n_trials, objectives, seed
+
+    def check(self, ctx: SearchContext) -> None:
+        """The objectives and the trials checked, and a cost objective refused without a price."""
+        from rag_bench.evaluation import prices
+
+        names = parse_objectives(self.objectives)
+        trial_count(self.n_trials, len(ctx.grid))
+        if "cost" in names and prices.from_config(ctx.config) is None:
+            raise ConfigError("search.objectives has cost but the config sets no price (prices.*) -- fix: a price "
+                              "table, e.g. +prices=<table> or prices.usd_per_hour=<dollars>, or drop cost from "
+                              "search.objectives")
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The trials at most (:func:`bound_lines`)."""
+        return bound_lines(len(grid), questions, int(self.n_trials))
+
+    def run(self, ctx: SearchContext) -> None:
+        """Each trial's cell one batch through ``ctx.launch``."""
+        names = parse_objectives(self.objectives)
+        run(ctx.grid, ctx.launch, objectives=names, n_trials=trial_count(self.n_trials, len(ctx.grid)),
+            seed=int(self.seed), summary_path=ctx.summary_path)

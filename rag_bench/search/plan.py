@@ -3,8 +3,9 @@
 The counting itself (which texts the cells embed, which prompts they send, looked up in the
 caches) is :mod:`rag_bench.search.plan_probe`, which reads and never writes; this module is pure:
 the plan's figures (:class:`Plan`), their money under a price table (:func:`money`), their time
-from the throughputs measured on this machine (:func:`duration`), the bound of each search mode
-(:func:`mode_lines`) and the table printed (:func:`render`). ``--plan=exact`` adds :class:`InMemory`:
+from the throughputs measured on this machine (:func:`duration`), the arithmetic of the search modes'
+bounds (each mode's lines are its :meth:`rag_bench.search.base.Strategy.bound`) and the table printed
+(:func:`render`). ``--plan=exact`` adds :class:`InMemory`:
 the texts it embedded in memory to make every prompt count exact. docs/search.md, "A plan before the run".
 """
 
@@ -270,37 +271,6 @@ def staged_bound(axis_sizes: Sequence[int]) -> int:
     7
     """
     return 1 + sum(n - 1 for n in axis_sizes)
-
-
-def mode_lines(mode: str, cells: int, questions: int, *, round_sizes: Sequence[int] = (),
-               axis_sizes: Sequence[int] = (), trials: int | None = None) -> list[str]:
-    """What the chosen search mode computes at most, against the grid's cell-questions.
-
-    >>> mode_lines("halving", 10, 12, round_sizes=[3, 6, 12])[0][:80]
-    'search.mode=halving: 39 to 120 cell-questions in 3 rounds of 3, 6, 12 questions '
-    """
-    grid = cells * questions
-    if mode == "grid":
-        return [f"search.mode=grid: {cells} cells x {questions} questions = {grid:,} cell-questions"]
-    if mode == "halving":
-        sizes = ", ".join(str(n) for n in round_sizes)
-        return [f"search.mode=halving: {halving_floor(cells, round_sizes):,} to {halving_bound(cells, round_sizes):,} "
-                f"cell-questions in {len(round_sizes)} rounds of {sizes} questions (the grid: {grid:,}); bounds: how "
-                "many cells each round prunes is decided by the results",
-                "  prompts: at most the grid's (a round's questions are the grid's, and answers are cached between "
-                "rounds)"]
-    if mode == "staged":
-        trials = min(staged_bound(axis_sizes), cells)
-        return [f"search.mode=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
-                f"cell-questions, the grid: {grid:,}); a bound: which cells depends on each stage's choice",
-                "  prompts: at most the grid's (the trials are some of its cells)"]
-    if mode == "optuna" and trials is not None:
-        n = min(trials, cells)
-        return [f"search.mode=optuna: at most {n} of the grid's {cells} cells (search.n_trials={trials}; "
-                f"{n * questions:,} cell-questions, the grid: {grid:,}); a bound: which cells depends on the sampler",
-                "  prompts: at most the grid's (the trials are some of its cells)"]
-    return [f"search.mode={mode}: not modelled by the plan; the grid's figures bound it ({cells} cells, "
-            f"{grid:,} cell-questions)"]
 
 
 def _table(rows: Sequence[Sequence[str]], indent: str = "    ") -> list[str]:

@@ -1,7 +1,7 @@
 """The counting behind ``rag-bench run -m … --plan``: the grid's cells composed, each cell's retrieval
 run in-process, its texts and prompts looked up in the caches -- read, never written.
 
-* The grid is the sweeper's (:func:`rag_bench.cluster.embed_phase.grid_overrides`: the experiment's
+* The grid is the sweeper's (:func:`rag_bench.runner.grid.grid_overrides`: the experiment's
   ``hydra.sweeper.params`` and the command's overrides, expanded stage by stage) and each cell is
   composed as a cell is; a cell whose folder holds DONE is skipped, as the run skips it.
 * Every other cell is built (:func:`rag_bench.runner.config.build_cell`) and run through the
@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench.components import is_null
 from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
-from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork, mode_lines
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork
 from rag_bench.storage import BlobStore, checksum, readable
 
 log = logging.getLogger(__name__)
@@ -322,10 +322,10 @@ def make(args: list[str], command: str = "", exact: bool = False) -> tuple[Plan,
     """The plan of ``rag-bench run -m ARGS`` with the price table and the measured rates it is
     printed with (:func:`rag_bench.search.plan.render`). ``exact``: vectors not cached are computed
     in memory (``--plan=exact``); raises :class:`ExactRefused` when they are a remote embedder's."""
-    from rag_bench.cluster.embed_phase import compose_cells, grid_overrides
     from rag_bench.evaluation.prices import from_config
     from rag_bench.parsing import run as parsing
     from rag_bench.runner import throughput
+    from rag_bench.runner.grid import compose_cells, grid_overrides
     from rag_bench.storage import default_cache_dir
 
     overrides, jobs = grid_overrides(args)
@@ -374,19 +374,19 @@ class _Counting:
 
     def dataset(self, cfg: DictConfig) -> Any:
         from rag_bench.runner.config import dataset_path
-        from rag_bench.runner.main import _load
+        from rag_bench.runner.main import load_dataset_of
 
         where = repr((str(dataset_path(cfg).resolve()), str(cfg.dataset.split),
                       OmegaConf.to_container(cfg.parser, resolve=True) if cfg.get("parser") is not None else None))
         if where not in self.datasets:
-            self.datasets[where] = _load(cfg)
+            self.datasets[where] = load_dataset_of(cfg)
         return self.datasets[where]
 
     def embedder(self, parts: Any, cfg: DictConfig) -> None:
         """The cell's embedder (one checked embedder per config, shared by its stages) made to
         answer from the cache only."""
-        from rag_bench.cluster.embed_phase import _uses_embedder
         from rag_bench.pipeline.contracts import CheckedEmbedder
+        from rag_bench.runner.grid import uses_embedder
         from rag_bench.runner.throughput import component_key
 
         checked = parts.embedder
@@ -399,7 +399,7 @@ class _Counting:
             self.keys[name], self.named[name] = _model_name(cfg.embedder)
             self.loose[name] = inner.persistent
             self.embedder_urls[name] = str(getattr(inner, "url", "") or type(inner._inner).__name__)
-        if _uses_embedder(cfg):  # a bm25 grid never loads the model
+        if uses_embedder(cfg):  # a bm25 grid never loads the model
             inner.prime([q.question for q in self.dataset(cfg).questions])
 
     def stage(self, key: str, tainted: bool, run: Any) -> tuple[Any, bool]:
@@ -585,21 +585,12 @@ def _judge_name(key: str) -> str:
 
 
 def _mode(cfgs: list[DictConfig], jobs: list[list[str]], counting: _Counting) -> tuple[str, tuple[str, ...]]:
-    """The chosen search mode and what it computes at most (:func:`rag_bench.search.plan.mode_lines`)."""
-    from rag_bench.runner.rounds import parse_rounds, round_questions
-    from rag_bench.search.staged import axes
+    """The chosen search mode and what it computes at most (:meth:`rag_bench.search.base.Strategy.bound`)."""
+    from rag_bench.search.base import strategy
 
     if not cfgs:
         return "grid", ()
-    search = cfgs[0].get("search") or {}
-    mode = str(search.get("mode", "grid"))
+    chosen = strategy(cfgs[0].get("search"))
     questions = max(counting.questions.values(), default=0)
-    if mode == "halving":
-        dataset = next(iter(counting.datasets.values()))
-        sizes = [len(round_questions(dataset.questions, f, int(search.get("seed", 0))))
-                 for f in parse_rounds(search.get("rounds"))]
-        return mode, tuple(mode_lines(mode, len(cfgs), questions, round_sizes=sizes))
-    if mode == "staged":
-        return mode, tuple(mode_lines(mode, len(cfgs), questions, axis_sizes=[len(a.values) for a in axes(jobs)]))
-    trials = search.get("n_trials") if mode == "optuna" else None
-    return mode, tuple(mode_lines(mode, len(cfgs), questions, trials=int(trials) if trials is not None else None))
+    dataset = next(iter(counting.datasets.values()), None)
+    return chosen.name, tuple(chosen.bound(jobs, questions, dataset.questions if dataset is not None else ()))

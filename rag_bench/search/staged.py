@@ -1,11 +1,11 @@
-"""``search.mode=staged`` (docs/search.md): one axis of the grid at a time, in pipeline order.
+"""``search=staged`` (docs/search.md): one axis of the grid at a time, in pipeline order.
 
 The sweep's axes (the keys with more than one value, in the sweeper's stage order: chunker, then
 retriever, then reranker, then k, then generator, others after) are searched one after the other.
 Stage ``s`` runs every value of axis ``s`` with the axes before it frozen at their chosen value and
 the axes after it at their default -- the first value given (on the command line or in the preset).
 The best of a stage by the primary measure (the verdict's ranking rule,
-:func:`rag_bench.reporting.decide.rank`) is frozen before the next. Every trial is one of the grid's
+:func:`rag_bench.decision.decide.rank`) is frozen before the next. Every trial is one of the grid's
 jobs, launched with the grid's own overrides: an ordinary cell (same id, folder, DONE, tracking),
 and a re-run finds the finished ones DONE and does not recompute them.
 
@@ -22,12 +22,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_bench.cells import atomic_write
+from rag_bench.search.plan import staged_bound
+
+if TYPE_CHECKING:
+    from rag_bench.domain import Question
+    from rag_bench.search.base import SearchContext
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
-NOT_SEARCHED = ("search.", "sweep=")  # overrides the finalists' command leaves out
+NOT_SEARCHED = ("search.", "search=", "sweep=")  # overrides the finalists' command leaves out
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def finalists_command(job: Sequence[str], grid_axes: Sequence[Axis], finalists: 
     """``rag-bench run -m ...``: the grid of ``finalists`` (axis key -> values), with ``job``'s
     other overrides (its ``search.*`` and sweep id left out).
 
-    >>> finalists_command(["+experiment=demo", "chunker=a", "k=3", "search.mode=staged"],
+    >>> finalists_command(["+experiment=demo", "chunker=a", "k=3", "search=staged"],
     ...                   axes([["chunker=a", "k=3"], ["chunker=b", "k=5"]]), {"chunker": ["b", "a"], "k": ["3"]})
     'rag-bench run -m +experiment=demo chunker=b,a k=3'
     """
@@ -120,7 +125,7 @@ def summary(stages: Sequence[Stage], measure: str, trials: int, computed: int, g
     """The end-of-sweep lines: the stages, the choice per axis, the cells against the grid's, the
     limit of the method and the finalists' full grid."""
     chosen = ", ".join(f"{s.axis}={s.chosen}" for s in stages) or "(no axis: one cell)"
-    return [f"Staged search (search.mode=staged), one axis at a time, ranked by {measure}:",
+    return [f"Staged search (search=staged), one axis at a time, ranked by {measure}:",
             *(f"  {s.line(i + 1)}" for i, s in enumerate(stages)),
             f"  chosen: {chosen}",
             f"  cells: {trials} trials ({computed} computed now) of the full grid's {grid} ({trials / grid:.0%})",
@@ -134,8 +139,8 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
     """The staged search over the grid ``jobs`` (each a cell's overrides, stage-ordered): each
     stage launches its trials not launched before, ranks them, freezes the best. Returns the
     stages (also printed to ``out`` and written to ``summary_path``)."""
-    from rag_bench.reporting import decide
-    from rag_bench.search.halving import _marker_time, stored_cell
+    from rag_bench.decision import decide
+    from rag_bench.search.halving import marker_time, stored_cell
 
     grid_axes = axes(jobs)
     chosen: dict[str, str] = {}
@@ -151,7 +156,7 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
         started = time.time_ns()
         for i, path in zip(todo, launch([list(jobs[i]) for i in todo])):
             dirs[i] = Path(path)
-        computed = sum(1 for i in todo if _marker_time(dirs[i]) >= started)
+        computed = sum(1 for i in todo if marker_time(dirs[i]) >= started)
         computed_total += computed
         if s is None:
             break
@@ -177,11 +182,36 @@ def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_
     return stages
 
 
-def sweep(sweeper: Any, progress: Path) -> Any:
-    """``search.mode=staged`` in rag_bench's Hydra sweeper: the grid validated as a grid's (and
-    tracking prepared), each stage's new trials one batch through the sweep's launcher."""
-    launch, returns = sweeper.batch_launcher(progress)
-    top = int((sweeper.config.get("search") or {}).get("finalists", 2))
-    run(sweeper._grid, launch, top=top,
-        summary_path=sweeper._experiment_dir() / ".hydra" / f"search-{sweeper._context.sweep_id}.json")
-    return returns
+def bound_lines(cells: int, questions: int, axis_sizes: Sequence[int]) -> list[str]:
+    """What a staged search computes at most, against the grid's cell-questions.
+
+    >>> bound_lines(12, 10, [3, 2, 2])[0][:66]
+    "search=staged: at most 5 of the grid's 12 cells (50 cell-questions"
+    """
+    trials = min(staged_bound(axis_sizes), cells)
+    return [f"search=staged: at most {trials} of the grid's {cells} cells ({trials * questions:,} "
+            f"cell-questions, the grid: {cells * questions:,}); a bound: which cells depends on each stage's choice",
+            "  prompts: at most the grid's (the trials are some of its cells)"]
+
+
+class Staged:
+    """The staged search (:func:`run`) as a search strategy (``search=staged``, conf/search/staged.yaml):
+    its setting is ``search.finalists``
+    (the top values per axis in the printed grid of the finalists)."""
+
+    name: ClassVar[str] = "staged"
+    budgeted: ClassVar[bool] = False
+
+    def __init__(self, finalists: int = 2) -> None:
+        self.finalists = finalists
+
+    def check(self, ctx: SearchContext) -> None:
+        """Nothing to refuse before the grid is validated."""
+
+    def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
+        """The trials of the stages at most (:func:`bound_lines`)."""
+        return bound_lines(len(grid), questions, [len(a.values) for a in axes(grid)])
+
+    def run(self, ctx: SearchContext) -> None:
+        """Each stage's new trials one batch through ``ctx.launch``."""
+        run(ctx.grid, ctx.launch, top=int(self.finalists), summary_path=ctx.summary_path)

@@ -6,7 +6,7 @@ its Runs table nests child runs under their parent, collapsed -- unless a child 
 run (``mlflow.runType = evaluation``), whose parent it expands. It shows metrics as logged, has no
 per-column display format, and opens a saved view from the experiment tag
 ``mlflow.sharedViewState.<id>`` when the address holds ``viewStateShareKey=<id>``. So, after the
-leaderboard is decided (:func:`rag_bench.reporting.decide.primary_measure`, known only once every
+leaderboard is decided (:func:`rag_bench.decision.decide.primary_measure`, known only once every
 cell is in), :func:`publish` writes:
 
 - on each ranked cell's run: ``rank`` (1 = best), ``primary`` (the primary measure's value) and

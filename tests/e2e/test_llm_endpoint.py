@@ -143,7 +143,7 @@ def test_in_process_llama_cpp_generator(gguf, tmp_path):
     assert m["latency"]["seconds_per_question"] > 0
     assert_claims_sane(records, m)
     # A real model answered: auto ranks by the answers over all questions, and the verdict says so.
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.decision.verdict import of_experiment
 
     assert m["methods"]["generator_stand_in"] is False and "correct_all" in m["answer"]
     found = of_experiment(cell.parent)

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
+from rag_bench.decision.effects import Effect, Level
 from rag_bench.reporting import charts
-from rag_bench.reporting.effects import Effect, Level
 
 
 @pytest.fixture

@@ -80,7 +80,7 @@ def test_cli_prints_answer_measures_and_a_verdict_by_default(demo_cells, capsys)
 
 def test_experiment_folder_compares_the_defaults_cell_with_the_best(demo_cells, capsys):
     from rag_bench.cells import experiment_cells
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     exp = demo_cells["baseline"].path.parent
     cells = experiment_cells(exp, records=False)

@@ -1,4 +1,4 @@
-"""Main effects, interactions and the Pareto front of a sweep (rag_bench.reporting.effects); the
+"""Main effects, interactions and the Pareto front of a sweep (rag_bench.decision.effects); the
 intervals are over questions, never over cells (issue 41: the whiskers were intervals over the 12
 cells at a level, far narrower than any one cell's own interval)."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag_bench.decision import effects
 from rag_bench.metrics.bootstrap import bootstrap_ci
-from rag_bench.reporting import effects
 
 
 def _grid():

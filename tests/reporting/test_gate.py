@@ -261,7 +261,7 @@ def test_cell_named_by_a_finished_mlflow_run_id(tmp_path, capsys, monkeypatch):
     cell = load_cell(run_id, tracking_uri=uri)
     assert cell.cell_id == folder.name and cell.done["mlflow_run_id"] == run_id
     assert cell.metrics == json.loads((folder / "metrics.json").read_text())
-    from rag_bench.reporting.decide import cell_name
+    from rag_bench.decision.decide import cell_name
 
     # named as its MLflow run (its name in its sweep), not by its temporary download folder
     assert cell_name(cell) == MlflowClient(tracking_uri=uri).get_run(run_id).info.run_name == cell_name(load_cell(folder))

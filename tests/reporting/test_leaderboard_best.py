@@ -1,4 +1,4 @@
-"""One primary measure and one best cell everywhere (rag_bench.reporting.decide): on a sweep whose
+"""One primary measure and one best cell everywhere (rag_bench.decision.decide): on a sweep whose
 best cells tie exactly, the leaderboard, the report, the sweep's MLflow parent run, compare's
 default pair and the notebook name the same best cell, under the same name."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_bench.decision import decide
 from rag_bench.errors import ConfigError
-from rag_bench.reporting import decide
 from tests.conftest import compose_config
 from tests.reporting.conftest import execute_notebook
 
@@ -55,7 +55,7 @@ def test_tie_rule_prefers_the_cheaper_cell_then_the_name(tmp_path):
 
 
 def test_a_cell_is_named_among_its_experiment_as_the_leaderboard_names_it(demo_cells):
-    from rag_bench.reporting.decide import cell_name, pair_names
+    from rag_bench.decision.decide import cell_name, pair_names
     from rag_bench.reporting.leaderboard import load_cells
 
     frame = load_cells(demo_cells["baseline"].path.parent)

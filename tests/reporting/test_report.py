@@ -70,7 +70,7 @@ def test_notebook_executes(demo_cells, tmp_path):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2  # the ranking with CIs, the losses
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.decision.verdict import of_experiment
 
     text = "".join(o.get("text", "") for o in outputs)
     assert of_experiment(demo_cells["baseline"].path.parent).lines()[0] in text  # it states the verdict

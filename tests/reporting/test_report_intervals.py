@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from rag_bench.cells import experiment_cells
+from rag_bench.decision import effects
 from rag_bench.evaluation import measures
-from rag_bench.reporting import effects, report, views
+from rag_bench.reporting import report, views
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from rag_bench.cells import experiment_cells
-from rag_bench.reporting import decide
+from rag_bench.decision import decide
 from rag_bench.reporting.report import render_report
 from tests.reporting.cdp import CHROMIUM, Page
 

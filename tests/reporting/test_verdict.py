@@ -1,4 +1,4 @@
-"""The verdict (rag_bench.reporting.verdict) on cells built in memory: best, the set not
+"""The verdict (rag_bench.decision.verdict) on cells built in memory: best, the set not
 significantly worse, best vs baseline, what it says when it cannot test, the stand-in rule."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from rag_bench.cells import Cell
+from rag_bench.decision.verdict import verdict
 from rag_bench.evaluation import measures
-from rag_bench.reporting.verdict import verdict
 
 CORRECT_ALL = measures.CORRECT_ALL
 N = 200

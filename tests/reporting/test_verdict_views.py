@@ -1,4 +1,4 @@
-"""Every view states the same verdict (rag_bench.reporting.verdict): the sweep's closing console
+"""Every view states the same verdict (rag_bench.decision.verdict): the sweep's closing console
 lines, `rag-bench leaderboard` (text and JSON), the report's header, the sweep's MLflow parent run,
 `rag-bench compare EXPERIMENT` and the executed notebook -- on the demo grid and on SQuAD 2.0
 (squad2-normans), with the extractive stand-in ranked by context or refusal and the reason said."""
@@ -27,7 +27,7 @@ def _agree(tmp_path: Path, name: str, *grid: str) -> tuple[str, Path]:
     returns the verdict's line and the experiment folder."""
     from mlflow.tracking import MlflowClient
 
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.decision.verdict import of_experiment
 
     root = tmp_path / "exp"
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
@@ -79,7 +79,7 @@ def _agree(tmp_path: Path, name: str, *grid: str) -> tuple[str, Path]:
 @pytest.mark.slow
 def test_the_demo_grid_states_one_verdict_everywhere(tmp_path):
     line, exp = _agree(tmp_path, "grid", "chunker=fixed,section", "retriever=bm25,hybrid", "pipeline.k=3,5")
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.decision.verdict import of_experiment
 
     found = of_experiment(exp)
     # the extractive generator is a stand-in: ranked by context or refusal, and the reason says so
@@ -96,9 +96,9 @@ def test_squad_states_one_verdict_and_counts_refusals(tmp_path):
     import pandas as pd
 
     from rag_bench.cells import experiment_cells
+    from rag_bench.decision import decide
+    from rag_bench.decision.verdict import question_values
     from rag_bench.evaluation import measures
-    from rag_bench.reporting import decide
-    from rag_bench.reporting.verdict import question_values
     from rag_bench.stats.paired import randomisation_p
 
     line, exp = _agree(tmp_path, "squad", f"dataset.path={SQUAD}", "chunker=section,sentence",

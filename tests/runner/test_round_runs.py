@@ -1,16 +1,21 @@
-"""The question runs a halving round leaves in a cell folder (``round-runs.pickle``) are loaded
-only when this machine's runner signed them: an experiment folder travels (CI artifacts, a
-colleague's copy), and unpickling runs whatever code the file names."""
+"""The question runs a halving round leaves in a cell folder are data (``question-runs.jsonl``,
+rag_bench.evaluation.run_io), never a pickle: an experiment folder travels (CI artifacts, a
+colleague's copy), and unpickling runs whatever code the file names -- a signing key in the cache
+did not help, since whoever could write the cache could plant a key of their own (issue 52, item 1)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import pickle
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from omegaconf import OmegaConf
 
+from rag_bench.evaluation import run_io
 from rag_bench.runner import main, rounds
 
 
@@ -24,68 +29,94 @@ class Planted:
         return (open, (self.path, "w"))
 
 
-def partial_folder(tmp_path: Path, blob: bytes) -> Path:
+def untimed(metrics: object) -> object:
+    """metrics without the evaluation's own timings (``*_s``, ``*_ms``: measured on each call)."""
+    if isinstance(metrics, dict):
+        return {k: untimed(v) for k, v in metrics.items() if not str(k).endswith(("_s", "_ms"))}
+    return metrics
+
+
+def partial_folder(tmp_path: Path, qids: list[str]) -> Path:
     cell = tmp_path / "exp" / "abc123"
     cell.mkdir(parents=True)
     (cell / rounds.PARTIAL).write_text(json.dumps({"seed": 0, "dataset_fingerprint": "fp", "fraction": 0.25,
-                                                   "questions_digest": rounds.questions_digest(["q1"])}))
-    (cell / main.ROUND_RUNS).write_bytes(blob)
+                                                   "questions_digest": rounds.questions_digest(qids)}))
     return cell
 
 
-def test_a_pickle_planted_in_a_cell_folder_is_not_loaded(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def real_run():
+    """A cell's run on the tiny dataset, computed by the pipeline: every kind of field a run holds."""
+    from rag_bench.memo import SharedWork
+    from rag_bench.pipeline import pipeline
+    from rag_bench.runner.config import build_cell
+    from tests.conftest import TINY, compose_config
+
+    cfg = compose_config(["tracking=none", f"dataset.path={TINY}", "eval.bootstrap_resamples=50"])
+    work = SharedWork()
+    parts = build_cell(cfg, work)
+    dataset = main.load_dataset_of(cfg)
+    return parts, pipeline.run(parts, dataset, work), work
+
+
+def test_a_real_run_round_trips_exactly_and_scores_the_same(real_run, tmp_path):
+    parts, run, work = real_run
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    main._write_runs(cell, run.questions)
+    back = main._read_runs(cell)
+    assert run_io.dumps(back) == run_io.dumps(run.questions)  # field by field (NaN included)
+    assert [type(r.question) for r in back] == [type(r.question) for r in run.questions]
+    assert all(a.question == b.question and a.ranked == b.ranked or math.isnan(sum(a.ranked.scores))
+               for a, b in zip(back, run.questions))
+    again = dataclasses.replace(run, questions=back)
+    first, second = (untimed(parts.evaluation.evaluate(r, "cid", work).metrics) for r in (run, again))
+    assert json.dumps(first, sort_keys=True, default=str) == json.dumps(second, sort_keys=True, default=str)
+    assert not (tmp_path / "cache" / "round-runs.key").exists()  # no key file any more
+
+
+def test_a_planted_pickle_is_never_loaded(real_run, tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
     proof = tmp_path / "executed"
-    cell = partial_folder(tmp_path, pickle.dumps((Planted(str(proof)),)))
+    cell = partial_folder(tmp_path, ["q1"])
+    (cell / main.ROUND_RUNS).write_bytes(pickle.dumps((Planted(str(proof)),)))
+    (cell / "round-runs.pickle").write_bytes(pickle.dumps((Planted(str(proof)),)))  # the old file name too
     cfg = OmegaConf.create({"search": {"seed": 0}})
     assert main._prior_round(cfg, SimpleNamespace(fingerprint="fp"), cell) is None  # type: ignore[arg-type]
     assert not proof.exists()
 
 
-def test_runs_round_trip_under_this_machines_key_and_not_under_another(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "mine"))
-    cell = tmp_path / "cell"
-    cell.mkdir()
-    main._write_runs(cell, ("q1-run",))  # type: ignore[arg-type]
-    assert main._read_runs(cell) == ("q1-run",)
-    key = tmp_path / "mine" / "round-runs.key"
-    assert len(key.read_bytes()) == 32 and key.stat().st_mode & 0o077 == 0
-    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "theirs"))  # another machine's key
-    try:
-        main._read_runs(cell)
-    except ValueError as exc:
-        assert "not signed" in str(exc)
-    else:
-        raise AssertionError("a pickle signed under another key was loaded")
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda lines: [lines[0].replace('"version": 1', '"version": 2'), *lines[1:]], "version 2: this rag_bench reads "
+                                                                                   "version 1 -- fix:"),
+    (lambda lines: lines[1:], "not a rag_bench.question_runs file"),
+    (lambda lines: lines[:-1], "the header says"),
+    (lambda lines: [lines[0], lines[1].replace('"qid": ', '"__class__": "os.system", "qid": ', 1), *lines[2:]],
+     "unknown fields ['__class__']"),
+    (lambda lines: [lines[0], lines[1].replace('"answerable": ', '"answerable": "yes", "x": ', 1), *lines[2:]],
+     "unknown fields"),
+])
+def test_a_file_of_another_version_or_shape_is_refused(real_run, tmp_path, edit, message):
+    _, run, _ = real_run
+    lines = run_io.dumps(run.questions).splitlines()
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        run_io.loads("\n".join(edit(lines)) + "\n")
 
 
-def test_an_empty_key_file_is_replaced_so_nobody_can_sign_with_the_empty_key(tmp_path, monkeypatch):
-    import hashlib
-    import hmac
-
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "round-runs.key").write_bytes(b"")  # a key file left empty (a crash between create and write)
-    monkeypatch.setenv("RAG_BENCH_CACHE", str(cache))
-    proof = tmp_path / "executed"
-    data = pickle.dumps((Planted(str(proof)),))
-    cell = partial_folder(tmp_path, hmac.new(b"", data, hashlib.sha256).digest() + data)  # forged with the empty key
-    cfg = OmegaConf.create({"search": {"seed": 0}})
-    assert main._prior_round(cfg, SimpleNamespace(fingerprint="fp"), cell) is None  # type: ignore[arg-type]
-    assert not proof.exists() and len((cache / "round-runs.key").read_bytes()) == 32
+def test_a_field_of_the_wrong_type_is_refused(real_run):
+    _, run, _ = real_run
+    data = json.loads(run_io.dumps(run.questions[:1]).splitlines()[1])
+    data["retrieved"]["indices"] = ["0"]  # a string where an int goes
+    with pytest.raises(ValueError, match="expected int"):
+        run_io.from_data(data, run_io.QuestionRun)
 
 
-def test_a_symlinked_round_runs_file_is_not_followed(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+def test_a_symlinked_runs_file_is_not_followed(real_run, tmp_path):
+    _, run, _ = real_run
     source = tmp_path / "elsewhere"
     source.mkdir()
-    main._write_runs(source, ("q1-run",))  # type: ignore[arg-type]
-    cell = partial_folder(tmp_path, b"")
-    (cell / main.ROUND_RUNS).unlink()
+    main._write_runs(source, run.questions)
+    cell = partial_folder(tmp_path, [r.qid for r in run.questions])
     (cell / main.ROUND_RUNS).symlink_to(source / main.ROUND_RUNS)
-    try:
+    with pytest.raises(ValueError, match="not a regular file"):
         main._read_runs(cell)
-    except ValueError as exc:
-        assert "not a regular file" in str(exc)
-    else:
-        raise AssertionError("a symlinked round-runs file was read")

@@ -1,4 +1,4 @@
-"""search.mode=halving, the pure parts: the rounds, their stratified nested question subsets, the
+"""search=halving, the pure parts: the rounds, their stratified nested question subsets, the
 subset dataset, the pruning decision, what counts as a round already done (resume)."""
 
 from __future__ import annotations
@@ -236,8 +236,9 @@ def test_search_keys_enter_neither_the_cell_id_nor_the_stored_config():
     from tests.conftest import compose_config
 
     grid = compose_config(["tracking=none"])
-    halving = compose_config(["tracking=none", "search.mode=halving", "search.rounds=[0.1,1]", "search.round=0",
-                              "search.seed=3", "search.alpha=0.1"])
+    halving = compose_config(["tracking=none", "search=halving", "search.rounds=[0.1,1]", "search.round=0",
+                              "search.seed=3", "search.alpha=0.1", "budget.max_llm_calls=9"])
     assert cell_id(grid, "fp") == cell_id(halving, "fp")
     assert stored_config(grid, "/d") == stored_config(halving, "/d") and "search" not in stored_config(grid, "/d")
-    assert grid.search.mode == "grid"  # the default: today's behaviour
+    assert "budget" not in stored_config(grid, "/d")
+    assert grid.search._target_ == "rag_bench.search.grid.Grid"  # the default: today's behaviour

@@ -1,4 +1,4 @@
-"""search.mode=halving through the real CLI on the demo set: the surviving cells are the grid's
+"""search=halving through the real CLI on the demo set: the surviving cells are the grid's
 cells (same ids, config.yaml, metrics.json figures), the pruned cells keep their partial results
 marked, and after kill -9 the same command resumes without recomputing the rounds already done."""
 
@@ -20,10 +20,13 @@ REPO = Path(__file__).resolve().parents[2]
 GRID = ["chunker=section", "retriever=bm25", "pipeline.k=1,5,10"]
 
 
-def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID) -> subprocess.CompletedProcess[str]:
+def run(out: Path, *extra: str, failpoint: str | None = None, grid: list[str] = GRID,
+        cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAG_BENCH_FAILPOINT")}
     if failpoint:
         env["RAG_BENCH_FAILPOINT"] = failpoint
+    if cache is not None:
+        env["RAG_BENCH_CACHE"] = str(cache)
     # this checkout's rag_bench (python -m from the repository), not an installed copy's
     return subprocess.run([sys.executable, "-m", "rag_bench.cli", "run", "-m", *grid, "tracking=none",
                            f"output.root={out}", "experiment.name=h", *extra], cwd=REPO, env=env,
@@ -92,7 +95,7 @@ def test_survivors_are_the_grids_cells_and_the_pruned_are_marked(grid, halving):
         assert marked == block and marked["behind"] < 0 and marked["p"] < marked["alpha"] == 0.025
         records = pd.read_parquet(folder / "records.parquet")
         assert len(records) == marked["questions"] < demo_questions()  # its partial results: the round's only
-    assert "Successive halving (search.mode=halving):" in stdout and "cell-questions computed:" in stdout
+    assert "Successive halving (search=halving):" in stdout and "cell-questions computed:" in stdout
     status = subprocess.run([sys.executable, "-m", "rag_bench.cli", "status", str(exp)], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert f"{len(found['pruned'])} pruned" in status.stdout and "missing" not in status.stdout  # not "run it again"
@@ -125,7 +128,7 @@ def demo_questions() -> int:
 
 
 def test_grid_mode_is_unchanged_by_the_search_key(grid, tmp_path):
-    # the default (search.mode=grid) names search nowhere: no search block, no search key in config.yaml
+    # the default (search=grid) names search nowhere: no search block, no search key in config.yaml
     for folder in cells(grid).values():
         assert "search" not in json.loads((folder / "metrics.json").read_text())
         assert "\nsearch:" not in (folder / "config.yaml").read_text()
@@ -134,13 +137,13 @@ def test_grid_mode_is_unchanged_by_the_search_key(grid, tmp_path):
 
 def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_path):
     out = tmp_path / "out"
-    killed = run(out, "search.mode=halving", failpoint="cell_written")  # the first cell of the last round
+    killed = run(out, "search=halving", failpoint="cell_written")  # the first cell of the last round
     assert killed.returncode != 0
     exp = out / "h"
     first = {cid: (p / "PARTIAL").stat().st_mtime_ns for cid, p in cells(exp).items()
                              if (p / "PARTIAL").exists()}
     assert first, "rounds before the last left their PARTIAL cells"
-    again = run(out, "search.mode=halving")
+    again = run(out, "search=halving")
     assert again.returncode == 0, again.stderr[-3000:]
     found = summary(exp)
     for cid in found["pruned"]:  # a pruned cell's round was not computed again
@@ -159,22 +162,43 @@ def test_a_halving_sweep_killed_mid_way_resumes_without_recomputing(grid, tmp_pa
               if json.loads((cells(exp)[cid] / "DONE").read_text()).get("search", {}).get("questions_computed")
               == n - rounds[1]["questions"]]
     assert len(merged) >= len(found["survivors"]) - 2 and merged, found
-    rerun = run(out, "search.mode=halving")  # everything done: nothing computed
+    rerun = run(out, "search=halving")  # everything done: nothing computed
     assert rerun.returncode == 0 and all(r["computed"] == 0 for r in summary(exp)["rounds"])
 
 
 def test_an_unknown_search_mode_fails_before_any_cell(tmp_path):
-    done = run(tmp_path, "search.mode=halfing")
-    assert done.returncode == 2 and "search.mode='halfing'" in done.stderr and "fix: search.mode=grid|halving" \
-        in done.stderr
+    done = run(tmp_path, "search=halfing")
+    assert done.returncode == 2 and "search has no option 'halfing'" in done.stderr
+    assert "fix: did you mean search=halving? (search's options: grid, halving, optuna, staged)" in done.stderr
+    old = run(tmp_path, "search.mode=halfing")  # the spelling before search was a config group: an alias
+    assert old.returncode == 2 and "note: search.mode=halfing is spelled search=halfing now" in old.stderr
+    assert "did you mean search=halving?" in old.stderr
     assert not list(tmp_path.glob("h/*/DONE"))
+
+
+@pytest.mark.parametrize(("mode", "typo", "listed"), [
+    ("halving", "search.prun=rank", "valid keys of search: rounds, alpha, prune, keep, seed, round (did you mean "
+                                    "search.prune?)"),
+    ("staged", "search.n_trials=4", "valid keys of search: finalists"),  # optuna's setting under staged
+])
+def test_a_search_setting_the_mode_lacks_fails_at_compose_with_the_valid_ones(tmp_path, mode, typo, listed):
+    done = run(tmp_path, f"search={mode}", typo)
+    assert done.returncode == 2 and f"Could not override '{typo.split('=')[0]}'" in done.stderr
+    assert listed in done.stderr
+    assert not (tmp_path / "h").exists()
+
+
+def test_a_search_setting_of_the_wrong_type_is_refused_before_any_cell(tmp_path):
+    done = run(tmp_path, "search=halving", "search.alpha=nan")
+    assert done.returncode == 2 and "search.alpha must be finite, got nan" in done.stderr
+    assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
 
 
 def test_a_halving_grid_over_two_datasets_is_refused(tmp_path):
     from rag_bench.runner.config import DEMO_DATASET
     from tests.conftest import TINY
 
-    done = run(tmp_path, "search.mode=halving", f"dataset.path={TINY},{DEMO_DATASET}")
+    done = run(tmp_path, "search=halving", f"dataset.path={TINY},{DEMO_DATASET}")
     assert done.returncode == 2 and "spans 2 datasets" in done.stderr and "fix: one halving sweep per dataset" \
         in done.stderr
     assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
@@ -190,14 +214,14 @@ def test_a_halving_grid_over_two_splits_is_refused(tmp_path):
     data = tmp_path / "beir"
     shutil.copytree(ROOT / "tests" / "fixtures" / "beir_graded", data)
     shutil.copy(data / "qrels" / "test.tsv", data / "qrels" / "dev.tsv")
-    done = run(tmp_path, "search.mode=halving", f"dataset.path={data}", "dataset.split=test,dev")
+    done = run(tmp_path, "search=halving", f"dataset.path={data}", "dataset.split=test,dev")
     assert done.returncode == 2 and "spans 2 datasets or splits" in done.stderr and "fix: one halving sweep per " \
         "dataset and split" in done.stderr
     assert not list(tmp_path.glob("h/*/DONE")) and not list(tmp_path.glob("h/*/PARTIAL"))
 
 
 def test_rank_pruning_keeps_the_top_third_and_says_which_dropped_cells_were_not_significantly_worse(grid, tmp_path):
-    done = run(tmp_path, "search.mode=halving", "search.prune=rank")
+    done = run(tmp_path, "search=halving", "search.prune=rank")
     assert done.returncode == 0, done.stderr[-3000:]
     exp = tmp_path / "h"
     found = summary(exp)
@@ -234,7 +258,7 @@ def test_a_merged_cell_reports_its_approximate_index_on_every_question_as_the_gr
     # the whole cell's (pipeline.run report_on), like every other figure.
     ivf = ["chunker=section", "retriever=dense", "index=ivf", "pipeline.k=1,5,10"]
     assert run(tmp_path / "grid", grid=ivf).returncode == 0
-    done = run(tmp_path / "halving", "search.mode=halving", grid=ivf)
+    done = run(tmp_path / "halving", "search=halving", grid=ivf)
     assert done.returncode == 0, done.stderr[-3000:]
     found, theirs = summary(tmp_path / "halving" / "h"), cells(tmp_path / "grid" / "h")
     assert found["survivors"] and found["rounds"][-1]["questions_computed"] < \
@@ -243,3 +267,41 @@ def test_a_merged_cell_reports_its_approximate_index_on_every_question_as_the_gr
         ours = json.loads((cells(tmp_path / "halving" / "h")[cid] / "metrics.json").read_text())
         assert "ann_recall@10" in ours["ann"]
         assert figures(ours) == figures(json.loads((theirs[cid] / "metrics.json").read_text()))
+
+
+class Planted:
+    """Unpickling this creates a file: the proof that a pickle from a cell folder was executed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_signed_with_a_planted_key_is_never_run_on_resume(tmp_path):
+    """Issue 52, item 1: the rounds' runs were HMAC-signed pickles under <cache>/round-runs.key, a key
+    accepted whatever its owner and mode -- whoever could write the cache signed a pickle whose
+    __reduce__ ran on resume. The runs are data now: no pickle is read, no key file is made."""
+    import hashlib
+    import hmac
+    import pickle
+
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    killed = run(out, "search=halving", failpoint="cell_written", cache=cache)  # the first cell of the last round
+    assert killed.returncode != 0
+    partial = [p for p in cells(out / "h").values() if (p / "PARTIAL").exists()]
+    assert partial and all((p / "question-runs.jsonl").is_file() for p in partial)
+    assert not (cache / "round-runs.key").exists() and not list(out.rglob("*.pickle"))
+    key = b"k" * 32
+    (cache / "round-runs.key").write_bytes(key)
+    (cache / "round-runs.key").chmod(0o666)  # anyone's
+    proof = tmp_path / "executed"
+    data = pickle.dumps((Planted(str(proof)),))
+    for folder in partial:  # the old file name, signed under the planted key, and the new name
+        (folder / "round-runs.pickle").write_bytes(hmac.new(key, data, hashlib.sha256).digest() + data)
+        (folder / "question-runs.jsonl").write_bytes(hmac.new(key, data, hashlib.sha256).digest() + data)
+    again = run(out, "search=halving", cache=cache)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not proof.exists(), "a pickle from a cell folder was executed"
+    assert not [p for p in cells(out / "h").values() if (p / "DONE").exists() and (p / "question-runs.jsonl").exists()]

@@ -1,4 +1,4 @@
-"""search.mode=optuna through the real CLI (tracking=none): every trial is the grid's cell (same id,
+"""search=optuna through the real CLI (tracking=none): every trial is the grid's cell (same id,
 config.yaml, metrics.json figures, DONE); on the demo grid (+experiment=demo, 36 cells) two fresh
 runs with the same seed make the same trials, and after kill -9 the same command resumes to the
 same trials without recomputing the finished ones; several objectives search with NSGA-II and the
@@ -25,7 +25,7 @@ DEMO = ["+experiment=demo"]  # 36 cells: chunker 3 x retriever 3 x reranker 2 x 
 
 def command(out: Path, grid: list[str], *extra: str) -> list[str]:
     return [sys.executable, "-m", "rag_bench.cli", "run", "-m", *grid, "tracking=none", f"output.root={out}",
-            "experiment.name=o", "search.mode=optuna", *extra]
+            "experiment.name=o", "search=optuna", *extra]
 
 
 def env(failpoint: str | None = None) -> dict[str, str]:
@@ -65,7 +65,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_every_trial_is_the_grids_cell_and_the_best_is_the_leaderboards_first(grid, tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
 
     done = run(tmp_path, GRID, "search.n_trials=6")
@@ -127,7 +127,7 @@ def test_an_optuna_sweep_killed_mid_way_resumes_without_recomputing(demo, tmp_pa
 
 
 def test_primary_and_latency_search_with_nsga2_and_print_the_pareto_front(grid, tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
     from rag_bench.search.optuna_search import dominates
 
@@ -159,3 +159,12 @@ def test_a_cost_objective_without_prices_exits_2_with_a_fix(tmp_path):
     assert done.returncode == 2
     assert "search.objectives has cost but the config sets no price" in done.stderr and "fix:" in done.stderr
     assert not list((tmp_path / "o").glob("*/DONE"))  # refused before any cell ran
+
+
+def test_a_misspelt_objective_exits_2_before_any_cell_with_the_measures_near_it(tmp_path):
+    """A typo (a letter O for a zero) ran every trial blind, each told no value, and exited 0."""
+    done = run(tmp_path, GRID, "search.n_trials=2", "search.objectives=[retrieval/ndcg@1O]")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "search.objectives: 'retrieval/ndcg@1O' is not a measure of rag_bench" in done.stderr
+    assert "did you mean retrieval/ndcg@1 or retrieval/ndcg@10" in done.stderr and "fix:" in done.stderr
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").glob("*/metrics.json"))  # no cell ran

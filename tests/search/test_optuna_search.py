@@ -1,4 +1,4 @@
-"""search.mode=optuna's own logic over a fake grid (cells written by a fake launch, figures a pure
+"""search=optuna's own logic over a fake grid (cells written by a fake launch, figures a pure
 function of the cell's settings): the keys' checks, TPE vs NSGA-II, same seed -> same trials,
 repeats launch nothing, an interrupted search resumes to the same trials computing only the cells
 not finished, the Pareto front and the best, the cost objective without prices."""
@@ -142,7 +142,7 @@ def test_pareto_front_and_dominance_by_direction():
 
 
 def test_the_best_of_one_objective_is_the_leaderboards_first(tmp_path):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
     from rag_bench.search.halving import stored_cell
 
     trials, summary = search(tmp_path, FakeLaunch(tmp_path), n_trials=8, seed=2)
@@ -165,7 +165,7 @@ def test_a_cost_objective_on_unpriced_cells_is_a_config_error(tmp_path):
 
 
 def test_latency_is_end_to_end_when_the_first_cell_has_it(tmp_path):
-    from rag_bench.reporting.decide import Cell
+    from rag_bench.decision.decide import Cell
 
     cell = Cell("x", tmp_path, {}, {"retrieval": {"ndcg@10": 0.5}, "latency": {"e2e_p50_ms": 120.0,
                                                                                  "retrieve_p50_ms": 2.0}}, {})
@@ -180,10 +180,11 @@ def test_optuna_keys_compose_and_enter_neither_the_cell_id_nor_the_stored_config
     from tests.conftest import compose_config
 
     grid = compose_config(["tracking=none"])
-    optuna = compose_config(["tracking=none", "search.mode=optuna", "search.n_trials=5", "search.seed=7",
+    optuna = compose_config(["tracking=none", "search=optuna", "search.n_trials=5", "search.seed=7",
                              "search.objectives=[primary,latency,cost]"])
     assert list(optuna.search.objectives) == ["primary", "latency", "cost"] and optuna.search.n_trials == 5
-    assert list(grid.search.objectives) == ["primary"] and grid.search.n_trials == 20  # the defaults
+    defaults = compose_config(["tracking=none", "search=optuna"])
+    assert list(defaults.search.objectives) == ["primary"] and defaults.search.n_trials == 20  # the defaults
     assert cell_id(grid, "fp") == cell_id(optuna, "fp")
     assert stored_config(grid, "/d") == stored_config(optuna, "/d")
 

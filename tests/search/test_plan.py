@@ -12,10 +12,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rag_bench.embedding.cache import EmbeddingCache, text_key
+from rag_bench.errors import ConfigError
 from rag_bench.evaluation.prices import ModelPrice, Prices
 from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
-from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, mode_lines, money, render
+from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, money, render
 from rag_bench.search.plan_probe import ExactRefused, Ledger, PlanEmbedder, _calls_each, _refusal, make, stored_keys
 
 
@@ -73,23 +74,42 @@ def test_a_plan_with_nothing_to_compute_takes_no_time():
 
 
 def test_mode_bounds_use_the_modes_arithmetic():
-    assert mode_lines("grid", 4, 10) == ["search.mode=grid: 4 cells x 10 questions = 40 cell-questions"]
-    halving = mode_lines("halving", 4, 10, round_sizes=[3, 5, 10])
+    from rag_bench.search import halving, optuna_search, staged
+    from rag_bench.search.grid import Grid
+
+    assert Grid().bound([["k=3"]] * 4, 10, ()) == ["search=grid: 4 cells x 10 questions = 40 cell-questions"]
+    lines = halving.bound_lines(4, 10, [3, 5, 10])
     # at least: 4 cells x 3 questions, then the leader alone on the 7 questions new to the later rounds;
     # at most: no cell pruned, each question once per cell (rounds run only their new questions): the grid's
-    assert "19 to 40 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in halving[0]
-    staged = mode_lines("staged", 12, 10, axis_sizes=[3, 2, 2])
-    assert staged[0].startswith("search.mode=staged: at most 5 of the grid's 12 cells (50 cell-questions")
-    assert mode_lines("optuna", 36, 10, trials=12)[0].startswith("search.mode=optuna: at most 12 of the grid's 36 cells")
-    assert "not modelled" in mode_lines("random", 4, 10)[0]
+    assert "19 to 40 cell-questions in 3 rounds of 3, 5, 10 questions (the grid: 40)" in lines[0]
+    grid = [[f"a={a}", f"b={b}", f"c={c}"] for a in "xyz" for b in "xy" for c in "xy"]
+    assert staged.Staged().bound(grid, 10, ())[0].startswith(
+        "search=staged: at most 5 of the grid's 12 cells (50 cell-questions")
+    assert staged.bound_lines(12, 10, [3, 2, 2]) == staged.Staged().bound(grid, 10, ())
+    assert optuna_search.Optuna(n_trials=12).bound([["k=3"]] * 36, 10, ())[0].startswith(
+        "search=optuna: at most 12 of the grid's 36 cells")
+
+
+def test_a_search_strategy_is_built_as_a_component_is():
+    from rag_bench.search.base import strategy
+    from rag_bench.search.halving import Halving
+
+    built = strategy(OmegaConf.create({"_target_": "rag_bench.search.halving.Halving", "prune": "rank"}))
+    assert isinstance(built, Halving) and built.prune == "rank"
+    with pytest.raises(ConfigError, match=r"search.prun is not a parameter .* \(did you mean search.prune\?\)"):
+        strategy(OmegaConf.create({"_target_": "rag_bench.search.halving.Halving", "prun": "rank"}))
+    with pytest.raises(ConfigError, match="does not implement the search stage: missing check, bound, run"):
+        strategy(OmegaConf.create({"_target_": "rag_bench.domain.Question"}))
+    with pytest.raises(ConfigError, match="fix: add search=grid"):
+        strategy(None)
 
 
 def test_render_is_a_small_table_with_every_part():
-    out = render(plan(embedders=(LOCAL_EMB,), prompts=(API,), mode_lines=("search.mode=grid: x",)), None, Rates())
+    out = render(plan(embedders=(LOCAL_EMB,), prompts=(API,), mode_lines=("search=grid: x",)), None, Rates())
     assert "cells: 4 in the grid, 1 already DONE, 3 to compute" in out
     assert "minilm:all-MiniLM-L6-v2  300     100" in out
     assert "openai:api-llm   20       5                 10" in out
-    assert "judge: none" in out and "no measured throughput yet" in out and "search.mode=grid: x" in out
+    assert "judge: none" in out and "no measured throughput yet" in out and "search=grid: x" in out
     each = _calls_each(repr({"name": "ragas", "metrics": ["faithfulness", "response_relevancy"], "samples": 1}))
     judged = render(plan(judges=(JudgeWork("ragas:local", 12, 0, each),)), None, Rates())
     assert "judge: ragas:local: at most 12 judgements x 2 calls" in judged and "= 24 " in judged

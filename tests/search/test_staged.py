@@ -1,4 +1,4 @@
-"""The pure parts of search.mode=staged: the axes of a grid, each stage's trials, the finalists' command."""
+"""The pure parts of search=staged: the axes of a grid, each stage's trials, the finalists' command."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_each_stage_varies_its_axis_with_earlier_axes_chosen_and_later_at_defaul
 
 
 def test_finalists_command_is_the_grid_of_the_top_values_without_search_keys():
-    jobs = [[*job, "search.mode=staged"] for job in grid()]
+    jobs = [[*job, "search=staged"] for job in grid()]
     command = finalists_command(jobs[0], axes(jobs), {"chunker": ["section", "fixed"], "retriever": ["dense", "bm25"],
                                                       "pipeline.k": ["5", "3"]})
     assert command == ("rag-bench run -m +experiment=demo tracking=none chunker=section,fixed retriever=dense,bm25 "

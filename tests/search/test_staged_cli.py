@@ -1,4 +1,4 @@
-"""search.mode=staged through the real CLI on the demo set (tracking=none): every trial is the
+"""search=staged through the real CLI on the demo set (tracking=none): every trial is the
 grid's cell (same id, config.yaml, metrics.json figures), each stage varies one axis with the
 earlier ones at their chosen value and the later ones at their default, the printed choice is the
 best of each stage on the primary measure, and after kill -9 the same command resumes without
@@ -51,13 +51,13 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("staged")
-    done = run(out, "search.mode=staged")
+    done = run(out, "search=staged")
     assert done.returncode == 0, done.stderr[-3000:]
     return out / "s", done.stdout
 
 
 def test_every_trial_is_the_grids_cell_and_the_printed_choice_is_each_stages_best(grid, staged):
-    from rag_bench.reporting import decide
+    from rag_bench.decision import decide
 
     exp, stdout = staged
     found, theirs, mine = summary(exp), cells(grid), cells(exp)
@@ -100,15 +100,15 @@ def _cell(folder: Path):
 def test_a_staged_sweep_killed_mid_way_resumes_without_recomputing(staged, tmp_path):
     out = tmp_path / "out"
     # every cell pauses before its DONE; kill -9 the whole sweep once two trials are done
-    finished = kill_after_done(command(out, "search.mode=staged"), env("before_done:sleep=2"), out / "s")
+    finished = kill_after_done(command(out, "search=staged"), env("before_done:sleep=2"), out / "s")
     trials = len(summary(staged[0])["trials"])
     assert 2 <= len(finished) < trials
-    again = run(out, "search.mode=staged")
+    again = run(out, "search=staged")
     assert again.returncode == 0, again.stderr[-3000:]
     found = summary(out / "s")
     assert found["chosen"] == summary(staged[0])["chosen"] and len(found["trials"]) == trials
     assert found["computed"] == trials - len(finished)  # the finished trials were read, not recomputed
     assert all((out / "s" / cid / "DONE").stat().st_mtime_ns == t for cid, t in finished.items())
-    rerun = run(out, "search.mode=staged")  # everything done: nothing computed
+    rerun = run(out, "search=staged")  # everything done: nothing computed
     assert rerun.returncode == 0 and summary(out / "s")["computed"] == 0
     assert f"cells: {trials} trials (0 computed now) of the full grid's 8" in rerun.stdout

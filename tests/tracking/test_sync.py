@@ -36,7 +36,7 @@ def test_sync_uploads_once(tmp_path, capsys, monkeypatch):
 def test_synced_cells_are_ranked_in_mlflow_as_a_sweeps_end_ranks_them(tmp_path, capsys, monkeypatch):
     """Cells run with tracking=none and synced later get what a sweep's end gives them: rank,
     primary and its CI on each cell run, the experiment's view, the verdict on the sync's parent."""
-    from rag_bench.reporting.verdict import of_experiment
+    from rag_bench.decision.verdict import of_experiment
     from rag_bench.tracking.view import VIEW_ID, VIEW_TAG_PREFIX
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

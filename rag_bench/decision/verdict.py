@@ -1,7 +1,7 @@
 """The verdict on an experiment: not a winner but a decision a team can act on -- the best cell by
 the primary measure, the cells that cannot be told from it, and whether it beats the baseline.
 
-* **Best**: :func:`rag_bench.reporting.decide.rank`'s first cell (ties said).
+* **Best**: :func:`rag_bench.decision.decide.rank`'s first cell (ties said).
 * **Not significantly worse**: the 95% model confidence set over the cells' per-question values of
   the primary measure (:mod:`rag_bench.stats.confidence_set`; questions resampled, pairs kept): the
   cells a reader should treat as equally good. A cell outside it is significantly worse than the
@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cells import Cell, experiment_cells, one_dataset
+from rag_bench.decision import decide
 from rag_bench.errors import ConfigError, DataError, Problem
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.scorers.answer import HANDED, REFUSED, refusal_warning
-from rag_bench.reporting import decide
 from rag_bench.stats.confidence_set import model_confidence_set
 from rag_bench.stats.paired import disagreement, paired_bootstrap_ci, randomisation_p
 
@@ -167,8 +167,8 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
             names: Mapping[str, str] | None = None, alpha: float = ALPHA, n_resamples: int = RESAMPLES,
             seed: int = 0) -> Verdict:
     """The verdict on ``cells`` (one experiment, one dataset version) by ``key`` (default: the
-    primary measure, :func:`rag_bench.reporting.decide.primary_measure`); ``baseline`` as
-    :func:`rag_bench.reporting.decide.baseline` takes it."""
+    primary measure, :func:`rag_bench.decision.decide.primary_measure`); ``baseline`` as
+    :func:`rag_bench.decision.decide.baseline` takes it."""
     if not cells:
         raise DataError(Problem("", 0, "", "no finished cells to decide between", "run a sweep first"))
     primary = _primary_or_none(cells)
