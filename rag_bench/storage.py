@@ -87,6 +87,17 @@ def _read_secret(path: Path) -> bytes | None:
     return data
 
 
+def existing_secret(folder: Path) -> bytes | None:
+    """The secret of the cache ``folder`` if one was made (None otherwise; nothing is written); a
+    DataError when it cannot be trusted. For readers that must not write, such as ``--plan``."""
+    return _read_secret(folder / SECRET_FILE)
+
+
+def keyed_checksum(secret: bytes, key: str, data: bytes) -> str:
+    """A keyed store's row checksum: an HMAC-SHA256 of the row's key and bytes under ``secret``."""
+    return hmac.new(secret, str(key).encode() + b"\0" + bytes(data), hashlib.sha256).hexdigest()[:32]
+
+
 def cache_secret(folder: Path) -> bytes:
     """The secret of the cache ``folder`` (``folder/cache.key``), made on first use: 32 random bytes
     written to a private temporary file (mode 0600) and linked into place whole, so no process
@@ -216,7 +227,7 @@ class BlobStore:
         """A row's checksum: of its bytes, or for a ``keyed`` store an HMAC of its key and bytes."""
         if not self.keyed:
             return checksum(data)
-        return hmac.new(self.secret(), str(key).encode() + b"\0" + bytes(data), hashlib.sha256).hexdigest()[:32]
+        return keyed_checksum(self.secret(), key, data)
 
     def _intact(self, key: str, data: bytes, check: str) -> bool:
         return hmac.compare_digest(self._sum(key, data), str(check)) and self._valid(data)

@@ -28,6 +28,7 @@ The figures go to :mod:`rag_bench.search.plan` (pure) for money, time and the ta
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import sqlite3
 import time
@@ -43,21 +44,31 @@ from rag_bench.components import is_null
 from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
 from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork
-from rag_bench.storage import BlobStore, checksum, readable
+from rag_bench.storage import BlobStore, checksum, existing_secret, keyed_checksum, readable
 
 log = logging.getLogger(__name__)
 
 FAKE_DIM = 16  # the stand-in vectors' size when no vector of the embedder is cached
 
 
-def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None) -> dict[str, bytes]:
+def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None,
+                keyed: bool = False) -> dict[str, bytes]:
     """The rows of ``keys`` a rag_bench SQLite store holds (checksum and ``valid`` checked, as a
     lookup does), read without writing anything: ``immutable=1`` when no ``-wal`` file exists (then
-    the file holds every row), else ``mode=ro``. A missing file holds nothing."""
+    the file holds every row), else ``mode=ro``. A missing file holds nothing. ``keyed``: the store's
+    checksums are HMACs under its folder's secret (the parse cache); without a secret no row counts."""
     out: dict[str, bytes] = {}
     unique = list(dict.fromkeys(keys))
     if not unique or not path.is_file():
         return out
+    secret = existing_secret(path.parent) if keyed else None
+    if keyed and secret is None:
+        return out
+
+    def intact(key: str, data: bytes, check: str) -> bool:
+        made = keyed_checksum(secret, key, data) if secret is not None else checksum(data)
+        return hmac.compare_digest(made, str(check))
+
     wal = path.with_name(path.name + "-wal").exists()
     uri = f"file:{path.resolve().as_posix()}?{'mode=ro' if wal else 'immutable=1'}"
     with readable(path):  # a damaged store: the run's DataError (exit 2, with the repair fix), not a traceback
@@ -69,7 +80,7 @@ def stored_keys(path: Path, table: str, keys: Sequence[str], valid: Any = None) 
                 part = unique[i:i + 500]
                 for key, data, check in conn.execute(
                         f"SELECT key, data, checksum FROM {table} WHERE key IN ({','.join('?' * len(part))})", part):
-                    if checksum(data) == check and (valid is None or valid(data)):
+                    if intact(str(key), bytes(data), check) and (valid is None or valid(data)):
                         out[str(key)] = bytes(data)
         finally:
             conn.close()
@@ -81,11 +92,11 @@ class ReadOnlyStore:
     rows read as :func:`stored_keys` reads them, nothing ever stored -- what the plan computes
     (a parse, a pair score) is used and forgotten."""
 
-    def __init__(self, path: Path, table: str) -> None:
-        self.path, self.table = path, table
+    def __init__(self, path: Path, table: str, keyed: bool = False) -> None:
+        self.path, self.table, self.keyed = path, table, keyed
 
     def get_bytes(self, keys: Sequence[str]) -> dict[str, bytes]:
-        return stored_keys(self.path, self.table, keys)
+        return stored_keys(self.path, self.table, keys, keyed=self.keyed)
 
     def put_bytes(self, items: Any) -> None:
         return None
@@ -335,7 +346,7 @@ def make(args: list[str], command: str = "", exact: bool = False) -> tuple[Plan,
     store = parsing.cache_store
     # Documents a parser reads (PDF, HTML, Word) are parsed from the parse cache, or parsed here and
     # not stored: the plan writes no cache entry.
-    parsing.cache_store = lambda: ReadOnlyStore(default_cache_dir() / "parses.sqlite", "parses")  # type: ignore[assignment,return-value]
+    parsing.cache_store = lambda: ReadOnlyStore(default_cache_dir() / "parses.sqlite", "parses", keyed=parsing.ParseCache.keyed)  # type: ignore[assignment,return-value]
     try:
         for cfg in cfgs:
             counting.cell(cfg)
@@ -431,7 +442,7 @@ class _Counting:
         self.embedder(parts, cfg)
         store = getattr(parts.reranker, "_store", None)
         if isinstance(store, BlobStore):  # a cross-encoder's pair scores: read, never stored by the plan
-            parts.reranker._store = ReadOnlyStore(store.path, store.table)
+            parts.reranker._store = ReadOnlyStore(store.path, store.table, keyed=store.keyed)
         s = parts.settings
         questions = list(dataset.questions)
         chunk_key = [dataset.corpus_key, *parts.identity("chunker")]

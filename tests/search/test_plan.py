@@ -291,3 +291,30 @@ def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypa
     assert files(tmp_path) == before
     assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and got.texts_new == 0
     assert got.prompts_new == got.questions > 0  # every question's prompt, none cached
+
+
+def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch):
+    """The parse cache's rows carry HMAC checksums under the cache's secret: the plan checks them the
+    same way and serves the stored parses (before the fix it compared plain checksums, took every
+    parse row for damaged and parsed every document again)."""
+    pytest.importorskip("pypdf", reason="the parse extra is not installed (make parse)")
+    from rag_bench.parsing import run as parsing
+    from rag_bench.parsing.pdf_pypdf import PypdfParser
+    from tests.e2e.test_parser_sweep import _dataset
+
+    data = _dataset(tmp_path / "normans-pdf")
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    pdfs = sorted((data / "docs").glob("*.pdf"))
+    parsing.parse_files(pdfs, PypdfParser(), store=parsing.cache_store())  # the run's own parses, cached
+
+    def never(*args, **kwargs):
+        raise AssertionError("the plan parsed a document the parse cache holds")
+
+    monkeypatch.setattr(parsing, "parse_isolated", never)
+    got, _, _ = make([f"dataset.path={data}", "parser=pypdf", "retriever=bm25", "tracking=none",
+                      f"output.root={tmp_path / 'out'}"])
+    assert got.cells == 1 and got.questions > 0
+    rows = sqlite3.connect(tmp_path / "cache" / "parses.sqlite").execute("SELECT key FROM parses").fetchall()
+    keys = [r[0] for r in rows]
+    assert len(stored_keys(tmp_path / "cache" / "parses.sqlite", "parses", keys, keyed=True)) == len(keys) > 0
+    assert stored_keys(tmp_path / "cache" / "parses.sqlite", "parses", keys) == {}  # a plain checksum: no row
