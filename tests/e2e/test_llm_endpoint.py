@@ -32,7 +32,7 @@ from tests.conftest import TINY
 from tests.servers import free_port, running
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 BIN = Path(sys.executable).parent
 # q1: the model's answer runs past max_tokens (unparseable); q4: an answer that parses, for the judge.
 TWO = ("q1", "q4")
