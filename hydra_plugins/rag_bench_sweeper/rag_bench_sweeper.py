@@ -4,20 +4,22 @@ progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.core.utils import JobStatus
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from rag_bench import budget
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
@@ -118,7 +120,7 @@ class RagBenchSweeper(BasicSweeper):
                 from rag_bench.search import optuna_search
 
                 return optuna_search.sweep(self, progress)
-            with Progress(progress, total):
+            with Progress(progress, total), _own_errors_first(self):
                 return super().sweep(arguments)
         finally:
             progress.unlink(missing_ok=True)
@@ -201,6 +203,7 @@ class RagBenchSweeper(BasicSweeper):
                 results = self.launcher.launch([[*job, context] for job in batch], initial_job_idx=self._job_idx)
             self._job_idx += len(batch)
             returns.append(results)
+            raise_own_error(results)
             return [Path(r.return_value) for r in results]
 
         return launch, returns
@@ -228,6 +231,34 @@ class RagBenchSweeper(BasicSweeper):
                     keep=float(search.get("keep", 1 / 3)), summary_path=self._experiment_dir() / ".hydra" /
                     f"search-{self._context.sweep_id}.json")
         return returns
+
+
+def raise_own_error(results: Any) -> None:
+    """The first job of a batch that failed on rag_bench's own error (bad config or data: its message says
+    what and the fix) raises it here, before Hydra's ``JobReturn.return_value`` writes "Error executing job
+    with overrides: [...]" on stderr ahead of the clean ``error:`` line. Other failures are left to Hydra."""
+    for r in results:
+        if r.status == JobStatus.FAILED and isinstance(r._return_value, RagBenchError):
+            raise r._return_value
+
+
+@contextlib.contextmanager
+def _own_errors_first(sweeper: RagBenchSweeper) -> Iterator[None]:
+    """For the duration, every batch the launcher returns passes :func:`raise_own_error` first."""
+    launcher = sweeper.launcher
+    assert launcher is not None
+    launch = launcher.launch
+
+    def checked(job_overrides: Any, initial_job_idx: int) -> Any:
+        results = launch(job_overrides, initial_job_idx=initial_job_idx)
+        raise_own_error(results)
+        return results
+
+    launcher.launch = checked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del launcher.launch  # the class's method again
 
 
 def _model_name(cfg: Any, stage: str) -> str | None:
