@@ -147,7 +147,7 @@ def test_in_process_llama_cpp_generator(gguf, tmp_path):
 
     assert m["methods"]["generator_stand_in"] is False and "correct_all" in m["answer"]
     found = of_experiment(cell.parent)
-    assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.warnings == ()
+    assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.findings == ()
 
 
 def assert_claims_sane(records: pd.DataFrame, m: dict) -> None:
