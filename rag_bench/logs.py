@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -104,11 +105,21 @@ def forget_created_experiments() -> None:
     _CREATED.clear()
 
 
+_API_NOTICE = re.compile(r": (?:Future|Deprecation|PendingDeprecation)Warning: ")
+
+
+def api_notice(record: logging.LogRecord) -> bool:
+    """A library's notice to developers (a Python FutureWarning or DeprecationWarning, routed to logging by
+    :func:`quiet_libraries`), e.g. sentence-transformers' renamed ``get_sentence_embedding_dimension``:
+    not for the console of a person running rag-bench."""
+    return record.name == "py.warnings" and bool(_API_NOTICE.search(record.getMessage()))
+
+
 def setup_console(level: int = logging.INFO) -> None:
     """Outside a sweep: rag_bench's messages on stderr, libraries' only from WARNING up."""
     handler = ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    handler.addFilter(lambda r: r.name.startswith(OWN) or r.levelno >= logging.WARNING)
+    handler.addFilter(lambda r: r.name.startswith(OWN) or (r.levelno >= logging.WARNING and not api_notice(r)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
