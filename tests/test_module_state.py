@@ -32,6 +32,9 @@ MODULE_STATE: dict[str, str] = {
     "tracking/parents.py:PARENT_RUNS": "one entry per open sweep, popped when the sweep's parent run is closed",
     "tracking/mlflow_tracker.py:_CREATED": "one entry per MLflow experiment this process created, cleared by "
                                            "finish_all; only decides whether a failed run's empty experiment goes",
+    "logs.py:_CREATED": "one entry per experiment folder this process created for its log file, cleared at the start "
+                        "of each rag-bench run and by remove_created_experiments; only decides whether a failed "
+                        "run's empty experiment folder goes",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
     "redaction.py:_forms": "six escaped forms of each distinct API key this process sent (one key per "
                            "api_key_env variable); only masks text in messages, never changes a result",
