@@ -39,6 +39,7 @@ def demo(tmp_path_factory) -> subprocess.CompletedProcess[str]:
                            f"output.root={tmp / 'experiments'}"], cwd=tmp, env=env, capture_output=True, text=True,
                           timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
+    done.experiment = tmp / "experiments" / "demo"  # type: ignore[attr-defined]
     return done
 
 
@@ -54,6 +55,19 @@ def test_the_demo_console_has_no_warning_and_no_line_over_120_characters(demo):
         assert sum(said in f for f in findings) == 1, said
     cells = [line for line in lines if re.match(r"cell \w+ done: ", line)]
     assert len(cells) == 36 and not [c for c in cells if "…" in c], "a cell's name was cut"
+
+
+def test_the_reports_header_states_the_findings(demo, tmp_path):
+    """The findings the console no longer warns about are in the report's first lines, beside the verdict."""
+    import html
+
+    done = subprocess.run([str(Path(sys.executable).parent / "rag-bench"), "report", str(demo.experiment), "--out",
+                           str(tmp_path / "reports"), "--no-mlflow"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = html.unescape((tmp_path / "reports" / "demo" / "index.html").read_text(encoding="utf-8"))
+    head = page[:page.index("<section")]
+    for said in ("the generator refused", "expect a clarifying question", "hidden text surfaced"):
+        assert said in head, said
 
 
 def test_the_readme_quotes_this_run(demo):
