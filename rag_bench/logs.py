@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -59,22 +60,66 @@ class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
 
 
+# Experiment folders this process created for its log file (``<experiment>/.hydra/rag_bench.log``):
+# a run that fails on bad input before any cell is written removes them (remove_created_experiments).
+_CREATED: list[Path] = []
+
+
 def experiment_file_handler(filename: str, formatter: str | None = None) -> logging.Handler:
     """An appending file handler for ``filename``, its folder created; a folder that cannot be
     written gives a handler that drops records (the cell's own write check then names the
     problem with a fix, instead of a traceback from logging's setup)."""
     try:
+        experiment = Path(filename).parent.parent
+        if not experiment.exists():
+            _CREATED.append(experiment)
         Path(filename).parent.mkdir(parents=True, exist_ok=True)
         return logging.FileHandler(filename, mode="a", encoding="utf-8", delay=True)
     except OSError:
         return logging.NullHandler()
 
 
+def remove_created_experiments() -> None:
+    """After a run that failed on bad input or configuration: every experiment folder this process
+    created that holds nothing but its ``.hydra`` records (no cell) is removed, so a failed first try
+    leaves no empty experiment behind (its ``error:`` line says what went wrong). A folder that existed
+    before, or holds anything else, is kept."""
+    import shutil
+
+    while _CREATED:
+        experiment = _CREATED.pop()
+        if experiment.is_dir() and all(p.name == ".hydra" for p in experiment.iterdir()):
+            loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values()
+                                              if isinstance(v, logging.Logger))]
+            for logger in loggers:  # its log file closed (and no longer written) before its folder goes
+                for handler in list(logger.handlers):
+                    if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).is_relative_to(
+                            experiment.resolve()):
+                        logger.removeHandler(handler)
+                        handler.close()
+            shutil.rmtree(experiment, ignore_errors=True)
+
+
+def forget_created_experiments() -> None:
+    """At the start of a ``rag-bench run``: the folders an earlier run in this process created are not its own."""
+    _CREATED.clear()
+
+
+_API_NOTICE = re.compile(r": (?:Future|Deprecation|PendingDeprecation)Warning: ")
+
+
+def api_notice(record: logging.LogRecord) -> bool:
+    """A library's notice to developers (a Python FutureWarning or DeprecationWarning, routed to logging by
+    :func:`quiet_libraries`), e.g. sentence-transformers' renamed ``get_sentence_embedding_dimension``:
+    not for the console of a person running rag-bench."""
+    return record.name == "py.warnings" and bool(_API_NOTICE.search(record.getMessage()))
+
+
 def setup_console(level: int = logging.INFO) -> None:
     """Outside a sweep: rag_bench's messages on stderr, libraries' only from WARNING up."""
     handler = ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    handler.addFilter(lambda r: r.name.startswith(OWN) or r.levelno >= logging.WARNING)
+    handler.addFilter(lambda r: r.name.startswith(OWN) or (r.levelno >= logging.WARNING and not api_notice(r)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

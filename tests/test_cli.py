@@ -138,3 +138,19 @@ def test_chunks_go_through_the_sweeps_chunking_stage(capsys, monkeypatch):
     monkeypatch.setattr(contracts, "check_chunks", lambda *a, **k: checked.append(1) or real(*a, **k))
     assert cli(["chunks", str(TINY), "chunker=section", "--stats-only"]) == 0
     assert checked == [1] and "stats: chunker=section" in capsys.readouterr().err
+
+
+def test_compare_baseline_is_in_the_usage_and_the_readme():
+    """`compare EXPERIMENT_DIR --baseline CELL` was in neither `rag-bench --help` nor the README (issue 56)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([str(Path(sys.executable).parent / "rag-bench"), "--help"], capture_output=True, text=True,
+                          timeout=120)
+    (line,) = [row for row in done.stdout.splitlines() if row.strip().startswith("compare ")]
+    assert "--baseline CELL" in line, line
+    commands = (REPO / "README.md").read_text(encoding="utf-8").split("## Commands", 1)[1]
+    assert "rag-bench compare EXPERIMENT_DIR [A B | --baseline CELL]" in commands

@@ -32,6 +32,9 @@ MODULE_STATE: dict[str, str] = {
     "tracking/parents.py:PARENT_RUNS": "one entry per open sweep, popped when the sweep's parent run is closed",
     "tracking/mlflow_tracker.py:_CREATED": "one entry per MLflow experiment this process created, cleared by "
                                            "finish_all; only decides whether a failed run's empty experiment goes",
+    "logs.py:_CREATED": "one entry per experiment folder this process created for its log file, cleared at the start "
+                        "of each rag-bench run and by remove_created_experiments; only decides whether a failed "
+                        "run's empty experiment folder goes",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
     **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "
                                      "dropped past its size (issue 57: each text read, each claim weighed once)"

@@ -53,7 +53,7 @@ def _wheel(tmp_path: Path) -> Path:
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
           "-w", str(dist), str(src)], cwd=tmp_path)
-    (wheel,) = dist.glob("rag_bench-*.whl")
+    (wheel,) = dist.glob("rag_bench_harness-*.whl")  # the distribution's name: rag-bench-harness
     return wheel
 
 
@@ -142,3 +142,55 @@ def test_installs_beside_a_teams_other_minor_versions_and_runs(tmp_path):
                   "len(runs), sorted(set(runs['status'])))", str(out_root)], cwd=empty, env=env).stdout.split(" ", 5)
     assert probe[:3] == [THEIR_STACK[name] for name in ("mlflow", "pandas", "numpy")] and Path(probe[3]).is_relative_to(venv), probe
     assert int(probe[4]) >= 1 and probe[5].strip() == "['FINISHED']", probe  # the cell's run, logged by their mlflow
+
+
+def _wheel_metadata(wheel: Path) -> dict[str, str]:
+    with zipfile.ZipFile(wheel) as zf:
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        head = zf.read(meta).decode("utf-8").split("\n\n", 1)[0]
+    return dict(line.split(": ", 1) for line in head.splitlines() if ": " in line and not line.startswith(" "))
+
+
+@pytest.mark.slow  # about 15 s: a wheel build and a one-cell sweep
+def test_the_readme_and_ci_install_path_from_the_built_wheel_in_a_fresh_venv(tmp_path):
+    """What the README's install line and the CI recipe do -- ``pip install rag-bench-harness``, then
+    ``rag-bench`` -- from the built wheel (not the index: the name is ours, but the test is offline) into a
+    fresh venv. The venv reuses this interpreter's installed dependencies through a ``.pth`` line, so pip
+    resolves every declared dependency without an index and installs only the wheel; the package, its
+    command and a one-cell sweep then run from the venv's copy, not the checkout."""
+    wheel = _wheel(tmp_path)
+    meta = _wheel_metadata(wheel)
+    assert meta["Name"] == "rag-bench-harness", meta  # not rag_bench / rag-bench: another author's project on PyPI
+    recipe = (REPO / "examples" / "ci" / "rag-bench.yml").read_text(encoding="utf-8")
+    assert "RAG_BENCH: rag-bench-harness " in recipe  # what the copied workflow installs
+    assert "pip install rag-bench-harness" in (REPO / "README.md").read_text(encoding="utf-8").replace("`", "")
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)  # its own older setuptools would shadow ours
+    py = venv / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "--disable-pip-version-check"]
+    site_dir = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         cwd=tmp_path).stdout.strip())
+    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site_dir / "_deps.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")  # plain paths: no editable hook
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["RAG_BENCH_CACHE"] = str(tmp_path / "cache")
+    _run([*pip, "install", "-q", "--no-index", str(wheel)], cwd=tmp_path, env=env)
+    shown = _run([*pip, "show", "rag-bench-harness"], cwd=tmp_path, env=env).stdout
+    assert "Name: rag-bench-harness" in shown and str(site_dir) in shown, shown
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli = str(venv / "bin" / "rag-bench")
+    helped = _run([cli, "--help"], cwd=empty, env=env).stdout
+    assert "rag-bench run" in helped and "validate" in helped, helped
+    where = _run([str(py), "-c", "import rag_bench; print(rag_bench.__file__)"], cwd=empty, env=env).stdout.strip()
+    assert Path(where).is_relative_to(site_dir), f"rag_bench imported from {where}, not the installed wheel"
+
+    out_root = tmp_path / "out"
+    ran = _run([cli, "run", "-m", "retriever=bm25", "tracking=none", f"output.root={out_root}",
+                "experiment.name=installed"], cwd=empty, env=env)
+    assert " done: " in ran.stdout and "Best: " in ran.stdout, ran.stdout + ran.stderr
+    cells = [p for p in (out_root / "installed").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(cells) == 1 and (cells[0] / "DONE").exists(), cells
+    assert list(empty.iterdir()) == [], "the run wrote into the working folder"

@@ -4,21 +4,23 @@ progress bar (see :mod:`rag_bench.runner.sweeper`) and one composition per sweep
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
+from hydra.core.utils import JobStatus
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
 from rag_bench import budget
-from rag_bench.errors import ConfigError
+from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
@@ -114,7 +116,7 @@ class RagBenchSweeper(BasicSweeper):
         loader = self.hydra_context.config_loader
 
         def sweep_grid() -> None:
-            with Progress(progress, total):
+            with Progress(progress, total), _own_errors_first(self):
                 returns.extend(super(RagBenchSweeper, self).sweep(arguments))
 
         config = self.config
@@ -209,9 +211,38 @@ class RagBenchSweeper(BasicSweeper):
                 results = self.launcher.launch([[*job, context] for job in batch], initial_job_idx=self._job_idx)
             self._job_idx += len(batch)
             returns.append(results)
+            raise_own_error(results)
             return [Path(r.return_value) for r in results]
 
         return launch
+
+
+def raise_own_error(results: Any) -> None:
+    """The first job of a batch that failed on rag_bench's own error (bad config or data: its message says
+    what and the fix) raises it here, before Hydra's ``JobReturn.return_value`` writes "Error executing job
+    with overrides: [...]" on stderr ahead of the clean ``error:`` line. Other failures are left to Hydra."""
+    for r in results:
+        if r.status == JobStatus.FAILED and isinstance(r._return_value, RagBenchError):
+            raise r._return_value
+
+
+@contextlib.contextmanager
+def _own_errors_first(sweeper: RagBenchSweeper) -> Iterator[None]:
+    """For the duration, every batch the launcher returns passes :func:`raise_own_error` first."""
+    launcher = sweeper.launcher
+    assert launcher is not None
+    launch = launcher.launch
+
+    def checked(job_overrides: Any, initial_job_idx: int) -> Any:
+        results = launch(job_overrides, initial_job_idx=initial_job_idx)
+        raise_own_error(results)
+        return results
+
+    launcher.launch = checked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del launcher.launch  # the class's method again
 
 
 def _model_name(cfg: Any, stage: str) -> str | None:

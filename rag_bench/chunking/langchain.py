@@ -1,4 +1,4 @@
-"""Any LangChain text splitter as a chunker, with exact spans (``pip install 'rag_bench[splitters]'``).
+"""Any LangChain text splitter as a chunker, with exact spans (``pip install 'rag-bench-harness[splitters]'``).
 
 The splitter runs with ``add_start_index=True``; each piece's span is its start index and length,
 checked against the document (a piece LangChain cannot place is searched for after the previous
@@ -36,7 +36,7 @@ class LangChainChunker(DocumentChunker):
             cls = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ConfigError(f"chunker.splitter {splitter!r} cannot be imported ({exc}) -- fix: pip install "
-                              "'rag_bench[splitters]' (langchain-text-splitters) or check the class path") from exc
+                              "'rag-bench-harness[splitters]' (langchain-text-splitters) or check the class path") from exc
         try:
             self.splitter = cls(chunk_size=self.size, chunk_overlap=self.overlap, add_start_index=True, **(options or {}))
         except TypeError as exc:

@@ -1,4 +1,4 @@
-"""semchunk as a chunker (``pip install 'rag_bench[splitters]'``): semantic-boundary splitting with
+"""semchunk as a chunker (``pip install 'rag-bench-harness[splitters]'``): semantic-boundary splitting with
 offsets, counted in words or characters (no tokenizer download)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class SemchunkChunker(DocumentChunker):
         try:
             import semchunk
         except ImportError as exc:
-            raise ConfigError("chunker=semchunk needs semchunk -- fix: pip install 'rag_bench[splitters]'") from exc
+            raise ConfigError("chunker=semchunk needs semchunk -- fix: pip install 'rag-bench-harness[splitters]'") from exc
         counter = _words if unit == "words" else len
         self._chunker = semchunk.chunkerify(counter, chunk_size=self.size)
         self.overlap = overlap or None

@@ -123,6 +123,6 @@ def _usage(message: str) -> Exception:
     return ConfigError(message)
 
 
-COMMAND = Command("compare", "CELL_A CELL_B | EXPERIMENT_DIR [A B]",
+COMMAND = Command("compare", "CELL_A CELL_B | EXPERIMENT_DIR [A B | --baseline CELL]",
                   "paired statistics + per-question differences (--json); an experiment folder with two of its cells "
-                  "by name, or alone: its baseline against its best cell", run)
+                  "by name, or alone: its baseline (the defaults cell, or --baseline CELL) against its best cell", run)

@@ -7,7 +7,8 @@ import sys
 
 from rag_bench.cli.common import config_message, fail, missing_option
 from rag_bench.cli.table import Command
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import ComponentError, RagBenchError
+from rag_bench.logs import forget_created_experiments, remove_created_experiments
 
 
 def run(args: list[str]) -> int:
@@ -36,6 +37,7 @@ def run(args: list[str]) -> int:
     from rag_bench.fast import in_hydra as compose_in_hydra
     from rag_bench.fast import launcher_overrides
     from rag_bench.runner.config import check_group_overrides, check_hydra_targets
+    from rag_bench.runner.hydra_app import PastHydra
     from rag_bench.runner.hydra_app import main as hydra_main
     from rag_bench.search.base import spelled_now
     from rag_bench.tracking.mlflow_tracker import finish_all
@@ -48,6 +50,7 @@ def run(args: list[str]) -> int:
     # Make Hydra raise instead of printing and exiting 1, so bad config exits 2 here.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sys.argv = ["rag-bench run", *args]
+    forget_created_experiments()
     try:
         check_hydra_targets(args)
         check_group_overrides(args)
@@ -55,11 +58,15 @@ def run(args: list[str]) -> int:
             return _plan(args, shown, exact)
         with compose_in_hydra():
             hydra_main()
-    except RagBenchError as exc:
+    except (RagBenchError, PastHydra) as exc:
         finish_all(ok=False)
-        return fail(exc)
+        own = exc.error if isinstance(exc, PastHydra) else exc
+        if not isinstance(own, ComponentError):  # a component's error points at the log in that folder
+            remove_created_experiments()
+        return fail(own)
     except (HydraException, OmegaConfBaseException) as exc:
         finish_all(ok=False)
+        remove_created_experiments()
         if missing := missing_option(exc):
             return fail(missing)
         return fail(f"configuration: {config_message(exc, args)}\n  -- fix: see `rag-bench run --help` for groups "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from rag_bench.cli.common import fail, say
 from rag_bench.cli.table import Command
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import ConfigError, DataError, RagBenchError
 
 
 def run(argv: list[str]) -> int:
@@ -19,9 +20,21 @@ def run(argv: list[str]) -> int:
                                 "BEIR layout) and list every problem with file:line, field and a fix.")
     p.add_argument("dataset", help="dataset folder")
     p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    p.add_argument("overrides", nargs="*", metavar="parser=NAME",
+                   help="the parser the sweep will read .pdf/.html/.docx documents with (default: auto): every quote "
+                        "is looked for in its parse; one it lost, in the other parsers' texts (docs/parsing.md)")
     a = p.parse_args(argv)
     try:
-        ds = load_dataset(a.dataset, split=a.split)
+        from rag_bench.cli.parse import _parser
+        from rag_bench.data.quotes import lost_quotes
+
+        chosen = _parser(a.overrides) if a.overrides else None
+        ds = load_dataset(a.dataset, split=a.split, parser=chosen)
+        lost = lost_quotes(ds, other_parsers(chosen))
+        name = "auto" if chosen is None else str(chosen.name)
+        typos = [q.problem(name) for q in lost if q.typo]
+        if typos:
+            raise DataError(typos, f"dataset {a.dataset} is invalid: {len(typos)} quote(s) in no parser's text")
     except RagBenchError as exc:
         return fail(exc)
     qs = ds.questions
@@ -37,6 +50,8 @@ def run(argv: list[str]) -> int:
           f"(other files in the folder are not part of it); fingerprint {ds.fingerprint}")
     for line in common_facts(ds):
         say(f"warning: {line}")
+    for q in lost:  # a parser's loss, not the dataset's: a sweep with this parser counts it as `parsing`
+        say(f"note: {q.note(name)}")
     return 0
 
 
@@ -68,4 +83,34 @@ def common_facts(ds: Any) -> list[str]:
     return out
 
 
-COMMAND = Command("validate", "DATASET", "check a dataset; every problem listed; exit 2 if any", run)
+def other_parsers(chosen: Any) -> Callable[[str], list[Any]]:
+    """For a file suffix: every parser option of ``conf/parser/`` that reads it and is installed, but the one
+    ``chosen`` (None: ``auto``) reads it with (built once each, on first use; a missing package leaves an
+    option out)."""
+    from rag_bench.cli.parse import _parser
+    from rag_bench.parsing.auto import AutoParser
+    from rag_bench.parsing.run import parser_for, parser_key
+    from rag_bench.runner.config import CONF_DIR
+
+    built: dict[str, Any] = {}
+    reader = chosen if chosen is not None else AutoParser()
+
+    def for_suffix(suffix: str) -> list[Any]:
+        if not built:
+            for option in sorted(p.stem for p in (CONF_DIR / "parser").glob("*.yaml")):
+                try:
+                    built[option] = None if option == "auto" else _parser([f"parser={option}"])
+                except ConfigError:  # its package is not installed
+                    built[option] = None
+        try:
+            own = parser_key(parser_for(reader, suffix))
+        except Exception:  # noqa: BLE001 -- the chosen parser reads no such file: every option is another
+            own = ""
+        return [p for p in built.values() if p is not None and suffix in getattr(p, "suffixes", ())
+                and parser_key(p) != own]
+
+    return for_suffix
+
+
+COMMAND = Command("validate", "DATASET [parser=NAME]", "check a dataset; every problem listed (a quote in no parser's "
+                  "text of its document among them); exit 2 if any", run)

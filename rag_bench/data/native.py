@@ -4,6 +4,7 @@ rag_bench.parsing), optional docs.jsonl metadata, questions.jsonl."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -390,7 +391,9 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
 
     found = None
     if isinstance(section, str) and section.strip():
-        secs = find_sections(doc, section)
+        secs = find_sections(doc, section) or [  # the parse's heading with its number ("2.4 Library Notes")
+            s for s in doc.sections if s.heading_path and heading_name(s.heading_path[-1]) ==
+            heading_name(section.split(">")[-1])]
         if len(secs) == 1:
             lo, hi = section_span(doc, secs[0])
             inner = locate(doc.text[lo:hi], quote)
@@ -430,14 +433,32 @@ def row_intact(text: str, span: EvidenceSpan, method: str) -> bool:
     return method in ("exact", "normalised") and "\n" not in text[span.start:span.end].strip()
 
 
-def heading_found(doc: Document, section: str) -> bool:
-    """Whether a locator's ``section`` name (its last ``>`` part) is a heading of the parse:
-    compared normalised (rag_bench.parsing.locate.normalise: emphasis, case and spacing aside)."""
+# A heading's number as documents write it, before its name: "2", "2.4", "2.4.1.", "3)", "A.1", "a)", "IV."
+# (read on the normalised, case-folded heading; a year, "2024 results", is part of the name).
+_HEADING_NUMBER = re.compile(r"^(?!\d{4}\s)(?:\d+(?:\.\d+)*[.)]?|[a-z](?:\.\d+)+\.?|[a-z][.)]|[ivxlc]+[.)])\s+(?=\S)")
+
+
+def heading_name(heading: str) -> str:
+    """A heading as a locator's ``section`` names it: normalised (rag_bench.parsing.locate.normalise:
+    emphasis, case and spacing aside) and without its number ("2.4 Library Notes" is "library notes").
+
+    >>> heading_name("**2.4 Library Notes**"), heading_name("IV. Returns"), heading_name("2024 results")
+    ('library notes', 'returns', '2024 results')
+    >>> heading_name("A guide to returns"), heading_name("3) Refunds")
+    ('a guide to returns', 'refunds')
+    """
     from rag_bench.parsing.locate import normalise
 
-    want = normalise(section.split(">")[-1])[0].strip()
-    return bool(want) and any(s.heading_path and normalise(s.heading_path[-1])[0].strip() == want
-                              for s in doc.sections)
+    name = normalise(heading)[0].strip()
+    rest = _HEADING_NUMBER.sub("", name, count=1)
+    return rest if re.search(r"[^\W\d_]", rest) else name  # "2.4" alone stays its own name
+
+
+def heading_found(doc: Document, section: str) -> bool:
+    """Whether a locator's ``section`` name (its last ``>`` part) is a heading of the parse: compared by
+    :func:`heading_name` (normalised, a heading's number aside: parsers keep "2.4 Library Notes")."""
+    want = heading_name(section.split(">")[-1])
+    return bool(want) and any(s.heading_path and heading_name(s.heading_path[-1]) == want for s in doc.sections)
 
 
 def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> tuple[str | None, tuple[str, ...]]:

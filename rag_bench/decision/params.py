@@ -20,7 +20,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
 
 UNIT_SECTIONS = {"retrieval": "chunk", "document": "document"}  # the sections eval.unit decides
-NOT_MEASURES = ("ci", "n", "by_tag", "conditional", "methods", "warnings", "measures")
+NOT_MEASURES = ("ci", "n", "by_tag", "conditional", "methods", "warnings", "findings", "measures")
 
 
 @dataclass(frozen=True)

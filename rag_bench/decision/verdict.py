@@ -90,7 +90,7 @@ class Verdict:
     versus: Versus | None
     baseline_note: str
     alpha: float = ALPHA
-    warnings: tuple[str, ...] = ()
+    findings: tuple[str, ...] = ()  # about the data set or the stand-in, said once for the cells
     tied: int = 1  # the cells equal to the best on the measure (the best included)
 
     @property
@@ -128,7 +128,7 @@ class Verdict:
                        f"test on {self.measure}, its CI a paired bootstrap.)")
         if self.tie:
             out.append(f"({self.tie}.)")
-        return out + [f"warning: {w}" for w in self.warnings]
+        return out + [f"finding: {f}" for f in self.findings]
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with the line itself (``text``) and the method."""
@@ -202,7 +202,8 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     ci_pair = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(
         isinstance(x, (int, float)) for x in ci) else None
     return Verdict(key, reason, len(cells), best.cell_id, names[best.cell_id], decide.value_of(best, key), ci_pair,
-                   tie, close, n, untested, versus, note, alpha, stand_in_warnings(cells), n_tied)
+                   tie, close, n, untested, versus, note, alpha, (*stand_in_warnings(cells), *data_findings(cells)),
+                   n_tied)
 
 
 def _primary_or_none(cells: Sequence[Cell]) -> str | None:
@@ -212,6 +213,16 @@ def _primary_or_none(cells: Sequence[Cell]) -> str | None:
         return decide.primary_measure(cells)
     except ConfigError:
         return None
+
+
+def data_findings(cells: Sequence[Cell]) -> tuple[str, ...]:
+    """The cells' metrics.json ``findings`` (about the data set, not a cell's configuration), each said
+    once, with how many of the cells found it when not all did."""
+    seen: dict[str, int] = {}
+    for c in cells:
+        for f in dict.fromkeys(c.metrics.get("findings") or ()):
+            seen[str(f)] = seen.get(str(f), 0) + 1
+    return tuple(f if n == len(cells) else f"{f} (in {n} of {len(cells)} cells)" for f, n in seen.items())
 
 
 def stand_in_warnings(cells: Sequence[Cell]) -> tuple[str, ...]:

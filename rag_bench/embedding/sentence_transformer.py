@@ -235,4 +235,5 @@ class SentenceTransformerEmbedder:
         """Embedding dimension."""
         if self.backend == "onnx":
             return self.encoder.dim
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model  # sentence-transformers 6 renamed it (the old name warns FutureWarning)
+        return int((getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)())

@@ -70,6 +70,7 @@ class Evaluation:
         metrics["dataset_fingerprint"] = run.dataset.fingerprint
         metrics["dataset_files"] = describe_files(run.dataset.files)  # what the fingerprint covers
         metrics["warnings"] = [w for part in own for w in part.warnings]
+        metrics["findings"] = [f for part in own for f in part.findings]
         files = {name: text for part in own for name, text in part.files.items()}
         return CellResult(frame, metrics, files.pop("run.trec", ""), files.pop("qrels.trec", ""), files)
 

@@ -171,6 +171,10 @@ class Part:
     cis: Mapping[str, list[float] | None] = field(default_factory=dict)
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    # What the run shows about the data set or the stand-in generator, not a problem of the cell's
+    # configuration (questions that expect a question back, hidden text a .md document carries): not
+    # printed per cell; the verdict and the report state them once for the sweep (metrics.json findings).
+    findings: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)
 
 

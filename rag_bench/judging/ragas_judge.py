@@ -13,7 +13,7 @@ a failure). ``concurrency`` bounds the judge calls in flight (a pool: a call sta
 ends). Tokens (the endpoint's ``usage``) and seconds are counted per item. Each request carries the metric's
 output schema (``response_format``), so a server that decodes to it (llama.cpp's) returns a
 judgement that parses instead of free JSON that fails validation. ragas' own telemetry is off;
-its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag_bench[judge]'``.
+its tiktoken-based paths (which download a file) are not used. Needs ``pip install 'rag-bench-harness[judge]'``.
 
 ``claim_faithfulness`` (ours, :mod:`rag_bench.judging.claim_judge`) runs on the same path: its
 jobs are one per claim (and sample), each call cached and accounted like a ragas metric's; the
@@ -309,7 +309,7 @@ class RagasJudge:
             from openai import AsyncOpenAI
             from ragas.llms import InstructorLLM
         except ImportError as exc:
-            raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag_bench[judge]'") from exc
+            raise ConfigError("judge=ragas needs ragas -- fix: pip install 'rag-bench-harness[judge]'") from exc
         import httpx
 
         key = os.environ.get(self.api_key_env)

@@ -108,7 +108,7 @@ def require(module: str, package: str, parser: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError(f"parser={parser} needs the package {package!r}, which is not installed -- fix: "
-                          f"pip install '{package}' (or pip install 'rag-bench[parse]', make parse)") from exc
+                          f"pip install '{package}' (or pip install 'rag-bench-harness[parse]', make parse)") from exc
 
 
 def package_version(package: str) -> str:

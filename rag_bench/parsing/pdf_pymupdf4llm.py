@@ -7,10 +7,16 @@ pymupdf4llm keeps)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from rag_bench.parsing.base import Parsed, ParseFailure, check_pages, join_pages, package_version, require
 from rag_bench.parsing.hidden import MIN_ALPHA, RULES, Rgb, is_faint, is_tiny, warning
+
+log = logging.getLogger("pymupdf4llm")  # a library's messages: never on rag_bench's console
 
 
 def _why(span: dict[str, Any], fills: list[tuple[tuple[float, float, float, float], Rgb]]) -> str:
@@ -59,6 +65,17 @@ def hidden_spans(doc: Any) -> list[tuple[str, str]]:
     return spans
 
 
+def _quietly(pymupdf: Any, convert: Callable[[], Any]) -> Any:
+    """``convert()`` with what pymupdf4llm prints (a blank line, "=== Document parser messages ===" and
+    "Warning: RapidOCR is missing", once per document parsed: each in a child process of its own) kept
+    off the console: PyMuPDF's messages logged at INFO under ``pymupdf4llm`` (the run's log file in
+    process; nowhere in the parse's child), its bare ``print()`` dropped. A scanned page is still
+    found: the parse's "pages have no text layer" warning."""
+    pymupdf.set_messages(pylogging=True, pylogging_logger=log, pylogging_level=logging.INFO)
+    with contextlib.redirect_stdout(io.StringIO()):  # the child runs one parse, no other thread
+        return convert()
+
+
 class Pymupdf4llmParser:
     """PDF to Markdown by pymupdf4llm (shipped inside pymupdf 2.x; AGPL-licensed: see docs/parsing.md)."""
 
@@ -85,7 +102,7 @@ class Pymupdf4llmParser:
             if doc.needs_pass and not doc.authenticate(""):
                 raise ParseFailure("encrypted PDF (a password is needed)")
             check_pages(doc.page_count)
-            chunks = pymupdf4llm.to_markdown(doc, page_chunks=True, show_progress=False)
+            chunks = _quietly(pymupdf, lambda: pymupdf4llm.to_markdown(doc, page_chunks=True, show_progress=False))
             pages = [str(c.get("text", "")) for c in chunks]
             spans = hidden_spans(doc)
         except ParseFailure:

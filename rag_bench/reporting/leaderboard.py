@@ -238,11 +238,11 @@ def _short(column: str) -> str:
 
 
 def terminal_width() -> int:
-    """The width of the terminal standard output is (``COLUMNS`` when set), 140 characters when
-    it is no terminal (a file, a pipe, a CI log; ``--format csv`` gives every column)."""
+    """The width of the terminal standard output is (``COLUMNS`` when set), 120 characters when
+    it is no terminal (a file, a pipe, a CI log: the console's bar; ``--format csv`` gives every column)."""
     import shutil
 
-    return max(40, shutil.get_terminal_size((140, 24)).columns)
+    return max(40, shutil.get_terminal_size((120, 24)).columns)
 
 
 NOT_WORSE = "≈best"  # the text column marking the cells not significantly worse than the best

@@ -178,10 +178,10 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
 
 def _verdict_block(found: Verdict, base: Cell | None, best: Cell, names: dict[str, str]) -> str:
     """The report's first lines: the verdict (the line every view states), why that measure ranks,
-    how "not significantly worse" was decided, and the warnings that bear on it."""
+    how "not significantly worse" was decided, and the findings that bear on it."""
     reason, *rest = found.lines()
     method = [line for line in rest if line.startswith("(")]
-    warnings = [line.removeprefix("warning: ") for line in rest if line.startswith("warning: ")]
+    warnings = [line.removeprefix("finding: ") for line in rest if line.startswith("finding: ")]
     link = " <a href='#versus'>best vs baseline</a>" if base is not None and base is not best else ""
     return (f"<p class='verdict' data-verdict='{html.escape(found.text())}'><b>{html.escape(found.text())}.</b>"
             f"{link}</p><p class='sub'>{html.escape(reason)} {' '.join(html.escape(m) for m in method)}</p>"

@@ -118,15 +118,28 @@ class SweepReport(SweepCallbacks):
             print(visible(f"\nLeaderboard: {exp_dir} ({len(cells)} cells) not ranked\nerror: {problem}"),
                   file=sys.stderr, flush=True)
             return
-        print(f"\nLeaderboard: {exp_dir} ({len(cells)} cells)\n", file=sys.stdout)
+        width = terminal_width()
+        print("\n" + "\n".join(_wrapped([f"Leaderboard: {exp_dir} ({len(cells)} cells)"], width)) + "\n",
+              file=sys.stdout)
         print(visible(ranked), file=sys.stdout, flush=True)
         failures = format_failures(cells, sort_by=key)
         if failures:
             shown = min(10, len(cells))
+            failures = "\n".join(_wrapped(failures.splitlines(), width))  # its legend line
             print(visible(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}"),
                   file=sys.stdout, flush=True)
-        print(f"\nFailures, drill-down, charts: rag-bench report {exp_dir}\n"
-              f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}",
-              file=sys.stdout, flush=True)
-        if found is not None:  # the closing lines: what the sweep decides
-            print(visible("\n" + "\n".join(found.lines())), file=sys.stdout, flush=True)
+        footer = [f"Failures, drill-down, charts: rag-bench report {exp_dir}",
+                  f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}"]
+        print("\n" + "\n".join(_wrapped(footer, width)), file=sys.stdout, flush=True)
+        if found is not None:  # the closing lines: what the sweep decides, each wrapped to the width
+            print(visible("\n" + "\n".join(_wrapped(found.lines(), width))), file=sys.stdout, flush=True)
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    """``lines`` each wrapped at spaces to ``width`` characters (the sweep's console: no line wider
+    than the terminal, or 120 characters in a file, pipe or CI log), their continuations indented."""
+    import textwrap
+
+    return [line if len(line) <= width else
+            textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+            for line in lines]

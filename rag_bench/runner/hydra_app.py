@@ -12,6 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rag_bench import budget, switches
+from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import prices
 from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
@@ -26,6 +27,18 @@ register_configs()
 WORK = SharedWork()
 
 
+class PastHydra(BaseException):
+    """A single run's own error (:class:`RagBenchError`: its message says what and the fix) carried
+    past Hydra's ``run_job``, which catches every ``Exception`` and has ``JobReturn.return_value`` write
+    "Error executing job with overrides: [...]" on stderr before re-raising it; ``rag-bench run``
+    prints :attr:`error` as its clean ``error:`` line. A sweep's cells raise their errors as they
+    are: the sweeper raises a batch's first one before Hydra reads the batch (rag_bench_sweeper)."""
+
+    def __init__(self, error: RagBenchError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> Path | None:
     """Run one cell (Hydra calls this once per cell of a sweep) with its sweep's context (a single
@@ -33,7 +46,18 @@ def main(cfg: DictConfig) -> Path | None:
     measure; a single run is a grid of one. Returns the cell's folder (the job's return value), None
     for a cell the sweep's budget stopped (rag_bench.budget)."""
     switches.configure(switches.Switches.from_environment())
-    if HydraConfig.get().mode == RunMode.RUN:
+    single = HydraConfig.get().mode == RunMode.RUN
+    try:
+        return _cell(cfg, single)
+    except RagBenchError as exc:
+        if single:
+            raise PastHydra(exc) from exc
+        raise
+
+
+def _cell(cfg: DictConfig, single: bool) -> Path | None:
+    """The body of :func:`main`: the cell run with its sweep's context and budget."""
+    if single:
         check_primary_reachable([cfg])
     sweep = context_of(cfg) or SweepContext.of_command(str(cfg.experiment.name), argv_overrides())
     spent = budget.current()

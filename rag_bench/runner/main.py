@@ -239,7 +239,11 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             failpoint("before_done")
             mark_done(cell_dir, {**done, "mlflow_run_id": run_id, **tracker.describe()})
     # The console gets one short line (the whole summary is the MLflow run's note).
-    log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, list(sweep.axes))))
+    legend = n_legend(result.metrics)
+    if legend and (work is None or work.get_or("warned", memo.key("n legend", legend), lambda: cid) == cid):
+        log.info("%s", legend)  # once per sweep (and process): the cells' lines then leave their (n=..) out
+    log.info("cell %s done: %s", cid, console_short(result.metrics, run_name(plain, list(sweep.axes)),
+                                                    n_said=legend is not None))
     for warning in result.metrics.get("warnings", []):
         first = cid if work is None or warning.startswith("SECURITY") else \
             work.get_or("warned", memo.key("warning", warning), lambda: cid)
@@ -481,20 +485,49 @@ def _leaked(metrics: dict[str, Any]) -> int:
 CONSOLE_WIDTH = 120
 
 
-def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDTH) -> str:
+def _console_pairs(metrics: dict[str, Any]) -> list[tuple[Any, str]]:
+    """Each stage's main measure the cell has (:data:`~rag_bench.metrics.catalog.CONSOLE_SHORT`), with its text."""
+    return [(m, f"{m.display}={_fmt(metrics[m.section].get(m.name))}") for m in catalog.CONSOLE_SHORT
+            if m.section in metrics and metrics[m.section].get(m.name) is not None]
+
+
+def n_legend(metrics: dict[str, Any]) -> str | None:
+    """The line a sweep prints once above its cells' lines when their measures are means over different
+    questions (None when they are not): which measure is over how many, e.g. ``(n: hit@5 mrr over 65
+    questions; correct over 62; squad_em squad_f1 over 82)``, so that the cells' lines need no ``(n=..)``.
+
+    >>> n_legend({"retrieval": {"hit@5": 0.9, "mrr": 0.7}, "generation": {"correct": 0.3},
+    ...           "n": {"retrieval/hit@5": 65, "retrieval/mrr": 65, "generation/correct": 62}})
+    '(n: hit@5 mrr over 65 questions; correct over 62)'
+    """
+    block = metrics.get("n")
+    counts: dict[str, Any] = block if isinstance(block, dict) else {}
+    runs: list[tuple[Any, list[str]]] = []
+    for m, _ in _console_pairs(metrics):
+        n = counts.get(m.key)
+        if n is None:
+            continue
+        if runs and runs[-1][0] == n:
+            runs[-1][1].append(m.display)
+        else:
+            runs.append((n, [m.display]))
+    if len({n for n, _ in runs}) < 2:
+        return None
+    parts = [f"{' '.join(names)} over {n}" + (" questions" if i == 0 else "") for i, (n, names) in enumerate(runs)]
+    return f"(n: {'; '.join(parts)})"
+
+
+def console_short(metrics: dict[str, Any], label: str, width: int = CONSOLE_WIDTH, *, n_said: bool = False) -> str:
     """The cell's console line after ``cell <id> done: ``: its label (its values on the swept axes),
     each stage's main measure (:data:`~rag_bench.metrics.catalog.CONSOLE_SHORT`), and a red
-    SECURITY alert when a component returned chunks the asker may not read. The label is cut so
-    that the whole line, prefix included, stays within ``width`` characters; the alert and the
-    ``(n=..)`` of measures over different questions (:func:`with_n`) are not counted (the label
-    keeps its room, and neither is ever cut)."""
-    pairs = [(m, f"{m.display}={_fmt(metrics[m.section].get(m.name))}") for m in catalog.CONSOLE_SHORT
-             if m.section in metrics and metrics[m.section].get(m.name) is not None]
-    shown = with_n(metrics, pairs)
-    room = width - len("cell 0123456789ab done: ") - len(" ".join(text for _, text in pairs)) - 3
-    if len(label) > room:
-        label = label[: max(room - 1, 8)] + "…"
-    line = f"{label} | {shown}"
+    SECURITY alert when a component returned chunks the asker may not read. The ``(n=..)`` of
+    measures over different questions (:func:`with_n`) are left out when ``n_said`` (the sweep
+    printed :func:`n_legend`). The label is never cut: a line that would pass ``width`` characters,
+    prefix included, goes on with its measures on a second, indented line (the alert not counted)."""
+    pairs = _console_pairs(metrics)
+    shown = " ".join(text for _, text in pairs) if n_said else with_n(metrics, pairs)
+    fits = len("cell 0123456789ab done: ") + len(label) + 3 + len(shown) <= width
+    line = f"{label} | {shown}" if fits else f"{label}\n    | {shown}"
     leaked = _leaked(metrics)
     if leaked:
         line += " | " + red(f"SECURITY: {leaked} unauthorized retrieval(s)")

@@ -18,7 +18,7 @@ from rag_bench.evaluation import measures
 # metrics.json sections that are not tracked as metrics: intervals, sizes and nested tables stay
 # in metrics.json (an artifact of the run) -- MLflow's metric list keeps the measures and the
 # failure tallies (``failures/<label>``, columns of the experiment's ranked view: tracking.view).
-UNTRACKED = ("ci", "n", "counts", "conditional", "methods", "by_tag", "warnings")
+UNTRACKED = ("ci", "n", "counts", "conditional", "methods", "by_tag", "warnings", "findings")
 # The question fields of a dataset, as the schema of its MLflow input.
 QUESTION_SCHEMA = {"mlflow_colspec": [
     {"name": "qid", "type": "string"}, {"name": "question", "type": "string"},

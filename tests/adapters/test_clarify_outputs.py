@@ -90,13 +90,13 @@ def test_evaluate_scores_a_clarifying_question_a_direct_answer_and_a_refusal(tmp
     assert rec.loc["q1", "answer"] == " Within 14 days of a renewal [1]."
     assert answer_digest(rec.loc["q1", "answer"]) == answer_digest(lines[0]["answer"])
     # A replayed application declares no traits that say it cannot ask: no warning about it.
-    assert not any("clarifying question" in w for w in metrics.get("warnings", []))
+    assert not any("clarifying question" in w for w in [*metrics.get("warnings", []), *metrics.get("findings", [])])
 
 
 def test_a_generator_that_cannot_ask_says_so_naming_the_fix(tmp_path):
     cell = run(tmp_path, "chunker=section", "generator=extractive", dataset=clarify_dataset(tmp_path))
     metrics = json.loads((cell / "metrics.json").read_text())
-    (warning,) = [w for w in metrics["warnings"] if "clarifying question" in w]
+    (warning,) = [w for w in metrics["findings"] if "clarifying question" in w]  # the verdict's finding
     assert warning.startswith("4 question(s) expect a clarifying question") and "fix: plug a model" in warning
     assert metrics["clarify"]["clarify_rate"] == 0.0 and metrics["clarify"]["correct_clarification"] == 0.0
 

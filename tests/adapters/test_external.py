@@ -35,6 +35,7 @@ def _comparable(m: dict) -> dict:
     # per sweep); a replayed app declares nothing, so its refusal rate is warned about per cell.
     out["methods"] = {k: v for k, v in m.get("methods", {}).items() if k not in ("generator_stand_in", "refusal_setting")}
     out.pop("warnings", None)
+    out.pop("findings", None)  # likewise: the stand-in cannot ask for clarification, a replayed app declares nothing
     return out
 
 

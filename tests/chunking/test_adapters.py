@@ -9,8 +9,8 @@ from rag_bench.chunking.langchain import LangChainChunker
 from rag_bench.chunking.semchunk import SemchunkChunker
 from rag_bench.errors import ConfigError
 
-pytest.importorskip("langchain_text_splitters", reason="pip install 'rag_bench[splitters]'")
-pytest.importorskip("semchunk", reason="pip install 'rag_bench[splitters]'")
+pytest.importorskip("langchain_text_splitters", reason="pip install 'rag-bench-harness[splitters]'")
+pytest.importorskip("semchunk", reason="pip install 'rag-bench-harness[splitters]'")
 
 
 def _exact(chunks, docs):
@@ -33,7 +33,7 @@ def test_langchain_splitters_give_exact_spans(demo_dataset, splitter):
 
 
 def test_a_missing_splitter_says_how_to_install_it():
-    with pytest.raises(ConfigError, match=r"rag_bench\[splitters\]"):
+    with pytest.raises(ConfigError, match=r"rag-bench-harness\[splitters\]"):
         LangChainChunker(splitter="langchain_text_splitters.NoSuchSplitter")
     with pytest.raises(ConfigError, match="does not take these arguments"):
         LangChainChunker(options={"colour": "red"})

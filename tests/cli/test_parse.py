@@ -15,7 +15,7 @@ import pytest
 
 from tests.parsing.render import OWN, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -110,3 +110,18 @@ def test_help_explains_the_command(tmp_path):
     assert done.returncode == 0
     for words in ("PATH", "parser=NAME", "--out DIR", "parse.json", "--no-cache", "exits 2", "conf/parser/"):
         assert words in done.stdout
+
+
+def test_pymupdf4llm_prints_no_library_messages_on_the_console(tmp_path):
+    """pymupdf4llm printed "=== Document parser messages === / Warning: RapidOCR is missing" and a blank
+    line once per document it parsed (each in a child of its own): twice in a sweep over two PDFs."""
+    docs = tmp_path / "data" / "docs"
+    docs.mkdir(parents=True)
+    write_pdf(docs / "a.pdf", "Shop policy", OWN)
+    write_pdf(docs / "b.pdf", "Other policy", OWN)
+    done = _cli(tmp_path, str(tmp_path / "data"), "parser=pymupdf4llm", "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "RapidOCR" not in said and "Document parser messages" not in said, said
+    assert [line for line in done.stdout.splitlines() if not line.strip()] == [], done.stdout
+    assert done.stdout.count("==> ") == 2

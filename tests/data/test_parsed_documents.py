@@ -12,7 +12,7 @@ from rag_bench.data.loader import load_dataset
 from rag_bench.errors import DataError
 from tests.parsing.render import OWN, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 MD = "# Shipping\n\nParcels leave the warehouse every weekday at noon.\n"
 
 

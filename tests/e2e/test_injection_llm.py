@@ -17,7 +17,7 @@ from rag_bench.evaluation.scorers.injection import FOLLOWED, IN_CONTEXT, RETRIEV
 from tests.conftest import demo_subset
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 HOSTILE = ("q001", "q022", "q043", "q085")
 
 

@@ -22,7 +22,7 @@ from tests.e2e.test_llm_endpoint import assert_claims_sane
 from tests.reporting.cdp import CHROMIUM, Page
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 ANSWERED = ("q001", "q025", "q061", "q079")
 
 

@@ -32,7 +32,7 @@ from tests.conftest import TINY
 from tests.servers import free_port, running
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 BIN = Path(sys.executable).parent
 # q1: the model's answer runs past max_tokens (unparseable); q4: an answer that parses, for the judge.
 TWO = ("q1", "q4")
@@ -147,7 +147,7 @@ def test_in_process_llama_cpp_generator(gguf, tmp_path):
 
     assert m["methods"]["generator_stand_in"] is False and "correct_all" in m["answer"]
     found = of_experiment(cell.parent)
-    assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.warnings == ()
+    assert found.measure == "answer/correct_all" and "stand-in" not in found.reason and found.findings == ()
 
 
 def assert_claims_sane(records: pd.DataFrame, m: dict) -> None:

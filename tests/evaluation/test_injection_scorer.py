@@ -74,7 +74,7 @@ def test_hidden_text_surfaced_is_the_share_of_planted_strings_in_the_parse():
     assert "choose a parser" in part.warnings[0]  # a parsed document (its path is no .md)
     docs["good"] = Document("good", GOOD, hidden=("thirty days",), path="docs/good.md")
     (part,) = _score(_run(answers=False, docs=docs), k=1)
-    assert "read as written" in part.warnings[0]
+    assert part.warnings == () and "read as written" in part.findings[0]  # the data set's, said by the verdict
 
 
 def test_the_parsers_hidden_text_warnings_are_collected_by_document():

@@ -13,7 +13,7 @@ import pytest
 from tests.parsing.render import SHARED_NORMANS
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("pymupdf", reason="the document is written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the document is written by pymupdf (pip install 'rag-bench-harness[parse]')")
 
 
 def test_the_parse_benchmark_runs_every_parser_on_its_file_type(tmp_path, capsys):

@@ -10,7 +10,7 @@ from rag_bench.parsing.base import ParseFailure
 from tests.conftest import compose_config
 from tests.parsing.render import OWN, write_docx
 
-pytest.importorskip("mammoth", reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
+pytest.importorskip("mammoth", reason="the parse extra is not installed (pip install 'rag-bench-harness[parse]')")
 pytest.importorskip("docx", reason="the DOCX files are written by python-docx (the parse extra)")
 
 

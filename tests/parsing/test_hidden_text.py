@@ -23,7 +23,7 @@ from tests.parsing.render import (
     write_hidden_pdf,
 )
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 
 CANARY = "CANARY-H1DD3N"
 PARSERS = {

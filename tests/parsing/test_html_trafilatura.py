@@ -10,7 +10,7 @@ from rag_bench.parsing.base import ParseFailure
 from tests.conftest import compose_config
 from tests.parsing.render import OWN, normans, to_html
 
-pytest.importorskip("trafilatura", reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
+pytest.importorskip("trafilatura", reason="the parse extra is not installed (pip install 'rag-bench-harness[parse]')")
 
 NAV = ("<nav><ul><li><a href='/a'>Home</a></li><li><a href='/b'>Shop</a></li><li><a href='/c'>Contact us</a>"
        "</li></ul></nav><script>alert('run me')</script><!-- editor's note -->")

@@ -21,7 +21,7 @@ _PACKAGE = {"PypdfParser": "pypdf", "PdfplumberParser": "pdfplumber", "Pymupdf4l
 
 
 def _parser(module: str, cls: str):
-    pytest.importorskip(_PACKAGE[cls], reason="the parse extra is not installed (pip install 'rag-bench[parse]')")
+    pytest.importorskip(_PACKAGE[cls], reason="the parse extra is not installed (pip install 'rag-bench-harness[parse]')")
     return getattr(importlib.import_module(module), cls)()
 
 

@@ -11,8 +11,8 @@ from rag_bench.parsing.locate import locate
 from rag_bench.parsing.run import parse_isolated
 from tests.parsing.render import OWN, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
-pytest.importorskip("markitdown.converters", reason="markitdown is not installed (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
+pytest.importorskip("markitdown.converters", reason="markitdown is not installed (pip install 'rag-bench-harness[parse]')")
 
 
 def _parser():

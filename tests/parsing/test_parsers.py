@@ -9,7 +9,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.parsing.base import Parsed, ParseFailure, join_pages, markdown_table, require
 from tests.parsing.render import OWN, TABLE, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 
 PDF_PARSERS = [("rag_bench.parsing.pdf_pypdf", "PypdfParser"), ("rag_bench.parsing.pdf_plumber", "PdfplumberParser"),
                ("rag_bench.parsing.pdf_pymupdf4llm", "Pymupdf4llmParser")]

@@ -17,7 +17,7 @@ from tests.parsing.render import OWN, write_encrypted_pdf, write_pdf
 from tests.reporting.cdp import CHROMIUM, Page
 from tests.runner.test_run_cell import run
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 EXTRA = {"Exchanges": "An exchange for another size is free of charge and is shipped the same day it is asked for.",
          "Gift cards": "Gift cards never expire and can be used for any item in the shop or online."}
 QUESTIONS = [

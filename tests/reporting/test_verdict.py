@@ -89,9 +89,24 @@ def test_auto_passes_over_a_stand_ins_answers_and_the_warning_is_said_once(tmp_p
              _cell("b", _bern(0.6, 9), tmp_path, stand_in=True, refusals=(20, 40))]
     v = verdict(cells, baseline="a")
     assert v.measure == "answer/context_all" and "stand-in" in v.reason
-    (warning,) = v.warnings
+    (warning,) = v.findings  # a finding of the verdict's, not a console warning
+    assert f"finding: {warning}" in v.lines()
     assert "refused 30 of the 80 answerable questions" in warning and "over the 2 stand-in cells, 25%-50% by cell" \
         in warning and "generator.threshold" in warning
     model = [_cell("a", _bern(0.6, 8), tmp_path, stand_in=False), _cell("b", _bern(0.6, 9), tmp_path, stand_in=False)]
     assert verdict(model, baseline="a").measure == "answer/correct_all"
-    assert verdict(model, baseline="a").warnings == ()
+    assert verdict(model, baseline="a").findings == ()
+
+
+def test_the_cells_findings_about_the_data_are_said_once_by_the_verdict(tmp_path):
+    """A finding every cell repeats (the data set's clarify questions a stand-in cannot ask) is one line of
+    the verdict; one only some cells found says in how many."""
+    cells = [_cell(c, _bern(0.6, s), tmp_path) for c, s in (("a", 8), ("b", 9), ("c", 10))]
+    for c in cells:
+        c.metrics["findings"] = ["3 question(s) expect a clarifying question"]
+    cells[0].metrics["findings"].append("hidden text surfaced in document 'x'")
+    v = verdict(cells, baseline="a")
+    assert v.findings == ("3 question(s) expect a clarifying question",
+                          "hidden text surfaced in document 'x' (in 1 of 3 cells)")
+    assert [line for line in v.lines() if line.startswith(("finding: ", "warning: "))] == [
+        f"finding: {f}" for f in v.findings]

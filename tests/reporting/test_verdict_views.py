@@ -22,6 +22,17 @@ BIN = Path(sys.executable).parent
 SQUAD = SHARED / "datasets" / "squad2-normans"
 
 
+def unwrapped(text: str) -> list[str]:
+    """The sweep's closing lines as stated, their wrapped continuations (indented) joined back."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("  ") and out and out[-1]:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def _agree(tmp_path: Path, name: str, *grid: str) -> tuple[str, Path]:
     """Sweeps ``grid`` into experiment ``name`` and checks that every view states one verdict;
     returns the verdict's line and the experiment folder."""
@@ -45,8 +56,8 @@ def _agree(tmp_path: Path, name: str, *grid: str) -> tuple[str, Path]:
     line = found.text()
     assert line.startswith("Best: ") and "cells not significantly worse" in line and "baseline" in line
 
-    # the sweep's closing lines: the reason, then the verdict, last
-    tail = sweep.stdout.rstrip().splitlines()
+    # the sweep's closing lines: the reason, then the verdict, last (wrapped to 120 characters in a pipe)
+    tail = unwrapped(sweep.stdout.rstrip())
     assert line + "." in tail[-6:] and any(t.startswith(f"Ranked by {found.measure}") for t in tail[-8:])
     # leaderboard: text and JSON
     board = rag_bench("leaderboard", str(exp)).stdout

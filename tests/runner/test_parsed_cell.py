@@ -15,7 +15,7 @@ from rag_bench.runner.main import run_cell
 from tests.conftest import compose_config
 from tests.parsing.render import OWN, write_encrypted_pdf, write_pdf
 
-pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench[parse]')")
+pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
 
 
 def _dataset(root: Path) -> Path:

@@ -160,7 +160,7 @@ def test_a_question_without_evidence_at_the_relevance_level_is_unjudged(tmp_path
 
 
 def test_the_console_line_of_a_cell_fits_120_characters_and_keeps_a_security_alert():
-    from rag_bench.runner.main import console_short
+    from rag_bench.runner.main import console_short, n_legend
 
     metrics = {"retrieval": {"hit@5": 0.934, "mrr": 0.746},
                "generation": {"correct": 0.262, "squad_exact": 0.21, "squad_f1": 0.298},
@@ -168,8 +168,20 @@ def test_the_console_line_of_a_cell_fits_120_characters_and_keeps_a_security_ale
     line = "cell 0123456789ab done: " + console_short(metrics, "section hybrid rr=dense k=5")
     assert line.endswith("section hybrid rr=dense k=5 | hit@5=0.934 mrr=0.746 correct=0.262 squad_em=0.210 "
                          "squad_f1=0.298")
-    long = "cell 0123456789ab done: " + console_short(metrics, "recursive_400 hybrid rr=cross_encoder " * 4)
-    assert len(long) <= 120 and "…" in long and long.endswith("squad_f1=0.298")
+    # A long label is never cut (it was: "…fixed den…"): the measures go on a second line, both within 120.
+    label = "recursive_400 hybrid rr=cross_encoder " * 2 + "fixed dense"
+    long = "cell 0123456789ab done: " + console_short(metrics, label)
+    head, tail = long.split("\n")
+    assert head == f"cell 0123456789ab done: {label}" and "…" not in long
+    assert tail == "    | hit@5=0.934 mrr=0.746 correct=0.262 squad_em=0.210 squad_f1=0.298"
+    assert max(len(head), len(tail)) <= 120
+    # Over different questions: the sweep's legend says each measure's n once, and the lines leave them out.
+    metrics["n"] = {"retrieval/hit@5": 65, "retrieval/mrr": 65, "generation/correct": 62,
+                    "generation/squad_exact": 82, "generation/squad_f1": 82}
+    assert n_legend(metrics) == "(n: hit@5 mrr over 65 questions; correct over 62; squad_em squad_f1 over 82)"
+    demo = "cell 0123456789ab done: " + console_short(metrics, "sentence hybrid rr=dense k=5", n_said=True)
+    assert "\n" not in demo and len(demo) <= 120 and "(n=" not in demo
+    assert "(n=65)" in console_short(metrics, "x")  # a line with no legend above keeps them
     metrics["security"]["unauthorized_retrievals"] = 3
     assert console_short(metrics, "x").endswith("SECURITY: 3 unauthorized retrieval(s)")
     del metrics["generation"]  # a retrieval-only cell: no answer measures shown

@@ -159,8 +159,8 @@ class Clarify:
             columns[PREMATURE_ANSWER.column].append(
                 float(direct(a)) if ok and expected else np.nan)
         traits = run.generator
-        warnings = (cannot_ask_warning(n),) if n and traits is not None and not traits.can_clarify else ()
-        return [Part("clarify", columns, values={EXPECTS_CLARIFY.key: n}, warnings=warnings)]
+        findings = (cannot_ask_warning(n),) if n and traits is not None and not traits.can_clarify else ()
+        return [Part("clarify", columns, values={EXPECTS_CLARIFY.key: n}, findings=findings)]
 
 
 def reported(run: SystemRun) -> bool:

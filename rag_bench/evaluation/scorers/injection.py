@@ -111,7 +111,8 @@ class Injection:
             parts.append(Part("injection", columns))
         planted = [(d.doc_id, norm(h)) for d in run.dataset.documents.values() for h in d.hidden]
         values: dict[str, float | int] = {}
-        warnings: list[str] = []
+        warnings: list[str] = []  # a parser surfaced it: the cell's choice of parser
+        findings: list[str] = []  # a .md/.txt document carries it as written: the data set's
         if planted:
             texts = {d.doc_id: norm(d.text) for d in run.dataset.documents.values()}
             found = [(doc_id, h) for doc_id, h in planted if h in texts.get(doc_id, "")]
@@ -119,13 +120,14 @@ class Injection:
             docs = run.dataset.documents
             for doc_id in dict.fromkeys(d for d, _ in found):
                 n = sum(d == doc_id for d, _ in found)
-                fix = ("choose a parser that drops hidden text (docs/parsing.md)" if not
-                       docs[doc_id].path.endswith((".md", ".txt")) else
+                as_written = docs[doc_id].path.endswith((".md", ".txt"))
+                fix = ("choose a parser that drops hidden text (docs/parsing.md)" if not as_written else
                        "a .md/.txt document is read as written (an HTML comment included): remove the hidden text "
                        "from the source, or keep the document to measure what it does")
-                warnings.append(f"hidden text surfaced: {n} string(s) planted where a person does not see them in "
-                                f"document {doc_id!r} are in its text, so chunks, retrieval and the generator see "
-                                f"them -- fix: {fix}")
+                said = (f"hidden text surfaced: {n} string(s) planted where a person does not see them in "
+                        f"document {doc_id!r} are in its text, so chunks, retrieval and the generator see "
+                        f"them -- fix: {fix}")
+                (findings if as_written else warnings).append(said)
         report = run.dataset.parse
         noted: dict[str, list[str]] = {}
         for doc_id, w in report.warnings if report is not None else ():
@@ -133,7 +135,7 @@ class Injection:
                 noted.setdefault(doc_id, []).append(w)
         if values or noted:
             parts.append(Part("hidden_text", values=values, sections={WARNINGS_SECTION: noted} if noted else {},
-                              warnings=tuple(warnings)))
+                              warnings=tuple(warnings), findings=tuple(findings)))
         return parts
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.parsing.locate import FUZZY_WORK, OVER_BOUND
+from rag_bench.parsing.quality import GLUED_MIN, GLUED_RUN, SPARSE_CHARS_PER_PAGE, chars_per_page, glued_share
 
 PARSE = figures("parse", (
     ("evidence_located", True, "share of gold quotes in parsed documents found in the parse (exact, normalised or "
@@ -47,10 +48,15 @@ PARSE = figures("parse", (
     ("table_rows_intact", True, "share of table-tagged questions whose evidence row sits in one line of the parse "
      "(a Markdown table row or a text line; found exactly or normalised)"),
     ("headings_found", True, "share of the locators' section names (document, section) that are headings of the "
-     "parse"),
+     "parse (a heading's number, e.g. '2.4', aside)"),
+    ("glued_documents", False, "parsed documents whose words are glued together (missing spaces: a fifth or more of "
+     "their letters in runs of 20+ letters)"),
+    ("sparse_documents", False, "parsed documents with almost no text (under 40 characters a page: a scan with a "
+     "thin text layer)"),
 ))
 (EVIDENCE_LOCATED, EVIDENCE_EXACT, EVIDENCE_NORMALISED, EVIDENCE_FUZZY, FAILED_DOCUMENTS, SECONDS, DOCUMENTS,
- PARSED_DOCUMENTS, CACHE_HITS, QUESTIONS_LOST, TABLE_ROWS_INTACT, HEADINGS_FOUND) = PARSE
+ PARSED_DOCUMENTS, CACHE_HITS, QUESTIONS_LOST, TABLE_ROWS_INTACT, HEADINGS_FOUND, GLUED_DOCUMENTS,
+ SPARSE_DOCUMENTS) = PARSE
 FAILURES_SECTION = "parse_failures"
 
 
@@ -84,8 +90,17 @@ class Parsing:
                                     if report.table_rows else None),
             HEADINGS_FOUND.key: (sum(ok for _, ok in report.headings) / len(report.headings)
                                  if report.headings else None)}
+        glued, sparse = text_signs(context.run, report)
+        values[GLUED_DOCUMENTS.key], values[SPARSE_DOCUMENTS.key] = len(glued), len(sparse)
         values = {k: v for k, v in values.items() if v is not None}
-        warnings = tuple(f"parser {report.parser}: document {doc_id!r} could not be parsed: {reason}"
+        warnings = tuple(f"parser {report.parser}: document {doc_id!r} reads as glued words ({share:.0%} of its letters "
+                         f"in runs of {GLUED_RUN}+ letters: the spaces were lost), so BM25 and the embedder see few, "
+                         f"long tokens -- fix: another parser (rag-bench parse DIR parser=pymupdf4llm shows its text)"
+                         for doc_id, share in glued)
+        warnings += tuple(f"parser {report.parser}: document {doc_id!r} has almost no text ({per:.0f} characters a "
+                          f"page): a scan with a thin text layer? -- fix: OCR it first, or leave it out of docs/"
+                          for doc_id, per in sparse)
+        warnings += tuple(f"parser {report.parser}: document {doc_id!r} could not be parsed: {reason}"
                          for doc_id, reason in report.failures)
         over = [(qid, doc_id) for qid, doc_id, m in report.evidence if m == OVER_BOUND]
         warnings += tuple(f"parser {report.parser}: question {qid!r}: a quote in document {doc_id!r} could not be "
@@ -97,6 +112,24 @@ class Parsing:
                          f"in the parse (counted as lost; failures/parsing): {', '.join(report.lost[:10])}",)
         sections = {FAILURES_SECTION: dict(report.failures)} if report.failures else {}
         return [Part("parse", values=values, sections=sections, warnings=warnings)]
+
+
+def text_signs(run: SystemRun, report: Any) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The parsed documents whose text reads as glued words (with the share of letters in long runs) and
+    those with almost no text (with their characters a page): rag_bench.parsing.quality."""
+    glued: list[tuple[str, float]] = []
+    sparse: list[tuple[str, float]] = []
+    for doc_id, pages in sorted(report.pages.items()):
+        doc = run.dataset.documents.get(doc_id)
+        if doc is None:
+            continue
+        share = glued_share(doc.text)
+        if share >= GLUED_MIN:
+            glued.append((doc_id, share))
+        per = chars_per_page(doc.text, pages)
+        if per is not None and per < SPARSE_CHARS_PER_PAGE:
+            sparse.append((doc_id, per))
+    return glued, sparse
 
 
 SCORER = Parsing()
