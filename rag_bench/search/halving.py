@@ -222,6 +222,34 @@ def bound_lines(cells: int, questions: int, round_sizes: Sequence[int]) -> list[
             "rounds)"]
 
 
+FEW_QUESTIONS = 10  # a pruning round on fewer questions is warned about (a judgment call: docs/search.md)
+
+
+def round_problems(sizes: Sequence[int], questions: int) -> tuple[str | None, str | None]:
+    """What the rounds' question counts ``sizes`` (of ``questions``) make of a halving sweep: an error
+    when a round would see no question (its cells have no figure to compare: the sweep would fail
+    after launching them), a warning when a round that prunes sees fewer than :data:`FEW_QUESTIONS`.
+
+    >>> round_problems([0, 1, 6], 6)[0] is not None
+    True
+    >>> round_problems([21, 42, 85], 85)
+    (None, None)
+    """
+    listed = ", ".join(str(n) for n in sizes)
+    fix = (f"fix: larger fractions in search.rounds (the last 1), more questions, or search=grid "
+           f"(rounds of {listed} of the {questions} questions)")
+    if any(n == 0 for n in sizes):
+        return (f"search=halving: round {sizes.index(0) + 1} would see no question of the {questions} -- {fix}",
+                None)
+    few = [r + 1 for r, n in enumerate(sizes[:-1]) if n < FEW_QUESTIONS]
+    if not few:
+        return None, None
+    n = sizes[few[0] - 1]
+    return None, (f"search=halving: round {few[0]} prunes on {n} question{'s' if n != 1 else ''} (fewer than "
+                  f"{FEW_QUESTIONS}): prune=significance rarely drops a cell on so few (the sweep may cost what "
+                  f"search=grid costs) and prune=rank drops cells on noise -- {fix}")
+
+
 class Halving:
     """Successive halving (:func:`run`) as a search strategy (``search=halving``, conf/search/halving.yaml):
     its settings are ``search.rounds``, ``alpha``, ``prune``, ``keep`` and ``seed``."""
@@ -235,7 +263,9 @@ class Halving:
         self.round = round  # the round of one job (set by the sweeper, read by the runner): not the search's
 
     def check(self, ctx: SearchContext) -> None:
-        """Refuse a grid over more than one dataset or split: rounds compare cells on the same questions."""
+        """Refuse a grid over more than one dataset or split (rounds compare cells on the same
+        questions) and rounds that would see no question; warn about rounds too small to prune on
+        (:func:`round_problems`), before any cell runs."""
         from rag_bench.runner.config import dataset_path
         from rag_bench.runner.sweeper import covering_subset
 
@@ -245,6 +275,16 @@ class Halving:
             raise ConfigError(f"search=halving compares cells on the same questions; this grid spans {len(sets)} "
                               "datasets or splits (dataset.path x dataset.split) -- fix: one halving sweep per dataset "
                               "and split (or search=grid)")
+        from rag_bench.runner.main import load_dataset_of
+
+        questions = load_dataset_of(configs[0]).questions
+        sizes = [len(search.round_questions(questions, f, int(self.seed)))
+                 for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
+        error, warning = round_problems(sizes, len(questions))
+        if error:
+            raise ConfigError(error)
+        if warning:
+            log.warning("WARNING: %s", warning)
 
     def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
         """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`)."""
