@@ -38,9 +38,10 @@ demo: venv
 	@$(VENV)/bin/rag-bench run -m +experiment=demo
 	@$(VENV)/bin/rag-bench report experiments/demo
 
-# Two workers (pytest-xdist), one per core: the suite takes ~15 min instead of ~22 serially.
+# Two workers (pytest-xdist), one per core; work stealing (--dist worksteal) so the slow end-to-end tests
+# left in one worker's share do not keep it busy while the other core idles.
 test: venv $(LLM_STAMP)
-	$(PY) -m pytest -q -n 2 --durations=25
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=25
 
 # ruff over the whole checkout, notebooks included: pyflakes, pycodestyle, import order; mypy over the
 # package (config in pyproject.toml).
