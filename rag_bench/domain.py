@@ -117,6 +117,16 @@ class LostEvidence:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: who spoke (``user`` or ``assistant``) and what was said.
+    A question's ``history`` holds them oldest first; the question is the next user turn
+    (docs/contract.md §3)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
 class Question:
     """A golden question with its evidence resolved to character spans.
 
@@ -129,6 +139,10 @@ class Question:
 
     ``lost``: the gold quotes this cell's parser lost (:class:`LostEvidence`; datasets with .pdf,
     .html or .docx documents), beside the located ``evidence``.
+
+    ``history``: the conversation before the question (:class:`Turn`, oldest first; empty for a
+    single-turn question). ``standalone``: a people-written form of the question that needs no
+    history (what a query rewrite should produce), when the dataset carries one.
     """
 
     qid: str
@@ -143,6 +157,8 @@ class Question:
     expects: str | None = None
     clarify_facts: tuple[str, ...] = ()
     lost: tuple[LostEvidence, ...] = ()
+    history: tuple[Turn, ...] = ()
+    standalone: str | None = None
 
     @property
     def outcome(self) -> str:
