@@ -251,6 +251,13 @@ class Cell:
         return str(fp) if fp else None
 
     @property
+    def corpus_fingerprint(self) -> str | None:
+        """The fingerprint of the documents the cell searched, without its questions (metrics.json
+        ``corpus_fingerprint``; None for cells written before it was recorded)."""
+        fp = self.metrics.get("corpus_fingerprint") if isinstance(self.metrics, dict) else None
+        return str(fp) if fp else None
+
+    @property
     def label(self) -> str:
         """Short human label: chunker/retriever/reranker names and the cell id."""
         names = stage_names(self.config, LABEL_STAGES).values() if isinstance(self.config, dict) else []

@@ -12,6 +12,7 @@ import os
 import sys
 
 from rag_bench.cli import (
+    agree,
     cache,
     calibrate,
     chunks,
@@ -38,7 +39,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label, traces))
+    evaluate, export, calibrate, label, traces, agree))
 USAGE = usage(COMMANDS)
 
 

@@ -16,6 +16,8 @@ from rag_bench.digests import file_digest
 from rag_bench.domain import Dataset
 from rag_bench.errors import DataError, Problem
 
+MANIFEST = "dataset.yaml"  # the dataset's name and description: in its fingerprint, not in its corpus's
+
 
 def fingerprint(root: Path, files: list[Path]) -> str:
     """sha256 over the dataset's files (relative path + bytes; :func:`dataset_files`): changes when
@@ -24,9 +26,11 @@ def fingerprint(root: Path, files: list[Path]) -> str:
 
 
 def fingerprints(root: Path, files: list[Path]) -> tuple[str, str, tuple[str, ...]]:
-    """The dataset's fingerprint (:func:`fingerprint`), its corpus's (the same over every file but
-    the questions and their judgments) and the files' relative paths, in one pass (each cell of a
-    sweep loads the dataset: an edit shows in its next cell)."""
+    """The dataset's fingerprint (:func:`fingerprint`), its corpus's (the same over the documents
+    and their metadata only: not the questions and their judgments, nor dataset.yaml, whose name and
+    description change no document -- a drafted set beside people's, over the same documents, has
+    the corpus of people's set, which `rag-bench agree` checks) and the files' relative paths, in
+    one pass (each cell of a sweep loads the dataset: an edit shows in its next cell)."""
     whole, corpus = hashlib.sha256(), hashlib.sha256()
     covered = []
     for path in sorted(files):
@@ -34,7 +38,7 @@ def fingerprints(root: Path, files: list[Path]) -> tuple[str, str, tuple[str, ..
         covered.append(rel)
         entry = rel.encode() + b"\0" + file_digest(path)
         whole.update(entry)
-        if not is_question_file(PurePosixPath(rel)):
+        if not is_question_file(PurePosixPath(rel)) and rel != MANIFEST:
             corpus.update(entry)
     return whole.hexdigest()[:16], corpus.hexdigest()[:16], tuple(covered)
 

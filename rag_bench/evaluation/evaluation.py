@@ -68,6 +68,7 @@ class Evaluation:
         frame = table.records([*parts, *own], len(run.questions))
         metrics = aggregate(context.columns, declared, own, self.settings)
         metrics["dataset_fingerprint"] = run.dataset.fingerprint
+        metrics["corpus_fingerprint"] = run.dataset.corpus_key  # the documents alone: `rag-bench agree` checks it
         metrics["dataset_files"] = describe_files(run.dataset.files)  # what the fingerprint covers
         metrics["warnings"] = [w for part in own for w in part.warnings]
         metrics["findings"] = [f for part in own for f in part.findings]

@@ -25,6 +25,7 @@ from tests.conftest import TINY, compose_config
 ROOT = Path(rag_bench.__file__).parent
 # metrics.json entries that are no measure: the tables and fields beside the measures.
 NOT_MEASURES = {"n", "ci", "by_tag", "conditional", "methods", "warnings", "findings", "dataset_fingerprint", "dataset_files",
+                "corpus_fingerprint",
                 MEASURES}
 
 

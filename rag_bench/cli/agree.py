@@ -1,0 +1,89 @@
+"""``rag-bench agree EXP_A EXP_B``: do two question sets (people's and a drafted one, two halves of
+one) rank the same grid's configurations alike? Kendall's tau with its CI over questions, top-1,
+the overlap of the not-significantly-worse sets and the axes' main effects (docs/agreement.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rag_bench.cli.common import exit2_on_error, experiment_cells_of, say
+from rag_bench.cli.table import Command
+
+USAGE = "rag-bench agree EXP_A EXP_B [--by MEASURE] [--common] [--json]"
+
+
+def _measure(cells: list, by: str | None) -> str:
+    """``--by`` as ``section/name`` (a bare name found among the cells' measures), else the cells' primary."""
+    from rag_bench.decision import decide
+
+    if by and "/" not in by:
+        found = sorted({f"{s}/{by}" for c in cells for s, v in c.metrics.items() if isinstance(v, dict) and by in v})
+        found = decide.rankable(found) or found
+        if len(found) == 1:
+            by = found[0]
+    from rag_bench.errors import ConfigError
+
+    try:
+        return decide.primary_measure(cells, by)
+    except ConfigError as exc:  # the catalog names the setting it checks: here it is --by
+        raise ConfigError(str(exc).replace("experiment.primary:", "--by:", 1) if by else str(exc)) from exc
+
+
+def run(argv: list[str]) -> int:
+    """``rag-bench agree`` with the arguments ``argv``; its exit code."""
+    p = argparse.ArgumentParser(
+        prog="rag-bench agree", usage=USAGE, description="Two experiments that swept the same grid on two question "
+        "sets over the same corpus (e.g. people's questions and a drafted set): Kendall's tau-b between their rankings "
+        "of the cells, with a 95% bootstrap CI over questions (each set's questions resampled), whether they put the "
+        "same cell first, the overlap of their not-significantly-worse sets, and per axis whether the main effects "
+        "agree in sign and significance. Cells are matched by their config without the dataset.",
+        epilog="example: rag-bench agree experiments/people experiments/drafted (docs/agreement.md)")
+    p.add_argument("exp_a", metavar="EXP_A", help="experiment folder swept on the first question set (e.g. people's)")
+    p.add_argument("exp_b", metavar="EXP_B", help="experiment folder swept on the second (e.g. drafted)")
+    p.add_argument("--by", help="measure that ranks both (section/name, e.g. retrieval/ndcg@10; default: each "
+                   "experiment's primary measure, as its leaderboard ranks it)")
+    p.add_argument("--common", action="store_true", help="compare the cells both experiments have when their grids "
+                   "differ (default: refuse)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap draws of the questions (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    a = p.parse_args(argv)
+
+    def body() -> int:
+        from rag_bench.cells import check_folder
+        from rag_bench.decision.agreement import agreement, check_corpus, match_cells
+        from rag_bench.errors import ConfigError
+        from rag_bench.reporting.agreement import format_agreement
+
+        if a.resamples < 1:
+            raise ConfigError(f"--resamples must be at least 1, got {a.resamples} -- fix: e.g. --resamples 1000")
+        for ref in (a.exp_a, a.exp_b):
+            check_folder(ref, "experiment", "agree")
+        cells_a, cells_b = experiment_cells_of(a.exp_a), experiment_cells_of(a.exp_b)
+        for ref, cells in ((a.exp_a, cells_a), (a.exp_b, cells_b)):
+            if not cells:
+                raise ConfigError(f"{ref}: no finished cells (folders with DONE) -- fix: run the sweep first "
+                                  "(rag-bench run -m ...)")
+        note = check_corpus(cells_a, cells_b, where_a=a.exp_a, where_b=a.exp_b)
+        pairs = match_cells(cells_a, cells_b, where_a=a.exp_a, where_b=a.exp_b, common=a.common)
+        notes = [note] if note else []
+        if a.common and len(pairs) < max(len(cells_a), len(cells_b)):
+            notes.append(f"--common: {len(pairs)} cells both experiments have ({len(cells_a)} in A, {len(cells_b)} in B)")
+        if {c.dataset_fingerprint for c in cells_a} == {c.dataset_fingerprint for c in cells_b}:
+            notes.append("the two experiments used the same dataset version: the same questions agree with themselves")
+        key_a = _measure([x for x, _ in pairs], a.by)
+        key_b = _measure([y for _, y in pairs], a.by)
+        found = agreement(pairs, key_a=key_a, key_b=key_b, resamples=a.resamples, seed=a.seed, notes=notes)
+        if a.json:
+            say(json.dumps({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}, indent=2, default=str))
+        else:
+            say(format_agreement(found, a.exp_a, a.exp_b))
+        return 0
+
+    return exit2_on_error(body)
+
+
+COMMAND = Command("agree", "EXP_A EXP_B [--by MEASURE] [--json]",
+                  "do two question sets rank the same grid alike? Kendall's tau (CI over questions), top-1, the "
+                  "overlap of the not-significantly-worse sets, the axes' main effects", run)
