@@ -134,7 +134,7 @@ def _label_json(lb: Label) -> dict[str, Any]:
     return d
 
 
-def _safe_json(obj: Any) -> str:
+def safe_json(obj: Any) -> str:
     """JSON for a ``<script type="application/json">`` block: nothing in it can close the element."""
     return json.dumps(obj, ensure_ascii=False).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
@@ -169,7 +169,7 @@ def render(cell_id: str, cell_name: str, shown: list[dict[str, Any]], existing: 
             "faithful), <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> previous/next, <kbd>u</kbd> clear this answer's labels."
             "</p>\n<p>Labeller: <input id=lb-labeller value=\"\" placeholder=\"your name\" size=12> <span id=lb-progress></span> "
             "<button id=lb-download>download labels.jsonl</button></p>\n<div id=lb-item></div>\n"
-            f"<script type=\"application/json\" id=lb-data>{_safe_json(data)}</script>\n"
+            f"<script type=\"application/json\" id=lb-data>{safe_json(data)}</script>\n"
             f"<script>\n{_JS.read_text(encoding='utf-8')}</script>\n</body></html>\n")
 
 
