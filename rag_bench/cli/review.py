@@ -80,6 +80,11 @@ def _apply(a: argparse.Namespace, root: Path) -> int:
     _native(root)
     rows = _rows(root)
     path = Path(a.apply)
+    if path.is_file():  # applied once already: its questions changed, so every decision would read as stale
+        done = [p for p in sorted((root / KEPT).glob("decisions-*.jsonl")) if p.read_bytes() == path.read_bytes()]
+        if done:
+            return fail(f"{path}: these decisions were applied already (kept as {done[0]}) -- fix: nothing to do; to "
+                        f"review again, write the page anew (rag-bench review {root})")
     decisions = _decisions(path, rows)
     applied = apply(rows, decisions, keep_undecided=not a.drop_undecided)
     if not applied.rows:

@@ -110,6 +110,8 @@ def test_review_by_key_download_apply_and_validate(tmp_path, capsys):
     kept = sorted(p.name for p in (root / "review").iterdir())
     assert kept[0].startswith("decisions-") and kept[1].startswith("questions-before-")
     assert (root / "review" / kept[1]).read_bytes() == before
+    assert main(["review", str(root), "--apply", str(target)]) == 2  # twice: said, not read as stale decisions
+    assert "these decisions were applied already" in capsys.readouterr().err
 
 
 def test_apply_refuses_stale_unknown_and_invalid_decisions_and_changes_nothing(tmp_path, capsys):
