@@ -110,8 +110,7 @@ def check_corpus(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, where_a: s
         return ("corpus not checked: some cells were written before metrics.json recorded corpus_fingerprint "
                 "(re-run them to have it checked)")
     if fa != fb or len(fa) != 1:
-        path = cells_b[0].config.get("dataset", {}).get("path") if isinstance(cells_b[0].config, dict) else None
-        other = cells_a[0].config.get("dataset", {}).get("path") if isinstance(cells_a[0].config, dict) else None
+        other, path = (naming.flat_params(dict(cs[0].config)).get("dataset.path") for cs in (cells_a, cells_b))
         raise DataError(Problem(
             where_b, 0, "corpus_fingerprint",
             f"the two experiments searched different corpora: {where_a} {', '.join(sorted(map(str, fa)))} "
