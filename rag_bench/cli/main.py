@@ -40,7 +40,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label, review, traces, agree))
+    evaluate, export, calibrate, label, review, agree, traces))
 USAGE = usage(COMMANDS)
 
 
