@@ -56,7 +56,7 @@ def _page(a: argparse.Namespace, root: Path) -> int:
 
     from rag_bench.reporting import review_page
 
-    out = output_file(a.out or f"reports/review-{root.resolve().name}.html", "--out")
+    out = output_file(a.out, "--out") if a.out else None  # checked before any work; a folder it names must exist
     dataset = _native(root)
     rows = _rows(root)
     existing = []
@@ -65,6 +65,9 @@ def _page(a: argparse.Namespace, root: Path) -> int:
             row = {k: v for k, v in asdict(d).items() if v is not None and k not in ("line", "qid")}
             existing.append({"id": d.qid, **row})
     shown = review_page.items(dataset, rows, a.context)
+    if out is None:  # the default folder is made, as the label page's is, once the input has been read
+        Path("reports").mkdir(exist_ok=True)
+        out = output_file(f"reports/review-{root.resolve().name}.html", "--out")
     write_output(out, review_page.render(dataset.name, shown, existing), "--out")
     say(f"{len(shown)} questions to review: {out} (open it in a browser; keys a/r/1-5, then 'download "
         f"decisions.jsonl'; apply them with rag-bench review {root} --apply decisions.jsonl)")

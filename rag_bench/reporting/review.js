@@ -71,7 +71,7 @@
       box.appendChild(el("p", "muted", it.answerable ? "no evidence located" : "none: the corpus should not answer it"));
     }
     it.evidence.forEach(function (ev) {
-      box.appendChild(el("div", "where", ev.doc_id + (ev.title ? " · " + ev.title : "") + (ev.section ? " · " + ev.section : "")));
+      box.appendChild(el("div", "where", ev.doc_id + (ev.title && ev.title !== ev.doc_id ? " · " + ev.title : "") + (ev.section ? " · " + ev.section : "")));
       var p = el("div", "parse");
       p.appendChild(document.createTextNode((ev.cut_before ? "…" : "") + ev.before));
       p.appendChild(el("mark", "quote", ev.quote));
