@@ -28,6 +28,7 @@ import pandas as pd
 
 from rag_bench.cells import Cell, check_folder, experiment_cells, one_dataset
 from rag_bench.decision import decide
+from rag_bench.decision.agreement import Agreement, of_experiments
 from rag_bench.decision.verdict import Verdict, verdict
 from rag_bench.errors import DataError, Problem
 from rag_bench.failure_labels import NOT_LOST, in_attribution_order
@@ -129,6 +130,13 @@ class Experiment:
         ca, cb = self.cell(a), self.cell(b)
         return compare_cells(ca, cb, metrics=metrics, names=(self.names[ca.cell_id], self.names[cb.cell_id]),
                              primary=self.primary)
+
+    def agree(self, other: Experiment, *, by: str | None = None, common: bool = False) -> Agreement:
+        """Whether ``other`` -- the same grid swept on another question set over the same corpus --
+        ranks the cells as this one does (``rag-bench agree``, :mod:`rag_bench.decision.agreement`):
+        Kendall's tau with its CI over questions, top-1, the not-significantly-worse sets, the axes."""
+        return of_experiments(self.cells, other.cells, by=by, common=common, where_a=str(self.path),
+                              where_b=str(other.path))
 
     def gate(self, policy: str | Path, cell: str = "best", baseline: str | None = None) -> list[Any]:
         """The release gate's rules (a policy file, ``conf/gate/*.yaml``) on ``cell``; each result

@@ -13,23 +13,6 @@ from rag_bench.cli.table import Command
 USAGE = "rag-bench agree EXP_A EXP_B [--by MEASURE] [--common] [--json]"
 
 
-def _measure(cells: list, by: str | None) -> str:
-    """``--by`` as ``section/name`` (a bare name found among the cells' measures), else the cells' primary."""
-    from rag_bench.decision import decide
-
-    if by and "/" not in by:
-        found = sorted({f"{s}/{by}" for c in cells for s, v in c.metrics.items() if isinstance(v, dict) and by in v})
-        found = decide.rankable(found) or found
-        if len(found) == 1:
-            by = found[0]
-    from rag_bench.errors import ConfigError
-
-    try:
-        return decide.primary_measure(cells, by)
-    except ConfigError as exc:  # the catalog names the setting it checks: here it is --by
-        raise ConfigError(str(exc).replace("experiment.primary:", "--by:", 1) if by else str(exc)) from exc
-
-
 def run(argv: list[str]) -> int:
     """``rag-bench agree`` with the arguments ``argv``; its exit code."""
     p = argparse.ArgumentParser(
@@ -52,29 +35,13 @@ def run(argv: list[str]) -> int:
 
     def body() -> int:
         from rag_bench.cells import check_folder
-        from rag_bench.decision.agreement import agreement, check_corpus, match_cells
-        from rag_bench.errors import ConfigError
+        from rag_bench.decision.agreement import of_experiments
         from rag_bench.reporting.agreement import format_agreement
 
-        if a.resamples < 1:
-            raise ConfigError(f"--resamples must be at least 1, got {a.resamples} -- fix: e.g. --resamples 1000")
         for ref in (a.exp_a, a.exp_b):
             check_folder(ref, "experiment", "agree")
-        cells_a, cells_b = experiment_cells_of(a.exp_a), experiment_cells_of(a.exp_b)
-        for ref, cells in ((a.exp_a, cells_a), (a.exp_b, cells_b)):
-            if not cells:
-                raise ConfigError(f"{ref}: no finished cells (folders with DONE) -- fix: run the sweep first "
-                                  "(rag-bench run -m ...)")
-        note = check_corpus(cells_a, cells_b, where_a=a.exp_a, where_b=a.exp_b)
-        pairs = match_cells(cells_a, cells_b, where_a=a.exp_a, where_b=a.exp_b, common=a.common)
-        notes = [note] if note else []
-        if a.common and len(pairs) < max(len(cells_a), len(cells_b)):
-            notes.append(f"--common: {len(pairs)} cells both experiments have ({len(cells_a)} in A, {len(cells_b)} in B)")
-        if {c.dataset_fingerprint for c in cells_a} == {c.dataset_fingerprint for c in cells_b}:
-            notes.append("the two experiments used the same dataset version: the same questions agree with themselves")
-        key_a = _measure([x for x, _ in pairs], a.by)
-        key_b = _measure([y for _, y in pairs], a.by)
-        found = agreement(pairs, key_a=key_a, key_b=key_b, resamples=a.resamples, seed=a.seed, notes=notes)
+        found = of_experiments(experiment_cells_of(a.exp_a), experiment_cells_of(a.exp_b), by=a.by, common=a.common,
+                               where_a=a.exp_a, where_b=a.exp_b, resamples=a.resamples, seed=a.seed)
         if a.json:
             say(json.dumps({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}, indent=2, default=str))
         else:

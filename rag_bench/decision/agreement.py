@@ -295,3 +295,41 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
                      pos_b[to_b[best_a.cell_id].cell_id], pos_a[to_a[best_b.cell_id].cell_id],
                      tuple(r.name for r in rows if r.close_a), tuple(r.name for r in rows if r.close_b), rows,
                      tuple(axes), tuple(notes))
+
+
+def ranking_measure(cells: Sequence[Cell], by: str | None = None) -> str:
+    """The measure that ranks ``cells``: ``by`` (``section/name``, or a bare name found once among the
+    cells' measures) else their primary measure (:func:`rag_bench.decision.decide.primary_measure`);
+    ConfigError naming ``--by`` when no cell has it."""
+    if by and "/" not in by:
+        found = sorted({f"{s}/{by}" for c in cells for s, v in c.metrics.items() if isinstance(v, Mapping) and by in v})
+        found = decide.rankable(found) or found
+        if len(found) == 1:
+            by = found[0]
+    try:
+        return decide.primary_measure(cells, by)
+    except ConfigError as exc:  # the catalog names the setting it checks: here it is --by
+        raise ConfigError(str(exc).replace("experiment.primary:", "--by:", 1) if by else str(exc)) from exc
+
+
+def of_experiments(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, by: str | None = None, common: bool = False,
+                   where_a: str = "A", where_b: str = "B", resamples: int = RESAMPLES, seed: int = SEED) -> Agreement:
+    """:func:`agreement` of two experiments' finished cells (each of one dataset version): the corpus
+    checked (:func:`check_corpus`), the cells matched (:func:`match_cells`), each ranked by ``by`` or
+    its primary measure; what the reader should know beside the figures in ``notes``."""
+    for where, cells in ((where_a, cells_a), (where_b, cells_b)):
+        if not cells:
+            raise ConfigError(f"{where}: no finished cells (folders with DONE) -- fix: run the sweep first "
+                              "(rag-bench run -m ...)")
+    if resamples < 1:
+        raise ConfigError(f"resamples must be at least 1, got {resamples} -- fix: e.g. --resamples 1000")
+    note = check_corpus(cells_a, cells_b, where_a=where_a, where_b=where_b)
+    pairs = match_cells(cells_a, cells_b, where_a=where_a, where_b=where_b, common=common)
+    notes = [note] if note else []
+    if common and len(pairs) < max(len(cells_a), len(cells_b)):
+        notes.append(f"--common: {len(pairs)} cells both experiments have ({len(cells_a)} in A, {len(cells_b)} in B)")
+    if {c.dataset_fingerprint for c in cells_a} == {c.dataset_fingerprint for c in cells_b}:
+        notes.append("the two experiments used the same dataset version: the same questions agree with themselves")
+    key_a = ranking_measure([x for x, _ in pairs], by)
+    key_b = ranking_measure([y for _, y in pairs], by)
+    return agreement(pairs, key_a=key_a, key_b=key_b, resamples=resamples, seed=seed, notes=notes)

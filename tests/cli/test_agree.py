@@ -147,3 +147,13 @@ def test_an_axis_agrees_when_significant_in_both_alike_or_in_neither(sig_a, sig_
     axis = AxisAgreement("chunker", "a", "b", 0.1, nan, "a" if same else "b", "b" if same else "a", 0.1, nan, same,
                          sig_a, sig_b)
     assert axis.agree is agree
+
+
+def test_the_notebook_api_states_the_same_agreement(sweeps, capsys):
+    import rag_bench.api as rb
+
+    found = rb.load(sweeps["odd"]).agree(rb.load(sweeps["even"]))
+    assert main(["agree", str(sweeps["odd"]), str(sweeps["even"]), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert found.tau == pytest.approx(said["tau"]) and list(found.tau_ci) == pytest.approx(said["tau_ci"])
+    assert found.overlap == tuple(said["overlap"]) and found.top1_same == said["top1_same"]
