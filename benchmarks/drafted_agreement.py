@@ -11,7 +11,8 @@ sets over the same documents, then ``rag-bench agree`` on the two experiments (d
 The split-half figure is the ceiling a drafted set can be held to: two halves of one set written by
 the same people disagree this much by sampling alone (and each half has half the questions, so the
 tau of the whole set against another is, if anything, higher). ``agree`` is printed for each
-experiment's primary measure and for retrieval/ndcg@10 (the ranking alone: k moves nothing there).
+experiment's primary measure and for retrieval/ndcg@10 (the ranking alone: k moves nothing there);
+``--by`` names others (abstention/correct_refusal_rate: the refusal side).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 GRID = ["chunker=fixed,section,sentence", "retriever=bm25,dense,hybrid", "pipeline.k=3,5", "generator=extractive"]
-BY = ("", "retrieval/ndcg@10")  # "": each experiment's primary measure
+BY = ["", "retrieval/ndcg@10"]  # "": each experiment's primary measure
 
 
 def split_half(dataset: Path, out: Path, seed: int = 0) -> tuple[Path, Path]:
@@ -69,6 +70,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="the split's seed")
     p.add_argument("--out", type=Path, required=True, help="work folder (datasets, experiments, caches)")
     p.add_argument("--grid", nargs="+", default=GRID, help=f"the sweep's overrides (default: {' '.join(GRID)})")
+    p.add_argument("--by", nargs="+", default=BY, help="the measures agree ranks by, one run each ('' : each "
+                   "experiment's primary; e.g. abstention/correct_refusal_rate for the refusal side; default: the "
+                   "primary and retrieval/ndcg@10)")
     a = p.parse_args()
     if a.split_half == (a.drafted is not None):
         p.error("give a drafted dataset folder, or --split-half (not both)")
@@ -85,7 +89,7 @@ def main() -> int:
     exp_a = sweep(first, out / "experiments", names[0], a.grid, env)
     exp_b = sweep(second, out / "experiments", names[1], a.grid, env)
     code = 0
-    for by in BY:
+    for by in a.by:
         print(f"\n$ rag-bench agree {exp_a} {exp_b}" + (f" --by {by}" if by else ""), flush=True)
         done = subprocess.run([sys.executable, "-P", "-m", "rag_bench.cli", "agree", str(exp_a), str(exp_b),
                                *(["--by", by] if by else [])], env=env, cwd=out)
