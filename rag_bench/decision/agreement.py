@@ -259,6 +259,7 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
                               "answer/context_all)")
     fa, fb = frames[0], frames[1]
     assert fa is not None and fb is not None
+    fa, fb = fa[fa.notna().any(axis=1)], fb[fb.notna().any(axis=1)]  # the questions the measure is defined on
     da, db = effects.draws(len(fa), resamples, seed), effects.draws(len(fb), resamples, seed + 1)
     sa = effects.resampled_means(fa.to_numpy(np.float64), da)  # draws x cells
     sb = effects.resampled_means(fb.to_numpy(np.float64), db)
