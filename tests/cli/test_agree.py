@@ -128,6 +128,9 @@ def test_by_ranks_both_by_one_measure_and_a_bare_name_is_found(sweeps, capsys):
                  "--resamples", "100"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["measure_a"] == found["measure_b"] == "retrieval/ndcg@10"
+    # the questions nDCG is defined on (with evidence), as each cell's n says -- not every question
+    n = json.loads((sweeps["odd"] / found["cells"][0]["cell_a"] / "metrics.json").read_text())["n"]
+    assert found["questions_a"] == n["retrieval/ndcg@10"] < 42
     assert [a["axis"] for a in found["axes"]] == ["chunker"]  # k acts after the ranking: it cannot move nDCG
 
 
