@@ -44,6 +44,7 @@ from rag_bench.stats.rank_agreement import kendall_tau_b, percentile_interval
 RESAMPLES = effects.RESAMPLES
 SEED = effects.SEED
 SAME_AS_CELLS = ("dataset",)  # the keys two experiments of one grid may differ in
+PAIRS_AT_ONCE = 2_000_000  # cell pairs x draws tau is computed on at once (a few arrays of this many floats)
 
 
 def grid_key(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -266,7 +267,9 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
     va = np.array([decide.value_of(c, key_a) for c in cells_a], dtype=np.float64)
     vb = np.array([decide.value_of(c, key_b) for c in cells_b], dtype=np.float64)
     tau = float(kendall_tau_b(_goodness(va, key_a), _goodness(vb, key_b)))
-    taus = kendall_tau_b(_goodness(sa, key_a), _goodness(sb, key_b))
+    ga, gb = _goodness(sa, key_a), _goodness(sb, key_b)
+    step = max(1, PAIRS_AT_ONCE // max(1, len(cells_a) * (len(cells_a) - 1) // 2))  # a 180-cell grid: 124 draws
+    taus = np.concatenate([kendall_tau_b(ga[i:i + step], gb[i:i + step]) for i in range(0, len(ga), step)])
     ranked_a = decide.rank(cells_a, key_a, names)
     names_b = {b.cell_id: names[a.cell_id] for a, b in pairs}
     ranked_b = decide.rank(cells_b, key_b, names_b)
