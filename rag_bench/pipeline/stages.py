@@ -206,9 +206,11 @@ def answer(*, generator: Generator, questions: Sequence[Question], rankings: Seq
     return Answered(items, list(gens), answers, wall)
 
 
-def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) -> list[JudgeResult] | None:
+def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered,
+          history: HistoryWindow = HistoryWindow()) -> list[JudgeResult] | None:
     """Judge every answered question (refusals, failed calls and unparseable outputs are not
-    judged): one result per question; None for the null judge. Raises EndpointError when more
+    judged), a conversation question with the window of its history the generator saw
+    (``history``): one result per question; None for the null judge. Raises EndpointError when more
     judgements failed than ``judge.max_failure_rate`` allows: scores over a biased subset are not
     reported."""
     if is_null(judge):
@@ -217,7 +219,7 @@ def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) ->
     for q, item, a in zip(questions, answered.items, answered.answers):
         ok = a.error is None and a.parse_error is None and not a.refused and bool(a.text)
         samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference,
-                                   a.citations) if ok else None)
+                                   a.citations, history.of(q.history)) if ok else None)
     with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
         results = judge.judge(samples)
     name = component_name(judge)

@@ -80,7 +80,10 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
                "_described": params.describe(cell, label)}  # what each measure means (private)
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
-                row[f"tag:{tag}/{key}"] = v
+                if key == "ci" and isinstance(v, dict):  # a tag's intervals, beside the cell's own
+                    row.update({f"ci/tag:{tag}/{m}": ci for m, ci in v.items()})
+                elif not isinstance(v, dict):  # its outcomes and failure counts are read from metrics.json
+                    row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
             if section in ("ci", "n", "by_tag", "measures") or not isinstance(values, dict):
                 continue
