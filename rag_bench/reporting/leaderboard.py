@@ -372,3 +372,49 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int
 FAILURE_HEADS = {"retrieval_miss": "retr_miss", "false_refusal": "false_ref", "correct_refusal": "corr_ref",
                  "unauthorized": "unauth", "stale_version": "stale", "partial_evidence": "partial",
                  "hallucinated_answer": "halluc", "excluded_no_relevant_chunk": "no_rel_chunk"}
+
+
+# The by-tag table of one cell (console and report): ranking with its interval, the three outcomes
+# of a turn (answer, refuse, clarify) and where the tag's questions were lost.
+TAG_RANKING = ("hit@5", "ndcg@10")
+TAG_OUTCOMES = (("correct_all", "right"), ("correct_refusal_rate", "refused_ok"), ("correct_clarification", "clarified"))
+
+
+def _with_ci(values: dict[str, Any], key: str) -> str:
+    v = values.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return "-"
+    ci = (values.get("ci") or {}).get(key)
+    return f"{v:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]" if isinstance(ci, list) and len(ci) == 2 else f"{v:.3f}"
+
+
+def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per tag of a cell's ``by_tag`` (metrics.json): its questions, their expected outcomes
+    (``a/r/c``: answer, refuse, clarify), hit@5 and ndcg@10 with their 95 % CIs, the share with the
+    right outcome over all of them (``answer/correct_all``), correct refusals and clarifications, and its
+    failure table (first failing stage: count, attribution order). ``-``: not defined for the tag."""
+    rows = []
+    for tag, values in sorted((metrics.get("by_tag") or {}).items()):
+        if not isinstance(values, dict):
+            continue
+        outcomes = values.get("outcomes") or {}
+        failures = values.get("failures") or {}
+        row = {"tag": str(tag), "n": str(values.get("n", "")),
+               "a/r/c": "/".join(str(outcomes.get(o, 0)) for o in ("answer", "refuse", "clarify"))}
+        row.update({key: _with_ci(values, key) for key in TAG_RANKING})
+        row.update({head: _with_ci({k: values.get(k)}, k) for k, head in TAG_OUTCOMES})
+        row["failures"] = " ".join(f"{FAILURE_HEADS.get(lab, lab)}:{n}" for lab, n in failures.items() if n)
+        rows.append(row)
+    return rows
+
+
+def format_tags(metrics: dict[str, Any], *, width: int = 120) -> str:
+    """:func:`tag_rows` as a console table, each line cut to ``width`` (the failures column last)."""
+    rows = tag_rows(metrics)
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    wide = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
+    lines = [" ".join(c.ljust(wide[c]) for c in cols).rstrip()]
+    lines += [" ".join(r[c].ljust(wide[c]) for c in cols).rstrip() for r in rows]
+    return "\n".join(line if len(line) <= width else line[:width - 1] + "…" for line in lines)
