@@ -376,8 +376,9 @@ FAILURE_HEADS = {"retrieval_miss": "retr_miss", "false_refusal": "false_ref", "c
 
 # The by-tag table of one cell (console and report): ranking with its interval, the three outcomes
 # of a turn (answer, refuse, clarify) and where the tag's questions were lost.
-TAG_RANKING = ("hit@5", "ndcg@10")
-TAG_OUTCOMES = (("correct_all", "right"), ("correct_refusal_rate", "refused_ok"), ("correct_clarification", "clarified"))
+TAG_RANKING = (measures.HIT.at(5).column, measures.NDCG.at(10).column)
+TAG_OUTCOMES = ((measures.CORRECT_ALL.column, "right"), (measures.CORRECT_REFUSAL_RATE.column, "refused_ok"),
+                (measures.CLARIFY[1].column, "clarified"))
 
 
 def _with_ci(values: dict[str, Any], key: str) -> str:
