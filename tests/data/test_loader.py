@@ -350,3 +350,15 @@ def test_fingerprint_keeps_digests_of_settled_files_and_sees_every_edit(tmp_path
     loader.fingerprint(tmp_path, [f, fresh])
     loader.fingerprint(tmp_path, [f, fresh])
     assert reads.count(fresh) == 2
+
+
+def test_the_public_conversation_set_validates(shared_dir, capsys):
+    """issue 53: mtrag-un-cloud (122 turns of MTRAG-UN's IBM Cloud conversations, each with its history)
+    passes validate as it is."""
+    root = shared_dir / "datasets" / "mtrag-un-cloud"
+    if not root.is_dir():
+        pytest.skip(f"{root} is not on this machine (external data, never copied into the repo)")
+    assert cli(["validate", str(root)]) == 0, capsys.readouterr().err
+    qs = load_dataset(root).questions
+    follow = [q for q in qs if "mt:Follow-up" in q.tags]
+    assert len(qs) == 122 and follow and all(q.history for q in follow)

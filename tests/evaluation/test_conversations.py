@@ -102,7 +102,7 @@ def test_by_tag_has_intervals_outcomes_and_failures_in_metrics_console_and_repor
     for key in ("hit@5", "ndcg@10", "correct_all"):
         lo, hi = follow["ci"][key]
         assert lo <= follow[key] <= hi, key
-    assert sum(follow["failures"].values()) == 2
+    assert sum(follow["failures"].values()) == 2 and follow["n_by"]["hit@5"] == 2
     assert cli(["report", str(conversation_cell.parent), "--out", str(tmp_path / "reports"), "--no-mlflow"]) == 0
     page = next((tmp_path / "reports").rglob("index.html")).read_text()
     table = page.split("id='tag-outcomes'", 1)[1].split("</table>", 1)[0]

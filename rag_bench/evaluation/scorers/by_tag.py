@@ -6,7 +6,8 @@ counts its questions by their refusal measures.
 
 Beside the means, each tag has ``ci`` (``{measure: [lo, hi]}``: the 95 % interval of each mean over
 the tag's questions, as metrics.json's own ``ci``: Wilson for 0/1 measures, else the bootstrap of
-``eval.bootstrap_resamples``), ``outcomes`` (how many of its questions expect ``answer``,
+``eval.bootstrap_resamples``), ``n_by`` (``{measure: questions it is defined on}``: hit@5 counts
+the tag's answerable questions only), ``outcomes`` (how many of its questions expect ``answer``,
 ``refuse`` and ``clarify``) and ``failures`` (``{label: count}``: the failure table of the tag's
 questions, labels in attribution order, when the cell labels them)."""
 
@@ -69,6 +70,7 @@ class ByTag:
             out[tag]["n"] = int(rows.sum())
             cis = mean_cis(v, n_resamples=context.settings.n_resamples, seed=context.settings.seed)
             out[tag]["ci"] = {m: [float(lo), float(hi)] for m, (lo, hi) in zip(cols, cis) if m in out[tag]}
+            out[tag]["n_by"] = {m: int((~np.isnan(x)).sum()) for m, x in zip(cols, v.T) if m in out[tag]}
             out[tag]["outcomes"] = {o: sum(q.outcome == o for q, r in zip(questions, rows) if r) for o in OUTCOMES}
             if labels is not None:
                 counted = collections.Counter(lab for lab, r in zip(labels, rows) if r)
