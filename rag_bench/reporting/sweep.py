@@ -139,8 +139,9 @@ class SweepReport(SweepCallbacks):
         best = best_first(cells, key).iloc[0] if key is not None and key in cells.columns else cells.iloc[0]
         tags = format_tags(read_cell(exp_dir / str(best["cell"]), records=False).metrics, width=width)
         if tags:
-            print(visible(f"\nBy question tag, best cell {best['label']} (95 % CI; a/r/c: questions expecting answer/"
-                          f"refuse/clarify; failures: first failing stage):\n\n{tags}"), file=sys.stdout, flush=True)
+            head = _wrapped([f"By question tag, best cell {best['label']} (95 % CI; a/r/c: questions expecting answer/"
+                             "refuse/clarify; failures: first failing stage):"], width)
+            print(visible("\n" + "\n".join(head) + f"\n\n{tags}"), file=sys.stdout, flush=True)
         footer = [f"Failures, drill-down, charts: rag-bench report {exp_dir}",
                   f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}"]
         print("\n" + "\n".join(_wrapped(footer, width)), file=sys.stdout, flush=True)

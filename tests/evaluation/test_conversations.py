@@ -5,6 +5,8 @@ report and the sweep's console."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -68,8 +70,11 @@ def conversation_cell(tmp_path_factory) -> Path:
 
     edit_questions(root, conversational)
     out = tmp / "out"
-    assert cli(["run", "-m", f"dataset.path={root}", f"output.root={out}", "tracking=none", "experiment.name=c",
-                "generator=extractive"]) == 0
+    console = io.StringIO()
+    with contextlib.redirect_stdout(console):
+        assert cli(["run", "-m", f"dataset.path={root}", f"output.root={out}", "tracking=none", "experiment.name=c",
+                    "generator=extractive"]) == 0
+    (out / "console.txt").write_text(console.getvalue())
     (done,) = (out / "c").glob("*/DONE")
     return done.parent
 
@@ -112,6 +117,11 @@ def test_by_tag_has_intervals_outcomes_and_failures_in_metrics_console_and_repor
 def test_the_sweep_console_prints_the_tag_table(conversation_cell, capsys):
     from rag_bench.cells import read_cell
     from rag_bench.reporting.leaderboard import format_tags
+
+    printed = (conversation_cell.parent.parent / "console.txt").read_text()
+    assert "By question tag, best cell" in printed and max(map(len, printed.splitlines())) <= 120
+    table = printed.split("By question tag", 1)[1].split("\n\n", 2)[1]
+    assert any(line.startswith("mt:Follow-up") for line in table.splitlines())
 
     text = format_tags(read_cell(conversation_cell, records=False).metrics, width=100)
     lines = text.splitlines()
