@@ -381,6 +381,11 @@ TAG_OUTCOMES = ((measures.CORRECT_ALL.column, "right"), (measures.CORRECT_REFUSA
                 (measures.CLARIFY[1].column, "clarified"))
 
 
+# Labels of questions that were not lost (metrics.json keeps them; the table's "right" and
+# "refused_ok" columns say them).
+NOT_LOST = ("correct", "correct_refusal", "in_context")
+
+
 def _with_ci(values: dict[str, Any], key: str) -> str:
     v = values.get(key)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
@@ -393,7 +398,8 @@ def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
     """One row per tag of a cell's ``by_tag`` (metrics.json): its questions, their expected outcomes
     (``a/r/c``: answer, refuse, clarify), hit@5 and ndcg@10 with their 95 % CIs, the share with the
     right outcome over all of them (``answer/correct_all``), correct refusals and clarifications, and its
-    failure table (first failing stage: count, attribution order). ``-``: not defined for the tag."""
+    failure table (first failing stage: count, attribution order; the labels of questions not lost,
+    :data:`NOT_LOST`, left out). ``-``: not defined for the tag."""
     rows = []
     for tag, values in sorted((metrics.get("by_tag") or {}).items()):
         if not isinstance(values, dict):
@@ -404,18 +410,25 @@ def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
                "a/r/c": "/".join(str(outcomes.get(o, 0)) for o in ("answer", "refuse", "clarify"))}
         row.update({key: _with_ci(values, key) for key in TAG_RANKING})
         row.update({head: _with_ci({k: values.get(k)}, k) for k, head in TAG_OUTCOMES})
-        row["failures"] = " ".join(f"{FAILURE_HEADS.get(lab, lab)}:{n}" for lab, n in failures.items() if n)
+        row["failures"] = " ".join(f"{FAILURE_HEADS.get(lab, lab)}:{failures[lab]}"
+                                   for lab in in_attribution_order(failures) if failures[lab] and lab not in NOT_LOST)
         rows.append(row)
     return rows
 
 
 def format_tags(metrics: dict[str, Any], *, width: int = 120) -> str:
-    """:func:`tag_rows` as a console table, each line cut to ``width`` (the failures column last)."""
+    """:func:`tag_rows` as a console table within ``width``: the failures column (last) continues on
+    indented lines under itself when a row's is too long (cut with … only on a terminal too narrow
+    for it)."""
     rows = tag_rows(metrics)
     if not rows:
         return ""
     cols = list(rows[0])
-    wide = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
-    lines = [" ".join(c.ljust(wide[c]) for c in cols).rstrip()]
-    lines += [" ".join(r[c].ljust(wide[c]) for c in cols).rstrip() for r in rows]
+    wide = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols[:-1]}
+    lead = sum(wide.values()) + len(wide)  # where the failures column starts
+    lines = [" ".join([*(c.ljust(wide[c]) for c in cols[:-1]), cols[-1]])]
+    for r in rows:
+        start = " ".join(r[c].ljust(wide[c]) for c in cols[:-1]) + " "
+        parts = textwrap.wrap(r[cols[-1]], max(20, width - lead)) or [""]
+        lines += [(start + parts[0]).rstrip(), *(" " * lead + p for p in parts[1:])]
     return "\n".join(line if len(line) <= width else line[:width - 1] + "…" for line in lines)
