@@ -106,7 +106,8 @@ def _source(doc_id: str, heading_path: tuple[str, ...], text: str) -> str:
 
 
 HISTORY_TURNS = 6  # pipeline.history_turns: the last three exchanges
-HISTORY_CHARS = 4000  # pipeline.history_chars: about 1,000 tokens, a quarter of llama_cpp's n_ctx
+HISTORY_CHARS = 2000  # pipeline.history_chars: about 500 tokens; with a full context (pipeline.token_budget
+# 2000) and max_tokens 256 the prompt stays within llama_cpp's n_ctx 4096
 ELLIPSIS = "…"
 
 

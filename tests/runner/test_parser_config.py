@@ -28,7 +28,7 @@ def test_the_default_history_window_keeps_cell_ids_and_another_changes_them():
     del before.pipeline["history_turns"], before.pipeline["history_chars"]  # before conversations existed
     assert cell_id(compose_config([]), "fp") == cell_id(before, "fp")
     assert cell_id(compose_config(["pipeline.history_turns=0"]), "fp") != cell_id(before, "fp")
-    with pytest.raises(ConfigError, match=r"pipeline.history_chars must be >= 0.*fix: pipeline.history_chars=4000"):
+    with pytest.raises(ConfigError, match=r"pipeline.history_chars must be >= 0.*fix: pipeline.history_chars=2000"):
         validate(compose_config(["pipeline.history_chars=-1"]))
 
 
