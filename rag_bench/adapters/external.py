@@ -572,7 +572,7 @@ def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRul
         answered = stages.answer(generator=ReplayGenerator([outputs.records[q.qid] for q in questions]),
                                  questions=questions, rankings=rankings, passages=chunks, context=context)
         if judge is not None:
-            judged = stages.judge(judge=judge, questions=questions, answered=answered)
+            judged = stages.judge(judge=judge, questions=questions, answered=answered, history=context.history)
     counts = {"unlocated_passages": outputs.unlocated, "passages_located_by_text": outputs.located_by_text,
               "passages_not_in_claimed_doc": outputs.not_in_claimed_doc, "duplicate_passages": duplicates}
     per_question = tuple(QuestionRun(

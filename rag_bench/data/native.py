@@ -22,16 +22,22 @@ from rag_bench.data.problems import (
     read_jsonl,
     read_text,
 )
-from rag_bench.domain import Asker, Document, EvidenceSpan, LostEvidence, ParseReport, Question
+from rag_bench.domain import Asker, Document, EvidenceSpan, LostEvidence, ParseReport, Question, Turn
 from rag_bench.text.markdown import parse_sections
 from rag_bench.text.normalize import content_words, squeeze
 
 _DOC_FIELDS = {"doc_id", "title", "version", "effective_at", "status", "tenant", "acl", "source_uri", "canaries",
                "hidden"}
 _Q_FIELDS = {"id", "question", "answerable", "expects", "clarify_facts", "evidence", "facts", "answers", "asker",
-             "tags"}
+             "tags", "history", "standalone"}
 EXPECTS = ("answer", "refuse", "clarify")  # a question's right outcome (docs/contract.md §3)
 _LOC_FIELDS = {"doc_id", "quote", "section", "start", "end", "grade"}
+ROLES = ("user", "assistant")  # a history turn's speakers (docs/contract.md §3)
+# A question's history is bounded (docs/contract.md §3): a conversation longer than this is a data
+# error (a whole chat log pasted into one question), not a turn to evaluate. Public multi-turn data
+# (MTRAG-UN) stays under 20 turns and 10,000 characters.
+MAX_HISTORY_TURNS = 64
+MAX_HISTORY_CHARS = 100_000
 
 
 @dataclasses.dataclass
@@ -309,6 +315,8 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
             check_text(v, path, lineno, f"{key}[{i}]", log)
     tags = _str_list(path, lineno, obj, "tags", log)
     asker = _check_asker(path, lineno, obj.get("asker"), log)
+    history = _check_history(path, lineno, obj.get("history", []), log)
+    standalone = _check_standalone(path, lineno, obj, log)
     raw_ev = obj.get("evidence", [])
     spans: list[EvidenceSpan] = []
     if not isinstance(raw_ev, list):
@@ -377,7 +385,8 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
         state.lost.append(str(qid))  # evaluated with what was located; the rest counts as lost (parsing)
     return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
                     facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno,
-                    expects=expects, clarify_facts=clarify_facts, lost=tuple(lost))
+                    expects=expects, clarify_facts=clarify_facts, lost=tuple(lost), history=history,
+                    standalone=standalone)
 
 
 def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[EvidenceSpan | None, str] | None:
@@ -463,7 +472,8 @@ def heading_found(doc: Document, section: str) -> bool:
 
 def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> tuple[str | None, tuple[str, ...]]:
     """The question's ``expects`` (None: not given, or reported) and ``clarify_facts`` (the facts a
-    clarifying question must ask for: required with, and only with, ``"expects": "clarify"``)."""
+    clarifying question must ask for: only with ``"expects": "clarify"``; optional there -- without it
+    any question back that asserts nothing unsupported is right, docs/metrics.md)."""
     expects = obj.get("expects")
     if "expects" in obj and expects not in EXPECTS:
         log.add(path, lineno, "expects", f"must be one of {', '.join(EXPECTS)}, got {expects!r}",
@@ -471,11 +481,7 @@ def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog
                 "leave it out for the default (answer if answerable, refuse if not)")
         expects = None
     if "clarify_facts" not in obj:
-        if expects == "clarify":
-            log.add(path, lineno, "clarify_facts", '"expects": "clarify" without "clarify_facts"',
-                    'name the facts the clarifying question must ask for, e.g. "clarify_facts": ["overnight stay", '
-                    '"airline confirmed"]')
-        return expects, ()
+        return expects, ()  # clarify without facts: any question back that asserts nothing unsupported
     raw = obj["clarify_facts"]
     if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
         log.add(path, lineno, "clarify_facts", "must be a non-empty list of strings",
@@ -492,6 +498,101 @@ def _check_expects(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog
                     "name the fact with its content words, e.g. \"overnight stay\" (stopwords such as 'is' or 'the' "
                     "are not matched)")
     return expects, tuple(raw)
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, as a message names it (the reader's dict and list types aside).
+
+    >>> json_kind({}), json_kind("x"), json_kind(True), json_kind(3), json_kind(None)
+    ('an object', 'a string', 'true/false', 'a number', 'null')
+    """
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "true/false"
+    return "null" if value is None else "a number"
+
+
+_TURN_EXAMPLE = '[{"role": "user", "content": "Do you ship abroad?"}, {"role": "assistant", "content": "Yes, ..."}]'
+
+
+def _check_history(path: Path, lineno: int, raw: Any, log: ProblemLog) -> tuple[Turn, ...]:
+    """A question's ``history``: the conversation before it, oldest first, a list of ``{"role":
+    "user"|"assistant", "content": str}``. Roles alternate and the last turn is the assistant's
+    (the question is the next user turn); every content is non-blank text; at most
+    :data:`MAX_HISTORY_TURNS` turns and :data:`MAX_HISTORY_CHARS` characters of content. Problems
+    go to ``log`` (the result is then not used)."""
+    if not isinstance(raw, list):
+        log.add(path, lineno, "history", f"must be a list of turns, got {json_kind(raw)}",
+                f"write the earlier turns oldest first, e.g. \"history\": {_TURN_EXAMPLE}, or leave the key out")
+        return ()
+    if len(raw) > MAX_HISTORY_TURNS:
+        log.add(path, lineno, "history", f"{len(raw)} turns, more than {MAX_HISTORY_TURNS}",
+                f"keep the last {MAX_HISTORY_TURNS} turns (the ones the question follows)")
+        return ()
+    turns: list[Turn] = []
+    ok = True
+    for i, item in enumerate(raw):
+        field = f"history[{i}]"
+        if not isinstance(item, dict):
+            log.add(path, lineno, field, f"must be an object, got {json_kind(item)}",
+                    'e.g. {"role": "user", "content": "Do you ship abroad?"}')
+            ok = False
+            continue
+        for key in sorted(item.keys() - {"role", "content"}):
+            log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}", "allowed: role, content")
+            ok = False
+        role, content = item.get("role"), item.get("content")
+        if role not in ROLES:
+            log.add(path, lineno, f"{field}.role", f"must be one of {', '.join(ROLES)}, got {role!r}",
+                    'write "user" for what the asker said and "assistant" for the replies')
+            ok = False
+        if not isinstance(content, str) or not content.strip():
+            got = "empty" if isinstance(content, str) else f"got {json_kind(content)}"
+            log.add(path, lineno, f"{field}.content", f"must be non-empty text, {got}",
+                    "write what was said in the turn, or remove the turn")
+            ok = False
+        elif not check_text(content, path, lineno, f"{field}.content", log):
+            ok = False
+        if role in ROLES and isinstance(content, str):
+            turns.append(Turn(str(role), content))
+    if not ok:
+        return ()
+    for i, (before, turn) in enumerate(zip(turns, turns[1:]), 1):
+        if before.role == turn.role:
+            log.add(path, lineno, f"history[{i}].role", f"two {turn.role} turns in a row (history[{i - 1}] and "
+                    f"history[{i}])", "roles alternate: join the two turns into one, or add the turn between them")
+            return ()
+    if turns and turns[-1].role != "assistant":
+        log.add(path, lineno, f"history[{len(turns) - 1}].role", "the history ends with a user turn",
+                "the question is the next user turn: end the history with the assistant's reply, or make that last "
+                "user turn the question")
+        return ()
+    chars = sum(len(t.content) for t in turns)
+    if chars > MAX_HISTORY_CHARS:
+        log.add(path, lineno, "history", f"{chars} characters of content, more than {MAX_HISTORY_CHARS}",
+                "keep the turns the question follows and shorten long replies")
+        return ()
+    return tuple(turns)
+
+
+def _check_standalone(path: Path, lineno: int, obj: dict[str, Any], log: ProblemLog) -> str | None:
+    """A question's ``standalone`` form (optional): non-blank text, what the question means without
+    its history (written by people)."""
+    if "standalone" not in obj or obj["standalone"] is None:
+        return None
+    raw = obj["standalone"]
+    if not isinstance(raw, str) or not raw.strip():
+        log.add(path, lineno, "standalone", "must be non-empty text" + ("" if isinstance(raw, str) else
+                                                                       f", got {json_kind(raw)}"),
+                'write the question as it reads without the history, e.g. "standalone": "Does Acme ship to Canada?", '
+                "or leave the key out")
+        return None
+    return raw if check_text(raw, path, lineno, "standalone", log) else None
 
 
 def _check_asker(path: Path, lineno: int, raw: Any, log: ProblemLog) -> Asker | None:

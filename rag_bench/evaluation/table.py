@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from rag_bench.domain import Question
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Part
@@ -30,7 +31,8 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
     parts = [Part("question", {"qid": [q.qid for q in questions], "question": [q.question for q in questions],
                                "answerable": [q.answerable for q in questions],
                                "expects": [q.outcome for q in questions], "tags": [list(q.tags) for q in questions],
-                               "asker": [q.asker.label if q.asker else None for q in questions]}),
+                               "asker": [q.asker.label if q.asker else None for q in questions],
+                               **history_column(questions)}),
              Part("ranking", grades.columns),
              Part("retrieved", {"retrieved_ids": [[run.passages[i].chunk_id for i in qr.retrieved.indices]
                                                   for qr in run.questions]})]
@@ -57,6 +59,15 @@ def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
                                for qr in run.questions]
     parts.append(Part("latency", latency))
     return parts
+
+
+def history_column(questions: Sequence[Question]) -> dict[str, list[Any]]:
+    """``history``: each question's earlier turns (``[{"role", "content"}]``, oldest first, every
+    turn, not the prompt's window), when the dataset has a conversation question; none otherwise
+    (single-turn cells keep their columns)."""
+    if not any(q.history for q in questions):
+        return {}
+    return {"history": [[{"role": t.role, "content": t.content} for t in q.history] for q in questions]}
 
 
 def records(parts: Sequence[Part], n: int) -> pd.DataFrame:

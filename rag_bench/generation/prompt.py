@@ -6,6 +6,11 @@ sources, cite passages as [n], say the fixed refusal sentence when the sources a
 a clarifying question when the answer depends on a fact about the asker the question does not
 give, and return JSON ``{"answer": str, "sources": [int], "clarify": str}``: ``clarify`` is the
 question asked back ("" when answering or refusing; see docs/contract.md §5).
+
+A conversation question (``Question.history``) carries its last turns, within a bounded window
+(:class:`HistoryWindow`: ``pipeline.history_turns`` and ``pipeline.history_chars``), between the
+sources and the question, fenced as data like the sources; the question is the user's next turn. A
+question without history gets the same prompt (and cache key) as before history existed.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag_bench.domain import Passage
+from rag_bench.domain import Passage, Turn
 
 REFUSAL = "I cannot answer this from the provided sources."
 # "clarify" is required of a model held to the schema (so it always decides), optional in what
@@ -100,13 +105,59 @@ def _source(doc_id: str, heading_path: tuple[str, ...], text: str) -> str:
     return f"{doc_id} | {_fence(where)}\n{OPEN}\n{_fence(text)}\n{CLOSE}"
 
 
-def build_prompt(question: str, passages: Sequence[Passage]) -> Prompt:
-    """Instructions, then numbered fenced sources with their origin, then the question."""
+HISTORY_TURNS = 6  # pipeline.history_turns: the last three exchanges
+HISTORY_CHARS = 2000  # pipeline.history_chars: about 500 tokens; with a full context (pipeline.token_budget
+# 2000) and max_tokens 256 the prompt stays within llama_cpp's n_ctx 4096
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class HistoryWindow:
+    """How much of a conversation the generator sees: the last ``turns`` turns (0: none), and of
+    those the newest whose contents fit in ``chars`` characters; a newest turn longer than that
+    alone keeps its last ``chars`` characters after an ellipsis (the end of a reply is what the
+    next question follows)."""
+
+    turns: int = HISTORY_TURNS
+    chars: int = HISTORY_CHARS
+
+    def of(self, history: Sequence[Turn]) -> tuple[Turn, ...]:
+        """The turns of ``history`` (oldest first) the prompt shows, oldest first.
+
+        >>> h = (Turn("user", "a" * 10), Turn("assistant", "b" * 10), Turn("user", "c" * 10), Turn("assistant", "d" * 10))
+        >>> [t.content[0] for t in HistoryWindow(turns=3, chars=100).of(h)], len(HistoryWindow(3, 25).of(h))
+        (['b', 'c', 'd'], 2)
+        >>> HistoryWindow(turns=2, chars=4).of(h)[0].content, HistoryWindow(turns=0).of(h)
+        ('…ddd', ())
+        """
+        if self.turns <= 0 or self.chars <= 0 or not history:
+            return ()
+        kept: list[Turn] = []
+        used = 0
+        for turn in reversed(history[-self.turns:]):
+            if used + len(turn.content) > self.chars:
+                if not kept:  # the newest turn alone is too long: its end
+                    kept.append(Turn(turn.role, ELLIPSIS + turn.content[len(turn.content) - self.chars + 1:]))
+                break
+            kept.append(turn)
+            used += len(turn.content)
+        return tuple(reversed(kept))
+
+
+def build_prompt(question: str, passages: Sequence[Passage], history: Sequence[Turn] = ()) -> Prompt:
+    """Instructions, then numbered fenced sources with their origin, then the conversation so far
+    (``history``, already windowed: :meth:`HistoryWindow.of`), then the question."""
     parts = ["Sources:"]
     for p in passages:
         parts.append(f"[{p.number}] {_source(p.doc_id, p.heading_path, p.text)}")
     if not passages:
         parts.append("(no sources)")
-    parts.append(f"Question: {question.strip()}")
+    if history:
+        turns = "\n".join(f"{t.role}: {_fence(t.content)}" for t in history)
+        parts.append("Conversation so far (oldest first; it tells what the question refers to, the facts still come "
+                     f"only from the sources):\n{OPEN}\n{turns}\n{CLOSE}")
+        parts.append(f"Question (the user's next turn): {question.strip()}")
+    else:
+        parts.append(f"Question: {question.strip()}")
     parts.append("Answer with JSON only, citing the sources you used.")
     return Prompt(SYSTEM, "\n\n".join(parts), len(passages))

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rag_bench.domain import Turn
+
 
 @dataclass(frozen=True)
 class JudgeSample:
@@ -18,6 +20,27 @@ class JudgeSample:
     # The answer's valid citations (markers and its sources list): what a claim without a marker of
     # its own cites (rag_bench.metrics.support.claim_citations); () for a caller that does not say.
     citations: tuple[int, ...] = ()
+    # A conversation question's earlier turns the generator was shown (its prompt's window), oldest first.
+    history: tuple[Turn, ...] = ()
+
+    @property
+    def user_input(self) -> str:
+        """What the judge reads as the question: the question alone, or after the conversation
+        that precedes it (a follow-up such as "And the other one?" is judged by what it refers to).
+
+        >>> JudgeSample("And Pro?", "", ()).user_input
+        'And Pro?'
+        >>> print(JudgeSample("And Pro?", "", (), history=(Turn("user", "Basic price?"), Turn("assistant", "$5."))).user_input)
+        Conversation so far:
+        user: Basic price?
+        assistant: $5.
+        <BLANKLINE>
+        Question (the user's next turn): And Pro?
+        """
+        if not self.history:
+            return self.question
+        turns = "\n".join(f"{t.role}: {t.content}" for t in self.history)
+        return f"Conversation so far:\n{turns}\n\nQuestion (the user's next turn): {self.question}"
 
 
 @dataclass

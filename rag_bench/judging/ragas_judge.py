@@ -114,7 +114,7 @@ def _verdict(value: Any) -> int | None:
 
 
 def _fields(sample: JudgeSample) -> dict[str, Any]:
-    return {"user_input": sample.question, "response": sample.answer, "retrieved_contexts": list(sample.contexts),
+    return {"user_input": sample.user_input, "response": sample.answer, "retrieved_contexts": list(sample.contexts),
             "reference": sample.reference}
 
 
@@ -348,7 +348,7 @@ class RagasJudge:
         """The cache key of one judgement: judge identity, metric, the item, the embedder's identity
         (metrics that compare embeddings) and the sample index (sample 0 keeps the key judgements
         had before samples existed)."""
-        parts: list[Any] = [self.identity, metric, s.question, s.answer, list(s.contexts), s.reference]
+        parts: list[Any] = [self.identity, metric, s.user_input, s.answer, list(s.contexts), s.reference]
         if JUDGE_METRICS[metric].embeddings and self.embedder is not None:
             # A score that compares embeddings depends on the embedder too (other metrics keep their keys).
             parts.append({"embedder": embedder_identity(self.embedder)})

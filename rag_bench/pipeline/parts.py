@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rag_bench.generation.prompt import HistoryWindow
+
 
 @dataclass(frozen=True)
 class CellSettings:
@@ -20,6 +22,7 @@ class CellSettings:
     split: str  # dataset.split: the questions asked (in the rankings' shared-work key)
     index_name: str
     judge_name: str = "none"  # judge.name
+    history: HistoryWindow = HistoryWindow()  # pipeline.history_turns, pipeline.history_chars
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from rag_bench.errors import EndpointError
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
-from rag_bench.generation.prompt import build_prompt
+from rag_bench.generation.prompt import HistoryWindow, build_prompt
 from rag_bench.indexing.ann_report import AnnReport, probe_report, tune_probe
 from rag_bench.indexing.tuning import TuneResult
 from rag_bench.judging import samples as judge_samples
@@ -41,12 +41,14 @@ from rag_bench.retrieval.base import AccessFilter, Retriever
 @dataclass(frozen=True)
 class ContextRule:
     """How a ranking becomes the generator's context (:func:`rag_bench.generation.context.build_context`):
-    its top ``k``, parents expanded or not, within a token budget."""
+    its top ``k``, parents expanded or not, within a token budget; and how much of a conversation
+    question's history the prompt shows (:class:`~rag_bench.generation.prompt.HistoryWindow`)."""
 
     k: int
     token_budget: int
     expand_parents: bool = False
     parents: Mapping[str, Chunk] = field(default_factory=dict)
+    history: HistoryWindow = HistoryWindow()
 
 
 def chunk(*, dataset: Dataset, key: str, chunker: Any, work: SharedWork) -> Chunked:
@@ -192,7 +194,7 @@ def answer(*, generator: Generator, questions: Sequence[Question], rankings: Seq
     for q, r in zip(questions, rankings):
         given = build_context([passages[i] for i in r.indices[:context.k]], k=context.k, parents=context.parents,
                               expand_parents=context.expand_parents, token_budget=context.token_budget)
-        items.append(GenerationInput(q.question, tuple(given), build_prompt(q.question, given)))
+        items.append(GenerationInput(q.question, tuple(given), build_prompt(q.question, given, context.history.of(q.history))))
     t0 = time.perf_counter()
     name = component_name(generator)
     with contracts.calling("generator", generator, f"answering {len(items)} questions"):
@@ -204,9 +206,11 @@ def answer(*, generator: Generator, questions: Sequence[Question], rankings: Seq
     return Answered(items, list(gens), answers, wall)
 
 
-def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) -> list[JudgeResult] | None:
+def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered,
+          history: HistoryWindow = HistoryWindow()) -> list[JudgeResult] | None:
     """Judge every answered question (refusals, failed calls and unparseable outputs are not
-    judged): one result per question; None for the null judge. Raises EndpointError when more
+    judged), a conversation question with the window of its history the generator saw
+    (``history``): one result per question; None for the null judge. Raises EndpointError when more
     judgements failed than ``judge.max_failure_rate`` allows: scores over a biased subset are not
     reported."""
     if is_null(judge):
@@ -215,7 +219,7 @@ def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered) ->
     for q, item, a in zip(questions, answered.items, answered.answers):
         ok = a.error is None and a.parse_error is None and not a.refused and bool(a.text)
         samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference,
-                                   a.citations) if ok else None)
+                                   a.citations, history.of(q.history)) if ok else None)
     with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
         results = judge.judge(samples)
     name = component_name(judge)

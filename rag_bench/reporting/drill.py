@@ -146,13 +146,15 @@ def questions(cells: Sequence[Cell], corpus: Corpus) -> dict[str, Any]:
                                  "grade": getattr(e, "grade", 1)})
             out[q.qid] = {"question": visible(q.question), "answerable": q.answerable, "tags": list(q.tags),
                           "answers": [visible(a) for a in q.answers], "facts": [visible(f) for f in q.facts],
-                          "evidence": evidence}
+                          "evidence": evidence, "history": [[t.role, visible(t.content)] for t in q.history]}
         break
     if not out and cells:  # no dataset: the records still hold the questions
         r = cells[0].records
         for row in r.itertuples(index=False):
             out[row.qid] = {"question": visible(str(row.question)), "answerable": bool(row.answerable),
-                            "tags": _plain(row.tags), "answers": [], "facts": [], "evidence": []}
+                            "tags": _plain(row.tags), "answers": [], "facts": [], "evidence": [],
+                            "history": [[str(t["role"]), visible(str(t["content"]))]
+                                        for t in _plain(getattr(row, "history", None)) or []]}
     return out
 
 

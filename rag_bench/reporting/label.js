@@ -37,6 +37,9 @@
     if (!it) { box.appendChild(el("p", "muted", "No answers to label.")); progress(); return; }
     box.appendChild(el("div", "muted", "answer " + (cur + 1) + " of " + items.length + " · " + it.qid +
       (it.answerable ? "" : " · unanswerable (the right answer is a refusal)")));
+    (it.history || []).forEach(function (t) {  // a conversation: the turns before the question, oldest first
+      box.appendChild(el("div", "muted hist", t[0] + ": " + t[1]));
+    });
     box.appendChild(el("div", "q", it.question));
     measures.forEach(function (ms, i) {
       var k = find(it, ms), v = "?";

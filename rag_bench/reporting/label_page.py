@@ -112,6 +112,7 @@ def items(cell: Cell, rows: Sequence[int], refs: dict[str, list[str]]) -> list[d
                     "answerable": bool(rec.get("answerable", True)), "answer": visible(answer),
                     "answer_sha256": answer_digest(answer), "refused": bool(rec.get("refused", False)),
                     "citations": checked, "references": [visible(x) for x in refs.get(str(rec["qid"]), [])],
+                    "history": [[str(t["role"]), visible(str(t["content"]))] for t in _list(rec.get("history"))],
                     "claims": claims_view.shown(judged, [str(t) for t in ctx]),
                     "context": [{"id": visible(str(a)), "text": visible(str(t)),
                                  "segments": claims_view.segments(str(t), marks.get(n, []))}

@@ -80,7 +80,10 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
                "_described": params.describe(cell, label)}  # what each measure means (private)
         for tag, values in metrics.get("by_tag", {}).items():
             for key, v in values.items():
-                row[f"tag:{tag}/{key}"] = v
+                if key == "ci" and isinstance(v, dict):  # a tag's intervals, beside the cell's own
+                    row.update({f"ci/tag:{tag}/{m}": ci for m, ci in v.items()})
+                elif not isinstance(v, dict):  # its outcomes and failure counts are read from metrics.json
+                    row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
             if section in ("ci", "n", "by_tag", "measures") or not isinstance(values, dict):
                 continue
@@ -369,3 +372,63 @@ def format_failures(cells: pd.DataFrame, *, sort_by: str | None = None, top: int
 FAILURE_HEADS = {"retrieval_miss": "retr_miss", "false_refusal": "false_ref", "correct_refusal": "corr_ref",
                  "unauthorized": "unauth", "stale_version": "stale", "partial_evidence": "partial",
                  "hallucinated_answer": "halluc", "excluded_no_relevant_chunk": "no_rel_chunk"}
+
+
+# The by-tag table of one cell (console and report): ranking with its interval, the three outcomes
+# of a turn (answer, refuse, clarify) and where the tag's questions were lost.
+TAG_RANKING = (measures.HIT.at(5).column, measures.NDCG.at(10).column)
+TAG_OUTCOMES = ((measures.CORRECT_ALL.column, "right"), (measures.CORRECT_REFUSAL_RATE.column, "refused_ok"),
+                (measures.CLARIFY[1].column, "clarified"))
+
+
+# Labels of questions that were not lost (metrics.json keeps them; the table's "right" and
+# "refused_ok" columns say them).
+NOT_LOST = ("correct", "correct_refusal", "in_context")
+
+
+def _with_ci(values: dict[str, Any], key: str) -> str:
+    v = values.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return "-"
+    ci = (values.get("ci") or {}).get(key)
+    return f"{v:.3f} [{ci[0]:.2f}, {ci[1]:.2f}]" if isinstance(ci, list) and len(ci) == 2 else f"{v:.3f}"
+
+
+def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per tag of a cell's ``by_tag`` (metrics.json): its questions, their expected outcomes
+    (``a/r/c``: answer, refuse, clarify), hit@5 and ndcg@10 with their 95 % CIs, the share with the
+    right outcome over all of them (``answer/correct_all``), correct refusals and clarifications, and its
+    failure table (first failing stage: count, attribution order; the labels of questions not lost,
+    :data:`NOT_LOST`, left out). ``-``: not defined for the tag."""
+    rows = []
+    for tag, values in sorted((metrics.get("by_tag") or {}).items()):
+        if not isinstance(values, dict):
+            continue
+        outcomes = values.get("outcomes") or {}
+        failures = values.get("failures") or {}
+        row = {"tag": str(tag), "n": str(values.get("n", "")),
+               "a/r/c": "/".join(str(outcomes.get(o, 0)) for o in ("answer", "refuse", "clarify"))}
+        row.update({key: _with_ci(values, key) for key in TAG_RANKING})
+        row.update({head: _with_ci({k: values.get(k)}, k) for k, head in TAG_OUTCOMES})
+        row["failures"] = " ".join(f"{FAILURE_HEADS.get(lab, lab)}:{failures[lab]}"
+                                   for lab in in_attribution_order(failures) if failures[lab] and lab not in NOT_LOST)
+        rows.append(row)
+    return rows
+
+
+def format_tags(metrics: dict[str, Any], *, width: int = 120) -> str:
+    """:func:`tag_rows` as a console table within ``width``: the failures column (last) continues on
+    indented lines under itself when a row's is too long (cut with … only on a terminal too narrow
+    for it)."""
+    rows = tag_rows(metrics)
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    wide = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols[:-1]}
+    lead = sum(wide.values()) + len(wide)  # where the failures column starts
+    lines = [" ".join([*(c.ljust(wide[c]) for c in cols[:-1]), cols[-1]])]
+    for r in rows:
+        start = " ".join(r[c].ljust(wide[c]) for c in cols[:-1]) + " "
+        parts = textwrap.wrap(r[cols[-1]], max(20, width - lead)) or [""]
+        lines += [(start + parts[0]).rstrip(), *(" " * lead + p for p in parts[1:])]
+    return "\n".join(line if len(line) <= width else line[:width - 1] + "…" for line in lines)

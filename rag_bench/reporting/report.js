@@ -69,6 +69,13 @@ RB.detail = function (c, qid) {
   var meta = el('p'); meta.appendChild(el('b', 'label: ')); meta.appendChild(el('span', r.label || '', 'rb-label-value'));
   meta.appendChild(el('span', ' \u00b7 ' + (q.answerable ? 'answerable' : 'unanswerable') + ' \u00b7 '));
   (q.tags || []).forEach(function (t) { meta.appendChild(el('span', t, 'tag')); }); d.appendChild(meta);
+  // A conversation question: the turns before it, oldest first (the question is the next user turn).
+  if ((q.history || []).length) {
+    d.appendChild(el('h4', 'Conversation before the question (' + q.history.length + ' turns)'));
+    var hist = el('div', null, 'rb-history');
+    q.history.forEach(function (t) { var p = el('p'); p.appendChild(el('b', t[0] + ': ')); p.appendChild(el('span', t[1])); hist.appendChild(p); });
+    d.appendChild(hist);
+  }
   // The answer first (what the question was for), then what it was judged against, then the evidence trail.
   d.appendChild(el('h4', 'Answer'));
   d.appendChild(el('p', r.answer === null ? '(no answer)' : r.answer));

@@ -38,6 +38,7 @@ from rag_bench.evaluation.scorers import latency as latency_scorer
 from rag_bench.evaluation.scorers import parsing as prs
 from rag_bench.reporting import charts, drill, page, search_view, sidebyside, views
 from rag_bench.reporting.compare import compare_cells
+from rag_bench.reporting.leaderboard import tag_rows
 
 log = logging.getLogger(__name__)
 
@@ -391,7 +392,13 @@ def _tags(cells: list[Cell], names: dict[str, str], ranked: list[Cell], metric: 
             f"questions, which have no answer to be correct) beside the overall best cell "
             f"<b>{html.escape(names[top.cell_id])}</b> on the same measure: where the overall best loses, a tag "
             "needs a different configuration. The measures that follow are the tag's best cell's (blank: not defined "
-            "for the tag's questions).</p>" + page.table(rows, sortable=True, left=4))
+            "for the tag's questions).</p>" + page.table(rows, sortable=True, left=4)
+            + f"<h3>Outcomes and failures by tag: {html.escape(names[top.cell_id])}</h3><p>The overall best cell's "
+            "questions of each tag: how many expect an answer, a refusal or a clarifying question (a/r/c), hit@5 and "
+            "ndcg@10 with their 95 % CIs over the tag's questions, the share with the right outcome (right: "
+            "answer/correct_all), correct refusals and clarifications, and where the tag's questions were lost (first "
+            "failing stage). Follow-up turns of a conversation against first turns (mt:Follow-up, mt:N/A) read here."
+            "</p>" + page.table(tag_rows(top.metrics), table_id="tag-outcomes", sortable=True, left=1))
 
 
 def _finite(value: Any) -> bool:

@@ -97,8 +97,16 @@ class SweepReport(SweepCallbacks):
         super()._end(config)
 
     def _report(self, config: DictConfig) -> None:
+        from rag_bench.cells import read_cell
         from rag_bench.errors import RagBenchError
-        from rag_bench.reporting.leaderboard import format_failures, format_leaderboard, load_cells, terminal_width
+        from rag_bench.reporting.leaderboard import (
+            best_first,
+            format_failures,
+            format_leaderboard,
+            format_tags,
+            load_cells,
+            terminal_width,
+        )
         from rag_bench.runner.callbacks import axes_of
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
@@ -128,6 +136,12 @@ class SweepReport(SweepCallbacks):
             failures = "\n".join(_wrapped(failures.splitlines(), width))  # its legend line
             print(visible(f"\nWhere questions were lost (first failing stage; top {shown} cells):\n\n{failures}"),
                   file=sys.stdout, flush=True)
+        best = best_first(cells, key).iloc[0] if key is not None and key in cells.columns else cells.iloc[0]
+        tags = format_tags(read_cell(exp_dir / str(best["cell"]), records=False).metrics, width=width)
+        if tags:
+            head = _wrapped([f"By question tag, best cell {best['label']} (95 % CI; a/r/c: questions expecting answer/"
+                             "refuse/clarify; failures: first failing stage):"], width)
+            print(visible("\n" + "\n".join(head) + f"\n\n{tags}"), file=sys.stdout, flush=True)
         footer = [f"Failures, drill-down, charts: rag-bench report {exp_dir}",
                   f"Library output (model loading, MLflow, Hydra): {exp_dir / '.hydra' / 'rag_bench.log'}"]
         print("\n" + "\n".join(_wrapped(footer, width)), file=sys.stdout, flush=True)

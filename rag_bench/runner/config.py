@@ -35,6 +35,7 @@ from rag_bench.errors import ConfigError, RagBenchError
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.evaluation import chosen, scorer_names
 from rag_bench.generation.base import Generator
+from rag_bench.generation.prompt import HISTORY_CHARS, HISTORY_TURNS, HistoryWindow
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.judging.base import Judge
 from rag_bench.parsing.base import Parser
@@ -84,6 +85,8 @@ class PipelineConf:
     include_archived: bool = False
     expand_parents: bool = False  # parent_child: hand the parent section instead of the child
     token_budget: int = 2000  # context budget (words + punctuation); passages are never cut
+    history_turns: int = HISTORY_TURNS  # a conversation question's last turns in the prompt (0: none)
+    history_chars: int = HISTORY_CHARS  # ... the newest of them that fit in this many characters
 
 
 @dataclass
@@ -200,6 +203,10 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.ks must be a non-empty list of integers > 0, got {ks} -- fix: eval.ks=[1,3,5,10]")
     if cfg.pipeline.token_budget <= 0:
         raise ConfigError(f"pipeline.token_budget must be > 0, got {cfg.pipeline.token_budget} -- fix: 2000")
+    for key, default in (("history_turns", HISTORY_TURNS), ("history_chars", HISTORY_CHARS)):
+        if cfg.pipeline[key] < 0:
+            raise ConfigError(f"pipeline.{key} must be >= 0, got {cfg.pipeline[key]} -- fix: pipeline.{key}={default} "
+                              "(0 shows the generator no history)")
     if cfg.pipeline.k <= 0:
         raise ConfigError(f"pipeline.k must be > 0, got {cfg.pipeline.k} -- fix: pipeline.k=5")
     mc = cfg.eval.min_coverage
@@ -517,6 +524,12 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         # auto is what every cell read before the parser existed: cells keep their ids (a dataset
         # with .pdf/.html/.docx files is a new dataset, its fingerprint covers them)
         data.pop(PARSER, None)
+    pipeline = data.get("pipeline")
+    if isinstance(pipeline, dict) and (pipeline.get("history_turns"), pipeline.get("history_chars")) == (
+            HISTORY_TURNS, HISTORY_CHARS):
+        # the default window is what every cell was before conversations: cells keep their ids (a
+        # dataset with history is a new dataset, its fingerprint covers it)
+        data["pipeline"] = {k: v for k, v in pipeline.items() if k not in ("history_turns", "history_chars")}
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
         # null (no tuning) is what an index did before the key existed: cells keep their ids
         data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}
@@ -553,6 +566,14 @@ def component_provenance(config: dict[str, Any]) -> dict[str, dict[str, str]]:
         if entry:
             out[group] = entry
     return out
+
+
+def history_window(cfg: DictConfig) -> HistoryWindow:
+    """``pipeline.history_turns`` and ``pipeline.history_chars``: how much of a conversation the
+    prompt shows (the defaults for a stored config that predates them; :func:`validate` checks the
+    range)."""
+    return HistoryWindow(int(cfg.pipeline.get("history_turns", HISTORY_TURNS)),
+                         int(cfg.pipeline.get("history_chars", HISTORY_CHARS)))
 
 
 def cell_id(cfg: DictConfig, dataset_fingerprint: str) -> str:
@@ -595,7 +616,8 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
                             include_archived=bool(cfg.pipeline.include_archived),
                             expand_parents=bool(cfg.pipeline.expand_parents),
                             token_budget=int(cfg.pipeline.token_budget), split=str(cfg.dataset.split),
-                            index_name=str(cfg.index.name), judge_name=str(cfg.judge.name))
+                            index_name=str(cfg.index.name), judge_name=str(cfg.judge.name),
+                            history=history_window(cfg))
     return CellParts(settings=settings, embedder=embedder,
                      chunker=build(cfg.chunker, "chunker", embedder=embedder),
                      retriever=build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),

@@ -36,7 +36,16 @@ from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.runner import rounds as search
 from rag_bench.runner import throughput
-from rag_bench.runner.config import MAX_BOOTSTRAP_BYTES, build, build_cell, cell_id, dataset_path, validate, wants
+from rag_bench.runner.config import (
+    MAX_BOOTSTRAP_BYTES,
+    build,
+    build_cell,
+    cell_id,
+    dataset_path,
+    history_window,
+    validate,
+    wants,
+)
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
@@ -136,7 +145,8 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
         if results.has_answers:  # built only when there are answers to judge
             embedder = build(cfg.embedder, "embedder") if wants(cfg.judge, "judge", "embedder") else None
             judge = build(cfg.judge, "judge", embedder=embedder)
-        run = system_run(dataset, results, context=stages.ContextRule(int(cfg.pipeline.k), int(cfg.pipeline.token_budget)),
+        run = system_run(dataset, results, context=stages.ContextRule(int(cfg.pipeline.k), int(cfg.pipeline.token_budget),
+                                                                         history=history_window(cfg)),
                          judge=judge, judge_name=str(cfg.judge.name))
         return Evaluation.from_config(cfg).evaluate(run, cid)
 

@@ -506,7 +506,7 @@ class _Counting:
         for q, r in zip(questions, rankings):
             given = build_context([passages[i] for i in r.indices[:s.k]], k=s.k, parents=parents,
                                   expand_parents=s.expand_parents, token_budget=s.token_budget)
-            made.append((q, build_prompt(q.question, given)))
+            made.append((q, build_prompt(q.question, given, s.history.of(q.history))))
         judge = parts.judge
         judge_key = None if judge is None or is_null(judge) else \
             repr(OmegaConf.to_container(cfg.judge, resolve=True))

@@ -107,6 +107,8 @@ class QuestionTrace:
     answer: str | None
     spans: tuple[SpanData, ...]
     scores: tuple[Score, ...]
+    # A conversation question's earlier turns (records.parquet ``history``), oldest first; () otherwise.
+    history: tuple[dict[str, str], ...] = ()
 
 
 def _plain(value: Any) -> Any:
@@ -155,6 +157,7 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
     rows = records if only is None else records[records["qid"].astype(str).isin(only)]
     for row in rows.to_dict(orient="records"):
         question = str(row.get("question") or "")
+        history = tuple({"role": str(t["role"]), "content": str(t["content"])} for t in _plain(row.get("history")) or [])
         spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
                           {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
                            "scores": _plain(row.get("scores")) if "rerank_ms" not in columns else None},
@@ -170,7 +173,8 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
                                    "passages": _plain(row.get("context_texts"))}, 0, {}))
         if answered:
             spans.append(SpanData(
-                "generate", "LLM", {"question": question, "passages": len(_plain(row.get("context_texts")) or [])},
+                "generate", "LLM", {"question": question, "passages": len(_plain(row.get("context_texts")) or []),
+                                    **({"history": list(history)} if history else {})},
                 {"answer": _plain(row.get("answer")), "citations": _plain(row.get("citations")),
                  "refused": _plain(row.get("refused")), "raw_output": _plain(row.get("raw_output"))},
                 _ns(_number(row, "generate_s")),
@@ -187,7 +191,7 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
                                   {"failure": _plain(row.get("failure"))} if row.get("failure") else {},
                                   judge_failed))
         out.append(QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
-                                 tuple(spans), tuple(scores)))
+                                 tuple(spans), tuple(scores), history))
     return out
 
 
@@ -282,7 +286,9 @@ def log_traces(tracing: Any, experiment_id: str, run_id: str, cell_id: str, trac
             clock += data.duration_ns
         duration = clock - start
         error = next((f"{data.name}: {data.error}" for data in t.spans if data.error is not None), None)
-        root = SpanData(TRACE_NAME, "CHAIN", {"qid": t.qid, "question": t.question}, {"answer": t.answer},
+        inputs: dict[str, Any] = {"qid": t.qid, "question": t.question, **({"history": list(t.history)} if t.history
+                                                                             else {})}
+        root = SpanData(TRACE_NAME, "CHAIN", inputs, {"answer": t.answer},
                         duration, {"rag_bench.timing": TIMING_NOTE}, error)
         span_lists.append([Span.from_dict(d) for d in (_span_dict(trace_id, root_id, None, root, start), *children)])
         code = AssessmentSource(source_type="CODE", source_id="rag_bench")

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rag_bench.domain import Answer, Dataset, Question, Ranking
+from rag_bench.domain import Answer, Dataset, Passage, Question, Ranking
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Settings
@@ -106,3 +106,25 @@ def test_a_generator_that_cannot_ask_is_warned_about_once_per_cell():
 ])
 def test_the_matching_rule(question, fact, asks):
     assert asks_for(question, fact) is asks
+
+
+UNDERSPECIFIED = Question("u", "And the other one?", True, expects="clarify")  # MTRAG-UN: no clarify_facts
+PLANS = (Passage(1, "billing#0", "billing", 0, 40, "There are two plans, Basic and Pro."),)
+
+
+def test_without_clarify_facts_any_question_back_asserting_nothing_unsupported_is_right():
+    # issue 53 item 2: asking is right; a supported statement before the question is allowed, an
+    # unsupported one (or a direct answer) is premature.
+    rows = [Answer("", clarification="Which plan do you mean?"),
+            Answer("There are two plans, Basic and Pro [1].", citations=(1,), clarification="Which one is yours?"),
+            Answer("Pro costs $79 a month.", clarification="Is that the plan you mean?"),
+            Answer("The other plan is Pro."),
+            Answer("", clarification="Sure, noted.")]  # asks nothing: no question in it
+    ctx = _context([(UNDERSPECIFIED, a) for a in rows])
+    ctx = dataclasses.replace(ctx, run=dataclasses.replace(ctx.run, questions=tuple(
+        dataclasses.replace(qr, context=PLANS) for qr in ctx.run.questions)))
+    parts = clarify.SCORER.score(ctx)
+    assert _col(parts, "correct_clarification") == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert _col(parts, "premature_answer") == [0.0, 0.0, 1.0, 1.0, 0.0]
+    (ans,) = answer.SCORER.score(ctx)
+    assert list(ans.columns["correct_all"]) == [1.0, 1.0, 0.0, 0.0, 0.0]

@@ -4,7 +4,7 @@ other parser makes new cells; a parser component is held to its protocol like ev
 from __future__ import annotations
 
 import pytest
-from omegaconf import open_dict
+from omegaconf import OmegaConf, open_dict
 
 from rag_bench.errors import ConfigError
 from rag_bench.runner.config import PROTOCOLS, build, cell_id, validate
@@ -21,6 +21,15 @@ def test_auto_parser_keeps_the_cell_id_of_a_config_without_the_group():
     assert cell_id(cfg, "fp") == cell_id(before, "fp")
     assert cell_id(compose_config(["parser=pypdf"]), "fp") != cell_id(cfg, "fp")
     assert cell_id(compose_config(["parser=pdfplumber"]), "fp") != cell_id(compose_config(["parser=pypdf"]), "fp")
+
+
+def test_the_default_history_window_keeps_cell_ids_and_another_changes_them():
+    before = OmegaConf.create(OmegaConf.to_container(compose_config([])))  # plain: its keys can be removed
+    del before.pipeline["history_turns"], before.pipeline["history_chars"]  # before conversations existed
+    assert cell_id(compose_config([]), "fp") == cell_id(before, "fp")
+    assert cell_id(compose_config(["pipeline.history_turns=0"]), "fp") != cell_id(before, "fp")
+    with pytest.raises(ConfigError, match=r"pipeline.history_chars must be >= 0.*fix: pipeline.history_chars=2000"):
+        validate(compose_config(["pipeline.history_chars=-1"]))
 
 
 @pytest.mark.parametrize("option", ["auto", "pypdf", "pdfplumber", "pymupdf4llm", "markitdown", "html2text",

@@ -23,7 +23,7 @@ import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
-from rag_bench.evaluation.scorers.clarify import clarified
+from rag_bench.evaluation.scorers.clarify import clarified_run
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.evaluation.scorers.generation import CORRECT
 
@@ -82,7 +82,7 @@ class AnswerScorer:
             q = qr.question
             if q.outcome == "clarify":
                 ready.append(float(complete[i]))
-                values.append(np.nan if a.error is not None else float(clarified(a, q.clarify_facts)))
+                values.append(np.nan if a.error is not None else float(clarified_run(qr)))
             elif q.answerable:
                 ready.append(float(complete[i]))
                 values.append(np.nan if a.error is not None else float(correct[i]))

@@ -52,7 +52,7 @@ from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.evaluation.scorers.citations import PRECISION
-from rag_bench.evaluation.scorers.clarify import clarified
+from rag_bench.evaluation.scorers.clarify import clarified_run
 from rag_bench.evaluation.scorers.generation import CORRECT
 from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
 from rag_bench.metrics.relevance import evidence_coverage as _evidence_coverage
@@ -287,7 +287,7 @@ def _correct(qr: QuestionRun, correct: float) -> float:
     q, a = qr.question, qr.answer
     if q.outcome != "clarify" or a is None:
         return correct
-    return float(clarified(a, q.clarify_facts))
+    return float(clarified_run(qr))
 
 
 SCORER = Attribution()

@@ -1,6 +1,6 @@
 """Answer, refuse -- or ask (metrics.json ``clarify``): questions whose right outcome is a question
 back (``expects: clarify``: the answer depends on a fact about the asker the question does not
-give; the facts are the question's ``clarify_facts``).
+give; the facts are the question's ``clarify_facts``, when the dataset names them).
 
 ``clarify_rate`` is the share of answers that ask (the contract's ``clarify`` field), over every
 question with an answer; ``correct_clarification`` the share of the questions expecting clarify
@@ -9,10 +9,15 @@ clarify fact's content words (stemmed, stopwords out: :func:`rag_bench.text.norm
 all occur in a *question* of the clarification (a sentence ending in "?" or a request such as
 "Please tell me ...": "I do not need the purchase date or the receipt. Fine?" mentions the facts
 and asks for none), and the answer text
-states nothing (:func:`replied`); ``premature_answer`` the share of them answered directly -- a
+states nothing (:func:`replied`). A question expecting clarify without ``clarify_facts`` (public
+multi-turn data marks underspecified turns and names no facts) is clarified by any answer that asks
+(a question in its clarification) and asserts no unsupported claim: each claim its text states is
+supported by the context (:func:`rag_bench.metrics.support.judge_claims`, whole context), so "There
+are two plans, Basic and Pro [1]. Which one is yours?" is right when passage 1 says so.
+``premature_answer`` the share of them answered directly -- a
 reply that states something, whether or not a question follows it (issue 52: "Yes, within 14
 days. Is it an annual plan?" counted as a correct clarification); neither refusing nor breaking
-the answer contract; lower is better. A refusal of such a question is wrong too: it is neither (0
+the answer contract, and not a correct clarification; lower is better. A refusal of such a question is wrong too: it is neither (0
 in both), and so is an unparseable output. A failed call is NaN.
 The section is reported when the dataset has a question expecting clarify or an answer asked.
 
@@ -24,13 +29,15 @@ its figures for them are zero by construction.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
 from rag_bench.domain import Answer
-from rag_bench.evaluation.run import SystemRun
+from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
 from rag_bench.generation.answer import is_refusal
+from rag_bench.metrics.support import judge_claims
 from rag_bench.text.normalize import asks_for
 
 CLARIFY = (
@@ -106,10 +113,30 @@ def replied(answer: Answer) -> bool:
     return bool(text) and not is_refusal(text) and any(not s.endswith("?") for s in sentences(text))
 
 
-def clarified(answer: Answer, facts: tuple[str, ...]) -> bool:
-    """The right outcome of a question expecting clarify: the answer asked for every fact
-    (:func:`asked_for_all`) and replied nothing yet (:func:`replied`)."""
-    return answer.asked and not replied(answer) and asked_for_all(answer.clarification, facts)
+def clarified(answer: Answer, facts: tuple[str, ...], passages: Sequence[tuple[int, str]] = ()) -> bool:
+    """The right outcome of a question expecting clarify. With ``facts``: the answer asked for every
+    fact (:func:`asked_for_all`) and replied nothing yet (:func:`replied`). Without (the dataset
+    names none): the answer asks (a question in its clarification, :func:`questions_of`) and every
+    claim its text states is supported by ``passages`` (the context, (number, text)).
+
+    >>> ask = Answer("There are two plans, Basic and Pro [1].", clarification="Which plan is yours?")
+    >>> clarified(ask, (), [(1, "There are two plans, Basic and Pro.")]), clarified(ask, (), [(1, "Prices.")])
+    (True, False)
+    >>> clarified(Answer("", clarification="Which plan?"), ()), clarified(Answer("Basic."), ())
+    (True, False)
+    """
+    if facts:
+        return answer.asked and not replied(answer) and asked_for_all(answer.clarification, facts)
+    if not answer.asked or not questions_of(answer.clarification or ""):
+        return False
+    return not replied(answer) or all(v.context_supported for v in judge_claims(answer.text, answer.citations,
+                                                                                passages))
+
+
+def clarified_run(qr: QuestionRun) -> bool:
+    """:func:`clarified` for one question's answer, by its clarify facts and its context."""
+    assert qr.answer is not None
+    return clarified(qr.answer, qr.question.clarify_facts, [(p.number, p.text) for p in qr.context or ()])
 
 
 def direct(answer: Answer) -> bool:
@@ -154,10 +181,10 @@ class Clarify:
             expected = q.outcome == "clarify"
             n += expected
             columns[CLARIFY_RATE.column].append(float(a.asked) if ok else np.nan)
-            columns[CORRECT_CLARIFICATION.column].append(
-                float(clarified(a, q.clarify_facts)) if ok and expected else np.nan)
+            right = ok and expected and clarified_run(qr)
+            columns[CORRECT_CLARIFICATION.column].append(float(right) if ok and expected else np.nan)
             columns[PREMATURE_ANSWER.column].append(
-                float(direct(a)) if ok and expected else np.nan)
+                float(direct(a) and not right) if ok and expected else np.nan)
         traits = run.generator
         findings = (cannot_ask_warning(n),) if n and traits is not None and not traits.can_clarify else ()
         return [Part("clarify", columns, values={EXPECTS_CLARIFY.key: n}, findings=findings)]
