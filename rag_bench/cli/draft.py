@@ -159,7 +159,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("--out", required=True, metavar="DIR", help="the folder drafts.jsonl and the dataset go to")
     p.add_argument("--plan", action="store_true", help="print the drafts to write, the model calls, tokens and "
                    "cost, and stop (nothing is written, no model is called)")
-    a = p.parse_args(argv)
+    a = p.parse_intermixed_args(argv)  # overrides before or after --out
     started = time.perf_counter()
     try:
         return _run(a, started)
@@ -199,7 +199,7 @@ def _run(a: argparse.Namespace, started: float) -> int:
         return 0
     out = _out_dir(a.out, corpus)
     reader = build(cfg.reader, "generator")
-    embedder = None if is_null(cfg.get("embedder")) else build(cfg.embedder, "embedder")
+    embedder = build(cfg.embedder, "embedder") if "embedder" in cfg and not is_null(cfg.embedder) else None
     fields = frozenset(_Q_FIELDS)
     ctx = Context(index, reader, embedder, thresholds, fields)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +229,8 @@ def _run(a: argparse.Namespace, started: float) -> int:
         "source": f"drafted from {corpus.root}",
         "drafted": {"drafter": str(cfg.drafter.name), "model": getattr(drafter, "model", None), "seed": settings.seed,
                     "n": settings.n, "types": dict(settings.shares), "per_document": settings.per_document,
-                    "parser": corpus.parser, "filters": {f.name: True for f in (*FILTERS, DUPLICATE)},
+                    "parser": corpus.parser, "filters": {f.name: f is not DUPLICATE or embedder is not None
+                                for f in (*FILTERS, DUPLICATE)},
                     "thresholds": {k: v for k, v in vars(thresholds).items()},
                     "counts": {"drafted": len(outcome.drafts), "kept": len(kept),
                                "dropped": len(outcome.drafts) - len(kept), "kept_by_type": by_type,

@@ -83,6 +83,8 @@ def judge(drafts: Sequence[Draft], ctx: Context) -> list[tuple[Verdict, ...]]:
             if v is not None:
                 per[i].append(v)
     alive = [i for i, vs in enumerate(per) if all(v.ok for v in vs)]
+    if ctx.embedder is None:  # ``~embedder``: the near-duplicate filter is off (dataset.yaml says so)
+        return [tuple(vs) for vs in per]
     for i, v in zip(alive, DUPLICATE.check([drafts[i] for i in alive], ctx)):
         if v is not None:
             per[i].append(v)
