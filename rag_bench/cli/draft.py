@@ -12,7 +12,7 @@ from typing import Any
 
 from rag_bench.cli.common import config_message, fail, missing_option, say
 from rag_bench.cli.table import Command
-from rag_bench.errors import ConfigError, Problem, RagBenchError
+from rag_bench.errors import ConfigError, DataError, Problem, RagBenchError
 
 EPILOG = """\
 DOCS_OR_DATASET is a dataset folder (its docs/ are read) or a folder of documents (.md, .txt, and
@@ -236,6 +236,11 @@ def _run(a: argparse.Namespace, started: float) -> int:
                                "dropped": len(outcome.drafts) - len(kept), "kept_by_type": by_type,
                                "dropped_by_filter": dict(sorted(dropped.items()))},
                     "notes": notes}}
+    if not kept:
+        raise DataError(Problem(str(out / journal.JOURNAL), 0, "kept", f"no draft of {len(outcome.drafts)} was kept "
+                                f"(dropped by filter: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items()))}); "
+                                "each draft's reasons are in this file; no dataset was written",
+                                "draft more (n=...), or with another drafter or model (drafter=..., generator=...)"))
     journal.write_dataset(out, corpus, kept, manifest, fields)
     _check(out)
     say(f"drafted {len(outcome.drafts)} ({outcome.drafted_now} now, {outcome.resumed} from {journal.JOURNAL}), kept "
@@ -252,8 +257,13 @@ def _run(a: argparse.Namespace, started: float) -> int:
 def _check(out: Path) -> None:
     """The kept set loads as a dataset (what ``rag-bench validate`` reads); a problem here is ours."""
     from rag_bench.data.loader import load_dataset
+    from rag_bench.drafting.journal import clear_dataset
 
-    load_dataset(out)
+    try:
+        load_dataset(out)
+    except RagBenchError:
+        clear_dataset(out)  # never a dataset that does not load
+        raise
 
 
 COMMAND = Command("draft", "DOCS_OR_DATASET --out DIR [n=N] [drafter=llm generator=...]",

@@ -4,9 +4,11 @@ project's clients (rag_bench.generation: llama.cpp in process, or any OpenAI-com
 with their retries, the generation cache (a re-run asks nothing twice), ``budget.*`` and prices.
 
 The prompts are files (``prompts/<type>.txt`` and ``prompts/system.txt``, or a folder of your own
-with ``drafter.prompts=DIR``), filled with ``{passage}``, ``{answer}``, ``{entity}`` ...; the model
-replies in the answer contract's JSON (its ``answer`` field holds the question), so the clients'
-output constraint applies unchanged."""
+with ``drafter.prompts=DIR``), filled with ``{passage}``, ``{answer}``, ``{entity}`` ... (braces of
+their own doubled); each holds worked examples, which the packaged 270M model needs: told the task
+alone it answered instead of asking (3 of 3 tries), shown three examples it wrote questions (3 of
+3). The model replies in the answer contract's JSON (its ``answer`` field holds the question), so
+the clients' output constraint applies unchanged."""
 
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ class LlmDrafter:
                   "answer2": slot.answers[1] if len(slot.answers) > 1 else "",
                   "entity": slot.entity or (slot.answers[0] if slot.answers else "the text's subject"),
                   "attribute_hint": f" (ask for its {slot.attribute})" if slot.attribute else "",
-                  "history": "\n".join(f"{t.role}: {t.content}" for t in _history(slot))}
+                  "history": " ".join(f"{t.role}: {t.content}" for t in _history(slot))}
         return Prompt(self.templates["system"], self.templates[slot.kind].format(**values).strip(), 0)
 
     def draft(self, slots: Sequence[Slot]) -> list[Draft]:

@@ -270,17 +270,19 @@ def _unanswerable(cands: list[Candidate], n: int, free: Free, take: Take, rng: r
             break
         if not free(c.quote):
             continue
-        if c.kind == "year" and rng.random() < 0.5:
-            year = c.answer
-            other = next((y for y in c.numbers if y != year), None)
-            if other is not None:  # the sentence's other year changed: the blank then has no answer
-                changed = str(int(other) + rng.choice((-3, -2, 2, 3, 7)))
-                take(Slot(_id(seed, "unanswerable", c.quote.doc_id, c.quote.start), "unanswerable", (c.quote,),
-                          (c.answer,), (c.kind,), swap=(other, changed)))
-                made += 1
-                continue
-        if c.names:
-            name = rng.choice(c.names)
+        year = next((y for y in c.numbers if y != c.answer and y not in c.answer), None)
+        if year is not None and rng.random() < 0.6:
+            # the sentence's year changed: its blank then has no answer in the corpus (SQuAD 2.0's
+            # near misses are such perturbations of answerable questions)
+            changed = str(int(year) + rng.choice((-3, -2, 2, 3, 7)))
+            take(Slot(_id(seed, "unanswerable", c.quote.doc_id, c.quote.start), "unanswerable", (c.quote,),
+                      (c.answer,), (c.kind,), swap=(year, changed)))
+            made += 1
+            continue
+        # a name of two words or more when there is one (one capitalised word is often an adjective: "Norman")
+        names = [m for m in c.names if len(m.split()) > 1] or list(c.names)
+        if names:
+            name = rng.choice(names)
             attribute = rng.randrange(len(ATTRIBUTES))
             take(Slot(_id(seed, "unanswerable", c.quote.doc_id, c.quote.start), "unanswerable", (c.quote,),
                       (c.answer,), (c.kind,), entity=name, attribute=ATTRIBUTES[attribute][0]))

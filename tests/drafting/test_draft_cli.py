@@ -155,3 +155,20 @@ def test_plan_prints_the_calls_and_writes_nothing(corpus, tmp_path, capsys):
     said = capsys.readouterr().out
     assert "plan: 6 drafts" in said and "6 calls" in said and "at most $" in said
     assert not out.exists()
+
+
+def test_a_model_whose_drafts_are_all_dropped_exits_2_with_the_reasons_and_no_dataset(corpus, tmp_path, capsys):
+    """The hostile endpoint's good reply ("As the sources say [1].") is no question: every draft is
+    dropped, each with its reasons, and no dataset file is written (a set of no questions is none)."""
+    from tests.servers import hostile
+
+    out = tmp_path / "drafted"
+    with hostile(lambda h, good: h.send(200, json.dumps(good).encode()), broken=None) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert main(["draft", str(corpus), "--out", str(out), "drafter=llm", "generator=openai", "n=4",
+                     f"generator.base_url={url}", *FAST]) == 2
+    err = capsys.readouterr().err
+    assert "no draft of 4 was kept" in err and "length_language 4" in err and "-- fix:" in err
+    drafts = _rows(out / "drafts.jsonl")
+    assert len(drafts) == 4 and all(not d["kept"] and "length_language" in d["dropped_by"] for d in drafts)
+    assert not (out / "questions.jsonl").exists() and not (out / "dataset.yaml").exists()
