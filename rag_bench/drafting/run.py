@@ -22,14 +22,15 @@ from rag_bench.drafting.filters.length import LengthFilter
 from rag_bench.drafting.filters.quote import QuoteFilter
 from rag_bench.drafting.filters.round_trip import RoundTripFilter
 from rag_bench.drafting.filters.unsupported import UnsupportedFilter
+from rag_bench.drafting.filters.wh_fit import WhFitFilter
 from rag_bench.drafting.records import Draft, Settings, Slot, Verdict
 from rag_bench.drafting.slots import ATTRIBUTES, plan
 from rag_bench.errors import EndpointError
 
 log = logging.getLogger(__name__)
 # In the order they are judged; the duplicate filter last, over the drafts the others kept.
-FILTERS: tuple[Filter, ...] = (QuoteFilter(), LengthFilter(), CopiedFilter(), RoundTripFilter(), AnswerableFilter(),
-                               UnsupportedFilter(), FieldsFilter())
+FILTERS: tuple[Filter, ...] = (QuoteFilter(), LengthFilter(), CopiedFilter(), WhFitFilter(), RoundTripFilter(),
+                               AnswerableFilter(), UnsupportedFilter(), FieldsFilter())
 DUPLICATE = DuplicateFilter()
 
 
