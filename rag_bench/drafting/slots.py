@@ -166,8 +166,9 @@ def plan(documents: Sequence[Document], settings: Settings) -> tuple[list[Slot],
 
     makers = {"multi_hop": _multi_hop, "clarify": _clarify, "follow_up": _follow_up, "unanswerable": _unanswerable}
     short = 0
-    for kind, n in want.items():
-        if kind == "factoid" or n == 0:
+    for kind in ("multi_hop", "clarify", "follow_up", "unanswerable"):  # the pairs first: they are the rarer
+        n = want.get(kind, 0)
+        if n == 0:
             continue
         made = makers[kind](cands, n, free, take, rng, settings.seed)
         if made < n:
@@ -263,20 +264,40 @@ def _follow_up(cands: list[Candidate], n: int, free: Free, take: Take, rng: rand
     return made
 
 
+def changed_number(text: str, rng: random.Random) -> str:
+    """``text`` (a year, a century, a number with its noun) with its number changed, an ordinal's
+    suffix made to fit.
+
+    >>> changed_number("10th century", random.Random(0)), changed_number("1066", random.Random(0))
+    ('13th century', '1069')
+    """
+    m = re.search(r"\d+", text)
+    assert m is not None
+    n = int(m.group()) + rng.choice((2, 3, 7) if int(m.group()) < 30 else (-3, -2, 2, 3, 7))
+    rest = text[m.end():]
+    if rest[:2] in ("st", "nd", "rd", "th"):
+        suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+        rest = suffix + rest[2:]
+    return text[:m.start()] + str(n) + rest
+
+
 def _unanswerable(cands: list[Candidate], n: int, free: Free, take: Take, rng: random.Random, seed: int) -> int:
     made = 0
-    for c in cands:
+    # sentences with a number and a name first (stable: the seed's order within each group)
+    for c in sorted(cands, key=lambda c: not (c.names and any(rx.search(c.quote.text) for rx in (YEAR, CENTURY, NUMBER)))):
         if made >= n:
             break
         if not free(c.quote):
             continue
-        year = next((y for y in c.numbers if y != c.answer and y not in c.answer), None)
-        if year is not None and rng.random() < 0.6:
-            # the sentence's year changed: its blank then has no answer in the corpus (SQuAD 2.0's
-            # near misses are such perturbations of answerable questions)
-            changed = str(int(year) + rng.choice((-3, -2, 2, 3, 7)))
+        number = next((m.group() for rx in (YEAR, CENTURY, NUMBER) if (m := rx.search(c.quote.text))), None)
+        names = [m for m in c.names if number is not None and number not in m and m not in number]
+        if number is not None and names and rng.random() < 0.8:
+            # the sentence's number (a year first) changed and the name nearest to it blanked: the blank
+            # then has no answer in the corpus (SQuAD 2.0's near misses perturb answerable questions so)
+            at = c.quote.text.find(number)
+            name = min(names, key=lambda m: abs(c.quote.text.find(m) - at))
             take(Slot(_id(seed, "unanswerable", c.quote.doc_id, c.quote.start), "unanswerable", (c.quote,),
-                      (c.answer,), (c.kind,), swap=(year, changed)))
+                      (name,), ("name",), swap=(number, changed_number(number, rng))))
             made += 1
             continue
         # a name of two words or more when there is one (one capitalised word is often an adjective: "Norman")

@@ -11,14 +11,16 @@ from collections.abc import Sequence
 from rag_bench.drafting.filters.base import Context
 from rag_bench.drafting.records import Draft, Verdict
 
-_ASK = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?:\s+many|\s+much)?)\b\s*", re.IGNORECASE)
+# a question word, or the template's frame ("Which year completes this:")
+_ASK = re.compile(r"^\s*(?:(?:which|what)\s+(?:year|century|number|name)\s+completes\s+this:|(?:what|which|who|whom|"
+                  r"whose|when|where|why|how(?:\s+many|\s+much)?)\b)\s*", re.IGNORECASE)
 
 
 def as_claim(question: str) -> str:
     """The question as the statement the claim judge reads: question word, blank and marks dropped.
 
     >>> as_claim('Which year completes this: "In ___ Rollo met Charles"?')
-    'completes this: In Rollo met Charles'
+    'In Rollo met Charles'
     """
     text = _ASK.sub("", question).replace("___", " ")
     return " ".join(text.replace('"', " ").replace("?", " ").split())
