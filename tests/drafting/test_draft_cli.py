@@ -172,3 +172,15 @@ def test_a_model_whose_drafts_are_all_dropped_exits_2_with_the_reasons_and_no_da
     drafts = _rows(out / "drafts.jsonl")
     assert len(drafts) == 4 and all(not d["kept"] and "length_language" in d["dropped_by"] for d in drafts)
     assert not (out / "questions.jsonl").exists() and not (out / "dataset.yaml").exists()
+
+
+def test_the_llm_budget_stops_the_drafting_with_the_journal_kept(corpus, tmp_path, capsys):
+    out = tmp_path / "drafted"
+    with serving(_Writer, answered=0, fail_after=None) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert main(["draft", str(corpus), "--out", str(out), "drafter=llm", "drafter.batch=2", "generator=openai",
+                     f"generator.base_url={url}", "n=6", "budget.max_llm_calls=2", *FAST]) == 2
+        assert len(server.requests) == 2
+    err = capsys.readouterr().err
+    assert "budget reached" in err and "raise budget.max_llm_calls" in err
+    assert len(_rows(out / "drafts.jsonl")) == 2 and not (out / "questions.jsonl").exists()
