@@ -184,3 +184,14 @@ def test_the_llm_budget_stops_the_drafting_with_the_journal_kept(corpus, tmp_pat
     err = capsys.readouterr().err
     assert "budget reached" in err and "raise budget.max_llm_calls" in err
     assert len(_rows(out / "drafts.jsonl")) == 2 and not (out / "questions.jsonl").exists()
+
+
+def test_an_out_folder_of_something_else_or_inside_the_corpus_exits_2_untouched(corpus, tmp_path, capsys):
+    other = tmp_path / "results"
+    other.mkdir()
+    (other / "report.html").write_text("mine")
+    assert main(["draft", str(corpus), "--out", str(other), "n=4", *FAST]) == 2
+    assert "holds other files than a draft's (report.html)" in capsys.readouterr().err
+    assert [p.name for p in other.iterdir()] == ["report.html"]
+    assert main(["draft", str(corpus), "--out", str(corpus / "drafted"), "n=4", *FAST]) == 2
+    assert "is inside the corpus" in capsys.readouterr().err and not (corpus / "drafted").exists()
