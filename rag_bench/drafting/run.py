@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,12 @@ DUPLICATE = DuplicateFilter()
 @dataclass(frozen=True)
 class Outcome:
     """What a run did: the drafts (in slot order) with their verdicts, how many were drafted now and
-    how many came from the journal, the planner's notes."""
+    how many came from the journal."""
 
     drafts: tuple[Draft, ...]
     verdicts: tuple[tuple[Verdict, ...], ...]
     drafted_now: int
     resumed: int
-    notes: dict[str, str]
 
     @property
     def kept(self) -> list[Draft]:
@@ -69,8 +68,6 @@ def slots_for(corpus: Corpus, settings: Settings, index: Index) -> tuple[list[Sl
             free = next((a for a, top in zip(order, tops) if not any(a in c.body.lower() for c in top)), None)
             if free is None:
                 continue
-            from dataclasses import replace
-
             s = replace(s, attribute=free)
         out.append(s)
     return out, notes
@@ -122,4 +119,4 @@ def draft_and_filter(out: Path, slots: Sequence[Slot], drafter: Any, ctx: Contex
                             "resumes with the drafts not yet written") from None
     have.update({d.draft_id: d for d in done})
     drafts = [have[i] for i in ids]
-    return Outcome(tuple(drafts), tuple(judge(drafts, ctx)), len(done), resumed, {})
+    return Outcome(tuple(drafts), tuple(judge(drafts, ctx)), len(done), resumed)
