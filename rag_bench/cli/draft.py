@@ -192,14 +192,20 @@ def _run(a: argparse.Namespace, started: float) -> int:
     drafter = build(cfg.drafter, "drafter", protocol=Drafter, **inject)
     parser = build(cfg.parser, "parser")
     corpus = read_corpus(Path(a.path).expanduser(), None if str(cfg.parser.get("name")) == "auto" else parser)
-    index = Index(corpus.documents, build(cfg.chunker, "chunker"), build(cfg.retriever, "retriever"))
+    embedder = build(cfg.embedder, "embedder") if "embedder" in cfg and not is_null(cfg.embedder) else None
+    takes: dict[str, Any] = {}
+    if wants(cfg.retriever, "retriever", "embedder"):  # dense, hybrid: the round trip embeds the chunks
+        if embedder is None:
+            raise ConfigError(f"retriever={cfg.retriever.get('name')} needs the embedder -- fix: drop ~embedder, or "
+                              "retriever=bm25")
+        takes["embedder"] = embedder
+    index = Index(corpus.documents, build(cfg.chunker, "chunker"), build(cfg.retriever, "retriever", **takes))
     slots, notes = slots_for(corpus, settings, index)
     if a.plan:
         _plan(slots, drafter, cfg, notes)
         return 0
     out = _out_dir(a.out, corpus)
     reader = build(cfg.reader, "generator")
-    embedder = build(cfg.embedder, "embedder") if "embedder" in cfg and not is_null(cfg.embedder) else None
     fields = frozenset(_Q_FIELDS)
     ctx = Context(index, reader, embedder, thresholds, fields)
     out.mkdir(parents=True, exist_ok=True)

@@ -85,6 +85,7 @@ def test_templates_draft_a_folder_of_documents_into_a_dataset_that_validates(cor
     (["per_document=0"], "per_document=0 must be an integer >= 1"),
     (["drafter=llm"], "drafter=llm needs a model -- fix: add generator=llama_cpp"),
     (["filters.k=0"], "filters.k=0 must be a int > 0"),
+    (["retriever=dense"], "retriever=dense needs the embedder -- fix"),  # was an AttributeError's traceback
 ])
 def test_bad_settings_exit_2_before_anything_is_written(corpus, tmp_path, capsys, args, said):
     out = tmp_path / "drafted"
