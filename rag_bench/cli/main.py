@@ -17,6 +17,7 @@ from rag_bench.cli import (
     calibrate,
     chunks,
     compare,
+    draft,
     embed,
     evaluate,
     export,
@@ -40,7 +41,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label, review, agree, traces))
+    evaluate, export, calibrate, label, review, agree, draft, traces))
 USAGE = usage(COMMANDS)
 
 

@@ -93,11 +93,13 @@ def _parse(paths: dict[str, Path], parser: Any) -> tuple[dict[str, tuple[Path, s
     return texts, ParseState(report, parsed=set(texts), failed=dict(failures))
 
 
-def read_documents(root: Path, log: ProblemLog, parser: Any = None) -> tuple[dict[str, Document], ParseState | None]:
+def read_documents(root: Path, log: ProblemLog, parser: Any = None,
+                   docs_dir: Path | None = None) -> tuple[dict[str, Document], ParseState | None]:
     """Read docs/ (.md and .txt as they are; .pdf, .html, .htm and .docx through ``parser``, None:
     ``auto``) and merge docs.jsonl metadata; problems go to ``log``. The parse state is None when
-    the dataset holds no file to parse."""
-    docs_dir = root / "docs"
+    the dataset holds no file to parse. ``docs_dir``: another folder of documents than ``root/docs``
+    (``rag-bench draft`` reads a plain folder of documents this way)."""
+    docs_dir = root / "docs" if docs_dir is None else docs_dir
     if not docs_dir.is_dir():
         log.add(root, 0, "docs/", "folder docs/ is missing", "put one .md or .txt file per document in docs/")
         return {}, None

@@ -392,9 +392,10 @@ def _import_target(target: str, group: str, protocol: type | None = None) -> Any
     return cls
 
 
-def wants(node: DictConfig, group: str, name: str) -> bool:
-    """Whether the component of ``node`` takes a ``name`` argument (e.g. an injected embedder)."""
-    cls = _import_target(node.get("_target_"), group)
+def wants(node: DictConfig, group: str, name: str, protocol: type | None = None) -> bool:
+    """Whether the component of ``node`` takes a ``name`` argument (e.g. an injected embedder);
+    ``protocol`` as for :func:`build`."""
+    cls = _import_target(node.get("_target_"), group, protocol)
     return name in _shape(cls, cls.__init__)[0].parameters
 
 

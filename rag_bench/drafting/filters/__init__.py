@@ -1,0 +1,1 @@
+"""The filters of drafting, a file each: each keeps or drops a draft and says why (docs/drafting.md)."""
