@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from rag_bench.domain import Answer, Chunk, Ranking
 from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.query.base import Transformed
 from rag_bench.retrieval.base import AccessFilter, Retriever
 
 
@@ -32,6 +33,16 @@ class Indexed:
     access: AccessFilter
     key: str  # identity of the index: the shared-work key of everything computed from it
     seconds: float
+
+
+@dataclass(frozen=True)
+class Queried:
+    """What each question is searched with (None: the question as is, ``query=none``), the key of
+    the question set and transform, and the transform's time (0 when shared)."""
+
+    plans: list[Transformed] | None
+    key: str
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
