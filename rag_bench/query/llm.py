@@ -28,7 +28,7 @@ from rag_bench.query.base import MAX_QUERIES, MAX_QUERY_CHARS, Transformed, clip
 
 PROMPTS = Path(__file__).with_name("prompts")
 REPLY = 'Reply with JSON only: {"answer": "<your text>", "sources": [], "clarify": ""}'
-_BULLET = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):])\s*")
+_BULLET = re.compile(r"^\s*(?:(?:[-*•]|\(?\d{1,2}[.):])\s+)+")
 
 
 @lru_cache(maxsize=16)
@@ -52,8 +52,8 @@ def needs_model(query_name: str, generator: Any) -> None:
 def lines(text: str, limit: int) -> list[str]:
     """The distinct non-empty lines of ``text``, list bullets and numbers removed, at most ``limit``.
 
-    >>> lines("1. a b\\n- c\\n\\n a b", 5)
-    ['a b', 'c']
+    >>> lines("1. a b\\n2. - c\\n\\n a b\\n3.5 GB", 5)
+    ['a b', 'c', '3.5 GB']
     """
     out: list[str] = []
     for line in text.splitlines():
