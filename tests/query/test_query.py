@@ -214,14 +214,15 @@ def test_lift_kept_terms_gold_overlap_and_the_failure_label():
 def test_a_run_through_the_cli_records_the_transform_and_plans_its_calls_exactly(model, tmp_path, capsys):
     url = f"http://127.0.0.1:{model.server_port}/v1"
     common = [f"dataset.path={TINY}", "generator=openai", f"generator.base_url={url}", "generator.concurrency=1",
+              "generator.model=example-api-llm",
               "tracking=none", f"output.root={tmp_path / 'out'}", "experiment.name=q"]
     questions = len(load_dataset(TINY).questions)
     assert cli(["run", "-m", "query=multi_query,rewrite", *common, "--plan"]) == 0
     plan = capsys.readouterr().out
     assert model.requests == []  # a plan sends nothing
-    rows = {r.split()[1]: r.split()[2:4] for r in plan.splitlines() if r.startswith("    openai:local (query=")}
+    rows = {r.split()[1]: r.split()[2:4] for r in plan.splitlines() if r.startswith("    openai:example-api-llm (query=")}
     assert rows == {"(query=multi_query)": [str(questions), "0"], "(query=rewrite)": [str(questions), "0"]}, plan
-    assert cli(["run", "-m", "query=multi_query", *common]) == 0
+    assert cli(["run", "-m", "query=multi_query", *common, "+prices=example"]) == 0
     transform_calls = [r for r in model.requests if r["messages"][0]["content"] == instructions("multi_query")
                        .format(n=3)]
     assert len(transform_calls) == questions  # one per question, as planned
@@ -235,8 +236,10 @@ def test_a_run_through_the_cli_records_the_transform_and_plans_its_calls_exactly
     assert metrics["query"]["fallback_rate"] == 0.0 and "lift@5" in metrics["query"]
     assert metrics["measures"]["query/kept_terms"]["params"] == {"rare_df": "0.05"}
     assert "query" in metrics["failures"]
+    # priced as the generator is: the transform's tokens (50 in, 9 out per question) at its prices
+    assert metrics["cost"]["usd_query"] == pytest.approx((50 * 0.5 + 9 * 1.5) / 1e6)
     # planned again, the run's transform prompts are found in the cache under the keys the plan computes
     assert cli(["run", "-m", "query=multi_query", *common[:-1], "experiment.name=other", "--plan"]) == 0
     plan = capsys.readouterr().out
-    rows = {r.split()[1]: r.split()[2:4] for r in plan.splitlines() if r.startswith("    openai:local (query=")}
+    rows = {r.split()[1]: r.split()[2:4] for r in plan.splitlines() if r.startswith("    openai:example-api-llm (query=")}
     assert rows == {"(query=multi_query)": ["0", str(questions)]}, plan
