@@ -96,6 +96,12 @@ RB.detail = function (c, qid) {
       d.appendChild(box);
     });
   }
+  if (r.query) {  // what the query transform made of the question, searched instead of it (fused by RRF when several)
+    d.appendChild(el('h4', 'Searched with (query=' + r.query.name + (r.query.fallback ? ', fell back to the question' : '') + ')'));
+    if (r.query.fallback) d.appendChild(el('p', 'fallback: ' + r.query.fallback, 'bad'));
+    if (r.query.output) d.appendChild(el('div', r.query.output, 'pass rb-query-output'));
+    var ql = el('ol'); r.query.texts.forEach(function (t) { ql.appendChild(el('li', t, 'rb-query-text')); }); d.appendChild(ql);
+  }
   d.appendChild(el('h4', 'Ranked passages (top ' + r.ranked.length + ' of ' + r.retrieved + '; first relevant at rank ' + (r.first_relevant === null ? 'none' : r.first_relevant) + ')'));
   r.ranked.forEach(function (p, i) {
     var ctx = r.context.indexOf(p[1]) >= 0;

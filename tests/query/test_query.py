@@ -238,6 +238,21 @@ def test_a_run_through_the_cli_records_the_transform_and_plans_its_calls_exactly
     assert "query" in metrics["failures"]
     # priced as the generator is: the transform's tokens (50 in, 9 out per question) at its prices
     assert metrics["cost"]["usd_query"] == pytest.approx((50 * 0.5 + 9 * 1.5) / 1e6)
+    # the drill-down shows what the transform wrote and the texts searched, the leaderboard names the axis
+    from rag_bench.cells import load_cell
+    from rag_bench.naming import labels
+    from rag_bench.reporting import drill
+
+    cell = load_cell(folder)
+    row = drill.cell_rows(cell, drill.Passages(), drill.Corpus())[0]
+    assert row["query"]["name"] == "multi_query" and row["query"]["output"] == REPLIES["multi_query"]
+    assert row["query"]["texts"][1:] == ["reset Kettleby D5 dishwasher", "Kettleby D5 E21 reset", "clear E21 error D5"]
+    assert row["query"]["fallback"] is None
+    assert labels([cell.config, {**cell.config, "query": {"name": "none"}}]) == ["q=multi_query", "q=none"]
+    capsys.readouterr()
+    assert cli(["leaderboard", str(tmp_path / "out" / "q"), "--format", "csv"]) == 0
+    board = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert list(board["query"]) == ["multi_query"]
     # planned again, the run's transform prompts are found in the cache under the keys the plan computes
     assert cli(["run", "-m", "query=multi_query", *common[:-1], "experiment.name=other", "--plan"]) == 0
     plan = capsys.readouterr().out
