@@ -27,7 +27,9 @@ from rag_bench.generation.prompt import Prompt
 from rag_bench.query.base import MAX_QUERIES, MAX_QUERY_CHARS, Transformed, clip, conversation
 
 PROMPTS = Path(__file__).with_name("prompts")
-REPLY = 'Reply with JSON only: {"answer": "<your text>", "sources": [], "clarify": ""}'
+# No placeholder to fill in: a small model copied "<your text>" into its reply (as it copied the
+# answer prompt's "<question>", rag_bench.generation.prompt).
+REPLY = 'Reply with JSON only: your text in "answer", "sources" an empty list, "clarify" an empty string.'
 _BULLET = re.compile(r"^\s*(?:(?:[-*•]|\(?\d{1,2}[.):])\s+)+")
 
 
