@@ -258,3 +258,26 @@ def test_a_run_through_the_cli_records_the_transform_and_plans_its_calls_exactly
     plan = capsys.readouterr().out
     rows = {r.split()[1]: r.split()[2:4] for r in plan.splitlines() if r.startswith("    openai:example-api-llm (query=")}
     assert rows == {"(query=multi_query)": ["0", str(questions)]}, plan
+
+
+def test_a_teams_own_transform_plugs_in_by_target(tmp_path):
+    """A plugin returning plain lists of strings (the question and its first word): two texts
+    searched per question, fused; its source is in the cell id (a plugin edited makes new cells)."""
+    out = tmp_path / "out"
+    assert cli(["run", "hydra.searchpath=[pkg://tests.bad_inputs.hostile_plugins.conf]", f"dataset.path={TINY}",
+                "query=hostile", "generator=none", f"output.root={out}", "tracking=none", "experiment.name=own"]) == 0
+    (done,) = (out / "own").glob("*/DONE")
+    metrics = json.loads((done.parent / "metrics.json").read_text())
+    assert metrics["query"]["fan_out"] == 2.0 and metrics["query"]["calls"] == 0.0
+    records = pd.read_parquet(done.parent / "records.parquet")
+    assert all(list(t) == [q, q.split()[0]] for t, q in zip(records["query_texts"], records["question"]))
+
+
+def test_what_the_transform_made_travels_with_the_question_runs():
+    """A halving round's question runs (question-runs.jsonl) keep the transform's output and the
+    untransformed ranking."""
+    from rag_bench.evaluation import run_io
+
+    r = Ranking("f1", (1, 2), (0.5, 0.1))
+    qr = QuestionRun(FOLLOW_UP, r, r, query=Transformed(("a", "b"), "a\nb", None, 1, 0.5, 3, 4, True), untransformed=r)
+    assert run_io.loads(run_io.dumps([qr])) == (qr,)
