@@ -38,7 +38,7 @@ class Indexed:
 @dataclass(frozen=True)
 class Queried:
     """What each question is searched with (None: the question as is, ``query=none``), the key of
-    the question set and transform, and the transform's time (0 when shared)."""
+    the question set and transform, and the time the transform took when it was computed."""
 
     plans: list[Transformed] | None
     key: str
