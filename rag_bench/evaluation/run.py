@@ -39,7 +39,8 @@ class QuestionRun:
     refusal), ``judge`` the LLM judge's scores of it (None: not judged).
 
     ``query``: what the query transform made of the question (the texts searched, what it wrote,
-    its fallback; None: searched as it is, ``query=none``); ``untransformed`` the first stage's
+    its fallback; None: searched as it is, ``query=none``), ``query_rankings`` what each of its texts
+    retrieved on its own (before the fusion); ``untransformed`` the first stage's
     ranking of the question as it is and ``standalone_ranking`` that of its people-written
     standalone form (:attr:`Question.standalone`), both only in a cell with a transform: what
     ``query/lift@k`` and the ``query`` failure label compare with."""
@@ -56,6 +57,7 @@ class QuestionRun:
     answer: Answer | None = None
     judge: JudgeResult | None = None
     query: Transformed | None = None
+    query_rankings: tuple[Ranking, ...] = ()
     untransformed: Ranking | None = None
     standalone_ranking: Ranking | None = None
 

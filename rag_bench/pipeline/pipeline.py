@@ -130,5 +130,6 @@ def question_runs(questions: list[Any], retrieved: Retrieved, reranked: Reranked
             judge=judged[n] if judged is not None else None,
             query=plans[n] if plans is not None else None,
             untransformed=baselines[0][n] if baselines is not None else None,
+            query_rankings=retrieved.per_text[n] if plans is not None and retrieved.per_text else (),
             standalone_ranking=baselines[1][n] if baselines is not None else None))
     return tuple(out)

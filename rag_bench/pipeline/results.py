@@ -55,6 +55,8 @@ class Retrieved:
     key: str
     # Per question: chunks the retriever returned that the asker may not read (dropped from ``rankings``).
     unauthorized: list[int] = field(default_factory=list)
+    # Per question, with a query transform: each text's own ranking (fused into ``rankings``).
+    per_text: list[tuple[Ranking, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -148,10 +148,11 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
         return contracts.enforce_access(contracts.check_ranking(got, q, n=n, depth=depth, component=name), q,
                                         indexed.access)
 
-    def run() -> tuple[list[Ranking], list[float], list[int]]:
+    def run() -> tuple[list[Ranking], list[float], list[int], list[tuple[Ranking, ...]]]:
         per_q: list[float] = []
         out: list[Ranking] = []
         dropped: list[int] = []
+        each: list[tuple[Ranking, ...]] = []  # with a transform: each text's own ranking, before any fusion
         for i, q in enumerate(tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False)):
             t = time.perf_counter()
             texts = plans[i].queries if plans is not None else (q.question,)
@@ -162,14 +163,17 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
                 items, scores = rrf([r.indices for r, _ in found], weights=[1.0] * len(found), depth=depth)
                 ranking = Ranking(q.qid, tuple(items), tuple(strictly_decreasing(np.asarray(scores)).tolist()))
                 lost = max(x for _, x in found)
+                each.append(tuple(r for r, _ in found))
+            if plans is not None and len(texts) == 1:
+                each.append((ranking,))
             per_q.append((time.perf_counter() - t) * 1000)
             out.append(ranking)
             dropped.append(lost)
-        return out, per_q, dropped
+        return out, per_q, dropped, each
 
     key = memo.key(indexed.key, depth, questions_key)
-    rankings, latency, unauthorized = work.get_or("rankings", key, run)
-    return Retrieved(rankings, latency, depth, key, unauthorized)
+    rankings, latency, unauthorized, per_text = work.get_or("rankings", key, run)
+    return Retrieved(rankings, latency, depth, key, unauthorized, per_text)
 
 
 def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Indexed,

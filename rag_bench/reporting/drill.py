@@ -223,7 +223,12 @@ def _query(rec: dict[str, Any], name: str) -> dict[str, Any] | None:
     if texts is None:
         return None
     reason = rec.get(query_scorer.FALLBACK)
+    firsts = list(_plain(rec.get(query_scorer.TEXT_FIRST)) or [])
+    tops = list(_plain(rec.get(query_scorer.TEXT_TOP)) or [])
     return {"name": name, "texts": [visible(str(t)) for t in texts],
+            # what each text retrieved on its own: its first relevant rank and its top k chunk ids
+            "first_relevant": [None if f is None else int(f) for f in firsts],
+            "top": [str(x).split() for x in tops],
             "output": visible(str(rec.get(query_scorer.OUTPUT) or "")[:MAX_ANSWER_CHARS]),
             "fallback": visible(str(reason)) if isinstance(reason, str) else None}
 

@@ -248,6 +248,10 @@ def test_a_run_through_the_cli_records_the_transform_and_plans_its_calls_exactly
     assert row["query"]["name"] == "multi_query" and row["query"]["output"] == REPLIES["multi_query"]
     assert row["query"]["texts"][1:] == ["reset Kettleby D5 dishwasher", "Kettleby D5 E21 reset", "clear E21 error D5"]
     assert row["query"]["fallback"] is None
+    # beside each text, what it retrieved on its own: its first relevant rank and its top k
+    assert len(row["query"]["first_relevant"]) == len(row["query"]["top"]) == 4
+    assert all(1 <= len(top) <= 5 and all("#" in c for c in top) for top in row["query"]["top"])
+    assert records["query_text_first_relevant"].map(len).tolist() == [4] * questions
     assert labels([cell.config, {**cell.config, "query": {"name": "none"}}]) == ["q=multi_query", "q=none"]
     capsys.readouterr()
     assert cli(["leaderboard", str(tmp_path / "out" / "q"), "--format", "csv"]) == 0

@@ -59,6 +59,8 @@ QUERY = (
 FALLBACK_RATE, CALLS, MS, FAN_OUT, KEPT_TERMS, GOLD_OVERLAP, LIFT = QUERY
 # records.parquet: what the transform made of each question
 QUERIES, OUTPUT, FALLBACK = "query_texts", "query_output", "query_fallback"
+# what each text retrieved on its own: its first relevant rank (null: none in its ranking), its top k
+TEXT_FIRST, TEXT_TOP = "query_text_first_relevant", "query_text_top"
 _NUMBER = re.compile(r"\d")
 _WORD = re.compile(r"[^\W_]+(?:[-'./][^\W_]+)*", re.UNICODE)
 
@@ -156,6 +158,8 @@ class QueryScorer:
         gold: list[float] = []
         lift: list[float] = []
         texts: list[list[str]] = []
+        firsts: list[list[int | None]] = []
+        tops: list[list[str]] = []
         outputs: list[str] = []
         reasons: list[str | None] = []
         for qr, g in zip(run.questions, context.grades.questions):
@@ -167,6 +171,8 @@ class QueryScorer:
                 gold.append(float("nan"))
                 lift.append(float("nan"))
                 texts.append([q.question])
+                firsts.append([])
+                tops.append([])
                 outputs.append("")
                 reasons.append(None)
                 continue
@@ -181,12 +187,16 @@ class QueryScorer:
             else:
                 lift.append(float("nan"))
             texts.append(list(t.queries))
+            own = qr.query_rankings or (qr.retrieved,)
+            firsts.append([next((n + 1 for n, j in enumerate(r.indices) if g.qrels.get(j, 0) >= level), None)
+                           for r in own])
+            tops.append([" ".join(run.passages[j].chunk_id for j in r.indices[:k]) for r in own])
             outputs.append(t.output)
             reasons.append(t.fallback)
         columns: dict[str, object] = {**cols, LIFT.at(k).column: lift}
         if any(qr.question.standalone for qr in run.questions):
             columns[GOLD_OVERLAP.column] = gold
-        columns.update({QUERIES: texts, OUTPUT: outputs, FALLBACK: reasons})
+        columns.update({QUERIES: texts, OUTPUT: outputs, FALLBACK: reasons, TEXT_FIRST: firsts, TEXT_TOP: tops})
         failed = sum(r is not None for r in reasons)
         warnings = (f"query: the transform fell back to the question for {failed} of {len(reasons)} questions "
                     f"(first reason: {next(r for r in reasons if r)}) -- see records.parquet query_fallback",) \
