@@ -25,7 +25,11 @@ TRACKING = "tracking"
 # config group of its own, not one of STAGES (a leaderboard's identity columns, a cell's tags),
 # so the cells of datasets without such files stay what they were.
 PARSER = "parser"
-COMPONENT_GROUPS = (PARSER, *STAGES, TRACKING)
+# What the retriever searches for, made from the question and its conversation (rag_bench.query):
+# a config group between the question and retrieval, not one of STAGES either, so the cells
+# without a transform (query=none, the default) stay what they were.
+QUERY = "query"
+COMPONENT_GROUPS = (PARSER, QUERY, *STAGES, TRACKING)
 # The stages that make up the retrieval pipeline: the identity columns of a leaderboard.
 RETRIEVAL_STAGES = STAGES[:5]
 # The stages a short cell label names (others only when they vary).
@@ -33,7 +37,7 @@ LABEL_STAGES = ("chunker", "retriever", "reranker")
 # The stages a cell's console summary line names.
 CONSOLE_STAGES = ("chunker", "retriever", "reranker", "index", "generator")
 # Override keys in loop order for the sweeper: the dataset, then every stage; others innermost.
-SWEEP_ORDER = ("dataset", PARSER, *STAGES)
+SWEEP_ORDER = ("dataset", PARSER, *STAGES[:4], QUERY, *STAGES[4:])
 
 class Null:
     """Marker base of the null objects that stand for "no component" in a stage."""

@@ -66,6 +66,7 @@ SIZES: Mapping[str, int] = {
     "chunks": 4,       # per (dataset, chunker[, embedder])
     "embedders": 2,    # per embedder config: the loaded model stays across cells
     "indexes": 2,      # per (chunks, retriever, embedder, index): a fitted retriever
+    "queries": 8,      # per (question set, query transform): what each question is searched with
     "rankings": 8,     # per (index, depth): rankings and their latencies
     "reranked": 8,     # per (rankings, reranker)
     "graded": 8,       # per (final rankings, grading settings): the rankings' relevance grades

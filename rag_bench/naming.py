@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_bench.components import PARSER, STAGES
+from rag_bench.components import PARSER, QUERY, STAGES
 
-# The groups a cell is named by: the parser (when a sweep varies it: parser=pypdf) and the stages.
-NAMED = (PARSER, *STAGES)
+# The groups a cell is named by: the parser (when a sweep varies it: parser=pypdf), the stages and
+# the query transform (when a sweep varies it: q=rewrite).
+NAMED = (PARSER, *STAGES[:4], QUERY, *STAGES[4:])
 
 # Never axes: where results go, not what they are (nor what they cost: prices).
 IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system.sha256", "system.format",
@@ -32,7 +33,7 @@ IGNORED = ("experiment", "output", "tracking", "hydra", "system.source", "system
 # Stages whose option names read on their own; the others get a prefix (``rr=dense``), so a
 # dense reranker is not mistaken for a dense retriever.
 BARE = ("chunker", "retriever")
-PREFIX = {"embedder": "emb", "index": "idx", "reranker": "rr", "generator": "gen", "judge": "judge"}
+PREFIX = {"query": "q", "embedder": "emb", "index": "idx", "reranker": "rr", "generator": "gen", "judge": "judge"}
 MAX_VALUE = 24
 
 
@@ -66,8 +67,9 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
 
 def _flat_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     """A cell's config flattened; a cell written before the parser group read its files as
-    ``parser=auto`` does, so it is named as one (no ``parser`` axis between old and new cells)."""
-    return {f"{PARSER}.name": "auto", **_flat(config)}
+    ``parser=auto`` does, so it is named as one (no ``parser`` axis between old and new cells); one
+    written before the query group searched its questions as ``query=none`` does."""
+    return {f"{PARSER}.name": "auto", f"{QUERY}.name": "none", **_flat(config)}
 
 
 def _ignored(key: str) -> bool:

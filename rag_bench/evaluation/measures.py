@@ -48,6 +48,7 @@ from rag_bench.evaluation.scorers import (
     latency,
     parsing,
     passage_precision,
+    query,
     rerank_lift,
     security,
     threshold,
@@ -64,7 +65,8 @@ SCORERS: Registry[Scorer] = Registry("eval.scorers", {s.name: s for s in (
     security.SCORER, chunk_ranking.SCORER, document_ranking.SCORER, evidence.SCORER, generation.SCORER,
     citations.SCORER, claims.SCORER, abstention.SCORER, answer.SCORER, clarify.SCORER, conditional.SCORER, judge.SCORER,
     threshold.SCORER, attribution.SCORER,
-    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, counts.SCORER, parsing.SCORER, injection.SCORER, cost.SCORER,
+    ann.SCORER, passage_precision.SCORER, rerank_lift.SCORER, query.SCORER,
+    counts.SCORER, parsing.SCORER, injection.SCORER, cost.SCORER,
     by_tag.SCORER, latency.SCORER)})
 ALL_SCORERS = "all"  # eval.scorers=all: every scorer of SCORERS
 
@@ -83,8 +85,9 @@ SECURITY = security.SECURITY
 ANN = (*ann.ANN, *ann.TUNING)
 OTHER = (passage_precision.PASSAGE_PRECISION, rerank_lift.HIT_LIFT)
 INJECTION = injection.INJECTION
+QUERY = query.QUERY
 FAMILIES: tuple[Measure, ...] = (*RANKING, *DOCUMENT, *EVIDENCE, *GENERATION, *CITATION, *CLAIMS, *ABSTENTION, *ANSWER,
-                                 *CLARIFY, *THRESHOLD, *SECURITY, *ANN, *OTHER, *INJECTION)
+                                 *CLARIFY, *THRESHOLD, *SECURITY, *ANN, *OTHER, *INJECTION, *QUERY)
 # Figures: the numbers of metrics.json that are not quality measures (counts, costs, failure
 # tallies: no per-question column, no CI, never a headline), each with its direction.
 COUNTS = (*counts.DATA, *document_ranking.COUNTS, *counts.GENERATION, *answer.REFUSALS, *clarify.COUNTS, *judge.COUNTS,
@@ -98,7 +101,7 @@ FIGURES = (*COUNTS, *COST, *FAILURES, *PARSE, *HIDDEN_TEXT)
 DURATION_SECTIONS = (latency.SECTION,)
 # Sections whose measures are means over questions with n and a bootstrap CI (in that order).
 QUESTION_SECTIONS = ("retrieval", "evidence", "generation", "citation", "claims", "abstention", "answer", "clarify",
-                     "injection")
+                     "injection", "query")
 
 HIT, PRECISION, RECALL, MRR, NDCG, MAP = RANKING
 DOC_HIT, DOC_PRECISION, DOC_RECALL, DOC_MRR, DOC_NDCG, DOC_MAP = DOCUMENT

@@ -38,7 +38,7 @@ import numpy as np
 from rag_bench.budget import STAGES
 from rag_bench.evaluation.run import SystemRun
 
-SHARES = ("generator", "judge", "embedder", "reranker", "retrieval")
+SHARES = ("generator", "judge", "embedder", "reranker", "retrieval", "query")
 HOUR_S = 3600.0
 
 
@@ -301,6 +301,13 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
             prices, gen, np.array([(g.tokens_in or 0) if g else 0 for g in gs], np.float64),
             np.array([(g.tokens_out or 0) if g else 0 for g in gs], np.float64),
             np.array([spent_seconds(g) if g else 0.0 for g in gs], np.float64), unpriced)
+    plans = [q.query for q in run.questions]
+    if gen is not None and any(t is not None and t.calls for t in plans):  # a model-written query transform
+        # the cell's generator wrote it: its tokens (or seconds) at the generator's price
+        per_q["query"] = _tokens(
+            prices, gen, np.array([t.tokens_in if t else 0 for t in plans], np.float64),
+            np.array([t.tokens_out if t else 0 for t in plans], np.float64),
+            np.array([t.seconds if t else 0.0 for t in plans], np.float64), unpriced)
     judge = prices.of("judge")
     if judge is not None and run.judge is not None:
         _judge(prices, judge, run, per_q, notes, unpriced)
@@ -318,7 +325,7 @@ def bill(run: SystemRun, prices: Prices) -> Bill:
     priced = [v for v in per_q.values() if v is not None]
     per_question = None if unpriced else tuple(float(x) for x in
                                                (np.sum(priced, axis=0) if priced else np.zeros(n)))
-    return Bill(shares, per_question, tuple(unpriced), tuple(notes))
+    return Bill(shares, per_question, tuple(dict.fromkeys(unpriced)), tuple(notes))
 
 
 def per_correct(total: float | None, correct: Sequence[Any] | None) -> float | None:

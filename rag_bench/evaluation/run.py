@@ -20,6 +20,7 @@ from rag_bench.embedding.base import EmbedStats
 from rag_bench.generation.base import Generation, Traits
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.judging.base import JudgeResult
+from rag_bench.query.base import Transformed
 
 Latency = Literal["pipeline", "system", "none"]
 
@@ -35,7 +36,14 @@ class QuestionRun:
     returned that the asker may not read (dropped before anything downstream saw them).
     ``context`` is what the generator was handed (None: the system only retrieves), ``generation``
     the raw call (output, seconds, tokens, cached), ``answer`` the parsed answer (text, citations,
-    refusal), ``judge`` the LLM judge's scores of it (None: not judged)."""
+    refusal), ``judge`` the LLM judge's scores of it (None: not judged).
+
+    ``query``: what the query transform made of the question (the texts searched, what it wrote,
+    its fallback; None: searched as it is, ``query=none``), ``query_rankings`` what each of its texts
+    retrieved on its own (before the fusion); ``untransformed`` the first stage's
+    ranking of the question as it is and ``standalone_ranking`` that of its people-written
+    standalone form (:attr:`Question.standalone`), both only in a cell with a transform: what
+    ``query/lift@k`` and the ``query`` failure label compare with."""
 
     question: Question
     retrieved: Ranking
@@ -48,6 +56,10 @@ class QuestionRun:
     generation: Generation | None = None
     answer: Answer | None = None
     judge: JudgeResult | None = None
+    query: Transformed | None = None
+    query_rankings: tuple[Ranking, ...] = ()
+    untransformed: Ranking | None = None
+    standalone_ranking: Ranking | None = None
 
     @property
     def qid(self) -> str:

@@ -20,6 +20,9 @@ rule broken -- the command line turns that into exit 2, before any file of the c
 - **Access** (:func:`enforce_access`): after every retrieval and rerank stage the asker's access
   is applied again; chunks the asker may not read are dropped -- before the context, the
   generator, the records or any artifact sees their text -- and counted per stage.
+- **Queries** (:func:`check_queries`): one :class:`~rag_bench.query.base.Transformed` (or a list of
+  strings) per question; between 1 and ``MAX_QUERIES`` texts, each a non-empty string of at most
+  ``MAX_QUERY_CHARS`` characters; a fallback reason a string or None; counts and seconds >= 0.
 - **Reranker scores** (:func:`check_rerank_scores`): one finite real per shortlist item.
 - **Embeddings** (:func:`check_embeddings`): a 2-d float array, one finite row per text.
 - **Generations and judge scores** (:func:`check_generations`, :func:`check_judge_scores`): the
@@ -41,6 +44,7 @@ import numpy as np
 
 from rag_bench.domain import Chunk, Document, Question, Ranking
 from rag_bench.errors import ComponentError, RagBenchError
+from rag_bench.query.base import MAX_QUERIES, MAX_QUERY_CHARS, Transformed
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 
 _tracebacks = logging.getLogger("component_tracebacks")
@@ -196,6 +200,52 @@ def check_ranking(out: Any, question: Question, *, n: int, depth: int, component
         raise _fail(stage, component, problems, fix)
     values = np.asarray([float(s) for s in scores], np.float64)
     return Ranking(question.qid, tuple(int(i) for i in indices), tuple(strictly_decreasing(values).tolist()))
+
+
+def check_queries(out: Any, questions: Sequence[Question], *, component: str) -> list[Any]:
+    """What a query transform returned for ``questions``: one
+    :class:`~rag_bench.query.base.Transformed` per question (a list or tuple of strings is taken as
+    its ``queries``), in canonical form."""
+    fix = (f"transform() returns one rag_bench.query.base.Transformed (or a list of 1 to {MAX_QUERIES} non-empty "
+           f"strings of at most {MAX_QUERY_CHARS} characters) per question, in order")
+    if isinstance(out, (str, bytes)) or not isinstance(out, Sequence) or len(out) != len(questions):
+        got = f"{len(out)} items" if isinstance(out, Sequence) and not isinstance(out, (str, bytes)) \
+            else type(out).__name__
+        raise _fail("query", component, [f"returned {got} for {len(questions)} questions"], fix)
+    problems: list[str] = []
+    checked = []
+    for q, t in zip(questions, out):
+        where = f"question {q.qid!r}"
+        if isinstance(t, (list, tuple)):
+            t = Transformed(tuple(t))
+        if not isinstance(t, Transformed):
+            problems.append(f"{where}: returned a {type(t).__name__}, not a Transformed or a list of strings")
+            continue
+        queries = t.queries
+        if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
+            problems.append(f"{where}: queries is a {type(queries).__name__}, not a list of strings")
+            continue
+        if not 1 <= len(queries) <= MAX_QUERIES:
+            problems.append(f"{where}: {len(queries)} queries (1 to {MAX_QUERIES} allowed)")
+        bad = [type(x).__name__ for x in queries if not isinstance(x, str)]
+        if bad:
+            problems.append(f"{where}: queries that are not strings ({', '.join(bad[:3])})")
+        elif any(not x.strip() for x in queries):
+            problems.append(f"{where}: an empty query")
+        elif any(len(x) > MAX_QUERY_CHARS for x in queries):
+            problems.append(f"{where}: a query of {max(len(x) for x in queries)} characters (at most "
+                            f"{MAX_QUERY_CHARS})")
+        if not isinstance(t.output, str) or not (t.fallback is None or isinstance(t.fallback, str)):
+            problems.append(f"{where}: output must be a string and fallback a string or None")
+        if not (_is_int(t.calls) and t.calls >= 0 and _is_int(t.tokens_in) and t.tokens_in >= 0
+                and _is_int(t.tokens_out) and t.tokens_out >= 0 and _is_real(t.seconds)
+                and math.isfinite(float(t.seconds)) and t.seconds >= 0):
+            problems.append(f"{where}: calls and token counts must be integers >= 0, seconds a finite real >= 0")
+        checked.append(Transformed(tuple(queries), t.output, t.fallback, int(t.calls), float(t.seconds),
+                                   int(t.tokens_in), int(t.tokens_out), bool(t.cached)) if not problems else t)
+    if problems:
+        raise _fail("query", component, problems, fix)
+    return checked
 
 
 def check_rerank_scores(out: Any, question: Question, size: int, *, component: str) -> np.ndarray:

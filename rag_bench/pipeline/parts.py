@@ -43,6 +43,7 @@ class CellParts:
     evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
     what: dict[str, Any]
     takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
+    query: Any = None  # the query transform (rag_bench.query); None or the null one: the question as is
 
     def identity(self, group: str) -> list[Any]:
         """What determines ``group``'s output: its own config, then each component it takes."""

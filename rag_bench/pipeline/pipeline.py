@@ -9,18 +9,19 @@ in; the keys below say what determines each piece (see :mod:`rag_bench.memo`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rag_bench import memo
 from rag_bench.components import capability, is_null
-from rag_bench.domain import Dataset
+from rag_bench.domain import Dataset, Ranking
 from rag_bench.embedding.base import Embedder, EmbedStats
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
 from rag_bench.generation.base import checked_traits
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import stages
 from rag_bench.pipeline.parts import CellParts
-from rag_bench.pipeline.results import Answered, Reranked, Retrieved
+from rag_bench.pipeline.results import Answered, Queried, Reranked, Retrieved
 from rag_bench.reranking.base import check_depth
 
 
@@ -52,8 +53,17 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     questions_key = memo.key(dataset.fingerprint, s.split)
     # index.target_recall: tuned before anything is searched
     tuned = stages.tune(indexed=indexed, questions=questions, work=work, questions_key=questions_key)
+    # What the retriever searches for: the rankings' key holds the transform's identity (none
+    # keeps the key it had), so cells with one transform share rankings and never with another.
+    transform = parts.query
+    searched_key = questions_key if transform is None or is_null(transform) else \
+        memo.key(questions_key, *parts.identity("query"))
+    queried = stages.query(transform=transform, questions=questions, key=searched_key, work=work) \
+        if transform is not None else None
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
-                                questions_key=questions_key)
+                                questions_key=searched_key, queried=queried)
+    baselines = untransformed(indexed, questions, depth, work, questions_key) \
+        if queried is not None and queried.plans is not None else None
     reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")), retrieved=retrieved,
                              indexed=indexed, questions=questions, work=work)
 
@@ -69,11 +79,13 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
                      questions_key=memo.key(reported.fingerprint, s.split), tuned=tuned)
 
     timings = {"chunk_s": chunked.seconds, "index_s": indexed.seconds, "retrieve_s": sum(retrieved.latency_ms) / 1000}
+    if queried is not None and queried.plans is not None:
+        timings["query_s"] = queried.seconds
     if reranked.prefetch_s is not None:
         timings.update(rerank_prefetch_s=reranked.prefetch_s, rerank_s=sum(reranked.latency_ms) / 1000)
     return SystemRun(
         dataset=dataset, passages=indexed.searchable,
-        questions=question_runs(questions, retrieved, reranked, answered, judged),
+        questions=question_runs(questions, retrieved, reranked, answered, judged, queried, baselines),
         chunks=sum(not c.is_parent for c in chunked.chunks), depth=retrieved.depth, ann=ann, index_name=s.index_name,
         timings=timings, embedding=_usage(embedder).since(before),
         generate_s=answered.wall_s if answered is not None else None,
@@ -82,9 +94,29 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
         ranking_key=reranked.key)
 
 
+def untransformed(indexed: Any, questions: list[Any], depth: int, work: SharedWork, questions_key: str) \
+        -> tuple[list[Ranking], list[Ranking | None]]:
+    """The first-stage rankings of each question as it is (shared with the cells of ``query=none``)
+    and of its people-written standalone form where it has one: what the transform is measured
+    against (``query/lift@k``, the ``query`` failure label)."""
+    plain = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
+                            questions_key=questions_key).rankings
+    gold = [n for n, q in enumerate(questions) if q.standalone and q.standalone.strip()]
+    standalone: list[Ranking | None] = [None] * len(questions)
+    if gold:
+        asked = [dataclasses.replace(questions[n], question=questions[n].standalone) for n in gold]
+        got = stages.retrieve(indexed=indexed, questions=asked, depth=depth, work=work,
+                              questions_key=memo.key(questions_key, "standalone")).rankings
+        for n, r in zip(gold, got):
+            standalone[n] = r
+    return plain, standalone
+
+
 def question_runs(questions: list[Any], retrieved: Retrieved, reranked: Reranked, answered: Answered | None,
-                  judged: list[Any] | None) -> tuple[QuestionRun, ...]:
+                  judged: list[Any] | None, queried: Queried | None = None,
+                  baselines: tuple[list[Ranking], list[Ranking | None]] | None = None) -> tuple[QuestionRun, ...]:
     """The stages' results question by question: what each stage did for each question."""
+    plans = queried.plans if queried is not None else None
     out = []
     for n, q in enumerate(questions):
         out.append(QuestionRun(
@@ -95,5 +127,9 @@ def question_runs(questions: list[Any], retrieved: Retrieved, reranked: Reranked
             context=answered.items[n].passages if answered is not None else None,
             generation=answered.generations[n] if answered is not None else None,
             answer=answered.answers[n] if answered is not None else None,
-            judge=judged[n] if judged is not None else None))
+            judge=judged[n] if judged is not None else None,
+            query=plans[n] if plans is not None else None,
+            untransformed=baselines[0][n] if baselines is not None else None,
+            query_rankings=retrieved.per_text[n] if plans is not None and retrieved.per_text else (),
+            standalone_ranking=baselines[1][n] if baselines is not None else None))
     return tuple(out)

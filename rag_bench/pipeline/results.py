@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from rag_bench.domain import Answer, Chunk, Ranking
 from rag_bench.generation.base import Generation, GenerationInput
+from rag_bench.query.base import Transformed
 from rag_bench.retrieval.base import AccessFilter, Retriever
 
 
@@ -35,6 +36,16 @@ class Indexed:
 
 
 @dataclass(frozen=True)
+class Queried:
+    """What each question is searched with (None: the question as is, ``query=none``), the key of
+    the question set and transform, and the time the transform took when it was computed."""
+
+    plans: list[Transformed] | None
+    key: str
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class Retrieved:
     """One ranking per question at depth D, with per-question latencies (ms)."""
 
@@ -44,6 +55,8 @@ class Retrieved:
     key: str
     # Per question: chunks the retriever returned that the asker may not read (dropped from ``rankings``).
     unauthorized: list[int] = field(default_factory=list)
+    # Per question, with a query transform: each text's own ranking (fused into ``rankings``).
+    per_text: list[tuple[Ranking, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The stages of one cell, each a function from the previous stage's result to a frozen result.
 
-chunk → index → (tune) → retrieve → rerank → answer → judge, and the index's ANN report. Work that cells of a sweep share
+chunk → index → (tune) → query → retrieve → rerank → answer → judge, and the index's ANN report. Work that cells of a sweep share
 (chunks, indexes, rankings, reranked rankings, ANN reports) goes through the
 :class:`~rag_bench.memo.SharedWork` passed in, keyed by what determines it: a sweep over ``k`` or
 ``eval.*`` re-chunks, re-indexes, re-retrieves and re-ranks nothing. Latencies of shared work are
@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from rag_bench import memo
@@ -33,9 +34,11 @@ from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import contracts
 from rag_bench.pipeline.contracts import component_name
-from rag_bench.pipeline.results import Answered, Chunked, Indexed, Reranked, Retrieved
+from rag_bench.pipeline.results import Answered, Chunked, Indexed, Queried, Reranked, Retrieved
+from rag_bench.query.base import QueryTransform, Transformed
 from rag_bench.reranking.base import Reranker, apply_rerank
-from rag_bench.retrieval.base import AccessFilter, Retriever
+from rag_bench.retrieval.base import AccessFilter, Retriever, strictly_decreasing
+from rag_bench.retrieval.hybrid import rrf
 
 
 @dataclass(frozen=True)
@@ -106,36 +109,73 @@ def tune(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
     return result
 
 
+def query(*, transform: QueryTransform, questions: Sequence[Question], key: str, work: SharedWork) -> Queried:
+    """What each question is searched with (:mod:`rag_bench.query`), once per ``key`` (the
+    question set and the transform's identity), checked at the boundary
+    (:func:`~rag_bench.pipeline.contracts.check_queries`). The null transform (``query=none``)
+    changes nothing and is not run."""
+    if is_null(transform):
+        return Queried(None, key)
+
+    def run() -> tuple[list[Transformed], float]:
+        t0 = time.perf_counter()
+        with contracts.calling("query", transform, f"transforming {len(questions)} questions"):
+            got = transform.transform(list(questions))
+        return contracts.check_queries(got, questions, component=component_name(transform)), time.perf_counter() - t0
+
+    plans, seconds = work.get_or("queries", key, run)
+    return Queried(plans, key, seconds)
+
+
 def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, work: SharedWork,
-             questions_key: str = "") -> Retrieved:
+             questions_key: str = "", queried: Queried | None = None) -> Retrieved:
     """Top-``depth`` rankings, one question at a time (so each latency is one query's), once per
     index, depth and question set (``questions_key``: what determines ``questions`` beyond the
-    index, e.g. the dataset split -- one corpus, two splits, two sets of rankings).
+    index, e.g. the dataset split -- one corpus, two splits, two sets of rankings -- and the query
+    transform).
 
-    Each ranking is checked (:func:`~rag_bench.pipeline.contracts.check_ranking`) and the asker's
-    access enforced again: chunks the retriever returned that the asker may not read are dropped
-    here and counted (``Retrieved.unauthorized``)."""
+    ``queried``: what each question is searched with (:func:`query`); several texts are each
+    searched and their rankings fused by reciprocal rank (:func:`rag_bench.retrieval.hybrid.rrf`),
+    the latency theirs together. Each ranking is checked
+    (:func:`~rag_bench.pipeline.contracts.check_ranking`) and the asker's access enforced again:
+    chunks the retriever returned that the asker may not read are dropped here and counted
+    (``Retrieved.unauthorized``)."""
     name = component_name(indexed.retriever)
     n = len(indexed.searchable)
+    plans = queried.plans if queried is not None else None
 
-    def run() -> tuple[list[Ranking], list[float], list[int]]:
+    def search(q: Question) -> tuple[Ranking, int]:
+        with contracts.calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
+            got = indexed.retriever.search([q], depth, indexed.access)
+        return contracts.enforce_access(contracts.check_ranking(got, q, n=n, depth=depth, component=name), q,
+                                        indexed.access)
+
+    def run() -> tuple[list[Ranking], list[float], list[int], list[tuple[Ranking, ...]]]:
         per_q: list[float] = []
         out: list[Ranking] = []
         dropped: list[int] = []
-        for q in tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False):
+        each: list[tuple[Ranking, ...]] = []  # with a transform: each text's own ranking, before any fusion
+        for i, q in enumerate(tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False)):
             t = time.perf_counter()
-            with contracts.calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
-                got = indexed.retriever.search([q], depth, indexed.access)
+            texts = plans[i].queries if plans is not None else (q.question,)
+            if len(texts) == 1:
+                ranking, lost = search(q if texts[0] == q.question else dataclasses.replace(q, question=texts[0]))
+            else:
+                found = [search(dataclasses.replace(q, question=text)) for text in texts]
+                items, scores = rrf([r.indices for r, _ in found], weights=[1.0] * len(found), depth=depth)
+                ranking = Ranking(q.qid, tuple(items), tuple(strictly_decreasing(np.asarray(scores)).tolist()))
+                lost = max(x for _, x in found)
+                each.append(tuple(r for r, _ in found))
+            if plans is not None and len(texts) == 1:
+                each.append((ranking,))
             per_q.append((time.perf_counter() - t) * 1000)
-            ranking, lost = contracts.enforce_access(
-                contracts.check_ranking(got, q, n=n, depth=depth, component=name), q, indexed.access)
             out.append(ranking)
             dropped.append(lost)
-        return out, per_q, dropped
+        return out, per_q, dropped, each
 
     key = memo.key(indexed.key, depth, questions_key)
-    rankings, latency, unauthorized = work.get_or("rankings", key, run)
-    return Retrieved(rankings, latency, depth, key, unauthorized)
+    rankings, latency, unauthorized, per_text = work.get_or("rankings", key, run)
+    return Retrieved(rankings, latency, depth, key, unauthorized, per_text)
 
 
 def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Indexed,

@@ -44,16 +44,16 @@ MAX_HEIGHT_IN = 9.0  # no chart taller than a screen at the report's 110 dpi
 # family's hue (and no loss green); issue 43's parsing the same way, in the hue gap between
 # generation's blues and chunking's purple. The legend lists the labels family by family.
 FAILURE_FAMILY = {"parsing": "parsing", "chunking": "chunking", "unauthorized": "access & version",
-                  "stale_version": "access & version",
+                  "stale_version": "access & version", "query": "query",
                   "retrieval_miss": "retrieval", "partial_evidence": "retrieval", "ranking": "ranking",
                   "context": "context", "false_refusal": "generation", "generation": "generation",
                   "hallucinated_answer": "generation", "citation": "citation", "in_context": "correct outcome",
                   "correct": "correct outcome", "correct_refusal": "correct outcome", "error": "no verdict",
                   "unjudged": "no verdict"}
-FAMILY_ORDER = ("parsing", "chunking", "access & version", "retrieval", "ranking", "context", "generation",
+FAMILY_ORDER = ("parsing", "chunking", "access & version", "query", "retrieval", "ranking", "context", "generation",
                 "citation", "correct outcome", "no verdict")
 FAILURE_COLORS = {"parsing": "#0f61fe", "chunking": "#49006a", "unauthorized": "#380020", "stale_version": "#c80068",
-                  "retrieval_miss": "#af1117", "partial_evidence": "#f80848", "ranking": "#f9812e",
+                  "query": "#ffff99", "retrieval_miss": "#af1117", "partial_evidence": "#f80848", "ranking": "#f9812e",
                   "context": "#007880", "false_refusal": "#b7d4ea", "generation": "#519ccc",
                   "hallucinated_answer": "#1966ad", "citation": "#fdd12f", "in_context": "#b0dfaa", "correct": "#077331",
                   "correct_refusal": "#60ba6c", "error": "#4e4e4e", "unjudged": "#959595"}

@@ -29,6 +29,7 @@ from typing import Any
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers import query as query_scorer
 from rag_bench.reporting import claims_view
 from rag_bench.untrusted import visible
 
@@ -170,6 +171,7 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
     judge_cols = [c for c in r.columns if c.startswith(measures.JUDGE_PREFIX)]
     by_qid = {q.qid: q for q in dataset.questions} if dataset is not None else {}
     parser = str(getattr(getattr(dataset, "parse", None), "parser", "") or "")
+    query_name = str((cell.config.get("query") or {}).get("name") or "none")
     rows = []
     for rec in r.to_dict(orient="records"):
         ids = list(_plain(rec.get("chunk_ids")) or [])
@@ -211,8 +213,26 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "first_relevant": _plain(rec.get("first_relevant_rank")), "retrieved": len(ids),
             # the parse around each evidence span of a parsed document (page, how the quote was located)
             "parsed": parsed_evidence(dataset, by_qid.get(str(rec["qid"]))), "parser": parser,
+            # what the query transform made of the question: the texts searched, what it wrote, its fallback
+            "query": _query(rec, query_name),
         })
     return rows
+
+
+def _query(rec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The query transform's part of a drill-down row (None: the question was searched as it is)."""
+    texts = _plain(rec.get(query_scorer.QUERIES))
+    if texts is None:
+        return None
+    reason = rec.get(query_scorer.FALLBACK)
+    firsts = list(_plain(rec.get(query_scorer.TEXT_FIRST)) or [])
+    tops = list(_plain(rec.get(query_scorer.TEXT_TOP)) or [])
+    return {"name": name, "texts": [visible(str(t)) for t in texts],
+            # what each text retrieved on its own: its first relevant rank and its top k chunk ids
+            "first_relevant": [None if f is None else int(f) for f in firsts],
+            "top": [str(x).split() for x in tops],
+            "output": visible(str(rec.get(query_scorer.OUTPUT) or "")[:MAX_ANSWER_CHARS]),
+            "fallback": visible(str(reason)) if isinstance(reason, str) else None}
 
 
 def write(folder: Path, cells: Sequence[Cell], names: Sequence[str]) -> dict[str, str]:

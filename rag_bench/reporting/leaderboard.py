@@ -20,7 +20,7 @@ import pandas as pd
 
 from rag_bench import naming, spreadsheet
 from rag_bench.cells import experiment_cells, one_dataset
-from rag_bench.components import RETRIEVAL_STAGES
+from rag_bench.components import QUERY, RETRIEVAL_STAGES
 from rag_bench.decision import decide, params
 from rag_bench.evaluation import measures
 from rag_bench.failure_labels import in_attribution_order
@@ -74,6 +74,8 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
         cfg, metrics = cell.config, cell.metrics
         row = {"label": label, "cell": cell.cell_id, **{g: cfg.get(g) or {} for g in RETRIEVAL_STAGES},
                "k": cfg.get("pipeline", {}).get("k"),
+               # the query transform (rag_bench.query): a column only when a cell has one
+               QUERY: str((cfg.get(QUERY) or {}).get("name") or "none"),
                # the tie rule's costs and the configured primary measure (private: never shown)
                "_latency_ms": decide.latency_ms(metrics), "_tokens": decide.tokens(cell),
                "_primary": decide.configured_primary([cfg]), "_stand_in": decide.stand_in(metrics),
@@ -214,7 +216,9 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
                                fix="or show other measures (--columns)")
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
     table = best_first(cells, key) if key else cells
-    out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], "k"]].copy()
+    transformed = QUERY in table and bool((table[QUERY] != "none").any())
+    out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], *([QUERY] if transformed else []),
+                 "k"]].copy()
     if USD_COLUMN in columns and USD_COLUMN not in cols:
         cols.append(USD_COLUMN)  # every cell unpriced: the column says so
     for c in cols:

@@ -103,6 +103,16 @@ RB.detail = function (c, qid) {
       d.appendChild(box);
     });
   }
+  if (r.query) {  // what the query transform made of the question, searched instead of it (fused by RRF when several)
+    d.appendChild(el('h4', 'Searched with (query=' + r.query.name + (r.query.fallback ? ', fell back to the question' : '') + ')'));
+    if (r.query.fallback) d.appendChild(el('p', 'fallback: ' + r.query.fallback, 'bad'));
+    if (r.query.output) d.appendChild(el('div', r.query.output, 'pass rb-query-output'));
+    var ql = el('ol'); r.query.texts.forEach(function (t, i) {
+      var li = el('li', t, 'rb-query-text'), f = (r.query.first_relevant || [])[i], top = (r.query.top || [])[i];
+      if (f !== undefined) li.appendChild(el('div', 'alone: first relevant at rank ' + (f === null ? 'none' : f) + (top ? '; top ' + top.length + ': ' + top.join(', ') : ''), f === null ? 'bad' : 'ok'));
+      ql.appendChild(li); });
+    d.appendChild(ql);
+  }
   d.appendChild(el('h4', 'Ranked passages (top ' + r.ranked.length + ' of ' + r.retrieved + '; first relevant at rank ' + (r.first_relevant === null ? 'none' : r.first_relevant) + ')'));
   r.ranked.forEach(function (p, i) {
     var ctx = r.context.indexOf(p[1]) >= 0;

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from rag_bench.chunking.base import Chunker
-from rag_bench.components import COMPONENT_GROUPS, PARSER, missing_methods
+from rag_bench.components import COMPONENT_GROUPS, PARSER, QUERY, missing_methods
 from rag_bench.digests import path_digest, source_digest
 from rag_bench.embedding.base import Embedder
 from rag_bench.errors import ConfigError, RagBenchError
@@ -39,6 +39,7 @@ from rag_bench.generation.prompt import HISTORY_CHARS, HISTORY_TURNS, HistoryWin
 from rag_bench.indexing.base import VectorIndex
 from rag_bench.judging.base import Judge
 from rag_bench.parsing.base import Parser
+from rag_bench.query.base import QueryTransform
 from rag_bench.registry import Registry
 from rag_bench.reranking.base import Reranker
 from rag_bench.retrieval.base import Retriever
@@ -58,7 +59,7 @@ MAX_BOOTSTRAP_RESAMPLES = 100_000
 # The protocol each config group's components implement (checked before a component is built).
 PROTOCOLS: Registry[type] = Registry("component group", {
     "parser": Parser, "chunker": Chunker, "embedder": Embedder, "index": VectorIndex, "retriever": Retriever, "reranker": Reranker,
-    "generator": Generator, "judge": Judge, "tracking": Tracker})
+    "query": QueryTransform, "generator": Generator, "judge": Judge, "tracking": Tracker})
 # The value tables eval.* settings choose from: each name with what it means.
 RELEVANCE: Registry[str] = Registry("eval.relevance", {
     "overlap": "a chunk overlapping an evidence span by eval.min_coverage", "section": "a chunk inside the "
@@ -172,6 +173,7 @@ class RagBenchConf:
     budget: BudgetConf = field(default_factory=BudgetConf)
     search: Any = None  # how a sweep searches its grid: a component (conf/search/, _target_ + settings)
     parser: Any = None
+    query: Any = None  # what the retriever searches for (conf/query/; none when unset)
     chunker: Any = None
     embedder: Any = None
     index: Any = None
@@ -234,8 +236,8 @@ def validate(cfg: DictConfig) -> None:
     measures.check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
-        if group == PARSER and node is None:
-            continue  # a config composed without the parser group reads its documents as parser=auto
+        if group in (PARSER, QUERY) and node is None:
+            continue  # a config composed without the group reads its documents as parser=auto, searches as query=none
         if not isinstance(node, DictConfig) or "_target_" not in node:
             raise ConfigError(f"config group {group!r} is not set -- fix: add {group}=<name> (see conf/{group}/)")
 
@@ -531,6 +533,10 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         # the default window is what every cell was before conversations: cells keep their ids (a
         # dataset with history is a new dataset, its fingerprint covers it)
         data["pipeline"] = {k: v for k, v in pipeline.items() if k not in ("history_turns", "history_chars")}
+    if data.get(QUERY) is None or (isinstance(data[QUERY], dict) and data[QUERY].get("name") == "none"
+                                   and str(data[QUERY].get("_target_", "")).startswith("rag_bench.query.")):
+        # none is what every cell searched before the query group existed: cells keep their ids
+        data.pop(QUERY, None)
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
         # null (no tuning) is what an index did before the key existed: cells keep their ids
         data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}
@@ -595,13 +601,15 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     from rag_bench import memo
     from rag_bench.components import is_null
     from rag_bench.evaluation.evaluation import Evaluation
+    from rag_bench.generation.base import generator_identity
     from rag_bench.pipeline.contracts import CheckedEmbedder
     from rag_bench.pipeline.parts import CellParts, CellSettings
+    from rag_bench.query.none import NoQueryTransform
 
     takes = {"embedder": (), "index": (),
              "chunker": tuple(g for g in ("embedder",) if wants(cfg.chunker, "chunker", g)),
              "retriever": tuple(g for g in ("embedder", "index") if wants(cfg.retriever, "retriever", g)),
-             "reranker": tuple(g for g in ("embedder",) if wants(cfg.reranker, "reranker", g))}
+             "reranker": tuple(g for g in ("embedder",) if wants(cfg.reranker, "reranker", g)), QUERY: ()}
     what: dict[str, Any] = {}
     for group in ("embedder", "chunker", "retriever", "reranker", *takes["retriever"]):
         node = OmegaConf.to_container(cfg[group], resolve=True)
@@ -612,6 +620,12 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     embedder = work.get_or("embedders", memo.key(what["embedder"]),
                            lambda: CheckedEmbedder(build(cfg.embedder, "embedder")))
     generator = build(cfg.generator, "generator")
+    query_node = cfg.get(QUERY)
+    query = build(query_node, QUERY, generator=generator) if query_node is not None else NoQueryTransform()
+    if not is_null(query):  # what determines its texts: its config, what it declares, its source, its model
+        node = OmegaConf.to_container(query_node, resolve=True)
+        what[QUERY] = [node, getattr(query, "identity", None), component_provenance({QUERY: node}).get(QUERY),
+                       generator_identity(generator) if wants(query_node, QUERY, "generator") else None]
     judge = build(cfg.judge, "judge", embedder=embedder)  # built (its parameters checked) in every cell
     settings = CellSettings(ks=tuple(sorted(set(int(x) for x in cfg.eval.ks))), k=int(cfg.pipeline.k),
                             include_archived=bool(cfg.pipeline.include_archived),
@@ -623,6 +637,6 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
                      chunker=build(cfg.chunker, "chunker", embedder=embedder),
                      retriever=build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),
                                      shared=work),
-                     reranker=build(cfg.reranker, "reranker", embedder=embedder), generator=generator,
+                     reranker=build(cfg.reranker, "reranker", embedder=embedder), generator=generator, query=query,
                      judge=None if is_null(generator) else judge,
                      evaluation=Evaluation.from_config(cfg), what=what, takes=takes)

@@ -55,7 +55,7 @@ def stage_rank(key: str) -> int:
     """Position of an override key in :data:`SWEEP_ORDER` (others after every stage).
 
     >>> [stage_rank(k) for k in ("pipeline.k", "chunker", "chunker.max_chars", "+dataset.path")]
-    [9, 2, 2, 0]
+    [10, 2, 2, 0]
     """
     head = key.lstrip("+~").split(".")[0].split("/")[0]
     return SWEEP_ORDER.index(head) if head in SWEEP_ORDER else len(SWEEP_ORDER)

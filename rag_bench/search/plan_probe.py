@@ -458,12 +458,14 @@ class _Counting:
         reranker = parts.reranker
         depth = max(list(s.ks) + [s.k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
         qk = memo.key(dataset.fingerprint, s.split)
+        queried, searched_key, taint = self.query(cfg, parts, questions, qk, taint)
 
         def retrieve() -> Any:
             stages.tune(indexed=indexed, questions=questions, work=self.work, questions_key=qk)
-            return stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=self.work, questions_key=qk)
+            return stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=self.work,
+                                   questions_key=searched_key, queried=queried)
 
-        retrieved, taint = self.stage(memo.key(indexed.key, depth, qk), taint, retrieve)
+        retrieved, taint = self.stage(memo.key(indexed.key, depth, searched_key), taint, retrieve)
         if not reranks_locally(reranker):  # a paid service (or a reranker of the user's): never called by a plan
             taint = True
             reranked_rankings, rank_key = retrieved.rankings, memo.key(retrieved.key, "remote")
@@ -482,6 +484,66 @@ class _Counting:
         if is_null(parts.generator):
             return
         self.answer(cfg, parts, questions, reranked_rankings, indexed.searchable, chunked.parents, rank_key, taint)
+
+    def query(self, cfg: DictConfig, parts: Any, questions: list[Any], qk: str, taint: bool) -> tuple[Any, str, bool]:
+        """The cell's query transform: a transform without a model is run (what the retriever then
+        searches is exact); a model-written one's prompts (one per question) are counted exactly,
+        as the generator's are -- looked up in the generation cache, never sent -- and its
+        rankings, which depend on the replies, are then a bound. Returns what :func:`stages.retrieve`
+        takes (``queried``, the rankings' question key) and the taint."""
+        from rag_bench import memo
+        from rag_bench.pipeline import stages
+        from rag_bench.query.llm import LlmTransform
+        from rag_bench.runner.throughput import component_key
+
+        transform = parts.query
+        if transform is None or is_null(transform):
+            return None, qk, taint
+        key = memo.key(qk, *parts.identity("query"))
+        if not isinstance(transform, LlmTransform):
+            if getattr(transform, "generator", None) is not None:
+                self.notes.append(f"query transform {type(transform).__name__} is not one the plan runs (a transform "
+                                  "of your own with a model): its calls are not counted and its cells' prompts are "
+                                  "bounds")
+                return None, key, True
+            return stages.query(transform=transform, questions=questions, key=key, work=self.work), key, taint
+        name = f"{component_key(cfg.generator)} (query={cfg.query.name})"
+        self.prompts_for(cfg, transform.generator, name, [transform.prompt(q) for q in questions], "query")
+        self.notes.append(f"query={cfg.query.name}: what the retriever searches is the model's reply, so the prompts "
+                          "and judgements after it are bounds")
+        return None, key, True
+
+    def prompts_for(self, cfg: DictConfig, generator: Any, name: str, prompts: list[Any], role: str) -> list[str]:
+        """Count ``prompts`` sent to ``generator`` exactly (cache keys looked up, read-only) in the
+        plan's slot of ``name``; their keys."""
+        from rag_bench import memo
+        from rag_bench.generation.base import cache_key, checked_traits, generator_identity
+        from rag_bench.storage import default_cache_dir
+
+        identity = generator_identity(generator)
+        no_cache = not getattr(generator, "cacheable", True) or not memo.sharing_enabled()
+        price_name, named = _model_name(cfg.generator)
+        max_tokens = cfg.generator.get("max_tokens")
+        slot = self.prompts.setdefault(f"{role}\0{name}\0{identity}", _Prompts(
+            name, price_name, named, int(max_tokens) if isinstance(max_tokens, int) else None,
+            checked_traits(generator).stand_in, no_cache))
+        keys = [cache_key(identity, p) for p in prompts]
+        if no_cache:
+            slot.per_cell += len(prompts)
+            slot.per_cell_tokens += sum(_tokens(p) for p in prompts)
+            return keys
+        folder = str(default_cache_dir())
+        known = self.cache_hits.setdefault(folder, {})
+        todo = [k for k in dict.fromkeys(keys) if k not in known]
+        if todo:
+            found = stored_keys(Path(folder) / "generations.sqlite", "generations", todo)
+            known.update({k: k in found for k in todo})
+        for k, p in zip(keys, prompts):
+            if known[k]:
+                slot.cached.add(k)
+            else:
+                slot.new[k] = _tokens(p)
+        return keys
 
     def answer(self, cfg: DictConfig, parts: Any, questions: list[Any], rankings: Any, passages: Any,
                parents: Any, rank_key: str, taint: bool) -> None:

@@ -79,6 +79,12 @@ REFUSED = [
     ("judge-out-of-range", ["judge=hostile", "judge.mode=out_of_range"], ["HostileJudge", "outside [-1, 1]"]),
     ("judge-text", ["judge=hostile", "judge.mode=text"], ["not numbers"]),
     ("judge-one-short", ["judge=hostile", "judge.mode=one_short"], ["one JudgeResult each"]),
+    # A query transform of a team's own (issue 53): one list of 1..16 non-empty strings per question.
+    ("query-nothing", ["query=hostile", "query.mode=nothing"], ["HostileQuery", "returned 0 items for 6 questions"]),
+    ("query-too-many", ["query=hostile", "query.mode=too_many"], ["question 'q1'", "40 queries (1 to 16 allowed)"]),
+    ("query-not-strings", ["query=hostile", "query.mode=not_strings"], ["queries that are not strings (int)"]),
+    ("query-empty-list", ["query=hostile", "query.mode=empty"], ["0 queries (1 to 16 allowed)"]),
+    ("query-blank", ["query=hostile", "query.mode=blank"], ["an empty query"]),
     # A plugin that raises: its error, what it was doing and where in its code, not a traceback.
     ("chunker-raises", ["chunker=hostile", "chunker.mode=raises"],
      ["HostileChunker raised ValueError: a bug in the chunker while chunking the corpus", "__init__.py:"]),
@@ -88,6 +94,8 @@ REFUSED = [
     ("rerank-raises", ["reranker=hostile", "reranker.mode=raises"], ["raised ZeroDivisionError", "while scoring"]),
     ("generate-raises", ["generator=hostile", "generator.mode=raises"], ["raised TypeError", "while answering"]),
     ("judge-raises", ["judge=hostile", "judge.mode=raises"], ["raised AttributeError", "while judging"]),
+    ("query-raises", ["query=hostile", "query.mode=raises"],
+     ["HostileQuery raised RuntimeError: a bug in the transform while transforming 6 questions"]),
 ]
 
 

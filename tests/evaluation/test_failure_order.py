@@ -53,8 +53,8 @@ def _label(q: Question, ranked: tuple[int, ...], *, k: int, context: tuple[int, 
 
 
 def test_the_order_lists_every_new_label_once_and_retrieval_only_cells_the_ones_before_generation():
-    assert GENERATION_CELL_LABELS[:9] == ("unjudged", "parsing", "chunking", "unauthorized", "stale_version",
-                                          "retrieval_miss", "ranking", "partial_evidence", "context")
+    assert GENERATION_CELL_LABELS[:10] == ("unjudged", "parsing", "chunking", "unauthorized", "stale_version",
+                                           "query", "retrieval_miss", "ranking", "partial_evidence", "context")
     assert len(set(GENERATION_CELL_LABELS)) == len(GENERATION_CELL_LABELS)
     assert "context" not in RETRIEVAL_LABELS and set(RETRIEVAL_LABELS) <= set(ANSWERABLE_LABELS)
     assert LOST_BEFORE_GENERATION.index("context") < ANSWERABLE_LABELS.index("error")

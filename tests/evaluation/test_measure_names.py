@@ -67,6 +67,10 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("evaluation/table.py", "retrieved"): "records.parquet's column of the first stage's ranking",
     ("reporting/drill.py", "retrieved"): "records.parquet's column of the first stage's ranking",
     ("failure_labels.py", "in_context"): _FAILURE_LABEL,
+    # query/calls and query/ms (issue 53) share their family names with older vocabularies:
+    ("judging/ragas_judge.py", "calls"): "the judge's own call counts (judge/calls), not the query transform's",
+    ("judging/samples.py", "calls"): "the judge's own call counts (judge/calls), not the query transform's",
+    ("text/sentences.py", "ms"): "the abbreviation Ms. (a sentence does not end after it)",
     ("reporting/charts.py", "in_context"): _FAILURE_LABEL,
     ("reporting/compare.py", "in_context"): _FAILURE_LABEL,
 }

@@ -58,7 +58,7 @@ def test_every_aggregate_of_a_generating_cell_is_a_registered_measure(tmp_path):
     # Every section of a generating cell, except clarify: reported only for a dataset with a question
     # expecting clarify (or an answer that asked), which this one has not; injection: only for a dataset
     # whose docs.jsonl plants canaries.
-    assert set(measures.QUESTION_SECTIONS) - set(metrics) == {"clarify", "injection"}
+    assert set(measures.QUESTION_SECTIONS) - set(metrics) == {"clarify", "injection", "query"}
     for section in set(measures.QUESTION_SECTIONS) & set(metrics):
         for name in metrics[section]:
             m = measures.measure(f"{section}/{name}")

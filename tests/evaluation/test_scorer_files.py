@@ -45,4 +45,5 @@ def test_retrieval_labels_and_their_tally() -> None:
     assert attribution.tally(["ranking", "ranking", "unjudged"], answered=False) == {
         "unjudged": 1, "parsing": 0, "chunking": 0, "unauthorized": 0, "stale_version": 0, "retrieval_miss": 0, "ranking": 2,
         "partial_evidence": 0, "in_context": 0}
-    assert set(attribution.tally([], answered=True)) == {m.name for m in attribution.FAILURES}
+    assert set(attribution.tally([], answered=True, transformed=True)) == {m.name for m in attribution.FAILURES}
+    assert set(attribution.tally([], answered=True)) == {m.name for m in attribution.FAILURES} - {"query"}

@@ -1,7 +1,8 @@
 """Failure attribution (docs/contract.md §4; metrics.json ``failures``): one label per question,
 the first stage that lost it (the labels and their order: :mod:`rag_bench.failure_labels`).
 
-Answerable questions go ``parsing`` → ``chunking`` → ``unauthorized`` → ``stale_version`` → ``retrieval_miss`` →
+Answerable questions go ``parsing`` → ``chunking`` → ``unauthorized`` → ``stale_version`` → (``query``) →
+``retrieval_miss`` →
 ``ranking`` → ``partial_evidence`` → ``context`` → (``error``) → ``false_refusal`` → ``generation`` →
 ``citation`` → ``correct``; unanswerable ones are ``correct_refusal`` or ``hallucinated_answer``.
 ``error`` means the generator call itself failed (counted, reported, kept out of quality
@@ -31,6 +32,9 @@ The labels after the first relevant passage's rank (:func:`retrieval_label`) are
   top k in a retrieval-only cell) and an older version of it has one -- the same title and tenant,
   archived or effective earlier (:func:`older_versions`; ``security/stale_retrievals`` counts the
   archived passages of every ranking, this says which question it cost).
+- ``query`` (a cell with a query transform): no relevant passage in the top k of the transform's
+  first-stage ranking while the question searched as it is, or its people-written standalone
+  form, has one there (:func:`rag_bench.evaluation.scorers.query.query_lost`).
 - ``partial_evidence``: a relevant passage reached the top k but only some of the evidence spans
   are covered by the top k (``evidence/evidence_recall@k`` strictly between 0 and 1, the kernel of
   ``evidence/complete@k``).
@@ -54,7 +58,8 @@ from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figure
 from rag_bench.evaluation.scorers.citations import PRECISION
 from rag_bench.evaluation.scorers.clarify import clarified_run
 from rag_bench.evaluation.scorers.generation import CORRECT
-from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, RETRIEVAL_LABELS
+from rag_bench.evaluation.scorers.query import query_lost, transformed
+from rag_bench.failure_labels import GENERATION_CELL_LABELS, LOST_BEFORE_GENERATION, OPTIONAL_LABELS, RETRIEVAL_LABELS
 from rag_bench.metrics.relevance import evidence_coverage as _evidence_coverage
 
 COLUMN = "failure"  # records.parquet: each question's label
@@ -66,6 +71,8 @@ _MEANINGS: dict[str, tuple[bool | None, str]] = {
                 "that failed to parse) and no later stage to blame"),
     "chunking": (False, "questions whose evidence no chunk holds"),
     "retrieval_miss": (False, "questions with no relevant chunk in the top D"),
+    "query": (False, "questions whose evidence the question as it is (or its people-written standalone form) finds in "
+              "the top k and the query transform's texts do not"),
     "unauthorized": (False, "questions with no relevant chunk in the final ranking while the retriever or reranker "
                      "returned chunks for it the asker may not read (dropped: they took the depth)"),
     "stale_version": (False, "questions whose evidence document had no passage in the context (the top k without "
@@ -230,6 +237,8 @@ def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, c
         for doc_id in dict.fromkeys(ev.doc_id for ev in q.evidence):
             if doc_id not in present and versions.get(doc_id, frozenset()) & present:
                 return "stale_version"
+    if label != "in_context" and query_lost(qr, graded, k, cell.level):
+        return "query"
     if label != "in_context":
         return label
     recall, _ = evidence_coverage(q, top, min_coverage=min_coverage)
@@ -243,11 +252,16 @@ def lost_before_generation(label: str | None, qr: QuestionRun, graded: Graded, c
     return label
 
 
-def tally(labels: Sequence[str | None], *, answered: bool) -> dict[str, int]:
+def tally(labels: Sequence[str | None], *, answered: bool, transformed: bool = False) -> dict[str, int]:
     """metrics.json ``failures``: questions per label, every label of the cell's kind (a
-    retrieval-only cell's retrieval labels, else every label) in attribution order, zeros included."""
+    retrieval-only cell's retrieval labels, else every label; ``query`` only in a cell with a
+    query transform) in attribution order, zeros included."""
+    return {label: sum(x == label for x in labels) for label in _names(answered, transformed)}
+
+
+def _names(answered: bool, transformed: bool) -> tuple[str, ...]:
     names = GENERATION_CELL_LABELS if answered else RETRIEVAL_LABELS
-    return {label: sum(x == label for x in labels) for label in names}
+    return names if transformed else tuple(n for n in names if n not in OPTIONAL_LABELS)
 
 
 class Attribution:
@@ -257,7 +271,7 @@ class Attribution:
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """One tally per label of the cell's kind."""
-        names = GENERATION_CELL_LABELS if run.answered else RETRIEVAL_LABELS
+        names = _names(run.answered, transformed(run))
         return [f for f in FAILURES if f.family in names]
 
     def score(self, context: Context) -> list[Part]:
@@ -276,7 +290,7 @@ class Attribution:
             labels = [final_label(q.question.answerable, label, q.answer, _correct(q, correct[i]),  # type: ignore[arg-type]
                                   precision[i], clarify=q.question.outcome == "clarify")
                       for i, (q, label) in enumerate(zip(run.questions, labels))]
-        counts = tally(labels, answered=run.answered)
+        counts = tally(labels, answered=run.answered, transformed=transformed(run))
         return [Part("label", {COLUMN: labels}, values={f"{SECTION}/{label}": n for label, n in counts.items()})]
 
 

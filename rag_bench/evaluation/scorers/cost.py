@@ -36,7 +36,9 @@ MONEY = figures("cost", (
      "over its correct answers; absent when unpriced or none is correct"),
     ("usd_per_1k_queries", False, "US dollars per 1,000 questions (1000 x usd_per_question)"),
     *((f"usd_{share}", False, f"US dollars per question spent by the {share}"
-       + (" (compute seconds at prices.usd_per_hour)" if share == "retrieval" else "")) for share in pricing.SHARES),
+       + (" (compute seconds at prices.usd_per_hour)" if share == "retrieval" else
+          " transform (the generator's tokens or seconds it took, at the generator's price)" if share == "query"
+          else "")) for share in pricing.SHARES),
 ))
 USD_PER_QUESTION, USD_PER_CORRECT, USD_PER_1K = MONEY[:3]
 SHARE = {share: m for share, m in zip(pricing.SHARES, MONEY[3:])}

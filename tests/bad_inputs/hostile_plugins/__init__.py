@@ -189,3 +189,31 @@ class HostileJudge:
         out = [JudgeResult({"faithfulness": value if s is not None else None}, calls=int(s is not None))
                for s in samples]
         return out[:-1] if self.mode == "one_short" else out
+
+
+class HostileQuery:
+    """A query transform of a team's own; ``mode`` breaks what it returns (``ok``: the question
+    and its first word, two texts fused)."""
+
+    def __init__(self, mode: str = "ok") -> None:
+        self.mode = mode
+        self.identity = {"query": "hostile", "mode": mode}
+
+    def transform(self, questions: Sequence[Question]) -> Any:
+        if self.mode == "nothing":
+            return []
+        if self.mode == "raises":
+            raise RuntimeError("a bug in the transform")
+        out: list[Any] = []
+        for q in questions:
+            if self.mode == "too_many":
+                out.append([f"{q.question} {n}" for n in range(40)])
+            elif self.mode == "not_strings":
+                out.append([q.question, 42])
+            elif self.mode == "empty":
+                out.append([])
+            elif self.mode == "blank":
+                out.append(["   "])
+            else:
+                out.append([q.question, q.question.split()[0]])
+        return out
