@@ -69,6 +69,18 @@ class JudgeWork:
 
 
 @dataclass(frozen=True)
+class ParseWork:
+    """The dataset's document files one parser reads (issue 56: parse time was in no estimate):
+    ``files`` of them, ``new`` not in the parse cache -- the plan parsed those itself, in
+    ``seconds``, and stored nothing, so the run parses them again in about as long."""
+
+    parser: str
+    files: int
+    new: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class InMemory:
     """``--plan=exact``'s own work: the texts whose vectors were not cached, encoded in memory by the
     embedder's model (never stored) so that every cell's rankings are exact, and the seconds that took."""
@@ -95,6 +107,7 @@ class Plan:
     mode_lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     in_memory: InMemory | None = None  # an exact plan (--plan=exact): what it embedded to be exact
+    parses: tuple[ParseWork, ...] = ()  # the document files each parser reads (datasets of .pdf/.html/.docx)
 
     @property
     def to_compute(self) -> int:
@@ -210,6 +223,11 @@ def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
     when nothing is measured), one line per part; a part with no history says so."""
     total, lines, bounded = 0.0, [], False
     measured = False
+    for w in plan.parses:
+        if w.new:  # parsed by the plan itself, stored nowhere: the run parses them again
+            total, measured = total + w.seconds, True
+            lines.append(f"parsing {w.new:,} of {w.files:,} document files ({w.parser}): {_fmt_s(w.seconds)} (timed by "
+                         "this plan, which parsed them and stored nothing)")
     for e in plan.embedders:
         rate = rates.per_text.get(e.key)
         if not e.new:

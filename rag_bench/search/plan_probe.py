@@ -43,7 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench.components import is_null
 from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
-from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, ParseWork, Plan, PromptWork
 from rag_bench.storage import BlobStore, checksum, existing_secret, keyed_checksum, readable
 
 log = logging.getLogger(__name__)
@@ -368,6 +368,7 @@ class _Counting:
         self.ledger = Ledger()
         self.embedders: dict[int, PlanEmbedder] = {}
         self.datasets: dict[str, Any] = {}
+        self.parses: dict[str, ParseWork] = {}
         self.done = 0
         self.chunkings: set[str] = set()
         self.indexes: set[str] = set()
@@ -390,7 +391,12 @@ class _Counting:
         where = repr((str(dataset_path(cfg).resolve()), str(cfg.dataset.split),
                       OmegaConf.to_container(cfg.parser, resolve=True) if cfg.get("parser") is not None else None))
         if where not in self.datasets:
+            started = time.perf_counter()
             self.datasets[where] = load_dataset_of(cfg)
+            report = self.datasets[where].parse
+            if report is not None:  # its document files: the cache's, or parsed here (timed: the run does it again)
+                self.parses[where] = ParseWork(report.parser, report.documents, report.parsed,
+                                               time.perf_counter() - started if report.parsed else 0.0)
         return self.datasets[where]
 
     def embedder(self, parts: Any, cfg: DictConfig) -> None:
@@ -558,7 +564,7 @@ class _Counting:
         in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s, self.ledger.load_s) if self.ledger.exact else None
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
-                    tuple(dict.fromkeys(self.notes)), in_memory)
+                    tuple(dict.fromkeys(self.notes)), in_memory, tuple(self.parses.values()))
 
 
 def _refusal(refused: dict[str, set[str]], where: dict[str, str], args: list[str]) -> str:
