@@ -5,7 +5,8 @@ holds (its config and the dataset's content), of rag_bench's code and of the lib
 Once computed, it is stored in ``$RAG_BENCH_CACHE/cells.sqlite`` under a key of all three, and a
 cell with the same key in any experiment folder is written from there instead of being computed
 again: chunking, retrieval, reranking, generation and every scorer included. Its DONE body says
-so (``reused``), and its latency figures are those of the run that computed it.
+so (``reused``), and its latency figures and cost counters (texts embedded, cache hits) are those
+of the run that computed it.
 
 The key's three parts:
 
