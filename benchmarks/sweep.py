@@ -78,7 +78,9 @@ set to it, each arm from an empty cache of its own; with ``--repeats N`` the arm
 and the fastest run of each is kept. Printed: both rows, the ratio today / REF of the wall time, the
 CPU time and every stage, and which rag_bench each arm imported. ``--warm`` times each arm once more
 over the cache its cold run filled, into a new output folder (a new experiment: every cell computed
-again, nothing DONE), with the ratio warm / cold. docs/development.md: run it before a round closes.
+again, nothing DONE), with the ratio warm / cold; a checkout with the cell cache (rag_bench/runner/reuse.py)
+writes those cells from it, and says how many (their latency figures, summed in the warm row, are
+the cold run's). docs/development.md: run it before a round closes.
 
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9 --warm --chunkers fixed,section
@@ -423,8 +425,10 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
                     out = work / f"grid-{phase}-{slug}-{i}"
                     wall = run(full, out=out, cache=cache, env=arms[arm], tracking=tracking)
                     stages = stage_seconds(out)
-                    print(f"  {phase} {arm}: {wall:.1f} s wall, {CPU[out]:.1f} s CPU, {int(stages['cells'])} cells",
-                          flush=True)
+                    reused = sum("reused" in json.loads(d.read_text() or "{}") for d in (out / "bench").glob("*/DONE"))
+                    print(f"  {phase} {arm}: {wall:.1f} s wall, {CPU[out]:.1f} s CPU, {int(stages['cells'])} cells"
+                          + (f" ({reused} reused from the cell cache: their latency figures are the cold run's)"
+                             if reused else ""), flush=True)
                     if stages["cells"] != cells:
                         sys.exit(f"{arm}: {int(stages['cells'])} cells finished of {cells} ({out})")
                     if arm not in best or wall < best[arm][0]:

@@ -17,12 +17,13 @@ import os
 import signal
 import time
 
+FAILPOINT_ENV = "RAG_BENCH_FAILPOINT"
 ALSO_KILL: list[int] = []  # processes killed before this one at a point (a helper's parent)
 
 
 def failpoint(name: str) -> None:
     """Die (or pause) here if the environment asks for it."""
-    point = os.environ.get("RAG_BENCH_FAILPOINT")
+    point = os.environ.get(FAILPOINT_ENV)
     if point is None or not point.startswith(name):
         return
     if point == name:

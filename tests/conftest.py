@@ -27,11 +27,14 @@ hypothesis_settings.load_profile("rag_bench")
 
 @pytest.fixture(scope="session", autouse=True)
 def _embedding_cache(tmp_path_factory):
-    """Tests never write to the user's ~/.cache: one embedding cache per test session."""
+    """Tests never write to the user's ~/.cache: one embedding cache per test session. Cells are
+    computed, never served from the session's cache (RAG_BENCH_REUSE=0): a test's monkeypatched
+    code is not in a stored cell's key (tests/runner/test_reuse.py turns reuse on)."""
     import os
 
     old = os.environ.get("RAG_BENCH_CACHE")
     os.environ["RAG_BENCH_CACHE"] = str(tmp_path_factory.mktemp("embedding-cache"))
+    os.environ["RAG_BENCH_REUSE"] = "0"
     yield
     if old is None:
         os.environ.pop("RAG_BENCH_CACHE", None)

@@ -13,7 +13,7 @@ from rag_bench.errors import RagBenchError
 
 # The persistent stores a cache folder may hold, for `cache verify`.
 CACHE_FILES = ("embeddings.sqlite", "generations.sqlite", "judgements.sqlite", "rerank_pairs.sqlite",
-               "parses.sqlite")
+               "parses.sqlite", "cells.sqlite")
 
 
 def stores() -> dict[str, type]:
@@ -23,8 +23,10 @@ def stores() -> dict[str, type]:
     from rag_bench.judging.ragas_judge import JudgeCache
     from rag_bench.parsing.run import ParseCache
     from rag_bench.reranking.cross_encoder import PairScoreCache
+    from rag_bench.runner.reuse import CellStore
 
-    return dict(zip(CACHE_FILES, (EmbeddingCache, GenerationCache, JudgeCache, PairScoreCache, ParseCache)))
+    return dict(zip(CACHE_FILES, (EmbeddingCache, GenerationCache, JudgeCache, PairScoreCache, ParseCache, CellStore),
+                    strict=True))
 
 
 def run(argv: list[str]) -> int:

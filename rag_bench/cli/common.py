@@ -160,7 +160,7 @@ def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:
 # The words that pick a cell of an experiment folder by role rather than by name (gate --cell,
 # compare EXPERIMENT A B, export --cell): a cell whose name is one of them is picked by its id.
 PICKS = ("best", "baseline")
-PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the fewer generator tokens, then the "
+PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the faster parse, the fewer generator tokens, then the "
              "name), baseline (the cell at the config's defaults on every swept axis), a cell id (or a unique "
              "prefix of one, 6+ characters) or "
              "the name the leaderboard and the report print, e.g. 'section hybrid rr=none k=5'")

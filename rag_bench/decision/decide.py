@@ -14,8 +14,11 @@ and the notebook all call these functions, so they name the same best cell under
   naming it and the measures the cells do have -- never a silent fallback, never a NaN best --
   and a sweep whose grid cannot report it is refused before its first cell
   (:func:`check_primary_reachable`).
-* **Order**: the primary measure in its better direction; then the cheaper cell by generator
-  tokens per question (a count: the same on every run); then the name; then the cell id. Query
+* **Order**: the primary measure in its better direction; then the faster parse of the dataset's
+  document files (``parse/seconds`` on a twofold scale: 37 s ranks after 1.2 s, 1.2 s and 1.9 s
+  are the same cost -- a cached parse keeps what it cost, a fresh one measures again; issue 56);
+  then the cheaper cell by generator tokens per question (a count: the same on every run); then
+  the name; then the cell id. Query
   latency is measured, so two fresh runs of one sweep measure it differently: it never breaks a
   tie (issue 52: it named a different best cell on each run). Cells equal on the primary measure
   are *tied*, and said to be ("3 cells tied at 0.787").
@@ -217,9 +220,10 @@ def higher_is_better(key: str) -> bool:
 
 def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None) -> list[Cell]:
     """``cells`` best first on ``key`` (a ``section/name`` or ``tag:<tag>/<name>``): the value in
-    its better direction (cells without one last); ties broken by the cheaper cell by generator
-    tokens (never by latency: it is measured, and differs between two runs of the same cells),
-    then by name (``names``: cell id → name, default :func:`names_of`), then cell id."""
+    its better direction (cells without one last); ties broken by the faster parse
+    (:func:`parse_class`), then the cheaper cell by generator tokens (never by latency: it is
+    measured, and differs between two runs of the same cells), then by name (``names``: cell id →
+    name, default :func:`names_of`), then cell id."""
     names = names if names is not None else names_of(cells)
     higher = higher_is_better(key)
     values = {c.cell_id: value_of(c, key) for c in cells}
@@ -229,11 +233,23 @@ def rank(cells: Sequence[Cell], key: str, names: Mapping[str, str] | None = None
         v = values[c.cell_id]
         head = (v is None, 0.0 if v is None else (-v if higher else v))
         if v is None or shared[v] < 2:  # no tie on the measure: the cost is never read
-            return (*head, 0.0, names.get(c.cell_id, ""), c.cell_id)
+            return (*head, 0, 0.0, names.get(c.cell_id, ""), c.cell_id)
         tok = tokens(c)
-        return (*head, math.inf if tok is None else tok, names.get(c.cell_id, ""), c.cell_id)
+        return (*head, parse_class(c), math.inf if tok is None else tok, names.get(c.cell_id, ""), c.cell_id)
 
     return sorted(cells, key=order)
+
+
+def parse_class(cell: Cell) -> int:
+    """The cell's parse cost for the tie rule: ``parse/seconds`` on a twofold scale (``floor(log2)``:
+    1.2 s and 1.9 s are class 0, 37 s class 5), 0 without document files or under a second.
+
+    >>> from rag_bench.cells import Cell
+    >>> [parse_class(Cell("c", Path("."), {}, {"parse": {"seconds": s}}, {})) for s in (0.3, 1.2, 1.9, 37.0)]
+    [0, 0, 0, 5]
+    """
+    seconds = cell.metric("parse/seconds")
+    return int(math.floor(math.log2(seconds))) if seconds is not None and seconds >= 1.0 else 0
 
 
 def tied(cells: Sequence[Cell], key: str) -> list[Cell]:
@@ -244,16 +260,18 @@ def tied(cells: Sequence[Cell], key: str) -> list[Cell]:
     return [c for c in cells if v is not None and value_of(c, key) == v]
 
 
-def tie_note(n_tied: int, key: str, value: float | None) -> str:
+def tie_note(n_tied: int, key: str, value: float | None, *, parsed: bool = False) -> str:
     """``3 cells tied at 0.787 on generation/correct`` and the rule that picked the first; empty
-    with no tie (``key`` empty: the measure is named already).
+    with no tie (``key`` empty: the measure is named already). ``parsed``: the tied cells parsed
+    document files, so the faster parse came first (:func:`rank`).
 
     >>> tie_note(3, "generation/correct", 0.7866)
     '3 cells tied at 0.787 on generation/correct (first: the fewer generator tokens, then the name)'
     """
     if n_tied < 2 or value is None:
         return ""
-    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: the fewer generator tokens, then the name)"
+    rule = "the faster parse, then the fewer generator tokens" if parsed else "the fewer generator tokens"
+    return f"{n_tied} cells tied at {value:.3f}{' on ' + key if key else ''} (first: {rule}, then the name)"
 
 
 def names_of(cells: Sequence[Cell]) -> dict[str, str]:

@@ -177,7 +177,8 @@ def verdict(cells: Sequence[Cell], *, key: str | None = None, baseline: str | Pa
     ranked = decide.rank(cells, key, names)
     best = ranked[0]
     n_tied = len(decide.tied(ranked, key))
-    tie = decide.tie_note(n_tied, key, best.metric(key))
+    tie = decide.tie_note(n_tied, key, best.metric(key),
+                          parsed=any(c.metric("parse/seconds") is not None for c in ranked[:n_tied]))
     reason = decide.reason_of(cells, key) if key == primary else f"ranked by {key}"
     m = measures.measure(key)
     higher = decide.higher_is_better(key)

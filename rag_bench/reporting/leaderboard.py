@@ -179,7 +179,7 @@ def primary(cells: pd.DataFrame) -> str:
 
 def best_first(cells: pd.DataFrame, key: str) -> pd.DataFrame:
     """``cells`` best first by ``key``'s direction; exact ties broken by the tie rule of
-    :func:`rag_bench.decision.decide.rank` (fewer generator tokens; then name, then cell id --
+    :func:`rag_bench.decision.decide.rank` (the faster parse, fewer generator tokens; then name, then cell id --
     never latency, which is measured and differs between runs): the leaderboard, the report, the
     notebook, ``compare`` and the sweep's MLflow parent run name the same best cell (an unstable sort
     once broke a tie one way in the report and the other way everywhere else)."""

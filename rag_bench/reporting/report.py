@@ -333,6 +333,7 @@ def _pareto(cells: list[Cell], names: dict[str, str], metric: str, out: Path) ->
     costs = [views.LATENCY] + ([] if metric.split("/", 1)[0] in effects.RANKING_SECTIONS
                                else [views.END_TO_END, views.TOKENS])
     costs.append(views.MONEY)  # drawn when priced (prices.*): two cells with a $ per question
+    costs.append(views.PARSE)  # drawn when two cells parsed document files
     for view in costs:
         x = [math.nan if (v := view.of(c)) is None else v for c in cells]
         front = effects.pareto_front(quality, x, higher_is_better=better)
@@ -551,36 +552,59 @@ def _security(cells: list[Cell], names: dict[str, str]) -> str:
 
 
 def _documents(cells: list[Cell], names: dict[str, str]) -> str:
-    """Per cell, how its parser read the dataset's document files (parse/*) with every file that
-    failed and why, and the hostile-text figures (hidden_text/*, injection/*); '' when no cell
-    parsed a file or met a planted instruction."""
-    shown = ((prs.DOCUMENTS, "files"), (prs.FAILED_DOCUMENTS, "failed"), (prs.EVIDENCE_LOCATED, "located"),
-             (prs.EVIDENCE_EXACT, "exact"), (prs.TABLE_ROWS_INTACT, "table rows intact"),
-             (prs.HEADINGS_FOUND, "headings found"), (prs.QUESTIONS_LOST, "questions lost"),
-             (inj.SURFACED, "hidden text surfaced"), (inj.RETRIEVED, "injection retrieved"),
-             (inj.IN_CONTEXT, "injection in context"), (inj.FOLLOWED, "injection followed"))
-    rows, failed = [], []
+    """How each parser read the dataset's document files -- a row per parser and a row per parser
+    and document (every cell of one parser reads one parse: the first cell's figures stand for
+    them), every file that failed and why -- and, per cell, the hostile-text figures (hidden_text/*,
+    injection/*: they depend on what the cell retrieved); '' when no cell parsed a file or met a
+    planted instruction."""
+    parse_shown = ((prs.DOCUMENTS, "files"), (prs.FAILED_DOCUMENTS, "failed"), (prs.EVIDENCE_LOCATED, "located"),
+                   (prs.EVIDENCE_EXACT, "exact"), (prs.TABLE_ROWS_INTACT, "table rows intact"),
+                   (prs.HEADINGS_FOUND, "headings found"), (prs.QUESTIONS_LOST, "questions lost"),
+                   (prs.SECONDS, "parse s"))
+    hostile_shown = ((inj.SURFACED, "hidden text surfaced"), (inj.RETRIEVED, "injection retrieved"),
+                     (inj.IN_CONTEXT, "injection in context"), (inj.FOLLOWED, "injection followed"))
+    by_parser: dict[str, list[Cell]] = {}
+    hostile = []
     for c in cells:
-        values = {label: (c.metrics.get(m.section) or {}).get(m.name) for m, label in shown}
-        if all(v is None for v in values.values()):
-            continue
         chosen = c.config.get("parser")
         parser = str(chosen.get("name", "auto")) if isinstance(chosen, dict) else "auto"
-        row: dict[str, Any] = {"cell": names[c.cell_id], "parser": parser}
-        row.update({label: v for label, v in values.items() if v is not None})
-        rows.append(row)
-        failed += [{"cell": names[c.cell_id], "parser": parser, "document": doc, "reason": reason}
-                   for doc, reason in sorted((c.metrics.get(prs.FAILURES_SECTION) or {}).items())]
-    if not rows:
+        if any((c.metrics.get(m.section) or {}).get(m.name) is not None for m, _ in parse_shown):
+            by_parser.setdefault(parser, []).append(c)
+        values = {label: (c.metrics.get(m.section) or {}).get(m.name) for m, label in hostile_shown}
+        if any(v is not None for v in values.values()):
+            hostile.append({"cell": names[c.cell_id], "parser": parser,
+                            **{label: v for label, v in values.items() if v is not None}})
+    parsers, documents, failed = [], [], []
+    for parser, of in by_parser.items():
+        first = of[0]  # every cell of this parser read the same parse of the same files
+        row: dict[str, Any] = {"parser": parser, "cells": len(of)}
+        row.update({label: v for m, label in parse_shown
+                    if (v := (first.metrics.get(m.section) or {}).get(m.name)) is not None})
+        parsers.append(row)
+        reasons = dict(sorted((first.metrics.get(prs.FAILURES_SECTION) or {}).items()))
+        per_doc = first.metrics.get(prs.DOCUMENTS_SECTION) or {}
+        for doc in sorted({*per_doc, *reasons}):
+            figures = per_doc.get(doc) or {}
+            documents.append({"parser": parser, "document": doc,
+                              **{k: figures[k] for k in prs.DOCUMENT_FIGURES if figures.get(k) is not None},
+                              "failed": "yes" if doc in reasons else ""})
+        failed += [{"parser": parser, "document": doc, "reason": reason} for doc, reason in reasons.items()]
+    if not parsers and not hostile:
         return ""
-    body = ("<p>How each cell's parser read the dataset's .pdf/.html/.docx files (a quote not located is a loss, "
-            "labelled <code>parsing</code>), and planted instructions (docs.jsonl <code>canaries</code>): retrieved, "
-            "in the generator's context, followed in the answer; text a person does not see that reached the parse "
-            "(<code>hidden</code>). Definitions: docs/parsing.md, docs/metrics.md.</p>"
-            + page.table(rows, sortable=True, left=2))
+    body = ("<p>How each parser read the dataset's .pdf/.html/.docx files (a quote not located is a loss, "
+            "labelled <code>parsing</code>; <i>parse s</i>: its time, a cached parse counting what it cost), then "
+            "each parser's files one by one; and per cell, planted instructions (docs.jsonl <code>canaries</code>): "
+            "retrieved, in the generator's context, followed in the answer; text a person does not see that reached "
+            "the parse (<code>hidden</code>). Definitions: docs/parsing.md, docs/metrics.md.</p>")
+    if parsers:
+        body += page.table(parsers, sortable=True, left=1)
+    if documents:
+        body += "<h3>Each parser, each document</h3>" + page.table(documents, sortable=True, left=2)
     if failed:
         body += (f"<p class='bad'>{len(failed)} document file(s) could not be parsed (recorded, the sweep went on; "
-                 "the release policy bounds <code>parse/failed_documents</code>):</p>" + page.table(failed, left=4))
+                 "the release policy bounds <code>parse/failed_documents</code>):</p>" + page.table(failed, left=3))
+    if hostile:
+        body += "<h3>Hostile text, per cell</h3>" + page.table(hostile, sortable=True, left=2)
     return body
 
 
@@ -590,6 +614,7 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
     what was computed."""
     generated = any("generation" in c.metrics for c in cells)
     priced = any(views.MONEY.of(c) is not None or "unpriced" in c.metrics.get("cost", {}) for c in cells)
+    parsed = any(views.PARSE.of(c) is not None for c in cells)
     rows = []
     for c in cells:
         lat, cost = c.metrics.get("latency", {}), c.metrics.get("cost", {})
@@ -602,6 +627,8 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
                         "end to end p95 ms": lat.get(latency_scorer.E2E_P95.name),
                         "generator call p50 ms": gen_ms,
                         "answers timed": f"{timed}/{total}" if total else ""})
+        if parsed:
+            row["parse s"] = views.PARSE.of(c)
         row.update({"chunk s": lat.get("chunk_s"), "index s": lat.get("index_s"),
                     "generate s (stage)": lat.get("generate_s"), "embeddings computed": cost.get("embeddings_computed"),
                     "tokens / question": None if tokens is None else round(tokens, 1)})
@@ -619,7 +646,9 @@ def _costs(cells: list[Cell], names: dict[str, str]) -> str:
            "generator time in this run: it is left out, not counted as free, and a cell whose answers all came "
            "from the cache has no end-to-end figure (blank). <i>generator call p50</i> is the generator's own time "
            "per timed call (the extractive generator calls no model and reports 0). The <i>s</i> columns are each "
-           "stage's total wall time for the cell (shared work counted once, by the cell that did it).</p>"
+           "stage's total wall time for the cell (shared work counted once, by the cell that did it)"
+           + ("; <i>parse s</i> the parse of the dataset's document files by the cell's parser (a cached parse "
+              "counts what it cost)" if parsed else "") + ".</p>"
            if generated else
            "<p>Per question, in milliseconds: retrieval and rerank p50/p95 over every question (no generator: no "
            "end-to-end time). The <i>s</i> columns are each stage's total wall time for the cell (shared work counted "

@@ -9,7 +9,7 @@ import numpy as np
 
 from rag_bench.domain import Chunk, Question
 from rag_bench.errors import ConfigError
-from rag_bench.reranking.base import check_depth, prefetch_embeddings
+from rag_bench.reranking.base import check_depth, one_blas_thread, prefetch_embeddings
 
 
 def mmr_order(query: np.ndarray, docs: np.ndarray, lam: float) -> list[int]:
@@ -75,13 +75,14 @@ class MmrReranker:
         """Score = 1 / (1 + MMR selection position): earlier pick, higher score."""
         qv = self.embedder.embed_queries([q.question for q in questions])
         out = []
-        for i, s in enumerate(shortlists):
-            if not s:
-                out.append(np.zeros(0))
-                continue
-            dv = self.embedder.embed_documents([c.text for c in s])
-            order = mmr_order(qv[i], dv, self.lam)
-            sc = np.empty(len(s))
-            sc[order] = 1.0 / (1.0 + np.arange(len(s)))
-            out.append(sc)
+        with one_blas_thread():  # a Gram matrix per shortlist: small products (one_blas_thread)
+            for i, s in enumerate(shortlists):
+                if not s:
+                    out.append(np.zeros(0))
+                    continue
+                dv = self.embedder.embed_documents([c.text for c in s])
+                order = mmr_order(qv[i], dv, self.lam)
+                sc = np.empty(len(s))
+                sc[order] = 1.0 / (1.0 + np.arange(len(s)))
+                out.append(sc)
         return out

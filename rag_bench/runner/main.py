@@ -34,8 +34,8 @@ from rag_bench.faults import failpoint
 from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
+from rag_bench.runner import reuse, throughput
 from rag_bench.runner import rounds as search
-from rag_bench.runner import throughput
 from rag_bench.runner.config import (
     MAX_BOOTSTRAP_BYTES,
     build,
@@ -85,7 +85,8 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     prior = _prior_round(cfg, dataset, _cell_dir(cfg, cid)) if _incremental(cfg) else None
     if prior is None:
         return _finish(cfg, dataset, cid,
-                       lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work)
+                       lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work,
+                       reusable=True)
     computed: dict[str, Any] = {}
 
     def merged(cid: str) -> CellResult:  # the last halving round: the questions its rounds before did not see
@@ -185,11 +186,13 @@ _PROBED_KEPT = 1024
 
 def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
             sweep: SweepContext | None = None, work: SharedWork | None = None,
-            done_extra: Callable[[], dict[str, Any]] | None = None) -> Path:
+            done_extra: Callable[[], dict[str, Any]] | None = None, reusable: bool = False) -> Path:
     """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE. A warning
     an earlier cell of the sweep (``work``) printed with the same text is not printed again (a
     SECURITY warning always is); every cell's metrics.json keeps its own warnings. ``done_extra``
     gives more of DONE's body once the cell is computed (a halving cell: the questions it ran).
+    ``reusable``: the cache's result of the same cell, code and libraries is written instead of
+    computing it (:mod:`rag_bench.runner.reuse`; DONE says ``reused``).
     An unfinished folder is discarded once the cell is computed (a halving round's results are
     read by ``compute`` and kept until then, so a kill meanwhile loses nothing)."""
     tracker = build(cfg.tracking, "tracking")
@@ -221,8 +224,10 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
 
     plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
     started = time.perf_counter()
-    result = compute(cid)
-    throughput.record(cfg, result.metrics, time.perf_counter() - started)  # --plan's time estimate
+    result, reused = reuse.result(cfg, dataset.fingerprint, lambda: compute(cid)) if reusable \
+        else (compute(cid), None)
+    if reused is None:
+        throughput.record(cfg, result.metrics, time.perf_counter() - started)  # --plan's time estimate
     discard(cell_dir)
     with contextlib.ExitStack() as held:
         held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
@@ -231,7 +236,8 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
             return cell_dir
         tags = cell_tags(plain, dataset_fingerprint=dataset.fingerprint, dataset=dataset.name, git_sha=git_sha())
         summary = console_line(result.metrics, tags, int(cfg.pipeline.k))
-        done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha(), **(done_extra() if done_extra else {})}
+        done = {"cell_id": cid, "dataset": dataset.name, "git_sha": git_sha(), **(done_extra() if done_extra else {}),
+                **({"reused": dataclasses.asdict(reused)} if reused else {})}
         arguments = None if is_null(tracker) else dict(
             cell_id=cid, cell_dir=cell_dir, params=flat_params(plain), metrics=tracked_metrics(result.metrics),
             tags={**tags, "mlflow.note.content": summary}, run_name=run_name(plain, list(sweep.axes)),

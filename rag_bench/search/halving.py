@@ -287,10 +287,14 @@ class Halving:
             log.warning("WARNING: %s", warning)
 
     def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
-        """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`)."""
+        """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`), and what
+        the run would say of them before its first cell (:func:`round_problems`: refused, or warned)."""
         sizes = [len(search.round_questions(dataset, f, int(self.seed)))
                  for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
-        return bound_lines(len(grid), questions, sizes)
+        error, warning = round_problems(sizes, len(dataset))
+        said = [f"  the run would stop before its first cell: {error}"] if error else \
+            [f"  the run would warn: {warning}"] if warning else []
+        return [*bound_lines(len(grid), questions, sizes), *said]
 
     def run(self, ctx: SearchContext) -> None:
         """The rounds over the grid's dataset, each round's batch through ``ctx.launch``."""

@@ -11,6 +11,7 @@ the texts it embedded in memory to make every prompt count exact. docs/search.md
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,6 +56,10 @@ class PromptWork:
     max_tokens: int | None
     stand_in: bool = False  # the extractive stand-in: no LLM call, no token
     no_cache: bool = False  # not cacheable, or sharing off: every cell's prompts are sent
+    # The budget's bound of the new (and bounded) prompts' input tokens: each request's bytes
+    # (rag_bench.budget.request_bytes), what budget.usd checks before a cell's calls.
+    input_bytes: int = 0
+    bound_input_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,18 @@ class JudgeWork:
     at_most: int
     bound: int
     calls_each: int = 1  # judge.metrics x judge.samples: the calls one judgement makes (claim metrics: per claim)
+
+
+@dataclass(frozen=True)
+class ParseWork:
+    """The dataset's document files one parser reads (issue 56: parse time was in no estimate):
+    ``files`` of them, ``new`` not in the parse cache -- the plan parsed those itself, in
+    ``seconds``, and stored nothing, so the run parses them again in about as long."""
+
+    parser: str
+    files: int
+    new: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,8 @@ class Plan:
     mode_lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     in_memory: InMemory | None = None  # an exact plan (--plan=exact): what it embedded to be exact
+    parses: tuple[ParseWork, ...] = ()  # the document files each parser reads (datasets of .pdf/.html/.docx)
+    budget_usd: float | None = None  # budget.usd of the run, when set
 
     @property
     def to_compute(self) -> int:
@@ -188,6 +207,9 @@ def money(plan: Plan, prices: Prices | None, rates: Rates) -> list[tuple[str, st
                        "no generator.max_tokens)"))
             if p.bound:
                 text += f" + at most {_fmt_usd(cost(p.bound, p.bound_input_tokens))} for the bounded prompts"
+            if p.max_tokens and p.input_bytes + p.bound_input_bytes:  # the plan measured the requests
+                text += (f"; the budget's bound {_fmt_usd(budget_bound(p, entry))} (each request's bytes as its input "
+                         "tokens, max_tokens as its output: what budget.usd checks before each cell's calls)")
             out.append((what, text))
             continue
         hourly, rate = _hourly(prices, entry), rates.per_answer.get(p.key)
@@ -205,11 +227,56 @@ def money(plan: Plan, prices: Prices | None, rates: Rates) -> list[tuple[str, st
     return out
 
 
+def budget_bound(p: PromptWork, entry: ModelPrice) -> float:
+    """The dollars ``budget.usd`` bounds ``p``'s new and bounded prompts by before sending them
+    (rag_bench.budget.hold: each request's bytes as input tokens, ``max_tokens`` as output): the
+    same figure the run's per-cell check adds up.
+
+    >>> from rag_bench.evaluation.prices import ModelPrice
+    >>> p = PromptWork("openai:api", "api", True, 10, 0, 0, 1000, 0, 100, input_bytes=5000)
+    >>> budget_bound(p, ModelPrice(usd_per_1m_input_tokens=1.0, usd_per_1m_output_tokens=2.0))
+    0.007
+    """
+    n = p.new + p.bound
+    return ((p.input_bytes + p.bound_input_bytes) * (entry.usd_per_1m_input_tokens or 0.0)
+            + n * (p.max_tokens or 0) * (entry.usd_per_1m_output_tokens or 0.0)) / 1e6
+
+
+def budget_lines(plan: Plan, prices: Prices | None) -> list[str]:
+    """Whether ``budget.usd`` covers the grid: the generators' bound (:func:`budget_bound`) against
+    it; what cannot be bounded before its calls (a model priced by the hour, the judge, no
+    max_tokens) is said to be charged after them. Empty without ``budget.usd``."""
+    if plan.budget_usd is None:
+        return []
+    total, unbounded = 0.0, []
+    for p in plan.prompts:
+        if p.stand_in or not p.new + p.bound:
+            continue
+        entry = None if prices is None else _entry(prices, p.price_name, p.named_model)[0]
+        if entry is None or not entry.by_use or entry.usd_per_1m_input_tokens is None or not p.max_tokens:
+            unbounded.append(f"generator {p.key}")
+            continue
+        total += budget_bound(p, entry)
+    unbounded += [f"judge {j.key}" for j in plan.judges]
+    said = (f"budget.usd={plan.budget_usd:g} covers the grid's bound {_fmt_usd(total)}" if total <= plan.budget_usd
+            else f"budget.usd={plan.budget_usd:g} does NOT cover the grid's bound {_fmt_usd(total)}: the sweep stops "
+                 "before the first cell whose calls could pass it (no half cell; finished cells kept) -- fix: "
+                 f"budget.usd={math.ceil(total * 100) / 100:g}, or a smaller grid")
+    if unbounded:
+        said += f" (not bounded before their calls, charged after: {', '.join(unbounded)})"
+    return [f"  budget: {said}"]
+
+
 def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
     """``(seconds, lines)``: the time of the plan's new work from the measured throughputs (None
     when nothing is measured), one line per part; a part with no history says so."""
     total, lines, bounded = 0.0, [], False
     measured = False
+    for w in plan.parses:
+        if w.new:  # parsed by the plan itself, stored nowhere: the run parses them again
+            total, measured = total + w.seconds, True
+            lines.append(f"parsing {w.new:,} of {w.files:,} document files ({w.parser}): {_fmt_s(w.seconds)} (timed by "
+                         "this plan, which parsed them and stored nothing)")
     for e in plan.embedders:
         rate = rates.per_text.get(e.key)
         if not e.new:
@@ -324,6 +391,7 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     if any(p.new + p.bound for p in plan.prompts if not p.stand_in):
         lines.append(f"    (input tokens estimated at {CHARS_PER_TOKEN:g} characters per token; output tokens bounded by "
                      "generator.max_tokens)")
+    lines += budget_lines(plan, prices)
     total, parts = duration(plan, rates)
     lines.append("  time (from throughputs measured on this machine, <cache>/throughput.json):"
                  + ("" if total is not None else " no measured throughput yet"))

@@ -43,7 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from rag_bench.components import is_null
 from rag_bench.embedding.cache import shards_only
 from rag_bench.errors import ConfigError
-from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, Plan, PromptWork
+from rag_bench.search.plan import CHARS_PER_TOKEN, EmbedWork, InMemory, JudgeWork, ParseWork, Plan, PromptWork
 from rag_bench.storage import BlobStore, checksum, existing_secret, keyed_checksum, readable
 
 log = logging.getLogger(__name__)
@@ -317,10 +317,21 @@ class _Prompts:
     bound: dict[str, int] = field(default_factory=dict)
     per_cell: int = 0  # no cache: every cell's prompts
     per_cell_tokens: int = 0
+    # The budget's bound of each prompt's input tokens (rag_bench.budget.request_bytes), by the same keys
+    new_bytes: dict[str, int] = field(default_factory=dict)
+    bound_bytes: dict[str, int] = field(default_factory=dict)
+    per_cell_bytes: int = 0
 
 
 def _tokens(prompt: Any) -> int:
     return int(round((len(prompt.system) + len(prompt.user)) / CHARS_PER_TOKEN))
+
+
+def _bytes(prompt: Any) -> int:
+    """The budget's bound of the prompt's input tokens: its request's bytes (rag_bench.budget)."""
+    from rag_bench.budget import request_bytes
+
+    return request_bytes(prompt.messages())
 
 
 def _model_name(node: Any) -> tuple[str, bool]:
@@ -368,6 +379,7 @@ class _Counting:
         self.ledger = Ledger()
         self.embedders: dict[int, PlanEmbedder] = {}
         self.datasets: dict[str, Any] = {}
+        self.parses: dict[str, ParseWork] = {}
         self.done = 0
         self.chunkings: set[str] = set()
         self.indexes: set[str] = set()
@@ -390,7 +402,12 @@ class _Counting:
         where = repr((str(dataset_path(cfg).resolve()), str(cfg.dataset.split),
                       OmegaConf.to_container(cfg.parser, resolve=True) if cfg.get("parser") is not None else None))
         if where not in self.datasets:
+            started = time.perf_counter()
             self.datasets[where] = load_dataset_of(cfg)
+            report = self.datasets[where].parse
+            if report is not None:  # its document files: the cache's, or parsed here (timed: the run does it again)
+                self.parses[where] = ParseWork(report.parser, report.documents, report.parsed,
+                                               time.perf_counter() - started if report.parsed else 0.0)
         return self.datasets[where]
 
     def embedder(self, parts: Any, cfg: DictConfig) -> None:
@@ -575,12 +592,14 @@ class _Counting:
         if no_cache:
             slot.per_cell += len(made)
             slot.per_cell_tokens += sum(_tokens(p) for _, p in made)
+            slot.per_cell_bytes += sum(_bytes(p) for _, p in made)
             keys = [f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}" for q, _ in made]
         elif taint:
             keys = []
             for q, p in made:
                 key = f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}"
                 slot.bound[key] = _tokens(p)
+                slot.bound_bytes[key] = _bytes(p)
                 keys.append(key)
         else:
             keys = [cache_key(identity, p) for _, p in made]
@@ -595,6 +614,7 @@ class _Counting:
                     slot.cached.add(k)
                 else:
                     slot.new[k] = _tokens(p)
+                    slot.new_bytes[k] = _bytes(p)
         if judge_key is not None:
             target = self.judge_bound if taint else self.judges
             target.setdefault(judge_key, set()).update((identity, k) for k in keys)
@@ -609,18 +629,20 @@ class _Counting:
         for p in self.prompts.values():
             if p.no_cache:
                 prompts.append(PromptWork(p.name, p.price_name, p.named_model, p.per_cell, 0, 0, p.per_cell_tokens, 0,
-                                          p.max_tokens, p.stand_in, True))
+                                          p.max_tokens, p.stand_in, True, p.per_cell_bytes, 0))
             else:
                 bound = {k: v for k, v in p.bound.items()}
                 prompts.append(PromptWork(p.name, p.price_name, p.named_model, len(p.new), len(p.cached), len(bound),
-                                          sum(p.new.values()), sum(bound.values()), p.max_tokens, p.stand_in))
+                                          sum(p.new.values()), sum(bound.values()), p.max_tokens, p.stand_in, False,
+                                          sum(p.new_bytes.values()), sum(p.bound_bytes.values())))
         judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
                                  len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
         questions = max(self.questions.values(), default=0)
         in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s, self.ledger.load_s) if self.ledger.exact else None
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
-                    tuple(dict.fromkeys(self.notes)), in_memory)
+                    tuple(dict.fromkeys(self.notes)), in_memory, tuple(self.parses.values()),
+                    OmegaConf.select(cfgs[0], "budget.usd", default=None) if cfgs else None)
 
 
 def _refusal(refused: dict[str, set[str]], where: dict[str, str], args: list[str]) -> str:

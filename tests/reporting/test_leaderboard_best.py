@@ -54,6 +54,28 @@ def test_tie_rule_prefers_the_cheaper_cell_then_the_name(tmp_path):
     assert decide.primary_measure([Cell("x", tmp_path, {}, {"retrieval": {"ndcg@10": 0.3}}, {})]) == "retrieval/ndcg@10"
 
 
+def test_tie_rule_prefers_the_faster_parse_before_fewer_tokens(tmp_path):
+    """Issue 56 item 4: parse seconds are a cost -- two parsers tied on the measure, the slower one
+    (37 s against 1.2 s) never ranks first; seconds within a factor of two do not decide (a cached
+    parse keeps what it cost, a fresh one measures again), and cells without document files rank as
+    before."""
+    from rag_bench.cells import Cell
+
+    def cell(cid: str, parser: str, seconds: float | None, tokens: float) -> Cell:
+        metrics = {"generation": {"correct": 0.5}, "cost": {"generator_tokens": tokens},
+                   **({"parse": {"seconds": seconds}} if seconds is not None else {})}
+        return Cell(cid, tmp_path / cid, {"parser": {"name": parser}}, metrics, {})
+
+    slow, fast = cell("a1", "pdfplumber", 37.0, 50.0), cell("b2", "pymupdf4llm", 1.2, 90.0)
+    assert [c.cell_id for c in decide.rank([slow, fast], "generation/correct")] == ["b2", "a1"]
+    near = cell("c3", "pypdf", 1.9, 60.0)  # 1.2 s and 1.9 s: the same cost class, tokens decide
+    assert [c.cell_id for c in decide.rank([fast, near], "generation/correct")] == ["c3", "b2"]
+    plain = [cell("d4", "auto", None, 90.0), cell("e5", "auto", None, 50.0)]
+    assert [c.cell_id for c in decide.rank(plain, "generation/correct")] == ["e5", "d4"]
+    assert "faster parse" in decide.tie_note(2, "generation/correct", 0.5, parsed=True)
+    assert "parse" not in decide.tie_note(2, "generation/correct", 0.5)
+
+
 def test_a_cell_is_named_among_its_experiment_as_the_leaderboard_names_it(demo_cells):
     from rag_bench.decision.decide import cell_name, pair_names
     from rag_bench.reporting.leaderboard import load_cells

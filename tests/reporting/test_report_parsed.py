@@ -142,6 +142,35 @@ def test_the_report_lists_each_cells_parse_and_every_file_that_failed_with_its_r
     assert "2 document file(s) could not be parsed" in section
 
 
+def test_the_documents_section_is_per_parser_and_document_not_per_cell(parsed_cells, tmp_path):
+    """Issue 56 item 4: every cell of one parser reads one parse, so the section has a row per parser
+    and per (parser, document) -- a second cell of pypdf adds no row -- with each document's quotes
+    (metrics.json parse_documents) and the parse seconds as a cost column."""
+    import shutil
+
+    import yaml
+
+    cell = parsed_cells["pypdf"]
+    docs = cell.metrics["parse_documents"]
+    assert docs["policy"]["quotes"] == 4 and 0 < docs["policy"]["located"] <= 4 and docs["policy"]["exact"] <= 4
+    assert docs["locked"]["quotes"] == 1 and docs["locked"]["located"] == 0
+    exp = tmp_path / "shop"
+    shutil.copytree(cell.path.parent, exp, ignore=shutil.ignore_patterns(".hydra"))
+    twin = exp / "0123456789ab"  # another cell of the same parser (k differs): the same parse
+    shutil.copytree(cell.path, twin)
+    config = yaml.safe_load((twin / "config.yaml").read_text())
+    config["pipeline"]["k"] = int(config["pipeline"]["k"]) + 1
+    (twin / "config.yaml").write_text(yaml.safe_dump(config))
+    text = render_report(exp, out_root=tmp_path / "reports", log_to_mlflow=False).read_text()
+    section = text[text.index("data-sec='documents'"):]
+    section = section[:section.index("</section>")]
+    per_document = section[section.index("Each parser, each document"):section.index("could not be parsed")]
+    assert per_document.count(">policy<") == 2 and per_document.count(">locked<") == 2  # 2 parsers x 2 files
+    assert "parse s" in section and ">pypdf<" in section and ">pdfplumber<" in section
+    costs = text[text.index("data-sec='costs'"):]
+    assert "parse s" in costs[:costs.index("</section>")]
+
+
 def test_a_report_of_markdown_cells_has_no_documents_section(tmp_path):
     cell = run(tmp_path, "experiment.name=md")
     text = render_report(cell.parent, out_root=tmp_path / "reports", log_to_mlflow=False).read_text()

@@ -8,7 +8,7 @@ import pytest
 
 from rag_bench.domain import Chunk, Question, Ranking
 from rag_bench.errors import ConfigError
-from rag_bench.reranking.base import apply_rerank
+from rag_bench.reranking.base import apply_rerank, one_blas_thread
 from rag_bench.reranking.dense import DenseReranker
 from rag_bench.reranking.mmr import MmrReranker, mmr_order
 from tests.fakes import KeywordEmbedder
@@ -39,6 +39,21 @@ def test_mmr_penalises_duplicates():
     assert np.argsort(-pure).tolist()[:2] == [1, 2]      # relevance only: the duplicate is second
     assert np.argsort(-diverse).tolist()[:2] == [1, 3]   # MMR: the duplicate drops below c3
     assert mmr_order(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]]), 0.3) == [0, 2, 1]
+
+
+def test_mmr_runs_numpys_blas_on_one_thread_and_gives_it_back():
+    """A shortlist's Gram matrix is a small product: on one BLAS thread (threads spinning between
+    such products cost ~15x their CPU in a sweep, issue 57), the same floats, the limit lifted after."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    blas = threadpoolctl.ThreadpoolController().select(user_api="blas")
+    before = [lib.num_threads for lib in blas.lib_controllers]
+    rng = np.random.default_rng(0)
+    docs = rng.normal(size=(50, 384)).astype(np.float32)
+    with one_blas_thread():
+        assert [lib.num_threads for lib in blas.lib_controllers] == [1] * len(before)
+        inside = docs @ docs.T
+    assert [lib.num_threads for lib in blas.lib_controllers] == before
+    assert np.array_equal(inside, docs @ docs.T)
 
 
 def _mmr_order_by_definition(query, docs, lam):

@@ -46,3 +46,13 @@ def test_round_problems_counts():
     assert round_problems([10, 20, 40], 40) == (None, None)
     assert round_problems([5, 40], 40)[1] is not None  # only pruning rounds count: the last prunes nothing
     assert round_problems([40, 40], 40) == (None, None)
+
+
+def test_the_plan_of_the_default_rounds_says_what_the_run_would_do(tmp_path):
+    """Issue 56 item 5: --plan with halving's default rounds works (exit 0, nothing written) and says
+    what the run would say before its first cell: refused here (a round of no question of 6)."""
+    done = run(tmp_path, "--plan")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "search=halving:" in done.stdout and "in 3 rounds of 0, 1, 6 questions" in done.stdout, done.stdout
+    assert "the run would stop before its first cell: search=halving: round 1 would see no question" in done.stdout
+    assert not (tmp_path / "few").exists()

@@ -318,3 +318,28 @@ def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch
     keys = [r[0] for r in rows]
     assert len(stored_keys(tmp_path / "cache" / "parses.sqlite", "parses", keys, keyed=True)) == len(keys) > 0
     assert stored_keys(tmp_path / "cache" / "parses.sqlite", "parses", keys) == {}  # a plain checksum: no row
+
+
+def test_the_plan_and_the_budget_share_one_dollar_bound_and_the_plan_says_if_the_budget_covers_it():
+    """Issue 56 item 5: the plan's $0.12 and the budget's per-cell bound ($0.39 for the grid) disagreed
+    3x. The plan prints the bound budget.usd checks (each request's bytes as its input tokens,
+    max_tokens as output) beside its estimate, and whether budget.usd covers the grid."""
+    from rag_bench import budget
+    from rag_bench.evaluation.prices import token_usd
+    from rag_bench.search.plan import budget_bound, budget_lines
+
+    entry = ModelPrice(usd_per_1m_input_tokens=2.0, usd_per_1m_output_tokens=8.0)
+    prices = Prices(None, (("api", entry),))
+    messages = [{"role": "user", "content": "Question: how long may items be returned? Context: [1] thirty days"}]
+    sizes = [budget.request_bytes(messages)] * 40  # 40 new prompts of that request
+    work = PromptWork("openai:api", "api", True, 40, 0, 0, 40 * 20, 0, 64, input_bytes=sum(sizes))
+    # the run's own check: budget.hold bounds a batch by the same bytes and max_tokens at the same prices
+    assert budget_bound(work, entry) == pytest.approx(float(token_usd(entry, sum(sizes), 40 * 64)))
+    bound = budget_bound(work, entry)
+    covered = Plan("x", 4, 0, 1, 1, 10, prompts=(work,), budget_usd=1.0)
+    assert bound > 0 and budget_lines(covered, prices) == ["  budget: budget.usd=1 covers the grid's bound $0.0284"]
+    short = Plan("x", 4, 0, 1, 1, 10, prompts=(work,), judges=(JudgeWork("ragas:api", 40, 0),), budget_usd=0.001)
+    said = render(short, prices, Rates())
+    assert "budget.usd=0.001 does NOT cover the grid's bound" in said and "fix: budget.usd=0.03" in said, said
+    assert "charged after: judge ragas:api" in said and "the budget's bound" in said
+    assert budget_lines(Plan("x", 4, 0, 1, 1, 10, prompts=(work,)), prices) == []  # no budget.usd: nothing said

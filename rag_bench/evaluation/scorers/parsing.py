@@ -58,6 +58,10 @@ PARSE = figures("parse", (
  PARSED_DOCUMENTS, CACHE_HITS, QUESTIONS_LOST, TABLE_ROWS_INTACT, HEADINGS_FOUND, GLUED_DOCUMENTS,
  SPARSE_DOCUMENTS) = PARSE
 FAILURES_SECTION = "parse_failures"
+# metrics.json: per parsed document, its quotes and how many the parse located (exactly), its
+# locator sections and how many are headings, and whether its text reads as glued or thin.
+DOCUMENTS_SECTION = "parse_documents"
+DOCUMENT_FIGURES = ("quotes", "located", "exact", "sections", "headings_found", "glued", "sparse")
 
 
 class Parsing:
@@ -110,8 +114,27 @@ class Parsing:
         if report.lost:
             warnings += (f"parser {report.parser}: {len(report.lost)} answerable question(s) with evidence not located "
                          f"in the parse (counted as lost; failures/parsing): {', '.join(report.lost[:10])}",)
-        sections = {FAILURES_SECTION: dict(report.failures)} if report.failures else {}
+        sections: dict[str, Any] = {FAILURES_SECTION: dict(report.failures)} if report.failures else {}
+        sections[DOCUMENTS_SECTION] = per_document(report, {d for d, _ in glued}, {d for d, _ in sparse})
         return [Part("parse", values=values, sections=sections, warnings=warnings)]
+
+
+def per_document(report: Any, glued: set[str], sparse: set[str]) -> dict[str, dict[str, Any]]:
+    """Each parsed document's figures (:data:`DOCUMENT_FIGURES`): the report's quotes and locator
+    sections by document."""
+    out: dict[str, dict[str, Any]] = {doc: {} for doc in sorted(report.pages)}
+    for _, doc_id, method in report.evidence:
+        d = out.setdefault(doc_id, {})
+        d["quotes"] = d.get("quotes", 0) + 1
+        d["located"] = d.get("located", 0) + (method in ("exact", "normalised", "fuzzy"))
+        d["exact"] = d.get("exact", 0) + (method == "exact")
+    for (doc_id, _), found in report.headings:
+        d = out.setdefault(doc_id, {})
+        d["sections"] = d.get("sections", 0) + 1
+        d["headings_found"] = d.get("headings_found", 0) + bool(found)
+    for doc_id, d in out.items():
+        d["glued"], d["sparse"] = doc_id in glued, doc_id in sparse
+    return out
 
 
 def text_signs(run: SystemRun, report: Any) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:

@@ -1,0 +1,174 @@
+"""Cells computed before, served from the cache: a warm grid under a new experiment name (issue 57).
+
+A cell's result -- records, metrics, TREC files -- is a function of what :func:`cell_identity`
+holds (its config and the dataset's content), of rag_bench's code and of the libraries installed.
+Once computed, it is stored in ``$RAG_BENCH_CACHE/cells.sqlite`` under a key of all three, and a
+cell with the same key in any experiment folder is written from there instead of being computed
+again: chunking, retrieval, reranking, generation and every scorer included. Its DONE body says
+so (``reused``), and its latency figures and cost counters (texts embedded, cache hits) are those
+of the run that computed it.
+
+The key's three parts:
+
+- the cell's identity (the cell id's input: config without output/tracking keys, the dataset's
+  fingerprint, a plugin's source digest and a local model folder's content digest);
+- rag_bench's code: the path, size and modification time of every source and config file of the
+  package (an edit changes the time: a cell of edited code is computed again);
+- the libraries: the names of the ``*.dist-info`` folders on ``sys.path`` (each holds a version: an
+  upgrade or a new install changes the key) and Python's version.
+
+Not seen: a model changed in place under the same hub id, and code patched at run time. Reuse is
+off with ``RAG_BENCH_SHARE=0`` (every cell built from scratch) and with ``RAG_BENCH_REUSE=0``
+(tests/conftest.py: a test's monkeypatched code is not in the key); a fault injection point
+(``RAG_BENCH_FAILPOINT``) turns it off too. The store is keyed (an HMAC under the cache folder's
+secret, :mod:`rag_bench.storage`): a row not written by this cache is never served. It keeps one
+code version's cells: the first cell a process stores drops the rows of other versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from rag_bench import switches
+from rag_bench.cells import CellResult
+from rag_bench.faults import FAILPOINT_ENV
+from rag_bench.runner.config import cell_identity
+from rag_bench.storage import BlobStore, default_cache_dir, readable
+
+log = logging.getLogger(__name__)
+
+FILE = "cells.sqlite"
+_MAGIC = b"RBCELL1\n"
+_ROOT = Path(__file__).resolve().parents[1]  # the rag_bench package
+
+
+class CellStore(BlobStore):
+    """Computed cells by (identity, code, libraries); keyed by the cache's secret."""
+
+    table = "cells"
+    keyed = True
+
+    def keep_only(self, version: str) -> None:
+        """Drop the rows of every other code version (their cells can no longer be served)."""
+        with readable(self.path):
+            self._conn().execute(f"DELETE FROM {self.table} WHERE substr(key, 1, ?) != ?",
+                                 (len(version) + 1, f"{version}:"))
+
+
+@dataclass(frozen=True)
+class Reused:
+    """What a reused cell's DONE body says: the store row it came from and when it was computed."""
+
+    key: str
+    computed_at: str
+
+
+def enabled() -> bool:
+    """Whether cells may be reused: sharing on, ``RAG_BENCH_REUSE`` not 0 (:mod:`rag_bench.switches`),
+    no fault injection point set (a test of a kill must compute its cell)."""
+    on = switches.current()
+    return on.share and on.reuse and not os.environ.get(FAILPOINT_ENV)
+
+
+@lru_cache(maxsize=1)  # one per process: the package's files are what this process imported
+def code_version() -> str:
+    """rag_bench's code and the installed libraries, as a digest (module docstring)."""
+    h = hashlib.sha256()
+    for path in sorted(_ROOT.rglob("*")):
+        if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
+            st = path.stat()
+            h.update(f"{path.relative_to(_ROOT)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for folder in sys.path:
+        try:
+            names = sorted(n for n in os.listdir(folder or ".") if n.endswith(".dist-info"))
+        except OSError:
+            continue
+        h.update(("\0".join([folder, *names]) + "\n").encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:32]
+
+
+def key(identity: dict[str, Any]) -> str:
+    """The store key of a cell of ``identity`` (its code version first, so a version's rows share a prefix)."""
+    blob = json.dumps(identity, sort_keys=True, default=str).encode()
+    return f"{code_version()}:{hashlib.sha256(blob).hexdigest()}"
+
+
+def encode(result: CellResult) -> bytes:
+    """A cell's result as bytes: a JSON head (metrics, TREC files; NaN kept) and the records as parquet."""
+    head = json.dumps({"metrics": result.metrics, "run_trec": result.run_trec, "qrels_trec": result.qrels_trec,
+                       "extra_files": result.extra_files, "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                        time.gmtime())},
+                      default=_plain).encode()
+    records = io.BytesIO()
+    result.records.to_parquet(records, index=False)
+    return _MAGIC + struct.pack(">Q", len(head)) + head + records.getvalue()
+
+
+def decode(data: bytes) -> tuple[CellResult, str]:
+    """:func:`encode`'s bytes as the result and when it was computed."""
+    if not data.startswith(_MAGIC):
+        raise ValueError("not a stored cell")
+    start = len(_MAGIC) + 8
+    (n,) = struct.unpack(">Q", data[len(_MAGIC):start])
+    head = json.loads(data[start:start + n])
+    records = pd.read_parquet(io.BytesIO(data[start + n:]))
+    return CellResult(records, head["metrics"], head["run_trec"], head["qrels_trec"], head["extra_files"]), \
+        str(head.get("computed_at", ""))
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays in metrics as JSON's numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} in a cell's metrics")
+
+
+# Code versions whose other versions' rows this process dropped: one entry (a process has one version).
+_PRUNED: set[str] = set()
+
+
+def result(cfg: DictConfig, dataset_fingerprint: str,
+           compute: Callable[[], CellResult]) -> tuple[CellResult, Reused | None]:
+    """The result of the cell ``cfg`` on the dataset of ``dataset_fingerprint``: the stored one when
+    the cache holds it (and how it was found), else ``compute()``'s, stored for the next time. A
+    store that cannot be read or written is passed by: the cell is computed, never failed, for the
+    cache's sake."""
+    if not enabled():
+        return compute(), None
+    row = key(cell_identity(cfg, dataset_fingerprint))
+    store: CellStore | None = None
+    try:
+        store = CellStore(default_cache_dir() / FILE)
+        found = store.get_bytes([row]).get(row)
+        if found is not None:
+            got, when = decode(found)
+            return got, Reused(row, when)
+    except Exception as exc:  # noqa: BLE001 -- a damaged or foreign row is recomputed, the cell is what matters
+        log.debug("cell cache not read: %s", exc)
+    computed = compute()
+    if store is not None:
+        try:
+            version = row.split(":", 1)[0]
+            if version not in _PRUNED:
+                _PRUNED.add(version)
+                store.keep_only(version)
+            store.put_bytes([(row, encode(computed))])
+        except Exception as exc:  # noqa: BLE001
+            log.debug("cell cache not written: %s", exc)
+    return computed, None

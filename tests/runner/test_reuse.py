@@ -1,0 +1,65 @@
+"""A cell computed before is written from the cache (issue 57 item 4): a warm grid under a new
+experiment name reuses chunking, retrieval, generation and scoring -- the same files, DONE saying so."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rag_bench import switches
+from rag_bench.cells import CellResult
+from rag_bench.pipeline import pipeline
+from rag_bench.runner import reuse
+from tests.runner.test_run_cell import run
+
+
+@pytest.fixture
+def reusing(tmp_path, monkeypatch):
+    """Reuse on (the session turns it off) over a cache folder of this test's own."""
+    monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(reuse=True))
+    return tmp_path
+
+
+def _broken(*args, **kwargs):
+    raise AssertionError("the pipeline ran: the cell was computed, not reused")
+
+
+def test_a_cell_computed_before_is_written_from_the_cache(reusing, monkeypatch):
+    first = run(reusing / "a", "retriever=bm25", "generator=extractive")
+    assert "reused" not in json.loads((first / "DONE").read_text())
+    monkeypatch.setattr(pipeline, "run", _broken)  # nothing of the cell is computed again
+    again = run(reusing / "b", "retriever=bm25", "generator=extractive")
+    assert again.name == first.name and again.parent != first.parent
+    done = json.loads((again / "DONE").read_text())
+    assert done["reused"]["key"].startswith(reuse.code_version() + ":") and done["reused"]["computed_at"]
+    for name in ("metrics.json", "run.trec", "qrels.trec", "failures.csv"):  # config.yaml: its output.root differs
+        assert (again / name).read_bytes() == (first / name).read_bytes(), name
+    pd.testing.assert_frame_equal(pd.read_parquet(again / "records.parquet"), pd.read_parquet(first / "records.parquet"))
+
+
+def test_no_reuse_when_turned_off_or_the_code_changed(reusing, monkeypatch):
+    run(reusing / "a", "retriever=bm25")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(reuse=False))
+    monkeypatch.setattr(pipeline, "run", _broken)
+    with pytest.raises(AssertionError, match="the pipeline ran"):
+        run(reusing / "b", "retriever=bm25")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(share=False))
+    with pytest.raises(AssertionError, match="the pipeline ran"):
+        run(reusing / "c", "retriever=bm25")
+    monkeypatch.setattr(switches, "_CONFIGURED", switches.Switches(reuse=True))
+    monkeypatch.setattr(reuse, "code_version", lambda: "edited")  # another version of the code: a miss
+    with pytest.raises(AssertionError, match="the pipeline ran"):
+        run(reusing / "d", "retriever=bm25")
+
+
+def test_a_stored_result_reads_back_whole():
+    records = pd.DataFrame({"qid": ["q1", "q2"], "hit@5": [1.0, float("nan")], "claims": [[{"text": "a"}], []]})
+    metrics = {"retrieval": {"hit@5": 1.0, "mrr": float("nan")}, "n": {"retrieval/hit@5": 1}, "ci": {"x": [0.1, 0.2]}}
+    back, when = reuse.decode(reuse.encode(CellResult(records, metrics, "run", "qrels", {"doc.trec": "d"})))
+    pd.testing.assert_frame_equal(back.records, records)
+    assert math.isnan(back.metrics["retrieval"]["mrr"]) and back.metrics["retrieval"]["hit@5"] == 1.0
+    assert (back.run_trec, back.qrels_trec, back.extra_files) == ("run", "qrels", {"doc.trec": "d"}) and when
