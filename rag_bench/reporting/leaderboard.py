@@ -23,7 +23,7 @@ from rag_bench.cells import experiment_cells, one_dataset
 from rag_bench.components import QUERY, RETRIEVAL_STAGES
 from rag_bench.decision import decide, params
 from rag_bench.evaluation import measures
-from rag_bench.failure_labels import in_attribution_order
+from rag_bench.failure_labels import NOT_LOST, in_attribution_order
 
 if TYPE_CHECKING:
     from rag_bench.decision.verdict import Verdict
@@ -385,9 +385,6 @@ TAG_OUTCOMES = ((measures.CORRECT_ALL.column, "right"), (measures.CORRECT_REFUSA
                 (measures.CLARIFY[1].column, "clarified"))
 
 
-# Labels of questions that were not lost (metrics.json keeps them; the table's "right" and
-# "refused_ok" columns say them).
-NOT_LOST = ("correct", "correct_refusal", "in_context")
 
 
 def _with_ci(values: dict[str, Any], key: str) -> str:
@@ -403,7 +400,7 @@ def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
     (``a/r/c``: answer, refuse, clarify), hit@5 and ndcg@10 with their 95 % CIs, the share with the
     right outcome over all of them (``answer/correct_all``), correct refusals and clarifications, and its
     failure table (first failing stage: count, attribution order; the labels of questions not lost,
-    :data:`NOT_LOST`, left out). ``-``: not defined for the tag."""
+    :data:`rag_bench.failure_labels.NOT_LOST`, left out: the "right" and "refused_ok" columns say them). ``-``: not defined for the tag."""
     rows = []
     for tag, values in sorted((metrics.get("by_tag") or {}).items()):
         if not isinstance(values, dict):
