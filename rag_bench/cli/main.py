@@ -24,6 +24,7 @@ from rag_bench.cli import (
     leaderboard,
     parse,
     report,
+    rescore,
     run,
     score_answers,
     score_run,
@@ -38,7 +39,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label, traces))
+    evaluate, rescore, export, calibrate, label, traces))
 USAGE = usage(COMMANDS)
 
 
