@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.cells import CellResult
-from rag_bench.domain import Dataset
+from rag_bench.domain import Dataset, Question
 from rag_bench.evaluation.run import QuestionRun, SystemRun
 
 FORMAT = "rag_bench.question_runs"
@@ -79,12 +79,7 @@ def load_run(text: str) -> SystemRun:
     if len(body) < 2 or "dataset" not in body[0] or "run" not in body[1]:
         raise ValueError(f"{FORMAT} version {VERSION}: the dataset and run lines are missing")
     questions = tuple(from_data(q, QuestionRun) for q in body[2:])
-    fields = _hints(Dataset)
-    raw = body[0]["dataset"]
-    if not isinstance(raw, dict) or "questions" in raw or set(raw) - set(fields):
-        raise ValueError(f"{FORMAT}: the dataset line holds unknown fields {sorted(set(raw) - set(fields))}")
-    dataset = Dataset(**{k: from_data(v, fields[k]) for k, v in raw.items()},
-                      questions=tuple(q.question for q in questions))
+    dataset = _dataset(body[0]["dataset"], tuple(q.question for q in questions))
     run_hints = _hints(SystemRun)
     line = body[1]["run"]
     if not isinstance(line, dict) or set(line) - set(_RUN_FIELDS):
@@ -109,6 +104,25 @@ def dumps(runs: Sequence[QuestionRun]) -> str:
     lines = [json.dumps({"format": FORMAT, "version": 1, "questions": len(runs)}, sort_keys=True)]
     lines += [json.dumps(to_data(r), sort_keys=True) for r in runs]
     return "\n".join(lines) + "\n"
+
+
+def read_dataset(path: Path) -> Dataset:
+    """The dataset of the run stored at ``path`` as the cell saw it (its documents, questions and
+    parse report), without building the run's passages and question runs; ValueError for a file
+    that is not version :data:`VERSION` of this format."""
+    version, body = _body(path.read_text(encoding="utf-8"))
+    if version != VERSION:
+        raise VersionError(f"{FORMAT} version {version}: holds no dataset")
+    questions = tuple(from_data(line.get("question"), Question) for line in body[2:])
+    return _dataset(body[0].get("dataset"), questions)
+
+
+def _dataset(raw: Any, questions: tuple[Question, ...]) -> Dataset:
+    """The dataset line ``raw`` with ``questions``."""
+    fields = _hints(Dataset)
+    if not isinstance(raw, dict) or set(raw) - set(fields) or "questions" in raw:
+        raise ValueError(f"{FORMAT}: the dataset line is not a dataset without its questions")
+    return Dataset(**{k: from_data(v, fields[k]) for k, v in raw.items()}, questions=questions)
 
 
 def load_or_refuse(path: Path) -> SystemRun:
