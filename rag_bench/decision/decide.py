@@ -162,38 +162,13 @@ def latency_ms(metrics: Mapping[str, Any]) -> float | None:
     return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
 
 
-# Keyed by the cell folder and its records' mtime: a rewritten cell is read again.
-@lru_cache(maxsize=4096)
-def _tokens(path: Path, mtime: float) -> float | None:
-    import pyarrow.parquet as pq
-
-    try:
-        names = set(pq.read_schema(path / "records.parquet").names)
-        cols = [c for c in ("tokens_in", "tokens_out") if c in names]
-        if not cols:
-            return None
-        frame = pq.read_table(path / "records.parquet", columns=cols).to_pandas()
-    except Exception:  # noqa: BLE001 -- an unreadable file is reported by whoever reads the records
-        return None
-    total = frame.fillna(0).sum(axis=1)
-    return float(total.mean()) if len(total) else None
-
-
 def tokens(cell: Cell) -> float | None:
-    """Generator tokens (in + out) per question, mean; None when the cell generated nothing.
-    metrics.json ``cost/generator_tokens`` when the cell has it; a cell written before it existed
-    is read from its records.parquet (reading every cell's records at the end of a sweep cost
-    ~5 ms a cell)."""
+    """Generator tokens (in + out) per question, mean (metrics.json ``cost/generator_tokens``; a
+    cell written before it has it as it is read: :func:`rag_bench.cells.upgrade`); None when the
+    cell generated nothing."""
     if "generation" not in cell.metrics:
         return None
-    stored = cell.metric(measures.GENERATOR_TOKENS.key)
-    if stored is not None:
-        return stored
-    try:
-        mtime = (cell.path / "records.parquet").stat().st_mtime
-    except OSError:
-        return None
-    return _tokens(cell.path, mtime)
+    return cell.metric(measures.GENERATOR_TOKENS.key)
 
 
 def value_of(cell: Cell, key: str) -> float | None:
