@@ -82,7 +82,7 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
             for key, v in values.items():
                 row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
-            if section in ("ci", "n", "by_tag", "measures") or not isinstance(values, dict):
+            if section in ("ci", "n", "by_tag", "measures", "skipped") or not isinstance(values, dict):
                 continue
             for key, v in values.items():
                 row[f"{section}/{key}"] = v
