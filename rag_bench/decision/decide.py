@@ -312,6 +312,46 @@ def _named(cells: Sequence[Cell], ref: str, names: Mapping[str, str]) -> Cell | 
     return found[0] if len(found) == 1 else None
 
 
+def pick(cells: Sequence[Cell], ref: str, *, key: str | None = None, names: Mapping[str, str] | None = None,
+         option: str = "cell", where: str = "") -> tuple[Cell, str]:
+    """``(cell, why)``: the cell of ``cells`` (one experiment's) that ``ref`` names -- ``best`` (by
+    ``key``, else the cells' primary measure), ``baseline``, a cell id or a unique prefix of one (6+
+    characters), or the cell's name as every table prints it -- and a line saying which cell that
+    is and why (empty for a cell named outright). The one picker of the CLI (``--cell``, ``compare
+    EXPERIMENT A B``) and the API (``Experiment.cell``): ConfigError naming ``option`` at ``where``
+    otherwise, with the closest names."""
+
+    names = dict(names) if names is not None else names_of(cells)
+    if ref == "best":
+        key = key or primary_measure(cells)
+        ranked = rank(cells, key, names)
+        best, value = ranked[0], ranked[0].metric(key)
+        tie = tie_note(len(tied(ranked, key)), "", value)
+        shown = "n/a" if value is None else f"{value:.3f}"
+        return best, (f"the best of {len(cells)} cell{'s' if len(cells) != 1 else ''} by {key} ({shown})"
+                      + (f"; {tie}" if tie else ""))
+    if ref == "baseline":
+        base, how = baseline_of(cells)
+        if base is None:
+            raise ConfigError(str(Problem(where, 0, option, "baseline: the experiment has no finished cell",
+                                          "run the sweep first")))
+        said = "the cell at the config's defaults on every swept axis" if how == DEFAULTS_ROLE else how
+        return base, f"the baseline: {said}"
+    by_name = {v: k for k, v in names.items()}
+    ids = {c.cell_id: c for c in cells}
+    if ref in ids or ref in by_name:
+        return ids.get(ref) or ids[by_name[ref]], ""
+    prefixed = [c for c in cells if len(ref) >= 6 and c.cell_id.startswith(ref)]
+    if len(prefixed) == 1:
+        return prefixed[0], ""
+    close = difflib.get_close_matches(ref, list(by_name), n=2, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + \
+        f"give best or baseline, a cell id or a name as `rag-bench leaderboard {where}` prints it" + \
+        (f", e.g. {next(iter(by_name))!r}" if by_name and not close else "")
+    what = f"names {len(prefixed)} cells (a prefix of several ids)" if prefixed else "names no cell of this experiment"
+    raise ConfigError(str(Problem(where, 0, option, f"{ref!r} {what} ({len(cells)} finished cells)", hint)))
+
+
 def grid_first(cells: Sequence[Cell]) -> Cell | None:
     """The grid's first cell: every swept axis at the first value its override lists (the sweep's
     ``<experiment>/.hydra/multirun.yaml``, ``hydra.overrides.task``); None when the file or the
