@@ -234,11 +234,6 @@ REQUIREMENTS: dict[str, Requirement] = {
 }
 
 
-def unmet(scorer: Scorer, run: SystemRun, settings: Settings) -> list[Requirement]:
-    """The requirements of ``scorer.requires`` (:data:`REQUIREMENTS`) the ``run`` does not meet."""
-    return [REQUIREMENTS[r] for r in getattr(scorer, "requires", ()) if not REQUIREMENTS[r].met(run, settings)]
-
-
 class Scorer(Protocol):
     """A scorer: the measures it reports for a run, and how it computes them. ``requires``: the
     inputs of the run it needs (names of :data:`REQUIREMENTS`: answers, judge, ann, parse,
