@@ -176,23 +176,39 @@ def _body(text: str) -> tuple[int, list[Any]]:
     return int(version), body
 
 
+_PLAIN = frozenset({str, bool, int, float, type(None)})  # written as they are
+
+
+@functools.lru_cache(maxsize=128)  # the run's dataclasses: a handful, each looked at once per process
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The fields of the dataclass ``kind``, None when it is no dataclass."""
+    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
+
+
 def to_data(value: Any) -> Any:
-    """``value`` (a dataclass of the run, or what its fields hold) as JSON-ready data."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    """``value`` (a dataclass of the run, or what its fields hold) as JSON-ready data (every cell
+    writes its run: the common types are looked at first, by their exact type)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple or kind is list:
+        return [to_data(v) for v in value]
+    names = _field_names(kind)  # type: ignore[arg-type]  # a class is hashable
+    if names is not None:
+        return {name: to_data(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [to_data(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_data(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, (bool, str)):
         return value
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar
+    if kind.__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar
         return to_data(value.item())
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(f"a question run holds a {type(value).__name__}, which {FORMAT} cannot store")
+    raise TypeError(f"a question run holds a {kind.__name__}, which {FORMAT} cannot store")
 
 
 @functools.lru_cache(maxsize=64)  # the run's dataclasses: a handful, each resolved once per process
