@@ -30,7 +30,6 @@ from rag_bench.cells import Cell, check_folder, experiment_cells, one_dataset
 from rag_bench.decision import decide
 from rag_bench.decision.agreement import Agreement, of_experiments
 from rag_bench.decision.verdict import Verdict, verdict
-from rag_bench.errors import DataError, Problem
 from rag_bench.failure_labels import NOT_LOST, in_attribution_order
 
 __all__ = ["ADVICE", "Experiment", "Verdict", "load"]
@@ -74,22 +73,10 @@ class Experiment:
     primary: str
 
     def cell(self, ref: str) -> Cell:
-        """The cell ``ref`` names: ``best``, ``baseline``, a label or a cell id. DataError naming
-        the labels when none matches."""
-        if ref == "best":
-            return decide.rank(self.cells, self.primary, self.names)[0]
-        if ref == "baseline":
-            base = decide.baseline(self.cells)
-            if base is None:
-                raise DataError(Problem(str(self.path), 0, "baseline", "the experiment has no finished cell",
-                                        "run the sweep first"))
-            return base
-        for c in self.cells:
-            if ref in (c.cell_id, self.names[c.cell_id]):
-                return c
-        shown = ", ".join(repr(n) for n in list(self.names.values())[:5])
-        raise DataError(Problem(str(self.path), 0, "cell", f"{ref!r} names no cell of this experiment",
-                                f"pass best, baseline, a cell id or a label such as {shown}"))
+        """The cell ``ref`` names: ``best``, ``baseline``, a label, a cell id or a unique prefix of
+        one (:func:`rag_bench.decision.decide.pick`, the CLI's picker); ConfigError naming the
+        closest labels when none matches."""
+        return decide.pick(self.cells, ref, key=self.primary, names=self.names, where=str(self.path))[0]
 
     def verdict(self, baseline: str | None = None) -> Verdict:
         """The verdict (:mod:`rag_bench.decision.verdict`): the best cell, the cells not

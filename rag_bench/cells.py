@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 import yaml
@@ -40,6 +40,39 @@ from rag_bench.spreadsheet import to_csv
 DEFAULT_OUTPUT_ROOT = "experiments"
 
 FILES = ("config.yaml", "metrics.json", "records.parquet", "run.trec", "qrels.trec")
+
+# The cell format (docs/contract.md §5): metrics.json's and DONE's ``format``. A cell without one is
+# format 0 (written before the field): :func:`upgrade` makes it format 1 as it is read, so readers
+# see one shape. A new format is a new number and one more step in :func:`upgrade`.
+CELL_FORMAT = 1
+
+
+class MetricsJson(TypedDict, total=False):
+    """metrics.json, typed (docs/contract.md §5): ``format``; one section per stage of measures
+    (``retrieval``, ``document``, ``evidence``, ``context``, ``rerank``, ``ann``, ``generation``,
+    ``citation``, ``claims``, ``abstention``, ``judge``, ``security``, ``injection``,
+    ``hidden_text``, ``latency``, ``cost``, ...: ``{name: number or null}``); the counts; each
+    mean's ``n`` and ``ci`` by ``section/name``; ``by_tag`` and ``conditional``; ``measures``, what
+    every key means; the cell's warnings and findings; the dataset's fingerprint and files."""
+
+    format: int
+    retrieval: dict[str, float | None]
+    document: dict[str, float | None]
+    generation: dict[str, float | None]
+    cost: dict[str, float | None]
+    latency: dict[str, float | None]
+    counts: dict[str, int]
+    failures: dict[str, int]
+    n: dict[str, int]
+    ci: dict[str, list[float | None]]
+    by_tag: dict[str, dict[str, Any]]
+    conditional: dict[str, Any]
+    methods: dict[str, Any]
+    measures: dict[str, dict[str, Any]]
+    warnings: list[str]
+    findings: list[str]
+    dataset_fingerprint: str
+    dataset_files: Any
 
 
 @dataclass(frozen=True)
@@ -146,7 +179,7 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
     try:
         plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else cfg
         (tmp / "config.yaml").write_text(config_yaml(plain), encoding="utf-8")  # type: ignore[arg-type]
-        (tmp / "metrics.json").write_text(metrics_json(result.metrics), encoding="utf-8")
+        (tmp / "metrics.json").write_text(metrics_json({"format": CELL_FORMAT, **result.metrics}), encoding="utf-8")
         result.records.to_parquet(tmp / "records.parquet", index=False)
         (tmp / "run.trec").write_text(result.run_trec, encoding="utf-8")
         (tmp / "qrels.trec").write_text(result.qrels_trec, encoding="utf-8")
@@ -174,8 +207,9 @@ def write_cell_or_fail(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], resu
 
 
 def mark_done(cell_dir: Path, info: dict[str, Any] | None = None) -> None:
-    """Write DONE atomically: the last step of a cell. ``info`` (e.g. the MLflow run id) is its JSON body."""
-    atomic_write(cell_dir / "DONE", json.dumps(info or {}, sort_keys=True) + "\n")
+    """Write DONE atomically: the last step of a cell. ``info`` (e.g. the MLflow run id) is its JSON
+    body, with the cell's ``format``."""
+    atomic_write(cell_dir / "DONE", json.dumps({**(info or {}), "format": CELL_FORMAT}, sort_keys=True) + "\n")
 
 
 def discard(cell_dir: Path) -> None:
@@ -274,14 +308,63 @@ def check_same_dataset(reference: Cell, other: Cell, *, fix: str = "compare cell
 
 
 def read_done(path: Path) -> dict[str, Any]:
-    """DONE's content: tracking info as JSON (older cells hold plain text)."""
+    """DONE's content, upgraded to the current format (:func:`upgrade_done`)."""
     with open(path / "DONE", "rb") as fh:
         text = fh.read(1 << 16).decode("utf-8", errors="replace").strip()
     try:
-        data = json.loads(text)
+        data: Any = json.loads(text)
     except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = text
+    return upgrade_done(data)
+
+
+def upgrade_done(done: Any) -> dict[str, Any]:
+    """DONE's body in the current format: format 0's plain text (or a body that is not an object)
+    is an empty body, what it said of tracking not kept."""
+    if not isinstance(done, dict):
+        return {"format": CELL_FORMAT}
+    return done if done.get("format") == CELL_FORMAT else {**done, "format": CELL_FORMAT}
+
+
+def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """metrics.json of the cell at ``path`` in the current format (:data:`CELL_FORMAT`), the one
+    step from format 0 done as it is read: the ``measures`` block a cell written before it lacks,
+    read from the catalog's declarations against the cell's config
+    (:func:`rag_bench.evaluation.measures.described_block`), and ``cost/generator_tokens`` a
+    generating cell written before it lacks, from its records; DataError for a format this
+    rag_bench does not know (a newer one)."""
+    found = metrics.get("format", 0)
+    if found == CELL_FORMAT:
+        return metrics
+    if found != 0:
+        raise DataError(Problem(str(path / "metrics.json"), 0, "format", f"cell format {found!r}: this rag_bench "
+                                f"reads formats 0..{CELL_FORMAT}", "read it with the rag_bench that wrote it, or "
+                                "re-run the cell (delete the folder first)"))
+    from rag_bench.evaluation.measures import described_block  # the catalog: above this module, read once per old cell
+
+    out = {**metrics, "format": CELL_FORMAT}
+    if not isinstance(out.get("measures"), dict):
+        out["measures"] = described_block(out, config)
+    cost: dict[str, Any] = out["cost"] if isinstance(out.get("cost"), dict) else {}
+    if "generation" in out and "generator_tokens" not in cost:
+        out["cost"] = {**cost, "generator_tokens": _mean_tokens(path)}
+    return out
+
+
+def _mean_tokens(path: Path) -> float | None:
+    """Generator tokens (in + out) per question, mean, from records.parquet; None without them."""
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(path / "records.parquet").names)
+        cols = [c for c in ("tokens_in", "tokens_out") if c in names]
+        if not cols:
+            return None
+        frame = pq.read_table(path / "records.parquet", columns=cols).to_pandas()
+    except Exception:  # noqa: BLE001 -- an unreadable file is reported by whoever reads the records
+        return None
+    total = frame.fillna(0).sum(axis=1)
+    return float(total.mean()) if len(total) else None
 
 
 def load_cell(ref: str | Path, *, records: bool = True) -> Cell:
@@ -312,7 +395,7 @@ def read_cell(path: Path, *, records: bool = True) -> Cell:
     (records.parquet read on first use when ``records`` is False)."""
     _require(path, ("config.yaml", "metrics.json", *(("records.parquet",) if records else ())))
     config = _read(path / "config.yaml", lambda t: yaml.load(t, Loader=_YAML_LOADER) or {}, dict)
-    metrics = _read(path / "metrics.json", json.loads, dict)
+    metrics = upgrade(path, config, _read(path / "metrics.json", json.loads, dict))
     done = read_done(path) if (path / "DONE").is_file() else {}
     return Cell(path.name, path, config, metrics, done, [_read_records(path)] if records else [])
 

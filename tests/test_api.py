@@ -36,7 +36,11 @@ def test_cells_by_role_label_and_id(experiment):
     assert exp.cell(exp.names[base.cell_id]) is base and exp.cell(base.cell_id) is base
     with pytest.raises(RagBenchError, match="names no cell of this experiment") as info:
         exp.cell("no such cell")
-    assert "pass best, baseline, a cell id or a label such as" in str(info.value.problems[0].hint)
+    assert "give best or baseline, a cell id or a name as" in str(info.value)
+    # the CLI's picker (issue 51, item 3): a unique id prefix, and did-you-mean for a misspelt name
+    assert exp.cell(base.cell_id[:6]) is base
+    with pytest.raises(RagBenchError, match=f"did you mean {exp.names[base.cell_id]!r}"):
+        exp.cell(exp.names[base.cell_id][:-1] + "x")
 
 
 def test_leaderboard_losses_next_steps_compare_gate(experiment):

@@ -58,3 +58,57 @@ def test_metrics_json_reads_back_as_written_with_its_measures_block_one_line_per
     block = text[text.index('"measures": {'):].splitlines()
     assert block[1].startswith('    "retrieval/hit@5": {') and block[2].startswith('    "retrieval/mrr": {')
     assert json.loads(metrics_json({"retrieval": {"hit@5": 1.0}})) == {"retrieval": {"hit@5": 1.0}}
+
+
+def _format0_cell(tmp_path: Path, metrics: dict, done: str) -> Path:
+    """A cell folder as written before the cell format (no ``format``, no ``measures`` block, DONE as text)."""
+    import json
+
+    import pandas as pd
+
+    cell = tmp_path / "exp" / "0123456789ab"
+    cell.mkdir(parents=True)
+    (cell / "config.yaml").write_text(yaml.safe_dump({"eval": {"gain": "linear", "relevance_level": 1, "unit": "chunk"},
+                                                      "pipeline": {"k": 5}}))
+    (cell / "metrics.json").write_text(json.dumps(metrics))
+    pd.DataFrame({"qid": ["a", "b"], "tokens_in": [10, 30], "tokens_out": [2, None]}).to_parquet(
+        cell / "records.parquet")
+    (cell / "DONE").write_text(done)
+    return cell
+
+
+def test_a_cell_of_format_0_is_upgraded_as_it_is_read(tmp_path):
+    """Issue 51, item 6: one upgrade step on read, so no reader keeps a "cell written before X" branch."""
+    from rag_bench.cells import CELL_FORMAT, load_cell
+    from rag_bench.decision import decide, params
+
+    cell = load_cell(_format0_cell(tmp_path, {"retrieval": {"ndcg@10": 0.5}, "generation": {"correct": 0.2}},
+                                   "done\n"))
+    assert cell.metrics["format"] == CELL_FORMAT and cell.done == {"format": CELL_FORMAT}
+    assert cell.metrics["measures"]["retrieval/ndcg@10"]["params"]["eval.gain"] == "linear"
+    assert params.describe(cell).params["retrieval/ndcg@10"]["eval.gain"] == "linear"
+    assert decide.tokens(cell) == 21.0  # (10 + 2 + 30 + 0) / 2, from its records
+
+
+def test_a_cell_of_a_newer_format_is_refused_with_a_fix(tmp_path):
+    from rag_bench.cells import load_cell
+    from rag_bench.errors import DataError
+
+    with pytest.raises(DataError, match=r"metrics.json.*cell format 9: this rag_bench reads formats 0..1 -- fix:"):
+        load_cell(_format0_cell(tmp_path, {"format": 9, "retrieval": {}}, "{}"))
+
+
+def test_a_written_cell_says_its_format_in_metrics_and_done(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from rag_bench.cells import CELL_FORMAT, CellResult, mark_done, read_cell, write_cell
+
+    cell = tmp_path / "c"
+    write_cell(cell, {"eval": {}}, CellResult(pd.DataFrame({"qid": ["a"]}), {"retrieval": {"hit@5": 1.0},
+                                                                             "measures": {}}, "", ""))
+    mark_done(cell, {"cell_id": "c"})
+    assert json.loads((cell / "metrics.json").read_text())["format"] == CELL_FORMAT
+    assert json.loads((cell / "DONE").read_text()) == {"cell_id": "c", "format": CELL_FORMAT}
+    assert read_cell(cell).metrics["measures"] == {}  # format 1: read as written

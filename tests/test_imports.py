@@ -64,6 +64,15 @@ def test_the_runner_imports_nothing_from_reporting():
     assert {f: m for f, m in bad.items() if m} == {}
 
 
+def test_the_runner_imports_nothing_from_search():
+    """Search is a client of the cell (issue 51, item 2): halving's round jobs run through the
+    runner's public calls, and the runner reaches a strategy's own route only through the strategy
+    its job's config builds (runner/main.py: cell_route), never by importing search/."""
+    bad = {p.relative_to(ROOT).as_posix(): sorted(m for m in _imports(p) if m.startswith("rag_bench.search"))
+           for p in sorted((ROOT / "runner").glob("*.py"))}
+    assert {f: m for f, m in bad.items() if m} == {}
+
+
 def test_the_evaluation_imports_neither_the_pipeline_nor_the_runner_nor_reporting():
     """The evaluation reads runs: whatever produced them (pipeline, adapters) sits above it."""
     above = ("rag_bench.pipeline", "rag_bench.adapters", "rag_bench.runner", "rag_bench.reporting", "rag_bench.cli")

@@ -167,44 +167,12 @@ PICK_HELP = ("best (the leaderboard's first: the primary measure, ties to the fa
 
 
 def pick_cell(cells: list, ref: str, option: str, experiment: str | Path = "") -> tuple:
-    """``(cell, why)``: the cell of ``cells`` (one experiment's) that ``ref`` names -- ``best``,
-    ``baseline``, a cell id or a unique prefix of one, or the cell's name as every table prints
-    it -- and a line saying which cell that is and why. ConfigError naming ``option`` otherwise."""
-    import difflib
-
+    """``(cell, why)``: the cell of ``cells`` (one experiment's) that ``ref`` names, and a line
+    saying which cell that is and why (:func:`rag_bench.decision.decide.pick`, the API's picker
+    too). ConfigError naming ``option`` otherwise."""
     from rag_bench.decision import decide
-    from rag_bench.errors import ConfigError, Problem
 
-    where = str(experiment or (cells[0].path.parent if cells else ""))
-    names = decide.names_of(cells)
-    if ref == "best":
-        key = decide.primary_measure(cells)
-        ranked = decide.rank(cells, key, names)
-        best, value = ranked[0], ranked[0].metric(key)
-        tie = decide.tie_note(len(decide.tied(ranked, key)), "", value)
-        shown = "n/a" if value is None else f"{value:.3f}"
-        return best, (f"the best of {len(cells)} cell{'s' if len(cells) != 1 else ''} by {key} ({shown})"
-                      + (f"; {tie}" if tie else ""))
-    if ref == "baseline":
-        base, how = decide.baseline_of(cells)
-        if base is None:
-            raise ConfigError(str(Problem(where, 0, option, "baseline: the experiment has no finished cell",
-                                          "run the sweep first")))
-        said = "the cell at the config's defaults on every swept axis" if how == decide.DEFAULTS_ROLE else how
-        return base, f"the baseline: {said}"
-    by_name = {v: k for k, v in names.items()}
-    ids = {c.cell_id: c for c in cells}
-    if ref in ids or ref in by_name:
-        return ids.get(ref) or ids[by_name[ref]], ""
-    prefixed = [c for c in cells if len(ref) >= 6 and c.cell_id.startswith(ref)]
-    if len(prefixed) == 1:
-        return prefixed[0], ""
-    close = difflib.get_close_matches(ref, list(by_name), n=2, cutoff=0.6)
-    hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + \
-        f"give {' or '.join(PICKS)}, a cell id or a name as `rag-bench leaderboard {where}` prints it" + \
-        (f", e.g. {next(iter(by_name))!r}" if by_name and not close else "")
-    what = f"names {len(prefixed)} cells (a prefix of several ids)" if prefixed else "names no cell of this experiment"
-    raise ConfigError(str(Problem(where, 0, option, f"{ref!r} {what} ({len(cells)} finished cells)", hint)))
+    return decide.pick(cells, ref, option=option, where=str(experiment or (cells[0].path.parent if cells else "")))
 
 
 def output_file(name: str, option: str) -> Path:

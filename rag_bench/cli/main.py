@@ -26,6 +26,7 @@ from rag_bench.cli import (
     leaderboard,
     parse,
     report,
+    rescore,
     review,
     run,
     score_answers,
@@ -41,7 +42,7 @@ from rag_bench.cli.table import Command, usage
 # In the order the usage text lists them.
 COMMANDS: tuple[Command, ...] = tuple(m.COMMAND for m in (
     run, validate, chunks, parse, score_run, score_answers, compare, report, gate, embed, status, leaderboard, cache, sync,
-    evaluate, export, calibrate, label, review, agree, draft, traces))
+    evaluate, rescore, export, calibrate, label, review, agree, draft, traces))
 USAGE = usage(COMMANDS)
 
 

@@ -165,38 +165,13 @@ def latency_ms(metrics: Mapping[str, Any]) -> float | None:
     return float(r) + (float(extra) if isinstance(extra, (int, float)) else 0.0)
 
 
-# Keyed by the cell folder and its records' mtime: a rewritten cell is read again.
-@lru_cache(maxsize=4096)
-def _tokens(path: Path, mtime: float) -> float | None:
-    import pyarrow.parquet as pq
-
-    try:
-        names = set(pq.read_schema(path / "records.parquet").names)
-        cols = [c for c in ("tokens_in", "tokens_out") if c in names]
-        if not cols:
-            return None
-        frame = pq.read_table(path / "records.parquet", columns=cols).to_pandas()
-    except Exception:  # noqa: BLE001 -- an unreadable file is reported by whoever reads the records
-        return None
-    total = frame.fillna(0).sum(axis=1)
-    return float(total.mean()) if len(total) else None
-
-
 def tokens(cell: Cell) -> float | None:
-    """Generator tokens (in + out) per question, mean; None when the cell generated nothing.
-    metrics.json ``cost/generator_tokens`` when the cell has it; a cell written before it existed
-    is read from its records.parquet (reading every cell's records at the end of a sweep cost
-    ~5 ms a cell)."""
+    """Generator tokens (in + out) per question, mean (metrics.json ``cost/generator_tokens``; a
+    cell written before it has it as it is read: :func:`rag_bench.cells.upgrade`); None when the
+    cell generated nothing."""
     if "generation" not in cell.metrics:
         return None
-    stored = cell.metric(measures.GENERATOR_TOKENS.key)
-    if stored is not None:
-        return stored
-    try:
-        mtime = (cell.path / "records.parquet").stat().st_mtime
-    except OSError:
-        return None
-    return _tokens(cell.path, mtime)
+    return cell.metric(measures.GENERATOR_TOKENS.key)
 
 
 def value_of(cell: Cell, key: str) -> float | None:
@@ -353,6 +328,46 @@ def _named(cells: Sequence[Cell], ref: str, names: Mapping[str, str]) -> Cell | 
     if not found and len(ref) >= 6:
         found = [c for c in cells if c.cell_id.startswith(ref)]
     return found[0] if len(found) == 1 else None
+
+
+def pick(cells: Sequence[Cell], ref: str, *, key: str | None = None, names: Mapping[str, str] | None = None,
+         option: str = "cell", where: str = "") -> tuple[Cell, str]:
+    """``(cell, why)``: the cell of ``cells`` (one experiment's) that ``ref`` names -- ``best`` (by
+    ``key``, else the cells' primary measure), ``baseline``, a cell id or a unique prefix of one (6+
+    characters), or the cell's name as every table prints it -- and a line saying which cell that
+    is and why (empty for a cell named outright). The one picker of the CLI (``--cell``, ``compare
+    EXPERIMENT A B``) and the API (``Experiment.cell``): ConfigError naming ``option`` at ``where``
+    otherwise, with the closest names."""
+
+    names = dict(names) if names is not None else names_of(cells)
+    if ref == "best":
+        key = key or primary_measure(cells)
+        ranked = rank(cells, key, names)
+        best, value = ranked[0], ranked[0].metric(key)
+        tie = tie_note(len(tied(ranked, key)), "", value)
+        shown = "n/a" if value is None else f"{value:.3f}"
+        return best, (f"the best of {len(cells)} cell{'s' if len(cells) != 1 else ''} by {key} ({shown})"
+                      + (f"; {tie}" if tie else ""))
+    if ref == "baseline":
+        base, how = baseline_of(cells)
+        if base is None:
+            raise ConfigError(str(Problem(where, 0, option, "baseline: the experiment has no finished cell",
+                                          "run the sweep first")))
+        said = "the cell at the config's defaults on every swept axis" if how == DEFAULTS_ROLE else how
+        return base, f"the baseline: {said}"
+    by_name = {v: k for k, v in names.items()}
+    ids = {c.cell_id: c for c in cells}
+    if ref in ids or ref in by_name:
+        return ids.get(ref) or ids[by_name[ref]], ""
+    prefixed = [c for c in cells if len(ref) >= 6 and c.cell_id.startswith(ref)]
+    if len(prefixed) == 1:
+        return prefixed[0], ""
+    close = difflib.get_close_matches(ref, list(by_name), n=2, cutoff=0.6)
+    hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + \
+        f"give best or baseline, a cell id or a name as `rag-bench leaderboard {where}` prints it" + \
+        (f", e.g. {next(iter(by_name))!r}" if by_name and not close else "")
+    what = f"names {len(prefixed)} cells (a prefix of several ids)" if prefixed else "names no cell of this experiment"
+    raise ConfigError(str(Problem(where, 0, option, f"{ref!r} {what} ({len(cells)} finished cells)", hint)))
 
 
 def grid_first(cells: Sequence[Cell]) -> Cell | None:

@@ -2,8 +2,7 @@
 
 A measure's number depends on settings beside the run (``eval.gain`` for nDCG, ``eval.relevance_level``
 for every ranking measure, ``eval.answer_match`` for ``correct``...): a cell records them per key in
-metrics.json's ``measures`` block (a cell written before the block: its config, through the
-catalog's declaration of the measure). :func:`check_comparable` refuses -- ConfigError, exit 2,
+metrics.json's ``measures`` block. :func:`check_comparable` refuses -- ConfigError, exit 2,
 naming the key, the parameter, each cell's value and the fix -- to compare, gate, rank or report
 cells whose shared measures differ in a parameter, as :func:`rag_bench.cells.check_same_dataset`
 refuses two dataset versions; and a measure some cells lack because of their ``eval.unit`` says so.
@@ -17,10 +16,8 @@ from typing import Any
 
 from rag_bench.cells import Cell
 from rag_bench.errors import ConfigError
-from rag_bench.evaluation import measures
 
 UNIT_SECTIONS = {"retrieval": "chunk", "document": "document"}  # the sections eval.unit decides
-NOT_MEASURES = ("ci", "n", "by_tag", "conditional", "methods", "warnings", "findings", "measures")
 
 
 @dataclass(frozen=True)
@@ -40,21 +37,11 @@ def _setting(config: Mapping[str, Any], key: str) -> Any:
 
 
 def describe(cell: Cell, name: str = "") -> Described:
-    """The parameters of every measure of ``cell`` (its ``measures`` block; for a cell written
-    before the block, the catalog's declaration read against the cell's config)."""
+    """The parameters of every measure of ``cell``: its ``measures`` block (a cell written before
+    the block has one as it is read: :func:`rag_bench.cells.upgrade`)."""
     block = cell.metrics.get("measures")
-    if isinstance(block, Mapping):
-        params = {k: dict(v.get("params") or {}) for k, v in block.items() if isinstance(v, Mapping)}
-    else:
-        params = {}
-        for section, values in cell.metrics.items():
-            if section in NOT_MEASURES or not isinstance(values, Mapping):
-                continue
-            for leaf in values:
-                m = measures.measure(f"{section}/{leaf}") or measures.figure(f"{section}/{leaf}")
-                if m is not None:
-                    params[m.key] = {p.partition("=")[0]: p.partition("=")[2] if "=" in p else _setting(cell.config, p)
-                                     for p in m.params}
+    params = {k: dict(v.get("params") or {}) for k, v in (block or {}).items() if isinstance(v, Mapping)} \
+        if isinstance(block, Mapping) else {}
     return Described(name or str(cell.path), params, str(_setting(cell.config, "eval.unit") or "chunk"))
 
 

@@ -26,11 +26,12 @@ from rag_bench.evaluation import measures as catalog
 from rag_bench.evaluation import prices, table
 from rag_bench.evaluation.grade import grade
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Scorer, Settings
+from rag_bench.evaluation.scorer import REQUIREMENTS, Context, Measure, Part, Requirement, Scorer, Settings
 from rag_bench.memo import SharedWork
 from rag_bench.metrics.intervals import mean_cis
 
 MEASURES = "measures"  # metrics.json: the block describing every key
+SKIPPED = "skipped"  # metrics.json: the scorers eval.scorers=all ran without, each with the reason
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Evaluation:
 
     settings: Settings
     scorers: tuple[Scorer, ...]
+    named: bool = False  # eval.scorers names them (not ``all``): one whose inputs a run lacks is refused
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> Evaluation:
@@ -50,17 +52,37 @@ class Evaluation:
                             relevance_level=int(e.relevance_level), unit=str(e.unit), answer_match=str(e.answer_match),
                             f1_threshold=float(e.f1_threshold), n_resamples=int(e.bootstrap_resamples),
                             seed=int(e.seed), prices=prices.from_config(cfg))
-        return cls(settings, chosen(scorer_names(e.get("scorers") or catalog.ALL_SCORERS)))
+        names = scorer_names(e.get("scorers") or catalog.ALL_SCORERS)
+        return cls(settings, chosen(names), named=names != [catalog.ALL_SCORERS])
+
+    def runnable(self, run: SystemRun) -> tuple[list[Scorer], dict[str, str]]:
+        """The scorers that can score ``run`` (each one's ``requires`` met), and those left out with
+        what the run lacks; a scorer named in ``eval.scorers`` that the run cannot feed is a
+        ConfigError with the fix."""
+        scorers: list[Scorer] = []
+        skipped: dict[str, str] = {}
+        for scorer in self.scorers:
+            lacking = _unmet(scorer, run, self.settings)
+            if lacking and self.named:
+                raise ConfigError(f"eval.scorers names {scorer.name}, which this run cannot feed: it has "
+                                  f"{'; '.join(r.lacking for r in lacking)} -- fix: "
+                                  f"{'; '.join(r.fix for r in lacking)}, or leave {scorer.name} out of eval.scorers")
+            if lacking:
+                skipped[scorer.name] = "; ".join(r.lacking for r in lacking)
+            else:
+                scorers.append(scorer)
+        return scorers, skipped
 
     def evaluate(self, run: SystemRun, cell_id: str = "", work: SharedWork | None = None) -> CellResult:
         """The cell of ``run``: its records, metrics (and ``measures`` block) and TREC files."""
+        scorers, skipped = self.runnable(run)
         context = Context(run, self.settings, grade(run, self.settings, work), cell_id, work)
         declared: list[tuple[Measure, str]] = []
         parts: list[Part] = table.run_parts(run, context.grades)
         for part in parts:
             context.columns.update(part.columns)
         own: list[Part] = []
-        for scorer in self.scorers:
+        for scorer in scorers:
             declared += [(m, scorer.name) for m in scorer.measures(run, self.settings)]
             for part in scorer.score(context):
                 context.columns.update(part.columns)
@@ -72,8 +94,15 @@ class Evaluation:
         metrics["dataset_files"] = describe_files(run.dataset.files)  # what the fingerprint covers
         metrics["warnings"] = [w for part in own for w in part.warnings]
         metrics["findings"] = [f for part in own for f in part.findings]
+        if skipped:
+            metrics[SKIPPED] = skipped  # the scorers `all` left out, each with what the run lacks
         files = {name: text for part in own for name, text in part.files.items()}
         return CellResult(frame, metrics, files.pop("run.trec", ""), files.pop("qrels.trec", ""), files)
+
+
+def _unmet(scorer: Scorer, run: SystemRun, settings: Settings) -> list[Requirement]:
+    """The requirements of ``scorer.requires`` (:data:`~rag_bench.evaluation.scorer.REQUIREMENTS`) ``run`` does not meet."""
+    return [REQUIREMENTS[r] for r in getattr(scorer, "requires", ()) if not REQUIREMENTS[r].met(run, settings)]
 
 
 def scorer_names(value: str) -> list[str]:
@@ -135,4 +164,4 @@ def aggregate(columns: dict[str, Any], declared: Sequence[tuple[Measure, str]], 
     return metrics
 
 
-__all__ = ["Evaluation", "MEASURES", "aggregate", "chosen", "scorer_names"]
+__all__ = ["Evaluation", "MEASURES", "SKIPPED", "aggregate", "chosen", "scorer_names"]

@@ -1,14 +1,24 @@
-"""Question runs as data: a run's per-question part (:class:`~rag_bench.evaluation.run.QuestionRun`:
-the question, its rankings, context, generation, answer and judgement) written to and read from a
-versioned JSON-lines file -- never a pickle, so a file from a folder that travelled (a CI artifact,
-a colleague's copy) is read as data and nothing in it runs.
+"""A run stored as data: a cell's :class:`~rag_bench.evaluation.run.SystemRun` -- the dataset it
+ran on, the passages its rankings index, its run-level figures and one
+:class:`~rag_bench.evaluation.run.QuestionRun` per question (the question, its rankings, context,
+generation, answer and judgement) -- written to and read from a versioned JSON-lines file, never a
+pickle, so a file from a folder that travelled (a CI artifact, a colleague's copy) is read as data
+and nothing in it runs.
 
-The file (``question-runs.jsonl``, docs/search.md, "Successive halving"): a first line
-``{"format": "rag_bench.question_runs", "version": 1, "questions": N}``, then one JSON object per
-question run, its fields those of the dataclasses (nested objects for nested dataclasses, lists for
-tuples, ``NaN``/``Infinity`` as Python's :mod:`json` writes them). Reading is typed: every value is
-checked against the field's annotation, an unknown field or a wrong type is a ValueError, and only
-the dataclasses a :class:`QuestionRun` is made of are built.
+The file (:data:`FILE` in every cell folder, docs/contract.md §5): a first line
+``{"format": "rag_bench.question_runs", "version": 2, "questions": N}``; then ``{"dataset": ...}``
+(the dataset without its questions: name, fingerprints, files, documents, the parse report) and
+``{"run": ...}`` (the run-level fields of SystemRun: passages, documents, chunks, depth, ANN report,
+timings, counts, ...); then one JSON object per question run. Fields are those of the dataclasses
+(nested objects for nested dataclasses, lists for tuples, ``NaN``/``Infinity`` as Python's
+:mod:`json` writes them). Reading is typed: every value is checked against the field's annotation,
+an unknown field or a wrong type is a ValueError, and only the dataclasses a run is made of are
+built. Version 1 (halving's rounds before: question runs only, no dataset or run line) is upgraded
+on read for what it holds (:func:`loads`); a whole run cannot be made of it (:func:`load_run`).
+
+What reads it: halving's next round (merges the question runs), ``rag-bench rescore`` (scores the
+run again under other ``eval.*`` settings, no pipeline) and the report's drill-down (the texts the
+cell saw, no dataset parsed again).
 """
 
 from __future__ import annotations
@@ -19,17 +29,68 @@ import json
 import numbers
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from rag_bench.evaluation.run import QuestionRun
+from rag_bench.cells import CellResult
+from rag_bench.domain import Dataset, Question
+from rag_bench.evaluation.run import QuestionRun, SystemRun
 
 FORMAT = "rag_bench.question_runs"
-VERSION = 1
+VERSION = 2
+FILE = "question-runs.jsonl"  # in every cell folder (and a halving round's PARTIAL one)
+# SystemRun's fields kept on the run line: all but the dataset and questions (their own lines) and
+# the key of the rankings in a sweep's shared work (a process's, not the run's)
+_RUN_FIELDS = ("passages", "documents", "chunks", "depth", "ann", "index_name", "timings", "counts", "latency",
+               "embedding", "generate_s", "generator", "judge", "attribute_chunking", "min_relevant")
+
+
+class VersionError(ValueError):
+    """A run file this rag_bench cannot make a run of (another format version); its message says the fix."""
+
+
+def stored(result: CellResult, run: SystemRun) -> CellResult:
+    """The cell's files ``result`` (its evaluation of ``run``) with ``run`` itself among them
+    (:data:`FILE`: what ``rag-bench rescore``, the report's drill-down and halving's next round read)."""
+    return dataclasses.replace(result, extra_files={**result.extra_files, FILE: dumps_run(run)})
+
+
+def dumps_run(run: SystemRun) -> str:
+    """The whole ``run`` as the file's text (version :data:`VERSION`)."""
+    head = {"format": FORMAT, "version": VERSION, "questions": len(run.questions)}
+    dataset = {f.name: to_data(getattr(run.dataset, f.name)) for f in dataclasses.fields(run.dataset)
+               if f.name != "questions"}
+    lines = [json.dumps(head, sort_keys=True), json.dumps({"dataset": dataset}, sort_keys=True),
+             json.dumps({"run": {name: to_data(getattr(run, name)) for name in _RUN_FIELDS}}, sort_keys=True)]
+    lines += [json.dumps(to_data(r), sort_keys=True) for r in run.questions]
+    return "\n".join(lines) + "\n"
+
+
+def load_run(text: str) -> SystemRun:
+    """The run a :func:`dumps_run` text holds; :class:`VersionError` for a file of another version
+    (version 1 holds the question runs of a halving round, not a whole run), ValueError for a file
+    that is not this format."""
+    version, body = _body(text)
+    if version != VERSION:
+        raise VersionError(f"{FORMAT} version {version}: holds a halving round's question runs only, not the whole "
+                           "run this command needs -- fix: run the cell again (rag-bench run with its config.yaml's "
+                           f"overrides), which writes version {VERSION}")
+    if len(body) < 2 or "dataset" not in body[0] or "run" not in body[1]:
+        raise ValueError(f"{FORMAT} version {VERSION}: the dataset and run lines are missing")
+    questions = tuple(from_data(q, QuestionRun) for q in body[2:])
+    dataset = _dataset(body[0]["dataset"], tuple(q.question for q in questions))
+    run_hints = _hints(SystemRun)
+    line = body[1]["run"]
+    if not isinstance(line, dict) or set(line) - set(_RUN_FIELDS):
+        raise ValueError(f"{FORMAT}: the run line holds unknown fields")
+    return SystemRun(dataset=dataset, questions=questions,
+                     **{k: from_data(v, run_hints[k]) for k, v in line.items()})
 
 
 def dumps(runs: Sequence[QuestionRun]) -> str:
-    """``runs`` as the file's text (header line, then one line per run).
+    """``runs`` alone as version 1's text (header line, then one line per run: what halving's rounds
+    wrote before a cell stored its whole run; read back by :func:`loads`).
 
     >>> from rag_bench.domain import Question, Ranking
     >>> run = QuestionRun(Question("q1", "Who?", True), Ranking("q1", (2, 0), (0.5, float("nan"))),
@@ -40,14 +101,63 @@ def dumps(runs: Sequence[QuestionRun]) -> str:
     >>> loads(text)[0].ranked.indices, loads(text)[0].question == run.question
     ((2, 0), True)
     """
-    lines = [json.dumps({"format": FORMAT, "version": VERSION, "questions": len(runs)}, sort_keys=True)]
+    lines = [json.dumps({"format": FORMAT, "version": 1, "questions": len(runs)}, sort_keys=True)]
     lines += [json.dumps(to_data(r), sort_keys=True) for r in runs]
     return "\n".join(lines) + "\n"
 
 
+def read_dataset(path: Path) -> Dataset:
+    """The dataset of the run stored at ``path`` as the cell saw it (its documents, questions and
+    parse report), without building the run's passages and question runs; ValueError for a file
+    that is not version :data:`VERSION` of this format."""
+    version, body = _body(path.read_text(encoding="utf-8"))
+    if version != VERSION:
+        raise VersionError(f"{FORMAT} version {version}: holds no dataset")
+    questions = tuple(from_data(line.get("question"), Question) for line in body[2:])
+    return _dataset(body[0].get("dataset"), questions)
+
+
+def _dataset(raw: Any, questions: tuple[Question, ...]) -> Dataset:
+    """The dataset line ``raw`` with ``questions``."""
+    fields = _hints(Dataset)
+    if not isinstance(raw, dict) or set(raw) - set(fields) or "questions" in raw:
+        raise ValueError(f"{FORMAT}: the dataset line is not a dataset without its questions")
+    return Dataset(**{k: from_data(v, fields[k]) for k, v in raw.items()}, questions=questions)
+
+
+def load_or_refuse(path: Path) -> SystemRun:
+    """The run stored at ``path`` (a cell's :data:`FILE`); a :class:`~rag_bench.errors.ConfigError`
+    naming the file and the fix when it is missing, of another version or not this format."""
+    from rag_bench.errors import ConfigError
+
+    fix = "-- fix: run the cell again (rag-bench run with the overrides of its config.yaml) to store its run"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: missing: the cell was written before cells stored their run {fix}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc}) {fix}") from exc
+    try:
+        return load_run(text)
+    except VersionError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"{path}: not a {FORMAT} file of version {VERSION} ({str(exc)[:200]}) {fix}") from exc
+
+
 def loads(text: str) -> tuple[QuestionRun, ...]:
-    """The question runs of a file's ``text``; ValueError when it is not this format's version
-    :data:`VERSION` (another version, a missing or extra line, a field of the wrong type)."""
+    """The question runs of a file's ``text``, version 1 upgraded (its lines are version 2's
+    question lines); ValueError when it is not this format (a missing or extra line, a field of
+    the wrong type), :class:`VersionError` for a version this rag_bench does not know."""
+    version, body = _body(text)
+    if version == VERSION:
+        body = body[2:]
+    return tuple(from_data(line, QuestionRun) for line in body)
+
+
+def _body(text: str) -> tuple[int, list[Any]]:
+    """The version a file's ``text`` says and its lines after the header, as JSON; the header's
+    count of questions checked."""
     lines = text.splitlines()
     try:
         head = json.loads(lines[0]) if lines else None
@@ -55,32 +165,50 @@ def loads(text: str) -> tuple[QuestionRun, ...]:
         raise ValueError(f"not a {FORMAT} file: its first line is not JSON") from exc
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} file (no header naming the format)")
-    if head.get("version") != VERSION:
-        raise ValueError(f"{FORMAT} version {head.get('version')!r}: this rag_bench reads version {VERSION} "
-                         "-- fix: delete the file (its round is computed again)")
-    body = [line for line in lines[1:] if line.strip()]
-    if head.get("questions") != len(body):
-        raise ValueError(f"{FORMAT}: the header says {head.get('questions')!r} questions, the file holds {len(body)}")
-    return tuple(from_data(json.loads(line), QuestionRun) for line in body)
+    version = head.get("version")
+    if version not in (1, VERSION):
+        raise VersionError(f"{FORMAT} version {version!r}: this rag_bench reads versions 1 and {VERSION} -- fix: run "
+                           "the cell again with this rag_bench (or read it with the rag_bench that wrote it)")
+    body = [json.loads(line) for line in lines[1:] if line.strip()]
+    runs = len(body) - (2 if version == VERSION else 0)
+    if head.get("questions") != runs:
+        raise ValueError(f"{FORMAT}: the header says {head.get('questions')!r} questions, the file holds {runs}")
+    return int(version), body
+
+
+_PLAIN = frozenset({str, bool, int, float, type(None)})  # written as they are
+
+
+@functools.lru_cache(maxsize=128)  # the run's dataclasses: a handful, each looked at once per process
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The fields of the dataclass ``kind``, None when it is no dataclass."""
+    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
 
 
 def to_data(value: Any) -> Any:
-    """``value`` (a dataclass of the run, or what its fields hold) as JSON-ready data."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    """``value`` (a dataclass of the run, or what its fields hold) as JSON-ready data (every cell
+    writes its run: the common types are looked at first, by their exact type)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple or kind is list:
+        return [to_data(v) for v in value]
+    names = _field_names(kind)  # type: ignore[arg-type]  # a class is hashable
+    if names is not None:
+        return {name: to_data(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [to_data(v) for v in value]
     if isinstance(value, dict):
         return {str(k): to_data(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, (bool, str)):
         return value
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar
+    if kind.__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar
         return to_data(value.item())
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(f"a question run holds a {type(value).__name__}, which {FORMAT} cannot store")
+    raise TypeError(f"a question run holds a {kind.__name__}, which {FORMAT} cannot store")
 
 
 @functools.lru_cache(maxsize=64)  # the run's dataclasses: a handful, each resolved once per process
@@ -128,7 +256,7 @@ def from_data(data: Any, hint: Any) -> Any:
         if any(data == a and type(data) is type(a) for a in args):
             return data
         raise ValueError(f"{data!r:.80} is not one of {args}")
-    if origin is dict:
+    if origin in (dict, Mapping):
         if not isinstance(data, dict):
             raise ValueError(f"expected an object for {hint}, got {type(data).__name__}")
         return {str(k): from_data(v, args[1] if args else Any) for k, v in data.items()}

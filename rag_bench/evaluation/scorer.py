@@ -210,10 +210,42 @@ class Context:
         return self.columns[name]
 
 
+@dataclass(frozen=True)
+class Requirement:
+    """What a scorer may need of a run: ``met`` says whether the run (under the settings) has it,
+    ``lacking`` what the run lacks when it does not, ``fix`` how a cell gets it."""
+
+    met: Callable[[SystemRun, Settings], bool]
+    lacking: str
+    fix: str
+
+
+# The inputs a scorer declares in ``requires`` (Scorer protocol), by name.
+REQUIREMENTS: dict[str, Requirement] = {
+    "answers": Requirement(lambda run, s: run.answered, "no answers (nothing was generated)",
+                           "a generator (generator=extractive, or a model)"),
+    "judge": Requirement(lambda run, s: run.judge is not None, "no LLM judge scores", "a judge (judge=<option>)"),
+    "ann": Requirement(lambda run, s: run.ann is not None, "no ANN report (an exact index, or an external system)",
+                       "an approximate index (index=hnsw, index=ivf_nl16_np4, ...)"),
+    "parse": Requirement(lambda run, s: run.dataset.parse is not None,
+                         "no parsed documents (no .pdf/.html/.docx file in the dataset)", "a dataset with such files"),
+    "query": Requirement(lambda run, s: any(q.query is not None for q in run.questions),
+                         "no query transform (query=none searches the question as it is)",
+                         "a transform (query=history, or query=rewrite with a model)"),
+    "unit=document": Requirement(lambda run, s: s.unit in ("document", "both"), "no document-level evaluation",
+                                 "eval.unit=document or eval.unit=both"),
+}
+
+
 class Scorer(Protocol):
-    """A scorer: the measures it reports for a run, and how it computes them."""
+    """A scorer: the measures it reports for a run, and how it computes them. ``requires``: the
+    inputs of the run it needs (names of :data:`REQUIREMENTS`: answers, judge, ann, parse,
+    unit=document); the evaluation runs it only on a run that has them (a scorer named in
+    ``eval.scorers`` is refused on one that lacks them, under ``all`` it is skipped and the reason
+    kept in metrics.json ``skipped``), so it never checks them itself."""
 
     name: str
+    requires: tuple[str, ...]
 
     def measures(self, run: SystemRun, settings: Settings) -> Sequence[Measure]:
         """The measures (families at their cutoffs) and figures this scorer reports for ``run``."""

@@ -8,10 +8,11 @@ but load local scripts. Passage texts and questions are stored once (``drill/pas
 ``drill/questions.js``) and referenced by number, so a sweep of many chunkers over the same
 corpus does not repeat them per cell. Every text (questions, answers, passages, references) is stored with its control and
 bidirectional characters made visible (:func:`rag_bench.untrusted.visible`): an U+202E in an
-answer would make it read reversed. Texts come from the dataset the cells were computed on
-(its recorded path), read with each cell's own parser (a chunk's offsets index that parser's
-text); when it is gone, or the parser cannot be built here, the context texts kept in
-records.parquet stand in and the rest shows ids only. For evidence in a parsed document (.pdf,
+answer would make it read reversed. Texts come from the run each cell stored
+(``question-runs.jsonl``: the documents as the cell's parser read them -- a chunk's offsets index
+that text -- its questions and the parse report), never from the dataset parsed again (reports never
+recompute); a cell that stored no run has the context texts kept in records.parquet stand in and
+the rest shows ids only. For evidence in a parsed document (.pdf,
 .html, .docx) each cell's rows also carry the parsed text around it: the located span, its page
 from the parse's page map and how the quote was located (exact, normalised, fuzzy), and the quotes
 this parse did not find.
@@ -28,7 +29,7 @@ from typing import Any
 
 from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
-from rag_bench.evaluation import measures
+from rag_bench.evaluation import measures, run_io
 from rag_bench.evaluation.scorers import query as query_scorer
 from rag_bench.reporting import claims_view
 from rag_bench.untrusted import visible
@@ -59,40 +60,24 @@ class Passages:
 
 
 class Corpus:
-    """The documents and questions of the datasets the cells name, each loaded once."""
+    """The dataset each cell ran on, as the cell saw it: read from the run the cell stored
+    (:data:`~rag_bench.evaluation.run_io.FILE`: its documents as its parser read them, its
+    questions and the parse report), never parsed again; one object per dataset version."""
 
     def __init__(self) -> None:
-        self._loaded: dict[tuple[str, str, str], Any] = {}
+        self._loaded: dict[str, Any] = {}
 
     def get(self, cell: Cell) -> Any:
-        """The cell's dataset as the cell read it (its parser), loaded once per (path, split, parser)."""
-        ds = cell.config.get("dataset") if isinstance(cell.config.get("dataset"), dict) else {}
-        path = str((ds or {}).get("path") or "")
-        split = str((ds or {}).get("split") or "test")
-        chosen = cell.config.get("parser")
-        chosen = chosen if isinstance(chosen, dict) and chosen.get("name") not in (None, "auto") else None
-        key = (path, split, json.dumps(chosen, sort_keys=True, default=str))
+        """The cell's dataset, None when the cell stored no readable run (the records' texts stand in)."""
+        key = str(cell.path)
         if key not in self._loaded:
             self._loaded[key] = None
             try:
-                from rag_bench.data.loader import load_dataset
-
-                if path and Path(path).is_dir():
-                    self._loaded[key] = load_dataset(path, split=split, parser=_parser(chosen))
-            except (RagBenchError, OSError) as exc:
-                log.warning("report: dataset %s cannot be read (%s); the drill-down shows ids only", path, exc)
+                self._loaded[key] = run_io.read_dataset(cell.path / run_io.FILE)
+            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                log.warning("report: cell %s stored no readable run (%s); the drill-down shows the texts its records "
+                            "keep", cell.path.name, str(exc)[:200])
         return self._loaded[key]
-
-
-def _parser(config: dict[str, Any] | None) -> Any:
-    """The parser a cell's config names (None: auto), built as the sweep built it."""
-    if config is None:
-        return None
-    from omegaconf import OmegaConf
-
-    from rag_bench.runner.config import build
-
-    return build(OmegaConf.create(config), "parser")
 
 
 def parsed_evidence(dataset: Any, question: Any) -> list[dict[str, Any]]:

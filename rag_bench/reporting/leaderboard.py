@@ -87,7 +87,7 @@ def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) ->
                 elif not isinstance(v, dict):  # its outcomes and failure counts are read from metrics.json
                     row[f"tag:{tag}/{key}"] = v
         for section, values in metrics.items():
-            if section in ("ci", "n", "by_tag", "measures") or not isinstance(values, dict):
+            if section in ("ci", "n", "by_tag", "measures", "skipped") or not isinstance(values, dict):
                 continue
             for key, v in values.items():
                 row[f"{section}/{key}"] = v
@@ -400,7 +400,8 @@ def tag_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
     (``a/r/c``: answer, refuse, clarify), hit@5 and ndcg@10 with their 95 % CIs, the share with the
     right outcome over all of them (``answer/correct_all``), correct refusals and clarifications, and its
     failure table (first failing stage: count, attribution order; the labels of questions not lost,
-    :data:`rag_bench.failure_labels.NOT_LOST`, left out: the "right" and "refused_ok" columns say them). ``-``: not defined for the tag."""
+    :data:`rag_bench.failure_labels.NOT_LOST`, left out: the "right" and "refused_ok" columns say
+    them). ``-``: not defined for the tag."""
     rows = []
     for tag, values in sorted((metrics.get("by_tag") or {}).items()):
         if not isinstance(values, dict):

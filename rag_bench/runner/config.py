@@ -221,7 +221,6 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance_level must be an integer in [1, 1000], got {cfg.eval.relevance_level} "
                           "-- fix: eval.relevance_level=1 (binary measures count grades >= it)")
     ANSWER_MATCH.check(cfg.eval.answer_match)
-    chosen(scorer_names(cfg.eval.scorers))
     f1 = cfg.eval.f1_threshold
     if not (math.isfinite(f1) and 0 < f1 <= 1):
         raise ConfigError(f"eval.f1_threshold must be in (0, 1], got {f1} -- fix: eval.f1_threshold=0.5")
@@ -233,6 +232,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.seed must be >= 0, got {cfg.eval.seed} -- fix: eval.seed=0")
     check_experiment_name(cfg.experiment.name)
     check_prices(cfg.get("prices"))
+    chosen(scorer_names(cfg.eval.scorers))
     measures.check_primary(str(cfg.experiment.primary))
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)

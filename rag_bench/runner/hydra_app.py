@@ -18,7 +18,7 @@ from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
-from rag_bench.runner.main import argv_overrides, run_cell
+from rag_bench.runner.main import argv_overrides, cell_route
 from rag_bench.runner.primary import check_primary_reachable
 
 register_configs()
@@ -65,7 +65,9 @@ def _cell(cfg: DictConfig, single: bool) -> Path | None:
         table = prices.from_config(cfg)
         budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.STAGES})
     try:
-        folder = run_cell(cfg, WORK, sweep)  # the cell's folder: a halving sweep reads its results there
+        # the cell's folder (a halving sweep reads its results there); run_cell, or the search
+        # strategy's route for its own jobs (halving's rounds)
+        folder = cell_route(cfg)(cfg, WORK, sweep)
     except budget.BudgetReached:
         if spent is None:
             raise

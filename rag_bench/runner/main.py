@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import stat
@@ -13,14 +12,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from rag_bench import budget, memo
-from rag_bench.cells import CellResult, atomic_write, cell_lock, discard, is_done, mark_done, write_cell_or_fail
+from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
 from rag_bench.data.loader import load_dataset
@@ -35,7 +35,6 @@ from rag_bench.memo import SharedWork
 from rag_bench.naming import flat_params
 from rag_bench.pipeline import pipeline, stages
 from rag_bench.runner import reuse, throughput
-from rag_bench.runner import rounds as search
 from rag_bench.runner.config import (
     MAX_BOOTSTRAP_BYTES,
     build,
@@ -47,6 +46,7 @@ from rag_bench.runner.config import (
     wants,
 )
 from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.runner.rounds import subset_dataset
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -67,35 +67,84 @@ def git_sha() -> str:
         return "unknown"
 
 
+@dataclass(frozen=True)
+class CellJob:
+    """A cell ready to run: its components built, its dataset loaded, its id."""
+
+    parts: Any
+    dataset: Dataset
+    cid: str
+
+
+def prepare(cfg: DictConfig, work: SharedWork) -> CellJob:
+    """The cell of ``cfg`` ready to run: the config validated, every component built (a bad
+    parameter fails before any loading), the dataset loaded."""
+    validate(cfg)
+    parts = build_cell(cfg, work)
+    dataset = load_dataset_of(cfg)
+    return CellJob(parts, dataset, cell_id(cfg, dataset.fingerprint))
+
+
 def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContext | None = None) -> Path:
     """Evaluate one configuration; return its cell folder. Raises RagBenchError on bad input.
 
     ``work`` holds what this cell may share with cells run before it in this process (the Hydra
     app passes one for the whole sweep); None starts from nothing. ``sweep`` is the sweep the cell
-    belongs to (:mod:`rag_bench.runner.context`); None: a sweep of this cell alone.
-    """
-    validate(cfg)
+    belongs to (:mod:`rag_bench.runner.context`); None: a sweep of this cell alone. A search
+    strategy that runs its jobs' cells its own way (halving's rounds) does so through
+    :func:`prepare`, :func:`run_questions` and :func:`finish` (:func:`cell_route`)."""
     work = SharedWork() if work is None else work
-    parts = build_cell(cfg, work)  # every component built, so a bad parameter fails before any loading
-    dataset = load_dataset_of(cfg)
-    round_ = _round(cfg)
-    if round_ is not None and round_ != len(search.rounds_of(cfg.search)) - 1:  # a halving round before the last
-        return _finish_round(cfg, dataset, cell_id(cfg, dataset.fingerprint), round_, parts, work)
-    cid = cell_id(cfg, dataset.fingerprint)
-    prior = _prior_round(cfg, dataset, _cell_dir(cfg, cid)) if _incremental(cfg) else None
-    if prior is None:
-        return _finish(cfg, dataset, cid,
-                       lambda cid: parts.evaluation.evaluate(pipeline.run(parts, dataset, work), cid, work), sweep, work,
-                       reusable=True)
-    computed: dict[str, Any] = {}
+    job = prepare(cfg, work)
 
-    def merged(cid: str) -> CellResult:  # the last halving round: the questions its rounds before did not see
-        run, computed["questions_computed"] = merged_run(parts, dataset, [q.qid for q in dataset.questions], prior,
-                                                         work)
-        computed["questions_reused"] = len(prior)
-        return parts.evaluation.evaluate(run, cid, work)
+    def computed(cid: str) -> CellResult:
+        run, _ = run_questions(job.parts, job.dataset, work)
+        return run_io.stored(job.parts.evaluation.evaluate(run, cid, work), run)
 
-    return _finish(cfg, dataset, cid, merged, sweep, work, done_extra=lambda: {"search": computed})
+    return finish(cfg, job.dataset, job.cid, computed, sweep, work, reusable=True)
+
+
+class _Searching(Protocol):
+    """What the runner asks of the strategy a job's ``search`` node builds (the search package's
+    ``Strategy``, which the runner does not import): that it runs a search; its optional ``cell``
+    is read by :func:`cell_route`."""
+
+    def run(self, ctx: Any) -> None: ...
+
+
+def cell_route(cfg: DictConfig) -> Callable[[DictConfig, SharedWork, SweepContext], Path]:
+    """How the job ``cfg`` of a sweep is run: :func:`run_cell`, or the ``cell`` method of the search
+    strategy its ``search`` node builds (``_target_``, conf/search/) when the strategy has one and
+    the job is one of its own (halving's round jobs: :mod:`rag_bench.search.round_cells`) -- the
+    runner names no strategy."""
+    node = cfg.get("search")
+    if not isinstance(node, DictConfig) or "_target_" not in node:
+        return run_cell
+    route = getattr(build(node, "search", protocol=_Searching), "cell", None)
+    return run_cell if route is None else route(run_cell)  # type: ignore[no-any-return]
+
+
+def run_questions(parts: Any, dataset: Dataset, work: SharedWork, qids: list[str] | None = None,
+                  prior: tuple[QuestionRun, ...] = ()) -> tuple[SystemRun, int]:
+    """The cell's run on the questions ``qids`` of ``dataset`` (None: all of them, the dataset
+    itself) and how many questions the pipeline ran: the questions ``prior`` holds runs of (a
+    halving round's before) are taken from it, the pipeline runs the others only. Every question's
+    run is the pipeline's for that question alone (a question's stages never read another
+    question), and the run-level figures are the new run's: the chunking and index (the same
+    corpus), the ANN report computed on all of ``qids`` (``report_on``); timings and embedding
+    counts are this run's. The evaluation then scores a merged run like any other (aggregates and
+    bootstrap intervals over every question, with the cell's seed)."""
+    qids = [q.qid for q in dataset.questions] if qids is None else qids
+    scope = dataset if len(qids) == len(dataset.questions) else subset_dataset(dataset, qids)
+    wanted = set(qids)
+    held = {r.qid: r for r in prior if r.qid in wanted}
+    new = [q for q in qids if q not in held]
+    if not held or not new:  # nothing to merge (or the round before's questions are all: run them whole, counted)
+        return pipeline.run(parts, scope, work), len(qids)
+    fresh = pipeline.run(parts, subset_dataset(dataset, new), work, report_on=scope)
+    ran = {r.qid: r for r in fresh.questions}
+    questions = tuple(held[q.qid] if q.qid in held else ran[q.qid] for q in scope.questions)
+    # ranking_key None: the merged rankings are no set the shared work holds under a key
+    return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
 
 
 def compute(cfg: DictConfig, dataset: Dataset, cid: str, work: SharedWork) -> CellResult:
@@ -149,9 +198,9 @@ def evaluate_cell(cfg: DictConfig, *, outputs: Path | None = None, trec: Path | 
         run = system_run(dataset, results, context=stages.ContextRule(int(cfg.pipeline.k), int(cfg.pipeline.token_budget),
                                                                          history=history_window(cfg)),
                          judge=judge, judge_name=str(cfg.judge.name))
-        return Evaluation.from_config(cfg).evaluate(run, cid)
+        return run_io.stored(Evaluation.from_config(cfg).evaluate(run, cid), run)
 
-    return _finish(stored, dataset, cell_id(stored, dataset.fingerprint), compute)
+    return finish(stored, dataset, cell_id(stored, dataset.fingerprint), compute)
 
 
 def chunk_corpus(cfg: DictConfig, dataset: Dataset) -> list[Any]:
@@ -184,9 +233,10 @@ _PROBED: set[str] = set()
 _PROBED_KEPT = 1024
 
 
-def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
+def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str], CellResult],
             sweep: SweepContext | None = None, work: SharedWork | None = None,
-            done_extra: Callable[[], dict[str, Any]] | None = None, reusable: bool = False) -> Path:
+            done_extra: Callable[[], dict[str, Any]] | None = None, *, timed: bool = True,
+            reusable: bool = False) -> Path:
     """Skip a DONE cell, else compute it, write the folder, track it and mark it DONE. A warning
     an earlier cell of the sweep (``work``) printed with the same text is not printed again (a
     SECURITY warning always is); every cell's metrics.json keeps its own warnings. ``done_extra``
@@ -197,7 +247,7 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     read by ``compute`` and kept until then, so a kill meanwhile loses nothing)."""
     tracker = build(cfg.tracking, "tracking")
     root = Path(cfg.output.root)
-    cell_dir = _cell_dir(cfg, cid)
+    cell_dir = cell_folder(cfg, cid)
     logger = background.current()
     if logger is not None:
         logger.wait_for(cell_dir)  # the same cell met earlier in this sweep: its logging ends first
@@ -226,8 +276,9 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     started = time.perf_counter()
     result, reused = reuse.result(cfg, dataset.fingerprint, lambda: compute(cid)) if reusable \
         else (compute(cid), None)
-    if reused is None:
-        throughput.record(cfg, result.metrics, time.perf_counter() - started)  # --plan's time estimate
+    if timed and reused is None:  # --plan's time estimate (not a cell scored again from its stored run or
+        # served from the cell cache: no pipeline ran)
+        throughput.record(cfg, result.metrics, time.perf_counter() - started)
     discard(cell_dir)
     with contextlib.ExitStack() as held:
         held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
@@ -270,164 +321,13 @@ def _finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str]
     return cell_dir
 
 
-def _cell_dir(cfg: DictConfig, cid: str) -> Path:
+def cell_folder(cfg: DictConfig, cid: str) -> Path:
     root = Path(cfg.output.root)
     cell_dir = root / cfg.experiment.name / cid
     # Defence in depth (validate() checked the name): lexically, so a user's own symlink is kept.
     if not Path(os.path.normpath(cell_dir)).is_relative_to(os.path.normpath(root)) or cell_dir.parent == root:
         raise ConfigError(f"experiment.name {cfg.experiment.name!r} leads outside output.root {root} "
                           "-- fix: experiment.name=<folder name>")
-    return cell_dir
-
-
-def round_covered(cell_dir: Path, fraction: float, seed: int) -> bool:
-    """Whether ``cell_dir`` holds the cell's results on (at least) the questions of a halving round
-    with ``fraction`` of them drawn with ``seed``: the whole cell (DONE), or a round's results
-    (:data:`~rag_bench.runner.rounds.PARTIAL`) on a fraction as large with the same seed (the
-    rounds' subsets are nested)."""
-    if is_done(cell_dir):
-        return True
-    try:
-        marker = json.loads((cell_dir / search.PARTIAL).read_text(encoding="utf-8"))
-        return int(marker["seed"]) == seed and float(marker["fraction"]) >= fraction
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-ROUND_RUNS = "question-runs.jsonl"  # a PARTIAL folder's question runs, as data (what the next round merges with)
-
-
-def _round(cfg: DictConfig) -> int | None:
-    """The halving round a job belongs to (``search.round``, set by the sweeper on every job of a
-    halving sweep, the last round's too); None outside one."""
-    searching = cfg.get("search")
-    found = None if searching is None else searching.get("round")
-    return None if found is None else int(found)
-
-
-def _incremental(cfg: DictConfig) -> bool:
-    """Whether a cell's halving rounds merge with the round before (a job of a halving round,
-    :func:`_round`): not when its index is tuned to a recall target, which is tuned on the
-    questions it runs on (a round's tuning on its subset is not the whole cell's), nor in a grid
-    sweep (a grid run over a halving folder computes its cells whole)."""
-    if _round(cfg) is None:
-        return False
-    return OmegaConf.select(cfg, "index.target_recall", default=None) is None
-
-
-def _prior_round(cfg: DictConfig, dataset: Dataset, cell_dir: Path) -> tuple[QuestionRun, ...] | None:
-    """The question runs a halving round before left in ``cell_dir`` (its PARTIAL marker and
-    :data:`ROUND_RUNS`), when they are this cell's on this dataset with this sweep's seed; None
-    otherwise (nothing to merge: the round computes all its questions)."""
-    if is_done(cell_dir):
-        return None
-    try:
-        marker = json.loads((cell_dir / search.PARTIAL).read_text(encoding="utf-8"))
-        if int(marker["seed"]) != int(cfg.search.seed) or marker["dataset_fingerprint"] != dataset.fingerprint:
-            return None
-        runs = _read_runs(cell_dir)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(runs, tuple) or not all(isinstance(r, QuestionRun) for r in runs) \
-            or search.questions_digest([r.qid for r in runs]) != marker.get("questions_digest"):
-        return None
-    return runs
-
-
-def merged_run(parts: Any, dataset: Dataset, qids: list[str], prior: tuple[QuestionRun, ...],
-               work: SharedWork) -> tuple[SystemRun, int]:
-    """The cell's run on the questions ``qids`` of ``dataset`` (all of them: the dataset itself)
-    from ``prior`` (question runs of a round before, on some of them) and the pipeline run on the
-    others only; and how many questions the pipeline ran. Every question's run is the pipeline's
-    for that question alone (a question's stages never read another question), and the run-level
-    figures are the new run's: the chunking and index (the same corpus), the ANN report computed on
-    all of ``qids`` (``report_on``); timings and embedding counts are this round's. The evaluation
-    then scores the merged run like any other (aggregates and bootstrap intervals over every
-    question, with the cell's seed)."""
-    scope = dataset if len(qids) == len(dataset.questions) else search.subset_dataset(dataset, qids)
-    wanted = set(qids)
-    held = {r.qid: r for r in prior if r.qid in wanted}
-    new = [q for q in qids if q not in held]
-    if not new:  # the round's questions are the round before's (a tiny set): run them whole, counted
-        return pipeline.run(parts, scope, work), len(qids)
-    fresh = pipeline.run(parts, search.subset_dataset(dataset, new), work, report_on=scope)
-    ran = {r.qid: r for r in fresh.questions}
-    questions = tuple(held[q.qid] if q.qid in held else ran[q.qid] for q in scope.questions)
-    # ranking_key None: the merged rankings are no set the shared work holds under a key
-    return dataclasses.replace(fresh, dataset=scope, questions=questions, ranking_key=None), len(new)
-
-
-def _read_private(path: Path, limit: int) -> bytes | None:
-    """The bytes of the regular file ``path`` (not followed if a symlink), None when it is missing,
-    not a regular file or larger than ``limit`` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        return f.read(limit + 1)
-
-
-def _write_runs(cell_dir: Path, runs: tuple[QuestionRun, ...]) -> None:
-    """``runs`` into ``cell_dir`` as data (:mod:`rag_bench.evaluation.run_io`: versioned JSON lines)."""
-    atomic_write(cell_dir / ROUND_RUNS, run_io.dumps(runs))
-
-
-def _read_runs(cell_dir: Path) -> tuple[QuestionRun, ...]:
-    """What :func:`_write_runs` wrote; ValueError for anything else (a symlink, a file over the
-    dataset file limit, another format or version, a field of the wrong type). Read as typed data:
-    an experiment folder travels (a CI artifact, a colleague's copy), and nothing in it is run."""
-    blob = _read_private(cell_dir / ROUND_RUNS, MAX_FILE_BYTES)
-    if blob is None:
-        raise ValueError(f"{cell_dir / ROUND_RUNS}: missing, not a regular file, or too large")
-    try:
-        return run_io.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"{cell_dir / ROUND_RUNS}: not {run_io.FORMAT} text") from exc
-
-
-def _finish_round(cfg: DictConfig, dataset: Dataset, cid: str, round_: int, parts: Any, work: SharedWork) -> Path:
-    """A cell on the questions of halving round ``round_`` (not the last): computed on that subset
-    and written to the cell's folder with a PARTIAL marker instead of DONE (so no other command
-    reads it as a finished cell, and a grid run over the folder computes the whole cell), unless
-    the folder already covers the round (resume). Incremental: the questions a round before left
-    in the folder (:func:`_prior_round`) are merged, only the new ones computed
-    (:func:`merged_run`); the marker says how many (``computed``). Not tracked: the cell's run is
-    logged when it runs on every question."""
-    fractions = search.rounds_of(cfg.search)
-    if not 0 <= round_ < len(fractions) - 1:
-        raise ConfigError(f"search.round={round_}: a halving sweep's rounds before the last are 0..{len(fractions) - 2} "
-                          "-- fix: leave search.round to the sweeper")
-    fraction, seed = fractions[round_], int(cfg.search.seed)
-    cell_dir = _cell_dir(cfg, cid)
-    if round_covered(cell_dir, fraction, seed):
-        log.info("cell %s: round %d already done, skipping (%s)", cid, round_ + 1, cell_dir)
-        return cell_dir
-    cell_dir.parent.mkdir(parents=True, exist_ok=True)
-    qids = list(search.round_questions(dataset.questions, fraction, seed))
-    prior = _prior_round(cfg, dataset, cell_dir) if _incremental(cfg) else None
-    subset = search.subset_dataset(dataset, qids)
-    plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
-    if prior is None:
-        run, computed = pipeline.run(parts, subset, work), len(qids)
-    else:
-        run, computed = merged_run(parts, dataset, qids, prior, work)
-    result = parts.evaluation.evaluate(run, cid, work)
-    discard(cell_dir)  # the round before's results (read above), or a folder half-written when a run was killed
-    with cell_lock(cell_dir):
-        if round_covered(cell_dir, fraction, seed):
-            return cell_dir
-        write_cell_or_fail(cell_dir, plain, result)
-        if _incremental(cfg):
-            _write_runs(cell_dir, run.questions)
-        atomic_write(cell_dir / search.PARTIAL, json.dumps(
-            {"round": round_, "fraction": fraction, "seed": seed, "questions": len(qids),
-             "questions_digest": search.questions_digest(qids), "dataset_fingerprint": dataset.fingerprint,
-             "computed": computed, "reused": len(qids) - computed}, sort_keys=True) + "\n")
-    log.info("cell %s round %d (%d questions, %d new) done", cid, round_ + 1, len(qids), computed)
     return cell_dir
 
 

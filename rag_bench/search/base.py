@@ -23,6 +23,9 @@ from rag_bench.errors import ConfigError
 from rag_bench.runner.config import build
 
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of the grid's jobs -> each job's cell folder
+# How one job runs its cell: its config, the sweep's shared work and context -> the cell's folder
+# (the runner's run_cell, or a strategy's own route for its jobs: a strategy's optional ``cell``)
+Route = Callable[[DictConfig, Any, Any], Path]
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,10 @@ class SearchContext:
 
 class Strategy(Protocol):
     """A way of searching a grid. ``budgeted``: whether the invocation's budgets
-    (``search.max_llm_calls``, ``budget_s``, ``budget_usd``) can stop it between cells."""
+    (``search.max_llm_calls``, ``budget_s``, ``budget_usd``) can stop it between cells. A strategy
+    whose jobs run their cells their own way also has ``cell(plain: Route) -> Route`` (halving's
+    rounds: :mod:`rag_bench.search.round_cells`), which the runner asks of the strategy its job's
+    ``search`` node builds (:func:`rag_bench.runner.main.cell_route`)."""
 
     name: ClassVar[str]
     budgeted: ClassVar[bool]

@@ -24,12 +24,12 @@ from rag_bench.decision.verdict import question_values
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
 from rag_bench.runner import rounds as search
-from rag_bench.runner.main import round_covered
 from rag_bench.search.plan import halving_bound, halving_floor
+from rag_bench.search.round_cells import round_covered, run_round_cell
 
 if TYPE_CHECKING:
     from rag_bench.domain import Question
-    from rag_bench.search.base import SearchContext
+    from rag_bench.search.base import Route, SearchContext
 
 log = logging.getLogger("rag_bench")
 Launch = Callable[[list[list[str]]], list[Path]]  # a batch of jobs -> each job's cell folder
@@ -261,6 +261,12 @@ class Halving:
                  keep: float = 1 / 3, seed: int = 0, round: int | None = None) -> None:
         self.rounds, self.alpha, self.prune, self.keep, self.seed = rounds, alpha, prune, keep, seed
         self.round = round  # the round of one job (set by the sweeper, read by the runner): not the search's
+
+    def cell(self, plain: Route) -> Route:
+        """How a job of this sweep runs its cell: a round's job (``search.round``, set by the
+        sweeper on every job, the last round's too) through :mod:`rag_bench.search.round_cells`;
+        ``plain`` (the runner's ``run_cell``) otherwise."""
+        return plain if self.round is None else run_round_cell
 
     def check(self, ctx: SearchContext) -> None:
         """Refuse a grid over more than one dataset or split (rounds compare cells on the same

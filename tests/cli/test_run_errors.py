@@ -41,3 +41,13 @@ def test_a_failed_run_keeps_an_experiment_folder_that_was_there_before(tmp_path)
     assert done.returncode == 2 and "Error executing job" not in done.stderr, done.stderr
     cells = [p for p in (tmp_path / "out" / "default").iterdir() if (p / "DONE").exists()]
     assert len(cells) == 1, "the earlier run's cell is kept"
+
+
+def test_a_named_scorer_the_run_cannot_feed_is_refused_with_exit_2(tmp_path):
+    """Issue 51, item 5, through the real command: claims on a run that generates nothing."""
+    done = _run(tmp_path, "generator=none", "eval.scorers=claims")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error: eval.scorers names claims, which this run cannot feed: it has no answers"), \
+        done.stderr
+    assert "-- fix: a generator" in done.stderr and "Traceback" not in done.stderr
+    assert not list((tmp_path / "out").rglob("DONE"))  # nothing written

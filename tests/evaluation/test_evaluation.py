@@ -15,7 +15,7 @@ import rag_bench
 from rag_bench.data.loader import load_dataset
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
-from rag_bench.evaluation.evaluation import MEASURES, Evaluation, chosen
+from rag_bench.evaluation.evaluation import MEASURES, SKIPPED, Evaluation, chosen
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import pipeline
 from rag_bench.runner.config import build_cell
@@ -26,7 +26,7 @@ ROOT = Path(rag_bench.__file__).parent
 # metrics.json entries that are no measure: the tables and fields beside the measures.
 NOT_MEASURES = {"n", "ci", "by_tag", "conditional", "methods", "warnings", "findings", "dataset_fingerprint", "dataset_files",
                 "corpus_fingerprint",
-                MEASURES}
+                MEASURES, SKIPPED}
 
 
 def _cell(*overrides: str):
@@ -197,3 +197,20 @@ def test_records_keep_the_documented_column_order():
              "false_refusal_rate", "tokens_in", "retrieve_ms", "rerank_ms", "passage_precision@5", "hit_lift@5"]
     assert [cols.index(c) for c in order] == sorted(cols.index(c) for c in order)
     assert LAYOUT[0] == "question" and pd.api.types.is_bool_dtype(cell.records["answerable"])
+
+
+def test_a_named_scorer_whose_inputs_the_run_lacks_is_refused_with_a_fix():
+    """Issue 51, item 5: asking for claims on a retrieval-only run reported nothing, silently."""
+    with pytest.raises(ConfigError, match=r"eval.scorers names claims, which this run cannot feed: it has no answers "
+                                          r"\(nothing was generated\) -- fix: a generator .*, or leave claims out"):
+        _cell("generator=none", "eval.scorers='retrieval,claims'")
+
+
+def test_under_all_a_scorer_whose_inputs_the_run_lacks_is_skipped_with_the_reason():
+    _, cell = _cell("generator=none")
+    skipped = cell.metrics[SKIPPED]
+    assert skipped["claims"] == "no answers (nothing was generated)" and skipped["judge"] == "no LLM judge scores"
+    assert skipped["document"] == "no document-level evaluation" and "retrieval" not in skipped
+    assert "claims" not in cell.metrics and "retrieval" in cell.metrics
+    for name in skipped:  # each declares what it lacks here
+        assert measures.SCORERS.get(name).requires

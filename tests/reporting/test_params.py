@@ -92,9 +92,10 @@ def test_the_leaderboard_does_not_rank_cells_whose_shown_measures_differ(tmp_pat
 
 def test_a_cell_written_before_the_measures_block_is_read_from_its_config(pairs, capsys):
     a, b = pairs["eval.gain"]
-    for cell in (a, b):  # drop the block: as a cell of an earlier version
+    for cell in (a, b):  # drop the block: as a cell of an earlier version (format 0, upgraded as it is read)
         m = json.loads((cell / "metrics.json").read_text())
         m.pop("measures")
+        m.pop("format")
         (cell / "metrics.json").write_text(json.dumps(m))
     capsys.readouterr()
     assert cli(["compare", str(a), str(b), "-m", "retrieval/ndcg@10"]) == 2

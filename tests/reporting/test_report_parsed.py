@@ -113,19 +113,35 @@ def test_drill_down_shows_the_parse_around_the_evidence(parsed_cells, tmp_path):
         assert not page.errors
 
 
-def test_a_parser_that_cannot_be_built_here_shows_ids_not_another_parse(parsed_cells, caplog):
-    """A cell whose parser is not installed where the report is made: no text from another parser's
-    offsets, the warning says so, and the rows stand (ids, the records' context texts)."""
+def test_the_drill_down_reads_the_stored_run_and_parses_nothing(parsed_cells, monkeypatch, tmp_path, caplog):
+    """Issue 51, item 4: reports never recompute -- the texts come from the run each cell stored (its
+    own parse), so neither the dataset nor a parser is needed where the report is made (a parser not
+    installed here changes nothing); a cell that stored no run shows ids and the records' context texts."""
     import copy
     import dataclasses
+    import shutil
 
+    import rag_bench.data.loader as loader
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the report parsed the dataset again")
+
+    monkeypatch.setattr(loader, "load_dataset", refused)
     cell = parsed_cells["pdfplumber"]
     config = copy.deepcopy(cell.config)
     config["parser"]["_target_"] = "no_such_package.Parser"
     other = dataclasses.replace(cell, config=config)
+    seen = drill.Corpus().get(other)
+    assert seen is not None and seen.parse is not None and seen.parse.parser == cell.config["parser"]["name"]
+    assert [r["parsed"] for r in drill.cell_rows(other, drill.Passages(), drill.Corpus())] == \
+        [r["parsed"] for r in drill.cell_rows(cell, drill.Passages(), drill.Corpus())]
+    bare = tmp_path / cell.path.name
+    shutil.copytree(cell.path, bare)
+    (bare / "question-runs.jsonl").unlink()
+    without = dataclasses.replace(cell, path=bare)
     corpus = drill.Corpus()
-    assert corpus.get(other) is None and "cannot be read" in caplog.text
-    rows = drill.cell_rows(other, drill.Passages(), corpus)
+    assert corpus.get(without) is None and "stored no readable run" in caplog.text
+    rows = drill.cell_rows(without, drill.Passages(), corpus)
     assert len(rows) == len(cell.records) and all(r["parsed"] == [] for r in rows)
 
 

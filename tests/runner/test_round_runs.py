@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 from rag_bench.evaluation import run_io
 from rag_bench.runner import main, rounds
+from rag_bench.search import round_cells
 
 
 class Planted:
@@ -63,8 +64,8 @@ def test_a_real_run_round_trips_exactly_and_scores_the_same(real_run, tmp_path):
     parts, run, work = real_run
     cell = tmp_path / "cell"
     cell.mkdir()
-    main._write_runs(cell, run.questions)
-    back = main._read_runs(cell)
+    (cell / run_io.FILE).write_text(run_io.dumps_run(run))
+    back = round_cells.read_runs(cell)
     assert run_io.dumps(back) == run_io.dumps(run.questions)  # field by field (NaN included)
     assert [type(r.question) for r in back] == [type(r.question) for r in run.questions]
     assert all(a.question == b.question and a.ranked == b.ranked or math.isnan(sum(a.ranked.scores))
@@ -79,16 +80,16 @@ def test_a_planted_pickle_is_never_loaded(real_run, tmp_path, monkeypatch):
     monkeypatch.setenv("RAG_BENCH_CACHE", str(tmp_path / "cache"))
     proof = tmp_path / "executed"
     cell = partial_folder(tmp_path, ["q1"])
-    (cell / main.ROUND_RUNS).write_bytes(pickle.dumps((Planted(str(proof)),)))
+    (cell / run_io.FILE).write_bytes(pickle.dumps((Planted(str(proof)),)))
     (cell / "round-runs.pickle").write_bytes(pickle.dumps((Planted(str(proof)),)))  # the old file name too
     cfg = OmegaConf.create({"search": {"seed": 0}})
-    assert main._prior_round(cfg, SimpleNamespace(fingerprint="fp"), cell) is None  # type: ignore[arg-type]
+    assert round_cells.prior_round(cfg, SimpleNamespace(fingerprint="fp"), cell) is None  # type: ignore[arg-type]
     assert not proof.exists()
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda lines: [lines[0].replace('"version": 1', '"version": 2'), *lines[1:]], "version 2: this rag_bench reads "
-                                                                                   "version 1 -- fix:"),
+    (lambda lines: [lines[0].replace('"version": 1', '"version": 7'), *lines[1:]], "version 7: this rag_bench reads "
+                                                                                   "versions 1 and 2 -- fix:"),
     (lambda lines: lines[1:], "not a rag_bench.question_runs file"),
     (lambda lines: lines[:-1], "the header says"),
     (lambda lines: [lines[0], lines[1].replace('"qid": ', '"__class__": "os.system", "qid": ', 1), *lines[2:]],
@@ -115,8 +116,25 @@ def test_a_symlinked_runs_file_is_not_followed(real_run, tmp_path):
     _, run, _ = real_run
     source = tmp_path / "elsewhere"
     source.mkdir()
-    main._write_runs(source, run.questions)
+    (source / run_io.FILE).write_text(run_io.dumps_run(run))
     cell = partial_folder(tmp_path, [r.qid for r in run.questions])
-    (cell / main.ROUND_RUNS).symlink_to(source / main.ROUND_RUNS)
+    (cell / run_io.FILE).symlink_to(source / run_io.FILE)
     with pytest.raises(ValueError, match="not a regular file"):
-        main._read_runs(cell)
+        round_cells.read_runs(cell)
+
+
+def test_a_whole_run_round_trips_and_scores_the_same(real_run):
+    parts, run, work = real_run
+    back = run_io.load_run(run_io.dumps_run(run))
+    assert run_io.dumps_run(back) == run_io.dumps_run(run)
+    assert back.dataset.fingerprint == run.dataset.fingerprint and back.dataset.documents == run.dataset.documents
+    first, second = (untimed(parts.evaluation.evaluate(r, "cid", work).metrics) for r in (run, back))
+    assert json.dumps(first, sort_keys=True, default=str) == json.dumps(second, sort_keys=True, default=str)
+
+
+def test_version_1_is_upgraded_for_its_question_runs_and_refused_as_a_whole_run(real_run):
+    _, run, _ = real_run
+    old = run_io.dumps(run.questions)  # what halving's rounds wrote before (question runs only)
+    assert run_io.dumps(run_io.loads(old)) == old
+    with pytest.raises(run_io.VersionError, match="version 1: .* -- fix: run the cell again"):
+        run_io.load_run(old)

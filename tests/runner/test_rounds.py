@@ -12,7 +12,6 @@ import pytest
 
 from rag_bench.domain import Dataset, Question
 from rag_bench.errors import ConfigError
-from rag_bench.runner.main import round_covered
 from rag_bench.runner.rounds import (
     PARTIAL,
     RoundSummary,
@@ -30,6 +29,7 @@ from rag_bench.runner.rounds import (
     subset_dataset,
     summary,
 )
+from rag_bench.search.round_cells import round_covered
 
 
 def questions(n: int = 200) -> list[Question]:

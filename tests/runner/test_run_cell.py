@@ -32,7 +32,7 @@ def test_cell_folder_layout(tmp_path):
     cell = run(tmp_path, "chunker=section", "generator=none")
     assert cell.parent.name == "default" and is_done(cell)
     assert {p.name for p in cell.iterdir()} == {"config.yaml", "metrics.json", "records.parquet", "run.trec",
-                                                "qrels.trec", "failures.csv", "DONE"}
+                                                "qrels.trec", "failures.csv", "question-runs.jsonl", "DONE"}
     metrics = json.loads((cell / "metrics.json").read_text())
     assert metrics["counts"]["questions"] == 6 and metrics["counts"]["answerable"] == 4
     assert metrics["n"]["retrieval/hit@5"] == 4

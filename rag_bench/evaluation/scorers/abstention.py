@@ -29,15 +29,14 @@ class Abstention:
     """The scorer of :data:`ABSTENTION` (cells whose system answered)."""
 
     name = "abstention"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The refusal rates when the run answered."""
-        return list(ABSTENTION) if run.answered else []
+        return list(ABSTENTION)
 
     def score(self, context: Context) -> list[Part]:
         """Per question, the refusal measures (NaN for a failed call or the other kind of question)."""
-        if not context.run.answered:
-            return []
         columns: dict[str, list[float]] = {m.column: [] for m in ABSTENTION}
         for qr in context.run.questions:
             a, outcome = qr.answer, qr.question.outcome

@@ -62,11 +62,11 @@ class Ann:
     lay open)."""
 
     name = "ann"
+    requires: tuple[str, ...] = ("ann",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The index's figures, at the cutoffs it was measured at; the tuning's when it was tuned."""
-        if run.ann is None:
-            return []
+        assert run.ann is not None  # requires
         out = [ANN_RECALL.at(k) for k in run.ann.recall] + list(ANN[1:])
         tuning = run.ann.tuning
         if tuning is not None:
@@ -77,8 +77,7 @@ class Ann:
         """The figures, the index's name and the tuning's curve; a warning when the target was not reached."""
         run = context.run
         report = run.ann
-        if report is None:
-            return []
+        assert report is not None  # requires
         values, fields = _report(report, run.index_name)
         warnings = (unreached(report.tuning, run.index_name),) \
             if report.tuning is not None and not report.tuning.reached else ()

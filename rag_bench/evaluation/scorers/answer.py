@@ -60,10 +60,11 @@ class AnswerScorer:
     """The scorer of :data:`ANSWER` (cells whose system answered)."""
 
     name = "answer"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """``answer/correct_all``, ``answer/context_all`` and the refusal counts when the run answered."""
-        return [*ANSWER, *REFUSALS] if run.answered else []
+        return [*ANSWER, *REFUSALS]
 
     def score(self, context: Context) -> list[Part]:
         """Per question, ``correct_all`` (NaN for a failed call, or an answerable question no
@@ -71,8 +72,6 @@ class AnswerScorer:
         evidence, or a failed call on an unanswerable one); whether the generator is a stand-in; the
         refusal warning."""
         run = context.run
-        if not run.answered:
-            return []
         correct = np.asarray(context.column(CORRECT.column), np.float64)
         complete = np.asarray(context.column(CONTEXT_COMPLETE.column), np.float64)
         values, ready, refused_handed, handed = [], [], 0, 0

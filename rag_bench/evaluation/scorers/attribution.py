@@ -268,6 +268,7 @@ class Attribution:
     """The scorer of each question's failure label and the ``failures`` tallies."""
 
     name = "attribution"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """One tally per label of the cell's kind."""

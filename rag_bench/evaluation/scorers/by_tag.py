@@ -43,6 +43,7 @@ class ByTag:
     """The per-tag table (no measure of its own: it breaks down others')."""
 
     name = "by_tag"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """None: the table repeats other scorers' measures per tag."""

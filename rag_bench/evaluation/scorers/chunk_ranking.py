@@ -93,6 +93,7 @@ class ChunkRanking:
     """The scorer of :data:`RANKING`, and the cell's run.trec and qrels.trec."""
 
     name = "retrieval"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The ranking measures at ``eval.ks`` (when the chunk unit is reported)."""

@@ -31,16 +31,15 @@ class Citations:
     """The scorer of :data:`CITATION` (cells whose system answered)."""
 
     name = "citation"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The citation measures when the run answered."""
-        return list(CITATION) if run.answered else []
+        return list(CITATION)
 
     def score(self, context: Context) -> list[Part]:
         """Per question: citation precision, recall and invalid citations (NaN for a failed call)."""
         run, cover = context.run, context.settings.min_coverage
-        if not run.answered:
-            return []
         columns: dict[str, list[float]] = {m.column: [] for m in CITATION}
         for qr in run.questions:
             q, a, passages = qr.question, qr.answer, qr.context or ()

@@ -105,16 +105,15 @@ class Claims:
     """The scorer of :data:`CLAIMS` and the ``claims`` column (cells whose system answered)."""
 
     name = "claims"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The claim measures when the run answered."""
-        return list(CLAIMS) if run.answered else []
+        return list(CLAIMS)
 
     def score(self, context: Context) -> list[Part]:
         """Per question: the judged claims and the claim measures."""
         run = context.run
-        if not run.answered:
-            return []
         columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in CLAIMS}}
         for qr in run.questions:
             judged = verdicts(qr)

@@ -159,6 +159,7 @@ class Clarify:
     """The scorer of :data:`CLARIFY` (cells whose system answered, on a dataset that asks for it)."""
 
     name = "clarify"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The clarify measures and count when the run answered and a question expects clarify

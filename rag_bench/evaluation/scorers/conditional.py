@@ -16,6 +16,7 @@ class Conditional:
     """The hit/miss table (no measure of its own)."""
 
     name = "conditional"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """None: a table of counts of another scorer's measure."""
@@ -24,8 +25,6 @@ class Conditional:
     def score(self, context: Context) -> list[Part]:
         """The table at ``pipeline.k`` (hit = a relevant passage in the top k), for cells that answered."""
         run, k = context.run, context.settings.k
-        if not run.answered:
-            return []
         correct = np.asarray(context.column(CORRECT.column), np.float64)
         answerable = np.array([q.question.answerable for q in run.questions], bool)
         first = np.array([np.inf if g.first_relevant is None else g.first_relevant

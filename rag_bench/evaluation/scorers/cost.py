@@ -67,6 +67,7 @@ class Cost:
     """The scorer of the ``cost`` figures of embedding and generation."""
 
     name = "cost"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Embedding cost always; generation's when the run answered; the money with a price table."""

@@ -49,6 +49,7 @@ class Counts:
     """The scorer of the ``counts`` figures (the judge's and the document unit's are theirs)."""
 
     name = "counts"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The data's sizes; the generator's calls when it answered; the system's own counts."""

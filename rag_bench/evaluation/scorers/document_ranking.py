@@ -50,17 +50,14 @@ class DocumentRanking:
     """The scorer of :data:`DOCUMENT`: the document ranking of each question, its measures and files."""
 
     name = "document"
+    requires: tuple[str, ...] = ("unit=document",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The document measures at ``eval.ks`` and their denominators (when documents are reported)."""
-        if settings.unit not in ("document", "both"):
-            return []
         return [*ranking_measures(sorted(set(settings.ks)), DOCUMENT), *COUNTS]
 
     def score(self, context: Context) -> list[Part]:
         """Each question's documents and scores, the measures' columns, the counts and the two files."""
-        if context.settings.unit not in ("document", "both"):
-            return []
         doc_ids, doc_scores, measures, values, lines, rel = context.shared(
             self.name, (sorted(set(context.settings.ks)), context.settings.gain), lambda: _documents(context))
         warnings: tuple[str, ...] = ()

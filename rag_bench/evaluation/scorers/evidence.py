@@ -41,6 +41,7 @@ class Evidence:
     """The scorer of :data:`EVIDENCE` at ``eval.ks`` and ``pipeline.k``."""
 
     name = "evidence"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Evidence recall and completeness at each cutoff (family-major, metrics.json's order), and

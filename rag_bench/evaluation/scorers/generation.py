@@ -92,16 +92,15 @@ class Generation:
     """The scorer of :data:`GENERATION` (cells whose system answered)."""
 
     name = "generation"
+    requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Every generation measure when the run answered; none for a retrieval-only run."""
-        return list(GENERATION) if run.answered else []
+        return list(GENERATION)
 
     def score(self, context: Context) -> list[Part]:
         """Per question, every generation measure; how faithfulness and the judge were judged."""
         run, s = context.run, context.settings
-        if not run.answered:
-            return []
         columns: dict[str, list[float]] = {m.column: [] for m in GENERATION}
         for qr in run.questions:
             for name, v in answer_values(qr, answer_match=s.answer_match, f1_threshold=s.f1_threshold).items():

@@ -84,6 +84,7 @@ class Injection:
     """The scorer of :data:`INJECTION` and :data:`HIDDEN`."""
 
     name = "injection"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The injection shares when the dataset has canaries (context and answer ones when the run

@@ -90,11 +90,11 @@ class Judge:
     """The scorer of the judged measures (cells an LLM judge scored)."""
 
     name = "judge"
+    requires: tuple[str, ...] = ("judge",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Each judged metric's measure and consistency, and what judging cost."""
-        if run.judge is None:
-            return []
+        assert run.judge is not None  # requires
         ms = run.judge.metrics
         return [*(judge_measure(m) for m in ms), *(consistency_measure(m) for m in ms), *COUNTS, *COST]
 
@@ -102,8 +102,7 @@ class Judge:
         """The judge's columns; per metric its two-level interval and consistency; counts, cost and
         the failure warning."""
         run = context.run
-        if run.judge is None:
-            return []
+        assert run.judge is not None  # requires
         metrics, results = run.judge.metrics, _results(run)
         cols = columns(results, metrics)
         values: dict[str, Any] = {}

@@ -73,6 +73,7 @@ class Latency:
     """The scorer of the ``latency`` section."""
 
     name = "latency"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The durations the run reports (their names depend on the stages it ran)."""

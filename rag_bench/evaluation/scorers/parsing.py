@@ -68,16 +68,16 @@ class Parsing:
     """The scorer of :data:`PARSE` (datasets with document files to parse)."""
 
     name = "parsing"
+    requires: tuple[str, ...] = ("parse",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Every parse figure when the dataset was parsed, else none."""
-        return list(PARSE) if run.dataset.parse is not None else []
+        return list(PARSE)
 
     def score(self, context: Context) -> list[Part]:
         """The parse report's figures, the failures by document and a warning per failure."""
         report = context.run.dataset.parse
-        if report is None:
-            return []
+        assert report is not None  # requires
         methods = [m for _, _, m in report.evidence]
         n = len(methods)
 

@@ -23,6 +23,7 @@ class PassagePrecision:
     """The scorer of :data:`PASSAGE_PRECISION` at the cell's ``k``."""
 
     name = "passage_precision"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """passage_precision at ``pipeline.k``."""

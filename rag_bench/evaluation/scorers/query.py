@@ -138,11 +138,10 @@ class QueryScorer:
     """The scorer of the ``query`` section and the transform's records columns."""
 
     name = "query"
+    requires: tuple[str, ...] = ("query",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Every measure of a run with a transform; gold_overlap when a question has a standalone form."""
-        if not transformed(run):
-            return []
         gold = any(q.question.standalone for q in run.questions)
         return [FALLBACK_RATE, CALLS, MS, FAN_OUT, KEPT_TERMS, *([GOLD_OVERLAP] if gold else []),
                 LIFT.at(settings.k)]
@@ -150,8 +149,6 @@ class QueryScorer:
     def score(self, context: Context) -> list[Part]:
         """Per question: the transform's figures, its texts, output and fallback reason."""
         run = context.run
-        if not transformed(run):
-            return []
         k, level = context.settings.k, context.settings.relevance_level
         rare = rare_words(run)
         cols: dict[str, list[object]] = {m.column: [] for m in (FALLBACK_RATE, CALLS, MS, FAN_OUT, KEPT_TERMS)}

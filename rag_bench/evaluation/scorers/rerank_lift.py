@@ -23,6 +23,7 @@ class RerankLift:
     """The scorer of :data:`HIT_LIFT` at the cell's ``k``."""
 
     name = "rerank_lift"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """hit_lift at ``pipeline.k`` when the run reranked."""

@@ -32,6 +32,7 @@ class Security:
     have filtered."""
 
     name = "security"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """Every security count, for every cell."""

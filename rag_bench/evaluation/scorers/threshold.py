@@ -25,6 +25,7 @@ class Threshold:
     """The scorer of :data:`THRESHOLD`."""
 
     name = "threshold"
+    requires: tuple[str, ...] = ()  # what every run has: its rankings and questions
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
         """The three figures, for every cell."""

@@ -1,0 +1,77 @@
+"""``rag-bench rescore CELL eval.X=Y ...``: score a cell again under other ``eval.*`` settings from
+the run it stored (its :data:`~rag_bench.evaluation.run_io.FILE`), without running the pipeline:
+a new cell folder beside it (the cell id of those settings), the same run."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from pathlib import Path
+from typing import Any
+
+from rag_bench.cli.common import fail, say
+from rag_bench.cli.table import Command
+from rag_bench.errors import ConfigError, RagBenchError
+
+
+def run(argv: list[str]) -> int:
+    """``rag-bench rescore`` with the arguments ``argv``; its exit code."""
+    p = argparse.ArgumentParser(
+        prog="rag-bench rescore", description="Score a finished cell again under other eval.* settings from the "
+        "run it stored (question-runs.jsonl: its rankings, contexts, answers, judgements), without running the "
+        "pipeline: the result is a new cell folder beside it, the cell a run with those settings would make.",
+        epilog="example: rag-bench rescore experiments/default/0123456789ab eval.gain=exponential eval.ks=[1,3,10]")
+    p.add_argument("cell", help="a finished cell folder (experiments/<experiment>/<cell_id>)")
+    p.add_argument("overrides", nargs="*", default=[], help="eval.* settings, e.g. eval.gain=exponential")
+    a = p.parse_args(argv)
+    try:
+        cell_dir = rescore(Path(a.cell), a.overrides)
+    except RagBenchError as exc:
+        return fail(exc)
+    say(f"wrote {cell_dir}")
+    return 0
+
+
+def rescore(cell: Path, overrides: list[str]) -> Path:
+    """The cell folder of ``cell``'s stored run scored with ``overrides`` (``eval.*`` only); a
+    :class:`ConfigError` naming the override or file and the fix otherwise."""
+    from omegaconf import OmegaConf
+
+    from rag_bench.cells import load_cell
+    from rag_bench.evaluation import run_io
+    from rag_bench.evaluation.evaluation import Evaluation
+    from rag_bench.runner.config import cell_id, validate
+    from rag_bench.runner.main import finish
+
+    found = load_cell(cell, records=False)  # a finished cell (DONE), else what the folder is instead
+    cfg = OmegaConf.create(found.config)
+    for override in overrides:
+        _check(override, found.config.get("eval") or {})
+    with_eval = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
+    # beside the cell it rescores, wherever that folder is now
+    with_eval.output.root, with_eval.experiment.name = str(cell.resolve().parent.parent), cell.resolve().parent.name
+    validate(with_eval)  # type: ignore[arg-type]
+    stored = run_io.load_or_refuse(cell / run_io.FILE)
+    if stored.dataset.fingerprint != found.dataset_fingerprint:
+        raise ConfigError(f"{cell / run_io.FILE}: its dataset fingerprint {stored.dataset.fingerprint} is not the "
+                          f"cell's {found.dataset_fingerprint} (metrics.json) -- fix: run the cell again")
+    evaluation = Evaluation.from_config(with_eval)  # type: ignore[arg-type]
+    return finish(with_eval, stored.dataset, cell_id(with_eval, stored.dataset.fingerprint),  # type: ignore[arg-type]
+                  lambda cid: run_io.stored(evaluation.evaluate(stored, cid), stored), timed=False)
+
+
+def _check(override: str, eval_node: dict[str, Any]) -> None:
+    """``override`` is ``eval.<key>=<value>`` of a key the cell's config has."""
+    key, eq, _ = override.partition("=")
+    name = key.removeprefix("eval.")
+    if not eq or not key.startswith("eval.") or "." in name:
+        raise ConfigError(f"rescore changes eval.* settings only, got {override!r}: anything else changes the run "
+                          "-- fix: rag-bench run with that override (the pipeline runs again)")
+    if name not in eval_node:
+        near = difflib.get_close_matches(name, list(eval_node), n=1)
+        raise ConfigError(f"{key} is not a setting of the cell's eval -- fix: one of "
+                          f"{', '.join(sorted(eval_node))}" + (f" (did you mean eval.{near[0]}?)" if near else ""))
+
+
+COMMAND = Command("rescore", "CELL eval.X=Y ...",
+                  "score a cell again under other eval.* settings from its stored run (no pipeline)", run)
