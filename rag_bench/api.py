@@ -39,6 +39,8 @@ ADVICE = {
     "parsing": "the parser lost the evidence (a quote not found in the parse, or a file it could not read): try "
                "another parser (parser=pdfplumber, pymupdf4llm, ...), and check metrics.json parse and "
                "parse_failures",
+    "query": "the query transform lost the evidence the question as it is (or its standalone form) finds: "
+             "check the transform's output in the drill-down, try query=none or history, or a stronger model",
     "chunking": "the chunker cut the evidence apart: try chunker=section or parent_child, or larger chunks",
     "retrieval_miss": "no relevant passage was retrieved: try retriever=hybrid, another embedder, or a deeper "
                       "first stage",

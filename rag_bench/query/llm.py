@@ -33,6 +33,8 @@ REPLY = 'Reply with JSON only: your text in "answer", "sources" an empty list, "
 _BULLET = re.compile(r"^\s*(?:(?:[-*•]|\(?\d{1,2}[.):])\s+)+")
 
 
+# Safe: the key is a transform's name and the value the text of a prompt file shipped in the
+# package (read-only, a handful of names): nothing a run or a user changes.
 @lru_cache(maxsize=16)
 def instructions(name: str) -> str:
     """The instructions of transform ``name`` (``prompts/<name>.txt``), as written."""

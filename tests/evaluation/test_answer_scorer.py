@@ -10,9 +10,10 @@ import pytest
 
 from rag_bench.domain import Answer, Dataset, Question, Ranking
 from rag_bench.errors import ConfigError
+from rag_bench.evaluation.evaluation import _unmet
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import REQUIREMENTS, Context, Settings
 from rag_bench.evaluation.scorers import answer
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.evaluation.scorers.generation import CORRECT
@@ -94,11 +95,14 @@ def test_the_refusal_warning_fires_at_a_quarter_over_at_least_four(refused, hand
 
 
 def test_no_answer_measures_for_a_run_without_answers():
+    # The scorer declares what it needs; the evaluation never runs it on a run without answers
+    # (issue 51 item 5: scorers no longer check their inputs themselves).
     q = Question("q0", "?", True)
     empty = Ranking("q0", (), ())
     run = SystemRun(Dataset("d", "", "native", {}, (q,)), [], (QuestionRun(q, empty, empty),))
-    assert answer.SCORER.measures(run, Settings(ks=(5,), k=5)) == []
-    assert answer.SCORER.score(Context(run, Settings(ks=(5,), k=5), Grades((), {}))) == []
+    assert answer.SCORER.requires == ("answers",)
+    unmet = _unmet(answer.SCORER, run, Settings(ks=(5,), k=5))
+    assert [u.fix for u in unmet] == [REQUIREMENTS["answers"].fix]
 
 
 def test_the_extractive_generator_declares_itself_a_stand_in():
