@@ -102,7 +102,9 @@ class Support:
     when there is none; ``start``/``end``: that window's characters in the passage; ``coverage``:
     share of the claim's content words found in it; ``missing``: the claim's content words
     (stemmed) not found there; ``numbers_ok``/``names_ok``/``negation_ok``: the strict checks (every
-    number, every name of the claim in the window; a negation in the claim matched by one there).
+    number, every name of the claim in the window; a negation in the claim matched by one there);
+    ``undecided``: the evidence is ambiguous (``supported`` is then False; only the semantic judge
+    of :mod:`rag_bench.metrics.semantic` leaves a claim undecided).
     """
 
     claim: Claim
@@ -115,6 +117,7 @@ class Support:
     numbers_ok: bool
     names_ok: bool
     negation_ok: bool
+    undecided: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -542,6 +545,11 @@ class ClaimVerdict:
     def context_supported(self) -> bool:
         """Supported by some passage of the context, cited or not."""
         return self.context is not None and self.context.supported
+
+    @property
+    def undecided(self) -> bool:
+        """Its own passages' verdict is undecided (ambiguous evidence: neither supported nor not)."""
+        return self.own is not None and self.own.undecided
 
 
 def _markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:

@@ -1,0 +1,242 @@
+"""Semantic support of a claim: the best cosine between the claim and a sentence or a two-sentence
+window of its passages, with the packaged embedding model (issue 55).
+
+The lexical judge (:mod:`rag_bench.metrics.support`) sees words: a paraphrase with other words
+("passed away" for "died") is a "no" once a fifth of a claim's words differ, which is most of the
+claims of the long answers large models write. Here each claim is also embedded and compared with
+every *unit* of its passages (:func:`units`: each sentence and each run of two consecutive
+sentences, never across passages); the best unit's cosine is the claim's semantic support.
+
+Texts are embedded through an :class:`~rag_bench.embedding.base.Embedder` (by default the packaged
+all-MiniLM-L6-v2 with the persistent embedding cache, :func:`default_embedder`), so a claim or a
+passage unit is encoded once per text -- across answers, cells and runs -- never per cell.
+
+The judge (:class:`SemanticJudge`, the claims scorer's ``eval.claims_judge=semantic``) weighs, per
+claim and per set of passages, the lexical judge's findings (the share of the claim's words in its
+best window, numbers, names and negation there) and the best cosine with a small logistic model
+(:class:`Weights`, shipped as ``semantic_weights.json`` with its training script
+``benchmarks/train_support_judge.py`` and the data it was fitted on): a claim is supported when the
+model's probability is at least ``0.5 + band``, unsupported below ``0.5 - band`` and *undecided* in
+between -- ambiguous evidence is counted as such (:attr:`Support.undecided`), never guessed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_bench.memo import Lru, digest
+from rag_bench.metrics.support import FILLERS, ClaimVerdict, Support, judge_claims, read, windows
+
+WEIGHTS_FILE = Path(__file__).with_name("semantic_weights.json")
+
+UNIT_SENTENCES = 2  # a unit: one sentence or a run of two consecutive sentences of one passage
+
+
+@dataclass(frozen=True)
+class Match:
+    """A claim's best unit: its cosine, the passage (0-based, in the order given; -1: none) and
+    the unit's characters in it."""
+
+    cosine: float
+    passage: int
+    start: int
+    end: int
+
+
+_UNITS = Lru(1 << 14, pure=True)  # passage digest -> its unit spans
+
+
+def units(passage: str) -> tuple[tuple[int, int], ...]:
+    """Spans of each sentence and each run of two consecutive sentences of ``passage``.
+
+    >>> p = "Rollo was a Viking. He ruled Normandy. He died."
+    >>> [p[s:e] for s, e in units(p)]
+    ['Rollo was a Viking.', 'Rollo was a Viking. He ruled Normandy.', 'He ruled Normandy.', \
+'He ruled Normandy. He died.', 'He died.']
+    """
+    return _UNITS.get_or(digest([passage]), lambda: windows(passage, UNIT_SENTENCES))
+
+
+class Similarity:
+    """Claim-to-passage cosines through ``embedder`` (its ``embed_documents``: one vector per text,
+    L2-normalised; a cached embedder encodes each distinct text once)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (distinct texts embedded once per call; the embedder's cache spares
+        texts seen before)."""
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return np.zeros((0, 0), dtype=np.float32)
+        vecs = np.asarray(self.embedder.embed_documents(distinct), dtype=np.float32)
+        row = {t: i for i, t in enumerate(distinct)}
+        return vecs[[row[t] for t in texts]]
+
+    def best(self, claims: Sequence[str], passages: Sequence[str]) -> list[Match]:
+        """Per claim, its best unit among ``passages`` (the first of equals). Passages with more
+        than :data:`MAX_UNITS` units are narrowed per claim first to the :data:`MAX_UNITS` units
+        sharing most of its content words (:func:`candidates`), so a long article costs a bounded
+        number of encodings per claim, not one per sentence."""
+        spans = [(i, s, e) for i, p in enumerate(passages) for s, e in units(p)]
+        if not claims:
+            return []
+        if not spans:
+            return [Match(0.0, -1, 0, 0) for _ in claims]
+        picks = [candidates(c, passages, spans) for c in claims]
+        chosen = sorted({j for pick in picks for j in pick})
+        texts = [passages[spans[j][0]][spans[j][1]:spans[j][2]] for j in chosen]
+        vecs = self.vectors([*claims, *texts])
+        column = {j: k for k, j in enumerate(chosen)}
+        sims = vecs[:len(claims)] @ vecs[len(claims):].T
+        out = []
+        for row, pick in zip(sims, picks, strict=True):
+            scores = row[[column[j] for j in pick]]
+            best = int(np.argmax(scores))
+            i, s, e = spans[pick[best]]
+            out.append(Match(float(scores[best]), i, s, e))
+        return out
+
+
+MAX_UNITS = 16  # units a claim is compared with at most (those sharing most of its words; all when fewer)
+
+
+def candidates(claim: str, passages: Sequence[str], spans: Sequence[tuple[int, int, int]]) -> list[int]:
+    """Indexes into ``spans`` of the units a claim is embedded against: all of them when there are
+    at most :data:`MAX_UNITS`, else the :data:`MAX_UNITS` sharing most of the claim's content words
+    (ties in passage order), in passage order."""
+    if len(spans) <= MAX_UNITS:
+        return list(range(len(spans)))
+    words = read(claim, FILLERS).words
+    shared = [len(words & read(passages[i][s:e]).words) for i, s, e in spans]
+    top = sorted(range(len(spans)), key=lambda j: (-shared[j], j))[:MAX_UNITS]
+    return sorted(top)
+
+
+@functools.lru_cache(maxsize=4)
+def default_embedder(cache_dir: str | None = None) -> Any:
+    """The packaged all-MiniLM-L6-v2 (conf/embedder/minilm.yaml's defaults) with the persistent
+    embedding cache (``cache_dir``: None = ``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``): one per
+    process, loaded on first use."""
+    from rag_bench.embedding.sentence_transformer import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(cache_dir=cache_dir)
+
+
+# A claim's features, in the order of Weights.coef: the best cosine, the share of its words in its
+# best lexical window, the strict checks there (1 = passed) and the lexical verdict.
+FEATURES = ("cosine", "coverage", "numbers_ok", "names_ok", "negation_ok", "lexical")
+
+
+def features(lexical: Support, match: Match) -> tuple[float, ...]:
+    """The model's inputs for one claim against one set of passages (:data:`FEATURES`)."""
+    return (match.cosine, lexical.coverage, float(lexical.numbers_ok), float(lexical.names_ok),
+            float(lexical.negation_ok), float(lexical.supported))
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A logistic model over :data:`FEATURES`: P(supported) = sigmoid(coef . x + intercept); a claim
+    is undecided when that probability is within ``band`` of 0.5. ``source``: where it came from."""
+
+    coef: tuple[float, ...]
+    intercept: float
+    band: float = 0.1
+    source: str = ""
+
+    def probability(self, x: Sequence[float]) -> float:
+        """P(supported) for features ``x``."""
+        z = self.intercept + sum(c * v for c, v in zip(self.coef, x, strict=True))
+        return 1.0 / (1.0 + math.exp(-z)) if z > -500 else 0.0
+
+    def verdict(self, x: Sequence[float]) -> bool | None:
+        """True (supported), False (not) or None (undecided: within ``band`` of 0.5)."""
+        p = self.probability(x)
+        if p >= 0.5 + self.band:
+            return True
+        if p < 0.5 - self.band:
+            return False
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON form (``semantic_weights.json``'s ``model``)."""
+        return {"features": list(FEATURES), "coef": [round(c, 6) for c in self.coef],
+                "intercept": round(self.intercept, 6), "band": self.band}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: str = "") -> Weights:
+        """Weights from :meth:`as_json`'s form (features checked against :data:`FEATURES`)."""
+        if tuple(data.get("features", ())) != FEATURES:
+            raise ValueError(f"{source or 'weights'}: features {data.get('features')} are not {list(FEATURES)}")
+        return cls(tuple(float(c) for c in data["coef"]), float(data["intercept"]), float(data.get("band", 0.1)),
+                   source)
+
+
+@functools.lru_cache(maxsize=4)
+def load_weights(path: str | None = None) -> Weights:
+    """The shipped model (``semantic_weights.json`` next to this module), or the file ``path``."""
+    file = Path(path) if path else WEIGHTS_FILE
+    return Weights.from_json(json.loads(file.read_text(encoding="utf-8"))["model"], str(file))
+
+
+class SemanticJudge:
+    """The claims scorer's kernel with the semantic model: :func:`judge_claims`'s verdicts (the same
+    claims, citations, passages and spans: the lexical judge's best windows), each ``supported``
+    decided again by :class:`Weights` over the lexical findings and the best cosine, and marked
+    ``undecided`` where the model is within its band."""
+
+    def __init__(self, embedder: Any, weights: Weights | None = None) -> None:
+        self.similarity = Similarity(embedder)
+        self.weights = weights or load_weights()
+        self._memo = Lru(1 << 12, pure=True)
+
+    def _decide(self, lexical: Support | None, match: Match | None) -> Support | None:
+        if lexical is None or match is None:
+            return lexical
+        verdict = self.weights.verdict(features(lexical, match))
+        return replace(lexical, supported=bool(verdict), undecided=verdict is None)
+
+    def judge_claims(self, answer: str, sources: Sequence[int], passages: Sequence[tuple[int, str]], *,
+                     ignore: frozenset[str] = FILLERS) -> tuple[ClaimVerdict, ...]:
+        """:func:`rag_bench.metrics.support.judge_claims` decided by the model (see the class)."""
+        key = digest([answer, repr(tuple(sources)), *(f"{n}:{t}" for n, t in passages), repr(self.weights)])
+        return self._memo.get_or(key, lambda: self._judge(answer, sources, passages, ignore))
+
+    def _judge(self, answer: str, sources: Sequence[int], passages: Sequence[tuple[int, str]],
+               ignore: frozenset[str]) -> tuple[ClaimVerdict, ...]:
+        lexical = judge_claims(answer, sources, passages, ignore=ignore)
+        text = dict(passages)
+        claims = [v.claim.text for v in lexical]
+        context = self.similarity.best(claims, [t for _, t in passages]) if passages else [None] * len(claims)
+        out = []
+        for v, ctx in zip(lexical, context, strict=True):
+            own_match = self.similarity.best([v.claim.text], [text[n] for n in v.citations])[0] if v.citations \
+                else None
+            alone = tuple(bool(self.weights.verdict(features(
+                lexical_alone, self.similarity.best([v.claim.text], [text[n]])[0])))
+                for n, lexical_alone in zip(v.citations, self._alone(v, text, ignore), strict=True))
+            out.append(replace(v, own=self._decide(v.own, own_match), by_citation=alone,
+                               context=self._decide(v.context, ctx)))
+        return tuple(out)
+
+    @staticmethod
+    def _alone(v: ClaimVerdict, text: dict[int, str], ignore: frozenset[str]) -> list[Support]:
+        from rag_bench.metrics.support import support_claim
+
+        return [support_claim(v.claim, [text[n]], ignore=ignore) for n in v.citations]
+
+
+@functools.lru_cache(maxsize=1)
+def semantic_judge() -> SemanticJudge:
+    """The claims scorer's semantic judge: the packaged model with the persistent embedding cache
+    and the shipped weights, one per process."""
+    return SemanticJudge(default_embedder(None))
