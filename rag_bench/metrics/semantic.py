@@ -83,15 +83,21 @@ class Similarity:
         return vecs[[row[t] for t in texts]]
 
     def best(self, claims: Sequence[str], passages: Sequence[str]) -> list[Match]:
-        """Per claim, its best unit among ``passages`` (the first of equals). Passages with more
-        than :data:`MAX_UNITS` units are narrowed per claim first to the :data:`MAX_UNITS` units
-        sharing most of its content words (:func:`candidates`), so a long article costs a bounded
-        number of encodings per claim, not one per sentence."""
+        """Per claim, its best unit among ``passages`` (the first of equals)."""
+        return [max(row, key=lambda m: m.cosine) if row else Match(0.0, -1, 0, 0)
+                for row in self.per_passage(claims, passages)]
+
+    def per_passage(self, claims: Sequence[str], passages: Sequence[str]) -> list[list[Match]]:
+        """Per claim, per passage, its best unit there (cosine 0 and no span where the passage has
+        none among the claim's candidates). More than :data:`MAX_UNITS` units in all are narrowed
+        per claim first to the :data:`MAX_UNITS` sharing most of its content words
+        (:func:`candidates`), so a long article costs a bounded number of encodings per claim, not
+        one per sentence."""
         spans = [(i, s, e) for i, p in enumerate(passages) for s, e in units(p)]
         if not claims:
             return []
         if not spans:
-            return [Match(0.0, -1, 0, 0) for _ in claims]
+            return [[Match(0.0, i, 0, 0) for i in range(len(passages))] for _ in claims]
         picks = [candidates(c, passages, spans) for c in claims]
         chosen = sorted({j for pick in picks for j in pick})
         texts = [passages[spans[j][0]][spans[j][1]:spans[j][2]] for j in chosen]
@@ -100,10 +106,13 @@ class Similarity:
         sims = vecs[:len(claims)] @ vecs[len(claims):].T
         out = []
         for row, pick in zip(sims, picks, strict=True):
-            scores = row[[column[j] for j in pick]]
-            best = int(np.argmax(scores))
-            i, s, e = spans[pick[best]]
-            out.append(Match(float(scores[best]), i, s, e))
+            best = [Match(0.0, i, 0, 0) for i in range(len(passages))]
+            for j in pick:  # in passage order: the first of equals stays
+                i, s, e = spans[j]
+                c = float(row[column[j]])
+                if best[i].end == 0 or c > best[i].cosine:
+                    best[i] = Match(c, i, s, e)
+            out.append(best)
         return out
 
 
@@ -213,26 +222,24 @@ class SemanticJudge:
 
     def _judge(self, answer: str, sources: Sequence[int], passages: Sequence[tuple[int, str]],
                ignore: frozenset[str]) -> tuple[ClaimVerdict, ...]:
-        lexical = judge_claims(answer, sources, passages, ignore=ignore)
-        text = dict(passages)
-        claims = [v.claim.text for v in lexical]
-        context = self.similarity.best(claims, [t for _, t in passages]) if passages else [None] * len(claims)
-        out = []
-        for v, ctx in zip(lexical, context, strict=True):
-            own_match = self.similarity.best([v.claim.text], [text[n] for n in v.citations])[0] if v.citations \
-                else None
-            alone = tuple(bool(self.weights.verdict(features(
-                lexical_alone, self.similarity.best([v.claim.text], [text[n]])[0])))
-                for n, lexical_alone in zip(v.citations, self._alone(v, text, ignore), strict=True))
-            out.append(replace(v, own=self._decide(v.own, own_match), by_citation=alone,
-                               context=self._decide(v.context, ctx)))
-        return tuple(out)
-
-    @staticmethod
-    def _alone(v: ClaimVerdict, text: dict[int, str], ignore: frozenset[str]) -> list[Support]:
         from rag_bench.metrics.support import support_claim
 
-        return [support_claim(v.claim, [text[n]], ignore=ignore) for n in v.citations]
+        lexical = judge_claims(answer, sources, passages, ignore=ignore)
+        text = dict(passages)
+        order = {n: i for i, (n, _) in enumerate(passages)}
+        # one comparison per claim with every passage of the context: its cited ones, each alone and
+        # the whole context read from the same cosines
+        rows = self.similarity.per_passage([v.claim.text for v in lexical], [t for _, t in passages])
+        out = []
+        for v, row in zip(lexical, rows, strict=True):
+            cited = [row[order[n]] for n in v.citations]
+            own = max(cited, key=lambda m: m.cosine) if cited else None
+            ctx = max(row, key=lambda m: m.cosine) if row else None
+            alone = tuple(bool(self.weights.verdict(features(support_claim(v.claim, [text[n]], ignore=ignore), m)))
+                          for n, m in zip(v.citations, cited, strict=True))
+            out.append(replace(v, own=self._decide(v.own, own), by_citation=alone,
+                               context=self._decide(v.context, ctx)))
+        return tuple(out)
 
 
 @functools.lru_cache(maxsize=1)
