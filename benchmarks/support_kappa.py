@@ -106,7 +106,7 @@ def scorer_inputs(row: dict[str, Any]) -> tuple[str, tuple[int, ...], list[tuple
     return row["answer"], cites, [(i + 1, p["text"]) for i, p in enumerate(row["retrieved"])]
 
 
-def _answer_supported(values: dict[str, float]) -> Verdict:
+def _answer_supported(values: dict[str, float]) -> Verdict:  # NaN: undecided / not judged
     from rag_bench.evaluation.scorers.claims import ANSWER_SUPPORTED
 
     v = values[ANSWER_SUPPORTED.column]
@@ -130,7 +130,8 @@ def semantic_measure(weights: Any, cache_dir: str | None) -> Callable[[dict[str,
 
     def measure(row: dict[str, Any]) -> Verdict:
         inputs = scorer_inputs(row)
-        return _answer_supported(claims.question_values(None if inputs is None else judge.judge_claims(*inputs)))
+        judged = None if inputs is None else judge.judge_claims(*inputs)
+        return _answer_supported(claims.question_values(judged, True, judge.weights.mostly))
 
     return measure
 

@@ -11,20 +11,19 @@ Texts are embedded through an :class:`~rag_bench.embedding.base.Embedder` (by de
 all-MiniLM-L6-v2 with the persistent embedding cache, :func:`default_embedder`), so a claim or a
 passage unit is encoded once per text -- across answers, cells and runs -- never per cell.
 
-The judge (:class:`SemanticJudge`, the claims scorer's ``eval.claims_judge=semantic``) weighs, per
-claim and per set of passages, the lexical judge's findings (the share of the claim's words in its
-best window, numbers, names and negation there) and the best cosine with a small logistic model
-(:class:`Weights`, shipped as ``semantic_weights.json`` with its training script
-``benchmarks/train_support_judge.py`` and the data it was fitted on): a claim is supported when the
-model's probability is at least ``0.5 + band``, unsupported below ``0.5 - band`` and *undecided* in
-between -- ambiguous evidence is counted as such (:attr:`Support.undecided`), never guessed.
+The judge (:class:`SemanticJudge`, the claims scorer's ``eval.claims_judge=semantic``) decides, per
+claim and per set of passages, from the lexical judge's findings (its verdict, numbers and negation
+in the best window) and the best cosine, with two thresholds and an answer-level share fitted on
+people's judgments (:class:`Weights`, shipped as ``semantic_weights.json`` with its training script
+``benchmarks/train_support_judge.py`` and the data it was fitted on). A cosine between the two
+thresholds is *undecided*: ambiguous evidence is counted as such (:attr:`Support.undecided`), never
+guessed.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -116,7 +115,7 @@ class Similarity:
         return out
 
 
-MAX_UNITS = 16  # units a claim is compared with at most (those sharing most of its words; all when fewer)
+MAX_UNITS = 8  # units a claim is compared with at most (those sharing most of its words; all when fewer)
 
 
 def candidates(claim: str, passages: Sequence[str], spans: Sequence[tuple[int, int, int]]) -> list[int]:
@@ -154,40 +153,69 @@ def features(lexical: Support, match: Match) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class Weights:
-    """A logistic model over :data:`FEATURES`: P(supported) = sigmoid(coef . x + intercept); a claim
-    is undecided when that probability is within ``band`` of 0.5. ``source``: where it came from."""
+    """The judge's decision rule over :data:`FEATURES`, with thresholds fitted on people's judgments
+    (``benchmarks/train_support_judge.py``). A claim is
 
-    coef: tuple[float, ...]
-    intercept: float
-    band: float = 0.1
+    - supported when the lexical judge supports it, or when its numbers and negation agree with its
+      best window and its best cosine is at least ``high``;
+    - not supported when a number or a negation disagrees (a changed fact is no paraphrase), or when
+      its best cosine is below ``low`` and the lexical judge does not support it;
+    - undecided otherwise (ambiguous evidence: a cosine between ``low`` and ``high``).
+
+    An answer is supported when at least ``mostly`` of its claims are, not supported when more than
+    ``1 - mostly`` of them are not, else undecided (``mostly`` = 1: every claim, as the lexical
+    judge's ``answer_supported``). ``source``: where the rule came from."""
+
+    high: float
+    low: float
+    mostly: float = 1.0
     source: str = ""
 
-    def probability(self, x: Sequence[float]) -> float:
-        """P(supported) for features ``x``."""
-        z = self.intercept + sum(c * v for c, v in zip(self.coef, x, strict=True))
-        return 1.0 / (1.0 + math.exp(-z)) if z > -500 else 0.0
-
     def verdict(self, x: Sequence[float]) -> bool | None:
-        """True (supported), False (not) or None (undecided: within ``band`` of 0.5)."""
-        p = self.probability(x)
-        if p >= 0.5 + self.band:
+        """True (supported), False (not) or None (undecided) for one claim's features ``x``."""
+        cosine, _, numbers_ok, _, negation_ok, lexical = x
+        if lexical:
             return True
-        if p < 0.5 - self.band:
+        if not (numbers_ok and negation_ok):
+            return False
+        if cosine >= self.high:
+            return True
+        if cosine < self.low:
             return False
         return None
 
+    def answer(self, verdicts: Sequence[bool | None]) -> bool | None:
+        """An answer's verdict from its claims' (:func:`answer_verdict` at ``mostly``)."""
+        return answer_verdict(verdicts, self.mostly)
+
     def as_json(self) -> dict[str, Any]:
         """The JSON form (``semantic_weights.json``'s ``model``)."""
-        return {"features": list(FEATURES), "coef": [round(c, 6) for c in self.coef],
-                "intercept": round(self.intercept, 6), "band": self.band}
+        return {"features": list(FEATURES), "high": self.high, "low": self.low, "mostly": self.mostly}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str = "") -> Weights:
         """Weights from :meth:`as_json`'s form (features checked against :data:`FEATURES`)."""
         if tuple(data.get("features", ())) != FEATURES:
             raise ValueError(f"{source or 'weights'}: features {data.get('features')} are not {list(FEATURES)}")
-        return cls(tuple(float(c) for c in data["coef"]), float(data["intercept"]), float(data.get("band", 0.1)),
-                   source)
+        return cls(float(data["high"]), float(data["low"]), float(data.get("mostly", 1.0)), source)
+
+
+def answer_verdict(verdicts: Sequence[bool | None], mostly: float) -> bool | None:
+    """True when at least ``mostly`` of the claims' ``verdicts`` are True, False when more than
+    ``1 - mostly`` are False, else None (undecided; also for no claim).
+
+    >>> answer_verdict([True, True, True, False], 0.75), answer_verdict([True, False], 1.0), answer_verdict([True, None], 1.0)
+    (True, False, None)
+    """
+    n = len(verdicts)
+    if not n:
+        return None
+    yes, no = sum(v is True for v in verdicts), sum(v is False for v in verdicts)
+    if yes >= mostly * n - 1e-9:
+        return True
+    if no > (1.0 - mostly) * n + 1e-9:
+        return False
+    return None
 
 
 @functools.lru_cache(maxsize=4)

@@ -20,7 +20,7 @@ from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.evaluation.scorer import Context, Settings
 from rag_bench.evaluation.scorers import claims
 from rag_bench.metrics import semantic
-from rag_bench.metrics.semantic import FEATURES, SemanticJudge, Similarity, Weights, candidates, units
+from rag_bench.metrics.semantic import SemanticJudge, Similarity, Weights, candidates, units
 from rag_bench.runner.config import cell_id, validate
 from tests.conftest import REPO, SHARED, compose_config
 from tests.fakes import KeywordEmbedder
@@ -52,11 +52,17 @@ def test_similarity_finds_the_unit_and_passage_of_a_claim() -> None:
     assert m.cosine > 0.5
 
 
-def test_weights_decide_yes_no_or_undecided_within_the_band() -> None:
-    w = Weights((10.0, 0.0, 0.0, 0.0, 0.0, 0.0), -5.0, band=0.1)  # P = 0.5 at cosine 0.5
-    assert w.verdict((0.9, 0, 1, 1, 1, 0)) is True
-    assert w.verdict((0.1, 0, 1, 1, 1, 0)) is False
-    assert w.verdict((0.5, 0, 1, 1, 1, 0)) is None
+def test_the_rule_decides_yes_no_or_undecided_between_its_thresholds() -> None:
+    w = Weights(high=0.8, low=0.5, mostly=0.75)
+    # cosine, coverage, numbers_ok, names_ok, negation_ok, lexical verdict
+    assert w.verdict((0.9, 0.2, 1, 1, 1, 0)) is True  # a paraphrase: other words, the same meaning
+    assert w.verdict((0.3, 0.2, 1, 1, 1, 0)) is False
+    assert w.verdict((0.6, 0.2, 1, 1, 1, 0)) is None  # ambiguous: counted, not guessed
+    assert w.verdict((0.95, 0.9, 0, 1, 1, 0)) is False  # a changed number is no paraphrase
+    assert w.verdict((0.1, 1.0, 1, 1, 1, 1)) is True  # the lexical judge's yes stands
+    assert w.answer([True, True, True, False]) is True and w.answer([True, False, False]) is False
+    assert w.answer([True, True, None, None]) is None and w.answer([]) is None
+    assert Weights(0.8, 0.5).answer([True, True, False]) is False  # mostly = 1: every claim
     assert Weights.from_json(w.as_json()) == w
     with pytest.raises(ValueError, match="features"):
         Weights.from_json({**w.as_json(), "features": ["cosine"]})
@@ -64,7 +70,7 @@ def test_weights_decide_yes_no_or_undecided_within_the_band() -> None:
 
 def test_the_shipped_model_loads_with_the_features_of_the_code() -> None:
     w = semantic.load_weights()
-    assert len(w.coef) == len(FEATURES) and 0 < w.band < 0.5
+    assert 0 <= w.low < w.high <= 1 and 0.5 <= w.mostly <= 1
     doc = json.loads(semantic.WEIGHTS_FILE.read_text())
     assert set(doc["data"]) == {"begin-wow-dev", "wice-claim-dev", "summedits-dev", "mtrag-cloud-dev"}
 
@@ -86,8 +92,7 @@ def _context(answers: list[Answer], judge: str) -> Context:
 
 
 def test_the_scorer_counts_undecided_claims_and_leaves_the_answer_undecided(monkeypatch) -> None:
-    # P(supported) from the cosine alone: >= 0.6 yes, < 0.4 no, in between undecided
-    w = Weights((10.0, 0.0, 0.0, 0.0, 0.0, 0.0), -5.0, band=0.1)
+    w = Weights(high=0.6, low=0.4, mostly=1.0)  # cosine >= 0.6 yes, < 0.4 no, in between undecided
     monkeypatch.setattr(semantic, "semantic_judge", lambda: SemanticJudge(KeywordEmbedder(), w))
     answers = [Answer("Rollo became the first ruler of Normandy in 911 [1].", (1,)),
                Answer("Bananas grow quickly in tropical gardens [1].", (1,))]
@@ -98,9 +103,10 @@ def test_the_scorer_counts_undecided_claims_and_leaves_the_answer_undecided(monk
     assert part.columns["answer_supported"] == [1.0, 0.0]
     assert part.columns["claims_undecided"] == [0.0, 0.0]
     assert part.columns["claims"][0][0]["undecided"] is False
-    # a band covering every probability: nothing is decided, the answer is undefined, not guessed
-    monkeypatch.setattr(semantic, "semantic_judge", lambda: SemanticJudge(KeywordEmbedder(), Weights(w.coef, w.intercept, 0.5)))
-    (part,) = claims.SCORER.score(_context(answers[:1], "semantic"))
+    # thresholds no cosine of this claim reaches nor falls under: undecided, the answer undefined, not guessed
+    monkeypatch.setattr(semantic, "semantic_judge", lambda: SemanticJudge(KeywordEmbedder(), Weights(1.01, -1.0)))
+    paraphrase = Answer("Rollo's boy was named William Longsword [1].", (1,))  # the lexical judge: no (3 of 5 words)
+    (part,) = claims.SCORER.score(_context([paraphrase], "semantic"))
     assert math.isnan(part.columns["answer_supported"][0]) and part.columns["claims_undecided"] == [1.0]
     assert part.columns["claims"][0][0]["undecided"] is True and part.columns["claim_support"] == [0.0]
 

@@ -22,10 +22,12 @@ negation there):
 With ``eval.claims_judge=semantic`` (issue 55) each claim is judged by the semantic judge of
 :mod:`rag_bench.metrics.semantic` (the lexical findings and the claim's best cosine with a passage
 sentence or window, weighed by a model fitted on people's judgments), which may leave a claim
-*undecided* (ambiguous evidence): an undecided claim counts as not supported in the shares above,
-``answer_supported`` is undefined (NaN: not guessed) for an answer with an undecided claim and no
-unsupported one, and ``claims_undecided`` (undecided claims / claims) and the records' ``undecided``
-per claim show how many. The lexical judge (the default) decides every claim.
+*undecided* (ambiguous evidence): an undecided claim counts as not supported in the shares above;
+``answer_supported`` is 1 when at least the judge's ``mostly`` share of the claims is supported (its
+fitted rule: docs/metrics.md), 0 when more than the rest is not, and undefined (NaN: not guessed)
+in between; ``claims_undecided`` (undecided claims / claims) and the records' ``undecided`` per
+claim show how many. The lexical judge (the default) decides every claim, and an answer only when
+all are supported.
 
 Undefined (NaN) for a refusal, an unparseable output, a failed call and an answer with no claim
 holding an informative word. ``generation/faithfulness`` (the lexical proxy) and
@@ -90,10 +92,12 @@ def claim_record(v: ClaimVerdict, undecided: bool = False) -> dict[str, Any]:
             **({"undecided": v.undecided} if undecided else {})}
 
 
-def question_values(verdicts: tuple[ClaimVerdict, ...] | None, undecided: bool = False) -> dict[str, float]:
+def question_values(verdicts: tuple[ClaimVerdict, ...] | None, undecided: bool = False,
+                    mostly: float = 1.0) -> dict[str, float]:
     """One answer's claim measures by column; NaN throughout when ``verdicts`` is None (not judged)
     or empty (no claim to judge). With ``undecided`` (the semantic judge) also ``claims_undecided``,
-    and ``answer_supported`` is NaN when a claim is undecided and none is unsupported."""
+    and ``answer_supported`` by the judge's answer rule (at least ``mostly`` of the claims supported;
+    :func:`rag_bench.metrics.semantic.answer_verdict`)."""
     nan = float("nan")
     measures = (*CLAIMS, CLAIMS_UNDECIDED) if undecided else CLAIMS
     if not verdicts:
@@ -102,8 +106,11 @@ def question_values(verdicts: tuple[ClaimVerdict, ...] | None, undecided: bool =
     n = len(verdicts)
     open_ = sum(v.undecided for v in verdicts)
     answer = float(all(v.supported for v in verdicts))
-    if open_ and not any(not v.supported and not v.undecided for v in verdicts):
-        answer = nan  # undecided, not guessed
+    if undecided:  # the semantic judge's answer rule: at least `mostly` of the claims (undecided: NaN, not guessed)
+        from rag_bench.metrics.semantic import answer_verdict
+
+        said = answer_verdict([None if v.undecided else v.supported for v in verdicts], mostly)
+        answer = nan if said is None else float(said)
     # Shares of 0/1 values: a count over n is the float numpy's mean gives (integer sums are exact), at a
     # fraction of its cost per question.
     out = {CLAIM_SUPPORT.column: sum(v.supported for v in verdicts) / n,
@@ -123,6 +130,16 @@ def _judge(settings: Settings) -> Callable[..., tuple[ClaimVerdict, ...]]:
 
         return semantic_judge().judge_claims
     return judge_claims
+
+
+def _mostly(settings: Settings) -> float:
+    """The share of an answer's claims ``answer_supported`` needs (1: every claim; the semantic
+    judge's fitted share)."""
+    if settings.claims_judge == "semantic":
+        from rag_bench.metrics.semantic import semantic_judge
+
+        return semantic_judge().weights.mostly
+    return 1.0
 
 
 def verdicts(qr: QuestionRun, judge: Callable[..., tuple[ClaimVerdict, ...]] = judge_claims
@@ -153,12 +170,13 @@ class Claims:
             return []
         semantic = context.settings.claims_judge == "semantic"
         judge = _judge(context.settings)
+        mostly = _mostly(context.settings)
         measures = [*CLAIMS, CLAIMS_UNDECIDED] if semantic else CLAIMS
         columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in measures}}
         for qr in run.questions:
             judged = verdicts(qr, judge)
             columns[COLUMN].append([claim_record(v, semantic) for v in judged or ()])
-            for name, value in question_values(judged, semantic).items():
+            for name, value in question_values(judged, semantic, mostly).items():
                 columns[name].append(value)
         method = METHODS.get(context.settings.claims_judge, METHOD)
         return [Part(SECTION, columns, sections={"methods": {SECTION: method}},
