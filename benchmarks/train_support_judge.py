@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = _features(args.root, args.cache_dir)
     model = fit(rows, source=str(WEIGHTS_FILE))
-    doc = {"about": "semantic support judge of rag_bench.metrics.semantic: logistic model over FEATURES, fitted by "
+    doc = {"about": "semantic support judge of rag_bench.metrics.semantic: its decision rule over FEATURES (Weights), fitted by "
                     "benchmarks/train_support_judge.py on the shared human-judgment dev sets (issue 55)",
            "model": model.as_json(), "grid": {"high": HIGHS, "low": LOWS, "mostly": MOSTLY},
            "embedder": "all-MiniLM-L6-v2 (packaged, torch)",
