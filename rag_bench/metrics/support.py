@@ -81,6 +81,9 @@ FILLERS = frozenset({"yes", "yeah", "yea", "yep", "oh", "ok", "okay", "well", "a
                      "know", "guess", "believe", "like", "love", "sure", "lot", "lots", "pretty", "quite", "great",
                      "good", "interesting", "fun", "cool", "wow", "us", "one", "thing", "things", "kind", "sort",
                      "probably", "maybe", "perhaps", "definitely", "absolutely", "even", "still", "much", "many"})
+# A list item's number at a claim's start ("2. Delete ...", "3) Open ...") or the next item's number
+# left after a colon at its end ("... take these actions: 1."): numbering, not a number the claim states.
+_ENUMERATOR = re.compile(r"^\s*\d{1,2}[.)]\s+|:\s*\d{1,2}[.)]?\s*$")
 MIN_CLAUSE_WORDS = 3  # content words on each side of "and"/"but"/";" before it splits two facts
 _SPLIT = re.compile(r";|,?\s+but\s+|,\s+and\s+", re.IGNORECASE)
 
@@ -427,6 +430,7 @@ class _ClaimReading:
     @classmethod
     def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
         """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
+        text = _ENUMERATOR.sub("", text)  # "2. Delete the models" claims no number 2: list numbering
         key = digest([text])
 
         def make() -> _ClaimReading:
