@@ -161,3 +161,15 @@ def test_the_shipped_features_are_recomputed_from_the_shared_data(tmp_path: Path
         assert all(a == pytest.approx(b, abs=1e-3) for x, x2 in zip(xs, xs2, strict=True) for a, b in zip(x, x2))
     assert t.provenance(root, ("begin-wow-dev",)) == {
         "begin-wow-dev": json.loads(semantic.WEIGHTS_FILE.read_text())["data"]["begin-wow-dev"]}
+
+
+def test_the_views_mark_an_undecided_claim() -> None:
+    from rag_bench.reporting import claims_view
+
+    (c,) = claims_view.shown([{"text": "Rollo's boy was William", "citations": [1], "supported": False,
+                               "undecided": True, "passage": 1, "span_start": 0, "span_end": 5}], [NORMANDY])
+    assert c["undecided"] is True and c["supported"] is False and c["evidence"]["kind"] == "short"
+    assert claims_view.shown([{"text": "x", "supported": True}], [])[0]["undecided"] is False  # lexical records
+    for script in ("report.js", "label.js"):
+        text = (REPO / "rag_bench" / "reporting" / script).read_text(encoding="utf-8")
+        assert "c.undecided" in text and "undecided (the evidence is ambiguous)" in text
