@@ -56,8 +56,10 @@ def _read(folder: Path) -> list[tuple[int, dict[str, Any]]]:
     return read_set(folder)
 
 
-def claim_features(root: Path, cache_dir: str | None = None, sets: tuple[str, ...] = SETS) -> Rows:
-    """(set, label, [features per claim]) per labelled, non-refused answer with a claim to judge."""
+def claim_features(root: Path, cache_dir: str | None = None, sets: tuple[str, ...] = SETS,
+                   limit: int | None = None) -> Rows:
+    """(set, label, [features per claim]) per labelled, non-refused answer with a claim to judge
+    (of each set's first ``limit`` labelled answers when given)."""
     from rag_bench.metrics.support import judge_claims
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -66,7 +68,7 @@ def claim_features(root: Path, cache_dir: str | None = None, sets: tuple[str, ..
     sim = SemanticJudge(default_embedder(cache_dir), Weights(1.0, 0.0)).similarity
     out: Rows = []
     for s in sets:
-        for label, row in _read(root / s):
+        for label, row in _read(root / s)[:limit]:
             inputs = scorer_inputs(row)
             if inputs is None:
                 continue
