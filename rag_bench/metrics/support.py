@@ -24,7 +24,8 @@ Here:
    word not starting a sentence) and, when the claim is negated (not, no, never, n't ...; or it
    denies itself: "It is untrue that ...", "... - false"), a negation in the window's sentence holding
    most of its words. A number must keep its unit or noun (:func:`quantities`: "12 sons" is a "no"
-   against "3 sons and 12 ships"). Anything less (partial support) is "no". Text is read as a reader
+   against "3 sons and 12 ships"); a list item's numbering ("2. Delete ...", "... as follows: 1.") is
+   no number of the claim. Anything less (partial support) is "no". Text is read as a reader
    sees it (:func:`visible`: zero-width characters dropped, look-alike Cyrillic and Greek letters read
    as Latin ones).
 5. :func:`support_answer`: the answer is supported when every claim is; ``None`` when no claim has
