@@ -1,27 +1,31 @@
-"""How well do offline support verdicts agree with people's? (issue 42)
+"""How well do offline support verdicts agree with people's? (issues 42, 55)
 
-For each human-judgment set (``begin-wow-dev``, ``wice-claim-dev``; see its README.md), one run
-prints n, people's yes-rate, and Cohen's kappa with its 95 % bootstrap CI
-(:func:`rag_bench.calibration.agreement.kappa_ci`, the same code ``rag-bench calibrate`` uses) for:
+For each human-judgment set (``begin-wow-dev``, ``wice-claim-dev``, ``summedits-dev``,
+``mtrag-cloud-dev``; see its README.md) one run prints, per measure:
 
-- ``proxy``: the lexical proxy the scorer uses today (:func:`rag_bench.metrics.generation.faithfulness`,
-  called with the answer and the passages it cites, verdict ``>= 1`` as in
-  :mod:`rag_bench.calibration.standins`);
-- ``scorer``: the claims scorer's columns (:mod:`rag_bench.evaluation.scorers.claims`) as
-  ``rag-bench calibrate`` reads them: ``answer_supported`` (the stand-in ``faithfulness (offline claim
-  judge)``) and ``citation_precision_claims >= 1`` (``citation support per claim``), each claim
-  judged by its own citations (here: the answer's ``citations`` list, no markers);
-- the claim/window judge of :mod:`rag_bench.metrics.support`, in every variant tried (one rule and
-  one threshold per variant for both sets; nothing fitted per set).
+- ``n``: labelled items; ``undec``: the share the measure leaves undecided (not judged: no claim to
+  judge, or evidence the judge calls ambiguous) -- counted, never guessed;
+- ``yes``: the measure's "yes" rate on the items it decides, ``people``: people's "yes" rate on the
+  same items, ``bias``: the difference in points (the error of a faithfulness figure read from it);
+- ``kappa [95% CI]``: Cohen's kappa on the decided items with its bootstrap CI
+  (:func:`rag_bench.calibration.agreement.kappa_ci`, the code ``rag-bench calibrate`` uses).
 
-An answer the judge has nothing to judge in (no content word) counts as "no", as does a refusal.
+Measures:
 
-``--embed`` adds the packaged MiniLM (all-MiniLM-L6-v2, offline) as a signal: per claim, the best
-cosine between the claim and a sentence of the passages; an answer's score is its worst claim's.
-Printed alone (score >= t) and combined with the default judge (AND, OR), for t in 0.5 .. 0.9.
-It encodes every passage sentence (minutes on 2 cores), so it is off by default.
+- ``proxy``: the lexical proxy (:func:`rag_bench.metrics.generation.faithfulness` >= 1 on the cited
+  passages, as :mod:`rag_bench.calibration.standins` reads it);
+- ``claims (lexical)``: the claims scorer's ``answer_supported`` with the lexical judge (the default,
+  :mod:`rag_bench.metrics.support`);
+- ``claims (semantic)``: ``answer_supported`` with the semantic judge (:mod:`rag_bench.metrics.semantic`,
+  ``eval.claims_judge=semantic``), its shipped weights (``rag_bench/metrics/semantic_weights.json``);
+- ``semantic, held out``: the same judge with weights refitted without the set being measured
+  (``benchmarks/train_support_judge.py``'s leave-one-set-out): what it does on a kind of text it
+  has never been fitted to.
 
-    python benchmarks/support_kappa.py [DIR] [--embed]   # DIR: default ../shared/datasets/human-judgments
+``--variants`` adds the lexical judge's variants of issue 42 (one rule, one threshold each).
+
+    python benchmarks/support_kappa.py [DIR] [--variants] [--cache-dir D]
+    # DIR: default ../shared/datasets/human-judgments; embeddings cached under --cache-dir
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,36 +44,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from rag_bench.calibration.agreement import cohen_kappa, kappa_ci
 from rag_bench.domain import Answer, Passage
 from rag_bench.metrics.generation import faithfulness
-from rag_bench.metrics.support import judge_claims, support_answer
+from rag_bench.metrics.support import support_answer
 
-SETS = ("begin-wow-dev", "wice-claim-dev")
+SETS = ("begin-wow-dev", "wice-claim-dev", "summedits-dev", "mtrag-cloud-dev")
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "human-judgments"
 
-# name -> keyword arguments of support_answer, one rule and one threshold for both sets. In the order
-# tried: A was chosen on principle before measuring (every informative word of each claim, every
-# number, name and negation, in one window of <= 2 sentences); it is too strict for paraphrase, so
-# the others relax one thing at a time. The default of support_answer is I (see the report of issue 42).
+# name -> keyword arguments of support_answer (issue 42's variants of the lexical judge; --variants).
 VARIANTS: dict[str, dict[str, Any]] = {
     "A all words, 2-sent window, strict": {"min_coverage": 1.0, "max_sentences": 2},
-    "B as A, fillers counted": {"min_coverage": 1.0, "max_sentences": 2, "ignore": frozenset()},
     "C as A, 1-sent window": {"min_coverage": 1.0, "max_sentences": 1},
-    "D as A, 3-sent window": {"min_coverage": 1.0, "max_sentences": 3},
     "E as A, whole passage": {"min_coverage": 1.0, "max_sentences": 0},
-    "F as A, not strict": {"min_coverage": 1.0, "max_sentences": 2, "strict": False},
     "G 80% words, 2-sent window, strict": {"min_coverage": 0.8, "max_sentences": 2},
-    "H 80% words, 3-sent window, strict": {"min_coverage": 0.8, "max_sentences": 3},
-    "H5 80% words, 5-sent window, strict": {"min_coverage": 0.8, "max_sentences": 5},
-    "H10 80% words, 10-sent window, strict": {"min_coverage": 0.8, "max_sentences": 10},
-    "I 80% words, whole passage, strict": {"min_coverage": 0.8, "max_sentences": 0},
+    "I 80% words, whole passage, strict (default)": {"min_coverage": 0.8, "max_sentences": 0},
     "I- as I, not strict": {"min_coverage": 0.8, "max_sentences": 0, "strict": False},
-    "I90 90% words, whole passage, strict": {"min_coverage": 0.9, "max_sentences": 0},
     "I70 70% words, whole passage, strict": {"min_coverage": 0.7, "max_sentences": 0},
-    "J 60% words, 2-sent window, strict": {"min_coverage": 0.6, "max_sentences": 2},
     "K 60% words, 2-sent window, not strict": {"min_coverage": 0.6, "max_sentences": 2, "strict": False},
 }
 
+Verdict = int | None  # 1 yes, 0 no, None undecided / not judged
 
-def _read(folder: Path) -> list[tuple[int, dict[str, Any]]]:
+
+def read_set(folder: Path) -> list[tuple[int, dict[str, Any]]]:
     """(people's verdict, output row) per labelled item, matched by qid and the answer's SHA-256."""
     labels = {}
     for line in (folder / "labels.jsonl").read_text(encoding="utf-8").splitlines():
@@ -86,67 +82,81 @@ def _read(folder: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _proxy(row: dict[str, Any]) -> int:
+def _proxy(row: dict[str, Any]) -> Verdict:
     answer = Answer(row["answer"], tuple(row.get("citations", ())), refused=bool(row.get("refused", False)))
     passages = [Passage(i + 1, f"c{i}", p.get("doc_id", ""), 0, len(p["text"]), p["text"])
                 for i, p in enumerate(row["retrieved"])]
     return int(faithfulness(answer, passages) >= 1.0)
 
 
-def _judge(row: dict[str, Any], kw: dict[str, Any]) -> int:
+def _variant(row: dict[str, Any], kw: dict[str, Any]) -> Verdict:
     if row.get("refused"):
         return 0
     cited = [p["text"] for i, p in enumerate(row["retrieved"]) if i + 1 in set(row.get("citations", ()))]
     verdict, _ = support_answer(row["answer"], cited, **kw)
-    return int(bool(verdict))
+    return None if verdict is None else int(verdict)
 
 
-def _scorer(row: dict[str, Any]) -> dict[str, float]:
-    """The claims scorer's per-question values for one output row (NaN: undefined)."""
-    from rag_bench.evaluation.scorers import claims
-
+def scorer_inputs(row: dict[str, Any]) -> tuple[str, tuple[int, ...], list[tuple[int, str]]] | None:
+    """(answer, valid citations, numbered passages) as the claims scorer reads an output row; None: a refusal."""
     if row.get("refused"):
-        return claims.question_values(None)
+        return None
     nums = {i + 1 for i in range(len(row["retrieved"]))}
     cites = tuple(n for n in dict.fromkeys(row.get("citations", ())) if n in nums)
-    passages = [(i + 1, p["text"]) for i, p in enumerate(row["retrieved"])]
-    return claims.question_values(judge_claims(row["answer"], cites, passages))
+    return row["answer"], cites, [(i + 1, p["text"]) for i, p in enumerate(row["retrieved"])]
 
 
-def _cosines(rows: list[dict[str, Any]]) -> list[float]:
-    """Per answer: min over its claims of the max cosine between the claim and a passage sentence."""
-    import numpy as np
-    from sentence_transformers import SentenceTransformer
+def _answer_supported(values: dict[str, float]) -> Verdict:  # NaN: undecided / not judged
+    from rag_bench.evaluation.scorers.claims import ANSWER_SUPPORTED
 
-    from rag_bench.embedding.models import resolve_model
-    from rag_bench.metrics.support import FILLERS, content_words, split_claims
-    from rag_bench.text.sentences import sentence_spans
-
-    model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
-    out = []
-    for r in rows:
-        claims = [c.text for c in split_claims(r["answer"]) if content_words(c.text, FILLERS)]
-        sents = [p["text"][s:e] for p in r["retrieved"] for s, e in sentence_spans(p["text"])]
-        if r.get("refused") or not claims or not sents:
-            out.append(0.0)
-            continue
-        c = model.encode(claims, normalize_embeddings=True, batch_size=64)
-        v = model.encode(sents, normalize_embeddings=True, batch_size=64)
-        out.append(float(np.min(np.max(c @ v.T, axis=1))))
-    return out
+    v = values[ANSWER_SUPPORTED.column]
+    return None if v != v else int(v >= 1.0)
 
 
-def _line(name: str, people: list[int], auto: list[int], seconds: float) -> str:
-    k = cohen_kappa(people, auto, categories=[0, 1])
-    ci = kappa_ci(people, auto, categories=[0, 1])
-    interval = f"[{ci.low:.2f}, {ci.high:.2f}]" if ci.defined else f"(no CI: {ci.reason})"
-    return f"  {name:<42} yes {sum(auto) / len(auto):5.2f}  kappa {k:6.3f} {interval:<14} {seconds:6.1f}s"
+def _lexical(row: dict[str, Any]) -> Verdict:
+    from rag_bench.evaluation.scorers import claims
+    from rag_bench.metrics.support import judge_claims
+
+    inputs = scorer_inputs(row)
+    return _answer_supported(claims.question_values(None if inputs is None else judge_claims(*inputs)))
+
+
+def semantic_measure(weights: Any, cache_dir: str | None) -> Callable[[dict[str, Any]], Verdict]:
+    """The semantic judge's answer verdict with ``weights`` (None: the shipped ones)."""
+    from rag_bench.evaluation.scorers import claims
+    from rag_bench.metrics.semantic import SemanticJudge, default_embedder
+
+    judge = SemanticJudge(default_embedder(cache_dir), weights)
+
+    def measure(row: dict[str, Any]) -> Verdict:
+        inputs = scorer_inputs(row)
+        judged = None if inputs is None else judge.judge_claims(*inputs)
+        return _answer_supported(claims.question_values(judged, True, judge.weights.mostly))
+
+    return measure
+
+
+def line(name: str, people: Sequence[int], auto: Sequence[Verdict], seconds: float) -> str:
+    """One measure's row: undecided share, yes-rate vs people's on the decided items, kappa with CI."""
+    pairs = [(p, a) for p, a in zip(people, auto, strict=True) if a is not None]
+    undecided = 1 - len(pairs) / len(people)
+    if not pairs:
+        return f"  {name:<46} undec {undecided:5.2f}  (nothing decided)"
+    ps, qs = [p for p, _ in pairs], [a for _, a in pairs]
+    yes, base = sum(qs) / len(qs), sum(ps) / len(ps)
+    k = cohen_kappa(ps, qs, categories=[0, 1])
+    ci = kappa_ci(ps, qs, categories=[0, 1])
+    interval = f"[{ci.low:.2f}, {ci.high:.2f}]" if ci.defined else "(no CI)"
+    return (f"  {name:<46} undec {undecided:5.2f}  yes {yes:5.2f} people {base:5.2f} bias {100 * (yes - base):+6.1f}"
+            f"  kappa {k:6.3f} {interval:<14} {seconds:6.1f}s")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", nargs="?", type=Path, default=DEFAULT, help="folder holding the sets (default: %(default)s)")
-    ap.add_argument("--embed", action="store_true", help="also the MiniLM cosine signal (slow)")
+    ap.add_argument("--variants", action="store_true", help="also issue 42's variants of the lexical judge")
+    ap.add_argument("--lexical-only", action="store_true", help="only the proxy and the lexical judge (no model)")
+    ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: $RAG_BENCH_CACHE)")
     args = ap.parse_args(argv)
     found = [s for s in SETS if (args.root / s / "labels.jsonl").is_file() and (args.root / s / "outputs.jsonl").is_file()]
     if not found:
@@ -156,36 +166,32 @@ def main(argv: list[str] | None = None) -> int:
     for s in SETS:
         if s not in found:
             print(f"{s}: absent under {args.root}, skipped", file=sys.stderr)
+    measures: list[tuple[str, Callable[[str], Callable[[dict[str, Any]], Verdict]]]] = [
+        ("proxy (faithfulness >= 1)", lambda s: _proxy),
+        ("claims (lexical): answer_supported", lambda s: _lexical),
+    ]
+    if not args.lexical_only:
+        from rag_bench.metrics.semantic import load_weights
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from train_support_judge import held_out_weights
+
+        measures.append(("claims (semantic): answer_supported", lambda s: semantic_measure(None, args.cache_dir)))
+        held = held_out_weights(args.root, args.cache_dir) if len(found) > 1 else {}
+        if held:
+            measures.append(("claims (semantic), held out", lambda s: semantic_measure(held[s], args.cache_dir)))
+        print(f"semantic judge: shipped weights {load_weights().source}")
+    if args.variants:
+        measures += [(name, lambda s, kw=kw: (lambda r: _variant(r, kw))) for name, kw in VARIANTS.items()]
     for s in found:
-        items = _read(args.root / s)
+        items = read_set(args.root / s)
         people = [p for p, _ in items]
         print(f"{s}: n {len(items)}, people's yes-rate {sum(people) / len(people):.2f}")
-        t = time.perf_counter()
-        print(_line("proxy (faithfulness >= 1, today's scorer)", people, [_proxy(r) for _, r in items],
-                    time.perf_counter() - t))
-        from rag_bench.evaluation.scorers import claims
-
-        t = time.perf_counter()
-        scored = [_scorer(r) for _, r in items]
-        seconds = time.perf_counter() - t
-        for label, col in (("scorer answer_supported (stand-in)", claims.ANSWER_SUPPORTED.column),
-                           ("scorer citation_precision_claims >= 1", claims.CITATION_PRECISION_CLAIMS.column)):
-            vals = [v[col] for v in scored]
-            undefined = sum(v != v for v in vals)  # NaN: calibrate leaves these out, here they count as "no"
-            print(_line(f"{label} [undef {undefined}]", people, [int(v >= 1.0) for v in vals], seconds))
-        for name, kw in VARIANTS.items():
+        for name, make in measures:
+            fn = make(s)
             t = time.perf_counter()
-            print(_line(name, people, [_judge(r, kw) for _, r in items], time.perf_counter() - t))
-        if args.embed:
-            t = time.perf_counter()
-            worst = _cosines([r for _, r in items])
-            seconds = time.perf_counter() - t
-            judge = [_judge(r, {}) for _, r in items]
-            for th in (0.5, 0.6, 0.7, 0.8, 0.9):
-                emb = [int(c >= th) for c in worst]
-                print(_line(f"M cosine >= {th}", people, emb, seconds))
-                print(_line(f"M I and cosine >= {th}", people, [a & b for a, b in zip(judge, emb, strict=True)], 0.0))
-                print(_line(f"M I or cosine >= {th}", people, [a | b for a, b in zip(judge, emb, strict=True)], 0.0))
+            auto = [fn(r) for _, r in items]
+            print(line(name, people, auto, time.perf_counter() - t), flush=True)
     return 0
 
 

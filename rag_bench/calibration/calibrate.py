@@ -264,6 +264,7 @@ def as_json(results: Sequence[Agreement]) -> list[dict[str, Any]]:
         out.append({
             "measure": a.measure, "human": a.human, "column": a.column, "rule": a.rule, "n": a.n,
             "n_undefined": a.n_undefined, "base_rate": _num(a.base_rate), "auto_rate": _num(a.auto_rate),
+            "bias": _num(a.auto_rate - a.base_rate),
             "categories": list(a.categories), "confusion": [list(r) for r in a.confusion],
             "kappa": _num(a.kappa), **_interval("kappa_ci", a.kappa_ci), "weighted": a.weighted,
             "spearman": _num(a.spearman), **_interval("spearman_ci", a.spearman_ci),
@@ -295,13 +296,28 @@ def _ci(ci: tuple[float, float] | Interval) -> str:
     return " [no CI]" if isinstance(ci, Interval) and ci.reason else ""
 
 
+def _bias(a: Agreement) -> str:
+    """The measure's "yes" rate minus people's, in points (signed); n/a without both."""
+    if math.isnan(a.auto_rate) or math.isnan(a.base_rate):
+        return "n/a"
+    return f"{100 * (a.auto_rate - a.base_rate):+.1f}"
+
+
+def _ppi_shown(a: Agreement) -> str:
+    """The PPI mean of the cell with the most labelled answers, with its CI (n/a below MIN_LABELLED)."""
+    if not a.cells:
+        return "n/a"
+    _, _, p = max(a.cells, key=lambda c: c[2].n_labelled)
+    return "n/a" if math.isnan(p.mean) else f"{p.mean:.3f}{_ci((p.low, p.high))}"
+
+
 def format_text(results: Sequence[Agreement], *, max_cells: int = 6) -> str:
     """The console table: agreement per measure, then raw vs PPI means per cell."""
     lines = ["Agreement with people (kappa: 1 = as people, 0 = chance; 95% CI over labelled answers: bootstrap, or "
              "the exact bound when no answer shows a disagreement)", ""]
     w = max([30] + [len(a.measure) for a in results])  # a group's settings lengthen its name
-    head = f"{'measure':<{w}} {'vs':<12} {'n':>4} {'undef':>5} {'people':>6} {'auto':>6}  {'confusion':<17} " \
-           f"{'kappa [95% CI]':<24} labellers' kappa"
+    head = f"{'measure':<{w}} {'vs':<12} {'n':>4} {'undef':>5} {'people':>6} {'auto':>6} {'bias':>6}  " \
+           f"{'confusion':<17} {'kappa [95% CI]':<24} {'PPI mean [95% CI]':<24} labellers' kappa"
     lines += [head, "-" * len(head)]
     for a in results:
         conf = "/".join(str(v) for row in a.confusion for v in row) if not a.weighted else "graded"
@@ -312,9 +328,13 @@ def format_text(results: Sequence[Agreement], *, max_cells: int = 6) -> str:
                    f"(n={a.labellers_n}, "
                    f"{' vs '.join(a.labellers)})") if a.labellers_n else "-"
         lines.append(f"{a.measure:<{w}} {a.human:<12} {a.n:>4} {a.n_undefined:>5} {_f(a.base_rate):>6} "
-                     f"{_f(a.auto_rate):>6}  {conf:<17} {kap:<24} {ceiling}")
-    lines += ["", "confusion: people-no/measure-no / people-no/measure-yes / people-yes/measure-no / "
-              "people-yes/measure-yes; undef: labelled answers the measure is not defined on"]
+                     f"{_f(a.auto_rate):>6} {_bias(a):>6}  {conf:<17} {kap:<24} {_ppi_shown(a):<24} {ceiling}")
+    lines += ["", "people / auto: the share of \"yes\" among the labelled answers, by people and by the measure; "
+              "bias: auto - people in points (what a figure read from the measure is off by); PPI mean: the "
+              "cell with the most labelled answers, its mean corrected by people's labels (below)",
+              "confusion: people-no/measure-no / people-no/measure-yes / people-yes/measure-no / "
+              "people-yes/measure-yes; undef: labelled answers the measure is not defined on (for a judge "
+              "that may be undecided: its undecided answers)"]
     lines += [f"no CI for {a.measure}{' (labellers)' if who else ''}: {ci.reason}" for a in results
               for who, k, ci in ((False, a.kappa, a.kappa_ci), (True, a.labellers_kappa, a.labellers_kappa_ci))
               if ci.reason and not math.isnan(k)]

@@ -51,7 +51,8 @@ class Evaluation:
                             min_coverage=float(e.min_coverage), relevance=str(e.relevance), gain=str(e.gain),
                             relevance_level=int(e.relevance_level), unit=str(e.unit), answer_match=str(e.answer_match),
                             f1_threshold=float(e.f1_threshold), n_resamples=int(e.bootstrap_resamples),
-                            seed=int(e.seed), prices=prices.from_config(cfg))
+                            seed=int(e.seed), prices=prices.from_config(cfg),
+                            claims_judge=str(e.get("claims_judge", "lexical")))
         names = scorer_names(e.get("scorers") or catalog.ALL_SCORERS)
         return cls(settings, chosen(names), named=names != [catalog.ALL_SCORERS])
 

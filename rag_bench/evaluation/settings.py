@@ -30,6 +30,7 @@ class Settings:
     # The price table and the stages' models (prices.*: rag_bench.evaluation.prices); None: no price
     # given. Read by the cost scorer only; no measure's number but the money depends on it.
     prices: Prices | None = None
+    claims_judge: str = "lexical"  # the claims scorer's judge (eval.claims_judge): lexical | semantic
 
     def values(self, params: Sequence[str]) -> dict[str, Any]:
         """``{parameter: value}`` of ``params`` (config keys such as ``eval.gain``; ``name=value``

@@ -24,7 +24,8 @@ Here:
    word not starting a sentence) and, when the claim is negated (not, no, never, n't ...; or it
    denies itself: "It is untrue that ...", "... - false"), a negation in the window's sentence holding
    most of its words. A number must keep its unit or noun (:func:`quantities`: "12 sons" is a "no"
-   against "3 sons and 12 ships"). Anything less (partial support) is "no". Text is read as a reader
+   against "3 sons and 12 ships"); a list item's numbering ("2. Delete ...", "... as follows: 1.") is
+   no number of the claim. Anything less (partial support) is "no". Text is read as a reader
    sees it (:func:`visible`: zero-width characters dropped, look-alike Cyrillic and Greek letters read
    as Latin ones).
 5. :func:`support_answer`: the answer is supported when every claim is; ``None`` when no claim has
@@ -81,6 +82,9 @@ FILLERS = frozenset({"yes", "yeah", "yea", "yep", "oh", "ok", "okay", "well", "a
                      "know", "guess", "believe", "like", "love", "sure", "lot", "lots", "pretty", "quite", "great",
                      "good", "interesting", "fun", "cool", "wow", "us", "one", "thing", "things", "kind", "sort",
                      "probably", "maybe", "perhaps", "definitely", "absolutely", "even", "still", "much", "many"})
+# A list item's number at a claim's start ("2. Delete ...", "3) Open ...") or the next item's number
+# left after a colon at its end ("... take these actions: 1."): numbering, not a number the claim states.
+_ENUMERATOR = re.compile(r"^\s*\d{1,2}[.)]\s+|:\s*\d{1,2}[.)]?\s*$")
 MIN_CLAUSE_WORDS = 3  # content words on each side of "and"/"but"/";" before it splits two facts
 _SPLIT = re.compile(r";|,?\s+but\s+|,\s+and\s+", re.IGNORECASE)
 
@@ -102,7 +106,9 @@ class Support:
     when there is none; ``start``/``end``: that window's characters in the passage; ``coverage``:
     share of the claim's content words found in it; ``missing``: the claim's content words
     (stemmed) not found there; ``numbers_ok``/``names_ok``/``negation_ok``: the strict checks (every
-    number, every name of the claim in the window; a negation in the claim matched by one there).
+    number, every name of the claim in the window; a negation in the claim matched by one there);
+    ``undecided``: the evidence is ambiguous (``supported`` is then False; only the semantic judge
+    of :mod:`rag_bench.metrics.semantic` leaves a claim undecided).
     """
 
     claim: Claim
@@ -115,6 +121,7 @@ class Support:
     numbers_ok: bool
     names_ok: bool
     negation_ok: bool
+    undecided: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -424,6 +431,7 @@ class _ClaimReading:
     @classmethod
     def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
         """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
+        text = _ENUMERATOR.sub("", text)  # "2. Delete the models" claims no number 2: list numbering
         key = digest([text])
 
         def make() -> _ClaimReading:
@@ -542,6 +550,11 @@ class ClaimVerdict:
     def context_supported(self) -> bool:
         """Supported by some passage of the context, cited or not."""
         return self.context is not None and self.context.supported
+
+    @property
+    def undecided(self) -> bool:
+        """Its own passages' verdict is undecided (ambiguous evidence: neither supported nor not)."""
+        return self.own is not None and self.own.undecided
 
 
 def _markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:

@@ -84,7 +84,8 @@ def shown(claims: Sequence[dict[str, Any]], context_texts: Sequence[str]) -> lis
             kind, n, s, e = ev
             shown_ev = {"kind": kind, "passage": n, "parts": excerpt(str(context_texts[n - 1]), s, e)}
         out.append({"text": visible(str(c.get("text", ""))), "citations": list(c.get("citations") or []),
-                    "supported": bool(c.get("supported")), "context_supported": bool(c.get("context_supported")),
+                    "supported": bool(c.get("supported")), "undecided": bool(c.get("undecided")),
+                    "context_supported": bool(c.get("context_supported")),
                     "coverage": c.get("coverage"), "missing": [visible(str(w)) for w in c.get("missing") or []],
                     "evidence": shown_ev})
     return out

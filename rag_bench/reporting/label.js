@@ -57,12 +57,12 @@
     if ((it.claims || []).length) {
       box.appendChild(el("h3", null, "Claims, as the offline judge saw them"));
       it.claims.forEach(function (c, i) {
-        var d = el("div", "claim " + (c.supported ? "ok" : "bad"));
+        var d = el("div", "claim " + (c.supported ? "ok" : (c.undecided ? "undecided" : "bad")));
         d.dataset.claim = String(i + 1);
-        d.appendChild(el("b", null, (c.supported ? "✓ " : "✗ ") + (i + 1) + ". "));
+        d.appendChild(el("b", null, (c.supported ? "✓ " : (c.undecided ? "? " : "✗ ")) + (i + 1) + ". "));
         d.appendChild(el("span", null, c.text));
         var why = c.citations.length ? "  cites [" + c.citations.join(", ") + "]" : "  cites nothing";
-        why += c.supported ? ": supported" : (c.context_supported ? ": not by its citations; an uncited passage supports it" : ": unsupported");
+        why += c.supported ? ": supported" : (c.undecided ? ": undecided (the evidence is ambiguous)" : (c.context_supported ? ": not by its citations; an uncited passage supports it" : ": unsupported"));
         if (!c.supported && c.missing.length) { why += " (missing: " + c.missing.join(", ") + ")"; }
         if (c.evidence) { why += " · marked in passage [" + c.evidence.passage + "]"; }
         d.appendChild(el("span", "muted", why));

@@ -128,11 +128,11 @@ RB.detail = function (c, qid) {
 RB.claims = function (claims) {
   var box = el('div', null, 'rb-claims');
   claims.forEach(function (c, i) {
-    var line = el('div', null, 'rb-claim ' + (c.supported ? 'ok' : 'bad'));
-    line.appendChild(el('b', (c.supported ? '\u2713 ' : '\u2717 ') + (i + 1) + '. '));
+    var line = el('div', null, 'rb-claim ' + (c.supported ? 'ok' : (c.undecided ? 'undecided' : 'bad')));
+    line.appendChild(el('b', (c.supported ? '\u2713 ' : (c.undecided ? '? ' : '\u2717 ')) + (i + 1) + '. '));
     line.appendChild(el('span', c.text, 'rb-claim-text'));
     var why = c.citations.length ? ' cites [' + c.citations.join(', ') + ']' : ' cites nothing';
-    why += c.supported ? ': supported' : (c.context_supported ? ': not by its citations; an uncited passage supports it' : ': unsupported');
+    why += c.supported ? ': supported' : (c.undecided ? ': undecided (the evidence is ambiguous)' : (c.context_supported ? ': not by its citations; an uncited passage supports it' : ': unsupported'));
     if (!c.supported && c.missing.length) why += ' (missing: ' + c.missing.join(', ') + ')';
     line.appendChild(el('span', why, 'note'));
     if (c.evidence) {

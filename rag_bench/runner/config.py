@@ -70,6 +70,10 @@ UNITS: Registry[str] = Registry("eval.unit", {"chunk": "ranking measures over ch
 ANSWER_MATCH: Registry[str] = Registry("eval.answer_match", {
     "auto": "facts present when the question has facts, else contains", "contains": "a reference occurs in the "
     "answer", "f1": "SQuAD token F1 >= eval.f1_threshold", "em": "SQuAD exact match", "facts": "every fact occurs"})
+CLAIMS_JUDGE: Registry[str] = Registry("eval.claims_judge", {
+    "lexical": "the claim's words, numbers, names and negation in one passage (rag_bench.metrics.support)",
+    "semantic": "the lexical findings and the claim's best cosine with a passage sentence or window, weighed by a "
+    "model fitted on people's judgments; ambiguous evidence undecided (rag_bench.metrics.semantic)"})
 # Bootstrap memory: resample indices (int64) and resampled values (float64), per question.
 MAX_BOOTSTRAP_BYTES = 4 << 30
 
@@ -107,6 +111,9 @@ class EvalConf:
     # The scorers the evaluation runs (rag_bench.evaluation.measures.SCORERS): all, or names joined
     # by commas (a string, not a list: every cell's composition pays for each node of the schema).
     scorers: str = "all"
+    # The claims scorer's judge: lexical (words, numbers, names, negation) or semantic (also the
+    # packaged embedding model's cosine, weighed by a model fitted on people's judgments; issue 55).
+    claims_judge: str = "lexical"
 
 
 @dataclass
@@ -221,6 +228,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"eval.relevance_level must be an integer in [1, 1000], got {cfg.eval.relevance_level} "
                           "-- fix: eval.relevance_level=1 (binary measures count grades >= it)")
     ANSWER_MATCH.check(cfg.eval.answer_match)
+    CLAIMS_JUDGE.check(cfg.eval.claims_judge)
     f1 = cfg.eval.f1_threshold
     if not (math.isfinite(f1) and 0 < f1 <= 1):
         raise ConfigError(f"eval.f1_threshold must be in (0, 1], got {f1} -- fix: eval.f1_threshold=0.5")
@@ -522,6 +530,9 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
     if data["eval"].get("scorers") == measures.ALL_SCORERS:
         # every scorer is what a cell was before eval.scorers existed: cells keep their ids
         data["eval"] = {k: v for k, v in data["eval"].items() if k != "scorers"}
+    if data["eval"].get("claims_judge") == "lexical":
+        # the lexical judge is what every cell had before the option existed: cells keep their ids
+        data["eval"] = {k: v for k, v in data["eval"].items() if k != "claims_judge"}
     if data.get(PARSER) is None or (isinstance(data[PARSER], dict) and data[PARSER].get("name") == "auto"
                                     and str(data[PARSER].get("_target_", "")).startswith("rag_bench.parsing.")):
         # auto is what every cell read before the parser existed: cells keep their ids (a dataset

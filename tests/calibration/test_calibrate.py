@@ -128,3 +128,29 @@ def test_a_cell_judged_with_samples_is_calibrated_on_its_mean_column_only(tmp_pa
     names = [a.measure for a in calibrate([cell], {}, load_labels(write_labels(tmp_path / "labels.jsonl")))]
     assert "judge_faithfulness (judge)" in names
     assert not [m for m in names if "_samples" in m or "_sd" in m], names
+
+
+def test_each_measure_prints_its_bias_and_ppi_mean_beside_kappa(tmp_path, capsys):
+    # issue 55: the measure's "yes" rate beside people's, the difference in points, and the PPI mean
+    from dataclasses import replace
+
+    from rag_bench.calibration.calibrate import format_text
+    from rag_bench.calibration.ppi import PpiEstimate
+
+    exp = tmp_path / "exp"
+    write_cell(exp)
+    labels = write_labels(tmp_path / "labels.jsonl")
+    assert main(["calibrate", str(exp), "--labels", str(labels)]) == 0
+    out = capsys.readouterr().out
+    head = next(line for line in out.splitlines() if line.startswith("measure"))
+    assert head.index("people") < head.index("auto") < head.index("bias") < head.index("kappa") < head.index("PPI mean")
+    row = next(line for line in out.splitlines() if line.startswith("correct "))
+    assert " 0.50   0.50   +0.0 " in row and "n/a" in row  # 8 labelled answers: no PPI mean (needs 10)
+    assert main(["calibrate", str(exp), "--labels", str(labels), "--json"]) == 0
+    correct = next(m for m in json.loads(capsys.readouterr().out)["measures"] if m["measure"] == "correct")
+    assert correct["bias"] == 0.0
+    cell = load_cell(exp / "c0ffee000001")
+    a = next(a for a in calibrate([cell], {}, load_labels(labels)) if a.measure == "correct")
+    shown = replace(a, auto_rate=0.75, cells=((cell.cell_id, "c", PpiEstimate(0.75, 0.5, 0.3, 0.7, 12, 20)),))
+    row = next(line for line in format_text([shown]).splitlines() if line.startswith("correct "))
+    assert "+25.0" in row and "0.500 [0.30, 0.70]" in row

@@ -253,3 +253,15 @@ def test_the_judges_memos_are_bounded_and_kept_with_sharing_off(monkeypatch) -> 
         support.read(text)
     assert len(support._READINGS) == 2  # the oldest dropped
     assert support.read("three facts") is support.read("three facts")  # a pure function's memo: kept
+
+
+def test_list_numbering_is_no_number_of_the_claim() -> None:
+    # issue 55: long answers number their steps; "2." is numbering, not a fact the passage must hold
+    # (111 of the 124 number failures of people-approved MTRAG answers were such numbers)
+    p = ["Delete any models that you do not need. Upgrade your plan to get more space."]
+    assert support_claim(Claim("2. Delete any models that you do not need.", 0, 43), p).supported
+    assert support_claim(Claim("3) Upgrade your plan to get more space.", 0, 39), p).supported
+    assert support_claim(Claim("You can free up space as follows: 1.", 0, 36), ["You can free up space as follows."]).numbers_ok
+    # a number the claim states is still checked
+    assert not support_claim(Claim("Delete 2 models that you do not need.", 0, 37), p).supported
+    assert not support_claim(Claim("Upgrade your plan to get 2 GB more space.", 0, 41), p).supported

@@ -19,6 +19,16 @@ negation there):
   offline support verdict, the stand-in for people's ``faithfulness`` label
   (:mod:`rag_bench.calibration.standins`).
 
+With ``eval.claims_judge=semantic`` (issue 55) each claim is judged by the semantic judge of
+:mod:`rag_bench.metrics.semantic` (the lexical findings and the claim's best cosine with a passage
+sentence or window, weighed by a model fitted on people's judgments), which may leave a claim
+*undecided* (ambiguous evidence): an undecided claim counts as not supported in the shares above;
+``answer_supported`` is 1 when at least the judge's ``mostly`` share of the claims is supported (its
+fitted rule: docs/metrics.md), 0 when more than the rest is not, and undefined (NaN: not guessed)
+in between; ``claims_undecided`` (undecided claims / claims) and the records' ``undecided`` per
+claim show how many. The lexical judge (the default) decides every claim, and an answer only when
+all are supported.
+
 Undefined (NaN) for a refusal, an unparseable output, a failed call and an answer with no claim
 holding an informative word. ``generation/faithfulness`` (the lexical proxy) and
 ``citation/citation_precision`` (cited passages that overlap the gold evidence) stay for comparison.
@@ -27,6 +37,7 @@ The per-question column ``claims`` holds each judged claim (records.parquet, doc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rag_bench.evaluation.run import QuestionRun, SystemRun
@@ -52,53 +63,93 @@ CLAIMS = (
             "verdict)", short="supported"),
 )
 CLAIM_SUPPORT, CITATION_PRECISION_CLAIMS, CITATION_COVERAGE, UNSUPPORTED_CLAIMS, ANSWER_SUPPORTED = CLAIMS
+CLAIMS_UNDECIDED = Measure("claims_undecided", SECTION, higher_is_better=None,
+                           description="claims the semantic judge leaves undecided (ambiguous evidence) / claims",
+                           short="undecided")
 COLUMN = "claims"  # records.parquet: the judged claims of each answer (list of structs)
 METHOD = "offline_claim_window_judge"  # metrics.json methods.claims
+METHODS = {"lexical": METHOD, "semantic": "offline_claim_semantic_judge"}
 
 
 def _span(v: Any, passage: int | None) -> tuple[int | None, int | None]:
     return (v.start, v.end) if v is not None and passage is not None else (None, None)
 
 
-def claim_record(v: ClaimVerdict) -> dict[str, Any]:
+def claim_record(v: ClaimVerdict, undecided: bool = False) -> dict[str, Any]:
     """One claim as stored in records.parquet's ``claims`` column: its text and [start, end) in
     the answer, the passage numbers it cites, its verdict by them (``supported``) and by each alone
     (``by_citation``), the passage and [span_start, span_end) of its best window among them,
     the share of its words found there and those missing, and its verdict, passage and span by
-    the whole context (``context_*``)."""
+    the whole context (``context_*``); with ``undecided`` (the semantic judge) also whether its
+    verdict is undecided."""
     own_s, own_e = _span(v.own, v.own_passage)
     ctx_s, ctx_e = _span(v.context, v.context_passage)
     return {"text": v.claim.text, "start": v.claim.start, "end": v.claim.end, "citations": list(v.citations),
             "supported": v.supported, "by_citation": list(v.by_citation), "passage": v.own_passage,
             "span_start": own_s, "span_end": own_e, "coverage": float(v.own.coverage) if v.own else 0.0,
             "missing": list(v.own.missing) if v.own else [], "context_supported": v.context_supported,
-            "context_passage": v.context_passage, "context_span_start": ctx_s, "context_span_end": ctx_e}
+            "context_passage": v.context_passage, "context_span_start": ctx_s, "context_span_end": ctx_e,
+            **({"undecided": v.undecided} if undecided else {})}
 
 
-def question_values(verdicts: tuple[ClaimVerdict, ...] | None) -> dict[str, float]:
+def question_values(verdicts: tuple[ClaimVerdict, ...] | None, undecided: bool = False,
+                    mostly: float = 1.0) -> dict[str, float]:
     """One answer's claim measures by column; NaN throughout when ``verdicts`` is None (not judged)
-    or empty (no claim to judge)."""
+    or empty (no claim to judge). With ``undecided`` (the semantic judge) also ``claims_undecided``,
+    and ``answer_supported`` by the judge's answer rule (at least ``mostly`` of the claims supported;
+    :func:`rag_bench.metrics.semantic.answer_verdict`)."""
     nan = float("nan")
+    measures = (*CLAIMS, CLAIMS_UNDECIDED) if undecided else CLAIMS
     if not verdicts:
-        return {m.column: nan for m in CLAIMS}
+        return {m.column: nan for m in measures}
     pairs = [ok for v in verdicts for ok in v.by_citation]
     n = len(verdicts)
+    open_ = sum(v.undecided for v in verdicts)
+    answer = float(all(v.supported for v in verdicts))
+    if undecided:  # the semantic judge's answer rule: at least `mostly` of the claims (undecided: NaN, not guessed)
+        from rag_bench.metrics.semantic import answer_verdict
+
+        said = answer_verdict([None if v.undecided else v.supported for v in verdicts], mostly)
+        answer = nan if said is None else float(said)
     # Shares of 0/1 values: a count over n is the float numpy's mean gives (integer sums are exact), at a
     # fraction of its cost per question.
-    return {CLAIM_SUPPORT.column: sum(v.supported for v in verdicts) / n,
-            CITATION_PRECISION_CLAIMS.column: sum(pairs) / len(pairs) if pairs else nan,
-            CITATION_COVERAGE.column: sum(any(v.by_citation) for v in verdicts) / n,
-            UNSUPPORTED_CLAIMS.column: float(sum(not v.context_supported for v in verdicts)),
-            ANSWER_SUPPORTED.column: float(all(v.supported for v in verdicts))}
+    out = {CLAIM_SUPPORT.column: sum(v.supported for v in verdicts) / n,
+           CITATION_PRECISION_CLAIMS.column: sum(pairs) / len(pairs) if pairs else nan,
+           CITATION_COVERAGE.column: sum(any(v.by_citation) for v in verdicts) / n,
+           UNSUPPORTED_CLAIMS.column: float(sum(not v.context_supported for v in verdicts)),
+           ANSWER_SUPPORTED.column: answer}
+    if undecided:
+        out[CLAIMS_UNDECIDED.column] = open_ / n
+    return out
 
 
-def verdicts(qr: QuestionRun) -> tuple[ClaimVerdict, ...] | None:
+def _judge(settings: Settings) -> Callable[..., tuple[ClaimVerdict, ...]]:
+    """The claims kernel ``settings`` name: :func:`judge_claims` (lexical) or the semantic judge's."""
+    if settings.claims_judge == "semantic":
+        from rag_bench.metrics.semantic import semantic_judge
+
+        return semantic_judge().judge_claims
+    return judge_claims
+
+
+def _mostly(settings: Settings) -> float:
+    """The share of an answer's claims ``answer_supported`` needs (1: every claim; the semantic
+    judge's fitted share)."""
+    if settings.claims_judge == "semantic":
+        from rag_bench.metrics.semantic import semantic_judge
+
+        return semantic_judge().weights.mostly
+    return 1.0
+
+
+def verdicts(qr: QuestionRun, judge: Callable[..., tuple[ClaimVerdict, ...]] = judge_claims
+             ) -> tuple[ClaimVerdict, ...] | None:
     """The judged claims of one question's answer; None when there is nothing to judge (a refusal,
     an unparseable output, a failed call)."""
     a = qr.answer
     if a is None or a.error is not None or a.parse_error is not None or a.refused or not a.text.strip():
         return None
-    return judge_claims(a.text, a.citations, [(p.number, p.text) for p in qr.context or ()])
+    return judge(a.text, a.citations, [(p.number, p.text) for p in qr.context or ()])
 
 
 class Claims:
@@ -108,19 +159,24 @@ class Claims:
     requires: tuple[str, ...] = ("answers",)  # the evaluation runs it only on a run that has it
 
     def measures(self, run: SystemRun, settings: Settings) -> list[Measure]:
-        """The claim measures when the run answered."""
-        return list(CLAIMS)
+        """The claim measures (and ``claims_undecided`` with the semantic judge)."""
+        return [*CLAIMS, CLAIMS_UNDECIDED] if settings.claims_judge == "semantic" else list(CLAIMS)
 
     def score(self, context: Context) -> list[Part]:
         """Per question: the judged claims and the claim measures."""
         run = context.run
-        columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in CLAIMS}}
+        semantic = context.settings.claims_judge == "semantic"
+        judge = _judge(context.settings)
+        mostly = _mostly(context.settings)
+        measures = [*CLAIMS, CLAIMS_UNDECIDED] if semantic else CLAIMS
+        columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in measures}}
         for qr in run.questions:
-            judged = verdicts(qr)
-            columns[COLUMN].append([claim_record(v) for v in judged or ()])
-            for name, value in question_values(judged).items():
+            judged = verdicts(qr, judge)
+            columns[COLUMN].append([claim_record(v, semantic) for v in judged or ()])
+            for name, value in question_values(judged, semantic, mostly).items():
                 columns[name].append(value)
-        return [Part(SECTION, columns, sections={"methods": {SECTION: METHOD}},
+        method = METHODS.get(context.settings.claims_judge, METHOD)
+        return [Part(SECTION, columns, sections={"methods": {SECTION: method}},
                      warnings=undefined_warning(CLAIM_SUPPORT, columns[CLAIM_SUPPORT.column],
                                                 " (no answer with a claim to judge)"))]
 
