@@ -33,6 +33,7 @@ import numpy as np
 
 from rag_bench.memo import Lru, digest
 from rag_bench.metrics.support import FILLERS, ClaimVerdict, Support, judge_claims, read, windows
+from rag_bench.storage import default_cache_dir
 
 WEIGHTS_FILE = Path(__file__).with_name("semantic_weights.json")
 
@@ -130,6 +131,8 @@ def candidates(claim: str, passages: Sequence[str], spans: Sequence[tuple[int, i
     return sorted(top)
 
 
+# Safe: at most 4 loaded models (one per cache folder a process uses; the packaged model, read-only
+# weights), keyed by the folder their embedding cache writes to.
 @functools.lru_cache(maxsize=4)
 def default_embedder(cache_dir: str | None = None) -> Any:
     """The packaged all-MiniLM-L6-v2 (conf/embedder/minilm.yaml's defaults) with the persistent
@@ -218,6 +221,7 @@ def answer_verdict(verdicts: Sequence[bool | None], mostly: float) -> bool | Non
     return None
 
 
+# Safe: the parsed JSON of at most 4 weight files (the shipped one, read-only), keyed by path.
 @functools.lru_cache(maxsize=4)
 def load_weights(path: str | None = None) -> Weights:
     """The shipped model (``semantic_weights.json`` next to this module), or the file ``path``."""
@@ -270,8 +274,14 @@ class SemanticJudge:
         return tuple(out)
 
 
-@functools.lru_cache(maxsize=1)
 def semantic_judge() -> SemanticJudge:
     """The claims scorer's semantic judge: the packaged model with the persistent embedding cache
-    and the shipped weights, one per process."""
-    return SemanticJudge(default_embedder(None))
+    of the cache folder in effect now (``$RAG_BENCH_CACHE``) and the shipped weights, one per
+    process and cache folder."""
+    return _semantic_judge(str(default_cache_dir()))
+
+
+# Safe: at most 4 judges (one per cache folder a process uses), each holding the packaged model.
+@functools.lru_cache(maxsize=4)
+def _semantic_judge(cache_dir: str) -> SemanticJudge:
+    return SemanticJudge(default_embedder(cache_dir))
