@@ -39,6 +39,7 @@ from rag_bench.decision import decide, effects
 from rag_bench.decision.verdict import question_values, verdict
 from rag_bench.errors import ConfigError, DataError, Problem
 from rag_bench.evaluation import measures
+from rag_bench.runner.config import without_old_defaults
 from rag_bench.stats.rank_agreement import kendall_tau_b, percentile_interval
 
 RESAMPLES = effects.RESAMPLES
@@ -48,13 +49,15 @@ PAIRS_AT_ONCE = 2_000_000  # cell pairs x draws tau is computed on at once (a fe
 
 
 def grid_key(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """What identifies a cell within a grid across question sets: its flat config without the dataset
-    and without the keys that never change results (output folder, tracking, experiment name...).
+    """What identifies a cell within a grid across question sets: its flat config without the dataset,
+    without the keys that never change results (output folder, tracking, experiment name...) and
+    without settings at the value every cell had before they existed (``query=none``, ...: a cell
+    written by an older rag_bench matches one written now, as their cell ids do).
 
     >>> grid_key({"dataset": {"path": "a"}, "chunker": {"name": "fixed"}, "experiment": {"name": "x"}})
     (('chunker.name', "'fixed'"),)
     """
-    flat = naming.flat_params(dict(config))
+    flat = naming.flat_params(without_old_defaults(dict(config)))  # a cell from before a setting existed matches
     skip = (*naming.IGNORED, *SAME_AS_CELLS)
     return tuple(sorted((k, repr(v)) for k, v in flat.items()
                         if not any(k == p or k.startswith(p + ".") for p in skip) and not k.endswith("._target_")))

@@ -527,10 +527,28 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
         data.pop(key, None)
     data["dataset"] = {k: v for k, v in data["dataset"].items() if k != "path"}
     data["dataset"]["fingerprint"] = dataset_fingerprint
-    if data["eval"].get("scorers") == measures.ALL_SCORERS:
+    data = without_old_defaults(data)
+    provenance = component_provenance(data)
+    if provenance:  # only then: the ids of cells of built-in, packaged components stay what they were
+        data["provenance"] = provenance
+    return data
+
+
+def without_old_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (a plain config dict) without the settings whose value is what every cell had
+    before the setting existed: what keeps cell ids stable across versions (:func:`cell_identity`),
+    and what lets a cell written before a setting existed match one written after it (``rag-bench
+    agree``'s grid matching). A new copy; the keys absent stay absent.
+
+    >>> without_old_defaults({"eval": {"claims_judge": "lexical", "ks": [5]}, "query": {"name": "none",
+    ...                       "_target_": "rag_bench.query.none.NoQueryTransform"}})
+    {'eval': {'ks': [5]}}
+    """
+    data = dict(config)
+    if data.get("eval", {}).get("scorers") == measures.ALL_SCORERS:
         # every scorer is what a cell was before eval.scorers existed: cells keep their ids
         data["eval"] = {k: v for k, v in data["eval"].items() if k != "scorers"}
-    if data["eval"].get("claims_judge") == "lexical":
+    if data.get("eval", {}).get("claims_judge") == "lexical":
         # the lexical judge is what every cell had before the option existed: cells keep their ids
         data["eval"] = {k: v for k, v in data["eval"].items() if k != "claims_judge"}
     if data.get(PARSER) is None or (isinstance(data[PARSER], dict) and data[PARSER].get("name") == "auto"
@@ -551,9 +569,6 @@ def cell_identity(cfg: DictConfig, dataset_fingerprint: str) -> dict[str, Any]:
     if isinstance(data.get("index"), dict) and data["index"].get("target_recall", 0) is None:
         # null (no tuning) is what an index did before the key existed: cells keep their ids
         data["index"] = {k: v for k, v in data["index"].items() if k != "target_recall"}
-    provenance = component_provenance(data)
-    if provenance:  # only then: the ids of cells of built-in, packaged components stay what they were
-        data["provenance"] = provenance
     return data
 
 

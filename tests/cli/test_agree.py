@@ -17,7 +17,7 @@ from scipy.stats import kendalltau
 
 from rag_bench.cli.main import main
 from rag_bench.data.loader import load_dataset
-from rag_bench.decision.agreement import AxisAgreement
+from rag_bench.decision.agreement import AxisAgreement, grid_key
 from rag_bench.runner.config import DEMO_DATASET
 
 BIN = Path(sys.executable).parent
@@ -160,3 +160,17 @@ def test_the_notebook_api_states_the_same_agreement(sweeps, capsys):
     said = json.loads(capsys.readouterr().out)
     assert found.tau == pytest.approx(said["tau"]) and list(found.tau_ci) == pytest.approx(said["tau_ci"])
     assert found.overlap == tuple(said["overlap"]) and found.top1_same == said["top1_same"]
+
+
+def test_a_cell_written_before_a_setting_existed_matches_one_written_after_it() -> None:
+    """An experiment swept before the query group (no ``query`` in its cells' config) against one
+    swept after it (``query: {name: none}``): the same grid, as their cell ids say. Before the fix
+    agree refused it ("query.name=(unset) vs 'none'", no cell in common)."""
+    old = {"chunker": {"name": "fixed", "size": 200}, "retriever": {"name": "bm25"},
+           "pipeline": {"k": 3}, "eval": {"ks": [5]}, "dataset": {"path": "a"}}
+    new = {**old, "query": {"name": "none", "_target_": "rag_bench.query.none.NoQueryTransform"},
+           "pipeline": {"k": 3, "history_turns": 6, "history_chars": 2000},
+           "eval": {"ks": [5], "claims_judge": "lexical"}, "dataset": {"path": "b"}}
+    assert grid_key(old) == grid_key(new)
+    rewritten = {**new, "query": {"name": "rewrite", "_target_": "rag_bench.query.llm.Rewrite"}}
+    assert grid_key(rewritten) != grid_key(old)
