@@ -8,7 +8,10 @@ A policy (YAML) has three parts, all optional:
                  ``min_n: N``: a mean over fewer than N questions cannot be evaluated (exit 2,
                  never a pass on three questions); ``if_present: true`` passes the rule when the
                  cell does not report the metric (a measure only some datasets have:
-                 ``injection/followed`` needs planted canaries).
+                 ``injection/followed`` needs planted canaries); ``needs_model: true``: the rule
+                 gates a model's answers, so a cell whose generator is a stand-in (the extractive
+                 generator, which declares itself one) does not decide it: it is reported as not
+                 decided (``skipped``), never failed nor passed on the stand-in's quirks.
 ``min_n``        the policy-wide default of every threshold's ``min_n`` (a rule's own wins); it
                  applies to means (measures with an n), not to sums and counts.
 ``regressions``  against a baseline cell: ``{rule: no_significant_regression, alpha: a}`` fails
@@ -17,7 +20,8 @@ A policy (YAML) has three parts, all optional:
                  latencies and counts of what went wrong, e.g. counts/unlocated_passages; see
                  :func:`rag_bench.evaluation.measures.direction`) and its randomisation-test
                  p-value is at most ``a``; ``{rule: not_worse_than, max_drop: d}`` fails when the
-                 cell is more than ``d`` worse than the baseline. A metric that declares no
+                 cell is more than ``d`` worse than the baseline (``needs_model: true`` as for
+                 thresholds). A metric that declares no
                  direction, or a descriptive one (counts/chunks), takes no regression rule: the
                  policy is refused.
 ``errors``       ``max_error_rate``: judge/endpoint failures over calls (``counts.endpoint_failures``
@@ -52,7 +56,7 @@ import yaml
 
 from rag_bench.calibration import gate_rule as judge_rule
 from rag_bench.cells import Cell
-from rag_bench.decision.decide import cell_name, pair_names
+from rag_bench.decision.decide import cell_name, pair_names, stand_in
 from rag_bench.decision.params import check_comparable
 from rag_bench.errors import ConfigError, OutputError, Problem
 from rag_bench.evaluation import measures
@@ -66,6 +70,7 @@ MAX_POLICY_BYTES = 1 << 20  # a policy is a few lines; refuse anything that coul
 MAX_POLICY_NODES = 100_000  # YAML nodes after expanding aliases (a "billion laughs" file stops here)
 _EXAMPLE = "e.g. thresholds: {retrieval/hit@5: {min: 0.8}}"
 IF_PRESENT = "if_present"  # a threshold's key: pass when the cell does not report the metric
+NEEDS_MODEL = "needs_model"  # a rule's key: a stand-in generator's cell does not decide it
 MIN_N = "min_n"  # a threshold's key (and the policy's default): fewer questions cannot be evaluated
 CI_BOUNDS = {"ci_lower": "min", "ci_upper": "max"}  # a threshold on the CI's bound, and the side it bounds
 _BOUNDS = ("min", "max", *CI_BOUNDS)
@@ -305,7 +310,7 @@ def _direction(where: tuple[Any, ...], metric: str, add: Any) -> None:
 
 def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
     fix = "e.g. {min: 0.8} and/or {max: 0.1}, {ci_lower: 0.7}, {min: 0.8, min_n: 20}"
-    if not isinstance(rule, dict) or not {k: v for k, v in rule.items() if k not in (IF_PRESENT, MIN_N)}:
+    if not isinstance(rule, dict) or not {k: v for k, v in rule.items() if k not in (IF_PRESENT, MIN_N, NEEDS_MODEL)}:
         add(where, f"threshold must be {{min: x}} and/or {{max: y}} (or ci_lower/ci_upper), got {_show(rule)}", fix)
         return
     for bound, v in rule.items():
@@ -314,13 +319,15 @@ def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
                 add(where + (bound,), f"{IF_PRESENT} must be true or false, got {_show(v)}",
                     f"{IF_PRESENT}: true passes the rule when the cell has no such metric (a measure only some "
                     "datasets have, e.g. injection/followed)")
+        elif bound == NEEDS_MODEL:
+            _needs_model(where + (bound,), v, add)
         elif bound == MIN_N:
             if not _count(v):
                 add(where + (bound,), f"min_n must be a whole number of questions >= 1, got {_show(v)}",
                     "e.g. min_n: 20")
         elif bound not in _BOUNDS:
             add(where + (bound,), f"threshold must be {{min: x}} and/or {{max: y}}: unknown key {str(bound)!r} "
-                f"(a threshold takes {', '.join((*_BOUNDS, MIN_N, IF_PRESENT))})", fix)
+                f"(a threshold takes {', '.join((*_BOUNDS, MIN_N, IF_PRESENT, NEEDS_MODEL))})", fix)
         elif not _number(v):
             add(where + (bound,), f"{bound} must be a finite number, got {_show(v)}", fix)
         elif bound in CI_BOUNDS and isinstance(where[-1], str) and measures.direction(where[-1]) is not None:
@@ -334,6 +341,13 @@ def _threshold(where: tuple[Any, ...], rule: Any, add: Any) -> None:
         add(where, f"min {lo} is above max {hi}: the rule can never pass", "swap them or drop one")
 
 
+def _needs_model(where: tuple[Any, ...], v: Any, add: Any) -> None:
+    if not isinstance(v, bool):
+        add(where, f"{NEEDS_MODEL} must be true or false, got {_show(v)}",
+            f"{NEEDS_MODEL}: true leaves the rule undecided for a cell whose generator is a stand-in "
+            "(e.g. generation/correct with the extractive generator)")
+
+
 def _regression_rule(where: tuple[Any, ...], rule: Any, add: Any) -> None:
     fix = "e.g. {rule: not_worse_than, max_drop: 0.02} or {rule: no_significant_regression, alpha: 0.05}"
     if not isinstance(rule, dict) or "rule" not in rule:
@@ -343,7 +357,9 @@ def _regression_rule(where: tuple[Any, ...], rule: Any, add: Any) -> None:
     if not isinstance(name, str) or name not in _RULES:
         add(where + ("rule",), f"regression rule must be one of {sorted(_RULES)}, got {_show(name)}", fix)
         return
-    extra = sorted(str(k) for k in set(rule) - {"rule"} - _RULES[name])
+    if NEEDS_MODEL in rule:
+        _needs_model(where + (NEEDS_MODEL,), rule[NEEDS_MODEL], add)
+    extra = sorted(str(k) for k in set(rule) - {"rule", NEEDS_MODEL} - _RULES[name])
     need = sorted(_RULES[name] - set(rule))
     if extra or need:
         add(where, f"{name} takes {sorted(_RULES[name])}",
@@ -419,6 +435,14 @@ def _ci_detail(cell: Cell, metric: str) -> str:
     return f"95% CI [{ci[0]:.3f}, {ci[1]:.3f}], n={n}"
 
 
+def _not_decided(name: str, limit: Any) -> RuleResult:
+    """A ``needs_model`` rule on a stand-in generator's cell: not decided, said why (status pass, as
+    a rule that does not apply; the value says ``skipped``)."""
+    return RuleResult(name, "pass", "skipped", str(limit),
+                      f"the generator is a stand-in: its answers decide nothing ({NEEDS_MODEL}: the rule gates a "
+                      "model's answers; plug one, generator=llama_cpp or generator=openai, to decide it)")
+
+
 def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = None, *,
                   seed: int = 0) -> list[RuleResult]:
     """Apply every rule of ``policy`` (as returned by :func:`load_policy`) to ``cell`` (and
@@ -437,6 +461,9 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
             name = (f"{metric} {'>=' if bound == 'min' else '<='} {limit}" if bound in ("min", "max")
                     else f"{metric} 95% CI {'lower' if bound == 'ci_lower' else 'upper'} bound "
                          f"{'>=' if bound == 'ci_lower' else '<='} {limit}")
+            if rule.get(NEEDS_MODEL) is True and stand_in(cell.metrics):
+                results.append(_not_decided(name, limit))
+                continue
             if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
                 results.append(RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
                                           f"({IF_PRESENT}: the rule applies only where the measure is reported)"))
@@ -463,6 +490,9 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
         check_comparable([baseline, cell], list(regressions),
                          fix="gate against a --baseline scored with the same settings")
         for metric, rule in regressions.items():
+            if rule.get(NEEDS_MODEL) is True and (stand_in(cell.metrics) or stand_in(baseline.metrics)):
+                results.append(_not_decided(f"{metric} {rule['rule']}", ""))
+                continue
             results.append(_regression(cell, baseline, metric, rule, seed))
     max_rate = (policy.get("errors") or {}).get("max_error_rate")
     if max_rate is not None:

@@ -47,15 +47,43 @@ def test_release_policy_on_the_demo_baseline(demo_cells, capsys, tmp_path):
     assert suite.get("failures") == "0" and suite.get("errors") == "0"
 
 
-def test_release_policy_fails_a_cell_whose_answers_are_all_wrong(demo_cells):
-    """The example policy used to pass a cell with generation/correct 0.000."""
+def _with(cell, *, correct: float, stand_in: bool):
     import dataclasses
 
-    base = demo_cells["baseline"]
-    wrong = dataclasses.replace(base, metrics={**base.metrics, "generation": {**base.metrics["generation"],
-                                                                               "correct": 0.0}})
+    metrics = {**cell.metrics, "generation": {**cell.metrics["generation"], "correct": correct},
+               "methods": {**(cell.metrics.get("methods") or {}), "generator_stand_in": stand_in}}
+    return dataclasses.replace(cell, metrics=metrics)
+
+
+def test_release_policy_fails_a_model_cell_whose_answers_are_all_wrong(demo_cells):
+    """The example policy used to pass a cell with generation/correct 0.000."""
+    wrong = _with(demo_cells["baseline"], correct=0.0, stand_in=False)
     failed = [r.name for r in evaluate_gate(wrong, load_policy("conf/gate/release.yaml")) if r.status == "fail"]
     assert failed == ["generation/correct >= 0.25"]
+
+
+def test_release_policy_leaves_a_stand_ins_answers_undecided(demo_cells):
+    """Issue 56 item 2: the shipped policy gates only what the configured generator can decide. With
+    the extractive stand-in, generation/correct (needs_model) is neither failed nor passed on its
+    quirks: it is reported as skipped, saying why; retrieval and refusal rules still apply."""
+    stand_in = _with(demo_cells["baseline"], correct=0.0, stand_in=True)
+    policy = load_policy("conf/gate/release.yaml")
+    results = {r.name: r for r in evaluate_gate(stand_in, policy, stand_in)}
+    rule = results["generation/correct >= 0.25"]
+    assert (rule.status, rule.value) == ("pass", "skipped") and "stand-in" in rule.detail
+    assert "generator=llama_cpp" in rule.detail
+    assert results["generation/correct not_worse_than"].value == "skipped"
+    assert results["retrieval/hit@5 >= 0.8"].value != "skipped"
+    assert results["abstention/correct_refusal_rate >= 0.8"].value != "skipped"
+
+
+def test_needs_model_must_be_a_boolean(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_policy(write(tmp_path, "thresholds:\n  generation/correct: {min: 0.3, needs_model: yes please}\n"
+                                    "regressions:\n  generation/correct: {rule: not_worse_than, max_drop: 0.1, "
+                                    "needs_model: 1}\n"))
+    text = str(err.value)
+    assert text.count("needs_model must be true or false") == 2 and "policy.yaml:2" in text
 
 
 @pytest.mark.parametrize(("rule", "expected"), [
