@@ -10,6 +10,9 @@ cell ran:
 ========== ============ =================================================== ==========================
 span       type         inputs -> outputs                                   duration
 ========== ============ =================================================== ==========================
+query      LLM / CHAIN  question (and history) -> the texts searched,       ``query_ms``
+                        what the transform wrote, its fallback (``query=``
+                        other than none; LLM when it called a model)
 retrieve   RETRIEVER    question -> ranked chunk ids (``retrieved_ids``)    ``retrieve_ms``
 rerank     RERANKER     retrieved ids -> final ranking (``chunk_ids``)      ``rerank_ms``
 context    PARSER       final ranking -> the passages handed to the model   0 (not timed)
@@ -58,6 +61,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers import query as query_scorer
 from rag_bench.faults import failpoint
 
 # Trace tags: which cell and question a trace belongs to (searchable in MLflow's trace view).
@@ -158,10 +162,11 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
     for row in rows.to_dict(orient="records"):
         question = str(row.get("question") or "")
         history = tuple({"role": str(t["role"]), "content": str(t["content"])} for t in _plain(row.get("history")) or [])
-        spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
+        spans = _query_span(row, question, history)
+        spans.append(SpanData("retrieve", "RETRIEVER", {"query": question},
                           {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
                            "scores": _plain(row.get("scores")) if "rerank_ms" not in columns else None},
-                          _ns((_number(row, "retrieve_ms") or 0.0) / 1000), {})]
+                          _ns((_number(row, "retrieve_ms") or 0.0) / 1000), {}))
         if "rerank_ms" in columns:
             spans.append(SpanData("rerank", "RERANKER", {"query": question, "chunk_ids": _plain(row.get("retrieved_ids"))},
                                   {"chunk_ids": _plain(row.get("chunk_ids")), "scores": _plain(row.get("scores"))},
@@ -193,6 +198,22 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
         out.append(QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
                                  tuple(spans), tuple(scores), history))
     return out
+
+
+def _query_span(row: Mapping[str, Any], question: str, history: tuple[dict[str, str], ...]) -> list[SpanData]:
+    """The query transform's span (a cell with ``query`` other than none: records.parquet's query
+    columns), else none. A fallback is no error (the question was searched as it is, and counted):
+    its reason is in the outputs."""
+    texts = _plain(row.get(query_scorer.QUERIES))
+    if texts is None:
+        return []
+    calls = _number(row, query_scorer.CALLS.column)
+    return [SpanData("query", "LLM" if calls else "CHAIN",
+                     {"question": question, **({"history": list(history)} if history else {})},
+                     {"texts": texts, "output": _plain(row.get(query_scorer.OUTPUT)),
+                      "fallback": _plain(row.get(query_scorer.FALLBACK))},
+                     _ns((_number(row, query_scorer.MS.column) or 0.0) / 1000),
+                     {"calls": calls} if calls is not None else {})]
 
 
 def _failed(*reasons: tuple[str, Any]) -> str | None:

@@ -361,3 +361,19 @@ def test_traces_of_a_cell_never_logged_to_mlflow_exit_2_with_a_fix(tmp_path, mon
     assert f"rag-bench sync {cell_dir.parent}" in err and not (tmp_path / "mlflow.db").exists()  # none made
     assert cli(["traces", str(tmp_path)]) == 2  # an output root: not what the command takes, and it says so
     assert "traces" in capsys.readouterr().err
+
+
+def test_a_query_transform_has_its_span_before_retrieval():
+    """Issue 53: the transform's output (the texts searched, what it wrote, its fallback) is in the
+    trace, as the drill-down shows it; a cell without a transform has no such span."""
+    records = _records(query_texts=[["refund?", "refund window annual plan"], ["unknowable?"]],
+                       query_output=["refund window annual plan", None],
+                       query_fallback=[None, "the reply did not parse"],
+                       query_calls=[1.0, 1.0], query_ms=[120.0, 80.0])
+    first, second = question_traces(records)
+    assert [s.name for s in first.spans][:2] == ["query", "retrieve"]
+    span = first.spans[0]
+    assert span.span_type == "LLM" and span.duration_ns == 120_000_000 and span.attributes == {"calls": 1.0}
+    assert span.outputs["texts"] == ["refund?", "refund window annual plan"] and span.error is None
+    assert second.spans[0].outputs["fallback"] == "the reply did not parse" and second.spans[0].error is None
+    assert "query" not in [s.name for s in question_traces(_records())[0].spans]
