@@ -213,7 +213,7 @@ def _query_span(row: Mapping[str, Any], question: str, history: tuple[dict[str, 
                      {"texts": texts, "output": _plain(row.get(query_scorer.OUTPUT)),
                       "fallback": _plain(row.get(query_scorer.FALLBACK))},
                      _ns((_number(row, query_scorer.MS.column) or 0.0) / 1000),
-                     {"calls": calls} if calls is not None else {})]
+                     {query_scorer.CALLS.name: calls} if calls is not None else {})]
 
 
 def _failed(*reasons: tuple[str, Any]) -> str | None:
