@@ -21,6 +21,11 @@ FAILPOINT_ENV = "RAG_BENCH_FAILPOINT"
 ALSO_KILL: list[int] = []  # processes killed before this one at a point (a helper's parent)
 
 
+def armed() -> bool:
+    """Whether a fault injection point is set (a crash test is running: what it kills must be computed)."""
+    return bool(os.environ.get(FAILPOINT_ENV))
+
+
 def failpoint(name: str) -> None:
     """Die (or pause) here if the environment asks for it."""
     point = os.environ.get(FAILPOINT_ENV)

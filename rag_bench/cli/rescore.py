@@ -55,6 +55,17 @@ def rescore(cell: Path, overrides: list[str]) -> Path:
     if stored.dataset.fingerprint != found.dataset_fingerprint:
         raise ConfigError(f"{cell / run_io.FILE}: its dataset fingerprint {stored.dataset.fingerprint} is not the "
                           f"cell's {found.dataset_fingerprint} (metrics.json) -- fix: run the cell again")
+    ids = run_io.withheld((cell / run_io.FILE).read_text(encoding="utf-8"))
+    if ids:  # documents with access rights: their text is in no cell file, only in the dataset
+        from rag_bench.runner.main import load_dataset_of
+
+        dataset = load_dataset_of(with_eval)  # type: ignore[arg-type]
+        if dataset.fingerprint != stored.dataset.fingerprint:
+            raise ConfigError(f"{cell / run_io.FILE}: the texts of its {len(ids)} documents with access rights are "
+                              f"not stored in the cell, and the dataset at {with_eval.dataset.path} is another "
+                              f"version (fingerprint {dataset.fingerprint}, the cell's {stored.dataset.fingerprint}) "
+                              "-- fix: run the cell again on the dataset as it is now")
+        stored = run_io.restore(stored, ids, dataset)
     evaluation = Evaluation.from_config(with_eval)  # type: ignore[arg-type]
     return finish(with_eval, stored.dataset, cell_id(with_eval, stored.dataset.fingerprint),  # type: ignore[arg-type]
                   lambda cid: run_io.stored(evaluation.evaluate(stored, cid), stored), timed=False)

@@ -56,13 +56,41 @@ def stored(result: CellResult, run: SystemRun) -> CellResult:
     return dataclasses.replace(result, extra_files={**result.extra_files, FILE: dumps_run(run)})
 
 
+def restricted(run: SystemRun) -> set[str]:
+    """The ids of the run's documents with access rights (a tenant or an ACL): their text is never
+    copied into the stored run (docs/trust.md: a cell's files hold no text some asker may not read,
+    and cell folders travel further than the corpus -- MLflow artifacts, CI uploads)."""
+    docs = [*run.dataset.documents.values(), *(run.documents or {}).values()]
+    return {d.doc_id for d in docs if d.tenant is not None or d.acl}
+
+
+def _withheld(data: Any, ids: set[str]) -> Any:
+    """``data`` (documents or passages as data) with the text of those of ``ids`` blanked."""
+    if isinstance(data, dict) and "doc_id" in data:
+        return {k: ("" if k in ("text", "body") and data["doc_id"] in ids else v) for k, v in data.items()}
+    if isinstance(data, dict):
+        return {k: _withheld(v, ids) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_withheld(v, ids) for v in data]
+    return data
+
+
 def dumps_run(run: SystemRun) -> str:
-    """The whole ``run`` as the file's text (version :data:`VERSION`)."""
-    head = {"format": FORMAT, "version": VERSION, "questions": len(run.questions)}
+    """The whole ``run`` as the file's text (version :data:`VERSION`). The text of documents with
+    access rights (:func:`restricted`), and the bodies of their passages, are withheld: the header
+    lists them (``withheld``); :func:`restore` puts them back from the dataset on disk (``rag-bench
+    rescore``, checked by its fingerprint). Halving's rounds and the drill-down need no such text."""
+    ids = restricted(run)
+    head = {"format": FORMAT, "version": VERSION, "questions": len(run.questions),
+            **({"withheld": sorted(ids)} if ids else {})}
     dataset = {f.name: to_data(getattr(run.dataset, f.name)) for f in dataclasses.fields(run.dataset)
                if f.name != "questions"}
+    run_line = {name: to_data(getattr(run, name)) for name in _RUN_FIELDS}
+    if ids:
+        dataset = {k: (_withheld(v, ids) if k == "documents" else v) for k, v in dataset.items()}
+        run_line = {k: (_withheld(v, ids) if k in ("passages", "documents") else v) for k, v in run_line.items()}
     lines = [json.dumps(head, sort_keys=True), json.dumps({"dataset": dataset}, sort_keys=True),
-             json.dumps({"run": {name: to_data(getattr(run, name)) for name in _RUN_FIELDS}}, sort_keys=True)]
+             json.dumps({"run": run_line}, sort_keys=True)]
     lines += [json.dumps(to_data(r), sort_keys=True) for r in run.questions]
     return "\n".join(lines) + "\n"
 
@@ -86,6 +114,32 @@ def load_run(text: str) -> SystemRun:
         raise ValueError(f"{FORMAT}: the run line holds unknown fields")
     return SystemRun(dataset=dataset, questions=questions,
                      **{k: from_data(v, run_hints[k]) for k, v in line.items()})
+
+
+def withheld(text: str) -> list[str]:
+    """The documents whose text a stored run's ``text`` withholds (its header's ``withheld``)."""
+    head = json.loads(text.split("\n", 1)[0])
+    ids = head.get("withheld") if isinstance(head, dict) else None
+    return [str(i) for i in ids] if isinstance(ids, list) else []
+
+
+def restore(run: SystemRun, ids: Sequence[str], dataset: Dataset) -> SystemRun:
+    """``run`` with the withheld texts of documents ``ids`` back from ``dataset`` (the same dataset
+    version, loaded again: the caller checks its fingerprint): their text, and their passages'
+    bodies (``document.text[start:end]``, as a chunk's body always is)."""
+    keep = set(ids)
+    docs = {k: (dataset.documents[k] if k in keep else d) for k, d in run.dataset.documents.items()}
+    corpus = {**run.corpus, **{k: dataset.documents[k] for k in keep if k in dataset.documents}}
+
+    def back(c: Any) -> Any:
+        if getattr(c, "doc_id", None) in keep and hasattr(c, "body"):
+            return dataclasses.replace(c, body=corpus[c.doc_id].text[c.start:c.end])
+        return c
+
+    passages = [back(c) for c in run.passages]
+    return dataclasses.replace(run, dataset=dataclasses.replace(run.dataset, documents=docs), passages=passages,
+                               documents=None if run.documents is None else
+                               {k: corpus.get(k, d) for k, d in run.documents.items()})
 
 
 def dumps(runs: Sequence[QuestionRun]) -> str:

@@ -44,9 +44,8 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
-from rag_bench import switches
+from rag_bench import faults, switches
 from rag_bench.cells import CellResult
-from rag_bench.faults import FAILPOINT_ENV
 from rag_bench.runner.config import cell_identity
 from rag_bench.storage import BlobStore, default_cache_dir, readable
 
@@ -82,7 +81,7 @@ def enabled() -> bool:
     """Whether cells may be reused: sharing on, ``RAG_BENCH_REUSE`` not 0 (:mod:`rag_bench.switches`),
     no fault injection point set (a test of a kill must compute its cell)."""
     on = switches.current()
-    return on.share and on.reuse and not os.environ.get(FAILPOINT_ENV)
+    return on.share and on.reuse and not faults.armed()
 
 
 @lru_cache(maxsize=1)  # one per process: the package's files are what this process imported
