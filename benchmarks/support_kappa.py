@@ -31,8 +31,6 @@ Measures:
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -46,8 +44,8 @@ from rag_bench.domain import Answer, Passage
 from rag_bench.metrics.generation import faithfulness
 from rag_bench.metrics.support import support_answer
 
-SETS = ("begin-wow-dev", "wice-claim-dev", "summedits-dev", "mtrag-cloud-dev")
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "human-judgments"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sets' reader beside this script
+from human_judgments import DEFAULT, SETS, read_set, scorer_inputs  # noqa: E402
 
 # name -> keyword arguments of support_answer (issue 42's variants of the lexical judge; --variants).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -64,24 +62,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 Verdict = int | None  # 1 yes, 0 no, None undecided / not judged
 
 
-def read_set(folder: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(people's verdict, output row) per labelled item, matched by qid and the answer's SHA-256."""
-    labels = {}
-    for line in (folder / "labels.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            lb = json.loads(line)
-            labels[lb["qid"]] = lb
-    out = []
-    for line in (folder / "outputs.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        lb = labels.get(row["id"])
-        if lb and lb["answer_sha256"] == hashlib.sha256(row["answer"].encode("utf-8")).hexdigest():
-            out.append((int(lb["value"]), row))
-    return out
-
-
 def _proxy(row: dict[str, Any]) -> Verdict:
     answer = Answer(row["answer"], tuple(row.get("citations", ())), refused=bool(row.get("refused", False)))
     passages = [Passage(i + 1, f"c{i}", p.get("doc_id", ""), 0, len(p["text"]), p["text"])
@@ -95,15 +75,6 @@ def _variant(row: dict[str, Any], kw: dict[str, Any]) -> Verdict:
     cited = [p["text"] for i, p in enumerate(row["retrieved"]) if i + 1 in set(row.get("citations", ()))]
     verdict, _ = support_answer(row["answer"], cited, **kw)
     return None if verdict is None else int(verdict)
-
-
-def scorer_inputs(row: dict[str, Any]) -> tuple[str, tuple[int, ...], list[tuple[int, str]]] | None:
-    """(answer, valid citations, numbered passages) as the claims scorer reads an output row; None: a refusal."""
-    if row.get("refused"):
-        return None
-    nums = {i + 1 for i in range(len(row["retrieved"]))}
-    cites = tuple(n for n in dict.fromkeys(row.get("citations", ())) if n in nums)
-    return row["answer"], cites, [(i + 1, p["text"]) for i, p in enumerate(row["retrieved"])]
 
 
 def _answer_supported(values: dict[str, float]) -> Verdict:  # NaN: undecided / not judged

@@ -42,17 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from rag_bench.metrics.semantic import FEATURES, WEIGHTS_FILE, SemanticJudge, Weights, default_embedder, features
 
-SETS = ("begin-wow-dev", "wice-claim-dev", "summedits-dev", "mtrag-cloud-dev")
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "human-judgments"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sets' reader beside this script
+from human_judgments import DEFAULT, SETS, read_set, scorer_inputs  # noqa: E402
+
 FEATURES_FILE = Path(__file__).resolve().with_name("support_judge_features.json")
 
 Rows = list[tuple[str, int, list[tuple[float, ...]]]]  # (set, people's label, features of each claim)
 
 
 def _read(folder: Path) -> list[tuple[int, dict[str, Any]]]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from support_kappa import read_set
-
     return read_set(folder)
 
 
@@ -62,8 +60,6 @@ def claim_features(root: Path, cache_dir: str | None = None, sets: tuple[str, ..
     (of each set's first ``limit`` labelled answers when given)."""
     from rag_bench.metrics.support import judge_claims
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from support_kappa import scorer_inputs
 
     sim = SemanticJudge(default_embedder(cache_dir), Weights(1.0, 0.0)).similarity
     out: Rows = []
