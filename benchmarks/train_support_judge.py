@@ -5,10 +5,12 @@ wice-claim-dev, summedits-dev, mtrag-cloud-dev; their README gives sources and l
 there, never copied: the weights file records each file's SHA-256 instead.
 
 Per labelled answer (a refusal left out), each claim the claims scorer judges (its own cited passages,
-:func:`rag_bench.metrics.support.judge_claims`) gives the features of
+:func:`rag_bench.metrics.support.judge_claims`; not the pieces that assert nothing,
+:func:`rag_bench.metrics.semantic.non_claim`) gives the features of
 :func:`rag_bench.metrics.semantic.features`: the best cosine between the claim and a sentence or
 two-sentence window of those passages (packaged all-MiniLM-L6-v2), the lexical judge's coverage,
-its number/name/negation checks and its verdict. The model (:class:`rag_bench.metrics.semantic.Weights`):
+its number/name/negation checks, its verdict over the whole passage and within two sentences, and
+an antonym swap against the best unit. The model (:class:`rag_bench.metrics.semantic.Weights`):
 two cosine thresholds (supported at or above ``high``, not below ``low``, undecided between) and the
 share of an answer's claims that must be supported (``mostly``), chosen on a small grid to maximise
 :func:`objective` -- per set, kappa minus half the "yes" rate's distance from people's minus 0.3 x
@@ -40,7 +42,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's rag_bench
 
-from rag_bench.metrics.semantic import FEATURES, WEIGHTS_FILE, SemanticJudge, Weights, default_embedder, features
+from rag_bench.metrics.semantic import (
+    FEATURES,
+    WEIGHTS_FILE,
+    SemanticJudge,
+    Weights,
+    default_embedder,
+    features,
+    non_claim,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sets' reader beside this script
 from human_judgments import DEFAULT, SETS, read_set, scorer_inputs  # noqa: E402
@@ -72,10 +82,12 @@ def claim_features(root: Path, cache_dir: str | None = None, sets: tuple[str, ..
             text = dict(passages)
             xs = []
             for v in judge_claims(answer, cites, passages):
-                if v.own is None:
+                if v.own is None or non_claim(v.claim.text):
                     continue
-                match = sim.best([v.claim.text], [text[n] for n in v.citations])[0]
-                xs.append(tuple(round(f, 6) for f in features(v.own, match)))  # as the features file keeps them
+                cited = [text[n] for n in v.citations]
+                match = sim.best([v.claim.text], cited)[0]
+                unit = cited[match.passage][match.start:match.end] if match.passage >= 0 else ""
+                xs.append(tuple(round(f, 6) for f in features(v.claim, v.own, match, cited, unit)))  # as the file keeps them
             if xs:
                 out.append((s, label, xs))
     return out

@@ -54,18 +54,58 @@ def test_similarity_finds_the_unit_and_passage_of_a_claim() -> None:
 
 def test_the_rule_decides_yes_no_or_undecided_between_its_thresholds() -> None:
     w = Weights(high=0.8, low=0.5, mostly=0.75)
-    # cosine, coverage, numbers_ok, names_ok, negation_ok, lexical verdict
-    assert w.verdict((0.9, 0.2, 1, 1, 1, 0)) is True  # a paraphrase: other words, the same meaning
-    assert w.verdict((0.3, 0.2, 1, 1, 1, 0)) is False
-    assert w.verdict((0.6, 0.2, 1, 1, 1, 0)) is None  # ambiguous: counted, not guessed
-    assert w.verdict((0.95, 0.9, 0, 1, 1, 0)) is False  # a changed number is no paraphrase
-    assert w.verdict((0.1, 1.0, 1, 1, 1, 1)) is True  # the lexical judge's yes stands
+    # cosine, coverage, numbers_ok, names_ok, negation_ok, lexical verdict, lexical within 2 sentences, antonym,
+    # about the speaker
+    assert w.verdict((0.9, 0.2, 1, 1, 1, 0, 0, 0, 0)) is True  # a paraphrase: other words, the same meaning
+    assert w.verdict((0.3, 0.2, 1, 1, 1, 0, 0, 0, 0)) is False
+    assert w.verdict((0.6, 0.2, 1, 1, 1, 0, 0, 0, 0)) is None  # ambiguous: counted, not guessed
+    assert w.verdict((0.95, 0.9, 0, 1, 1, 0, 0, 0, 0)) is False  # a changed number is no paraphrase
+    assert w.verdict((0.1, 1.0, 1, 1, 1, 1, 1, 0, 0)) is True  # the lexical judge's yes within two sentences stands
+    # words pooled from a long passage: the cosine decides
+    assert w.verdict((0.6, 1.0, 1, 1, 1, 1, 0, 0, 0)) is None and w.verdict((0.3, 1.0, 1, 1, 1, 1, 0, 0, 0)) is False
+    assert w.verdict((0.99, 1.0, 1, 1, 1, 1, 1, 1, 0)) is False  # an antonym in place of the evidence's word
     assert w.answer([True, True, True, False]) is True and w.answer([True, False, False]) is False
     assert w.answer([True, True, None, None]) is None and w.answer([]) is None
     assert Weights(0.8, 0.5).answer([True, True, False]) is False  # mostly = 1: every claim
     assert Weights.from_json(w.as_json()) == w
     with pytest.raises(ValueError, match="features"):
         Weights.from_json({**w.as_json(), "features": ["cosine"]})
+
+
+def test_an_antonym_swap_against_the_best_unit_is_found_and_a_paraphrase_is_not() -> None:
+    unit = "The BBC reports that the EC has ordered its 32,000 employees to remove TikTok from their company phones."
+    assert semantic.antonym_swap("The EU ordered its 32,000 employees to keep TikTok on their phones", unit) == (
+        "keep", "remov")
+    assert semantic.antonym_swap("The EU ordered its staff to delete TikTok from their phones", unit) is None
+    # both words in the evidence: no swap ("rose, then fell" against "rose ... fell"), nor when the
+    # claim's word stands elsewhere in its passages (the best unit is another statement)
+    assert semantic.antonym_swap("Shares fell", "Shares rose early and fell later.") is None
+    assert semantic.antonym_swap("a longer return window for large appliances", "Small appliances: 30 days.",
+                                 ["Small appliances: 30 days. Large appliances: a longer return window."]) is None
+    assert all(semantic.antonyms()[b] >= {a} for a, bs in semantic.antonyms().items() for b in bs)  # both ways
+
+
+def test_a_statement_about_the_speaker_is_no_claim_a_passage_supports() -> None:
+    assert semantic.about_speaker("i played wide receiver in high school") and semantic.about_speaker("It is my favourite.")
+    for text in ("Richard I of Normandy forged a principality.", "King David I of Scotland, whose brother Alexander I",
+                 'The documentary "I\'ll Sleep When I\'m Dead" came out in 2016.', "Rollo ruled Normandy."):
+        assert not semantic.about_speaker(text), text
+    w = Weights(0.8, 0.5)
+    assert w.verdict((0.99, 1.0, 1, 1, 1, 1, 1, 0, 1)) is False  # "I was born in Normandy" against a passage about Rollo
+
+
+def test_pieces_that_assert_nothing_are_not_judged() -> None:
+    for text in ("Here are the general steps to grant access:", "For example:", "``` { \"selector\": {} } ```",
+                 "I hope this helps!", "If you have any other questions, feel free to ask.",
+                 "Following these steps should help you resolve any issues with your query."):
+        assert semantic.non_claim(text), text
+    for text in ("Rollo became the first ruler of Normandy in 911.", "You can deploy clusters worldwide.",
+                 "The image-deprecate command marks an image as deprecated."):
+        assert not semantic.non_claim(text), text
+    answer = "Here is what the passage says: [1]. Rollo became the first ruler of Normandy in 911 [1]. I hope this helps!"
+    judged = SemanticJudge(KeywordEmbedder(), Weights(0.8, 0.5, 0.6)).judge_claims(answer, (1,), [(1, NORMANDY)])
+    assert [v.claim.text for v in judged] == ["Rollo became the first ruler of Normandy in 911"]
+    assert judged[0].supported
 
 
 def test_the_shipped_model_loads_with_the_features_of_the_code() -> None:
