@@ -188,13 +188,13 @@ def test_refitting_the_shipped_features_reproduces_the_shipped_model() -> None:
 @pytest.mark.skipif(not (SHARED / "datasets" / "human-judgments" / "begin-wow-dev").is_dir(),
                     reason="../shared/datasets/human-judgments is absent")
 def test_the_shipped_features_are_recomputed_from_the_shared_data(tmp_path: Path) -> None:
-    # the first 100 answers of one set (the shortest to embed), cold cache: their claims' features as
+    # the first 25 answers of one set (the shortest to embed), cold cache: their claims' features as
     # the training script computes them now
     sys.path.insert(0, str(REPO / "benchmarks"))
     import train_support_judge as t
 
     root = SHARED / "datasets" / "human-judgments"
-    now = t.claim_features(root, str(tmp_path), ("begin-wow-dev",), limit=100)
+    now = t.claim_features(root, str(tmp_path), ("begin-wow-dev",), limit=25)
     shipped = [r for r in t.load_features() if r[0] == "begin-wow-dev"][:len(now)]
     assert len(now) == len(shipped)
     for (s, y, xs), (s2, y2, xs2) in zip(now, shipped, strict=True):
