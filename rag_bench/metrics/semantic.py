@@ -227,7 +227,7 @@ def antonym_swap(claim: str, unit: str, passages: Sequence[str] = (),
 _NON_CLAIM = re.compile(r"""^\W*(?:hi|hello|hey|sure|certainly|of\ course|great\ question|thanks?(?:\ you)?)\W*$
     |\bhope\ (?:this|that|it)\ helps\b
     |\b(?:let\ me\ know|feel\ free\ to)\b
-    |\b(?:should|will|can|may)\ help\ you\b
+    |\bshould\ help\ you\b
     |\bsorry\ to\ hear\b
     |\bif\ you(?:'re|\ are)?\ (?:still\ )?(?:have|having|need)\ (?:any\ )?(?:more\ |further\ |other\ |additional\ )?
        (?:questions|issues|problems|help)\b""", re.IGNORECASE | re.VERBOSE)

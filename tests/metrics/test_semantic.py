@@ -100,7 +100,7 @@ def test_pieces_that_assert_nothing_are_not_judged() -> None:
                  "Following these steps should help you resolve any issues with your query."):
         assert semantic.non_claim(text), text
     for text in ("Rollo became the first ruler of Normandy in 911.", "You can deploy clusters worldwide.",
-                 "The image-deprecate command marks an image as deprecated."):
+                 "The image-deprecate command marks an image as deprecated.", "Support can help you reset a password."):
         assert not semantic.non_claim(text), text
     answer = "Here is what the passage says: [1]. Rollo became the first ruler of Normandy in 911 [1]. I hope this helps!"
     judged = SemanticJudge(KeywordEmbedder(), Weights(0.8, 0.5, 0.6)).judge_claims(answer, (1,), [(1, NORMANDY)])
