@@ -112,3 +112,13 @@ def test_a_written_cell_says_its_format_in_metrics_and_done(tmp_path):
     assert json.loads((cell / "metrics.json").read_text())["format"] == CELL_FORMAT
     assert json.loads((cell / "DONE").read_text()) == {"cell_id": "c", "format": CELL_FORMAT}
     assert read_cell(cell).metrics["measures"] == {}  # format 1: read as written
+
+
+def test_format_0s_parameters_are_the_catalogs_when_format_1_came():
+    """The upgrade's table of format 0 (cells.py sits below the catalog and imports nothing of it)
+    holds what the catalog declares: a family that gains a parameter is a new cell format."""
+    from rag_bench.cells import _FORMAT0_PARAMS
+    from rag_bench.evaluation import measures
+
+    declared = {f"{m.section}/{m.family}": m.params for m in (*measures.FAMILIES, *measures.FIGURES) if m.params}
+    assert declared == _FORMAT0_PARAMS
