@@ -373,26 +373,34 @@ def _format0_block(metrics: Mapping[str, Any], config: Mapping[str, Any]) -> dic
     return block
 
 
-def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """metrics.json of the cell at ``path`` in the current format (:data:`CELL_FORMAT`), the one
-    step from format 0 done as it is read: the ``measures`` block a cell written before it lacks
-    (:func:`_format0_block`, from the cell's config), and ``cost/generator_tokens`` a generating
-    cell written before it lacks, from its records; DataError for a format this rag_bench does
-    not know (a newer one)."""
+# The config groups a format-0 cell may lack, as the cell ran without them: one written before the
+# parser group read its files as parser=auto does, one written before the query group searched its
+# questions as they are (query=none).
+_FORMAT0_GROUPS = {"parser": {"name": "auto"}, "query": {"name": "none"}}
+
+
+def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """config.yaml and metrics.json of the cell at ``path`` in the current format
+    (:data:`CELL_FORMAT`), the one step from format 0 done as it is read: the ``parser`` and
+    ``query`` groups a config written before them lacks (:data:`_FORMAT0_GROUPS`), the ``measures``
+    block (:func:`_format0_block`, from the cell's config), and ``cost/generator_tokens`` a
+    generating cell written before it lacks, from its records; DataError for a format this
+    rag_bench does not know (a newer one)."""
     found = metrics.get("format", 0)
     if found == CELL_FORMAT:
-        return metrics
+        return config, metrics
     if found != 0:
         raise DataError(Problem(str(path / "metrics.json"), 0, "format", f"cell format {found!r}: this rag_bench "
                                 f"reads formats 0..{CELL_FORMAT}", "read it with the rag_bench that wrote it, or "
                                 "re-run the cell (delete the folder first)"))
+    config = {**{g: dict(v) for g, v in _FORMAT0_GROUPS.items() if g not in config}, **config}
     out = {**metrics, "format": CELL_FORMAT}
     if not isinstance(out.get("measures"), dict):
         out["measures"] = _format0_block(out, config)
     cost: dict[str, Any] = out["cost"] if isinstance(out.get("cost"), dict) else {}
     if "generation" in out and "generator_tokens" not in cost:
         out["cost"] = {**cost, "generator_tokens": _mean_tokens(path)}
-    return out
+    return config, out
 
 
 def _mean_tokens(path: Path) -> float | None:
@@ -439,7 +447,7 @@ def read_cell(path: Path, *, records: bool = True) -> Cell:
     (records.parquet read on first use when ``records`` is False)."""
     _require(path, ("config.yaml", "metrics.json", *(("records.parquet",) if records else ())))
     config = _read(path / "config.yaml", lambda t: yaml.load(t, Loader=_YAML_LOADER) or {}, dict)
-    metrics = upgrade(path, config, _read(path / "metrics.json", json.loads, dict))
+    config, metrics = upgrade(path, config, _read(path / "metrics.json", json.loads, dict))
     done = read_done(path) if (path / "DONE").is_file() else {}
     return Cell(path.name, path, config, metrics, done, [_read_records(path)] if records else [])
 
