@@ -296,10 +296,10 @@ def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
         rate = (rates.per_transform_call if query else rates.per_answer).get(p.key)
         what = f"{'at most ' if p.bound else ''}{n:,} {'query transform calls' if query else 'answers'} ({p.key})"
         if rate is None:
-            lines.append(f"{'rewriting' if query else 'generating'} {what}: no measured throughput yet")
+            lines.append(f"{'transforming' if query else 'generating'} {what}: no measured throughput yet")
         else:
             total, measured, bounded = total + n * rate, True, bounded or bool(p.bound)
-            lines.append(f"{'rewriting' if query else 'generating'} {what}: {_fmt_s(n * rate)} "
+            lines.append(f"{'transforming' if query else 'generating'} {what}: {_fmt_s(n * rate)} "
                          f"({rate * 1000:.1f} ms/{'call' if query else 'answer'})")
     for j in plan.judges:
         calls = j.at_most * j.calls_each

@@ -77,7 +77,7 @@ def test_duration_times_the_transforms_and_the_judges_calls_and_not_the_served_c
                             Rates(per_cell=1.0, per_transform_call={"openai:x (query=rewrite)": 0.5},
                                   per_judge_call={"ragas:x": 0.25}))
     assert total == 6 * 0.5 + 20 * 0.25 + 1 * 1.0  # one cell to compute: DONE and served take no time
-    assert "rewriting 6 query transform calls (openai:x (query=rewrite)): 3.0 s (500.0 ms/call)" in lines
+    assert "transforming 6 query transform calls (openai:x (query=rewrite)): 3.0 s (500.0 ms/call)" in lines
     assert lines[0].startswith("at most") and any(x.startswith("judging at most 20 calls (ragas:x)") for x in lines)
 
 

@@ -221,7 +221,7 @@ def test_plan_times_transform_and_judge_calls_and_leaves_out_cells_served_withou
         plan = planned(tmp_path, *other, reuse=True)
         out = plan["out"]
         assert plan["cells"] == (2, 0, 2), out
-        rewrites = re.search(r"rewriting (\d+) query transform calls \(openai:local \(query=rewrite\)\): [\d.]+ s "
+        rewrites = re.search(r"transforming (\d+) query transform calls \(openai:local \(query=rewrite\)\): [\d.]+ s "
                              r"\([\d.]+ ms/call\)", out)
         judged = re.search(r"judging at most ([\d,]+) calls \(ragas:local\): [\d.]+ s", out)
         assert rewrites and judged, out
