@@ -326,29 +326,81 @@ def upgrade_done(done: Any) -> dict[str, Any]:
     return done if done.get("format") == CELL_FORMAT else {**done, "format": CELL_FORMAT}
 
 
-def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """metrics.json of the cell at ``path`` in the current format (:data:`CELL_FORMAT`), the one
-    step from format 0 done as it is read: the ``measures`` block a cell written before it lacks,
-    read from the catalog's declarations against the cell's config
-    (:func:`rag_bench.evaluation.measures.described_block`), and ``cost/generator_tokens`` a
+# The parameters each measure family of format 0 was computed under (the catalog's declarations
+# when format 1 came: rag_bench.evaluation.measures): a ``name=value`` is fixed, a dotted name is
+# read from the cell's config. Format 0 is history: this table never changes (a family that gains
+# a parameter changes what metrics.json means, so it is a new format and a new step in upgrade).
+_RANKED = ("eval.relevance", "eval.min_coverage", "eval.relevance_level")
+_COVERAGE = ("eval.min_coverage",)
+_MATCH = ("eval.answer_match", "eval.f1_threshold")
+_FORMAT0_PARAMS: dict[str, tuple[str, ...]] = {
+    **{f"retrieval/{f}": (*_RANKED, "unit=chunk") for f in ("hit", "precision", "recall", "mrr", "map")},
+    "retrieval/ndcg": (*_RANKED, "unit=chunk", "eval.gain"),
+    **{f"document/{f}": ("eval.relevance_level", "unit=document") for f in ("hit", "precision", "recall", "mrr", "map")},
+    "document/ndcg": ("eval.relevance_level", "eval.gain", "unit=document"),
+    **{f"evidence/{f}": _COVERAGE for f in ("evidence_recall", "complete", "context_complete")},
+    "generation/correct": _MATCH, "answer/correct_all": _MATCH, "answer/context_all": _COVERAGE,
+    "citation/citation_precision": _COVERAGE, "citation/citation_recall": _COVERAGE,
+    "context/passage_precision": _RANKED, "rerank/hit_lift": _RANKED, "query/lift": _RANKED,
+    "query/kept_terms": ("rare_df=0.05",),
+}
+_NOT_SECTIONS = ("ci", "n", "by_tag", "conditional", "methods", "warnings", "findings", "measures", "skipped")
+
+
+def _format0_block(metrics: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``measures`` block of a format-0 cell: each key of a family with parameters
+    (:data:`_FORMAT0_PARAMS`), its ``params`` read against the cell's ``config`` (a key whose
+    measure has none has no line: there is nothing to hold against another cell).
+
+    >>> _format0_block({"retrieval": {"ndcg@10": 0.5}}, {"eval": {"gain": "linear"}})["retrieval/ndcg@10"]["params"]["eval.gain"]
+    'linear'
+    """
+    def setting(key: str) -> Any:
+        node: Any = config
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        return node
+
+    block: dict[str, dict[str, Any]] = {}
+    for section, values in metrics.items():
+        if section in _NOT_SECTIONS or not isinstance(values, Mapping):
+            continue
+        for leaf in values:
+            declared = _FORMAT0_PARAMS.get(f"{section}/{str(leaf).partition('@')[0]}")
+            if declared is not None:
+                block[f"{section}/{leaf}"] = {"params": {p.partition("=")[0]: p.partition("=")[2] if "=" in p
+                                                         else setting(p) for p in declared}}
+    return block
+
+
+# The config groups a format-0 cell may lack, as the cell ran without them: one written before the
+# parser group read its files as parser=auto does, one written before the query group searched its
+# questions as they are (query=none).
+_FORMAT0_GROUPS = {"parser": {"name": "auto"}, "query": {"name": "none"}}
+
+
+def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """config.yaml and metrics.json of the cell at ``path`` in the current format
+    (:data:`CELL_FORMAT`), the one step from format 0 done as it is read: the ``parser`` and
+    ``query`` groups a config written before them lacks (:data:`_FORMAT0_GROUPS`), the ``measures``
+    block (:func:`_format0_block`, from the cell's config), and ``cost/generator_tokens`` a
     generating cell written before it lacks, from its records; DataError for a format this
     rag_bench does not know (a newer one)."""
     found = metrics.get("format", 0)
     if found == CELL_FORMAT:
-        return metrics
+        return config, metrics
     if found != 0:
         raise DataError(Problem(str(path / "metrics.json"), 0, "format", f"cell format {found!r}: this rag_bench "
                                 f"reads formats 0..{CELL_FORMAT}", "read it with the rag_bench that wrote it, or "
                                 "re-run the cell (delete the folder first)"))
-    from rag_bench.evaluation.measures import described_block  # the catalog: above this module, read once per old cell
-
+    config = {**{g: dict(v) for g, v in _FORMAT0_GROUPS.items() if g not in config}, **config}
     out = {**metrics, "format": CELL_FORMAT}
     if not isinstance(out.get("measures"), dict):
-        out["measures"] = described_block(out, config)
+        out["measures"] = _format0_block(out, config)
     cost: dict[str, Any] = out["cost"] if isinstance(out.get("cost"), dict) else {}
     if "generation" in out and "generator_tokens" not in cost:
         out["cost"] = {**cost, "generator_tokens": _mean_tokens(path)}
-    return out
+    return config, out
 
 
 def _mean_tokens(path: Path) -> float | None:
@@ -395,7 +447,7 @@ def read_cell(path: Path, *, records: bool = True) -> Cell:
     (records.parquet read on first use when ``records`` is False)."""
     _require(path, ("config.yaml", "metrics.json", *(("records.parquet",) if records else ())))
     config = _read(path / "config.yaml", lambda t: yaml.load(t, Loader=_YAML_LOADER) or {}, dict)
-    metrics = upgrade(path, config, _read(path / "metrics.json", json.loads, dict))
+    config, metrics = upgrade(path, config, _read(path / "metrics.json", json.loads, dict))
     done = read_done(path) if (path / "DONE").is_file() else {}
     return Cell(path.name, path, config, metrics, done, [_read_records(path)] if records else [])
 

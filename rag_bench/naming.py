@@ -65,13 +65,6 @@ def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: node}
 
 
-def _flat_cell(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A cell's config flattened; a cell written before the parser group read its files as
-    ``parser=auto`` does, so it is named as one (no ``parser`` axis between old and new cells); one
-    written before the query group searched its questions as ``query=none`` does."""
-    return {f"{PARSER}.name": "auto", f"{QUERY}.name": "none", **_flat(config)}
-
-
 def _ignored(key: str) -> bool:
     return any(key == p or key.startswith(p + ".") for p in IGNORED) or key.endswith("._target_")
 
@@ -92,7 +85,7 @@ def axes(configs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The keys that vary across ``configs``, in stage order: a stage (``chunker``) when its option
     differs, ``stage.param`` when a parameter differs between cells of the same option, then every
     other varying key (``pipeline.k``)."""
-    flats = [_flat_cell(c) for c in configs]
+    flats = [_flat(c) for c in configs]
     out: list[str] = []
 
     def varies(key: str, among: Iterable[dict[str, Any]]) -> bool:
@@ -132,7 +125,7 @@ def label(config: Mapping[str, Any], keys: Sequence[str]) -> str:
     app = system(config)
     if app is not None:
         return f"app={_value(app)}"
-    flat = _flat_cell(config)
+    flat = _flat(config)
     leaves = [k.rsplit(".", 1)[-1] for k in keys if k not in NAMED]
     parts = []
     for key in keys:
@@ -207,5 +200,5 @@ def value(config: Mapping[str, Any], key: str) -> str:
     >>> value({"chunker": {"name": "fixed"}, "pipeline": {"k": 5}}, "chunker"), value({"pipeline": {"k": 5}}, "pipeline.k")
     ('fixed', '5')
     """
-    flat = _flat_cell(config)
+    flat = _flat(config)
     return _value(flat.get(f"{key}.name" if key in NAMED else key, "—"))

@@ -112,3 +112,28 @@ def test_a_written_cell_says_its_format_in_metrics_and_done(tmp_path):
     assert json.loads((cell / "metrics.json").read_text())["format"] == CELL_FORMAT
     assert json.loads((cell / "DONE").read_text()) == {"cell_id": "c", "format": CELL_FORMAT}
     assert read_cell(cell).metrics["measures"] == {}  # format 1: read as written
+
+
+def test_format_0s_parameters_are_the_catalogs_when_format_1_came():
+    """The upgrade's table of format 0 (cells.py sits below the catalog and imports nothing of it)
+    holds what the catalog declares: a family that gains a parameter is a new cell format."""
+    from rag_bench.cells import _FORMAT0_PARAMS
+    from rag_bench.evaluation import measures
+
+    declared = {f"{m.section}/{m.family}": m.params for m in (*measures.FAMILIES, *measures.FIGURES) if m.params}
+    assert declared == _FORMAT0_PARAMS
+
+
+def test_a_format_0_cell_without_the_parser_and_query_groups_is_named_as_before(tmp_path):
+    """Issue 51 item 6: naming's "written before the parser / query group" defaults moved into the
+    upgrade: the old cell reads with parser=auto and query=none, as it ran, so no parser or query
+    axis appears between it and a cell of today with those settings."""
+    from rag_bench import naming
+    from rag_bench.cells import load_cell
+
+    cell = load_cell(_format0_cell(tmp_path, {"retrieval": {"ndcg@10": 0.5}}, "done\n"))
+    assert cell.config["parser"] == {"name": "auto"} and cell.config["query"] == {"name": "none"}
+    today = {**cell.config, "pipeline": {"k": 6}}
+    assert naming.axes([cell.config, today]) == ["pipeline.k"]
+    assert naming.labels([cell.config, today]) == ["k=5", "k=6"]
+    assert naming.value(cell.config, "query") == "none" and naming.value(cell.config, "parser") == "auto"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rag_bench import naming
 
 
@@ -71,7 +73,11 @@ def test_a_parser_sweep_names_its_cells_by_parser_and_old_cells_read_as_auto():
     a = {"parser": {"name": "pypdf"}, "chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
     b = {"parser": {"name": "pdfplumber"}, "chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
     assert naming.labels([a, b]) == ["parser=pypdf", "parser=pdfplumber"]
-    # a cell written before the group existed read its files as auto does: no parser axis against an auto cell
-    old = {"chunker": {"name": "section"}, "retriever": {"name": "bm25"}}
-    new = {"parser": {"name": "auto"}, "chunker": {"name": "fixed"}, "retriever": {"name": "bm25"}}
+    # a cell written before the group existed read its files as auto does, and is read as one (the
+    # format 0 -> 1 upgrade): no parser axis against an auto cell
+    from rag_bench.cells import upgrade
+
+    old, _ = upgrade(Path("."), {"chunker": {"name": "section"}, "retriever": {"name": "bm25"}}, {})
+    new = {"parser": {"name": "auto"}, "query": {"name": "none"}, "chunker": {"name": "fixed"},
+           "retriever": {"name": "bm25"}}
     assert naming.labels([old, new]) == ["section", "fixed"]

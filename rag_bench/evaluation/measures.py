@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation.scorer import Measure, Scorer, mlflow_name
@@ -159,36 +158,6 @@ def measure(key: str) -> Measure | None:
 def figure(key: str) -> Measure | None:
     """The count, cost or failure tally named ``section/name`` (``counts/unlocated_passages``), or None."""
     return FIGURE.get(str(key)) if str(key) in FIGURE else None
-
-
-# metrics.json's keys that hold no section of measures (read by described_block)
-NOT_SECTIONS = ("ci", "n", "by_tag", "conditional", "methods", "warnings", "findings", "measures", "skipped")
-
-
-def described_block(metrics: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The ``measures`` block of a cell written before metrics.json had one (cell format 0,
-    :func:`rag_bench.cells.upgrade`): each key's ``params``, read from the catalog's declaration of
-    the measure against the cell's ``config``.
-
-    >>> described_block({"retrieval": {"ndcg@10": 0.5}}, {"eval": {"gain": "linear"}})["retrieval/ndcg@10"]["params"]["eval.gain"]
-    'linear'
-    """
-    def setting(key: str) -> Any:
-        node: Any = config
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        return node
-
-    block: dict[str, dict[str, Any]] = {}
-    for section, values in metrics.items():
-        if section in NOT_SECTIONS or not isinstance(values, Mapping):
-            continue
-        for leaf in values:
-            m = measure(f"{section}/{leaf}") or figure(f"{section}/{leaf}")
-            if m is not None:
-                block[m.key] = {"params": {p.partition("=")[0]: p.partition("=")[2] if "=" in p else setting(p)
-                                           for p in m.params}}
-    return block
 
 
 def direction(key: str) -> bool | None:

@@ -128,6 +128,16 @@ def generator_identity(generator: Any) -> str:
     return text
 
 
+def generation_keys(generator: Any, items: Sequence[GenerationInput], use_cache: bool = True) -> list[str] | None:
+    """The generation cache's key of each item for ``generator`` (what :func:`generate_cached`
+    looks up and stores, and what ``--plan`` counts); None when its outputs are not cached (the
+    generator is not cacheable, ``use_cache`` is off, or sharing is: every item is a call)."""
+    if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
+        return None
+    identity = generator_identity(generator)
+    return [cache_key(identity, it.prompt) for it in items]
+
+
 def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir: str | Path | None = None,
                     use_cache: bool = True,
                     check: Callable[[Any, int], list[Generation]] | None = None) -> list[Generation]:
@@ -146,11 +156,10 @@ def generate_cached(generator: Any, items: Sequence[GenerationInput], cache_dir:
                       sum(g.seconds for g in got))
         return got
 
-    if not getattr(generator, "cacheable", True) or not use_cache or not memo.sharing_enabled():
+    keys = generation_keys(generator, items, use_cache)
+    if keys is None:
         return call(items)
     cache = GenerationCache(Path(cache_dir or default_cache_dir()) / "generations.sqlite")
-    identity = generator_identity(generator)
-    keys = [cache_key(identity, it.prompt) for it in items]
     first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each distinct prompt's first item
 
     def generate(todo: list[str]) -> Iterable[tuple[str, Generation]]:

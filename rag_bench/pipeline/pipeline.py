@@ -71,8 +71,7 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     judged = None
     if not is_null(parts.generator):
         answered = stages.answer(generator=parts.generator, questions=questions, rankings=reranked.rankings,
-                                 passages=indexed.searchable, context=stages.ContextRule(
-                                     k, s.token_budget, s.expand_parents, chunked.parents, s.history))
+                                 passages=indexed.searchable, context=stages.context_rule(s, chunked.parents))
         judged = stages.judge(judge=parts.judge, questions=questions, answered=answered, history=s.history)
     reported = dataset if report_on is None else report_on
     ann = stages.ann(indexed=indexed, questions=list(reported.questions), ks=ks, work=work,

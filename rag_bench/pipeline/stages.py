@@ -34,6 +34,7 @@ from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import contracts
 from rag_bench.pipeline.contracts import component_name
+from rag_bench.pipeline.parts import CellSettings
 from rag_bench.pipeline.results import Answered, Chunked, Indexed, Queried, Reranked, Retrieved
 from rag_bench.query.base import QueryTransform, Transformed
 from rag_bench.reranking.base import Reranker, apply_rerank
@@ -225,16 +226,29 @@ def ann(*, indexed: Indexed, questions: Sequence[Question], ks: Sequence[int], w
     return report if tuned is None else dataclasses.replace(report, tuning=tuned)
 
 
-def answer(*, generator: Generator, questions: Sequence[Question], rankings: Sequence[Ranking],
-           passages: Sequence[Chunk], context: ContextRule) -> Answered:
-    """What the generator produced: the context and prompt of each question from its final
-    ranking (indices into ``passages``), the (cached) generations and the parsed answers. Nothing
-    is scored here."""
+def context_rule(settings: CellSettings, parents: Mapping[str, Chunk]) -> ContextRule:
+    """A cell's :class:`ContextRule` from its settings and its chunking's parents."""
+    return ContextRule(settings.k, settings.token_budget, settings.expand_parents, parents, settings.history)
+
+
+def generation_inputs(questions: Sequence[Question], rankings: Sequence[Ranking], passages: Sequence[Chunk],
+                      context: ContextRule) -> list[GenerationInput]:
+    """What the generator is sent for each question (its context and prompt) from its final
+    ranking (indices into ``passages``): :func:`answer`'s input, and what ``--plan`` counts."""
     items = []
     for q, r in zip(questions, rankings):
         given = build_context([passages[i] for i in r.indices[:context.k]], k=context.k, parents=context.parents,
                               expand_parents=context.expand_parents, token_budget=context.token_budget)
         items.append(GenerationInput(q.question, tuple(given), build_prompt(q.question, given, context.history.of(q.history))))
+    return items
+
+
+def answer(*, generator: Generator, questions: Sequence[Question], rankings: Sequence[Ranking],
+           passages: Sequence[Chunk], context: ContextRule) -> Answered:
+    """What the generator produced: the context and prompt of each question from its final
+    ranking (indices into ``passages``), the (cached) generations and the parsed answers. Nothing
+    is scored here."""
+    items = generation_inputs(questions, rankings, passages, context)
     t0 = time.perf_counter()
     name = component_name(generator)
     with contracts.calling("generator", generator, f"answering {len(items)} questions"):

@@ -95,6 +95,11 @@ class LlmTransform:
         parts.append(REPLY)
         return Prompt(instructions(self.name).format(**self.params), "\n\n".join(parts), 0)
 
+    def inputs(self, questions: Sequence[Question]) -> list[GenerationInput]:
+        """What the model is sent, one item per question: :meth:`transform`'s calls, and what
+        ``--plan`` counts."""
+        return [GenerationInput(q.question, (), self.prompt(q)) for q in questions]
+
     def queries(self, q: Question, text: str) -> list[str]:
         """The texts searched for ``q`` from the model's ``text``."""
         raise NotImplementedError
@@ -102,7 +107,7 @@ class LlmTransform:
     def transform(self, questions: Sequence[Question]) -> list[Transformed]:
         """One model call per question (served from the cache when the same prompt was asked
         before); each reply parsed, or the question searched instead with the reason."""
-        items = [GenerationInput(q.question, (), self.prompt(q)) for q in questions]
+        items = self.inputs(questions)
         gens = generate_cached(self.generator, items, check=_checked) if items else []
         return [self._one(q, g) for q, g in zip(questions, gens)]
 

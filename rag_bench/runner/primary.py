@@ -24,8 +24,10 @@ def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
 
 
 # What ``experiment.primary=auto`` ranks by: the first of these that a cell has (generation/correct:
-# cells written before answer/correct_all existed) -- unless the generator is a stand-in for a model
-# (rag_bench.generation.base.Traits): then STAND_IN, which its answers do not decide.
+# a cell whose eval.scorers leave the answer scorer out; a cell written before answer/correct_all
+# existed too -- not filled in by the format upgrade, which cannot recompute a measure) -- unless the
+# generator is a stand-in for a model (rag_bench.generation.base.Traits): then STAND_IN, which its
+# answers do not decide.
 AUTO_ORDER = (measures.CORRECT_ALL.key, CORRECT, measures.PRIMARY.key, measures.DOC_NDCG.at(10).key)
 STAND_IN = measures.CONTEXT_ALL.key
 # The answer measures auto passes over for a stand-in's cells.

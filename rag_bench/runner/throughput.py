@@ -3,8 +3,10 @@
 Every cell a run computes adds what it measured to ``<cache>/throughput.json`` (the cache folder:
 ``$RAG_BENCH_CACHE`` or ``~/.cache/rag_bench``, the machine's): the texts its embedder encoded and
 the seconds that took (per embedder), the answers its generator produced and the seconds that took
-(per generator), and the rest of the cell's wall time (per cell). The plan divides: seconds per
-embedded text, per generated answer, per cell. Sums, not a last value, so one odd cell moves the
+(per generator), its query transform's model calls and their seconds (per transform, a cached
+reply at its original time), its judge's calls and their seconds (per judge), and the rest of the
+cell's wall time (per cell). The plan divides: seconds per embedded text, per generated answer,
+per transform call, per judge call, per cell. Sums, not a last value, so one odd cell moves the
 figure little; two processes finishing cells at once may lose one's addition (the file is replaced
 whole, never half written): an estimate loses a sample, nothing else does.
 
@@ -47,6 +49,20 @@ def component_key(node: Any) -> str:
     return ":".join(parts)
 
 
+def transform_key(cfg: Any) -> str | None:
+    """How the history names a cell's query transform with a model (its generator's
+    :func:`component_key` and the transform: ``openai:local (query=rewrite)``); None without one.
+
+    >>> transform_key({"generator": {"name": "openai", "model": "local"}, "query": {"name": "rewrite"}})
+    'openai:local (query=rewrite)'
+    """
+    query: Any = cfg.get("query") if hasattr(cfg, "get") else None
+    name = query.get("name") if query is not None and hasattr(query, "get") else None
+    if not name or name == "none":
+        return None
+    return f"{component_key(cfg.get('generator') or {})} (query={name})"
+
+
 @dataclass(frozen=True)
 class Sample:
     """What one computed cell measured: ``embedded`` texts in ``embed_s`` by the embedder
@@ -60,6 +76,12 @@ class Sample:
     generated: int
     generate_s: float
     other_s: float
+    transform: str | None = None  # transform_key: the query transform's model calls ...
+    transformed: int = 0
+    transform_s: float = 0.0  # ... and their seconds (a cached reply's original time)
+    judge: str | None = None
+    judged: int = 0  # judge calls made (cost/judge_calls) ...
+    judge_s: float = 0.0  # ... and their seconds (cost/judge_s)
 
 
 def sample_of(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> Sample:
@@ -73,8 +95,17 @@ def sample_of(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> Sample:
     answered = "generations_cached" in cost
     generated = max(int(counts.get("questions") or 0) - int(cost.get("generations_cached") or 0), 0) if answered else 0
     generator = component_key(cfg.get("generator")) if answered and cfg.get("generator") is not None else None
+    query = metrics.get("query") or {}
+    questions = int(counts.get("questions") or 0)
+    calls = float(query.get("calls") or 0.0) * questions  # per question, cached or not
+    transform = transform_key(cfg) if calls > 0 else None
+    transform_s = float(query.get("ms") or 0.0) * questions / 1000 if transform else 0.0
+    judged, judge_s = int(cost.get("judge_calls") or 0), float(cost.get("judge_s") or 0.0)
+    judge = component_key(cfg.get("judge")) if judged and cfg.get("judge") is not None else None
+    spent = embed_s + (generate_s if answered else 0.0) + float(latency.get("query_s") or 0.0) + judge_s
     return Sample(component_key(cfg.get("embedder") or {}), embedded, embed_s, generator, generated,
-                  generate_s if answered else 0.0, max(wall_s - embed_s - (generate_s if answered else 0.0), 0.0))
+                  generate_s if answered else 0.0, max(wall_s - spent, 0.0),
+                  transform, int(round(calls)) if transform else 0, transform_s, judge, judged, judge_s)
 
 
 def added(history: Mapping[str, Any], s: Sample) -> dict[str, Any]:
@@ -95,6 +126,14 @@ def added(history: Mapping[str, Any], s: Sample) -> dict[str, Any]:
         old = out["generators"].get(s.generator) or {"answers": 0, "seconds": 0.0}
         out["generators"][s.generator] = {"answers": int(old["answers"]) + s.generated,
                                           "seconds": float(old["seconds"]) + s.generate_s}
+    for group, name, n, seconds in (("transforms", s.transform, s.transformed, s.transform_s),
+                                    ("judges", s.judge, s.judged, s.judge_s)):
+        if name is not None and n > 0:
+            out[group] = dict(history.get(group) or {})
+            old = out[group].get(name) or {"calls": 0, "seconds": 0.0}
+            out[group][name] = {"calls": int(old["calls"]) + n, "seconds": float(old["seconds"]) + seconds}
+        elif history.get(group):
+            out[group] = dict(history[group])
     out["cells"] = {"cells": int(out["cells"].get("cells", 0)) + 1,
                     "seconds": float(out["cells"].get("seconds", 0.0)) + s.other_s}
     return out
@@ -108,6 +147,8 @@ class Rates:
     per_text: Mapping[str, float] = field(default_factory=dict)
     per_answer: Mapping[str, float] = field(default_factory=dict)
     per_cell: float | None = None
+    per_transform_call: Mapping[str, float] = field(default_factory=dict)  # by transform_key
+    per_judge_call: Mapping[str, float] = field(default_factory=dict)  # by the judge's component_key
 
 
 def rates(history: Mapping[str, Any]) -> Rates:
@@ -123,7 +164,9 @@ def rates(history: Mapping[str, Any]) -> Rates:
                   if int(v.get("answers") or 0) > 0}
     cells = history.get("cells") or {}
     per_cell = float(cells["seconds"]) / int(cells["cells"]) if int(cells.get("cells") or 0) > 0 else None
-    return Rates(per_text, per_answer, per_cell)
+    per_call = {group: {k: float(v["seconds"]) / int(v["calls"]) for k, v in (history.get(group) or {}).items()
+                        if int(v.get("calls") or 0) > 0} for group in ("transforms", "judges")}
+    return Rates(per_text, per_answer, per_cell, per_call["transforms"], per_call["judges"])
 
 
 def path(cache_dir: str | Path | None = None) -> Path:
@@ -150,12 +193,13 @@ def well_formed(data: Any) -> dict[str, Any]:
     are dropped (a hand-edited or foreign file must not break a plan, nor stop the history).
 
     >>> well_formed({"embedders": {"a": 1, "b": {"texts": 2, "seconds": 1.0}}, "cells": {"cells": "x"}})
-    {'embedders': {'b': {'texts': 2, 'seconds': 1.0}}, 'generators': {}}
+    {'embedders': {'b': {'texts': 2, 'seconds': 1.0}}, 'generators': {}, 'transforms': {}, 'judges': {}}
     """
     if not isinstance(data, dict):
         return {}
     out: dict[str, Any] = {}
-    for group, count in (("embedders", "texts"), ("generators", "answers")):
+    for group, count in (("embedders", "texts"), ("generators", "answers"), ("transforms", "calls"),
+                         ("judges", "calls")):
         items = data.get(group)
         items = items if isinstance(items, dict) else {}
         out[group] = {str(k): v for k, e in items.items() if (v := _sums(e, count)) is not None}

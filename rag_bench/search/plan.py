@@ -60,6 +60,7 @@ class PromptWork:
     # (rag_bench.budget.request_bytes), what budget.usd checks before a cell's calls.
     input_bytes: int = 0
     bound_input_bytes: int = 0
+    role: str = "answer"  # or "query": a query transform's calls (timed by Rates.per_transform_call)
 
 
 @dataclass(frozen=True)
@@ -114,10 +115,11 @@ class Plan:
     in_memory: InMemory | None = None  # an exact plan (--plan=exact): what it embedded to be exact
     parses: tuple[ParseWork, ...] = ()  # the document files each parser reads (datasets of .pdf/.html/.docx)
     budget_usd: float | None = None  # budget.usd of the run, when set
+    reused: int = 0  # cells the cell cache (runner/reuse.py) would serve: no pipeline runs, no time
 
     @property
     def to_compute(self) -> int:
-        return self.cells - self.done
+        return self.cells - self.done - self.reused
 
     @property
     def texts_new(self) -> int:
@@ -288,16 +290,28 @@ def duration(plan: Plan, rates: Rates) -> tuple[float | None, list[str]]:
             lines.append(f"embedding {e.new:,} texts ({e.key}): {_fmt_s(e.new * rate)} ({rate * 1000:.1f} ms/text)")
     for p in plan.prompts:
         n = p.new + p.bound
-        if not n:
+        if not n or p.stand_in and p.role == "query":
             continue
-        rate = rates.per_answer.get(p.key)
+        query = p.role == "query"
+        rate = (rates.per_transform_call if query else rates.per_answer).get(p.key)
+        what = f"{'at most ' if p.bound else ''}{n:,} {'query transform calls' if query else 'answers'} ({p.key})"
         if rate is None:
-            lines.append(f"generating {'at most ' if p.bound else ''}{n:,} answers ({p.key}): no measured "
-                         "throughput yet")
+            lines.append(f"{'transforming' if query else 'generating'} {what}: no measured throughput yet")
         else:
             total, measured, bounded = total + n * rate, True, bounded or bool(p.bound)
-            lines.append(f"generating {'at most ' if p.bound else ''}{n:,} answers ({p.key}): {_fmt_s(n * rate)} "
-                         f"({rate * 1000:.1f} ms/answer)")
+            lines.append(f"{'transforming' if query else 'generating'} {what}: {_fmt_s(n * rate)} "
+                         f"({rate * 1000:.1f} ms/{'call' if query else 'answer'})")
+    for j in plan.judges:
+        calls = j.at_most * j.calls_each
+        if not calls:
+            continue
+        rate = rates.per_judge_call.get(j.key)
+        if rate is None:
+            lines.append(f"judging at most {calls:,} calls ({j.key}): no measured throughput yet")
+        else:
+            total, measured, bounded = total + calls * rate, True, True
+            lines.append(f"judging at most {calls:,} calls ({j.key}): {_fmt_s(calls * rate)} "
+                         f"({rate * 1000:.1f} ms/call; the judge cache not subtracted)")
     if plan.to_compute:
         if rates.per_cell is None:
             lines.append(f"{plan.to_compute} cells' own work (chunking, indexing, retrieval, scoring): no measured throughput yet")
@@ -351,7 +365,9 @@ def render(plan: Plan, prices: Prices | None, rates: Rates) -> str:
     head = "nothing computed or written" if plan.in_memory is None else \
         "exact: missing vectors embedded in memory, nothing written"
     lines = [f"Plan ({head}): {plan.command}",
-             f"  cells: {plan.cells} in the grid, {plan.done} already DONE, {plan.to_compute} to compute",
+             f"  cells: {plan.cells} in the grid, {plan.done} already DONE, "
+             + (f"{plan.reused} served by the cell cache (written from it, no pipeline run: no time), "
+                if plan.reused else "") + f"{plan.to_compute} to compute",
              f"  distinct chunkings: {plan.chunkings}; distinct indexes: {plan.indexes} (of the cells to compute); "
              f"questions: {plan.questions}"]
     lines.append("  texts to embed (distinct chunk and question texts, by embedder):")

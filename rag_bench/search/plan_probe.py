@@ -321,17 +321,11 @@ class _Prompts:
     new_bytes: dict[str, int] = field(default_factory=dict)
     bound_bytes: dict[str, int] = field(default_factory=dict)
     per_cell_bytes: int = 0
+    role: str = "answer"
 
 
 def _tokens(prompt: Any) -> int:
     return int(round((len(prompt.system) + len(prompt.user)) / CHARS_PER_TOKEN))
-
-
-def _bytes(prompt: Any) -> int:
-    """The budget's bound of the prompt's input tokens: its request's bytes (rag_bench.budget)."""
-    from rag_bench.budget import request_bytes
-
-    return request_bytes(prompt.messages())
 
 
 def _model_name(node: Any) -> tuple[str, bool]:
@@ -387,6 +381,8 @@ class _Counting:
         self.prompts: dict[str, _Prompts] = {}
         self.judges: dict[str, set[Any]] = {}
         self.judge_bound: dict[str, set[Any]] = {}
+        self.judge_names: dict[str, str] = {}  # judge config -> how the throughput history names it
+        self.reused = 0  # cells the cell cache would serve
         self.cache_hits: dict[str, dict[str, bool]] = {}  # generation cache folder -> key -> found
         self.notes: list[str] = []
         self.questions: dict[str, int] = {}
@@ -440,6 +436,19 @@ class _Counting:
             self.tainted.add(key)
         return result, tainted
 
+    def served(self, cfg: DictConfig, fingerprint: str) -> bool:
+        """Whether the run would write this cell from the cell cache (:func:`rag_bench.runner.reuse.result`:
+        its key, looked up read-only, the row's HMAC checked)."""
+        from rag_bench.runner import reuse
+        from rag_bench.runner.config import cell_identity
+        from rag_bench.storage import default_cache_dir
+
+        if not reuse.enabled():
+            return False
+        row = reuse.key(cell_identity(cfg, fingerprint))
+        return row in stored_keys(default_cache_dir() / reuse.FILE, reuse.CellStore.table, [row],
+                                  keyed=reuse.CellStore.keyed)
+
     def cell(self, cfg: DictConfig) -> None:
         from pathlib import Path
 
@@ -454,6 +463,9 @@ class _Counting:
         self.questions[dataset.fingerprint] = len(dataset.questions)
         if is_done(Path(str(cfg.output.root)) / str(cfg.experiment.name) / cell_id(cfg, dataset.fingerprint)):
             self.done += 1
+            return
+        if self.served(cfg, dataset.fingerprint):
+            self.reused += 1
             return
         parts = build_cell(cfg, self.work)
         self.embedder(parts, cfg)
@@ -510,115 +522,88 @@ class _Counting:
         takes (``queried``, the rankings' question key) and the taint."""
         from rag_bench import memo
         from rag_bench.pipeline import stages
-        from rag_bench.query.llm import LlmTransform
-        from rag_bench.runner.throughput import component_key
+        from rag_bench.runner.throughput import transform_key
 
         transform = parts.query
         if transform is None or is_null(transform):
             return None, qk, taint
         key = memo.key(qk, *parts.identity("query"))
-        if not isinstance(transform, LlmTransform):
+        if not callable(getattr(transform, "inputs", None)):  # a model's transform says what it sends (LlmTransform.inputs)
             if getattr(transform, "generator", None) is not None:
                 self.notes.append(f"query transform {type(transform).__name__} is not one the plan runs (a transform "
                                   "of your own with a model): its calls are not counted and its cells' prompts are "
                                   "bounds")
                 return None, key, True
             return stages.query(transform=transform, questions=questions, key=key, work=self.work), key, taint
-        name = f"{component_key(cfg.generator)} (query={cfg.query.name})"
-        self.prompts_for(cfg, transform.generator, name, [transform.prompt(q) for q in questions], "query")
+        self.count(cfg, transform.generator, "query", str(transform_key(cfg)), transform.inputs(questions))
         self.notes.append(f"query={cfg.query.name}: what the retriever searches is the model's reply, so the prompts "
                           "and judgements after it are bounds")
         return None, key, True
 
-    def prompts_for(self, cfg: DictConfig, generator: Any, name: str, prompts: list[Any], role: str) -> list[str]:
-        """Count ``prompts`` sent to ``generator`` exactly (cache keys looked up, read-only) in the
-        plan's slot of ``name``; their keys."""
-        from rag_bench import memo
-        from rag_bench.generation.base import cache_key, checked_traits, generator_identity
+    def count(self, cfg: DictConfig, generator: Any, role: str, name: str, items: list[Any],
+              bound_keys: list[str] | None = None) -> list[str]:
+        """Count what ``generator`` is sent for ``items`` in the plan's slot of ``role`` (``answer``,
+        ``query``) and ``name`` (how the throughput history names it): the run's
+        own cache keys (:func:`~rag_bench.generation.base.generation_keys`) looked up read-only, each
+        request's bytes as the budget bounds them (:func:`~rag_bench.generation.base.request_bytes`).
+        ``bound_keys``: the items rest on stand-in vectors, so they are a bound under these keys
+        (one per question and distinct ranking). Returns the keys the judge's count is keyed by."""
+        from rag_bench.generation.base import checked_traits, generation_keys, generator_identity, request_bytes
         from rag_bench.storage import default_cache_dir
 
-        identity = generator_identity(generator)
-        no_cache = not getattr(generator, "cacheable", True) or not memo.sharing_enabled()
+        keys = generation_keys(generator, items)
         price_name, named = _model_name(cfg.generator)
         max_tokens = cfg.generator.get("max_tokens")
-        slot = self.prompts.setdefault(f"{role}\0{name}\0{identity}", _Prompts(
+        slot = self.prompts.setdefault(f"{role}\0{name}\0{generator_identity(generator)}", _Prompts(
             name, price_name, named, int(max_tokens) if isinstance(max_tokens, int) else None,
-            checked_traits(generator).stand_in, no_cache))
-        keys = [cache_key(identity, p) for p in prompts]
-        if no_cache:
-            slot.per_cell += len(prompts)
-            slot.per_cell_tokens += sum(_tokens(p) for p in prompts)
-            return keys
+            checked_traits(generator).stand_in, keys is None, role=role))
+        tokens = [_tokens(it.prompt) for it in items]
+        sent = [request_bytes(generator, it) for it in items]
+        if keys is None:  # not cached: every cell's items are calls
+            slot.per_cell += len(items)
+            slot.per_cell_tokens += sum(tokens)
+            slot.per_cell_bytes += sum(sent)
+            return bound_keys or []
+        if bound_keys is not None:
+            for k, t, b in zip(bound_keys, tokens, sent):
+                slot.bound[k], slot.bound_bytes[k] = t, b
+            return bound_keys
         folder = str(default_cache_dir())
         known = self.cache_hits.setdefault(folder, {})
         todo = [k for k in dict.fromkeys(keys) if k not in known]
         if todo:
             found = stored_keys(Path(folder) / "generations.sqlite", "generations", todo)
             known.update({k: k in found for k in todo})
-        for k, p in zip(keys, prompts):
+        for k, t, b in zip(keys, tokens, sent):
             if known[k]:
                 slot.cached.add(k)
             else:
-                slot.new[k] = _tokens(p)
+                slot.new[k], slot.new_bytes[k] = t, b
         return keys
 
     def answer(self, cfg: DictConfig, parts: Any, questions: list[Any], rankings: Any, passages: Any,
                parents: Any, rank_key: str, taint: bool) -> None:
-        from rag_bench import memo
-        from rag_bench.components import is_null
-        from rag_bench.generation.base import cache_key, checked_traits, generator_identity
-        from rag_bench.generation.context import build_context
-        from rag_bench.generation.prompt import build_prompt
+        """The cell's prompts, built as the generator stage builds them
+        (:func:`~rag_bench.pipeline.stages.generation_inputs`), counted (:meth:`count`); and the
+        judgements of its answers."""
+        from rag_bench.generation.base import generator_identity
+        from rag_bench.pipeline import stages
         from rag_bench.runner.throughput import component_key
-        from rag_bench.storage import default_cache_dir
 
-        generator, s = parts.generator, parts.settings
+        s = parts.settings
+        items = stages.generation_inputs(questions, rankings, passages, stages.context_rule(s, parents))
+        by_question = [f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}" for q in questions]
         name = component_key(cfg.generator)
-        identity = generator_identity(generator)
-        no_cache = not getattr(generator, "cacheable", True) or not memo.sharing_enabled()
-        price_name, named = _model_name(cfg.generator)
-        max_tokens = cfg.generator.get("max_tokens")
-        slot = self.prompts.setdefault(identity, _Prompts(
-            name, price_name, named, int(max_tokens) if isinstance(max_tokens, int) else None,
-            checked_traits(generator).stand_in, no_cache))
-        made = []
-        for q, r in zip(questions, rankings):
-            given = build_context([passages[i] for i in r.indices[:s.k]], k=s.k, parents=parents,
-                                  expand_parents=s.expand_parents, token_budget=s.token_budget)
-            made.append((q, build_prompt(q.question, given, s.history.of(q.history))))
+        keys = self.count(cfg, parts.generator, "answer", name, items, by_question if taint else None) or by_question
         judge = parts.judge
-        judge_key = None if judge is None or is_null(judge) else \
-            repr(OmegaConf.to_container(cfg.judge, resolve=True))
-        if no_cache:
-            slot.per_cell += len(made)
-            slot.per_cell_tokens += sum(_tokens(p) for _, p in made)
-            slot.per_cell_bytes += sum(_bytes(p) for _, p in made)
-            keys = [f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}" for q, _ in made]
-        elif taint:
-            keys = []
-            for q, p in made:
-                key = f"{rank_key}|{s.k}|{s.token_budget}|{s.expand_parents}|{q.qid}"
-                slot.bound[key] = _tokens(p)
-                slot.bound_bytes[key] = _bytes(p)
-                keys.append(key)
-        else:
-            keys = [cache_key(identity, p) for _, p in made]
-            folder = str(default_cache_dir())
-            known = self.cache_hits.setdefault(folder, {})
-            todo = [k for k in dict.fromkeys(keys) if k not in known]
-            if todo:
-                found = stored_keys(Path(folder) / "generations.sqlite", "generations", todo)
-                known.update({k: k in found for k in todo})
-            for k, (_, p) in zip(keys, made):
-                if known[k]:
-                    slot.cached.add(k)
-                else:
-                    slot.new[k] = _tokens(p)
-                    slot.new_bytes[k] = _bytes(p)
-        if judge_key is not None:
-            target = self.judge_bound if taint else self.judges
-            target.setdefault(judge_key, set()).update((identity, k) for k in keys)
-            self.judges.setdefault(judge_key, set())
+        if judge is None or is_null(judge):
+            return
+        judge_key = repr(OmegaConf.to_container(cfg.judge, resolve=True))
+        self.judge_names[judge_key] = component_key(cfg.judge)
+        identity = generator_identity(parts.generator)
+        target = self.judge_bound if taint else self.judges
+        target.setdefault(judge_key, set()).update((identity, k) for k in keys)
+        self.judges.setdefault(judge_key, set())
 
     def plan(self, command: str, cfgs: list[DictConfig], jobs: list[list[str]]) -> Plan:
         embedders = tuple(EmbedWork(name, self.keys[name], self.named[name], len(self.ledger.new[name]),
@@ -629,20 +614,20 @@ class _Counting:
         for p in self.prompts.values():
             if p.no_cache:
                 prompts.append(PromptWork(p.name, p.price_name, p.named_model, p.per_cell, 0, 0, p.per_cell_tokens, 0,
-                                          p.max_tokens, p.stand_in, True, p.per_cell_bytes, 0))
+                                          p.max_tokens, p.stand_in, True, p.per_cell_bytes, 0, p.role))
             else:
                 bound = {k: v for k, v in p.bound.items()}
                 prompts.append(PromptWork(p.name, p.price_name, p.named_model, len(p.new), len(p.cached), len(bound),
                                           sum(p.new.values()), sum(bound.values()), p.max_tokens, p.stand_in, False,
-                                          sum(p.new_bytes.values()), sum(p.bound_bytes.values())))
-        judges = tuple(JudgeWork(_judge_name(k), len(v) + len(self.judge_bound.get(k, ())),
+                                          sum(p.new_bytes.values()), sum(p.bound_bytes.values()), p.role))
+        judges = tuple(JudgeWork(self.judge_names[k], len(v) + len(self.judge_bound.get(k, ())),
                                  len(self.judge_bound.get(k, ())), _calls_each(k)) for k, v in self.judges.items())
         questions = max(self.questions.values(), default=0)
         in_memory = InMemory(self.ledger.encoded, self.ledger.encode_s, self.ledger.load_s) if self.ledger.exact else None
         return Plan(command, len(cfgs), self.done, len(self.chunkings), len(self.indexes), questions,
                     tuple(embedders), tuple(prompts), judges, *_mode(cfgs, jobs, self),
                     tuple(dict.fromkeys(self.notes)), in_memory, tuple(self.parses.values()),
-                    OmegaConf.select(cfgs[0], "budget.usd", default=None) if cfgs else None)
+                    OmegaConf.select(cfgs[0], "budget.usd", default=None) if cfgs else None, self.reused)
 
 
 def _refusal(refused: dict[str, set[str]], where: dict[str, str], args: list[str]) -> str:
@@ -667,16 +652,6 @@ def _calls_each(key: str) -> int:
         return 1
     metrics = node.get("metrics")
     return max(len(metrics) if isinstance(metrics, list) else 1, 1) * max(int(node.get("samples") or 1), 1)
-
-
-def _judge_name(key: str) -> str:
-    import ast
-
-    try:
-        node = ast.literal_eval(key)
-    except (ValueError, SyntaxError):
-        return key[:40]
-    return str(node.get("name", "judge")) + (f":{node['model']}" if node.get("model") else "")
 
 
 def _mode(cfgs: list[DictConfig], jobs: list[list[str]], counting: _Counting) -> tuple[str, tuple[str, ...]]:

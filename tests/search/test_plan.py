@@ -69,6 +69,28 @@ def test_duration_adds_the_measured_parts_and_names_the_missing_ones():
         "3 cells' own work (chunking, indexing, retrieval, scoring): no measured throughput yet"])
 
 
+def test_duration_times_the_transforms_and_the_judges_calls_and_not_the_served_cells():
+    rewrite = PromptWork("openai:x (query=rewrite)", "x", True, new=6, cached=0, bound=0, input_tokens=60,
+                         bound_input_tokens=0, max_tokens=None, role="query")
+    judge = JudgeWork("ragas:x", at_most=10, bound=0, calls_each=2)
+    total, lines = duration(plan(cells=4, done=1, reused=2, prompts=(rewrite,), judges=(judge,)),
+                            Rates(per_cell=1.0, per_transform_call={"openai:x (query=rewrite)": 0.5},
+                                  per_judge_call={"ragas:x": 0.25}))
+    assert total == 6 * 0.5 + 20 * 0.25 + 1 * 1.0  # one cell to compute: DONE and served take no time
+    assert "transforming 6 query transform calls (openai:x (query=rewrite)): 3.0 s (500.0 ms/call)" in lines
+    assert lines[0].startswith("at most") and any(x.startswith("judging at most 20 calls (ragas:x)") for x in lines)
+
+
+def test_the_history_keeps_transform_and_judge_calls_apart_from_the_cells_time():
+    cfg = {"generator": {"name": "openai", "model": "x"}, "query": {"name": "rewrite"},
+           "judge": {"name": "ragas", "model": "x"}, "embedder": {"name": "minilm"}}
+    metrics = {"counts": {"questions": 4}, "query": {"calls": 1.0, "ms": 500.0}, "latency": {"query_s": 2.0},
+               "cost": {"judge_calls": 8, "judge_s": 4.0}}
+    got = rates(added({}, sample_of(cfg, metrics, 10.0)))
+    assert got.per_transform_call == {"openai:x (query=rewrite)": 0.5} and got.per_judge_call == {"ragas:x": 0.5}
+    assert got.per_cell == 10.0 - 2.0 - 4.0
+
+
 def test_a_plan_with_nothing_to_compute_takes_no_time():
     assert duration(plan(done=4), Rates()) == (0.0, ["nothing to compute"])
 
