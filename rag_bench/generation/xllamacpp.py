@@ -5,8 +5,9 @@ The same engine as :mod:`rag_bench.generation.llama_cpp` without its ~5 minute c
 is manylinux2014 (glibc >= 2.17) and installs in seconds. Same packaged model (gemma-3-270m
 Q4_K_M), same chat template (``gemma``, llama.cpp's built-in one: the packaged base model carries
 none), same answer contract enforced by llama.cpp's JSON-schema grammar, temperature 0 and a fixed
-seed. No port is opened: requests go to the server's handler in process. What was measured on
-these machines, and why this runtime: docs/generators.md.
+seed. Requests go to the server's handler in process (the server also listens on a free port of
+127.0.0.1, unused here). What was measured on these machines, and why this runtime:
+docs/generators.md.
 """
 
 from __future__ import annotations
