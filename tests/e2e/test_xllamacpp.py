@@ -48,8 +48,8 @@ def test_the_packaged_model_answers_through_the_prebuilt_wheel(tmp_path):
         reply = json.loads(row["raw_output"])
         assert set(reply) == {"answer", "sources", "clarify"}
         assert set(reply["sources"]) <= set(range(1, len(row["context_ids"]) + 1))
-    else:  # only a reply cut by max_tokens may fail to parse
-        assert m["cost"]["generator_tokens"] >= 64
+    else:  # only a reply cut by max_tokens may fail to parse: the grammar allows no other
+        assert not row["raw_output"].rstrip().endswith("}")
 
     # Again in another experiment: served from the generation cache, no call.
     again = subprocess.run([str(BIN / "rag-bench"), *args, "experiment.name=again"], cwd=tmp_path, env=env,
