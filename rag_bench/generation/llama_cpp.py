@@ -36,10 +36,13 @@ def install_hint(package_dir: Path | None = None) -> str:
     except OSError:
         checkout = False
     pip = "pip install 'rag-bench-harness[llm]'"
+    # the same engine without a compiler: generator=xllamacpp (rag_bench.generation.xllamacpp)
+    wheel = "or, without a compiler, generator=xllamacpp"
     if checkout:
         return f"in this checkout run `make llm` (in {root}; it compiles llama-cpp-python, ~5 min); an installed " \
-               f"package takes {pip}"
-    return f"{pip} (in a checkout of rag_bench with its Makefile: `make llm`)"
+               f"package takes {pip}; {wheel} after `make model` (a prebuilt wheel)"
+    return f"{pip} (in a checkout of rag_bench with its Makefile: `make llm`); {wheel} after " \
+           f"pip install 'rag-bench-harness[model]'"
 
 
 def resolve_gguf(model: str, cache_dir: str | Path | None = None) -> Path:
