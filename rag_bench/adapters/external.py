@@ -528,6 +528,53 @@ def withhold_unreadable(ranked: Sequence[tuple[str, int, int]], question: Questi
     return out, withheld
 
 
+def _deduplicated(passages: Sequence[tuple[str, int, int]]) -> tuple[list[tuple[str, int, int]], int]:
+    """One ranking's passages with a repeated span replaced by an :data:`UNLOCATED` placeholder at its
+    rank (the same span twice in one ranking counts once), and how many were repeats."""
+    seen: set[tuple[str, int, int]] = set()
+    kept, duplicates = [], 0
+    for i, s in enumerate(passages):
+        if s in seen:
+            duplicates += 1
+            s = (UNLOCATED, -1 - i, -1 - i)
+        seen.add(s)
+        kept.append(s)
+    return kept, duplicates
+
+
+def _passages(spans: Mapping[tuple[str, int, int], int], documents: Mapping[str, Document]) \
+        -> tuple[dict[str, Document], list[Chunk]]:
+    """The corpus with an empty document per placeholder the rankings use, and one chunk per distinct
+    span in order of first appearance (a placeholder's empty)."""
+    documents = dict(documents)
+    for placeholder_doc in (UNLOCATED, WITHHELD):
+        if any(d == placeholder_doc for d, _, _ in spans):
+            documents[placeholder_doc] = Document(placeholder_doc, "")
+    chunks = [Chunk(f"{d}#{s}", d, 0, 0, "") if d in (UNLOCATED, WITHHELD) else
+              Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) for d, s, e in spans]
+    return documents, chunks
+
+
+def _ranking(qid: str, ids: tuple[int, ...], given: Sequence[float] | None) -> Ranking:
+    """A system's ranking of chunk ids: its own scores when they never increase, else 1/rank."""
+    ok = given is not None and all(a >= b for a, b in zip(given, given[1:]))
+    scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
+    return Ranking(qid, ids, tuple(strictly_decreasing(np.asarray(scores, np.float64)).tolist()))
+
+
+def _question_runs(questions: Sequence[Question], outputs: Outputs, rankings: Sequence[Ranking],
+                   unauthorized: Mapping[str, int], answered: Any, judged: Any) -> tuple[QuestionRun, ...]:
+    """Each question's run: its ranking (retrieved and final), latency, withheld passages and, when
+    the system answered, its context, generation, answer and judgement."""
+    return tuple(QuestionRun(
+        q, rankings[n], rankings[n], retrieve_ms=outputs.records[q.qid].latency_ms or 0.0,
+        dropped_by_retriever=unauthorized[q.qid],
+        context=answered.items[n].passages if answered is not None else None,
+        generation=answered.generations[n] if answered is not None else None,
+        answer=answered.answers[n] if answered is not None else None,
+        judge=judged[n] if judged is not None else None) for n, q in enumerate(questions))
+
+
 def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRule, judge: Judge | None = None,
                judge_name: str = "none") -> SystemRun:
     """The run of an external system's outputs: located passages instead of a retriever's, given
@@ -541,32 +588,14 @@ def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRul
     ranked: dict[str, list[tuple[str, int, int]]] = {}
     unauthorized: dict[str, int] = {}
     for q in questions:
-        o = outputs.records[q.qid]
-        seen: set[tuple[str, int, int]] = set()
-        kept = []
-        for i, s in enumerate(o.passages):
-            if s in seen:  # the same span twice in one ranking counts once: the repeat is a placeholder
-                duplicates += 1
-                s = (UNLOCATED, -1 - i, -1 - i)
-            seen.add(s)
-            kept.append(s)
+        kept, repeats = _deduplicated(outputs.records[q.qid].passages)
+        duplicates += repeats
         ranked[q.qid], unauthorized[q.qid] = withhold_unreadable(kept, q, dataset.documents)
         for s in ranked[q.qid]:
             spans.setdefault(s, len(spans))
-    documents = dict(dataset.documents)
-    for placeholder_doc in (UNLOCATED, WITHHELD):
-        if any(d == placeholder_doc for d, _, _ in spans):
-            documents[placeholder_doc] = Document(placeholder_doc, "")
-    chunks = [Chunk(f"{d}#{s}", d, 0, 0, "") if d in (UNLOCATED, WITHHELD) else
-              Chunk(f"{d}@{s}-{e}", d, s, e, documents[d].text[s:e]) for d, s, e in spans]
-    rankings = []
-    for q in questions:
-        o = outputs.records[q.qid]
-        ids = tuple(spans[s] for s in ranked[q.qid])
-        given = o.scores
-        ok = given is not None and all(a >= b for a, b in zip(given, given[1:]))
-        scores = list(given) if ok and given is not None else [1.0 / r for r in range(1, len(ids) + 1)]
-        rankings.append(Ranking(q.qid, ids, tuple(strictly_decreasing(np.asarray(scores, np.float64)).tolist())))
+    documents, chunks = _passages(spans, dataset.documents)
+    rankings = [_ranking(q.qid, tuple(spans[s] for s in ranked[q.qid]), outputs.records[q.qid].scores)
+                for q in questions]
     answered = judged = None
     if outputs.has_answers:
         answered = stages.answer(generator=ReplayGenerator([outputs.records[q.qid] for q in questions]),
@@ -575,16 +604,10 @@ def system_run(dataset: Dataset, outputs: Outputs, *, context: stages.ContextRul
             judged = stages.judge(judge=judge, questions=questions, answered=answered, history=context.history)
     counts = {"unlocated_passages": outputs.unlocated, "passages_located_by_text": outputs.located_by_text,
               "passages_not_in_claimed_doc": outputs.not_in_claimed_doc, "duplicate_passages": duplicates}
-    per_question = tuple(QuestionRun(
-        q, rankings[n], rankings[n], retrieve_ms=outputs.records[q.qid].latency_ms or 0.0,
-        dropped_by_retriever=unauthorized[q.qid],
-        context=answered.items[n].passages if answered is not None else None,
-        generation=answered.generations[n] if answered is not None else None,
-        answer=answered.answers[n] if answered is not None else None,
-        judge=judged[n] if judged is not None else None) for n, q in enumerate(questions))
     placeholders = UNLOCATED in documents or WITHHELD in documents
     return SystemRun(
-        dataset=dataset, passages=chunks, questions=per_question,
+        dataset=dataset, passages=chunks, questions=_question_runs(questions, outputs, rankings, unauthorized,
+                                                                   answered, judged),
         documents=documents if placeholders else None, chunks=len(chunks),
         depth=max((len(r.indices) for r in rankings), default=0), counts=counts,
         latency="system" if any(o.latency_ms is not None for o in outputs.records.values()) else "none",

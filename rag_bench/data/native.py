@@ -282,19 +282,9 @@ def _str_list(path: Path, lineno: int, obj: dict[str, Any], key: str, log: Probl
     return tuple(val)
 
 
-def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dict[str, Document],
-                    log: ProblemLog, known: dict[str, list[str]] | None = None,
-                    state: ParseState | None = None) -> Question | None:
-    n_before = len(log.problems)
-    for key in sorted(obj.keys() - _Q_FIELDS):
-        log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_Q_FIELDS))}")
-    qid = check_id(obj.get("id"), path, lineno, "id", log, "question id")
-    text = obj.get("question")
-    if not isinstance(text, str) or not text.strip():
-        log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
-    else:
-        check_text(text, path, lineno, "question", log)
-    expects, clarify_facts = _check_expects(path, lineno, obj, log)
+def _check_answerable(path: Path, lineno: int, obj: dict[str, Any], expects: str | None, log: ProblemLog) -> Any:
+    """The question's ``answerable`` (as given: not a bool is a problem logged here), checked against
+    its ``expects``."""
     # Without "answerable", a valid "expects" says it: refuse is unanswerable, answer and clarify
     # are answerable (a clarify question's evidence is in the corpus; a fact from the asker is missing).
     answerable = obj.get("answerable", None if expects is None else expects != "refuse")
@@ -310,17 +300,23 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
                 '"answerable": false means the right outcome is the refusal: use "expects": "refuse", or set '
                 '"answerable": true with the evidence' + (" the clarified answer rests on" if expects == "clarify"
                                                            else ""))
+    return answerable
+
+
+def _facts_and_answers(path: Path, lineno: int, obj: dict[str, Any],
+                       log: ProblemLog) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """The question's ``facts`` and ``answers``, each string's text checked."""
     facts = _str_list(path, lineno, obj, "facts", log)
     answers = _str_list(path, lineno, obj, "answers", log)
     for key, values in (("facts", facts), ("answers", answers)):
         for i, v in enumerate(values or ()):
             check_text(v, path, lineno, f"{key}[{i}]", log)
-    tags = _str_list(path, lineno, obj, "tags", log)
-    asker = _check_asker(path, lineno, obj.get("asker"), log)
-    history = _check_history(path, lineno, obj.get("history", []), log)
-    standalone = _check_standalone(path, lineno, obj, log)
+    return facts, answers
+
+
+def _evidence_list(path: Path, lineno: int, obj: dict[str, Any], answerable: Any, log: ProblemLog) -> list[Any]:
+    """The question's ``evidence`` locators ([] when not a list), checked against ``answerable``."""
     raw_ev = obj.get("evidence", [])
-    spans: list[EvidenceSpan] = []
     if not isinstance(raw_ev, list):
         log.add(path, lineno, "evidence", "must be a list of locators", 'e.g. [{"doc_id": "..", "quote": ".."}]')
         raw_ev = []
@@ -330,64 +326,109 @@ def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dic
     if answerable is False and raw_ev:
         log.add(path, lineno, "evidence", "unanswerable question has evidence",
                 "remove the evidence or set answerable to true")
-    lost: list[LostEvidence] = []  # quotes of parsed documents this parse lost (kept as gold: Question.lost)
-    rows: list[bool] = []  # a table question's quotes of parsed documents: each row intact in the parse?
-    for i, loc in enumerate(raw_ev):
-        field = f"evidence[{i}]"
-        if not isinstance(loc, dict):
-            log.add(path, lineno, field, "must be an object", 'e.g. {"doc_id": "..", "quote": ".."}')
-            continue
-        for key in sorted(loc.keys() - _LOC_FIELDS):
-            log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
-                    f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
-        doc_id = loc.get("doc_id")
-        grade = loc.get("grade", 1)
-        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
-            log.add(path, lineno, f"{field}.grade", f"grade must be an integer in [1, {MAX_GRADE}], got {grade!r}",
-                    "omit it (grade 1) or give the relevance level, e.g. 2 for highly relevant")
-            continue
-        if state is not None and isinstance(doc_id, str) and doc_id in state.failed:
-            rows.append(_parsed_quote(state, str(qid), doc_id, None, loc)[1])  # the document has no parse
-            lost.append(LostEvidence(doc_id, grade, "failed"))
-            continue
-        if not isinstance(doc_id, str) or doc_id not in documents:
-            some = ", ".join(sorted(documents)[:10])
-            log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
-                    + did_you_mean(doc_id, documents, known), f"use an id of a file in docs/ (e.g. {some})")
-            continue
-        doc = documents[doc_id]
-        quote = loc.get("quote")
-        span: EvidenceSpan | None
-        if state is not None and doc_id in state.parsed and isinstance(quote, str) and quote.strip():
-            span, intact = _parsed_quote(state, str(qid), doc_id, doc, loc)
-            rows.append(intact)
-            if span is None:
-                lost.append(LostEvidence(doc_id, grade, "none"))
-                continue
-            sub, message, hint = "", "", ""
-        else:
-            span, sub, message, hint = resolve_locator(doc, loc)
+    return raw_ev
+
+
+def _locator_grade(path: Path, lineno: int, field: str, loc: Any, log: ProblemLog) -> int | None:
+    """The locator's relevance grade (None: not an object, or a bad grade; the problem is logged)."""
+    if not isinstance(loc, dict):
+        log.add(path, lineno, field, "must be an object", 'e.g. {"doc_id": "..", "quote": ".."}')
+        return None
+    for key in sorted(loc.keys() - _LOC_FIELDS):
+        log.add(path, lineno, f"{field}.{key}", f"unknown field {key!r}",
+                f"allowed: {', '.join(sorted(_LOC_FIELDS))}")
+    grade = loc.get("grade", 1)
+    if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= MAX_GRADE:
+        log.add(path, lineno, f"{field}.grade", f"grade must be an integer in [1, {MAX_GRADE}], got {grade!r}",
+                "omit it (grade 1) or give the relevance level, e.g. 2 for highly relevant")
+        return None
+    return grade
+
+
+@dataclasses.dataclass
+class _Located:
+    """What a question's locators found: the spans, the quotes this parse lost (kept as gold:
+    Question.lost) and, for a table question's quotes of parsed documents, each row intact in the parse."""
+
+    spans: list[EvidenceSpan] = dataclasses.field(default_factory=list)
+    lost: list[LostEvidence] = dataclasses.field(default_factory=list)
+    rows: list[bool] = dataclasses.field(default_factory=list)
+
+
+def _check_locator(path: Path, lineno: int, i: int, loc: Any, qid: Any, asker: Asker | None,
+                   documents: dict[str, Document], known: dict[str, list[str]] | None, state: ParseState | None,
+                   found: _Located, log: ProblemLog) -> None:
+    """Locate ``evidence[i]`` into ``found`` (a span, a lost quote, a table row), or log why not."""
+    field = f"evidence[{i}]"
+    grade = _locator_grade(path, lineno, field, loc, log)
+    if grade is None:
+        return
+    doc_id = loc.get("doc_id")
+    if state is not None and isinstance(doc_id, str) and doc_id in state.failed:
+        found.rows.append(_parsed_quote(state, str(qid), doc_id, None, loc)[1])  # the document has no parse
+        found.lost.append(LostEvidence(doc_id, grade, "failed"))
+        return
+    if not isinstance(doc_id, str) or doc_id not in documents:
+        some = ", ".join(sorted(documents)[:10])
+        log.add(path, lineno, f"{field}.doc_id", f"unknown document {doc_id!r}"
+                + did_you_mean(doc_id, documents, known), f"use an id of a file in docs/ (e.g. {some})")
+        return
+    doc = documents[doc_id]
+    quote = loc.get("quote")
+    span: EvidenceSpan | None
+    if state is not None and doc_id in state.parsed and isinstance(quote, str) and quote.strip():
+        span, intact = _parsed_quote(state, str(qid), doc_id, doc, loc)
+        found.rows.append(intact)
         if span is None:
-            log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
-            continue
-        span = dataclasses.replace(span, grade=grade)
-        if doc.archived:
-            log.add(path, lineno, f"{field}.doc_id", f"evidence in archived document {doc_id!r}",
-                    "point at the current version; archived versions are excluded from retrieval")
-        if not doc.readable_by(asker):
-            log.add(path, lineno, f"{field}.doc_id", f"the asker may not read document {doc_id!r} "
-                    f"(acl {list(doc.acl)}, tenant {doc.tenant!r})",
-                    "such a question is unanswerable for this asker: set answerable false, evidence []")
-        spans.append(span)
+            found.lost.append(LostEvidence(doc_id, grade, "none"))
+            return
+        sub, message, hint = "", "", ""
+    else:
+        span, sub, message, hint = resolve_locator(doc, loc)
+    if span is None:
+        log.add(path, lineno, f"{field}.{sub}" if sub else field, message, hint)
+        return
+    if doc.archived:
+        log.add(path, lineno, f"{field}.doc_id", f"evidence in archived document {doc_id!r}",
+                "point at the current version; archived versions are excluded from retrieval")
+    if not doc.readable_by(asker):
+        log.add(path, lineno, f"{field}.doc_id", f"the asker may not read document {doc_id!r} "
+                f"(acl {list(doc.acl)}, tenant {doc.tenant!r})",
+                "such a question is unanswerable for this asker: set answerable false, evidence []")
+    found.spans.append(dataclasses.replace(span, grade=grade))
+
+
+def _check_question(path: Path, lineno: int, obj: dict[str, Any], documents: dict[str, Document],
+                    log: ProblemLog, known: dict[str, list[str]] | None = None,
+                    state: ParseState | None = None) -> Question | None:
+    n_before = len(log.problems)
+    for key in sorted(obj.keys() - _Q_FIELDS):
+        log.add(path, lineno, key, f"unknown field {key!r}", f"allowed fields: {', '.join(sorted(_Q_FIELDS))}")
+    qid = check_id(obj.get("id"), path, lineno, "id", log, "question id")
+    text = obj.get("question")
+    if not isinstance(text, str) or not text.strip():
+        log.add(path, lineno, "question", "missing or empty", 'add "question": "..."')
+    else:
+        check_text(text, path, lineno, "question", log)
+    expects, clarify_facts = _check_expects(path, lineno, obj, log)
+    answerable = _check_answerable(path, lineno, obj, expects, log)
+    facts, answers = _facts_and_answers(path, lineno, obj, log)
+    tags = _str_list(path, lineno, obj, "tags", log)
+    asker = _check_asker(path, lineno, obj.get("asker"), log)
+    history = _check_history(path, lineno, obj.get("history", []), log)
+    standalone = _check_standalone(path, lineno, obj, log)
+    found = _Located()
+    for i, loc in enumerate(_evidence_list(path, lineno, obj, answerable, log)):
+        _check_locator(path, lineno, i, loc, qid, asker, documents, known, state, found, log)
     if len(log.problems) > n_before:
         return None
-    if state is not None and rows and "table" in (tags or ()):
-        state.table_rows.append((str(qid), all(rows)))
-    if state is not None and lost:
+    if state is not None and found.rows and "table" in (tags or ()):
+        state.table_rows.append((str(qid), all(found.rows)))
+    if state is not None and found.lost:
         state.lost.append(str(qid))  # evaluated with what was located; the rest counts as lost (parsing)
-    return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(spans),
+    return Question(qid=str(qid), question=str(text), answerable=bool(answerable), evidence=tuple(found.spans),
                     facts=facts or (), answers=answers or (), asker=asker, tags=tags or (), line=lineno,
-                    expects=expects, clarify_facts=clarify_facts, lost=tuple(lost), history=history,
+                    expects=expects, clarify_facts=clarify_facts, lost=tuple(found.lost), history=history,
                     standalone=standalone)
 
 

@@ -176,17 +176,31 @@ class OpenAIEmbedder:
         numbers, one per input by an integer ``index`` (each once), all of one size
         (``dimensions`` when set), finite in float32, none all zeros; ``usage.prompt_tokens`` a
         count when given. Anything else is the endpoint's error: nothing of the reply is kept."""
+        doc, order, rows = self._layout(payload)
+        self._check_numbering(order, rows, count)
+        tokens = self._prompt_tokens(doc)
+        self._check_rows(order, rows)
+        vectors = self._vectors(self._matrix(order, rows, count), count)
+        if tokens is not None:
+            self.tokens += tokens
+        self._dim = vectors.shape[1]
+        return vectors
+
+    def _layout(self, payload: bytes) -> tuple[Any, list[Any], list[Any]]:
+        """The response's JSON, each item's ``index`` (its position when absent) and ``embedding``."""
         try:
             doc = json.loads(payload)
             items = doc["data"]
             if not isinstance(items, list) or not all(isinstance(it, dict) for it in items):
                 raise TypeError("data is not a list of objects")
-            order = [it.get("index", i) for i, it in enumerate(items)]
-            rows = [it["embedding"] for it in items]
+            return doc, [it.get("index", i) for i, it in enumerate(items)], [it["embedding"] for it in items]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise self._error(f"the response is not the embeddings layout ({type(exc).__name__}: "
                               f"{str(exc)[:120]}; starts {payload[:80]!r})",
                               "point embedder.base_url at an OpenAI-compatible /v1 (…/v1/embeddings)") from None
+
+    def _check_numbering(self, order: list[Any], rows: list[Any], count: int) -> None:
+        """One vector per text, their indices numbering the texts 0..count-1 once each."""
         if len(rows) != count:
             raise self._error(f"{len(rows)} vectors for {count} texts", "check the endpoint's batch limit (lower "
                               "embedder.batch_size)")
@@ -194,10 +208,17 @@ class OpenAIEmbedder:
             raise self._error(f"the indices {order[:8]!r}{' ...' if count > 8 else ''} do not number the {count} "
                               f"texts 0..{count - 1} once each", "check the endpoint: each data[].index is the "
                               "position of its text in the request, an integer")
+
+    def _prompt_tokens(self, doc: Any) -> int | None:
+        """``usage.prompt_tokens``: a count, or None when the response gives none."""
         usage = doc.get("usage") if isinstance(doc, dict) else None
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if tokens is not None and not (is_json_int(tokens) and tokens >= 0):
             raise self._error(f"usage.prompt_tokens is {tokens!r}, not a count", "check the endpoint")
+        return tokens
+
+    def _check_rows(self, order: list[Any], rows: list[Any]) -> None:
+        """Each vector a list of numbers, one per text (not one per token)."""
         if rows and isinstance(rows[0], list) and rows[0] and isinstance(rows[0][0], list):
             raise self._error("one vector per token, not one per text (the server does not pool)",
                               "serve the model with a pooling type (llama.cpp's server: --pooling mean; "
@@ -206,6 +227,9 @@ class OpenAIEmbedder:
         if wrong:
             raise self._error(f"the vectors of texts {sorted(wrong)[:5]} are not lists of numbers (strings, booleans "
                               "or nulls)", "check embedder.model and the endpoint")
+
+    def _matrix(self, order: list[Any], rows: list[Any], count: int) -> np.ndarray:
+        """The vectors in input order, one size (``dimensions`` when set, else the size seen before)."""
         ordered: list[Any] = [None] * count
         for i, row in zip(order, rows):
             ordered[i] = row
@@ -218,6 +242,10 @@ class OpenAIEmbedder:
             got = matrix.shape[1] if matrix.ndim == 2 else "none"
             raise self._error(f"vectors of size {got}, expected {want if want is not None else 'one size > 0'}",
                               "set embedder.dimensions to the model's size, or check embedder.model")
+        return matrix
+
+    def _vectors(self, matrix: np.ndarray, count: int) -> np.ndarray:
+        """``matrix`` in float32: finite, and no vector all zeros."""
         with np.errstate(over="ignore"):
             vectors = matrix.astype(np.float32)
         if not np.isfinite(vectors).all():  # also a finite value beyond float32's range
@@ -227,9 +255,6 @@ class OpenAIEmbedder:
             raise self._error(f"all-zero vectors for {zero.size} of {count} texts (texts {zero[:5].tolist()}): a "
                               "vector without a direction matches nothing", "check the model served and its input "
                               "limits")
-        if tokens is not None:
-            self.tokens += tokens
-        self._dim = matrix.shape[1]
         return vectors
 
     @property

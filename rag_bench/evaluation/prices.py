@@ -265,67 +265,104 @@ def spent_seconds(generation: Any) -> float:
     return float(original) if generation.cached and original is not None else float(generation.seconds)
 
 
+def _retrieval(prices: Prices, run: SystemRun, unpriced: list[str]) -> np.ndarray | None:
+    """Retrieval's share per question: always local compute, its measured seconds by the hour (None:
+    unpriced, or no question was retrieved)."""
+    if not any(q.retrieve_ms is not None for q in run.questions):
+        return None
+    ms = np.array([q.retrieve_ms or 0.0 for q in run.questions], np.float64)
+    return _local(prices, None, ms / 1000.0, "retrieval", unpriced)
+
+
+def _reranker(prices: Prices, run: SystemRun, unpriced: list[str]) -> np.ndarray | None:
+    """The reranker's share per question: per call (one per question reranked), else its seconds."""
+    rerank, reranked = prices.of("reranker"), [q.rerank_ms is not None for q in run.questions]
+    if rerank is None or not any(reranked):
+        return None
+    entry, ok = _model(prices, rerank, unpriced)
+    if not ok:
+        return None
+    if entry is not None and entry.usd_per_1k_calls is not None:
+        return np.asarray(reranked, np.float64) * entry.usd_per_1k_calls / 1000.0
+    ms = np.array([q.rerank_ms or 0.0 for q in run.questions], np.float64)
+    return _local(prices, rerank, ms / 1000.0, f"reranker {rerank.name!r}", unpriced)
+
+
+def _generator(prices: Prices, run: SystemRun, unpriced: list[str]) -> np.ndarray | None:
+    """The generator's share per question: its tokens, else the seconds it took to produce the answer."""
+    gen = prices.of("generator")
+    if gen is None or not run.answered:
+        return None
+    gs = [q.generation for q in run.questions]
+    return _tokens(prices, gen, np.array([(g.tokens_in or 0) if g else 0 for g in gs], np.float64),
+                   np.array([(g.tokens_out or 0) if g else 0 for g in gs], np.float64),
+                   np.array([spent_seconds(g) if g else 0.0 for g in gs], np.float64), unpriced)
+
+
+def _query(prices: Prices, run: SystemRun, unpriced: list[str]) -> np.ndarray | None:
+    """A model-written query transform's share per question: the cell's generator wrote it, so its
+    tokens (or seconds) at the generator's price."""
+    gen, plans = prices.of("generator"), [q.query for q in run.questions]
+    if gen is None or not any(t is not None and t.calls for t in plans):
+        return None
+    return _tokens(prices, gen, np.array([t.tokens_in if t else 0 for t in plans], np.float64),
+                   np.array([t.tokens_out if t else 0 for t in plans], np.float64),
+                   np.array([t.seconds if t else 0.0 for t in plans], np.float64), unpriced)
+
+
+def _embedder(prices: Prices, run: SystemRun, unpriced: list[str]) -> np.ndarray | None:
+    """The embedder's share, per text sent (else its encoding seconds), spread over the questions."""
+    emb, e, n = prices.of("embedder"), run.embedding, len(run.questions)
+    if emb is None or not (e.requested or e.encode_s):
+        return None
+    entry, ok = _model(prices, emb, unpriced)
+    total: float | None = None
+    if ok and entry is not None and entry.usd_per_1k_texts is not None:
+        total = e.requested * entry.usd_per_1k_texts / 1000.0
+    elif ok:
+        local = _local(prices, emb, np.array([e.encode_s], np.float64), f"embedder {emb.name!r}", unpriced)
+        total = None if local is None else float(local[0])
+    return None if total is None else np.full(n, total / n)
+
+
+def _shares(per_q: Mapping[str, np.ndarray | None], n: int) -> dict[str, float]:
+    """Each priced share's dollars per question of the run."""
+    return {name: float(v.sum()) / n for name, v in per_q.items() if v is not None}
+
+
+def _external_bill(run: SystemRun, prices: Prices) -> Bill:
+    """An external system's run (rag-bench evaluate): only the judge is ours to price."""
+    unpriced = ["an external system's own stages (retrieval, generation): rag_bench does not see their "
+                "usage, so no price table can price them; the judge's share is priced"]
+    notes: list[str] = []
+    per_q: dict[str, np.ndarray | None] = {}
+    judge = prices.of("judge")
+    if judge is not None and run.judge is not None:
+        _judge(prices, judge, run, per_q, notes, unpriced)
+    return Bill(_shares(per_q, len(run.questions)), None, tuple(unpriced), tuple(notes))
+
+
 def bill(run: SystemRun, prices: Prices) -> Bill:
     """What ``run`` cost under ``prices``, share by share (docs/metrics.md, cost in money)."""
     n = len(run.questions)
     if not n:
         return Bill()
+    if run.latency != "pipeline":
+        return _external_bill(run, prices)
     unpriced: list[str] = []
     notes: list[str] = []
-    per_q: dict[str, np.ndarray | None] = {}
-    if run.latency != "pipeline":  # an external system's run (rag-bench evaluate): only the judge is ours
-        unpriced.append("an external system's own stages (retrieval, generation): rag_bench does not see their "
-                        "usage, so no price table can price them; the judge's share is priced")
-        judge = prices.of("judge")
-        if judge is not None and run.judge is not None:
-            _judge(prices, judge, run, per_q, notes, unpriced)
-        return Bill({name: float(v.sum()) / n for name, v in per_q.items() if v is not None}, None,
-                    tuple(unpriced), tuple(notes))
-    if any(q.retrieve_ms is not None for q in run.questions):
-        ms = np.array([q.retrieve_ms or 0.0 for q in run.questions], np.float64)
-        per_q["retrieval"] = _local(prices, None, ms / 1000.0, "retrieval", unpriced)
-    rerank, reranked = prices.of("reranker"), [q.rerank_ms is not None for q in run.questions]
-    if rerank is not None and any(reranked):
-        entry, ok = _model(prices, rerank, unpriced)
-        if not ok:
-            per_q["reranker"] = None
-        elif entry is not None and entry.usd_per_1k_calls is not None:
-            per_q["reranker"] = np.asarray(reranked, np.float64) * entry.usd_per_1k_calls / 1000.0
-        else:
-            ms = np.array([q.rerank_ms or 0.0 for q in run.questions], np.float64)
-            per_q["reranker"] = _local(prices, rerank, ms / 1000.0, f"reranker {rerank.name!r}", unpriced)
-    gen = prices.of("generator")
-    if gen is not None and run.answered:
-        gs = [q.generation for q in run.questions]
-        per_q["generator"] = _tokens(
-            prices, gen, np.array([(g.tokens_in or 0) if g else 0 for g in gs], np.float64),
-            np.array([(g.tokens_out or 0) if g else 0 for g in gs], np.float64),
-            np.array([spent_seconds(g) if g else 0.0 for g in gs], np.float64), unpriced)
-    plans = [q.query for q in run.questions]
-    if gen is not None and any(t is not None and t.calls for t in plans):  # a model-written query transform
-        # the cell's generator wrote it: its tokens (or seconds) at the generator's price
-        per_q["query"] = _tokens(
-            prices, gen, np.array([t.tokens_in if t else 0 for t in plans], np.float64),
-            np.array([t.tokens_out if t else 0 for t in plans], np.float64),
-            np.array([t.seconds if t else 0.0 for t in plans], np.float64), unpriced)
+    # a share is None when unpriced or when its stage did not run; the order is the order of the sum
+    per_q: dict[str, np.ndarray | None] = {
+        "retrieval": _retrieval(prices, run, unpriced), "reranker": _reranker(prices, run, unpriced),
+        "generator": _generator(prices, run, unpriced), "query": _query(prices, run, unpriced)}
     judge = prices.of("judge")
     if judge is not None and run.judge is not None:
         _judge(prices, judge, run, per_q, notes, unpriced)
-    emb, e = prices.of("embedder"), run.embedding
-    if emb is not None and (e.requested or e.encode_s):
-        entry, ok = _model(prices, emb, unpriced)
-        total: float | None = None
-        if ok and entry is not None and entry.usd_per_1k_texts is not None:
-            total = e.requested * entry.usd_per_1k_texts / 1000.0
-        elif ok:
-            local = _local(prices, emb, np.array([e.encode_s], np.float64), f"embedder {emb.name!r}", unpriced)
-            total = None if local is None else float(local[0])
-        per_q["embedder"] = None if total is None else np.full(n, total / n)  # spread over the questions
-    shares = {name: float(v.sum()) / n for name, v in per_q.items() if v is not None}
+    per_q["embedder"] = _embedder(prices, run, unpriced)
     priced = [v for v in per_q.values() if v is not None]
     per_question = None if unpriced else tuple(float(x) for x in
                                                (np.sum(priced, axis=0) if priced else np.zeros(n)))
-    return Bill(shares, per_question, tuple(dict.fromkeys(unpriced)), tuple(notes))
+    return Bill(_shares(per_q, n), per_question, tuple(dict.fromkeys(unpriced)), tuple(notes))
 
 
 def per_correct(total: float | None, correct: Sequence[Any] | None) -> float | None:

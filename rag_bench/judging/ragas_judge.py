@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -375,6 +375,28 @@ class RagasJudge:
         cache = JudgeCache(Path(cache_dir or default_cache_dir()) / "judgements.sqlite")
         calls = {i: claim_calls(s.answer, len(s.contexts), s.citations) for i, s in enumerate(samples) if s is not None} \
             if any(JUDGE_METRICS[m].per_claim for m in self.metrics) else {}
+        keys = self._job_keys(samples, calls)
+        results = [JudgeResult() for _ in samples]
+        first = {k: job for job, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
+        failures: dict[str, str] = {}
+
+        def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
+            return self._judge_all(samples, calls, todo, first, results, failures)
+
+        got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
+                             decode=json.loads, keep=lambda v: v is not None, each=True)
+        self._record_samples(keys, got.values, failures, results)
+        self._record_claims(calls, keys, got.values, results)
+        for r in results:
+            for m, values in r.samples.items():
+                ok = [v for v in values if v is not None]
+                r.scores[m] = sum(ok) / len(ok) if ok else None
+        return results
+
+    def _job_keys(self, samples: Sequence[JudgeSample | None], calls: dict[int, tuple[ClaimCall, ...]]) \
+            -> dict[Job, str]:
+        """Each job's cache key: every sample on every metric it applies to (a metric that needs a
+        reference skips a sample without one), ``self.samples`` times, per claim for a per-claim metric."""
         keys: dict[Job, str] = {}
         for i, s in enumerate(samples):
             if s is None:
@@ -389,42 +411,46 @@ class RagasJudge:
                         continue
                     for c, call in enumerate(calls[i]):  # no claim: nothing to judge, not a failure
                         keys[(i, m, n, c)] = self._claim_key(m, call.claim.text, _shown(s, call), n)
-        results = [JudgeResult() for _ in samples]
-        first = {k: job for job, k in reversed(list(keys.items()))}  # who is judged for a repeated sample
-        failures: dict[str, str] = {}
+        return keys
 
-        def judge_all(todo: list[str]) -> Iterator[tuple[str, float | None]]:
-            # search.max_llm_calls / budget_usd: the calls known before are counted before (all fit, or
-            # none is made); the rest, and the money, after the batch (rag_bench.budget)
-            known = [CALLS_PER_JUDGEMENT.get(first[k][1]) for k in todo]
-            held = budget.hold("judge", sum(c for c in known if c is not None))
-            made, tokens_in, tokens_out, seconds = 0, 0, 0, 0.0
-            for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo, calls):
-                item = results[first[k][0]]
-                item.calls += 1
-                item.tokens_in += usage["tokens_in"]
-                item.tokens_out += usage["tokens_out"]
-                item.seconds += usage["seconds"]
-                made, tokens_in, tokens_out = made + usage["calls"], tokens_in + usage["tokens_in"], \
-                    tokens_out + usage["tokens_out"]
-                seconds += usage["seconds"]
-                if isinstance(outcome, BaseException):
-                    if not isinstance(outcome, Exception):
-                        raise outcome  # KeyboardInterrupt and friends stop the run
-                    # any judge failure is recorded with its reason, never raised
-                    failures[k] = redact(f"{type(outcome).__name__}: {outcome}")[:300]
-                    yield k, None
-                else:
-                    yield k, outcome
-            budget.charge(held, made, tokens_in, tokens_out, seconds)
+    def _judge_all(self, samples: Sequence[JudgeSample | None], calls: dict[int, tuple[ClaimCall, ...]],
+                   todo: list[str], first: dict[str, Job], results: list[JudgeResult],
+                   failures: dict[str, str]) -> Iterator[tuple[str, float | None]]:
+        """Judge the keys the cache does not hold, each outcome as it completes (a failure as None, its
+        reason in ``failures``), each call's usage added to its item's result."""
+        # search.max_llm_calls / budget_usd: the calls known before are counted before (all fit, or
+        # none is made); the rest, and the money, after the batch (rag_bench.budget)
+        known = [CALLS_PER_JUDGEMENT.get(first[k][1]) for k in todo]
+        held = budget.hold("judge", sum(c for c in known if c is not None))
+        made, tokens_in, tokens_out, seconds = 0, 0, 0, 0.0
+        for k, outcome, usage in self._pool(samples, [first[k] for k in todo], todo, calls):
+            item = results[first[k][0]]
+            item.calls += 1
+            item.tokens_in += usage["tokens_in"]
+            item.tokens_out += usage["tokens_out"]
+            item.seconds += usage["seconds"]
+            made, tokens_in, tokens_out = made + usage["calls"], tokens_in + usage["tokens_in"], \
+                tokens_out + usage["tokens_out"]
+            seconds += usage["seconds"]
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome  # KeyboardInterrupt and friends stop the run
+                # any judge failure is recorded with its reason, never raised
+                failures[k] = redact(f"{type(outcome).__name__}: {outcome}")[:300]
+                yield k, None
+            else:
+                yield k, outcome
+        budget.charge(held, made, tokens_in, tokens_out, seconds)
 
-        got = get_or_compute(cache, list(keys.values()), compute=judge_all, encode=lambda v: json.dumps(v).encode(),
-                             decode=json.loads, keep=lambda v: v is not None, each=True)
+    def _record_samples(self, keys: dict[Job, str], got: Mapping[str, Any], failures: dict[str, str],
+                        results: list[JudgeResult]) -> None:
+        """Each sample's value per item and metric (a per-claim metric's: the share of claims
+        supported), and the first failure of each item's metric with where it happened."""
         parts: dict[tuple[int, str, int], list[tuple[int, str]]] = {}
         for (i, m, n, c), k in keys.items():
             parts.setdefault((i, m, n), []).append((c, k))
         for (i, m, n), jobs in parts.items():
-            values = [got.values.get(k) for _, k in jobs]
+            values = [got.get(k) for _, k in jobs]
             if jobs[0][0] == WHOLE:
                 value = values[0]
             else:  # ragas' faithfulness: supported statements / statements
@@ -436,19 +462,19 @@ class RagasJudge:
                 c, k = failed[0]
                 where = f"claim {c + 1} of {len(jobs)}: " if c != WHOLE else ""
                 results[i].failures[m] = prefix + where + failures[k]
+
+    def _record_claims(self, calls: dict[int, tuple[ClaimCall, ...]], keys: dict[Job, str], got: Mapping[str, Any],
+                       results: list[JudgeResult]) -> None:
+        """Each item's claims under a per-claim metric: the claim, its citations, the passages shown
+        and each sample's verdict."""
         for i, cs in calls.items():
             for m in self.metrics:
                 if JUDGE_METRICS[m].per_claim and cs:
                     results[i].claims[m] = [
                         {"claim": call.claim.text, "start": call.claim.start, "end": call.claim.end,
                          "cited": list(call.cited), "passages": list(call.shown),
-                         "verdicts": [_verdict(got.values.get(keys[(i, m, n, c)])) for n in range(self.samples)]}
+                         "verdicts": [_verdict(got.get(keys[(i, m, n, c)])) for n in range(self.samples)]}
                         for c, call in enumerate(cs)]
-        for r in results:
-            for m, values in r.samples.items():
-                ok = [v for v in values if v is not None]
-                r.scores[m] = sum(ok) / len(ok) if ok else None
-        return results
 
     def _pool(self, samples: Sequence[JudgeSample | None], jobs: list[Job], keys: list[str],
               calls: dict[int, tuple[ClaimCall, ...]] | None = None) -> Iterator[tuple[str, Any, dict[str, Any]]]:

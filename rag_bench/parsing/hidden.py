@@ -10,8 +10,8 @@ The warning starts ``hidden text`` (what metrics.json's ``hidden_text_warnings``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 # Part of every wrapper's version() (so of the parse cache key): a parse cached before the wrappers
 # dropped or counted hidden text is never served for one made by these rules. Bump when they change.
@@ -139,57 +139,93 @@ def css_color(value: str) -> tuple[Rgb, float] | None:
     return None
 
 
-def css_subtree_hidden(decls: dict[str, str], position: str = "") -> str:
-    """Why nothing inside an element with these declarations is seen ('' when something may be):
-    ``display:none``, an opacity at most :data:`MIN_ALPHA`, a zero scale, clipped to nothing,
-    moved :data:`OFF_PAGE_PT` off the page, or a box of no height or width that hides its overflow.
-    Properties a descendant can override (colour, size, visibility) are :func:`css_text_state`'s."""
+def _length(decls: dict[str, str], name: str) -> float | None:
+    from rag_bench.parsing.css import length_pt
+
+    return length_pt(decls[name]) if name in decls else None
+
+
+def _transparent(decls: dict[str, str]) -> bool:
+    """An opacity at most :data:`MIN_ALPHA`."""
+    from rag_bench.parsing.css import number
+
+    opacity = number(decls["opacity"]) if "opacity" in decls else None
+    return opacity is not None and opacity <= MIN_ALPHA
+
+
+def _scaled_to_nothing(decls: dict[str, str]) -> bool:
+    """A transform with a zero scale."""
+    transform = decls.get("transform", "").replace(" ", "")
+    return any(transform.startswith(f) or f"){f}" in transform for f in ("scale(0)", "scale(0,", "scalex(0)",
+                                                                         "scaley(0)", "scale(0.0)"))
+
+
+def _clipped(decls: dict[str, str]) -> bool:
+    """Clipped to nothing: a ``clip-path`` inset of half the box or more, a circle or ellipse of no
+    radius, or a ``clip`` rectangle below :data:`MIN_SIZE` both ways."""
     from rag_bench.parsing.css import length_pt, number, words
 
-    def length(name: str) -> float | None:
-        return length_pt(decls[name]) if name in decls else None
-
-    if decls.get("display") == "none":
-        return "display-none"
-    opacity = number(decls["opacity"]) if "opacity" in decls else None
-    if opacity is not None and opacity <= MIN_ALPHA:
-        return "transparent"
-    transform = decls.get("transform", "").replace(" ", "")
-    if any(transform.startswith(f) or f"){f}" in transform for f in ("scale(0)", "scale(0,", "scalex(0)",
-                                                                      "scaley(0)", "scale(0.0)")):
-        return "zero-size"
     clip_path = decls.get("clip-path", "")
     if clip_path.startswith("inset(") and clip_path.endswith(")"):
         insets = [number(w) if w.endswith("%") else None for w in words(clip_path[6:-1])]
         if any(v is not None and v >= 0.5 for v in insets):
-            return "clipped"
+            return True
     if clip_path.replace(" ", "").startswith(("circle(0)", "circle(0%", "circle(0px", "ellipse(0")):
-        return "clipped"
+        return True
     clip = decls.get("clip", "").replace(",", " ")
     if clip.startswith("rect(") and clip.endswith(")"):
         box = [length_pt(w) for w in clip[5:-1].split()]
         if len(box) == 4 and all(v is not None for v in box):
             top, right, bottom, left = (float(v or 0.0) for v in box)
-            if bottom - top < MIN_SIZE and right - left < MIN_SIZE:
-                return "clipped"
+            return bottom - top < MIN_SIZE and right - left < MIN_SIZE
+    return False
+
+
+def _off_screen(decls: dict[str, str], position: str) -> bool:
+    """Moved :data:`OFF_PAGE_PT` off the page: by a positioned element's offsets, a margin, a text
+    indent or a translation."""
+    from rag_bench.parsing.css import length_pt, words
+
     position = decls.get("position", position)
-    offsets = [length(k) for k in ("left", "top", "right", "bottom")] if position in ("absolute", "fixed",
-                                                                                        "relative") else []
-    margins = [length(k) for k in ("margin-left", "margin-top", "text-indent")]
+    offsets = [_length(decls, k) for k in ("left", "top", "right", "bottom")] if position in (
+        "absolute", "fixed", "relative") else []
+    margins = [_length(decls, k) for k in ("margin-left", "margin-top", "text-indent")]
     margin = words(decls.get("margin", ""))
     margins += [length_pt(margin[0]) if margin else None, length_pt(margin[-1]) if len(margin) == 4 else None]
+    transform = decls.get("transform", "").replace(" ", "")
     for fn in ("translate(", "translatex(", "translatey(", "translate3d("):
         at = transform.find(fn)
         if at >= 0:
             margins += [length_pt(v) for v in transform[at + len(fn):].split(")")[0].split(",")]
-    if any(v is not None and v <= -OFF_PAGE_PT for v in offsets + margins):
-        return "off-screen"
+    return any(v is not None and v <= -OFF_PAGE_PT for v in offsets + margins)
+
+
+def _overflow_nothing(decls: dict[str, str]) -> bool:
+    """A box below :data:`MIN_SIZE` in height or width that hides its overflow."""
     overflow = {decls.get(k, "") for k in ("overflow", "overflow-x", "overflow-y")}
     if overflow & {"hidden", "clip"} or decls.get("overflow", "").split()[:1] in (["hidden"], ["clip"]):
-        sizes = [length(k) for k in ("height", "max-height", "width", "max-width")]
-        if any(v is not None and v < MIN_SIZE for v in sizes):
-            return "zero-size"
-    return ""
+        sizes = [_length(decls, k) for k in ("height", "max-height", "width", "max-width")]
+        return any(v is not None and v < MIN_SIZE for v in sizes)
+    return False
+
+
+# css_subtree_hidden's checks, in the order it makes them: the first that holds names the reason.
+_SUBTREE_HIDDEN: tuple[tuple[str, Callable[[dict[str, str], str], bool]], ...] = (
+    ("display-none", lambda d, _: d.get("display") == "none"),
+    ("transparent", lambda d, _: _transparent(d)),
+    ("zero-size", lambda d, _: _scaled_to_nothing(d)),
+    ("clipped", lambda d, _: _clipped(d)),
+    ("off-screen", _off_screen),
+    ("zero-size", lambda d, _: _overflow_nothing(d)),
+)
+
+
+def css_subtree_hidden(decls: dict[str, str], position: str = "") -> str:
+    """Why nothing inside an element with these declarations is seen ('' when something may be):
+    ``display:none``, an opacity at most :data:`MIN_ALPHA`, a zero scale, clipped to nothing,
+    moved :data:`OFF_PAGE_PT` off the page, or a box of no height or width that hides its overflow.
+    Properties a descendant can override (colour, size, visibility) are :func:`css_text_state`'s."""
+    return next((reason for reason, hides in _SUBTREE_HIDDEN if hides(decls, position)), "")
 
 
 def css_text_state(decls: dict[str, str], parent: dict[str, Any]) -> dict[str, Any]:
@@ -332,56 +368,96 @@ last rectangle filled before it under its start (``re`` then ``f``), else the wh
 
     def before(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
         """Track the graphics state the text is drawn with."""
-        st = self._state
+        handler = self._OPERATORS.get(op)
+        if handler is None:
+            return
         try:
-            if op == b"q":
-                self._stack.append(dict(st))
-            elif op == b"Q":
-                self._state = self._stack.pop() if self._stack else self._initial()
-            elif op in (b"g", b"rg", b"k"):
-                st["fill"] = tuple(float(a) for a in args)
-                st["space"] = {b"g": "DeviceGray", b"rg": "DeviceRGB", b"k": "DeviceCMYK"}[op]
-            elif op == b"cs" and args:
-                st["space"] = self._space(args[0])
-                st["fill"] = (0.0,) if st["space"] != "DeviceCMYK" else (0.0, 0.0, 0.0, 1.0)
-            elif op in (b"sc", b"scn"):
-                st["fill"] = tuple(float(a) for a in args if isinstance(a, (int, float)))
-            elif op == b"gs" and args:
-                gstate: Any = self._gstates.get(str(args[0]))
-                gstate = gstate.get_object() if hasattr(gstate, "get_object") else gstate
-                if gstate is not None and "/ca" in gstate:
-                    st["alpha"] = float(gstate["/ca"])
-            elif op == b"Tr" and args:
-                st["render"] = int(args[0])
-            elif op == b"Tz" and args:
-                st["hscale"] = float(args[0]) / 100.0
-            elif op == b"Tf" and len(args) >= 2:
-                st["size"] = float(args[1])
-                font: Any = self._fonts.get(str(args[0]))
-                font = font.get_object() if hasattr(font, "get_object") else font
-                st["wide"] = font is not None and str(font.get("/Subtype", "")) == "/Type0"  # two-byte codes
-            elif op == b"re" and len(args) == 4:
-                x, y, w, h = (float(a) for a in args)
-                xs, ys = zip(*((px * cm[0] + py * cm[2] + cm[4], px * cm[1] + py * cm[3] + cm[5])
-                               for px, py in ((x, y), (x + w, y + h), (x, y + h), (x + w, y))), strict=True)
-                self._rects.append((min(xs), min(ys), max(xs), max(ys)))
-            elif op in (b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"n", b"S", b"s"):
-                rgb = to_rgb(st["fill"], st["space"])
-                if op not in (b"n", b"S", b"s") and rgb is not None:
-                    self._fills += [(rect, rgb) for rect in self._rects]
-                self._rects = []
-            elif op in (b"BI", b"INLINE IMAGE"):
-                self._image = True
-            elif op == b"Do" and args:
-                xobject: Any = self._xobjects.get(str(args[0]))
-                xobject = xobject.get_object() if hasattr(xobject, "get_object") else xobject
-                self._image = self._image or (xobject is not None and str(xobject.get("/Subtype")) == "/Image")
-            elif op in (b"Tj", b"'", b'"') and args:
-                self._shown([args[-1]], cm, tm)
-            elif op == b"TJ" and args and isinstance(args[0], list):
-                self._shown(args[0], cm, tm)
+            handler(self, op, args, cm, tm)
         except (TypeError, ValueError, KeyError, AttributeError):
             pass  # a malformed operand: the state stays as it was
+
+    # One handler per operator, all called as (self, op, args, cm, tm); a handler whose operands are
+    # missing does nothing.
+
+    def _save(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        self._stack.append(dict(self._state))
+
+    def _restore(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        self._state = self._stack.pop() if self._stack else self._initial()
+
+    def _device_fill(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        self._state["fill"] = tuple(float(a) for a in args)
+        self._state["space"] = {b"g": "DeviceGray", b"rg": "DeviceRGB", b"k": "DeviceCMYK"}[op]
+
+    def _fill_space(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            st = self._state
+            st["space"] = self._space(args[0])
+            st["fill"] = (0.0,) if st["space"] != "DeviceCMYK" else (0.0, 0.0, 0.0, 1.0)
+
+    def _fill_color(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        self._state["fill"] = tuple(float(a) for a in args if isinstance(a, (int, float)))
+
+    def _graphics_state(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            gstate: Any = self._gstates.get(str(args[0]))
+            gstate = gstate.get_object() if hasattr(gstate, "get_object") else gstate
+            if gstate is not None and "/ca" in gstate:
+                self._state["alpha"] = float(gstate["/ca"])
+
+    def _render_mode(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            self._state["render"] = int(args[0])
+
+    def _horizontal_scale(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            self._state["hscale"] = float(args[0]) / 100.0
+
+    def _font(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if len(args) >= 2:
+            st = self._state
+            st["size"] = float(args[1])
+            font: Any = self._fonts.get(str(args[0]))
+            font = font.get_object() if hasattr(font, "get_object") else font
+            st["wide"] = font is not None and str(font.get("/Subtype", "")) == "/Type0"  # two-byte codes
+
+    def _rectangle(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if len(args) == 4:
+            x, y, w, h = (float(a) for a in args)
+            xs, ys = zip(*((px * cm[0] + py * cm[2] + cm[4], px * cm[1] + py * cm[3] + cm[5])
+                           for px, py in ((x, y), (x + w, y + h), (x, y + h), (x + w, y))), strict=True)
+            self._rects.append((min(xs), min(ys), max(xs), max(ys)))
+
+    def _paint(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        rgb = to_rgb(self._state["fill"], self._state["space"])
+        if op not in (b"n", b"S", b"s") and rgb is not None:
+            self._fills += [(rect, rgb) for rect in self._rects]
+        self._rects = []
+
+    def _inline_image(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        self._image = True
+
+    def _draw_object(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            xobject: Any = self._xobjects.get(str(args[0]))
+            xobject = xobject.get_object() if hasattr(xobject, "get_object") else xobject
+            self._image = self._image or (xobject is not None and str(xobject.get("/Subtype")) == "/Image")
+
+    def _show(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args:
+            self._shown([args[-1]], cm, tm)
+
+    def _show_array(self, op: bytes, args: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
+        if args and isinstance(args[0], list):
+            self._shown(args[0], cm, tm)
+
+    _OPERATORS: ClassVar[dict[bytes, Callable[..., None]]] = {
+        b"q": _save, b"Q": _restore, b"g": _device_fill, b"rg": _device_fill, b"k": _device_fill,
+        b"cs": _fill_space, b"sc": _fill_color, b"scn": _fill_color, b"gs": _graphics_state, b"Tr": _render_mode,
+        b"Tz": _horizontal_scale, b"Tf": _font, b"re": _rectangle,
+        **dict.fromkeys((b"f", b"F", b"f*", b"B", b"B*", b"b", b"b*", b"n", b"S", b"s"), _paint),
+        b"BI": _inline_image, b"INLINE IMAGE": _inline_image, b"Do": _draw_object,
+        b"Tj": _show, b"'": _show, b'"': _show, b"TJ": _show_array}
 
     def _shown(self, strings: Sequence[Any], cm: Sequence[float], tm: Sequence[float]) -> None:
         """Count the characters one text-showing operator draws, in the state it draws them in (pypdf's

@@ -104,6 +104,66 @@ def heading_prefix(path: Sequence[str]) -> str:
     return " > ".join(path) + "\n\n" if path else ""
 
 
+def _chunk_id_problem(where: str, c: Chunk, seen: set[str]) -> list[str]:
+    """A chunk's id: a non-empty string without whitespace, not seen before (then added to ``seen``)."""
+    if not isinstance(c.chunk_id, str) or not c.chunk_id or any(ch.isspace() for ch in c.chunk_id):
+        return [f"{where}: chunk_id must be a non-empty string without whitespace"]
+    if c.chunk_id in seen:
+        return [f"{where}: duplicate chunk_id"]
+    seen.add(c.chunk_id)
+    return []
+
+
+def _chunk_span_problem(where: str, c: Chunk, doc: Document | None) -> str:
+    """Why the chunk's span cannot be checked against its document ('' when it can)."""
+    if doc is None:
+        return f"{where}: document is not in the corpus"
+    if not (_is_int(c.start) and _is_int(c.end)):
+        return f"{where}: start/end must be integers, got {c.start!r}, {c.end!r}"
+    if not 0 <= c.start < c.end <= len(doc.text):
+        return (f"{where}: span [{c.start}, {c.end}) is not inside the document "
+                f"(0 <= start < end <= {len(doc.text)})")
+    return ""
+
+
+def _chunk_heading_problem(where: str, c: Chunk, doc: Document, headings: dict[str, set[tuple[str, ...]]]) -> list[str]:
+    """A chunk's heading path (a tuple of strings) and its prefix: empty, or that path as the
+    built-in chunkers write it, the path of one of the document's sections."""
+    path = c.heading_path
+    if not isinstance(path, tuple) or not all(isinstance(h, str) for h in path):
+        return [f"{where}: heading_path must be a tuple of strings"]
+    if c.prefix == "":
+        return []
+    if doc.doc_id not in headings:
+        headings[doc.doc_id] = {s.heading_path for s in doc.sections}
+    if not isinstance(c.prefix, str) or not path or path not in headings[doc.doc_id] \
+            or c.prefix != heading_prefix(path):
+        return [f"{where}: prefix {str(c.prefix)[:60]!r} is not the heading path of one of the "
+                "document's sections ('A > B' + blank line)"]
+    return []
+
+
+def _chunk_problems(n: int, c: Any, documents: Mapping[str, Document], seen: set[str], parents: dict[str, str],
+                    headings: dict[str, set[tuple[str, ...]]]) -> list[str]:
+    """What is wrong with chunk ``n`` (its id, its span, body and heading path, its parent)."""
+    if not isinstance(c, Chunk):
+        return [f"chunk {n}: is a {type(c).__name__}, not a rag_bench.domain.Chunk"]
+    where = f"chunk {n} ({c.chunk_id!r} of document {c.doc_id!r})"
+    problems = _chunk_id_problem(where, c, seen)
+    doc = documents.get(c.doc_id) if isinstance(c.doc_id, str) else None
+    span = _chunk_span_problem(where, c, doc)
+    if span or doc is None:
+        return [*problems, span]
+    if not isinstance(c.body, str) or c.body != doc.text[c.start:c.end]:
+        problems.append(f"{where}: body is not the document's text [{c.start}, {c.end})")
+    problems += _chunk_heading_problem(where, c, doc, headings)
+    if not isinstance(c.is_parent, bool):
+        problems.append(f"{where}: is_parent must be a bool")
+    if c.parent_id is not None and parents.get(c.parent_id) != c.doc_id:
+        problems.append(f"{where}: parent_id {c.parent_id!r} is not a parent chunk of the same document")
+    return problems
+
+
 def check_chunks(chunks: Any, documents: Mapping[str, Document], *, component: str) -> list[Chunk]:
     """``chunks`` if every one is a slice of its corpus document (see the module docstring);
     otherwise a :class:`ComponentError` listing the first violations."""
@@ -116,44 +176,7 @@ def check_chunks(chunks: Any, documents: Mapping[str, Document], *, component: s
                                if isinstance(c, Chunk) and c.is_parent is True and isinstance(c.chunk_id, str)}
     headings: dict[str, set[tuple[str, ...]]] = {}
     for n, c in enumerate(chunks):
-        where = f"chunk {n}"
-        if not isinstance(c, Chunk):
-            problems.append(f"{where}: is a {type(c).__name__}, not a rag_bench.domain.Chunk")
-            continue
-        where = f"chunk {n} ({c.chunk_id!r} of document {c.doc_id!r})"
-        if not isinstance(c.chunk_id, str) or not c.chunk_id or any(ch.isspace() for ch in c.chunk_id):
-            problems.append(f"{where}: chunk_id must be a non-empty string without whitespace")
-        elif c.chunk_id in seen:
-            problems.append(f"{where}: duplicate chunk_id")
-        else:
-            seen.add(c.chunk_id)
-        doc = documents.get(c.doc_id) if isinstance(c.doc_id, str) else None
-        if doc is None:
-            problems.append(f"{where}: document is not in the corpus")
-            continue
-        if not (_is_int(c.start) and _is_int(c.end)):
-            problems.append(f"{where}: start/end must be integers, got {c.start!r}, {c.end!r}")
-            continue
-        if not 0 <= c.start < c.end <= len(doc.text):
-            problems.append(f"{where}: span [{c.start}, {c.end}) is not inside the document "
-                            f"(0 <= start < end <= {len(doc.text)})")
-            continue
-        if not isinstance(c.body, str) or c.body != doc.text[c.start:c.end]:
-            problems.append(f"{where}: body is not the document's text [{c.start}, {c.end})")
-        path = c.heading_path
-        if not isinstance(path, tuple) or not all(isinstance(h, str) for h in path):
-            problems.append(f"{where}: heading_path must be a tuple of strings")
-        elif c.prefix != "":
-            if doc.doc_id not in headings:
-                headings[doc.doc_id] = {s.heading_path for s in doc.sections}
-            if not isinstance(c.prefix, str) or not path or path not in headings[doc.doc_id] \
-                    or c.prefix != heading_prefix(path):
-                problems.append(f"{where}: prefix {str(c.prefix)[:60]!r} is not the heading path of one of the "
-                                "document's sections ('A > B' + blank line)")
-        if not isinstance(c.is_parent, bool):
-            problems.append(f"{where}: is_parent must be a bool")
-        if c.parent_id is not None and parents.get(c.parent_id) != c.doc_id:
-            problems.append(f"{where}: parent_id {c.parent_id!r} is not a parent chunk of the same document")
+        problems += _chunk_problems(n, c, documents, seen, parents, headings)
     if problems:
         raise _fail("chunker", component, problems,
                     "a chunk is a slice of its document: body == document.text[start:end], prefix empty or its "
@@ -202,6 +225,45 @@ def check_ranking(out: Any, question: Question, *, n: int, depth: int, component
     return Ranking(question.qid, tuple(int(i) for i in indices), tuple(strictly_decreasing(values).tolist()))
 
 
+def _query_list_problem(where: str, queries: Sequence[Any]) -> list[str]:
+    """The queries' count (1 to MAX_QUERIES) and each one a non-empty string of at most MAX_QUERY_CHARS."""
+    problems = []
+    if not 1 <= len(queries) <= MAX_QUERIES:
+        problems.append(f"{where}: {len(queries)} queries (1 to {MAX_QUERIES} allowed)")
+    bad = [type(x).__name__ for x in queries if not isinstance(x, str)]
+    if bad:
+        problems.append(f"{where}: queries that are not strings ({', '.join(bad[:3])})")
+    elif any(not x.strip() for x in queries):
+        problems.append(f"{where}: an empty query")
+    elif any(len(x) > MAX_QUERY_CHARS for x in queries):
+        problems.append(f"{where}: a query of {max(len(x) for x in queries)} characters (at most "
+                        f"{MAX_QUERY_CHARS})")
+    return problems
+
+
+def _count(value: Any) -> bool:
+    """An integer >= 0."""
+    return _is_int(value) and value >= 0
+
+
+def _transformed_problems(where: str, t: Transformed) -> list[str]:
+    """What is wrong with one question's Transformed beyond its queries: its output and fallback, its
+    counts and seconds."""
+    problems = []
+    if not isinstance(t.output, str) or not (t.fallback is None or isinstance(t.fallback, str)):
+        problems.append(f"{where}: output must be a string and fallback a string or None")
+    if not (_count(t.calls) and _count(t.tokens_in) and _count(t.tokens_out) and _is_real(t.seconds)
+            and math.isfinite(float(t.seconds)) and t.seconds >= 0):
+        problems.append(f"{where}: calls and token counts must be integers >= 0, seconds a finite real >= 0")
+    return problems
+
+
+def _transformed(t: Any) -> Any:
+    """A query transform's answer for one question as a Transformed (a list or tuple of strings is
+    taken as its ``queries``)."""
+    return Transformed(tuple(t)) if isinstance(t, (list, tuple)) else t
+
+
 def check_queries(out: Any, questions: Sequence[Question], *, component: str) -> list[Any]:
     """What a query transform returned for ``questions``: one
     :class:`~rag_bench.query.base.Transformed` per question (a list or tuple of strings is taken as
@@ -214,10 +276,8 @@ def check_queries(out: Any, questions: Sequence[Question], *, component: str) ->
         raise _fail("query", component, [f"returned {got} for {len(questions)} questions"], fix)
     problems: list[str] = []
     checked = []
-    for q, t in zip(questions, out):
+    for q, t in zip(questions, map(_transformed, out)):
         where = f"question {q.qid!r}"
-        if isinstance(t, (list, tuple)):
-            t = Transformed(tuple(t))
         if not isinstance(t, Transformed):
             problems.append(f"{where}: returned a {type(t).__name__}, not a Transformed or a list of strings")
             continue
@@ -225,22 +285,7 @@ def check_queries(out: Any, questions: Sequence[Question], *, component: str) ->
         if isinstance(queries, (str, bytes)) or not isinstance(queries, Sequence):
             problems.append(f"{where}: queries is a {type(queries).__name__}, not a list of strings")
             continue
-        if not 1 <= len(queries) <= MAX_QUERIES:
-            problems.append(f"{where}: {len(queries)} queries (1 to {MAX_QUERIES} allowed)")
-        bad = [type(x).__name__ for x in queries if not isinstance(x, str)]
-        if bad:
-            problems.append(f"{where}: queries that are not strings ({', '.join(bad[:3])})")
-        elif any(not x.strip() for x in queries):
-            problems.append(f"{where}: an empty query")
-        elif any(len(x) > MAX_QUERY_CHARS for x in queries):
-            problems.append(f"{where}: a query of {max(len(x) for x in queries)} characters (at most "
-                            f"{MAX_QUERY_CHARS})")
-        if not isinstance(t.output, str) or not (t.fallback is None or isinstance(t.fallback, str)):
-            problems.append(f"{where}: output must be a string and fallback a string or None")
-        if not (_is_int(t.calls) and t.calls >= 0 and _is_int(t.tokens_in) and t.tokens_in >= 0
-                and _is_int(t.tokens_out) and t.tokens_out >= 0 and _is_real(t.seconds)
-                and math.isfinite(float(t.seconds)) and t.seconds >= 0):
-            problems.append(f"{where}: calls and token counts must be integers >= 0, seconds a finite real >= 0")
+        problems += _query_list_problem(where, queries) + _transformed_problems(where, t)
         checked.append(Transformed(tuple(queries), t.output, t.fallback, int(t.calls), float(t.seconds),
                                    int(t.tokens_in), int(t.tokens_out), bool(t.cached)) if not problems else t)
     if problems:
