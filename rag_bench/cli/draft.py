@@ -24,7 +24,7 @@ resume: drafts already in drafts.jsonl are not drafted again.
 examples:
   rag-bench draft datasets/policies --out drafted/
   rag-bench draft docs/ --out drafted/ n=40 seed=1 types='{factoid: 0.7, unanswerable: 0.3}'
-  rag-bench draft docs/ --out drafted/ drafter=llm generator=llama_cpp n=20 --plan
+  rag-bench draft docs/ --out drafted/ drafter=llm generator=xllamacpp n=20 --plan
 """
 
 
@@ -154,7 +154,7 @@ def run(argv: list[str]) -> int:
         "clarify, follow_up), keep or drop each with every filter's reason, and write the kept ones as a dataset.")
     p.add_argument("path", metavar="DOCS_OR_DATASET", help="a dataset folder or a folder of documents")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                   help="n=100 seed=0 per_document=20 types.factoid=0.5 drafter=llm generator=llama_cpp "
+                   help="n=100 seed=0 per_document=20 types.factoid=0.5 drafter=llm generator=xllamacpp "
                    "filters.k=5 parser=pdfplumber ... (rag_bench/conf/draft.yaml)")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder drafts.jsonl and the dataset go to")
     p.add_argument("--plan", action="store_true", help="print the drafts to write, the model calls, tokens and "
@@ -185,7 +185,7 @@ def _run(a: argparse.Namespace, started: float) -> int:
     inject: dict[str, Any] = {}
     if wants(cfg.drafter, "drafter", "generator", Drafter):
         if cfg.generator.get("name") == "none":
-            raise ConfigError("drafter=llm needs a model -- fix: add generator=llama_cpp (the packaged model) or "
+            raise ConfigError("drafter=llm needs a model -- fix: add generator=xllamacpp (the packaged model) or "
                               "generator=openai generator.base_url=URL generator.model=NAME")
         inject["generator"] = build(cfg.generator, "generator")
 

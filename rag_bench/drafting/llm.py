@@ -33,7 +33,7 @@ class LlmDrafter:
     """Parameters
     ----------
     generator:
-        The model (the ``generator`` group of ``rag-bench draft``: ``generator=llama_cpp`` or
+        The model (the ``generator`` group of ``rag-bench draft``: ``generator=xllamacpp`` or
         ``generator=openai``), injected.
     prompts:
         A folder with ``system.txt`` and one ``<type>.txt`` per type (None: the packaged prompts).
@@ -43,7 +43,7 @@ class LlmDrafter:
 
     def __init__(self, generator: Any = None, prompts: str | None = None, batch: int = 8) -> None:
         if generator is None:
-            raise ConfigError("drafter=llm needs a model -- fix: add generator=llama_cpp (the packaged model) or "
+            raise ConfigError("drafter=llm needs a model -- fix: add generator=xllamacpp (the packaged model) or "
                               "generator=openai generator.base_url=URL generator.model=NAME")
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ConfigError(f"drafter.batch must be an integer >= 1, got {batch!r} -- fix: drafter.batch=8")

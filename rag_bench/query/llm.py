@@ -49,7 +49,7 @@ def needs_model(query_name: str, generator: Any) -> None:
         what = "no generator (generator=none)" if is_null(generator) else \
             f"the {type(generator).__name__} stand-in, which writes no text"
         raise ConfigError(f"query={query_name} is written by a model, and this cell has {what} -- fix: "
-                          "generator=llama_cpp (the packaged gemma3-270m) or generator=openai "
+                          "generator=xllamacpp (the packaged gemma3-270m) or generator=openai "
                           "(generator.base_url=...), or query=none / query=history (no model)")
 
 

@@ -83,7 +83,7 @@ def test_templates_draft_a_folder_of_documents_into_a_dataset_that_validates(cor
     (["types.factoid=0", "types.unanswerable=0", "types.multi_hop=0", "types.follow_up=0", "types.clarify=0"],
      "every share is 0"),
     (["per_document=0"], "per_document=0 must be an integer >= 1"),
-    (["drafter=llm"], "drafter=llm needs a model -- fix: add generator=llama_cpp"),
+    (["drafter=llm"], "drafter=llm needs a model -- fix: add generator=xllamacpp"),
     (["filters.k=0"], "filters.k=0 must be a int > 0"),
     (["retriever=dense"], "retriever=dense needs the embedder -- fix"),  # was an AttributeError's traceback
 ])

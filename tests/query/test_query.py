@@ -159,7 +159,7 @@ def test_the_transforms_calls_count_against_the_budget(model):
 
 
 def test_a_model_written_transform_without_a_model_is_refused(tmp_path, capsys):
-    with pytest.raises(ConfigError, match="fix: generator=llama_cpp"):
+    with pytest.raises(ConfigError, match="fix: generator=xllamacpp"):
         RewriteTransform(ExtractiveGenerator())
     out = tmp_path / "out"
     code = cli(["run", f"dataset.path={TINY}", "query=hyde", "generator=none", f"output.root={out}",

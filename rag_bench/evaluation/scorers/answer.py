@@ -117,7 +117,7 @@ def refusal_warning(refused: int, handed: int, setting: str | None, cells: str =
     if handed < MIN_HANDED or refused / handed < REFUSAL_WARNING_RATE:
         return None
     # A setting is a stand-in's knob (a model is the fix for it); a model is told by its prompt.
-    fix = (f"lower {setting} (it sets how readily the generator refuses), or plug a model (generator=llama_cpp, "
+    fix = (f"lower {setting} (it sets how readily the generator refuses), or plug a model (generator=xllamacpp, "
            "generator=openai)" if setting else "check how the generator's prompt tells it to refuse, or try a "
            "stronger model")
     return (f"the generator refused {refused} of the {handed} answerable questions whose evidence was all in its "

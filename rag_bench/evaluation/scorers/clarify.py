@@ -152,7 +152,7 @@ def cannot_ask_warning(n: int) -> str:
     return (f"{n} question(s) expect a clarifying question (expects: clarify) and the generator cannot ask one "
             "(its traits: can_clarify=False): they count as wrong in answer/correct_all and "
             "clarify/correct_clarification by construction -- fix: plug a model that can ask "
-            "(generator=llama_cpp or generator=openai), or read those measures without them")
+            "(generator=xllamacpp or generator=openai), or read those measures without them")
 
 
 class Clarify:
