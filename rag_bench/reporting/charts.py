@@ -333,10 +333,7 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     dom = [(c, q) for q, c, f, _ in pts if not f]
     if dom:
         ax.scatter([c for c, _ in dom], [q for _, q in dom], color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
-    at: dict[tuple[float, float], list[str]] = {}
-    for q, c, f, n in pts:
-        if f:
-            at.setdefault((c, q), []).append(n)
+    at = _front_cells(pts)
     best = sorted(at)
     ax.plot([c for c, _ in best], [q for _, q in best], "-o", color="#d62728", ms=5,
             label=f"Pareto front ({sum(len(v) for v in at.values())} cells)")
@@ -349,6 +346,15 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     fig.tight_layout()
     _label_points(fig, ax, _front_labels(at, best[:12]), others=dom + _front_obstacles(best, drawn))
     return _save(fig, path)
+
+
+def _front_cells(pts: Sequence[tuple[float, float, bool, str]]) -> dict[tuple[float, float], list[str]]:
+    """The front's points ``{(cost, quality): [cell names there]}``."""
+    at: dict[tuple[float, float], list[str]] = {}
+    for q, c, f, n in pts:
+        if f:
+            at.setdefault((c, q), []).append(n)
+    return at
 
 
 def _front_whiskers(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool],
