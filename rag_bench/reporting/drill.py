@@ -171,7 +171,7 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "answer": None if answer is None else visible(str(answer)[:MAX_ANSWER_CHARS]),
             "refused": _plain(rec.get("refused")),
             "citations": _citations(rec, context_ids, {cid: g for cid, _s, g in zip(ids, scores, grades)}),
-            "error": visible(str(error)) if (error := rec.get("generation_error") or rec.get("parse_error")) else None,
+            "error": _error(rec),
             "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
             # each claim with its verdict and the marked window it rests on (claims_view)
             "claims": claims_view.shown(claims_view.records_claims(rec.get("claims")), context_texts),
@@ -183,6 +183,12 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "query": _query(rec, query_name),
         })
     return rows
+
+
+def _error(rec: dict[str, Any]) -> str | None:
+    """The row's generation error, else its answer's parse error (None: neither)."""
+    error = rec.get("generation_error") or rec.get("parse_error")
+    return visible(str(error)) if error else None
 
 
 def _listed(rec: dict[str, Any], column: str) -> list[Any]:
