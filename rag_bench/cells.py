@@ -624,67 +624,106 @@ def folder_problem(path: str | Path, takes: str, command: str = "", *, experimen
     (``add --cell best``), for a cell command given one; ``finished=False``: an experiment folder
     without finished cells will do (``status`` of a sweep that has not finished one)."""
     f = folder_kind(path)
-    p, name = f.path, command or "this command"
-    run = f"rag-bench {command}" if command else "the command"
-    wants_cell, wants_experiment = "cell" in takes.split(" or "), "experiment" in takes.split(" or ")
-    wanted = " or ".join(("a cell folder (or an MLflow run id)",) * wants_cell + ("an experiment folder",) * wants_experiment)
-
-    def problem(message: str, hint: str) -> Problem:
-        return Problem(str(p), 0, f.kind, message, hint)
-
+    takes_ = takes.split(" or ")
+    asked = _Asked(f, command or "this command", f"rag-bench {command}" if command else "the command",
+                   "cell" in takes_, "experiment" in takes_, experiment_fix)
     if f.kind == "cell":
-        if wants_cell:
+        if asked.wants_cell:
             return None
-        return problem(f"is a cell folder: {name} takes its experiment folder, {p.parent}", f"{run} {p.parent}")
-    if f.kind == "experiment" and (wants_experiment or f.cells == 0):
-        if f.cells or (wants_experiment and not finished):
-            return None
-        if f.unfinished:
-            return problem(f"is an experiment folder whose {_count(f.unfinished, 'cell folder')} "
-                           f"{'is' if f.unfinished == 1 else 'are all'} unfinished (no DONE: the sweep stopped, or is "
-                           "still running)", f"run the sweep's command again (it redoes unfinished cells); `rag-bench "
-                           f"status {p}` shows each cell's state")
-        return problem("is an experiment folder without cell folders (its sweep wrote no cell: every cell failed, or "
-                       "it has not finished one yet)", f"`rag-bench status {p}` shows its jobs and cells; see "
-                       f"{p / '.hydra' / 'rag_bench.log'} and run the sweep's command again")
+        return asked.problem(f"is a cell folder: {asked.name} takes its experiment folder, {f.path.parent}",
+                             f"{asked.run} {f.path.parent}")
     if f.kind == "experiment":
-        return problem(f"is an experiment folder ({_count(f.cells, 'finished cell')}): {name} takes one cell",
-                       experiment_fix or f"pass one of its cell folders, e.g. {p / _first_done(p)}")
+        return _experiment_problem(asked, finished)
     if f.kind == "unfinished cell":
-        return problem("is an unfinished cell folder (no DONE: its sweep stopped, or is still running it)"
-                       + (f": {name} takes its experiment folder, {p.parent}" if not wants_cell else ""),
-                       (f"{run} {p.parent} reads its finished cells; " if not wants_cell else "")
-                       + "run the sweep's command again (it redoes unfinished cells); `rag-bench status "
-                       f"{p.parent}` shows each cell's state")
+        p, name, wants_cell = f.path, asked.name, asked.wants_cell
+        return asked.problem("is an unfinished cell folder (no DONE: its sweep stopped, or is still running it)"
+                             + (f": {name} takes its experiment folder, {p.parent}" if not wants_cell else ""),
+                             (f"{asked.run} {p.parent} reads its finished cells; " if not wants_cell else "")
+                             + "run the sweep's command again (it redoes unfinished cells); `rag-bench status "
+                             f"{p.parent}` shows each cell's state")
     if f.kind == "output root":
-        if not f.experiments:
-            return problem(f"is an output root (it holds the sweeps' mlflow.db, no experiment folder): {name} takes "
-                           f"{wanted}", "run a sweep first (rag-bench run -m ...): its cells land in "
-                           "<output.root>/<experiment.name>/")
-        target = p / f.experiments[0]
-        held = f"is an output root holding the experiment folders {_listing(f.experiments)}"
-        if wants_experiment:
-            return problem(f"{held}: {name} takes one of them", f"{run} {target}")
-        if experiment_fix.startswith("add "):  # the command picks a cell of an experiment folder itself
-            return problem(f"{held}: {name} takes a cell folder (or an MLflow run id)",
-                           f"{run} {target} {experiment_fix[4:]}")
-        return problem(f"{held}: {name} takes {wanted}", f"pass a cell folder of one of them, e.g. "
-                       f"{target / _first_done(target)}")
+        return _output_root_problem(asked)
     if f.kind == "file":
-        if p.name in (*FILES, "DONE", "failures.csv"):
-            folder = p.parent
-            fits = folder if wants_cell else folder.parent
-            return problem(f"is a file of the cell folder {folder}: {name} takes {wanted}", f"{run} {fits}")
-        return problem(f"is a file, not a folder: {name} takes {wanted}", _near(p, wanted, run if wants_experiment else ''))
+        if f.path.name in (*FILES, "DONE", "failures.csv"):
+            folder = f.path.parent
+            fits = folder if asked.wants_cell else folder.parent
+            return asked.problem(f"is a file of the cell folder {folder}: {asked.name} takes {asked.wanted}",
+                                 f"{asked.run} {fits}")
+        return asked.problem(f"is a file, not a folder: {asked.name} takes {asked.wanted}", asked.near())
     if f.kind == "missing":
         if _RUN_ID_SHAPE.match(str(path)):
-            if wants_cell:
+            if asked.wants_cell:
                 return None  # an MLflow run id: looked up in the tracking store
-            return problem(f"is no folder but looks like an MLflow run id (one cell): {name} takes {wanted}",
-                           "pass the experiment folder the run's cell is in, e.g. experiments/<experiment.name>")
-        return problem("does not exist", _near(p, wanted, run if wants_experiment else ''))
-    return problem(f"holds no cell folder (folders with DONE) and no experiment folder: {name} takes {wanted}",
-                   _near(p, wanted, run if wants_experiment else ''))
+            return asked.problem(f"is no folder but looks like an MLflow run id (one cell): {asked.name} takes "
+                                 f"{asked.wanted}", "pass the experiment folder the run's cell is in, e.g. "
+                                 "experiments/<experiment.name>")
+        return asked.problem("does not exist", asked.near())
+    return asked.problem(f"holds no cell folder (folders with DONE) and no experiment folder: {asked.name} takes "
+                         f"{asked.wanted}", asked.near())
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What :func:`folder_problem` was asked: the folder found, the command's name and how to run it,
+    whether it takes a cell and/or an experiment folder, and how it picks a cell of an experiment."""
+
+    found: Folder
+    name: str
+    run: str
+    wants_cell: bool
+    wants_experiment: bool
+    experiment_fix: str
+
+    @property
+    def wanted(self) -> str:
+        """What the command takes, in words."""
+        return " or ".join(("a cell folder (or an MLflow run id)",) * self.wants_cell
+                           + ("an experiment folder",) * self.wants_experiment)
+
+    def problem(self, message: str, hint: str) -> Problem:
+        return Problem(str(self.found.path), 0, self.found.kind, message, hint)
+
+    def near(self) -> str:
+        """The fix for a path that holds nothing the command takes (:func:`_near`)."""
+        return _near(self.found.path, self.wanted, self.run if self.wants_experiment else '')
+
+
+def _experiment_problem(asked: _Asked, finished: bool) -> Problem | None:
+    """:func:`folder_problem` of an experiment folder: fine for a command that takes one (unless it has
+    no finished cell and ``finished``), else the cell to pass."""
+    f, p = asked.found, asked.found.path
+    if not (asked.wants_experiment or f.cells == 0):
+        return asked.problem(f"is an experiment folder ({_count(f.cells, 'finished cell')}): {asked.name} takes "
+                             "one cell", asked.experiment_fix or f"pass one of its cell folders, e.g. "
+                             f"{p / _first_done(p)}")
+    if f.cells or (asked.wants_experiment and not finished):
+        return None
+    if f.unfinished:
+        return asked.problem(f"is an experiment folder whose {_count(f.unfinished, 'cell folder')} "
+                             f"{'is' if f.unfinished == 1 else 'are all'} unfinished (no DONE: the sweep stopped, or "
+                             "is still running)", f"run the sweep's command again (it redoes unfinished cells); "
+                             f"`rag-bench status {p}` shows each cell's state")
+    return asked.problem("is an experiment folder without cell folders (its sweep wrote no cell: every cell failed, or "
+                         "it has not finished one yet)", f"`rag-bench status {p}` shows its jobs and cells; see "
+                         f"{p / '.hydra' / 'rag_bench.log'} and run the sweep's command again")
+
+
+def _output_root_problem(asked: _Asked) -> Problem:
+    """:func:`folder_problem` of an output root: the experiment folder (or its cell) to pass instead."""
+    f, p, name, wanted = asked.found, asked.found.path, asked.name, asked.wanted
+    if not f.experiments:
+        return asked.problem(f"is an output root (it holds the sweeps' mlflow.db, no experiment folder): {name} takes "
+                             f"{wanted}", "run a sweep first (rag-bench run -m ...): its cells land in "
+                             "<output.root>/<experiment.name>/")
+    target = p / f.experiments[0]
+    held = f"is an output root holding the experiment folders {_listing(f.experiments)}"
+    if asked.wants_experiment:
+        return asked.problem(f"{held}: {name} takes one of them", f"{asked.run} {target}")
+    if asked.experiment_fix.startswith("add "):  # the command picks a cell of an experiment folder itself
+        return asked.problem(f"{held}: {name} takes a cell folder (or an MLflow run id)",
+                             f"{asked.run} {target} {asked.experiment_fix[4:]}")
+    return asked.problem(f"{held}: {name} takes {wanted}", f"pass a cell folder of one of them, e.g. "
+                         f"{target / _first_done(target)}")
 
 
 def _first_done(experiment: Path) -> str:

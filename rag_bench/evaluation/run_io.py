@@ -277,35 +277,11 @@ def from_data(data: Any, hint: Any) -> Any:
         return data
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        for option in (a for a in args if a is not type(None)):
-            try:
-                return from_data(data, option)
-            except ValueError:
-                continue
-        raise ValueError(f"{data!r:.80} is none of {hint}")
+        return _from_union(data, hint, args)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        if not isinstance(data, dict):
-            raise ValueError(f"{hint.__name__}: expected an object, got {type(data).__name__}")
-        names = {f.name for f in dataclasses.fields(hint) if f.init}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"{hint.__name__}: unknown fields {unknown}")
-        hints = _hints(hint)
-        try:
-            return hint(**{k: from_data(v, hints[k]) for k, v in data.items()})
-        except TypeError as exc:  # a required field missing
-            raise ValueError(f"{hint.__name__}: {exc}") from exc
+        return _from_object(data, hint)
     if origin in (tuple, list):
-        if not isinstance(data, list):
-            raise ValueError(f"expected a list for {hint}, got {type(data).__name__}")
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            if len(args) != len(data):
-                raise ValueError(f"expected {len(args)} items for {hint}, got {len(data)}")
-            return tuple(from_data(v, a) for v, a in zip(data, args))
-        items = [from_data(v, args[0] if args else Any) for v in data]
-        return tuple(items) if origin is tuple else items
+        return _from_list(data, hint, origin, args)
     if origin is typing.Literal:
         if any(data == a and type(data) is type(a) for a in args):
             return data
@@ -315,6 +291,45 @@ def from_data(data: Any, hint: Any) -> Any:
             raise ValueError(f"expected an object for {hint}, got {type(data).__name__}")
         return {str(k): from_data(v, args[1] if args else Any) for k, v in data.items()}
     return _plain(data, hint)
+
+
+def _from_union(data: Any, hint: Any, args: tuple[Any, ...]) -> Any:
+    """``data`` read as the first option of the union ``hint`` it fits (None where the union allows it)."""
+    if data is None and type(None) in args:
+        return None
+    for option in (a for a in args if a is not type(None)):
+        try:
+            return from_data(data, option)
+        except ValueError:
+            continue
+    raise ValueError(f"{data!r:.80} is none of {hint}")
+
+
+def _from_object(data: Any, hint: type) -> Any:
+    """``data`` (an object) read as the dataclass ``hint``, each field as its own type."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{hint.__name__}: expected an object, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(hint) if f.init}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{hint.__name__}: unknown fields {unknown}")
+    hints = _hints(hint)
+    try:
+        return hint(**{k: from_data(v, hints[k]) for k, v in data.items()})
+    except TypeError as exc:  # a required field missing
+        raise ValueError(f"{hint.__name__}: {exc}") from exc
+
+
+def _from_list(data: Any, hint: Any, origin: Any, args: tuple[Any, ...]) -> Any:
+    """``data`` (a list) read as the list or tuple ``hint`` (a fixed tuple item by item)."""
+    if not isinstance(data, list):
+        raise ValueError(f"expected a list for {hint}, got {type(data).__name__}")
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(args) != len(data):
+            raise ValueError(f"expected {len(args)} items for {hint}, got {len(data)}")
+        return tuple(from_data(v, a) for v, a in zip(data, args))
+    items = [from_data(v, args[0] if args else Any) for v in data]
+    return tuple(items) if origin is tuple else items
 
 
 def _plain(data: Any, hint: Any) -> Any:

@@ -13,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from rag_bench.domain import Question
+from rag_bench.domain import Answer, Question
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.scorer import Part
+from rag_bench.generation.base import Generation
 
 LAYOUT = ("question", "ranking", "security", "document", "evidence", "label", "ranking_measures",
           "document_measures", "retrieved", "answers", "generation", "citation", "claims", "abstention", "answer", "clarify",
@@ -27,38 +28,61 @@ LAYOUT = ("question", "ranking", "security", "document", "evidence", "label", "r
 def run_parts(run: SystemRun, grades: Grades) -> list[Part]:
     """The run's own columns: the question, its final ranking judged, the first stage's ranking,
     what the generator was handed and answered and what that cost, and the stages' latencies."""
-    questions = [qr.question for qr in run.questions]
-    parts = [Part("question", {"qid": [q.qid for q in questions], "question": [q.question for q in questions],
-                               "answerable": [q.answerable for q in questions],
-                               "expects": [q.outcome for q in questions], "tags": [list(q.tags) for q in questions],
-                               "asker": [q.asker.label if q.asker else None for q in questions],
-                               **history_column(questions)}),
+    parts = [_question_part([qr.question for qr in run.questions]),
              Part("ranking", grades.columns),
              Part("retrieved", {"retrieved_ids": [[run.passages[i].chunk_id for i in qr.retrieved.indices]
                                                   for qr in run.questions]})]
     if run.answered:
-        qs = run.questions
-        answers = [q.answer for q in qs]
-        gens = [q.generation for q in qs]
-        assert all(a is not None for a in answers) and all(g is not None for g in gens)
-        a_, g_ = [a for a in answers if a is not None], [g for g in gens if g is not None]
-        parts += [Part("answers", {
-            "context_ids": [[p.chunk_id for p in q.context or ()] for q in qs],
-            "context_texts": [[p.text for p in q.context or ()] for q in qs],
-            "answer": [a.text for a in a_], "citations": [list(a.citations) for a in a_],
-            "refused": [a.refused for a in a_], "clarification": [a.clarification for a in a_],
-            "parse_error": [a.parse_error for a in a_],
-            "generation_error": [a.error for a in a_], "raw_output": [a.raw for a in a_]}),
-            Part("generation_cost", {"generate_s": [g.seconds for g in g_], "generation_cached": [g.cached for g in g_],
-                                     "tokens_in": [g.tokens_in for g in g_], "tokens_out": [g.tokens_out for g in g_]})]
+        parts += _answer_parts(run)
+    parts.append(_latency_part(run))
+    return parts
+
+
+def _question_part(questions: Sequence[Question]) -> Part:
+    """``question``: each question's id, text, answerability, expected outcome, tags, asker and history."""
+    return Part("question", {"qid": [q.qid for q in questions], "question": [q.question for q in questions],
+                             "answerable": [q.answerable for q in questions],
+                             "expects": [q.outcome for q in questions], "tags": [list(q.tags) for q in questions],
+                             "asker": [q.asker.label if q.asker else None for q in questions],
+                             **history_column(questions)})
+
+
+def _answer_parts(run: SystemRun) -> list[Part]:
+    """``answers`` (what the generator was handed and what it answered) and ``generation_cost``."""
+    answers = [q.answer for q in run.questions]
+    gens = [q.generation for q in run.questions]
+    assert all(a is not None for a in answers) and all(g is not None for g in gens)
+    return [_answers_part(run, [a for a in answers if a is not None]),
+            _cost_part([g for g in gens if g is not None])]
+
+
+def _answers_part(run: SystemRun, a_: Sequence[Answer]) -> Part:
+    """``answers``: each question's context (chunk ids and texts) and its parsed answer."""
+    qs = run.questions
+    return Part("answers", {
+        "context_ids": [[p.chunk_id for p in q.context or ()] for q in qs],
+        "context_texts": [[p.text for p in q.context or ()] for q in qs],
+        "answer": [a.text for a in a_], "citations": [list(a.citations) for a in a_],
+        "refused": [a.refused for a in a_], "clarification": [a.clarification for a in a_],
+        "parse_error": [a.parse_error for a in a_],
+        "generation_error": [a.error for a in a_], "raw_output": [a.raw for a in a_]})
+
+
+def _cost_part(g_: Sequence[Generation]) -> Part:
+    """``generation_cost``: each question's generation time, cache hit and tokens."""
+    return Part("generation_cost", {"generate_s": [g.seconds for g in g_], "generation_cached": [g.cached for g in g_],
+                                    "tokens_in": [g.tokens_in for g in g_], "tokens_out": [g.tokens_out for g in g_]})
+
+
+def _latency_part(run: SystemRun) -> Part:
+    """``latency``: retrieval's time per question, reranking's when it ran, the judge's when there is one."""
     latency: dict[str, list[Any]] = {"retrieve_ms": [qr.retrieve_ms for qr in run.questions]}
     if any(qr.rerank_ms is not None for qr in run.questions):
         latency["rerank_ms"] = [qr.rerank_ms for qr in run.questions]
     if run.judge is not None:  # the judge's own time per question, apart from the asker's wait (latency.judge_ms)
         latency["judge_ms"] = [1000.0 * qr.judge.seconds if qr.judge is not None and qr.judge.calls > 0 else None
                                for qr in run.questions]
-    parts.append(Part("latency", latency))
-    return parts
+    return Part("latency", latency)
 
 
 def history_column(questions: Sequence[Question]) -> dict[str, list[Any]]:

@@ -237,26 +237,7 @@ def main_effects(effects: Sequence[Any], metric: str, path: Path, *, grand: floa
                                         + ([grand] if grand is not None else []))
     over = f" (n = {questions})" if questions else ""
     for ax, e in zip(axes_[:, 0], effects):
-        ys = list(range(len(e.levels)))[::-1]
-        with_ci = [(y, lv) for y, lv in zip(ys, e.levels) if lv.lo == lv.lo and lv.hi == lv.hi]
-        if with_ci:
-            ax.errorbar([lv.mean for _, lv in with_ci], [y for y, _ in with_ci],
-                        xerr=[[lv.mean - lv.lo for _, lv in with_ci], [lv.hi - lv.mean for _, lv in with_ci]],
-                        fmt="o", color="#4c72b0", capsize=3,
-                        label="dot: mean of the level's cells; " + MAIN_EFFECTS_CI.format(over=over))
-        bare = [(y, lv) for y, lv in zip(ys, e.levels) if not (lv.lo == lv.lo and lv.hi == lv.hi)]
-        if bare:
-            ax.plot([lv.mean for _, lv in bare], [y for y, _ in bare], "o", color="#4c72b0", mfc="white",
-                    label="open dot: mean of the level's cells (no per-question values: no interval)")
-        ax.set_yticks(ys, [f"{lv.value} ({lv.cells} cell{'s' if lv.cells != 1 else ''})" for lv in e.levels],
-                      fontsize=8)
-        ax.set_ylim(-0.6, len(e.levels) - 0.4)
-        if grand is not None and np.isfinite(grand):
-            ax.axvline(grand, color="grey", lw=1, ls="--", label=f"dashed: mean of all cells ({grand:.3f})")
-        ci = f" [{e.spread_lo:.3f}, {e.spread_hi:.3f}]" if e.spread_lo == e.spread_lo else ""
-        ax.set_title(f"{e.axis}: spread {e.spread:.3f}{ci}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
-                     loc="left")
-        ax.grid(axis="x", alpha=0.3)
+        _effect_panel(ax, e, grand, MAIN_EFFECTS_CI.format(over=over))
     # The legend above the panels, where it covers no point.
     axes_[0, 0].legend(loc="lower left", bbox_to_anchor=(0, 1.22), ncol=1, fontsize=7, frameon=False)
     axes_[-1, 0].set_xlim(left, right)
@@ -265,6 +246,31 @@ def main_effects(effects: Sequence[Any], metric: str, path: Path, *, grand: floa
     fig.suptitle(f"Main effects on {metric}: which choice moves it\n(largest spread first; spread = largest level "
                  "mean minus smallest [95 % CI, paired over questions])", fontsize=9)
     return _save(fig, path)
+
+
+def _effect_panel(ax: Any, e: Any, grand: float | None, ci_note: str) -> None:
+    """One axis of :func:`main_effects`: a row per level, its mean with its CI whiskers (an open dot
+    when the level has no interval), the grand mean dashed, the axis's spread in the title."""
+    ys = list(range(len(e.levels)))[::-1]
+    with_ci = [(y, lv) for y, lv in zip(ys, e.levels) if lv.lo == lv.lo and lv.hi == lv.hi]
+    if with_ci:
+        ax.errorbar([lv.mean for _, lv in with_ci], [y for y, _ in with_ci],
+                    xerr=[[lv.mean - lv.lo for _, lv in with_ci], [lv.hi - lv.mean for _, lv in with_ci]],
+                    fmt="o", color="#4c72b0", capsize=3,
+                    label="dot: mean of the level's cells; " + ci_note)
+    bare = [(y, lv) for y, lv in zip(ys, e.levels) if not (lv.lo == lv.lo and lv.hi == lv.hi)]
+    if bare:
+        ax.plot([lv.mean for _, lv in bare], [y for y, _ in bare], "o", color="#4c72b0", mfc="white",
+                label="open dot: mean of the level's cells (no per-question values: no interval)")
+    ax.set_yticks(ys, [f"{lv.value} ({lv.cells} cell{'s' if lv.cells != 1 else ''})" for lv in e.levels],
+                  fontsize=8)
+    ax.set_ylim(-0.6, len(e.levels) - 0.4)
+    if grand is not None and np.isfinite(grand):
+        ax.axvline(grand, color="grey", lw=1, ls="--", label=f"dashed: mean of all cells ({grand:.3f})")
+    ci = f" [{e.spread_lo:.3f}, {e.spread_hi:.3f}]" if e.spread_lo == e.spread_lo else ""
+    ax.set_title(f"{e.axis}: spread {e.spread:.3f}{ci}{'' if e.balanced else ' (unbalanced)'}", fontsize=9,
+                 loc="left")
+    ax.grid(axis="x", alpha=0.3)
 
 
 def _overlaps(box: Any, others: Sequence[Any]) -> bool:
@@ -319,29 +325,49 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     overlap nothing. ``ci``: each cell's 95% CI of ``quality`` over questions, drawn as whiskers on
     the front (a front a few hundredths apart is within them). The quality axis starts at 0 for
     values that cannot be negative (:func:`value_axis`) and says so."""
-    cis = list(ci) if ci is not None else [None] * len(quality)
     pts = [(q, c, f, n) for q, c, f, n in zip(quality, cost, front, names) if q == q and c == c]
     if len(pts) < 2:
         return None
-    whiskers = {(c, q): w for q, c, f, w in zip(quality, cost, front, cis)
-                if f and q == q and c == c and w is not None and len(w) == 2 and all(x == x for x in w)}
+    whiskers = _front_whiskers(quality, cost, front, list(ci) if ci is not None else [None] * len(quality))
     fig, ax = plt.subplots(figsize=(8, 4.8))
     dom = [(c, q) for q, c, f, _ in pts if not f]
     if dom:
         ax.scatter([c for c, _ in dom], [q for _, q in dom], color="#bbbbbb", s=18, label=f"dominated ({len(dom)})")
-    at: dict[tuple[float, float], list[str]] = {}
-    for q, c, f, n in pts:
-        if f:
-            at.setdefault((c, q), []).append(n)
+    at = _front_cells(pts)
     best = sorted(at)
-    n_front = sum(len(v) for v in at.values())
     ax.plot([c for c, _ in best], [q for _, q in best], "-o", color="#d62728", ms=5,
-            label=f"Pareto front ({n_front} cells)")
+            label=f"Pareto front ({sum(len(v) for v in at.values())} cells)")
     drawn = [(c, q, w) for (c, q), w in whiskers.items()]
     if drawn:
         ax.errorbar([c for c, _, _ in drawn], [q for _, q, _ in drawn],
                     yerr=[[q - w[0] for _, q, w in drawn], [w[1] - q for _, q, w in drawn]], fmt="none",
                     ecolor="#d62728", alpha=0.5, capsize=3, label="whiskers: 95 % CI over questions")
+    _pareto_axes(ax, pts, drawn, metric=metric, cost_label=cost_label, higher_is_better=higher_is_better)
+    fig.tight_layout()
+    _label_points(fig, ax, _front_labels(at, best[:12]), others=dom + _front_obstacles(best, drawn))
+    return _save(fig, path)
+
+
+def _front_cells(pts: Sequence[tuple[float, float, bool, str]]) -> dict[tuple[float, float], list[str]]:
+    """The front's points ``{(cost, quality): [cell names there]}``."""
+    at: dict[tuple[float, float], list[str]] = {}
+    for q, c, f, n in pts:
+        if f:
+            at.setdefault((c, q), []).append(n)
+    return at
+
+
+def _front_whiskers(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool],
+                    cis: Sequence[Sequence[float] | None]) -> dict[tuple[float, float], Sequence[float]]:
+    """The front's points with a finite two-sided CI: ``{(cost, quality): (lo, hi)}``."""
+    return {(c, q): w for q, c, f, w in zip(quality, cost, front, cis)
+            if f and q == q and c == c and w is not None and len(w) == 2 and all(x == x for x in w)}
+
+
+def _pareto_axes(ax: Any, pts: Sequence[tuple[float, float, bool, str]],
+                 drawn: Sequence[tuple[float, float, Sequence[float]]], *, metric: str, cost_label: str,
+                 higher_is_better: bool) -> None:
+    """:func:`pareto`'s axes: labels, legend below, title, margins for the labels, cost from 0."""
     bottom, top, from_zero = value_axis([q for q, _, _, _ in pts] + [x for _, _, w in drawn for x in w])
     ax.set_xlabel(f"{cost_label} (lower is better)")
     ax.set_ylabel(f"{metric} ({'higher' if higher_is_better else 'lower'} is better;\n{axis_note(bottom, from_zero)})")
@@ -352,16 +378,21 @@ def pareto(quality: Sequence[float], cost: Sequence[float], front: Sequence[bool
     if min(c for _, c, _, _ in pts) >= 0:
         ax.set_xlim(left=0)  # a cost is never negative
     ax.set_ylim(bottom, top + (top - bottom) * 0.08)  # room above the best point for its label
-    fig.tight_layout()
-    shown = best[:12]
-    labels = [(c, q, " | ".join(at[(c, q)][:2]) + (f" (+{len(at[(c, q)]) - 2} more)" if len(at[(c, q)]) > 2 else ""))
-              for c, q in shown]
-    # The front's line and the whiskers are obstacles too: points along each of them.
+
+
+def _front_labels(at: dict[tuple[float, float], list[str]],
+                  shown: Sequence[tuple[float, float]]) -> list[tuple[float, float, str]]:
+    """A label per front point shown: the first two cells there, and how many more."""
+    return [(c, q, " | ".join(at[(c, q)][:2]) + (f" (+{len(at[(c, q)]) - 2} more)" if len(at[(c, q)]) > 2 else ""))
+            for c, q in shown]
+
+
+def _front_obstacles(best: Sequence[tuple[float, float]],
+                     drawn: Sequence[tuple[float, float, Sequence[float]]]) -> list[tuple[float, float]]:
+    """The front's line and the whiskers are obstacles too: points along each of them."""
     line = [(c0 + (c1 - c0) * t / 20, q0 + (q1 - q0) * t / 20) for (c0, q0), (c1, q1) in zip(best, best[1:])
             for t in range(1, 20)]
-    line += [(c, w[0] + (w[1] - w[0]) * t / 20) for c, _, w in drawn for t in range(21)]
-    _label_points(fig, ax, labels, others=dom + line)
-    return _save(fig, path)
+    return line + [(c, w[0] + (w[1] - w[0]) * t / 20) for c, _, w in drawn for t in range(21)]
 
 
 @_plain
@@ -436,9 +467,28 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
             and m.family == ann_scorer.ANN_RECALL.family and m.cutoff is not None}
     kmax = 10 if 10 in cuts else max(cuts)  # the tuner's cutoff when the cell has it
     fig, ax = plt.subplots(figsize=(7, 4.2))
+    seen, curve_ms = _tuning_curves(ax, [ann for ann, _ in pts])
+    _index_points(ax, [ann for ann, _ in pts], kmax)
+    exact = np.median([ann[ann_scorer.EXACT_P50.name] for ann, _ in pts])
+    ax.axvline(exact, ls="--", color="grey", lw=1, label=f"flat p50 {exact:.3f} ms")
+    _latency_axis(ax, [x for x in curve_ms if x > 0] + [ann[ann_scorer.ANN_P50.name] for ann, _ in pts
+                                                        if ann.get(ann_scorer.ANN_P50.name)])
+    ax.set_xlabel("ANN query latency p50 (ms)" + (", log scale" if ax.get_xscale() == "log" else ""))
+    ax.set_ylabel(f"{ann_scorer.ANN_RECALL.at(kmax).name} vs flat")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title("ANN recall vs latency per index" + (" (lines: tuning curves)" if seen else " setting"))
+    return _save(fig, path)
+
+
+def _tuning_curves(ax: Any, anns: Sequence[dict[str, Any]]) -> tuple[set[Any], list[float]]:
+    """:func:`ann_tradeoff`'s tuning curves, one per index and target (the chosen value ringed, each
+    target dashed); the curves drawn and their latencies."""
+    from rag_bench.evaluation.scorers import ann as ann_scorer  # the ann section's measures
+
     seen, targets = set(), set()
     curve_ms: list[float] = []
-    for ann, _ in pts:
+    for ann in anns:
         curve = ann.get("tune_curve") or []
         key = (ann.get("index"), ann.get(ann_scorer.TARGET.name))
         if curve and key not in seen:
@@ -456,8 +506,15 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
             targets.add(float(ann[ann_scorer.TARGET.name]))
     for target in sorted(targets):
         ax.axhline(target, ls=":", color="grey", lw=1, label=f"target recall {target:g}")
+    return seen, curve_ms
+
+
+def _index_points(ax: Any, anns: Sequence[dict[str, Any]], kmax: int) -> None:
+    """:func:`ann_tradeoff`'s points: one per index setting, labelled with its index."""
+    from rag_bench.evaluation.scorers import ann as ann_scorer  # the ann section's measures
+
     drawn = set()
-    for ann, c in pts:
+    for ann in anns:
         key = ann.get("index"), ann.get(ann_scorer.TUNED_VALUE.name)
         if key in drawn:
             continue
@@ -466,10 +523,10 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
         ax.scatter([x], [y], s=40)
         ax.annotate(str(ann.get("index")), (x, y), textcoords="offset points", xytext=(5, 4 + 10 * (len(drawn) - 1)),
                     fontsize=8)  # stacked: tuned indexes end near one point (the target)
-    exact = np.median([ann[ann_scorer.EXACT_P50.name] for ann, _ in pts])
-    ax.axvline(exact, ls="--", color="grey", lw=1, label=f"flat p50 {exact:.3f} ms")
-    xs = [x for x in curve_ms if x > 0] + [ann[ann_scorer.ANN_P50.name] for ann, _ in pts
-                                          if ann.get(ann_scorer.ANN_P50.name)]
+
+
+def _latency_axis(ax: Any, xs: Sequence[float]) -> None:
+    """A log latency axis when the latencies ``xs`` are more than 20x apart, else linear from 0."""
     if xs and max(xs) > 20 * min(xs):  # indexes 100x apart (FAISS HNSW, LanceDB): both legible
         ax.set_xscale("log")
         # plain numbers: the default log labels are mathtext, printed raw under plain_text()
@@ -477,12 +534,6 @@ def ann_tradeoff(cells: Sequence[Cell], path: Path) -> Path | None:
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
         ax.set_xlim(left=0)
-    ax.set_xlabel("ANN query latency p50 (ms)" + (", log scale" if ax.get_xscale() == "log" else ""))
-    ax.set_ylabel(f"{ann_scorer.ANN_RECALL.at(kmax).name} vs flat")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7)
-    ax.set_title("ANN recall vs latency per index" + (" (lines: tuning curves)" if seen else " setting"))
-    return _save(fig, path)
 
 
 def failure_labels(cells: Sequence[Cell]) -> list[str]:

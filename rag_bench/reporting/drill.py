@@ -159,38 +159,19 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
     query_name = str((cell.config.get("query") or {}).get("name") or "none")
     rows = []
     for rec in r.to_dict(orient="records"):
-        ids = list(_plain(rec.get("chunk_ids")) or [])
-        scores = list(_plain(rec.get("scores")) or [])
-        grades = list(_plain(rec.get("grades")) if rec.get("grades") is not None
-                      else [int(bool(x)) for x in (_plain(rec.get("relevant")) or [])])
-        spans = list(_plain(rec.get("chunk_spans")) or [])
-        context_ids = list(_plain(rec.get("context_ids")) or [])
-        context_texts = list(_plain(rec.get("context_texts")) or [])
-        by_id = dict(zip(context_ids, context_texts))
-        ranked = []
-        for i, cid in enumerate(ids[:max(MAX_RANKED, k)]):
-            span = spans[i] if i < len(spans) and isinstance(spans[i], dict) else None
-            text = ""
-            if span is not None and dataset is not None and span.get("doc_id") in dataset.documents:
-                text = dataset.documents[span["doc_id"]].text[int(span["start"]):int(span["end"])]
-            text = text or by_id.get(cid, "")
-            key = (span["doc_id"], str(span["start"]), str(span["end"])) if span else ("chunk", cid, text[:64])
-            score = scores[i] if i < len(scores) else None
-            ranked.append([passages.add(key, text) if text else None, cid,
-                           None if score is None else float(f"{score:.6g}"), grades[i] if i < len(grades) else None])
-        grade_of = {cid: g for cid, _s, g in zip(ids, scores, grades)}
-        citations = []
-        for n in list(_plain(rec.get("citations")) or []):
-            cid = context_ids[n - 1] if isinstance(n, int) and 1 <= n <= len(context_ids) else None
-            citations.append({"n": n, "chunk": cid, "relevant": bool(grade_of.get(cid)) if cid else None})
+        ids, scores, grades = _listed(rec, "chunk_ids"), _listed(rec, "scores"), _grades(rec)
+        context_ids, context_texts = _listed(rec, "context_ids"), _listed(rec, "context_texts")
         answer = rec.get("answer")
         rows.append({
-            "qid": rec["qid"], "label": rec.get("failure"), "ranked": ranked, "context": context_ids,
+            "qid": rec["qid"], "label": rec.get("failure"),
+            "ranked": _ranked(rec, dataset, passages, k, dict(zip(context_ids, context_texts))),
+            "context": context_ids,
             "context_extra": [passages.add(("chunk", c, t[:64]), t) for c, t in zip(context_ids, context_texts)
                               if c not in ids],
             "answer": None if answer is None else visible(str(answer)[:MAX_ANSWER_CHARS]),
-            "refused": _plain(rec.get("refused")), "citations": citations,
-            "error": visible(str(error)) if (error := rec.get("generation_error") or rec.get("parse_error")) else None,
+            "refused": _plain(rec.get("refused")),
+            "citations": _citations(rec, context_ids, {cid: g for cid, _s, g in zip(ids, scores, grades)}),
+            "error": _error(rec),
             "judge": {c[len(measures.JUDGE_PREFIX):]: _plain(rec[c]) for c in judge_cols},
             # each claim with its verdict and the marked window it rests on (claims_view)
             "claims": claims_view.shown(claims_view.records_claims(rec.get("claims")), context_texts),
@@ -202,6 +183,57 @@ def cell_rows(cell: Cell, passages: Passages, corpus: Corpus) -> list[dict[str, 
             "query": _query(rec, query_name),
         })
     return rows
+
+
+def _error(rec: dict[str, Any]) -> str | None:
+    """The row's generation error, else its answer's parse error (None: neither)."""
+    error = rec.get("generation_error") or rec.get("parse_error")
+    return visible(str(error)) if error else None
+
+
+def _listed(rec: dict[str, Any], column: str) -> list[Any]:
+    """A list column of a records row as a plain list (``[]`` when absent)."""
+    return list(_plain(rec.get(column)) or [])
+
+
+def _grades(rec: dict[str, Any]) -> list[Any]:
+    """The ranked chunks' grades; a row without ``grades`` has its ``relevant`` flags as 0/1."""
+    if rec.get("grades") is not None:
+        return list(_plain(rec.get("grades")))
+    return [int(bool(x)) for x in (_plain(rec.get("relevant")) or [])]
+
+
+def _ranked(rec: dict[str, Any], dataset: Any, passages: Passages, k: int,
+            by_id: dict[Any, str]) -> list[list[Any]]:
+    """The row's ranked passages ``[passage, chunk, score, grade]``, at most ``max(MAX_RANKED, k)``; a
+    chunk's text from the stored run's document when its span is known, else the records' context text."""
+    ids, scores, grades, spans = _listed(rec, "chunk_ids"), _listed(rec, "scores"), _grades(rec), _listed(
+        rec, "chunk_spans")
+    ranked = []
+    for i, cid in enumerate(ids[:max(MAX_RANKED, k)]):
+        span = spans[i] if i < len(spans) and isinstance(spans[i], dict) else None
+        text = _span_text(dataset, span) or by_id.get(cid, "")
+        key = (span["doc_id"], str(span["start"]), str(span["end"])) if span else ("chunk", cid, text[:64])
+        score = scores[i] if i < len(scores) else None
+        ranked.append([passages.add(key, text) if text else None, cid,
+                       None if score is None else float(f"{score:.6g}"), grades[i] if i < len(grades) else None])
+    return ranked
+
+
+def _span_text(dataset: Any, span: dict[str, Any] | None) -> str:
+    """The text of a chunk's span in the stored run's document ("" when either is unknown)."""
+    if span is not None and dataset is not None and span.get("doc_id") in dataset.documents:
+        return str(dataset.documents[span["doc_id"]].text[int(span["start"]):int(span["end"])])
+    return ""
+
+
+def _citations(rec: dict[str, Any], context_ids: list[Any], grade_of: dict[Any, Any]) -> list[dict[str, Any]]:
+    """Each citation ``[n]`` of the answer: the context chunk it names and whether that chunk is relevant."""
+    citations = []
+    for n in _listed(rec, "citations"):
+        cid = context_ids[n - 1] if isinstance(n, int) and 1 <= n <= len(context_ids) else None
+        citations.append({"n": n, "chunk": cid, "relevant": bool(grade_of.get(cid)) if cid else None})
+    return citations
 
 
 def _query(rec: dict[str, Any], name: str) -> dict[str, Any] | None:

@@ -247,45 +247,13 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
     if not isinstance(data, dict):
         add((), f"a policy is a mapping of thresholds/regressions/errors, got {_show(data)}", _EXAMPLE)
         return problems
-    rules = 0
     for key in data:
         if key not in _TOP:
             near = difflib.get_close_matches(str(key), sorted(_TOP), n=1)
             add((key,), f"unknown section {str(key)!r}",
                 f"did you mean {near[0]!r}?" if near else f"use {sorted(_TOP)}")
-    for section in ("thresholds", "regressions"):
-        body = data.get(section)
-        if body is not None and not isinstance(body, dict):
-            add((section,), f"{section} must be a mapping of section/metric: rule, got {_show(body)}",
-                _EXAMPLE if section == "thresholds" else "e.g. regressions: {retrieval/hit@5: {rule: not_worse_than, "
-                "max_drop: 0.02}}")
-            continue
-        for metric, rule in (body or {}).items():
-            rules += 1
-            where = (section, metric)
-            if not isinstance(metric, str) or metric.count("/") < 1 or not all(metric.partition("/")[::2]):
-                add(where, f"metric must be written section/name (the stage is missing in {str(metric)!r})",
-                    "e.g. retrieval/hit@5 (the section as in metrics.json)")
-            elif metric.partition("/")[0] in measures.registry_sections() and measures.measure(metric) is None:
-                near = difflib.get_close_matches(metric, measures.known_names(metric.partition("/")[0]), n=1)
-                add(where, f"{metric!r} is not a measure of rag_bench",
-                    f"did you mean {near[0]}?" if near else "see the measures in metrics.json (e.g. retrieval/hit@5)")
-            elif section == "regressions":
-                _direction(where, metric, add)
-            (_threshold if section == "thresholds" else _regression_rule)(where, rule, add)
-    errors = data.get("errors")
-    if errors is not None and not isinstance(errors, dict):
-        add(("errors",), f"errors must be a mapping, got {_show(errors)}", "e.g. errors: {max_error_rate: 0.05}")
-    elif errors:
-        for key in errors:
-            if key != "max_error_rate":
-                add(("errors", key), f"unknown key {str(key)!r} in errors", "use max_error_rate")
-        if "max_error_rate" in errors:
-            rules += 1
-            v = errors["max_error_rate"]
-            if not _number(v) or not 0 <= v <= 1:
-                add(("errors", "max_error_rate"), f"max_error_rate must be a number in [0, 1], got {_show(v)}",
-                    "e.g. max_error_rate: 0.05 (a share of calls, not a percentage)")
+    rules = sum(_validate_section(section, data.get(section), add) for section in ("thresholds", "regressions"))
+    rules += _validate_errors(data.get("errors"), add)
     if MIN_N in data and not _count(data[MIN_N]):
         add((MIN_N,), f"min_n must be a whole number of questions >= 1, got {_show(data[MIN_N])}",
             "e.g. min_n: 10 (every threshold on a mean then needs 10 questions)")
@@ -295,6 +263,45 @@ def _validate(p: Path, data: Any, lines: dict[tuple[Any, ...], int], root_line: 
     if not rules and not problems:
         add((), "policy has no rules, so it would pass anything", f"write at least one rule, {_EXAMPLE}")
     return problems
+
+
+def _validate_section(section: str, body: Any, add: Any) -> int:
+    """The problems of a ``thresholds`` or ``regressions`` section (through ``add``); its rules' count."""
+    if body is not None and not isinstance(body, dict):
+        add((section,), f"{section} must be a mapping of section/metric: rule, got {_show(body)}",
+            _EXAMPLE if section == "thresholds" else "e.g. regressions: {retrieval/hit@5: {rule: not_worse_than, "
+            "max_drop: 0.02}}")
+        return 0
+    for metric, rule in (body or {}).items():
+        where = (section, metric)
+        if not isinstance(metric, str) or metric.count("/") < 1 or not all(metric.partition("/")[::2]):
+            add(where, f"metric must be written section/name (the stage is missing in {str(metric)!r})",
+                "e.g. retrieval/hit@5 (the section as in metrics.json)")
+        elif metric.partition("/")[0] in measures.registry_sections() and measures.measure(metric) is None:
+            near = difflib.get_close_matches(metric, measures.known_names(metric.partition("/")[0]), n=1)
+            add(where, f"{metric!r} is not a measure of rag_bench",
+                f"did you mean {near[0]}?" if near else "see the measures in metrics.json (e.g. retrieval/hit@5)")
+        elif section == "regressions":
+            _direction(where, metric, add)
+        (_threshold if section == "thresholds" else _regression_rule)(where, rule, add)
+    return len(body or {})
+
+
+def _validate_errors(errors: Any, add: Any) -> int:
+    """The problems of the ``errors`` section (through ``add``); its rules' count (0 or 1)."""
+    if errors is not None and not isinstance(errors, dict):
+        add(("errors",), f"errors must be a mapping, got {_show(errors)}", "e.g. errors: {max_error_rate: 0.05}")
+        return 0
+    for key in errors or {}:
+        if key != "max_error_rate":
+            add(("errors", key), f"unknown key {str(key)!r} in errors", "use max_error_rate")
+    if not errors or "max_error_rate" not in errors:
+        return 0
+    v = errors["max_error_rate"]
+    if not _number(v) or not 0 <= v <= 1:
+        add(("errors", "max_error_rate"), f"max_error_rate must be a number in [0, 1], got {_show(v)}",
+            "e.g. max_error_rate: 0.05 (a share of calls, not a percentage)")
+    return 1
 
 
 def _direction(where: tuple[Any, ...], metric: str, add: Any) -> None:
@@ -450,53 +457,65 @@ def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = No
     results: list[RuleResult] = []
     agreed, ppi = judge_rule.evaluate(cell, policy.get(judge_rule.KEY) or [])
     for metric, rule in (policy.get("thresholds") or {}).items():
-        mean, ppi_detail = ppi.get(metric, (None, ""))  # the PPI mean where a uniform sample is labelled
-        value = cell.metric(metric) if mean is None else mean
-        if mean is None:  # the raw value, and (where labels exist) why not the PPI mean
-            ppi_detail = "; ".join(x for x in (_ci_detail(cell, metric), ppi_detail) if x)
-        min_n = rule.get(MIN_N, policy.get(MIN_N))
-        for bound, limit in rule.items():
-            if bound not in _BOUNDS:
-                continue
-            name = (f"{metric} {'>=' if bound == 'min' else '<='} {limit}" if bound in ("min", "max")
-                    else f"{metric} 95% CI {'lower' if bound == 'ci_lower' else 'upper'} bound "
-                         f"{'>=' if bound == 'ci_lower' else '<='} {limit}")
-            if rule.get(NEEDS_MODEL) is True and stand_in(cell.metrics):
-                results.append(_not_decided(name, limit))
-                continue
-            if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
-                results.append(RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
-                                          f"({IF_PRESENT}: the rule applies only where the measure is reported)"))
-                continue
-            if value is None:
-                results.append(RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric)))
-                continue
-            ci, n = _ci(cell, metric) if mean is None else (None, None)  # (a PPI mean's CI is in its detail)
-            few = _too_few(metric, _ci(cell, metric)[1], min_n, explicit=MIN_N in rule)
-            if few:
-                results.append(RuleResult(name, "error", _fmt(value), str(limit), few, ci, n))
-                continue
-            if bound in CI_BOUNDS:
-                results.append(_ci_rule(name, bound, limit, ci, n, mean is not None))
-                continue
-            ok = value >= limit if bound == "min" else value <= limit
-            results.append(RuleResult(name, "pass" if ok else "fail", _fmt(value) + ("" if mean is None else " (PPI)"),
-                                      str(limit), ppi_detail, ci, n))
+        results += _threshold_results(cell, metric, rule, rule.get(MIN_N, policy.get(MIN_N)),
+                                      ppi.get(metric, (None, "")))
     results += [RuleResult(*r) for r in agreed]
-    regressions = policy.get("regressions") or {}
-    if regressions and baseline is None:
-        results.append(RuleResult("regressions", "pass", "skipped", "", "no --baseline given"))
-    if baseline is not None:
-        check_comparable([baseline, cell], list(regressions),
-                         fix="gate against a --baseline scored with the same settings")
-        for metric, rule in regressions.items():
-            if rule.get(NEEDS_MODEL) is True and (stand_in(cell.metrics) or stand_in(baseline.metrics)):
-                results.append(_not_decided(f"{metric} {rule['rule']}", ""))
-                continue
-            results.append(_regression(cell, baseline, metric, rule, seed))
+    results += _regression_results(cell, baseline, policy.get("regressions") or {}, seed)
     max_rate = (policy.get("errors") or {}).get("max_error_rate")
     if max_rate is not None:
         results.append(_error_rate(cell, max_rate))
+    return results
+
+
+def _threshold_results(cell: Cell, metric: str, rule: dict[str, Any], min_n: int | None,
+                       ppi: tuple[float | None, str]) -> list[RuleResult]:
+    """A result per bound of the threshold ``rule`` on ``metric``, checked on the PPI mean where a
+    uniform sample is labelled (``ppi``: that mean and its detail), else on the cell's value."""
+    mean, ppi_detail = ppi
+    value = cell.metric(metric) if mean is None else mean
+    if mean is None:  # the raw value, and (where labels exist) why not the PPI mean
+        ppi_detail = "; ".join(x for x in (_ci_detail(cell, metric), ppi_detail) if x)
+    return [_bound_result(cell, metric, rule, bound, limit, value=value, mean=mean, detail=ppi_detail, min_n=min_n)
+            for bound, limit in rule.items() if bound in _BOUNDS]
+
+
+def _bound_result(cell: Cell, metric: str, rule: dict[str, Any], bound: str, limit: Any, *, value: float | None,
+                  mean: float | None, detail: str, min_n: int | None) -> RuleResult:
+    """One bound (min, max, ci_lower, ci_upper) of a threshold rule against the cell's ``value``."""
+    name = (f"{metric} {'>=' if bound == 'min' else '<='} {limit}" if bound in ("min", "max")
+            else f"{metric} 95% CI {'lower' if bound == 'ci_lower' else 'upper'} bound "
+                 f"{'>=' if bound == 'ci_lower' else '<='} {limit}")
+    if rule.get(NEEDS_MODEL) is True and stand_in(cell.metrics):
+        return _not_decided(name, limit)
+    if value is None and mean is None and rule.get(IF_PRESENT) is True and not cell.reports(metric):
+        return RuleResult(name, "pass", "absent", str(limit), f"the cell has no {metric} "
+                          f"({IF_PRESENT}: the rule applies only where the measure is reported)")
+    if value is None:
+        return RuleResult(name, "error", "n/a", str(limit), cell.metric_problem(metric))
+    ci, n = _ci(cell, metric) if mean is None else (None, None)  # (a PPI mean's CI is in its detail)
+    few = _too_few(metric, _ci(cell, metric)[1], min_n, explicit=MIN_N in rule)
+    if few:
+        return RuleResult(name, "error", _fmt(value), str(limit), few, ci, n)
+    if bound in CI_BOUNDS:
+        return _ci_rule(name, bound, limit, ci, n, mean is not None)
+    ok = value >= limit if bound == "min" else value <= limit
+    return RuleResult(name, "pass" if ok else "fail", _fmt(value) + ("" if mean is None else " (PPI)"),
+                      str(limit), detail, ci, n)
+
+
+def _regression_results(cell: Cell, baseline: Cell | None, regressions: dict[str, Any],
+                        seed: int) -> list[RuleResult]:
+    """A result per regression rule against ``baseline`` (skipped, said once, without one)."""
+    if baseline is None:
+        return [RuleResult("regressions", "pass", "skipped", "", "no --baseline given")] if regressions else []
+    check_comparable([baseline, cell], list(regressions),
+                     fix="gate against a --baseline scored with the same settings")
+    results = []
+    for metric, rule in regressions.items():
+        if rule.get(NEEDS_MODEL) is True and (stand_in(cell.metrics) or stand_in(baseline.metrics)):
+            results.append(_not_decided(f"{metric} {rule['rule']}", ""))
+            continue
+        results.append(_regression(cell, baseline, metric, rule, seed))
     return results
 
 

@@ -206,23 +206,42 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     as ``ci_lo``/``ci_hi`` and its ``n``; with ``verdict`` (on the sort measure), ``not_worse``:
     whether the cell is in the set not significantly worse than the best."""
     sort_by = sort_by or primary(cells)
-    if tuple(columns) == DEFAULT_COLUMNS and (USD_COLUMN in cells.columns or UNPRICED_COLUMN in cells.columns):
-        columns = (USD_COLUMN, *columns)  # priced: the money is a default column, beside the ranking measure
-    if sort_by in cells.columns and "/" in sort_by:  # the ranking measure first
-        columns = (sort_by, *(c for c in columns if c != sort_by))
+    columns = _shown_columns(cells, sort_by, columns)
     cols = [c for c in columns if c in cells.columns]
     if "_described" in cells:  # cells whose shown measures mean different things are not ranked together
         params.check_described(list(cells["_described"]), [c for c in cols if "/" in c and ":" not in c],
                                fix="or show other measures (--columns)")
     key = sort_by if sort_by in cells.columns else (cols[0] if cols else None)
     table = best_first(cells, key) if key else cells
-    transformed = QUERY in table and bool((table[QUERY] != "none").any())
-    out = table[["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], *([QUERY] if transformed else []),
-                 "k"]].copy()
+    out = table[_identity_columns(table)].copy()
     if USD_COLUMN in columns and USD_COLUMN not in cols:
         cols.append(USD_COLUMN)  # every cell unpriced: the column says so
     for c in cols:
         out[c] = pd.to_numeric(table[c], errors="coerce") if c in table else math.nan
+    _add_interval(out, table, key)
+    if verdict is not None and verdict.measure == key:
+        out["not_worse"] = out["cell"].isin(verdict.close)
+    return out.reset_index(drop=True)
+
+
+def _shown_columns(cells: pd.DataFrame, sort_by: str, columns: Sequence[str]) -> tuple[str, ...]:
+    """The measure columns asked for: the money first among the defaults when cells are priced, the
+    ranking measure first of all."""
+    if tuple(columns) == DEFAULT_COLUMNS and (USD_COLUMN in cells.columns or UNPRICED_COLUMN in cells.columns):
+        columns = (USD_COLUMN, *columns)  # priced: the money is a default column, beside the ranking measure
+    if sort_by in cells.columns and "/" in sort_by:  # the ranking measure first
+        columns = (sort_by, *(c for c in columns if c != sort_by))
+    return tuple(columns)
+
+
+def _identity_columns(table: pd.DataFrame) -> list[str]:
+    """What names a row: label, cell, the retrieval stages swept, the query transform when one ran, k."""
+    transformed = QUERY in table and bool((table[QUERY] != "none").any())
+    return ["label", "cell", *[g for g in RETRIEVAL_STAGES if g in table], *([QUERY] if transformed else []), "k"]
+
+
+def _add_interval(out: pd.DataFrame, table: pd.DataFrame, key: str | None) -> None:
+    """The ranking measure's 95% CI (``ci_lo``, ``ci_hi``) and ``n`` into ``out``, where the cells have them."""
     ci = table.get(f"ci/{key}")
     if ci is not None:
         out["ci_lo"] = ci.map(lambda v: float(v[0]) if isinstance(v, list) else math.nan)
@@ -230,9 +249,6 @@ def leaderboard_table(cells: pd.DataFrame, *, sort_by: str | None = None,
     n = table.get(f"n/{key}")
     if n is not None:
         out["n"] = n
-    if verdict is not None and verdict.measure == key:
-        out["not_worse"] = out["cell"].isin(verdict.close)
-    return out.reset_index(drop=True)
 
 
 def _short(column: str) -> str:

@@ -14,6 +14,7 @@ import html
 import logging
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -86,6 +87,46 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     cells, notice = one_dataset(experiment_cells(exp), fingerprint)
     if notice:
         log.warning(notice)
+    metric = _checked_metric(exp, cells, metric, top)
+    names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
+    names = dict(zip((c.cell_id for c in cells), names_list))
+    # The ranking measure and the table's main ones must mean the same thing in every cell (before
+    # anything is written).
+    check_comparable(cells, [metric, *(m.key for m in measures.MAIN)], names=names,
+                     fix="report cells scored with the same settings (one experiment folder each)")
+    out = Path(out_root) / exp.name
+    out.mkdir(parents=True, exist_ok=True)
+    axes = naming.axes([c.config for c in cells])
+    ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
+    base = choose_baseline(cells, baseline)  # always one (decide.baseline_of), the verdict says how it was chosen
+    found = decided(cells, key=metric, baseline=baseline, names=names)  # what every view states
+    if pair is not None and not set(pair) <= set(axes):
+        raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
+                                f"choose two of {', '.join(axes) or '(nothing varies)'}"))
+    report = _Report(exp, cells, names, metric, ranked, base, found, out, top)
+    sections, nav = _sections(report, axes, pair, labels_file)
+    scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
+    labels = sorted({str(x) for c in cells for x in c.records["failure"].dropna()}) if cells else []
+    tags = sorted({str(t) for c in cells[:1] for ts in c.records["tags"] for t in ts})
+    viewer = page.drill_section([(c.cell_id, names[c.cell_id]) for c in ranked], scripts, labels, tags)
+    nav.append(("drill", "Drill-down"))
+    links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
+    head = f"<div class='rb-head' data-sec='head'>{_head(report, axes, notice)}{links}</div>"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
+           f"</title><style>{page.CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
+           + "<div id='rb-main'>" + head + "\n".join(sections) + "</div>" + viewer
+           + page.JS  # defines RB, which the data scripts below call
+           + "<script src='drill/questions.js'></script><script src='drill/passages.js'></script></body></html>")
+    index = out / "index.html"
+    index.write_text(doc, encoding="utf-8")
+    if log_to_mlflow:
+        _log(cells, out)
+    return index
+
+
+def _checked_metric(exp: Path, cells: list[Cell], metric: str | None, top: int) -> str:
+    """The measure that ranks the report (``metric``, else the primary one); DataError when there is no
+    cell, no cell has it, it has no better direction, or ``top`` is below 1."""
     if not cells:
         raise DataError(Problem(str(exp), 0, "", "no finished cells (folders with DONE)",
                                 "run a sweep first: rag-bench run -m ..."))
@@ -99,23 +140,32 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     except ValueError as exc:
         raise DataError(Problem(str(exp), 0, "metric", str(exc), f"rank by a measure, e.g. --metric "
                                 f"{measures.PRIMARY.key}")) from exc
-    names_list = naming.labels([c.config for c in cells], [c.cell_id for c in cells])
-    names = dict(zip((c.cell_id for c in cells), names_list))
-    # The ranking measure and the table's main ones must mean the same thing in every cell (before
-    # anything is written).
-    check_comparable(cells, [metric, *(m.key for m in measures.MAIN)], names=names,
-                     fix="report cells scored with the same settings (one experiment folder each)")
-    out = Path(out_root) / exp.name
-    out.mkdir(parents=True, exist_ok=True)
-    axes = naming.axes([c.config for c in cells])
-    ranked = rank(cells, metric, names)  # the one rule: leaderboard, MLflow, compare and notebook agree
-    best = ranked[0]
-    base = choose_baseline(cells, baseline)  # always one (decide.baseline_of), the verdict says how it was chosen
-    found = decided(cells, key=metric, baseline=baseline, names=names)  # what every view states
-    if pair is not None and not set(pair) <= set(axes):
-        raise DataError(Problem(str(exp), 0, "pair", f"--pair {','.join(pair)}: not axes of this sweep",
-                                f"choose two of {', '.join(axes) or '(nothing varies)'}"))
+    return metric
 
+
+@dataclass(frozen=True)
+class _Report:
+    """What every section of one report draws from: the experiment folder, its cells and their names,
+    the ranking measure and the cells ranked by it, the baseline and the verdict, where it is written
+    and how many cells per-cell charts show."""
+
+    exp: Path
+    cells: list[Cell]
+    names: dict[str, str]
+    metric: str
+    ranked: list[Cell]
+    base: Cell | None
+    found: Verdict
+    out: Path
+    top: int
+
+
+def _sections(r: _Report, axes: list[str], pair: tuple[str, str] | None,
+              labels_file: str | Path | None) -> tuple[list[str], list[tuple[str, str]]]:
+    """The report's sections in order, and the navigation bar's ``(anchor, title)`` for each (charts
+    written into the report's folder as they are drawn)."""
+    cells, names, metric, ranked, out, top = r.cells, r.names, r.metric, r.ranked, r.out, r.top
+    best = ranked[0]
     sections: list[str] = []
     nav: list[tuple[str, str]] = []
 
@@ -123,9 +173,9 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
         sections.append(_section(title, body, anchor))
         nav.append((anchor, title))
 
-    if base is not None and base is not best:
-        add("Best cell vs baseline", _versus(base, best, names, found), "versus")
-    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top, found), "leaderboard")
+    if r.base is not None and r.base is not best:
+        add("Best cell vs baseline", _versus(r.base, best, names, r.found), "versus")
+    add("Leaderboard", _leaderboard(cells, ranked, names, metric, out, top, r.found), "leaderboard")
     add("Which choice matters", _effects(cells, axes, views.views(cells, metric), pair, out), "effects")
     add("Quality vs cost", _pareto(cells, names, metric, out), "pareto")
     add("Per question tag", _tags(cells, names, ranked, metric), "tags")
@@ -141,40 +191,29 @@ def render_report(experiment_dir: str | Path, *, out_root: str | Path = "reports
     documents = _documents(ranked, names)
     if documents:
         add("Documents: parsing and hostile text", documents, "documents")
-    halving = search_view.section(exp, cells)
+    halving = search_view.section(r.exp, cells)
     if halving:
         add("Search: the cells halving dropped", halving, "search")
     add("Security, judge and errors", _security(cells, names), "security")
     add("Cost and latency", _costs(ranked, names), "costs")
-    scripts = drill.write(out, ranked, [names[c.cell_id] for c in ranked])
-    labels = sorted({str(x) for c in cells for x in c.records["failure"].dropna()}) if cells else []
-    tags = sorted({str(t) for c in cells[:1] for ts in c.records["tags"] for t in ts})
-    viewer = page.drill_section([(c.cell_id, names[c.cell_id]) for c in ranked], scripts, labels, tags)
-    nav.append(("drill", "Drill-down"))
+    return sections, nav
 
+
+def _head(r: _Report, axes: list[str], notice: str) -> str:
+    """The page's head: the verdict, what was compared and how, the best cell's refusals, and the
+    notice of a folder holding several dataset versions."""
+    best = r.ranked[0]
     q = len(best.records)
     answerable = int(best.records["answerable"].sum())
-    n = best.metrics.get("n", {}).get(metric)
-    head = (_verdict_block(found, base, best, names)
-            + f"<p class='sub'>{len(cells)} cells from {html.escape(exp.name)}; {q} questions ({answerable} answerable, "
-            f"{q - answerable} unanswerable); ranked by {html.escape(metric)}"
+    n = best.metrics.get("n", {}).get(r.metric)
+    return (_verdict_block(r.found, r.base, best, r.names)
+            + f"<p class='sub'>{len(r.cells)} cells from {html.escape(r.exp.name)}; {q} questions ({answerable} "
+            f"answerable, {q - answerable} unanswerable); ranked by {html.escape(r.metric)}"
             f"{f' over the n={n} questions it is defined for' if n is not None else ''}; every aggregate with its "
             "95% bootstrap CI over questions. "
             f"Swept: {html.escape(', '.join(axes) or 'nothing (one configuration)')}.</p>"
-            + _refusals(best, names)
+            + _refusals(best, r.names)
             + (f"<p class='note'>{html.escape(notice.removeprefix('warning: '))}</p>" if notice else ""))
-    links = "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in nav) + "</nav>"
-    head = f"<div class='rb-head' data-sec='head'>{head}{links}</div>"
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rag_bench report: {html.escape(exp.name)}"
-           f"</title><style>{page.CSS}</style></head><body><h1>rag_bench report: {html.escape(exp.name)}</h1>"
-           + "<div id='rb-main'>" + head + "\n".join(sections) + "</div>" + viewer
-           + page.JS  # defines RB, which the data scripts below call
-           + "<script src='drill/questions.js'></script><script src='drill/passages.js'></script></body></html>")
-    index = out / "index.html"
-    index.write_text(doc, encoding="utf-8")
-    if log_to_mlflow:
-        _log(cells, out)
-    return index
 
 
 def _verdict_block(found: Verdict, base: Cell | None, best: Cell, names: dict[str, str]) -> str:

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -112,7 +112,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
     prune = search.check_prune(prune)
     keep = search.check_keep(keep) if prune == "rank" else keep
     fractions = search.rounds_of({"rounds": rounds, "prune": prune})
-    spent = search.round_alpha(alpha, len(fractions))
+    pruning = _Pruning(prune, keep, alpha, search.round_alpha(alpha, len(fractions)), seed)
     alive = list(range(len(jobs)))
     dirs: dict[int, Path] = {}
     summaries: list[search.RoundSummary] = []
@@ -120,37 +120,20 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
     pruned_at: dict[int, int] = {}  # job index -> its last round
     measure: tuple[str, str, bool] | None = None
     for r, fraction in enumerate(fractions):
-        last = r == len(fractions) - 1
         qids = search.round_questions(questions, fraction, seed)
-        todo = [i for i in alive if i not in dirs or not round_covered(dirs[i], fraction, seed)]
-        extra = [f"search.round={r}"]  # the last round's too: its cells merge the questions rounds before ran
-        started = time.time_ns()
-        for i, path in zip(todo, launch([[*jobs[i], *extra] for i in todo])):
-            dirs[i] = Path(path)
-        ran = [questions_run(dirs[i], len(qids), started) for i in todo]
-        computed, asked = sum(1 for n in ran if n), sum(ran)
-        if last:
+        computed, asked = _launch_round(jobs, launch, alive, dirs, r, fraction, seed, len(qids))
+        if r == len(fractions) - 1:
             summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), len(alive), computed,
                                                  len(alive) - computed, asked))
             break
         cells = [stored_cell(dirs[i]) for i in alive]
         measure = measure or primary_column(cells)
-        key, column, higher = measure
-        values = round_values(cells, column, qids)
-        if prune == "rank":
-            leader, decisions = search.prune_rank(values, higher_is_better=higher, keep=keep, seed=seed)
-        else:
-            leader, decisions = search.prune(values, higher_is_better=higher, alpha=spent, seed=seed)
+        leader, decisions = pruning.decide(round_values(cells, measure[1], qids), higher=measure[2])
         not_worse = 0
         for i, cell, found in zip(alive, cells, decisions):
             if not found.kept:
-                block = {"mode": "halving", "prune": prune, "pruned_after_round": r + 1, "fraction": fraction,
-                         "questions": len(qids), "measure": key, "leader": cells[leader].cell_id,
-                         "behind": found.behind, "p": found.p, "alpha": spent if prune == "significance" else alpha}
-                if prune == "rank":
-                    block.update(keep=keep, test="paired randomisation (two-sided) against the leader",
-                                 significantly_worse=bool(found.p <= alpha and found.behind < 0))
-                    not_worse += not block["significantly_worse"]
+                block = pruning.block(r, fraction, len(qids), measure[0], cells[leader].cell_id, found)
+                not_worse += block.get("significantly_worse") is False  # rank pruning's drops only
                 pruned[cell.cell_id] = block
                 pruned_at[i] = r
                 mark_pruned(cell, block)
@@ -158,34 +141,98 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
                                              computed, len(alive) - computed, asked, not_worse))
         alive = [i for i, d in zip(alive, decisions) if d.kept]
     regrets = _guard(dirs, alive, pruned_at, questions, measure, alpha, seed) if pruned_at else []
-    lines = search.summary(summaries, len(jobs), len(questions))
-    if prune == "rank":
+    lines = _summary_lines(summaries, len(jobs), len(questions), pruning, regrets if pruned_at else None)
+    _warn_regrets(regrets, prune)
+    print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
+    if summary_path is not None:
+        _write_summary(summary_path, pruning, summaries, {
+            "measure": measure[0] if measure else None, "grid_cells": len(jobs),
+            "questions": len(questions), "survivors": sorted(dirs[i].name for i in alive), "pruned": pruned,
+            "guard": regrets})
+    return summaries
+
+
+@dataclass(frozen=True)
+class _Pruning:
+    """How a halving sweep prunes after each round but the last: ``prune`` (significance or rank),
+    ``keep`` (rank's fraction), the sweep's ``alpha`` and its share per round (``spent``), the seed."""
+
+    prune: str
+    keep: float
+    alpha: float
+    spent: float
+    seed: int
+
+    def decide(self, values: np.ndarray, *, higher: bool) -> tuple[int, list[search.Decision]]:
+        """The round's leader and each cell's decision from its per-question ``values``."""
+        if self.prune == "rank":
+            return search.prune_rank(values, higher_is_better=higher, keep=self.keep, seed=self.seed)
+        return search.prune(values, higher_is_better=higher, alpha=self.spent, seed=self.seed)
+
+    def block(self, r: int, fraction: float, questions: int, key: str, leader: str,
+              found: search.Decision) -> dict[str, Any]:
+        """The ``search`` block of a cell pruned after round ``r`` (written into its metrics.json)."""
+        block: dict[str, Any] = {
+            "mode": "halving", "prune": self.prune, "pruned_after_round": r + 1, "fraction": fraction,
+            "questions": questions, "measure": key, "leader": leader, "behind": found.behind, "p": found.p,
+            "alpha": self.spent if self.prune == "significance" else self.alpha}
+        if self.prune == "rank":
+            block.update(keep=self.keep, test="paired randomisation (two-sided) against the leader",
+                         significantly_worse=bool(found.p <= self.alpha and found.behind < 0))
+        return block
+
+
+def _launch_round(jobs: Sequence[Sequence[str]], launch: Launch, alive: Sequence[int], dirs: dict[int, Path],
+                  r: int, fraction: float, seed: int, round_questions: int) -> tuple[int, int]:
+    """Launch round ``r`` for the cells still in that lack its results (their folders put in
+    ``dirs``); the cells the runner computed and the questions it asked."""
+    todo = [i for i in alive if i not in dirs or not round_covered(dirs[i], fraction, seed)]
+    extra = [f"search.round={r}"]  # the last round's too: its cells merge the questions rounds before ran
+    started = time.time_ns()
+    for i, path in zip(todo, launch([[*jobs[i], *extra] for i in todo])):
+        dirs[i] = Path(path)
+    ran = [questions_run(dirs[i], round_questions, started) for i in todo]
+    return sum(1 for n in ran if n), sum(ran)
+
+
+def _summary_lines(summaries: Sequence[search.RoundSummary], grid_cells: int, all_questions: int,
+                   pruning: _Pruning, regrets: list[dict[str, Any]] | None) -> list[str]:
+    """The end-of-sweep lines: the rounds, rank pruning's drops not significantly worse, and the guard's
+    finding (``regrets`` None: no cell was pruned, so no guard)."""
+    lines = search.summary(summaries, grid_cells, all_questions)
+    if pruning.prune == "rank":
         dropped = sum(s.cells - s.kept for s in summaries)
-        lines.append(f"  prune=rank keeps the top {keep:.3g} of each round by its mean: of the {dropped} cells dropped, "
-                     f"{sum(s.not_worse for s in summaries)} were NOT significantly worse than the round's leader "
-                     f"(paired test, alpha {alpha:g}) -- a rank cut, not a statistical decision")
-    if pruned_at:
+        lines.append(f"  prune=rank keeps the top {pruning.keep:.3g} of each round by its mean: of the {dropped} cells "
+                     f"dropped, {sum(s.not_worse for s in summaries)} were NOT significantly worse than the round's "
+                     f"leader (paired test, alpha {pruning.alpha:g}) -- a rank cut, not a statistical decision")
+    if regrets is not None:
         lines.append(f"  guard: {len(regrets)} pruned cells significantly better than the final best on the questions "
                      "they saw" + ("" if not regrets else ": " + ", ".join(
                          f"{g['cell']} (+{g['ahead']:.3f} on {g['questions']} questions, p={g['p']:.3g})"
                          for g in regrets)))
+    return lines
+
+
+def _warn_regrets(regrets: Sequence[dict[str, Any]], prune: str) -> None:
+    """A warning per pruned cell the guard found significantly better than the final best."""
     for g in regrets:
         log.warning("WARNING: search.prune=%s dropped cell %s, significantly better than the final best %s on the %d "
                     "questions it saw (+%.3f, p=%.3g): the pruning lost a better cell -- rerun with a larger "
                     "search.keep or search=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
-    print("\n" + "\n".join(line for line in lines if line), file=out or sys.stdout, flush=True)
-    if summary_path is not None:
-        summary_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(summary_path, json.dumps({
-            "mode": "halving", "prune": prune, "keep": keep if prune == "rank" else None,
-            "rounds": [asdict(s) for s in summaries], "alpha": alpha,
-            "alpha_per_round": spent if prune == "significance" else None,
-            "seed": seed, "measure": measure[0] if measure else None, "grid_cells": len(jobs),
-            "questions": len(questions), "cell_questions": sum(s.questions_computed for s in summaries),
-            "survivors": sorted(dirs[i].name for i in alive), "pruned": pruned,
-            "dropped_not_significantly_worse": sum(s.not_worse for s in summaries) if prune == "rank" else None,
-            "guard": regrets}, indent=2, sort_keys=True) + "\n")
-    return summaries
+
+
+def _write_summary(path: Path, pruning: _Pruning, summaries: Sequence[search.RoundSummary],
+                   found: dict[str, Any]) -> None:
+    """The sweep's summary file: its settings, rounds and ``found`` (measure, survivors, pruned, guard)."""
+    rank = pruning.prune == "rank"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps({
+        "mode": "halving", "prune": pruning.prune, "keep": pruning.keep if rank else None,
+        "rounds": [asdict(s) for s in summaries], "alpha": pruning.alpha,
+        "alpha_per_round": pruning.spent if pruning.prune == "significance" else None,
+        "seed": pruning.seed, "cell_questions": sum(s.questions_computed for s in summaries),
+        "dropped_not_significantly_worse": sum(s.not_worse for s in summaries) if rank else None,
+        **found}, indent=2, sort_keys=True) + "\n")
 
 
 def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int], questions: Sequence[Any],
