@@ -447,7 +447,7 @@ def _not_decided(name: str, limit: Any) -> RuleResult:
     a rule that does not apply; the value says ``skipped``)."""
     return RuleResult(name, "pass", "skipped", str(limit),
                       f"the generator is a stand-in: its answers decide nothing ({NEEDS_MODEL}: the rule gates a "
-                      "model's answers; plug one, generator=llama_cpp or generator=openai, to decide it)")
+                      "model's answers; plug one, generator=xllamacpp or generator=openai, to decide it)")
 
 
 def evaluate_gate(cell: Cell, policy: dict[str, Any], baseline: Cell | None = None, *,
