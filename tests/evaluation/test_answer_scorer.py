@@ -91,7 +91,7 @@ def test_the_refusal_warning_fires_at_a_quarter_over_at_least_four(refused, hand
     text = answer.refusal_warning(refused, handed, "generator.threshold")
     assert (text is not None) == fires
     if fires:
-        assert "lower generator.threshold" in text and "generator=llama_cpp" in text
+        assert "lower generator.threshold" in text and "generator=xllamacpp" in text
 
 
 def test_no_answer_measures_for_a_run_without_answers():

@@ -71,7 +71,7 @@ def test_release_policy_leaves_a_stand_ins_answers_undecided(demo_cells):
     results = {r.name: r for r in evaluate_gate(stand_in, policy, stand_in)}
     rule = results["generation/correct >= 0.25"]
     assert (rule.status, rule.value) == ("pass", "skipped") and "stand-in" in rule.detail
-    assert "generator=llama_cpp" in rule.detail
+    assert "generator=xllamacpp" in rule.detail
     assert results["generation/correct not_worse_than"].value == "skipped"
     assert results["retrieval/hit@5 >= 0.8"].value != "skipped"
     assert results["abstention/correct_refusal_rate >= 0.8"].value != "skipped"
