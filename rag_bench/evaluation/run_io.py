@@ -94,7 +94,7 @@ def dumps_run(run: SystemRun) -> str:
     if ids:
         dataset = {k: (_withheld(v, ids) if k == "documents" else v) for k, v in dataset.items()}
         run_line = {k: (_withheld(v, ids) if k in ("passages", "documents") else v) for k, v in run_line.items()}
-    lines = [_line(head), _line({"dataset": dataset}), _line({"run": run_line})]
+    lines = [json.dumps(head, sort_keys=True), _line({"dataset": dataset}), _line({"run": run_line})]
     lines += [_line(to_data(r)) for r in run.questions]
     return "\n".join(lines) + "\n"
 
