@@ -11,7 +11,8 @@ The file (:data:`FILE` in every cell folder, docs/contract.md §5): a first line
 ``{"run": ...}`` (the run-level fields of SystemRun: passages, documents, chunks, depth, ANN report,
 timings, counts, ...); then one JSON object per question run. Fields are those of the dataclasses
 (nested objects for nested dataclasses, lists for tuples, ``NaN``/``Infinity`` as Python's
-:mod:`json` writes them). Reading is typed: every value is checked against the field's annotation,
+:mod:`json` writes them); the lines after the header are compact (no spaces), keys sorted, written
+by orjson when it is installed, else by json -- the same data either way. Reading is typed: every value is checked against the field's annotation,
 an unknown field or a wrong type is a ValueError, and only the dataclasses a run is made of are
 built. Version 1 (halving's rounds before: question runs only, no dataset or run line) is upgraded
 on read for what it holds (:func:`loads`); a whole run cannot be made of it (:func:`load_run`).
