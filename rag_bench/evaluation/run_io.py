@@ -12,10 +12,11 @@ The file (:data:`FILE` in every cell folder, docs/contract.md §5): a first line
 timings, counts, ...); then one JSON object per question run. Fields are those of the dataclasses
 (nested objects for nested dataclasses, lists for tuples, ``NaN``/``Infinity`` as Python's
 :mod:`json` writes them); the lines after the header are compact (no spaces), keys sorted, written
-by orjson when it is installed, else by json -- the same data either way. Reading is typed: every value is checked against the field's annotation,
-an unknown field or a wrong type is a ValueError, and only the dataclasses a run is made of are
-built. Version 1 (halving's rounds before: question runs only, no dataset or run line) is upgraded
-on read for what it holds (:func:`loads`); a whole run cannot be made of it (:func:`load_run`).
+by orjson when it is installed, else by json -- the same data either way. Reading is typed: every
+value is checked against the field's annotation, an unknown field or a wrong type is a ValueError,
+and only the dataclasses a run is made of are built. Version 1 (halving's rounds before: question
+runs only, no dataset or run line) is upgraded on read for what it holds (:func:`loads`); a whole
+run cannot be made of it (:func:`load_run`).
 
 What reads it: halving's next round (merges the question runs), ``rag-bench rescore`` (scores the
 run again under other ``eval.*`` settings, no pipeline) and the report's drill-down (the texts the
@@ -37,7 +38,7 @@ from typing import Any
 try:  # the fast writer of the stored run, when installed (not a dependency: json writes the same data)
     import orjson
 except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 
 from rag_bench.cells import CellResult
 from rag_bench.domain import Dataset, Question
