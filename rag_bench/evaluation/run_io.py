@@ -11,10 +11,12 @@ The file (:data:`FILE` in every cell folder, docs/contract.md §5): a first line
 ``{"run": ...}`` (the run-level fields of SystemRun: passages, documents, chunks, depth, ANN report,
 timings, counts, ...); then one JSON object per question run. Fields are those of the dataclasses
 (nested objects for nested dataclasses, lists for tuples, ``NaN``/``Infinity`` as Python's
-:mod:`json` writes them). Reading is typed: every value is checked against the field's annotation,
-an unknown field or a wrong type is a ValueError, and only the dataclasses a run is made of are
-built. Version 1 (halving's rounds before: question runs only, no dataset or run line) is upgraded
-on read for what it holds (:func:`loads`); a whole run cannot be made of it (:func:`load_run`).
+:mod:`json` writes them); the lines after the header are compact (no spaces), keys sorted, written
+by orjson when it is installed, else by json -- the same data either way. Reading is typed: every
+value is checked against the field's annotation, an unknown field or a wrong type is a ValueError,
+and only the dataclasses a run is made of are built. Version 1 (halving's rounds before: question
+runs only, no dataset or run line) is upgraded on read for what it holds (:func:`loads`); a whole
+run cannot be made of it (:func:`load_run`).
 
 What reads it: halving's next round (merges the question runs), ``rag-bench rescore`` (scores the
 run again under other ``eval.*`` settings, no pipeline) and the report's drill-down (the texts the
@@ -32,6 +34,11 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+try:  # the fast writer of the stored run, when installed (not a dependency: json writes the same data)
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None  # type: ignore[assignment]
 
 from rag_bench.cells import CellResult
 from rag_bench.domain import Dataset, Question
@@ -89,10 +96,34 @@ def dumps_run(run: SystemRun) -> str:
     if ids:
         dataset = {k: (_withheld(v, ids) if k == "documents" else v) for k, v in dataset.items()}
         run_line = {k: (_withheld(v, ids) if k in ("passages", "documents") else v) for k, v in run_line.items()}
-    lines = [json.dumps(head, sort_keys=True), json.dumps({"dataset": dataset}, sort_keys=True),
-             json.dumps({"run": run_line}, sort_keys=True)]
-    lines += [json.dumps(to_data(r), sort_keys=True) for r in run.questions]
+    lines = [json.dumps(head, sort_keys=True), _line({"dataset": dataset}), _line({"run": run_line})]
+    lines += [_line(to_data(r)) for r in run.questions]
     return "\n".join(lines) + "\n"
+
+
+def _line(data: Any) -> str:
+    """One line of the file: ``data`` (what :func:`to_data` made) as compact JSON, keys sorted. Every
+    cell writes its run (~0.5 MB a demo cell), so orjson writes it when it is installed (~20x
+    json's speed); a NaN or infinity (a :class:`_NonFinite` of :func:`to_data`) is written as
+    Python's json writes it, and a text orjson refuses (a lone surrogate) goes through json."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(data, default=_non_finite, option=orjson.OPT_SORT_KEYS).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def _non_finite(value: Any) -> Any:
+    """orjson's hook for what it cannot write: a NaN or infinity as json's token (orjson writes null)."""
+    if type(value) is _NonFinite:
+        return orjson.Fragment(b"NaN" if value != value else b"Infinity" if value > 0 else b"-Infinity")
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class _NonFinite(float):
+    """A NaN or infinite float of the run as :func:`to_data` gives it: json writes it as a float
+    (``NaN``, ``Infinity``), and :func:`_line` knows it for orjson, which has no such token."""
 
 
 def load_run(text: str) -> SystemRun:
@@ -243,6 +274,8 @@ def to_data(value: Any) -> Any:
     """``value`` (a dataclass of the run, or what its fields hold) as JSON-ready data (every cell
     writes its run: the common types are looked at first, by their exact type)."""
     kind = type(value)
+    if kind is float:
+        return value if value - value == 0.0 else _NonFinite(value)  # x - x is NaN for NaN and infinities
     if kind in _PLAIN:
         return value
     if kind is tuple or kind is list:
@@ -261,7 +294,7 @@ def to_data(value: Any) -> Any:
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
-        return float(value)
+        return to_data(float(value))
     raise TypeError(f"a question run holds a {kind.__name__}, which {FORMAT} cannot store")
 
 

@@ -60,8 +60,9 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
 
 import regex
 
@@ -124,12 +125,16 @@ class Support:
     undecided: bool = False
 
 
-@lru_cache(maxsize=1)
 def _stemmer() -> Callable[[str], str]:
+    stem: Callable[[str], str] = _snowball().stemWord
+    return stem
+
+
+@lru_cache(maxsize=1)  # one Snowball stemmer per process: pure (a word's stem never changes), a few kB
+def _snowball() -> Any:
     import Stemmer  # PyStemmer, a dependency of the lexical retriever
 
-    stem: Callable[[str], str] = Stemmer.Stemmer("english").stemWord
-    return stem
+    return Stemmer.Stemmer("english")
 
 
 # Numbers written out are numbers: "two platinum albums" is "2 platinum albums", "twelve-bar" is "12 bar".
@@ -171,11 +176,19 @@ def visible(text: str) -> str:
                          if _LATIN.search(m.group()) or _LOOKALIKE.issuperset(m.group()) else m.group(), text)
 
 
-def _raw_words(text: str) -> list[str]:
+_NT = re.compile(r"n't\b", re.IGNORECASE)
+
+
+def _raw_words(text: str) -> set[str]:
+    """The distinct words of ``text`` as the judge reads them (each looked at once, however often it occurs)."""
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
-    words = lenient_normalize(re.sub(r"n't\b", " nt", visible(text), flags=re.IGNORECASE)).split()
+    words = set(lenient_normalize(_NT.sub(" nt", visible(text))).split())
+    spelt = words.intersection(NUMBER_WORDS)
     # _ORDINAL starts with a digit: the other words are themselves (one regex call a number, not a word)
-    return [NUMBER_WORDS.get(w) or (_ORDINAL.sub(r"\1", w) if w[0].isdigit() else w) for w in words]
+    digits = {w for w in words if w[0].isdigit()}
+    words -= spelt
+    words -= digits
+    return words | {NUMBER_WORDS[w] for w in spelt} | {_ORDINAL.sub(r"\1", w) for w in digits}
 
 
 @dataclass(frozen=True)
@@ -187,7 +200,13 @@ class Reading:
     words: frozenset[str]
     numbers: frozenset[str]
     negated: bool
-    quantities: frozenset[tuple[str, str]] = frozenset()
+    text: str = field(default="", repr=False, compare=False)  # what was read (for ``quantities``)
+
+    @cached_property
+    def quantities(self) -> frozenset[tuple[str, str]]:
+        """:func:`quantities` of the text, found when first asked: only a claim's and the windows
+        of a claim that binds a number to a unit are (the regex was a quarter of the judge's time)."""
+        return quantities(self.text)
 
 
 # Memos of pure functions keyed by content (a text's digest, never the text): every cell of a sweep
@@ -214,13 +233,11 @@ def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
 
 def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
     def make() -> Reading:
-        stem = _stemmer()
-        raw = _raw_words(text)
-        nums = frozenset(w for w in raw if _NUMBER.search(w))
-        words = frozenset(sys.intern(stem(w)) for w in raw
-                          if w not in ENGLISH_STOPWORDS and w not in NEGATIONS and w not in ignore and len(w) > 1
-                          or w in nums)
-        return Reading((key, ignore), words, nums, any(w in NEGATIONS for w in raw), quantities(text))
+        raw = _raw_words(text)  # each distinct word looked at (and stemmed) once
+        nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w))  # a word of letters has no digit
+        kept = [w for w in raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore) if len(w) > 1] + [*nums]
+        words = frozenset(map(sys.intern, _snowball().stemWords(kept)))  # one call for the text's words
+        return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
 
     return _READINGS.get_or((key, ignore), make)
 
@@ -279,6 +296,8 @@ def _quantities_agree(claim: frozenset[tuple[str, str]], window: Reading) -> boo
     unit to another number only ("12 sons" against "3 sons and 12 ships" is a "no"), nor that number
     to another unit while the claim's unit is nowhere in it ("50 feet" against "50 metres"; "66
     playwrights" against "66 responses by playwrights" agrees)."""
+    if not claim:  # nothing bound: the window's quantities are not needed (nor found)
+        return True
     for number, unit in claim - window.quantities:
         for n, u in window.quantities:
             if (u == unit and n != number) or (n == number and u != unit and unit not in window.words):

@@ -21,6 +21,11 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # `$` (and every currency sign) and `%` are kept: they carry meaning in prices and rates.
 _PUNCT = regex.compile(r"[\p{P}\p{Sm}\p{Sk}\p{So}--[%]]", regex.V1)
 _UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
+# The same rule for ASCII text as one str.translate: the ASCII characters _PUNCT matches, each to a
+# space (NFKC leaves ASCII as it is). Most passages and answers are ASCII; the regex was ~1/5 of the
+# claim judge's reading of a text.
+_ASCII_PUNCT = str.maketrans({c: " " for c in map(chr, range(128)) if _PUNCT.match(c)})
+_GROUPING = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 
 def lenient_normalize(text: str) -> str:
@@ -33,8 +38,10 @@ def lenient_normalize(text: str) -> str:
     >>> lenient_normalize("“Within 14 days—after renewal”")
     'within 14 days after renewal'
     """
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", text).lower())
-    text = _PUNCT.sub(" ", text)
+    if text.isascii():
+        text = _GROUPING.sub("", text.lower()).translate(_ASCII_PUNCT)
+    else:
+        text = _PUNCT.sub(" ", _GROUPING.sub("", unicodedata.normalize("NFKC", text).lower()))
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

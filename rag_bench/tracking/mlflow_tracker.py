@@ -295,7 +295,10 @@ class MlflowTracker:
                 failpoint("mlflow_run_created")
                 plist = [Param(k, str(v)[:6000]) for k, v in sorted(params.items())]
                 mlist = [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(metrics.items())]
-                log_batches(client, run_id, mlist, plist, [])
+                # The traces first: the tags counting them go in the run's one batch (a call and a
+                # commit fewer per cell)
+                counted = self._log_traces(exp_id, run_id, cell_id, cell_dir) if self.traces else []
+                log_batches(client, run_id, mlist, plist, counted)
                 if dataset is not None:
                     self._log_dataset(client, run_id, dataset)
                 client.log_artifacts(run_id, str(cell_dir))
@@ -304,8 +307,6 @@ class MlflowTracker:
                         path = Path(tmp) / QUESTIONS_TABLE
                         table.to_json(path, orient="split", index=False, date_format="iso", default_handler=str)
                         client.log_artifact(run_id, str(path))
-                if self.traces:
-                    self._log_traces(client, exp_id, run_id, cell_id, cell_dir)
             except BaseException:
                 client.set_terminated(run_id, "FAILED")
                 raise
@@ -317,12 +318,12 @@ class MlflowTracker:
 
         return TracingClient(self.uri)
 
-    def _log_traces(self, client: Any, exp_id: str, run_id: str, cell_id: str, cell_dir: Path) -> None:
+    def _log_traces(self, exp_id: str, run_id: str, cell_id: str, cell_dir: Path) -> list[Any]:
         """The traces of the cell's sampled questions (``trace_sample``), from its records.parquet
-        and metrics.json, and the run tags counting them and the questions left untraced. Best
-        effort: the run holds the cell's results, so a failure here is a warning and a run tag
-        (``rag_bench.traces``), the traces logged so far are removed, and the cell is still FINISHED
-        and DONE."""
+        and metrics.json; returned: the run tags counting them and the questions left untraced, for
+        the run's batch. Best effort: the run holds the cell's results, so a failure here is a
+        warning and a run tag (``rag_bench.traces``), the traces logged so far are removed, and the
+        cell is still FINISHED and DONE."""
         from mlflow.entities import RunTag
 
         tracing = self._tracing()
@@ -333,15 +334,13 @@ class MlflowTracker:
             ids = log_traces(tracing, exp_id, run_id, cell_id,
                              question_traces(records, metrics, sample(qids, self.trace_sample)),
                              is_local=self._local())
-            client.log_batch(run_id, tags=[RunTag(TRACES_TAG, str(len(ids))),
-                                           RunTag(UNTRACED_TAG, str(len(qids) - len(ids)))])
+            return [RunTag(TRACES_TAG, str(len(ids))), RunTag(UNTRACED_TAG, str(len(qids) - len(ids)))]
         except Exception as exc:  # noqa: BLE001 -- the traces are a view of the run; the cell is kept
             log.warning("cell %s: its MLflow traces were not logged (%s: %s); the run and the cell are kept",
                         cell_id, type(exc).__name__, exc)
             with contextlib.suppress(Exception):
                 delete_run_traces(tracing, exp_id, run_id)
-            with contextlib.suppress(Exception):
-                client.set_tag(run_id, TRACES_TAG, f"failed: {type(exc).__name__}: {exc}"[:5000])
+            return [RunTag(TRACES_TAG, f"failed: {type(exc).__name__}: {exc}"[:5000])]
 
     def _local(self) -> bool:
         return not self.uri.startswith(("http://", "https://"))

@@ -157,47 +157,62 @@ def question_traces(records: Any, metrics: Mapping[str, Any] | None = None,
     latency = (metrics or {}).get("latency") or {}
     judged = int(records[judge_cols[0]].notna().sum()) if judge_cols else 0
     judge_each = (float(latency.get("judge_s") or 0.0) / judged) if judged else 0.0
-    out = []
     rows = records if only is None else records[records["qid"].astype(str).isin(only)]
-    for row in rows.to_dict(orient="records"):
-        question = str(row.get("question") or "")
-        history = tuple({"role": str(t["role"]), "content": str(t["content"])} for t in _plain(row.get("history")) or [])
-        spans = _query_span(row, question, history)
-        spans.append(SpanData("retrieve", "RETRIEVER", {"query": question},
-                          {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
-                           "scores": _plain(row.get("scores")) if "rerank_ms" not in columns else None},
-                          _ns((_number(row, "retrieve_ms") or 0.0) / 1000), {}))
-        if "rerank_ms" in columns:
-            spans.append(SpanData("rerank", "RERANKER", {"query": question, "chunk_ids": _plain(row.get("retrieved_ids"))},
-                                  {"chunk_ids": _plain(row.get("chunk_ids")), "scores": _plain(row.get("scores"))},
-                                  _ns((_number(row, "rerank_ms") or 0.0) / 1000), {}))
-        answered = "answer" in columns
-        if "context_ids" in columns:
-            spans.append(SpanData("context", "PARSER", {"chunk_ids": _plain(row.get("chunk_ids"))},
-                                  {"chunk_ids": _plain(row.get("context_ids")),
-                                   "passages": _plain(row.get("context_texts"))}, 0, {}))
-        if answered:
-            spans.append(SpanData(
-                "generate", "LLM", {"question": question, "passages": len(_plain(row.get("context_texts")) or []),
-                                    **({"history": list(history)} if history else {})},
-                {"answer": _plain(row.get("answer")), "citations": _plain(row.get("citations")),
-                 "refused": _plain(row.get("refused")), "raw_output": _plain(row.get("raw_output"))},
-                _ns(_number(row, "generate_s")),
-                {k: _plain(row[k]) for k in ("tokens_in", "tokens_out", "generation_cached", "parse_error",
-                                              "generation_error") if k in row and row[k] is not None},
-                _failed(("generation failed", row.get("generation_error")),
-                        ("unparseable output", row.get("parse_error")))))
-        scores = _scores(row, judge_cols)
-        judge_failed = _failed(("judge failed", _judge_failures(row.get("judge_failures"))))
-        if scores or judge_failed:
-            spans.append(SpanData("judge", "EVALUATOR", {"answer": _plain(row.get("answer"))},
-                                  {s.name: s.value for s in scores},
-                                  _ns(judge_each) if any(s.llm for s in scores) else 0,
-                                  {"failure": _plain(row.get("failure"))} if row.get("failure") else {},
-                                  judge_failed))
-        out.append(QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
-                                 tuple(spans), tuple(scores), history))
-    return out
+    return [_question_trace(row, columns, judge_cols, judge_each) for row in rows.to_dict(orient="records")]
+
+
+def _question_trace(row: Mapping[str, Any], columns: set[str], judge_cols: list[str],
+                    judge_each: float) -> QuestionTrace:
+    """One row's trace: the stages' spans, the judge's span (scores or failures) and its scores."""
+    question = str(row.get("question") or "")
+    history = tuple({"role": str(t["role"]), "content": str(t["content"])} for t in _plain(row.get("history")) or [])
+    spans = [*_query_span(row, question, history), *_ranking_spans(row, columns, question)]
+    answered = "answer" in columns
+    if "context_ids" in columns:
+        spans.append(SpanData("context", "PARSER", {"chunk_ids": _plain(row.get("chunk_ids"))},
+                              {"chunk_ids": _plain(row.get("context_ids")),
+                               "passages": _plain(row.get("context_texts"))}, 0, {}))
+    if answered:
+        spans.append(_generate_span(row, question, history))
+    scores = _scores(row, judge_cols)
+    judge_failed = _failed(("judge failed", _judge_failures(row.get("judge_failures"))))
+    if scores or judge_failed:
+        spans.append(SpanData("judge", "EVALUATOR", {"answer": _plain(row.get("answer"))},
+                              {s.name: s.value for s in scores},
+                              _ns(judge_each) if any(s.llm for s in scores) else 0,
+                              {"failure": _plain(row.get("failure"))} if row.get("failure") else {},
+                              judge_failed))
+    return QuestionTrace(str(row.get("qid")), question, _plain(row.get("answer")) if answered else None,
+                         tuple(spans), tuple(scores), history)
+
+
+def _ranking_spans(row: Mapping[str, Any], columns: set[str], question: str) -> list[SpanData]:
+    """The retrieve span, and the rerank span of a cell that reranked (a ``rerank_ms`` column)."""
+    reranked = "rerank_ms" in columns
+    spans = [SpanData("retrieve", "RETRIEVER", {"query": question},
+                      {"chunk_ids": _plain(row.get("retrieved_ids", row.get("chunk_ids"))),
+                       "scores": _plain(row.get("scores")) if not reranked else None},
+                      _ns((_number(row, "retrieve_ms") or 0.0) / 1000), {})]
+    if reranked:
+        spans.append(SpanData("rerank", "RERANKER", {"query": question, "chunk_ids": _plain(row.get("retrieved_ids"))},
+                              {"chunk_ids": _plain(row.get("chunk_ids")), "scores": _plain(row.get("scores"))},
+                              _ns((_number(row, "rerank_ms") or 0.0) / 1000), {}))
+    return spans
+
+
+def _generate_span(row: Mapping[str, Any], question: str, history: tuple[dict[str, str], ...]) -> SpanData:
+    """The generation's span: the question and how many passages in, the answer out; ERROR with the
+    recorded reason when the call failed or its output could not be parsed."""
+    return SpanData(
+        "generate", "LLM", {"question": question, "passages": len(_plain(row.get("context_texts")) or []),
+                            **({"history": list(history)} if history else {})},
+        {"answer": _plain(row.get("answer")), "citations": _plain(row.get("citations")),
+         "refused": _plain(row.get("refused")), "raw_output": _plain(row.get("raw_output"))},
+        _ns(_number(row, "generate_s")),
+        {k: _plain(row[k]) for k in ("tokens_in", "tokens_out", "generation_cached", "parse_error",
+                                      "generation_error") if k in row and row[k] is not None},
+        _failed(("generation failed", row.get("generation_error")),
+                ("unparseable output", row.get("parse_error"))))
 
 
 def _query_span(row: Mapping[str, Any], question: str, history: tuple[dict[str, str], ...]) -> list[SpanData]:

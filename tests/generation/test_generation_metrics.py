@@ -35,6 +35,23 @@ def test_normalisation_and_string_metrics():
     assert token_f1("", ["x"]) == 0.0
 
 
+def test_lenient_normalize_reads_ascii_text_as_the_unicode_rule_does():
+    # ASCII text skips NFKC and the punctuation regex (one str.translate): every ASCII character,
+    # alone and between words and digits, normalises as the Unicode path does.
+    import unicodedata
+
+    from rag_bench.text import normalize
+
+    def unicode_rule(text: str) -> str:
+        text = normalize._GROUPING.sub("", unicodedata.normalize("NFKC", text).lower())
+        return " ".join(normalize._ARTICLES.sub(" ", normalize._PUNCT.sub(" ", text)).split())
+
+    texts = [chr(i) for i in range(128)] + [f"a{chr(i)}b 1{chr(i)}000 The{chr(i)}an" for i in range(128)]
+    texts += ["Rollo's 30,000 men (the Normans) -- $1,250.00 & 50% [1]; don't!", "1,2345,678 x,000"]
+    assert [lenient_normalize(t) for t in texts] == [unicode_rule(t) for t in texts]
+    assert lenient_normalize("Café, 30,000 “men”") == "café 30000 men"  # not ASCII: the Unicode path
+
+
 def test_correct_uses_facts_then_answers():
     assert is_correct(ans("Paid within 14 days [1]."), ["14 days"], [])
     assert not is_correct(ans("Paid within 14 weeks."), ["14 days"], ["14 days"])

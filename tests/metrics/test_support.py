@@ -10,6 +10,8 @@ from rag_bench.metrics.support import (
     names,
     negated,
     numbers,
+    quantities,
+    read,
     split_claims,
     support_answer,
     support_claim,
@@ -265,3 +267,15 @@ def test_list_numbering_is_no_number_of_the_claim() -> None:
     # a number the claim states is still checked
     assert not support_claim(Claim("Delete 2 models that you do not need.", 0, 37), p).supported
     assert not support_claim(Claim("Upgrade your plan to get 2 GB more space.", 0, 41), p).supported
+
+
+def test_a_readings_quantities_are_found_when_first_asked_and_equal_the_texts():
+    # A passage is read for its words; its quantities (a costly regex) only when a claim binds a
+    # number to a unit -- the same set as quantities() of the text.
+    text = "Rollo had 3 sons and twelve ships in 911; he didn't return."
+    r = read(text)
+    assert "quantities" not in vars(r)
+    assert r.quantities == quantities(text) == {("3", "son"), ("12", "ship")}
+    assert sorted(r.numbers) == ["12", "3", "911"] and r.negated
+    assert support_claim(_claim("Rollo had twelve ships"), [text]).numbers_ok
+    assert not support_claim(_claim("Rollo had 12 sons"), [text]).numbers_ok

@@ -146,3 +146,25 @@ def test_version_1_is_upgraded_for_its_question_runs_and_refused_as_a_whole_run(
     assert run_io.dumps(run_io.loads(old)) == old
     with pytest.raises(run_io.VersionError, match="version 1: .* -- fix: run the cell again"):
         run_io.load_run(old)
+
+
+def test_nan_infinity_and_a_lone_surrogate_round_trip_through_the_fast_writer(real_run, monkeypatch):
+    # orjson (the fast writer, when installed) writes NaN as null; the run keeps NaN and infinities as
+    # Python's json writes them, and a text orjson refuses goes through json: the same data either way.
+    _, run, _ = real_run
+    first, second = run.questions[:2]
+    odd = dataclasses.replace(first, ranked=dataclasses.replace(
+        first.ranked, scores=(float("nan"), float("inf"), float("-inf"), *first.ranked.scores[3:])))
+    lone = dataclasses.replace(second, question=dataclasses.replace(second.question, question="Who? \ud800"))
+    run = dataclasses.replace(run, questions=(odd, lone, *run.questions[2:]))
+    text = run_io.dumps_run(run)
+    assert '"scores":[NaN,Infinity,-Infinity' in text.splitlines()[3]
+    back = run_io.load_run(text)
+    scores = back.questions[0].ranked.scores
+    assert math.isnan(scores[0]) and scores[1:3] == (math.inf, -math.inf)
+    assert back.questions[1].question.question == "Who? \ud800"
+    assert run_io.dumps_run(back) == text
+    with monkeypatch.context() as m:
+        m.setattr(run_io, "orjson", None)  # json alone: the same data (read back and written again, the same text)
+        by_json = run_io.dumps_run(run)
+    assert run_io.dumps_run(run_io.load_run(by_json)) == text
