@@ -48,8 +48,9 @@ def exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = No
         return fail(f"{what}: {msg} -- fix: {fix}")
 
 
-def config_message(exc: BaseException, args: list[str] | None = None) -> str:
-    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
+def config_message(exc: BaseException, args: list[str] | None = None, config: str = "config") -> str:
+    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there); the
+    valid keys of a misspelt one are listed from ``config`` (``draft`` for ``rag-bench draft``)."""
     parts = [str(exc).strip()]
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
@@ -61,7 +62,7 @@ def config_message(exc: BaseException, args: list[str] | None = None) -> str:
     if "Could not override" in msg:
         msg += "\n  (no such key: check its spelling; use +key=value only to add a new key on purpose)"
         missing = re.search(r"Could not override '([^']+)'", msg)
-        listing = valid_keys(args or [], missing.group(1)) if missing else ""
+        listing = valid_keys(args or [], missing.group(1), config) if missing else ""
         if listing:
             msg += f"\n  {listing}"
         old = missing.group(1) if missing else ""
@@ -90,9 +91,9 @@ def missing_option(exc: BaseException) -> str:
             + (")" if near else ""))
 
 
-def valid_keys(args: list[str], full_key: str) -> str:
+def valid_keys(args: list[str], full_key: str, config: str = "config") -> str:
     """``valid keys of chunker: size, overlap (did you mean size?)`` for a key that does
-    not exist, from the config composed without it; empty when that cannot be composed."""
+    not exist, from the config ``config`` composed without it; empty when that cannot be composed."""
     import difflib
 
     from hydra import compose, initialize_config_dir
@@ -106,7 +107,7 @@ def valid_keys(args: list[str], full_key: str) -> str:
     try:
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=rest)
+            cfg = compose(config, overrides=rest)
         node = OmegaConf.select(cfg, parent) if parent else cfg
     except Exception:  # noqa: BLE001 -- a listing is a courtesy; the error above stands alone
         return ""

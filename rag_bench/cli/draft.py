@@ -43,7 +43,7 @@ def _compose(overrides: list[str]) -> Any:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose("draft", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, [])}\n  -- fix: the keys "
+        raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, overrides, 'draft')}\n  -- fix: the keys "
                           f"are in {CONF_DIR}/draft.yaml, the drafters in {CONF_DIR}/drafter/") from exc
     finally:
         GlobalHydra.instance().clear()

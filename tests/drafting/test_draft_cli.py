@@ -86,6 +86,9 @@ def test_templates_draft_a_folder_of_documents_into_a_dataset_that_validates(cor
     (["drafter=llm"], "drafter=llm needs a model -- fix: add generator=llama_cpp"),
     (["filters.k=0"], "filters.k=0 must be a int > 0"),
     (["retriever=dense"], "retriever=dense needs the embedder -- fix"),  # was an AttributeError's traceback
+    # a misspelt key lists draft.yaml's keys (it listed `rag-bench run`'s: dataset, pipeline, eval, ...)
+    (["nn=3"], "valid keys of the config: parser, drafter, generator, reader,"),
+    (["filters.kk=1"], "valid keys of filters: k, min_words, max_words"),
 ])
 def test_bad_settings_exit_2_before_anything_is_written(corpus, tmp_path, capsys, args, said):
     out = tmp_path / "drafted"
