@@ -25,25 +25,29 @@ def run(argv: list[str]) -> int:
     p.add_argument("overrides", nargs="*", default=[], help="eval.* settings, e.g. eval.gain=exponential")
     a = p.parse_args(argv)
     try:
-        cell_dir = rescore(Path(a.cell), a.overrides)
+        cell_dir, fresh = rescore(Path(a.cell), a.overrides)
     except RagBenchError as exc:
         return fail(exc)
-    say(f"wrote {cell_dir}")
+    say(f"wrote {cell_dir}" if fresh else f"{cell_dir}: rescored with these settings before (nothing written)")
     return 0
 
 
-def rescore(cell: Path, overrides: list[str]) -> Path:
-    """The cell folder of ``cell``'s stored run scored with ``overrides`` (``eval.*`` only); a
-    :class:`ConfigError` naming the override or file and the fix otherwise."""
+def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
+    """The cell folder of ``cell``'s stored run scored with ``overrides`` (``eval.*`` only) and whether it
+    was written now (not: a rescore with these settings was done before); a :class:`ConfigError` naming
+    the override or file and the fix otherwise."""
     from omegaconf import OmegaConf
 
-    from rag_bench.cells import load_cell
+    from rag_bench.cells import is_done, load_cell
     from rag_bench.evaluation import run_io
     from rag_bench.evaluation.evaluation import Evaluation
     from rag_bench.runner.config import cell_id, validate
-    from rag_bench.runner.main import finish
+    from rag_bench.runner.main import cell_folder, finish
 
     found = load_cell(cell, records=False)  # a finished cell (DONE), else what the folder is instead
+    if not overrides:
+        raise ConfigError(f"{cell}: no eval.* setting to change -- fix: name one, e.g. rag-bench rescore {cell} "
+                          "eval.gain=exponential")
     cfg = OmegaConf.create(found.config)
     for override in overrides:
         _check(override, found.config.get("eval") or {})
@@ -66,9 +70,14 @@ def rescore(cell: Path, overrides: list[str]) -> Path:
                               f"version (fingerprint {dataset.fingerprint}, the cell's {stored.dataset.fingerprint}) "
                               "-- fix: run the cell again on the dataset as it is now")
         stored = run_io.restore(stored, ids, dataset)
+    new_id = cell_id(with_eval, stored.dataset.fingerprint)  # type: ignore[arg-type]
+    if new_id == found.cell_id:  # the settings it already has: nothing to score again
+        raise ConfigError(f"{' '.join(overrides)}: the cell's own settings, so the rescored cell is this one "
+                          f"({found.cell_id}) -- fix: change a setting, e.g. eval.gain=exponential")
+    before = is_done(cell_folder(with_eval, new_id))  # type: ignore[arg-type]
     evaluation = Evaluation.from_config(with_eval)  # type: ignore[arg-type]
-    return finish(with_eval, stored.dataset, cell_id(with_eval, stored.dataset.fingerprint),  # type: ignore[arg-type]
-                  lambda cid: run_io.stored(evaluation.evaluate(stored, cid), stored), timed=False)
+    return finish(with_eval, stored.dataset, new_id,  # type: ignore[arg-type]
+                  lambda cid: run_io.stored(evaluation.evaluate(stored, cid), stored), timed=False), not before
 
 
 def _check(override: str, eval_node: dict[str, Any]) -> None:

@@ -97,3 +97,21 @@ def test_a_stored_run_it_cannot_read_is_refused_with_a_fix(cell, tmp_path, edit,
 def test_an_override_outside_eval_is_refused(cell, tmp_path):
     done = _cli(tmp_path, "rescore", str(cell), "pipeline.k=3")
     assert done.returncode == 2 and "rescore changes eval.* settings only" in done.stderr, done.stderr
+
+
+def test_nothing_to_change_is_refused_and_a_rescore_done_before_says_nothing_was_written(cell, tmp_path):
+    """No override, or only the cell's own settings: exit 2 with a fix (it said 'already done, skipping'
+    then 'wrote <the same cell>'); a rescore repeated says it wrote nothing (it said 'wrote')."""
+    copy = tmp_path / "e" / cell.name
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-r", str(cell), str(copy)], check=True)
+    for args in ([], ["eval.gain=linear"]):
+        done = _cli(tmp_path, "rescore", str(copy), *args)
+        assert done.returncode == 2 and "-- fix:" in done.stderr and "wrote" not in done.stdout, done.stderr
+        assert "no eval.* setting to change" in done.stderr if not args else "the cell's own settings" in done.stderr
+        assert sorted(p.name for p in copy.parent.iterdir()) == [cell.name]  # nothing written
+    first = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert first.returncode == 0 and first.stdout.startswith("wrote "), first.stderr
+    again = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert again.returncode == 0 and "rescored with these settings before (nothing written)" in again.stdout
+    assert "wrote" not in again.stdout
