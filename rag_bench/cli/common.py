@@ -20,10 +20,21 @@ RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker"
            "chunker.parent_chars": "chunker.parent_ratio (parents are size × parent_ratio characters)"}
 
 
-def say(text: object = "", *, file: TextIO | None = None) -> None:
+LOG_WIDTH = 120  # no line of a command's report wider than this in a file, pipe or CI log
+
+
+def say(text: object = "", *, file: TextIO | None = None, wrap: bool = False) -> None:
     """Print for a person: what the line carries from datasets, answers, labels and cell folders
-    cannot drive the terminal (control characters shown escaped: rag_bench.untrusted)."""
-    print(visible(str(text)), file=file or sys.stdout)
+    cannot drive the terminal (control characters shown escaped: rag_bench.untrusted). ``wrap``: each
+    line longer than :data:`LOG_WIDTH` wrapped at spaces, its continuations indented."""
+    shown = visible(str(text))
+    if wrap:
+        import textwrap
+
+        shown = "\n".join(line if len(line) <= LOG_WIDTH else textwrap.fill(
+            line, LOG_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+            for line in shown.split("\n"))
+    print(shown, file=file or sys.stdout)
 
 
 def fail(exc: BaseException | str) -> int:

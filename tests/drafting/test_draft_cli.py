@@ -199,3 +199,22 @@ def test_an_out_folder_of_something_else_or_inside_the_corpus_exits_2_untouched(
     assert [p.name for p in other.iterdir()] == ["report.html"]
     assert main(["draft", str(corpus), "--out", str(corpus / "drafted"), "n=4", *FAST]) == 2
     assert "is inside the corpus" in capsys.readouterr().err and not (corpus / "drafted").exists()
+
+
+def test_the_summary_says_how_many_were_dropped_and_no_line_passes_120_characters(corpus, tmp_path, capsys):
+    """Piped to a file, no line of draft's report or --help is over 120 characters (the 'written:' line was
+    over 200, --help's description 196); the summary says how many drafts were dropped (it gave the per-filter counts only, whose
+    sum counts a draft once per filter that dropped it) and the figures are dataset.yaml's."""
+    import yaml
+
+    out = tmp_path / "drafted"
+    assert main(["draft", str(corpus), "--out", str(out), "n=10", "filters.max_words=14", *FAST]) == 0
+    said = capsys.readouterr()
+    counts = yaml.safe_load((out / "dataset.yaml").read_text())["drafted"]["counts"]
+    assert f"drafted {counts['drafted']} " in said.out and f"kept {counts['kept']} (" in said.out
+    assert counts["dropped"] and f"dropped {counts['dropped']} (by filter" in said.out
+    with pytest.raises(SystemExit):
+        main(["draft", "--help"])
+    helped = capsys.readouterr().out
+    for text in (said.out, said.err, helped):
+        assert all(len(line) <= 120 for line in text.splitlines()), text
