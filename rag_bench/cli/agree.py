@@ -29,7 +29,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("--common", action="store_true", help="compare the cells both experiments have when their grids "
                    "differ (default: refuse)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap draws of the questions (default 1000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     a = p.parse_args(argv)
 

@@ -174,3 +174,17 @@ def test_a_cell_written_before_a_setting_existed_matches_one_written_after_it() 
     assert grid_key(old) == grid_key(new)
     rewritten = {**new, "query": {"name": "rewrite", "_target_": "rag_bench.query.llm.Rewrite"}}
     assert grid_key(rewritten) != grid_key(old)
+
+
+def test_no_sentence_passes_120_characters_and_seed_is_explained(sweeps, capsys):
+    """Piped, the sentences agree prints (notes, tau, the footnotes: one was 180 characters) wrap at 120;
+    the tables' rows are the tables'. --help says what --seed seeds and its default (it said nothing)."""
+    for b in ("even", "odd"):  # odd twice: the same-questions note
+        assert main(["agree", str(sweeps["odd"]), str(sweeps[b]), "--resamples", "100"]) == 0
+        text = capsys.readouterr().out
+        sentences = [line for line in text.splitlines() if "  " not in line.strip()]
+        assert any(line.startswith("(main effects:") for line in sentences)
+        assert all(len(line) <= 120 for line in sentences), text
+    with pytest.raises(SystemExit):
+        main(["agree", "--help"])
+    assert "seed of the bootstrap draws (default 0)" in " ".join(capsys.readouterr().out.split())
