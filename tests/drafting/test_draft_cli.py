@@ -218,3 +218,18 @@ def test_the_summary_says_how_many_were_dropped_and_no_line_passes_120_character
     helped = capsys.readouterr().out
     for text in (said.out, said.err, helped):
         assert all(len(line) <= 120 for line in text.splitlines()), text
+
+
+def test_a_folder_of_unsupported_files_names_their_kinds_and_the_kinds_read(tmp_path, capsys):
+    """A folder of .csv and .xyz files said 'no documents (.md or .txt) found', as if PDFs and HTML were
+    not read either: the message names what the folder holds and every kind a document is read from."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "table.csv").write_text("a,b\n1,2\n")
+    (folder / "notes.xyz").write_text("not a document")
+    out = tmp_path / "drafted"
+    assert main(["draft", str(folder), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder}: [DOCS_OR_DATASET] no documents to draft from: its 2 file(s) are of other kinds (.csv, .xyz)" \
+        in err and ".pdf, .html, .htm, .docx (parsed" in err, err
+    assert not out.exists()
