@@ -44,6 +44,15 @@ def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
     from rag_bench.runner.config import cell_id, validate
     from rag_bench.runner.main import cell_folder, finish
 
+    if not cell.is_dir():  # other cell commands also take an MLflow run id: rescore needs the folder's stored run
+        from rag_bench.cells import FolderError, folder_problem
+        from rag_bench.errors import Problem
+
+        said = folder_problem(cell, "cell", "rescore") or Problem(str(cell), 0, "missing", "is no cell folder",
+                                                                  "pass experiments/<experiment>/<cell_id>")
+        raise FolderError(Problem(said.file, said.line, said.field, said.message.replace(" (or an MLflow run id)", ""),
+                                  said.hint.replace(" (or an MLflow run id)", "") + "; rescore reads the run the cell "
+                                  "folder stored (question-runs.jsonl): an MLflow run id is not enough"))
     found = load_cell(cell, records=False)  # a finished cell (DONE), else what the folder is instead
     if not overrides:
         raise ConfigError(f"{cell}: no eval.* setting to change -- fix: name one, e.g. rag-bench rescore {cell} "

@@ -115,3 +115,16 @@ def test_nothing_to_change_is_refused_and_a_rescore_done_before_says_nothing_was
     again = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
     assert again.returncode == 0 and "rescored with these settings before (nothing written)" in again.stdout
     assert "wrote" not in again.stdout
+
+
+def test_a_run_id_or_a_missing_folder_is_refused_without_offering_a_run_id(tmp_path, capsys):
+    """rescore reads the folder's stored run: its messages offered 'or an MLflow run id' / 'or a
+    32-character run id', and a run id then failed with the same message."""
+    from rag_bench.cli.main import main
+
+    for ref in ("0123456789abcdef0123456789abcdef", str(tmp_path / "nope")):
+        assert main(["rescore", ref, "eval.gain=exponential"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {ref} ") and "-- fix: pass" in err and "an MLflow run id is not enough" in err
+        assert "or an MLflow run id" not in err and "or a 32-character run id" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
