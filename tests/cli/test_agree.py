@@ -188,3 +188,18 @@ def test_no_sentence_passes_120_characters_and_seed_is_explained(sweeps, capsys)
     with pytest.raises(SystemExit):
         main(["agree", "--help"])
     assert "seed of the bootstrap draws (default 0)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_undefined_tau_says_why_and_how_to_rank_instead(sweeps, tmp_path, capsys):
+    """A set whose cells all tie (a drafted set of 11 questions did) printed 'tau-b: n/a no interval' and
+    nothing more: a note now says which ranking ties and the fix (--by a measure the cells differ on)."""
+    tied = tmp_path / "tied"
+    shutil.copytree(sweeps["even"], tied)
+    for metrics in tied.glob("*/metrics.json"):
+        m = json.loads(metrics.read_text())
+        m["answer"]["context_all"] = 0.5
+        metrics.write_text(json.dumps(m))
+    assert main(["agree", str(sweeps["odd"]), str(tied), "--resamples", "50"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Kendall's tau-b: n/a" in text
+    assert "note: tau is undefined: every cell ties in B's ranking by its measure" in text and "--by" in text
