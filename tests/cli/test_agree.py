@@ -192,7 +192,8 @@ def test_no_sentence_passes_120_characters_and_seed_is_explained(sweeps, capsys)
 
 def test_an_undefined_tau_says_why_and_how_to_rank_instead(sweeps, tmp_path, capsys):
     """A set whose cells all tie (a drafted set of 11 questions did) printed 'tau-b: n/a no interval' and
-    nothing more: a note now says which ranking ties and the fix (--by a measure the cells differ on)."""
+    nothing more: a note now says which ranking ties and the fix (--by a measure the cells differ on);
+    --json gives null, not NaN."""
     tied = tmp_path / "tied"
     shutil.copytree(sweeps["even"], tied)
     for metrics in tied.glob("*/metrics.json"):
@@ -203,3 +204,7 @@ def test_an_undefined_tau_says_why_and_how_to_rank_instead(sweeps, tmp_path, cap
     text = " ".join(capsys.readouterr().out.split())
     assert "Kendall's tau-b: n/a" in text
     assert "note: tau is undefined: every cell ties in B's ranking by its measure" in text and "--by" in text
+    # --json is JSON (it wrote NaN, which jq and JSON.parse refuse): the undefined tau and its interval are null
+    assert main(["agree", str(sweeps["odd"]), str(tied), "--resamples", "50", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert found["tau"] is None and len(found["tau_ci"]) == 2
