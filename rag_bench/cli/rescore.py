@@ -44,6 +44,8 @@ def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
     from rag_bench.runner.config import cell_id, validate
     from rag_bench.runner.main import cell_folder, finish
 
+    for override in overrides:
+        _form(override)
     if not cell.is_dir():  # other cell commands also take an MLflow run id: rescore needs the folder's stored run
         from rag_bench.cells import FolderError, folder_problem
         from rag_bench.errors import Problem
@@ -89,18 +91,26 @@ def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
                   lambda cid: run_io.stored(evaluation.evaluate(stored, cid), stored), timed=False), not before
 
 
-def _check(override: str, eval_node: dict[str, Any]) -> None:
-    """``override`` is ``eval.<key>=<value>`` of a key the cell's config has."""
+def _form(override: str) -> None:
+    """``override`` reads ``eval.<key>=<value>`` (checked before the cell is read: a typo is said first)."""
     key, eq, _ = override.partition("=")
     name = key.removeprefix("eval.")
+    if not eq and key.startswith("eval.") and "." not in name:
+        raise ConfigError(f"{override!r} has no value -- fix: {key}=VALUE, e.g. eval.gain=exponential")
     if not eq or not key.startswith("eval.") or "." in name:
         raise ConfigError(f"rescore changes eval.* settings only, got {override!r}: anything else changes the run "
                           "-- fix: rag-bench run with that override (the pipeline runs again)")
+
+
+def _check(override: str, eval_node: dict[str, Any]) -> None:
+    """``override`` is ``eval.<key>=<value>`` of a key the cell's config has."""
+    _form(override)
+    key = override.partition("=")[0]
+    name = key.removeprefix("eval.")
     if name not in eval_node:
         near = difflib.get_close_matches(name, list(eval_node), n=1)
         raise ConfigError(f"{key} is not a setting of the cell's eval -- fix: one of "
                           f"{', '.join(sorted(eval_node))}" + (f" (did you mean eval.{near[0]}?)" if near else ""))
-
 
 COMMAND = Command("rescore", "CELL eval.X=Y ...",
                   "score a cell again under other eval.* settings from its stored run (no pipeline)", run)

@@ -128,3 +128,12 @@ def test_a_run_id_or_a_missing_folder_is_refused_without_offering_a_run_id(tmp_p
         assert err.startswith(f"error: {ref} ") and "-- fix: pass" in err and "an MLflow run id is not enough" in err
         assert "or an MLflow run id" not in err and "or a 32-character run id" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_eval_key_without_a_value_is_told_to_give_one(tmp_path, capsys):
+    """'rescore CELL eval.gain' was told 'rescore changes eval.* settings only' -- it is one."""
+    from rag_bench.cli.main import main
+
+    assert main(["rescore", str(tmp_path), "eval.gain"]) == 2
+    err = capsys.readouterr().err
+    assert "'eval.gain' has no value -- fix: eval.gain=VALUE" in err and "settings only" not in err
