@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +21,30 @@ def run(argv: list[str]) -> int:
         prog="rag-bench rescore", description="Score a finished cell again under other eval.* settings from the "
         "run it stored (question-runs.jsonl: its rankings, contexts, answers, judgements), without running the "
         "pipeline: the result is a new cell folder beside it, the cell a run with those settings would make.",
-        epilog="example: rag-bench rescore experiments/default/0123456789ab eval.gain=exponential eval.ks=[1,3,10]")
+        epilog="examples:\n  rag-bench rescore experiments/default/0123456789ab eval.gain=exponential eval.ks=[1,3,10]\n"
+        "  rag-bench rescore experiments/default/0123456789ab eval.gain=exponential --experiment default-exp-gain",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("cell", help="a finished cell folder (experiments/<experiment>/<cell_id>)")
     p.add_argument("overrides", nargs="*", default=[], help="eval.* settings, e.g. eval.gain=exponential")
+    p.add_argument("--experiment", metavar="NAME", help="the experiment folder (beside the cell's) to write the new "
+                   "cell to (default: the cell's own; leaderboard and report refuse to rank a measure across cells "
+                   "scored with different settings of it)")
     a = p.parse_args(argv)
     try:
-        cell_dir, fresh = rescore(Path(a.cell), a.overrides)
+        cell_dir, fresh = rescore(Path(a.cell), a.overrides, a.experiment)
     except RagBenchError as exc:
         return fail(exc)
     say(f"wrote {cell_dir}" if fresh else f"{cell_dir}: rescored with these settings before (nothing written)")
+    if fresh and a.experiment is None:
+        say(f"note: {cell_dir.parent} now holds cells scored with other {', '.join(o.partition('=')[0] for o in a.overrides)}"
+            ": leaderboard, report and compare refuse to rank a measure that setting changes across them -- to keep "
+            "the rescored cells apart, rescore with --experiment NAME", file=sys.stderr, wrap=True)
     return 0
 
 
-def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
-    """The cell folder of ``cell``'s stored run scored with ``overrides`` (``eval.*`` only) and whether it
+def rescore(cell: Path, overrides: list[str], experiment: str | None = None) -> tuple[Path, bool]:
+    """The cell folder of ``cell``'s stored run scored with ``overrides`` (``eval.*`` only), in the
+    experiment folder ``experiment`` beside the cell's (default: the cell's own), and whether it
     was written now (not: a rescore with these settings was done before); a :class:`ConfigError` naming
     the override or file and the fix otherwise."""
     from omegaconf import OmegaConf
@@ -64,7 +75,8 @@ def rescore(cell: Path, overrides: list[str]) -> tuple[Path, bool]:
         _check(override, found.config.get("eval") or {})
     with_eval = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
     # beside the cell it rescores, wherever that folder is now
-    with_eval.output.root, with_eval.experiment.name = str(cell.resolve().parent.parent), cell.resolve().parent.name
+    with_eval.output.root = str(cell.resolve().parent.parent)
+    with_eval.experiment.name = experiment or cell.resolve().parent.name
     validate(with_eval)  # type: ignore[arg-type]
     stored = run_io.load_or_refuse(cell / run_io.FILE)
     if stored.dataset.fingerprint != found.dataset_fingerprint:

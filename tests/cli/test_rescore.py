@@ -137,3 +137,22 @@ def test_an_eval_key_without_a_value_is_told_to_give_one(tmp_path, capsys):
     assert main(["rescore", str(tmp_path), "eval.gain"]) == 2
     err = capsys.readouterr().err
     assert "'eval.gain' has no value -- fix: eval.gain=VALUE" in err and "settings only" not in err
+
+
+def test_experiment_keeps_the_rescored_cell_apart_and_without_it_a_note_says_why(cell, tmp_path):
+    """Rescored beside its cell, the experiment's leaderboard is refused ('retrieval/ndcg@10 is not the
+    same measure in these cells') and nothing had said so: rescore now notes it, and --experiment NAME
+    writes the new cell to an experiment of its own, leaving the original rankable."""
+    copy = tmp_path / "e" / cell.name
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-r", str(cell), str(copy)], check=True)
+    apart = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential", "--experiment", "e-gain")
+    assert apart.returncode == 0 and "note:" not in apart.stderr, apart.stderr
+    written = Path(apart.stdout.splitlines()[0].removeprefix("wrote "))
+    assert written.parent == tmp_path / "e-gain" and (written / "DONE").is_file()
+    assert sorted(p.name for p in copy.parent.iterdir()) == [cell.name]
+    assert _cli(tmp_path, "leaderboard", str(copy.parent)).returncode == 0
+    beside = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert beside.returncode == 0, beside.stderr
+    assert "now holds cells scored with other eval.gain" in " ".join(beside.stderr.split())
+    assert "--experiment NAME" in beside.stderr
