@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ from rag_bench.errors import ConfigError, RagBenchError
 def run(argv: list[str]) -> int:
     """``rag-bench rescore`` with the arguments ``argv``; its exit code."""
     p = argparse.ArgumentParser(
-        prog="rag-bench rescore", description="Score a finished cell again under other eval.* settings from the "
-        "run it stored (question-runs.jsonl: its rankings, contexts, answers, judgements), without running the "
-        "pipeline: the result is a new cell folder beside it, the cell a run with those settings would make.",
+        prog="rag-bench rescore", description=textwrap.fill(
+            "Score a finished cell again under other eval.* settings from the run it stored (question-runs.jsonl: its "
+            "rankings, contexts, answers, judgements), without running the pipeline: the result is a new cell folder "
+            "beside it, the cell a run with those settings would make.", 100),
         epilog="examples:\n  rag-bench rescore experiments/default/0123456789ab eval.gain=exponential eval.ks=[1,3,10]\n"
         "  rag-bench rescore experiments/default/0123456789ab eval.gain=exponential --experiment default-exp-gain",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -156,3 +156,5 @@ def test_experiment_keeps_the_rescored_cell_apart_and_without_it_a_note_says_why
     assert beside.returncode == 0, beside.stderr
     assert "now holds cells scored with other eval.gain" in " ".join(beside.stderr.split())
     assert "--experiment NAME" in beside.stderr
+    helped = _cli(tmp_path, "rescore", "--help").stdout
+    assert "--experiment NAME" in helped and all(len(line) <= 120 for line in helped.splitlines()), helped
