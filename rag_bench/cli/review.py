@@ -159,9 +159,9 @@ def run(argv: list[str]) -> int:
     if not root.is_dir():  # the loader's message would say dataset.path=DIR: review takes the folder itself
         from rag_bench.errors import Problem
 
-        return fail(Problem(str(root), 0, "DATASET_DIR", "no such folder" if not root.exists() else "is a file, "
-                            "not a folder", "pass a dataset folder (docs/ + questions.jsonl), e.g. rag-bench review "
-                            "drafted/"))
+        return fail(str(Problem(str(root), 0, "DATASET_DIR", "no such folder" if not root.exists() else "is a file, "
+                                "not a folder", "pass a dataset folder (docs/ + questions.jsonl), e.g. rag-bench "
+                                "review drafted/")))
     if a.apply and (a.out or a.decisions):
         return fail("--apply writes the reviewed questions.jsonl, not a page -- fix: drop --out/--decisions, or "
                     "drop --apply to write the page")
