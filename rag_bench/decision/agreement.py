@@ -322,7 +322,12 @@ def ranking_measure(cells: Sequence[Cell], by: str | None = None) -> str:
     try:
         return decide.primary_measure(cells, by)
     except ConfigError as exc:  # the catalog names the setting it checks: here it is --by
-        raise ConfigError(str(exc).replace("experiment.primary:", "--by:", 1) if by else str(exc)) from exc
+        text = str(exc)
+        if by and text.startswith("experiment.primary:") and "=auto" in text:  # its fix is a config key's: say --by's
+            head, _, fix = text.partition(" -- fix: ")
+            near = fix.split("? ", 1)[0] + "? " if fix.startswith("did you mean") else ""
+            text = f"{head} -- fix: {near}--by a section/name such as retrieval/ndcg@10, or no --by (each experiment's primary)"
+        raise ConfigError(text.replace("experiment.primary:", "--by:", 1) if by else text) from exc
 
 
 def of_experiments(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, by: str | None = None, common: bool = False,

@@ -208,3 +208,12 @@ def test_an_undefined_tau_says_why_and_how_to_rank_instead(sweeps, tmp_path, cap
     assert main(["agree", str(sweeps["odd"]), str(tied), "--resamples", "50", "--json"]) == 0
     found = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert found["tau"] is None and len(found["tau_ci"]) == 2
+
+
+def test_a_misspelt_by_is_told_to_fix_by_not_a_config_key(sweeps, capsys):
+    """'--by retrieval/ndcg@1O' was told 'fix: ... experiment.primary=auto (...)', a config key agree does
+    not take: the fix keeps the did-you-mean and names --by."""
+    assert main(["agree", str(sweeps["odd"]), str(sweeps["even"]), "--by", "retrieval/ndcg@1O"]) == 2
+    err = capsys.readouterr().err
+    assert "--by: 'retrieval/ndcg@1O' is not a measure" in err and "did you mean retrieval/ndcg@1" in err
+    assert "--by a section/name such as retrieval/ndcg@10" in err and "experiment.primary" not in err
