@@ -29,7 +29,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("--common", action="store_true", help="compare the cells both experiments have when their grids "
                    "differ (default: refuse)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap draws of the questions (default 1000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     a = p.parse_args(argv)
 
@@ -43,7 +43,10 @@ def run(argv: list[str]) -> int:
         found = of_experiments(experiment_cells_of(a.exp_a), experiment_cells_of(a.exp_b), by=a.by, common=a.common,
                                where_a=a.exp_a, where_b=a.exp_b, resamples=a.resamples, seed=a.seed)
         if a.json:
-            say(json.dumps({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}, indent=2, default=str))
+            from rag_bench.cells import _clean  # JSON has no NaN: an undefined tau or Jaccard is null
+
+            say(json.dumps(_clean({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}), indent=2, default=str,
+                           allow_nan=False))
         else:
             say(format_agreement(found, a.exp_a, a.exp_b))
         return 0

@@ -20,10 +20,21 @@ RENAMED = {"chunker.max_chars": "chunker.size, in characters, for every chunker"
            "chunker.parent_chars": "chunker.parent_ratio (parents are size × parent_ratio characters)"}
 
 
-def say(text: object = "", *, file: TextIO | None = None) -> None:
+LOG_WIDTH = 120  # no line of a command's report wider than this in a file, pipe or CI log
+
+
+def say(text: object = "", *, file: TextIO | None = None, wrap: bool = False) -> None:
     """Print for a person: what the line carries from datasets, answers, labels and cell folders
-    cannot drive the terminal (control characters shown escaped: rag_bench.untrusted)."""
-    print(visible(str(text)), file=file or sys.stdout)
+    cannot drive the terminal (control characters shown escaped: rag_bench.untrusted). ``wrap``: each
+    line longer than :data:`LOG_WIDTH` wrapped at spaces, its continuations indented."""
+    shown = visible(str(text))
+    if wrap:
+        import textwrap
+
+        shown = "\n".join(line if len(line) <= LOG_WIDTH else textwrap.fill(
+            line, LOG_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+            for line in shown.split("\n"))
+    print(shown, file=file or sys.stdout)
 
 
 def fail(exc: BaseException | str) -> int:
@@ -48,8 +59,9 @@ def exit2_on_error(body: Callable[[], int], *, also: type[Exception] | None = No
         return fail(f"{what}: {msg} -- fix: {fix}")
 
 
-def config_message(exc: BaseException, args: list[str] | None = None) -> str:
-    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there)."""
+def config_message(exc: BaseException, args: list[str] | None = None, config: str = "config") -> str:
+    """Hydra's message plus its causes (OmegaConf puts the useful part, e.g. the type, there); the
+    valid keys of a misspelt one are listed from ``config`` (``draft`` for ``rag-bench draft``)."""
     parts = [str(exc).strip()]
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(parts) < 4:
@@ -61,7 +73,7 @@ def config_message(exc: BaseException, args: list[str] | None = None) -> str:
     if "Could not override" in msg:
         msg += "\n  (no such key: check its spelling; use +key=value only to add a new key on purpose)"
         missing = re.search(r"Could not override '([^']+)'", msg)
-        listing = valid_keys(args or [], missing.group(1)) if missing else ""
+        listing = valid_keys(args or [], missing.group(1), config) if missing else ""
         if listing:
             msg += f"\n  {listing}"
         old = missing.group(1) if missing else ""
@@ -90,9 +102,9 @@ def missing_option(exc: BaseException) -> str:
             + (")" if near else ""))
 
 
-def valid_keys(args: list[str], full_key: str) -> str:
+def valid_keys(args: list[str], full_key: str, config: str = "config") -> str:
     """``valid keys of chunker: size, overlap (did you mean size?)`` for a key that does
-    not exist, from the config composed without it; empty when that cannot be composed."""
+    not exist, from the config ``config`` composed without it; empty when that cannot be composed."""
     import difflib
 
     from hydra import compose, initialize_config_dir
@@ -106,7 +118,7 @@ def valid_keys(args: list[str], full_key: str) -> str:
     try:
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=rest)
+            cfg = compose(config, overrides=rest)
         node = OmegaConf.select(cfg, parent) if parent else cfg
     except Exception:  # noqa: BLE001 -- a listing is a courtesy; the error above stands alone
         return ""

@@ -43,7 +43,7 @@ def _compose(overrides: list[str]) -> Any:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose("draft", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, [])}\n  -- fix: the keys "
+        raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, overrides, 'draft')}\n  -- fix: the keys "
                           f"are in {CONF_DIR}/draft.yaml, the drafters in {CONF_DIR}/drafter/") from exc
     finally:
         GlobalHydra.instance().clear()
@@ -128,9 +128,9 @@ def _plan(slots: list[Any], drafter: Any, cfg: Any, notes: dict[str, str]) -> No
     from rag_bench.generation.context import count_tokens
 
     by = Counter(s.kind for s in slots)
-    say(f"plan: {len(slots)} drafts ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))})")
+    say(f"plan: {len(slots)} drafts ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))})", wrap=True)
     for kind, note in notes.items():
-        say(f"note: {kind}: {note}")
+        say(f"note: {kind}: {note}", wrap=True)
     if not hasattr(drafter, "prompt"):
         say("drafter=templates: no model calls, no cost")
         return
@@ -143,14 +143,14 @@ def _plan(slots: list[Any], drafter: Any, cfg: Any, notes: dict[str, str]) -> No
             "priced by the hour of this machine: the seconds are not estimated" if got is not None else
             f"unpriced ({missing})" if missing else "unpriced (set prices.*, e.g. +prices=example)")
     say(f"model {drafter.model}: {len(slots)} calls (fewer when the generation cache has them), ~{tokens_in} tokens in, "
-        f"at most {tokens_out} out; {cost}")
+        f"at most {tokens_out} out\n  cost: {cost}", wrap=True)
 
 
 def run(argv: list[str]) -> int:
     """``rag-bench draft`` with the arguments ``argv``; its exit code."""
     p = argparse.ArgumentParser(
         prog="rag-bench draft", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-        description="Draft questions grounded in quotes of a corpus's parse (factoid, multi_hop, unanswerable, "
+        description="Draft questions grounded in quotes of a corpus's parse (factoid, multi_hop, unanswerable,\n"
         "clarify, follow_up), keep or drop each with every filter's reason, and write the kept ones as a dataset.")
     p.add_argument("path", metavar="DOCS_OR_DATASET", help="a dataset folder or a folder of documents")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
@@ -249,14 +249,16 @@ def _run(a: argparse.Namespace, started: float) -> int:
                                 "draft more (n=...), or with another drafter or model (drafter=..., generator=...)"))
     journal.write_dataset(out, corpus, kept, manifest, fields)
     _check(out)
+    gone = len(outcome.drafts) - len(kept)
     say(f"drafted {len(outcome.drafts)} ({outcome.drafted_now} now, {outcome.resumed} from {journal.JOURNAL}), kept "
-        f"{len(kept)} ({', '.join(f'{k} {v}' for k, v in by_type.items())}); dropped by filter: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none")
-        + f"; {time.perf_counter() - started:.1f} s")
+        f"{len(kept)} ({', '.join(f'{k} {v}' for k, v in by_type.items())}), dropped {gone}"
+        + (" (by filter, a draft counted under each that dropped it: "
+           + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) + ")" if gone else "")
+        + f"; {time.perf_counter() - started:.1f} s", wrap=True)
     for kind, note in notes.items():
-        say(f"note: {kind}: {note}")
+        say(f"note: {kind}: {note}", wrap=True)
     say(f"written: {out / journal.JOURNAL} (every draft, its verdicts), {out}/questions.jsonl + dataset.yaml + docs/ "
-        f"-- check it: rag-bench validate {out}", file=sys.stderr)
+        f"-- check it: rag-bench validate {out}", file=sys.stderr, wrap=True)
     return 0
 
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ def _page(a: argparse.Namespace, root: Path) -> int:
         Path("reports").mkdir(exist_ok=True)
         out = output_file(f"reports/review-{root.resolve().name}.html", "--out")
     write_output(out, review_page.render(dataset.name, shown, existing), "--out")
-    say(f"{len(shown)} questions to review: {out} (open it in a browser; keys a/r/1-5, then 'download "
-        f"decisions.jsonl'; apply them with rag-bench review {root} --apply decisions.jsonl)")
+    say(f"{len(shown)} questions to review: {out}\n  open it in a browser; keys a/r/1-5, then 'download "
+        f"decisions.jsonl'\n  apply them with: rag-bench review {root} --apply decisions.jsonl", wrap=True)
     return 0
 
 
@@ -119,9 +120,10 @@ def _apply(a: argparse.Namespace, root: Path) -> int:
     shutil.copyfile(path, kept_decisions)
     write_output(root / "questions.jsonl", text, "questions.jsonl")
     c = applied.counts
-    say(f"{root / 'questions.jsonl'}: {len(rows)} -> {len(applied.rows)} questions ({c['accept']} accepted, "
-        f"{c['edit']} edited, {c['retype']} retyped, {c['reject']} rejected, {c['undecided']} undecided: "
-        f"{'left out' if a.drop_undecided else 'kept as they were'}); kept: {old}, {kept_decisions}")
+    say(f"{root / 'questions.jsonl'}: {len(rows)} -> {len(applied.rows)} questions\n  {c['accept']} accepted, "
+        f"{c['edit']} edited, {c['retype']} retyped, {c['reject']} rejected, {c['undecided']} undecided ("
+        f"{'left out' if a.drop_undecided else 'kept as they were'})\n  kept: {old}\n  kept: {kept_decisions}",
+        wrap=True)
     return 0
 
 
@@ -129,17 +131,23 @@ def run(argv: list[str]) -> int:
     """``rag-bench review`` with the arguments ``argv``; its exit code."""
     from rag_bench.reporting.review_page import CONTEXT
 
+    about = ("Write a static page (opens from disk) to review a question set -- drafted or people's: each question "
+             "with its evidence quote highlighted in the parse of its document; accept, edit (question, answer), "
+             "reject or retype it by key; 'download decisions.jsonl' saves the decisions. With --apply: write the "
+             "reviewed questions.jsonl (validated first; the previous file and the decisions are kept in "
+             f"DATASET_DIR/{KEPT}/).")
+    types = ("types: factoid, multi_hop, unanswerable, clarify, follow_up (a question's `type` field or `type:<t>` "
+             "tag, else read from its fields)")
     p = argparse.ArgumentParser(
-        prog="rag-bench review", description="Write a static page (opens from disk) to review a question set -- "
-        "drafted or people's: each question with its evidence quote highlighted in the parse of its document; "
-        "accept, edit (question, answer), reject or retype it by key; 'download decisions.jsonl' saves the decisions. "
-        "With --apply: write the reviewed questions.jsonl (validated first; the previous file and the decisions "
-        f"are kept in DATASET_DIR/{KEPT}/).", epilog="types: factoid, multi_hop, unanswerable, clarify, follow_up "
-        "(a question's `type` field or `type:<t>` tag, else read from its fields)")
+        prog="rag-bench review", description=textwrap.fill(about, 100), formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.fill(types, 100) + "\n\nexamples:\n"
+        "  rag-bench review drafted/                                 # writes reports/review-drafted.html\n"
+        "  rag-bench review drafted/ --decisions decisions.jsonl     # the page again, with the decisions so far\n"
+        "  rag-bench review drafted/ --apply decisions.jsonl [--drop-undecided]\n(docs/agreement.md)")
     p.add_argument("dataset", metavar="DATASET_DIR", help="a native dataset folder (docs/ + questions.jsonl)")
-    p.add_argument("--out", help="page to write (default reports/review-<dataset folder>.html)")
-    p.add_argument("--decisions", help="a decisions.jsonl saved before: the page starts with it")
-    p.add_argument("--context", type=int, default=CONTEXT, help=f"characters of the parse shown either side of a "
+    p.add_argument("--out", metavar="FILE", help="page to write (default reports/review-<dataset folder>.html)")
+    p.add_argument("--decisions", metavar="FILE", help="a decisions.jsonl saved before: the page starts with it")
+    p.add_argument("--context", type=int, metavar="CHARS", default=CONTEXT, help=f"characters of the parse shown either side of a "
                    f"quote (default {CONTEXT})")
     p.add_argument("--apply", metavar="DECISIONS", help="apply a decisions.jsonl to the dataset's questions.jsonl")
     p.add_argument("--drop-undecided", action="store_true", help="with --apply: leave out the questions nobody "
@@ -148,6 +156,12 @@ def run(argv: list[str]) -> int:
     if a.context < 0:
         return fail(f"--context must be 0 or more characters, got {a.context} -- fix: e.g. --context {CONTEXT}")
     root = Path(a.dataset)
+    if not root.is_dir():  # the loader's message would say dataset.path=DIR: review takes the folder itself
+        from rag_bench.errors import Problem
+
+        return fail(str(Problem(str(root), 0, "DATASET_DIR", "no such folder" if not root.exists() else "is a file, "
+                                "not a folder", "pass a dataset folder (docs/ + questions.jsonl), e.g. rag-bench "
+                                "review drafted/")))
     if a.apply and (a.out or a.decisions):
         return fail("--apply writes the reviewed questions.jsonl, not a page -- fix: drop --out/--decisions, or "
                     "drop --apply to write the page")

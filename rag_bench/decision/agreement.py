@@ -270,6 +270,12 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
     va = np.array([decide.value_of(c, key_a) for c in cells_a], dtype=np.float64)
     vb = np.array([decide.value_of(c, key_b) for c in cells_b], dtype=np.float64)
     tau = float(kendall_tau_b(_goodness(va, key_a), _goodness(vb, key_b)))
+    if tau != tau:  # undefined: say why rather than print a bare n/a
+        tied = [side for side, v in (("A", va), ("B", vb)) if np.unique(v[np.isfinite(v)]).size <= 1]
+        where = {1: f"{tied[0]}'s ranking", 2: "A's and B's rankings"}.get(len(tied), "a ranking")
+        notes = [*notes, f"tau is undefined: every cell ties in {where} by its measure "
+                 "(no order to compare; top-1 then follows the tie rule) -- fix: rank both by a measure the cells "
+                 "differ on (--by, e.g. retrieval/ndcg@10), or sweep cells that differ"]
     ga, gb = _goodness(sa, key_a), _goodness(sb, key_b)
     step = max(1, PAIRS_AT_ONCE // max(1, len(cells_a) * (len(cells_a) - 1) // 2))  # a 180-cell grid: 124 draws
     taus = np.concatenate([kendall_tau_b(ga[i:i + step], gb[i:i + step]) for i in range(0, len(ga), step)])
@@ -316,7 +322,12 @@ def ranking_measure(cells: Sequence[Cell], by: str | None = None) -> str:
     try:
         return decide.primary_measure(cells, by)
     except ConfigError as exc:  # the catalog names the setting it checks: here it is --by
-        raise ConfigError(str(exc).replace("experiment.primary:", "--by:", 1) if by else str(exc)) from exc
+        text = str(exc)
+        if by and text.startswith("experiment.primary:") and "=auto" in text:  # its fix is a config key's: say --by's
+            head, _, fix = text.partition(" -- fix: ")
+            near = fix.split("? ", 1)[0] + "? " if fix.startswith("did you mean") else ""
+            text = f"{head} -- fix: {near}--by a section/name such as retrieval/ndcg@10, or no --by (each experiment's primary)"
+        raise ConfigError(text.replace("experiment.primary:", "--by:", 1) if by else text) from exc
 
 
 def of_experiments(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, by: str | None = None, common: bool = False,

@@ -37,6 +37,7 @@ def read_corpus(path: Path, parser: Any = None) -> Corpus:
         raise DataError(Problem(str(path), 0, "DOCS_OR_DATASET", "no such folder",
                                 "give a dataset folder (with docs/) or a folder of documents"))
     docs_dir = path / "docs" if (path / "docs").is_dir() else path
+    _some_document(docs_dir)
     log = ProblemLog(path)
     documents, state = read_documents(path, log, parser, docs_dir=docs_dir)
     log.raise_if_any(f"{path}: no corpus to draft from")
@@ -48,6 +49,25 @@ def read_corpus(path: Path, parser: Any = None) -> Corpus:
     meta = path / "docs.jsonl" if docs_dir != path and (path / "docs.jsonl").is_file() else None
     name = "auto" if parser is None else str(parser.name)
     return Corpus(path, docs_dir, documents, meta, name)
+
+
+def _some_document(docs_dir: Path) -> None:
+    """A :class:`DataError` when ``docs_dir`` holds no file of a kind a document is read from, naming
+    the kinds it holds instead (the loader's message named .md and .txt only, whatever the folder held)."""
+    from pathlib import PurePosixPath
+
+    from rag_bench.data.files import DOCUMENT_SUFFIXES, PARSED_SUFFIXES, document_kind
+    from rag_bench.errors import Problem
+
+    files = [p.relative_to(docs_dir) for p in docs_dir.rglob("*") if p.is_file()]
+    if any(document_kind(PurePosixPath(f.as_posix())) for f in files):
+        return
+    kinds = sorted({f.suffix.lower() or f.name for f in files})
+    held = (f"its {len(files)} file(s) are of other kinds ({', '.join(kinds[:6])}{', ...' if len(kinds) > 6 else ''})"
+            if files else "the folder is empty")
+    raise DataError(Problem(str(docs_dir), 0, "DOCS_OR_DATASET", f"no documents to draft from: {held}",
+                            f"add at least one document: {', '.join(DOCUMENT_SUFFIXES)} (read as they are) or "
+                            f"{', '.join(PARSED_SUFFIXES)} (parsed, parser=...: docs/parsing.md)"))
 
 
 class Index:

@@ -174,3 +174,46 @@ def test_a_cell_written_before_a_setting_existed_matches_one_written_after_it() 
     assert grid_key(old) == grid_key(new)
     rewritten = {**new, "query": {"name": "rewrite", "_target_": "rag_bench.query.llm.Rewrite"}}
     assert grid_key(rewritten) != grid_key(old)
+
+
+def test_no_sentence_passes_120_characters_and_seed_is_explained(sweeps, capsys):
+    """Piped, the sentences agree prints (notes, tau, the footnotes: one was 180 characters) wrap at 120;
+    the tables' rows are the tables'. --help says what --seed seeds and its default (it said nothing)."""
+    for b in ("even", "odd"):  # odd twice: the same-questions note
+        assert main(["agree", str(sweeps["odd"]), str(sweeps[b]), "--resamples", "100"]) == 0
+        text = capsys.readouterr().out
+        sentences = [line for line in text.splitlines() if "  " not in line.strip()]
+        assert any(line.startswith("(main effects:") for line in sentences)
+        assert all(len(line) <= 120 for line in sentences), text
+    with pytest.raises(SystemExit):
+        main(["agree", "--help"])
+    assert "seed of the bootstrap draws (default 0)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_undefined_tau_says_why_and_how_to_rank_instead(sweeps, tmp_path, capsys):
+    """A set whose cells all tie (a drafted set of 11 questions did) printed 'tau-b: n/a no interval' and
+    nothing more: a note now says which ranking ties and the fix (--by a measure the cells differ on);
+    --json gives null, not NaN."""
+    tied = tmp_path / "tied"
+    shutil.copytree(sweeps["even"], tied)
+    for metrics in tied.glob("*/metrics.json"):
+        m = json.loads(metrics.read_text())
+        m["answer"]["context_all"] = 0.5
+        metrics.write_text(json.dumps(m))
+    assert main(["agree", str(sweeps["odd"]), str(tied), "--resamples", "50"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Kendall's tau-b: n/a" in text
+    assert "note: tau is undefined: every cell ties in B's ranking by its measure" in text and "--by" in text
+    # --json is JSON (it wrote NaN, which jq and JSON.parse refuse): the undefined tau and its interval are null
+    assert main(["agree", str(sweeps["odd"]), str(tied), "--resamples", "50", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert found["tau"] is None and len(found["tau_ci"]) == 2
+
+
+def test_a_misspelt_by_is_told_to_fix_by_not_a_config_key(sweeps, capsys):
+    """'--by retrieval/ndcg@1O' was told 'fix: ... experiment.primary=auto (...)', a config key agree does
+    not take: the fix keeps the did-you-mean and names --by."""
+    assert main(["agree", str(sweeps["odd"]), str(sweeps["even"]), "--by", "retrieval/ndcg@1O"]) == 2
+    err = capsys.readouterr().err
+    assert "--by: 'retrieval/ndcg@1O' is not a measure" in err and "did you mean retrieval/ndcg@1" in err
+    assert "--by a section/name such as retrieval/ndcg@10" in err and "experiment.primary" not in err

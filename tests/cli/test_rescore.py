@@ -97,3 +97,64 @@ def test_a_stored_run_it_cannot_read_is_refused_with_a_fix(cell, tmp_path, edit,
 def test_an_override_outside_eval_is_refused(cell, tmp_path):
     done = _cli(tmp_path, "rescore", str(cell), "pipeline.k=3")
     assert done.returncode == 2 and "rescore changes eval.* settings only" in done.stderr, done.stderr
+
+
+def test_nothing_to_change_is_refused_and_a_rescore_done_before_says_nothing_was_written(cell, tmp_path):
+    """No override, or only the cell's own settings: exit 2 with a fix (it said 'already done, skipping'
+    then 'wrote <the same cell>'); a rescore repeated says it wrote nothing (it said 'wrote')."""
+    copy = tmp_path / "e" / cell.name
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-r", str(cell), str(copy)], check=True)
+    for args in ([], ["eval.gain=linear"]):
+        done = _cli(tmp_path, "rescore", str(copy), *args)
+        assert done.returncode == 2 and "-- fix:" in done.stderr and "wrote" not in done.stdout, done.stderr
+        assert "no eval.* setting to change" in done.stderr if not args else "the cell's own settings" in done.stderr
+        assert sorted(p.name for p in copy.parent.iterdir()) == [cell.name]  # nothing written
+    first = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert first.returncode == 0 and first.stdout.startswith("wrote "), first.stderr
+    again = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert again.returncode == 0 and "rescored with these settings before (nothing written)" in again.stdout
+    assert "wrote" not in again.stdout
+
+
+def test_a_run_id_or_a_missing_folder_is_refused_without_offering_a_run_id(tmp_path, capsys):
+    """rescore reads the folder's stored run: its messages offered 'or an MLflow run id' / 'or a
+    32-character run id', and a run id then failed with the same message."""
+    from rag_bench.cli.main import main
+
+    for ref in ("0123456789abcdef0123456789abcdef", str(tmp_path / "nope")):
+        assert main(["rescore", ref, "eval.gain=exponential"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {ref} ") and "-- fix: pass" in err and "an MLflow run id is not enough" in err
+        assert "or an MLflow run id" not in err and "or a 32-character run id" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_eval_key_without_a_value_is_told_to_give_one(tmp_path, capsys):
+    """'rescore CELL eval.gain' was told 'rescore changes eval.* settings only' -- it is one."""
+    from rag_bench.cli.main import main
+
+    assert main(["rescore", str(tmp_path), "eval.gain"]) == 2
+    err = capsys.readouterr().err
+    assert "'eval.gain' has no value -- fix: eval.gain=VALUE" in err and "settings only" not in err
+
+
+def test_experiment_keeps_the_rescored_cell_apart_and_without_it_a_note_says_why(cell, tmp_path):
+    """Rescored beside its cell, the experiment's leaderboard is refused ('retrieval/ndcg@10 is not the
+    same measure in these cells') and nothing had said so: rescore now notes it, and --experiment NAME
+    writes the new cell to an experiment of its own, leaving the original rankable."""
+    copy = tmp_path / "e" / cell.name
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-r", str(cell), str(copy)], check=True)
+    apart = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential", "--experiment", "e-gain")
+    assert apart.returncode == 0 and "note:" not in apart.stderr, apart.stderr
+    written = Path(apart.stdout.splitlines()[0].removeprefix("wrote "))
+    assert written.parent == tmp_path / "e-gain" and (written / "DONE").is_file()
+    assert sorted(p.name for p in copy.parent.iterdir()) == [cell.name]
+    assert _cli(tmp_path, "leaderboard", str(copy.parent)).returncode == 0
+    beside = _cli(tmp_path, "rescore", str(copy), "eval.gain=exponential")
+    assert beside.returncode == 0, beside.stderr
+    assert "now holds cells scored with other eval.gain" in " ".join(beside.stderr.split())
+    assert "--experiment NAME" in beside.stderr
+    helped = _cli(tmp_path, "rescore", "--help").stdout
+    assert "--experiment NAME" in helped and all(len(line) <= 120 for line in helped.splitlines()), helped

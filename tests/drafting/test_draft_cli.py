@@ -86,6 +86,9 @@ def test_templates_draft_a_folder_of_documents_into_a_dataset_that_validates(cor
     (["drafter=llm"], "drafter=llm needs a model -- fix: add generator=xllamacpp"),
     (["filters.k=0"], "filters.k=0 must be a int > 0"),
     (["retriever=dense"], "retriever=dense needs the embedder -- fix"),  # was an AttributeError's traceback
+    # a misspelt key lists draft.yaml's keys (it listed `rag-bench run`'s: dataset, pipeline, eval, ...)
+    (["nn=3"], "valid keys of the config: parser, drafter, generator, reader,"),
+    (["filters.kk=1"], "valid keys of filters: k, min_words, max_words"),
 ])
 def test_bad_settings_exit_2_before_anything_is_written(corpus, tmp_path, capsys, args, said):
     out = tmp_path / "drafted"
@@ -196,3 +199,37 @@ def test_an_out_folder_of_something_else_or_inside_the_corpus_exits_2_untouched(
     assert [p.name for p in other.iterdir()] == ["report.html"]
     assert main(["draft", str(corpus), "--out", str(corpus / "drafted"), "n=4", *FAST]) == 2
     assert "is inside the corpus" in capsys.readouterr().err and not (corpus / "drafted").exists()
+
+
+def test_the_summary_says_how_many_were_dropped_and_no_line_passes_120_characters(corpus, tmp_path, capsys):
+    """Piped to a file, no line of draft's report or --help is over 120 characters (the 'written:' line was
+    over 200, --help's description 196); the summary says how many drafts were dropped (it gave the per-filter counts only, whose
+    sum counts a draft once per filter that dropped it) and the figures are dataset.yaml's."""
+    import yaml
+
+    out = tmp_path / "drafted"
+    assert main(["draft", str(corpus), "--out", str(out), "n=10", "filters.max_words=14", *FAST]) == 0
+    said = capsys.readouterr()
+    counts = yaml.safe_load((out / "dataset.yaml").read_text())["drafted"]["counts"]
+    assert f"drafted {counts['drafted']} " in said.out and f"kept {counts['kept']} (" in said.out
+    assert counts["dropped"] and f"dropped {counts['dropped']} (by filter" in said.out
+    with pytest.raises(SystemExit):
+        main(["draft", "--help"])
+    helped = capsys.readouterr().out
+    for text in (said.out, said.err, helped):
+        assert all(len(line) <= 120 for line in text.splitlines()), text
+
+
+def test_a_folder_of_unsupported_files_names_their_kinds_and_the_kinds_read(tmp_path, capsys):
+    """A folder of .csv and .xyz files said 'no documents (.md or .txt) found', as if PDFs and HTML were
+    not read either: the message names what the folder holds and every kind a document is read from."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "table.csv").write_text("a,b\n1,2\n")
+    (folder / "notes.xyz").write_text("not a document")
+    out = tmp_path / "drafted"
+    assert main(["draft", str(folder), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder}: [DOCS_OR_DATASET] no documents to draft from: its 2 file(s) are of other kinds (.csv, .xyz)" \
+        in err and ".pdf, .html, .htm, .docx (parsed" in err, err
+    assert not out.exists()

@@ -176,3 +176,32 @@ def test_a_beir_dataset_has_no_quotes_to_review(tmp_path, capsys):
 
     assert main(["review", str(REPO / "tests" / "fixtures" / "beir_graded"), "--out", str(tmp_path / "x.html")]) == 2
     assert "holds no quotes to review" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+
+
+def test_a_new_user_reads_short_lines_an_example_and_the_right_fix(tmp_path, capsys):
+    """Piped, no line of the page's or --apply's report, nor --help, is over 120 characters (they were one
+    line of 170-230); --help gives examples; a missing folder is named with review's own argument (the
+    loader's message said `pass dataset.path=DIR`, an option review does not take) and nothing is written."""
+    root = _copy(tmp_path)
+    rows = _rows(root)
+    html = tmp_path / "page.html"
+    assert main(["review", str(root), "--out", str(html)]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith(f"{len(rows)} questions to review: {html}")
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(json.dumps({"id": rows[0]["id"], "decision": "reject", "reviewer": "ann",
+                                     "row_sha256": row_digest(rows[0])}) + "\n", encoding="utf-8")
+    assert main(["review", str(root), "--apply", str(decisions)]) == 0
+    applied = capsys.readouterr().out
+    assert f"{len(rows)} -> {len(rows) - 1} questions" in applied and len(_rows(root)) == len(rows) - 1
+    with pytest.raises(SystemExit):
+        main(["review", "--help"])
+    helped = capsys.readouterr().out
+    assert "examples:" in helped and "--apply decisions.jsonl" in helped
+    for text in (page, applied, helped):
+        assert all(len(line) <= 120 for line in text.splitlines()), text
+    missing = tmp_path / "nope"
+    assert main(["review", str(missing), "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: [DATASET_DIR] no such folder -- fix: pass a dataset folder" in err and "dataset.path" not in err
+    assert not (tmp_path / "x.html").exists()
