@@ -5,6 +5,8 @@ A component is the user's code as often as ours, and will have bugs; the harness
 them, not to inherit them. Each check either returns the output in its canonical form or raises
 :class:`~rag_bench.errors.ComponentError` naming the component, the document or question, and the
 rule broken -- the command line turns that into exit 2, before any file of the cell is written.
+The checks are pure; the stages (:mod:`rag_bench.pipeline.stages`) call the components and these
+checks on what they return.
 
 - **Chunks** (:func:`check_chunks`): real :class:`~rag_bench.domain.Chunk` records; unique ids;
   the document is in the corpus; ``0 <= start < end <= len(document)``; the body *is* the
@@ -31,32 +33,20 @@ rule broken -- the command line turns that into exit 2, before any file of the c
 
 from __future__ import annotations
 
-import logging
 import math
 import numbers
-import traceback
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rag_bench.domain import Chunk, Document, Question, Ranking
-from rag_bench.errors import ComponentError, RagBenchError
+from rag_bench.errors import ComponentError
 from rag_bench.query.base import MAX_QUERIES, MAX_QUERY_CHARS, Transformed
 from rag_bench.retrieval.base import AccessFilter, strictly_decreasing
 
-_tracebacks = logging.getLogger("component_tracebacks")
-
 # How many violations one error lists (a broken chunker breaks every chunk the same way).
 _SHOWN = 5
-
-
-def component_name(component: Any) -> str:
-    """``module.Class`` of a component, as a message names it."""
-    cls = type(component)
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _fail(stage: str, component: str, problems: list[str], fix: str) -> ComponentError:
@@ -72,31 +62,6 @@ def _is_int(value: Any) -> bool:
 
 def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-@contextmanager
-def calling(stage: str, component: Any, doing: str) -> Iterator[None]:
-    """Run a call into ``component``; when it is a plugin (a class outside rag_bench) and raises,
-    the cell is refused with a :class:`ComponentError` naming the component, what it was doing
-    (``doing``: "searching question 'q1'") and where in its code it failed -- exit 2 and nothing
-    written, instead of a traceback. rag_bench's own components keep their tracebacks (a bug of
-    ours), and rag_bench's own errors pass through unchanged."""
-    try:
-        yield
-    except (RagBenchError, MemoryError):
-        raise
-    except Exception as exc:
-        if type(component).__module__.startswith("rag_bench."):
-            raise
-        frames = traceback.extract_tb(exc.__traceback__)
-        own = [f for f in frames if "rag_bench" not in Path(f.filename).parts] or frames
-        where = f" at {own[-1].filename}:{own[-1].lineno} in {own[-1].name}" if own else ""
-        # The plugin's traceback goes to the experiment's log file only (a logger outside
-        # rag_bench's names: the console shows rag_bench's own lines).
-        _tracebacks.error("%s %s raised while %s", stage, component_name(component), doing, exc_info=True)
-        raise ComponentError(f"{stage} {component_name(component)} raised {type(exc).__name__}: {exc} while {doing}"
-                             f"{where}; nothing was written -- fix: the bug is in the component's code (the "
-                             "traceback is in the experiment's .hydra/rag_bench.log)") from exc
 
 
 def heading_prefix(path: Sequence[str]) -> str:
@@ -342,35 +307,6 @@ def check_embeddings(vectors: Any, count: int, *, component: str, dim: int | Non
         rows = np.flatnonzero(~np.isfinite(array).all(axis=1))
         raise _fail("embedder", component, [f"rows {rows[:5].tolist()} hold NaN or infinite values"], fix)
     return array
-
-
-class CheckedEmbedder:
-    """An embedder whose every output is checked (:func:`check_embeddings`): one finite row per
-    text, and the same width on every call. Everything else is the wrapped embedder's."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self._name = component_name(inner)
-        self._dim: int | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or "_inner" not in self.__dict__:  # copy/pickle probes, half-built objects
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def _checked(self, vectors: Any, count: int) -> np.ndarray:
-        array = check_embeddings(vectors, count, component=self._name, dim=self._dim)
-        if count:
-            self._dim = array.shape[1]
-        return array
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """The wrapped embedder's chunk vectors, checked."""
-        return self._checked(self._inner.embed_documents(texts), len(texts))
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """The wrapped embedder's question vectors, checked."""
-        return self._checked(self._inner.embed_queries(texts), len(texts))
 
 
 def check_generations(out: Any, count: int, *, component: str) -> list[Any]:

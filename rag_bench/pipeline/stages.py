@@ -5,15 +5,24 @@ chunk → index → (tune) → query → retrieve → rerank → answer → judg
 :class:`~rag_bench.memo.SharedWork` passed in, keyed by what determines it: a sweep over ``k`` or
 ``eval.*`` re-chunks, re-indexes, re-retrieves and re-ranks nothing. Latencies of shared work are
 those measured when it was done.
+
+Each stage calls its component under :func:`calling` (a plugin that raises is refused with a
+:class:`~rag_bench.errors.ComponentError`, never a traceback) and checks what it got against
+:mod:`rag_bench.pipeline.contracts` before anything downstream uses it; the embedder, which other
+components call, is wrapped once in a :class:`CheckedEmbedder` instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +31,7 @@ from tqdm import tqdm
 from rag_bench import memo
 from rag_bench.components import capability, is_null
 from rag_bench.domain import Answer, Chunk, Dataset, Question, Ranking
-from rag_bench.errors import EndpointError
+from rag_bench.errors import ComponentError, EndpointError, RagBenchError
 from rag_bench.generation.answer import parse_answer
 from rag_bench.generation.base import GenerationInput, Generator, generate_cached
 from rag_bench.generation.context import build_context
@@ -33,13 +42,74 @@ from rag_bench.judging import samples as judge_samples
 from rag_bench.judging.base import Judge, JudgeResult, JudgeSample
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import contracts
-from rag_bench.pipeline.contracts import component_name
 from rag_bench.pipeline.parts import CellSettings
 from rag_bench.pipeline.results import Answered, Chunked, Indexed, Queried, Reranked, Retrieved
 from rag_bench.query.base import QueryTransform, Transformed
 from rag_bench.reranking.base import Reranker, apply_rerank
 from rag_bench.retrieval.base import AccessFilter, Retriever, strictly_decreasing
 from rag_bench.retrieval.hybrid import rrf
+
+_tracebacks = logging.getLogger("component_tracebacks")
+
+
+def component_name(component: Any) -> str:
+    """``module.Class`` of a component, as a message names it."""
+    cls = type(component)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@contextmanager
+def calling(stage: str, component: Any, doing: str) -> Iterator[None]:
+    """Run a call into ``component``; when it is a plugin (a class outside rag_bench) and raises,
+    the cell is refused with a :class:`ComponentError` naming the component, what it was doing
+    (``doing``: "searching question 'q1'") and where in its code it failed -- exit 2 and nothing
+    written, instead of a traceback. rag_bench's own components keep their tracebacks (a bug of
+    ours), and rag_bench's own errors pass through unchanged."""
+    try:
+        yield
+    except (RagBenchError, MemoryError):
+        raise
+    except Exception as exc:
+        if type(component).__module__.startswith("rag_bench."):
+            raise
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if "rag_bench" not in Path(f.filename).parts] or frames
+        where = f" at {own[-1].filename}:{own[-1].lineno} in {own[-1].name}" if own else ""
+        # The plugin's traceback goes to the experiment's log file only (a logger outside
+        # rag_bench's names: the console shows rag_bench's own lines).
+        _tracebacks.error("%s %s raised while %s", stage, component_name(component), doing, exc_info=True)
+        raise ComponentError(f"{stage} {component_name(component)} raised {type(exc).__name__}: {exc} while {doing}"
+                             f"{where}; nothing was written -- fix: the bug is in the component's code (the "
+                             "traceback is in the experiment's .hydra/rag_bench.log)") from exc
+
+
+class CheckedEmbedder:
+    """An embedder whose every output is checked (:func:`~rag_bench.pipeline.contracts.check_embeddings`): one finite row per
+    text, and the same width on every call. Everything else is the wrapped embedder's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._name = component_name(inner)
+        self._dim: int | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "_inner" not in self.__dict__:  # copy/pickle probes, half-built objects
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def _checked(self, vectors: Any, count: int) -> np.ndarray:
+        array = contracts.check_embeddings(vectors, count, component=self._name, dim=self._dim)
+        if count:
+            self._dim = array.shape[1]
+        return array
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """The wrapped embedder's chunk vectors, checked."""
+        return self._checked(self._inner.embed_documents(texts), len(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The wrapped embedder's question vectors, checked."""
+        return self._checked(self._inner.embed_queries(texts), len(texts))
 
 
 @dataclass(frozen=True)
@@ -59,7 +129,7 @@ def chunk(*, dataset: Dataset, key: str, chunker: Any, work: SharedWork) -> Chun
     """Every chunk of the corpus, by ``chunker``, once per ``key`` (dataset + chunker config);
     checked against the documents (:func:`~rag_bench.pipeline.contracts.check_chunks`)."""
     def run() -> list[Chunk]:
-        with contracts.calling("chunker", chunker, "chunking the corpus"):
+        with calling("chunker", chunker, "chunking the corpus"):
             chunks = chunker.chunk(list(dataset.documents.values()))
         return contracts.check_chunks(chunks, dataset.documents, component=component_name(chunker))
 
@@ -76,7 +146,7 @@ def index(*, dataset: Dataset, chunked: Chunked, key: str, retriever: Retriever,
     def build() -> tuple[Retriever, list[Chunk], AccessFilter]:
         searchable = [c for c in chunked.chunks if not c.is_parent
                       and (include_archived or not dataset.documents[c.doc_id].archived)]
-        with contracts.calling("retriever", retriever, f"indexing {len(searchable)} chunks"):
+        with calling("retriever", retriever, f"indexing {len(searchable)} chunks"):
             retriever.fit(searchable)
         return retriever, searchable, AccessFilter(searchable, dataset.documents)
 
@@ -90,7 +160,7 @@ def _probe(*, indexed: Indexed, questions: Sequence[Question], work: SharedWork,
     vectors and access masks), or None: once per index and question set, for :func:`tune` and
     :func:`ann` alike (the question vectors and masks cost every cell ~1 ms otherwise)."""
     def lay_open() -> Any:
-        with contracts.calling("retriever", indexed.retriever, "laying its index open for tuning and the ANN report"):
+        with calling("retriever", indexed.retriever, "laying its index open for tuning and the ANN report"):
             return capability(indexed.retriever, Retriever, "ann_probe")(questions, indexed.access)
     return work.get_or("probes", memo.key(indexed.key, questions_key), lay_open)
 
@@ -120,7 +190,7 @@ def query(*, transform: QueryTransform, questions: Sequence[Question], key: str,
 
     def run() -> tuple[list[Transformed], float]:
         t0 = time.perf_counter()
-        with contracts.calling("query", transform, f"transforming {len(questions)} questions"):
+        with calling("query", transform, f"transforming {len(questions)} questions"):
             got = transform.transform(list(questions))
         return contracts.check_queries(got, questions, component=component_name(transform)), time.perf_counter() - t0
 
@@ -146,7 +216,7 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
     plans = queried.plans if queried is not None else None
 
     def search(q: Question) -> tuple[Ranking, int]:
-        with contracts.calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
+        with calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
             got = indexed.retriever.search([q], depth, indexed.access)
         return contracts.enforce_access(contracts.check_ranking(got, q, n=n, depth=depth, component=name), q,
                                         indexed.access)
@@ -191,13 +261,13 @@ def rerank(*, reranker: Reranker, key: Any, retrieved: Retrieved, indexed: Index
     def run() -> tuple[list[Ranking], list[float], float, list[int]]:
         shortlists = [[searchable[i] for i in r.indices[: reranker.depth]] for r in retrieved.rankings]
         t = time.perf_counter()
-        with contracts.calling("reranker", reranker, "prefetching the shortlists"):
+        with calling("reranker", reranker, "prefetching the shortlists"):
             capability(reranker, Reranker, "prefetch")(questions, shortlists)  # bi-encoders: one batched pass
         prefetch_s = time.perf_counter() - t
         reranked, ms, dropped = [], [], []
         for q, r, shortlist in zip(questions, retrieved.rankings, shortlists):
             t = time.perf_counter()
-            with contracts.calling("reranker", reranker, f"scoring question {q.qid!r}"):
+            with calling("reranker", reranker, f"scoring question {q.qid!r}"):
                 got = reranker.scores([q], [shortlist])
             ms.append((time.perf_counter() - t) * 1000)
             scores = contracts.check_rerank_scores(got, q, len(shortlist), component=name)
@@ -251,7 +321,7 @@ def answer(*, generator: Generator, questions: Sequence[Question], rankings: Seq
     items = generation_inputs(questions, rankings, passages, context)
     t0 = time.perf_counter()
     name = component_name(generator)
-    with contracts.calling("generator", generator, f"answering {len(items)} questions"):
+    with calling("generator", generator, f"answering {len(items)} questions"):
         gens = generate_cached(generator, items,
                                check=lambda out, count: contracts.check_generations(out, count, component=name))
     wall = time.perf_counter() - t0
@@ -274,7 +344,7 @@ def judge(*, judge: Judge, questions: Sequence[Question], answered: Answered,
         ok = a.error is None and a.parse_error is None and not a.refused and bool(a.text)
         samples.append(JudgeSample(q.question, a.text, tuple(p.text for p in item.passages), q.reference,
                                    a.citations, history.of(q.history)) if ok else None)
-    with contracts.calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
+    with calling("judge", judge, f"judging {sum(s is not None for s in samples)} answers"):
         results = judge.judge(samples)
     name = component_name(judge)
     if not isinstance(results, list) or len(results) != len(samples) \

@@ -628,8 +628,8 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     from rag_bench.components import is_null
     from rag_bench.evaluation.evaluation import Evaluation
     from rag_bench.generation.base import generator_identity
-    from rag_bench.pipeline.contracts import CheckedEmbedder
     from rag_bench.pipeline.parts import CellParts, CellSettings
+    from rag_bench.pipeline.stages import CheckedEmbedder
     from rag_bench.query.none import NoQueryTransform
 
     takes = {"embedder": (), "index": (),

@@ -409,7 +409,7 @@ class _Counting:
     def embedder(self, parts: Any, cfg: DictConfig) -> None:
         """The cell's embedder (one checked embedder per config, shared by its stages) made to
         answer from the cache only."""
-        from rag_bench.pipeline.contracts import CheckedEmbedder
+        from rag_bench.pipeline.stages import CheckedEmbedder
         from rag_bench.runner.grid import uses_embedder
         from rag_bench.runner.throughput import component_key
 

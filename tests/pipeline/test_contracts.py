@@ -9,7 +9,7 @@ import pytest
 
 from rag_bench.domain import Asker, Chunk, Document, Question, Ranking, Section
 from rag_bench.errors import ComponentError
-from rag_bench.pipeline import contracts
+from rag_bench.pipeline import contracts, stages
 from rag_bench.retrieval.base import AccessFilter
 
 TEXT = "# Plans\n\nAnnual plans cost less.\n\n# Refunds\n\nA full refund within 14 days."
@@ -131,7 +131,7 @@ def test_embeddings_are_checked_for_shape_width_and_finiteness():
             return self.out[: len(texts)]
 
     inner = Emb()
-    emb = contracts.CheckedEmbedder(inner)
+    emb = stages.CheckedEmbedder(inner)
     assert emb.embed_documents(["a", "b"]).shape == (2, 3) and emb.identity == "fake"
     assert emb.embed_queries([]).shape == (0, 3)
     inner.out = np.ones((2, 4), np.float32)
