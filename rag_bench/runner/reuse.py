@@ -11,7 +11,8 @@ of the run that computed it.
 The key's three parts:
 
 - the cell's identity (the cell id's input: config without output/tracking keys, the dataset's
-  fingerprint, a plugin's source digest and a local model folder's content digest);
+  fingerprint, a plugin's source digest and a local model folder's content digest); and its price table
+  (``prices.*``: no part of the cell id, but of its ``cost/*`` metrics);
 - rag_bench's code: the path, size and modification time of every source and config file of the
   package (an edit changes the time: a cell of edited code is computed again);
 - the libraries: the names of the ``*.dist-info`` folders on ``sys.path`` (each holds a version: an
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rag_bench import faults, switches
 from rag_bench.cells import CellResult
@@ -108,6 +109,14 @@ def key(identity: dict[str, Any]) -> str:
     return f"{code_version()}:{hashlib.sha256(blob).hexdigest()}"
 
 
+def cell_key(cfg: DictConfig, dataset_fingerprint: str) -> str:
+    """The store key of the cell ``cfg``: its identity and its price table. Prices are no part of the
+    cell id (they change no output of the pipeline) but they are of its metrics (``cost/*``), so a cell
+    computed unpriced, or at other prices, is never served as a priced one."""
+    prices = OmegaConf.to_container(cfg.prices, resolve=True) if "prices" in cfg else None
+    return key({**cell_identity(cfg, dataset_fingerprint), "prices": prices})
+
+
 def encode(result: CellResult) -> bytes:
     """A cell's result as bytes: a JSON head (metrics, TREC files; NaN kept) and the records as parquet."""
     head = json.dumps({"metrics": result.metrics, "run_trec": result.run_trec, "qrels_trec": result.qrels_trec,
@@ -150,7 +159,7 @@ def result(cfg: DictConfig, dataset_fingerprint: str,
     cache's sake."""
     if not enabled():
         return compute(), None
-    row = key(cell_identity(cfg, dataset_fingerprint))
+    row = cell_key(cfg, dataset_fingerprint)
     store: CellStore | None = None
     try:
         store = CellStore(default_cache_dir() / FILE)

@@ -440,12 +440,11 @@ class _Counting:
         """Whether the run would write this cell from the cell cache (:func:`rag_bench.runner.reuse.result`:
         its key, looked up read-only, the row's HMAC checked)."""
         from rag_bench.runner import reuse
-        from rag_bench.runner.config import cell_identity
         from rag_bench.storage import default_cache_dir
 
         if not reuse.enabled():
             return False
-        row = reuse.key(cell_identity(cfg, fingerprint))
+        row = reuse.cell_key(cfg, fingerprint)
         return row in stored_keys(default_cache_dir() / reuse.FILE, reuse.CellStore.table, [row],
                                   keyed=reuse.CellStore.keyed)
 

@@ -56,6 +56,21 @@ def test_no_reuse_when_turned_off_or_the_code_changed(reusing, monkeypatch):
         run(reusing / "d", "retriever=bm25")
 
 
+def test_a_cell_computed_unpriced_is_not_served_as_a_priced_one(reusing, monkeypatch):
+    """Prices are no part of the cell id but are of its cost metrics: a cell computed without a price
+    table was served to a priced sweep, with no cost/usd_per_question (an NSGA-II cost search stopped
+    at its first trial)."""
+    unpriced = run(reusing / "a", "retriever=bm25", "generator=extractive")
+    assert "usd_per_question" not in json.loads((unpriced / "metrics.json").read_text()).get("cost", {})
+    priced = run(reusing / "b", "retriever=bm25", "generator=extractive", "+prices=example")
+    assert "reused" not in json.loads((priced / "DONE").read_text())
+    assert json.loads((priced / "metrics.json").read_text())["cost"]["usd_per_question"] > 0
+    monkeypatch.setattr(pipeline, "run", _broken)  # the same prices again: served
+    again = run(reusing / "c", "retriever=bm25", "generator=extractive", "+prices=example")
+    assert json.loads((again / "DONE").read_text())["reused"]
+    assert (again / "metrics.json").read_bytes() == (priced / "metrics.json").read_bytes()
+
+
 def test_a_stored_result_reads_back_whole():
     records = pd.DataFrame({"qid": ["q1", "q2"], "hit@5": [1.0, float("nan")], "claims": [[{"text": "a"}], []]})
     metrics = {"retrieval": {"hit@5": 1.0, "mrr": float("nan")}, "n": {"retrieval/hit@5": 1}, "ci": {"x": [0.1, 0.2]}}
