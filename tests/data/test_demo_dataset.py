@@ -45,8 +45,12 @@ def test_clarify_questions(demo_dataset):
     from rag_bench.text.normalize import asks_for
 
     clarify = [q for q in demo_dataset.questions if q.outcome == "clarify"]
-    assert 2 <= len(clarify) <= 4 and all("clarify" in q.tags for q in clarify)
-    for q in clarify:
+    assert 2 <= len(clarify) <= 5 and all("clarify" in q.tags for q in clarify)
+    # issue 53: a conversation turn may expect a clarifying question without naming the facts (public
+    # data marks underspecified turns but names none): the rest name them
+    unnamed = [q for q in clarify if not q.clarify_facts]
+    assert [q.qid for q in unnamed] == ["q090"] and unnamed[0].history
+    for q in (q for q in clarify if q.clarify_facts):
         assert q.answerable and q.evidence and q.clarify_facts
         assert all(demo_dataset.documents[e.doc_id].readable_by(q.asker) for e in q.evidence)
         # the question itself does not already give the facts it must ask for
@@ -67,3 +71,17 @@ def test_the_demo_plants_hostile_documents_that_its_injection_questions_reach(de
     hostile = [q for q in ds.questions if "injection" in q.tags]
     assert {q.qid for q in hostile} == {"q043", "q085"}
     assert all({e.doc_id for e in q.evidence} <= set(planted) for q in hostile)
+
+
+def test_the_demo_has_conversation_turns(demo_dataset):
+    """Issue 53: turns of short conversations written on the demo corpus, each with the history before it
+    (oldest first, ending with the assistant's reply): follow-ups the corpus answers with a people-written
+    standalone form, one it cannot answer, one that expects a clarifying question."""
+    conv = [q for q in demo_dataset.questions if "conversation" in q.tags]
+    assert len(conv) == 5 and all(q.history and q.history[-1].role == "assistant" for q in conv)
+    assert {q.outcome for q in conv} == {"answer", "refuse", "clarify"}
+    follow = [q for q in conv if "follow_up" in q.tags]
+    assert len(follow) == 4 and all(q.standalone for q in follow)
+    assert all(demo_dataset.documents[e.doc_id].readable_by(q.asker) for q in conv for e in q.evidence)
+    # the rest of the set is single turns
+    assert not [q.qid for q in demo_dataset.questions if q.history and q not in conv]
