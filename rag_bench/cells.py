@@ -99,14 +99,14 @@ def cell_lock(cell_dir: Path) -> AbstractContextManager[None]:
     return file_lock(cell_dir.with_name(f".{cell_dir.name}.lock"))
 
 
-def _clean(obj: Any) -> Any:
-    # JSON has no NaN: undefined aggregates are written as null.
+def json_ready(obj: Any) -> Any:
+    """``obj`` with every non-finite float as None: JSON has no NaN, so an undefined figure is null."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
+        return {k: json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [json_ready(v) for v in obj]
     return obj
 
 
@@ -161,9 +161,9 @@ def metrics_json(metrics: Mapping[str, Any]) -> str:
     json's indenting encoder is pure Python)."""
     block = metrics.get(_BLOCK)
     if not isinstance(block, Mapping) or not block:
-        return json.dumps(_clean(metrics), indent=2, sort_keys=True) + "\n"
-    text = json.dumps(_clean({**metrics, _BLOCK: _PLACEHOLDER}), indent=2, sort_keys=True)
-    lines = ",\n".join(f"    {json.dumps(k)}: {json.dumps(_clean(v), sort_keys=True)}" for k, v in sorted(block.items()))
+        return json.dumps(json_ready(metrics), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(json_ready({**metrics, _BLOCK: _PLACEHOLDER}), indent=2, sort_keys=True)
+    lines = ",\n".join(f"    {json.dumps(k)}: {json.dumps(json_ready(v), sort_keys=True)}" for k, v in sorted(block.items()))
     return text.replace(json.dumps(_PLACEHOLDER), "{\n" + lines + "\n  }", 1) + "\n"
 
 

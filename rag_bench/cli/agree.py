@@ -43,9 +43,9 @@ def run(argv: list[str]) -> int:
         found = of_experiments(experiment_cells_of(a.exp_a), experiment_cells_of(a.exp_b), by=a.by, common=a.common,
                                where_a=a.exp_a, where_b=a.exp_b, resamples=a.resamples, seed=a.seed)
         if a.json:
-            from rag_bench.cells import _clean  # JSON has no NaN: an undefined tau or Jaccard is null
+            from rag_bench.cells import json_ready  # JSON has no NaN: an undefined tau or Jaccard is null
 
-            say(json.dumps(_clean({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}), indent=2, default=str,
+            say(json.dumps(json_ready({"a": a.exp_a, "b": a.exp_b, **found.as_dict()}), indent=2, default=str,
                            allow_nan=False))
         else:
             say(format_agreement(found, a.exp_a, a.exp_b))

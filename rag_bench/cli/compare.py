@@ -20,7 +20,7 @@ USAGE = ("rag-bench compare CELL_A CELL_B [options]\n"
 
 def run(argv: list[str]) -> int:
     """``rag-bench compare`` with the arguments ``argv``; its exit code."""
-    from rag_bench.cells import check_folder, folder_kind
+    from rag_bench.cells import check_folder, folder_kind, json_ready
     from rag_bench.reporting.compare import compare_cells, format_compare
     from rag_bench.tracking.download import load_cell
 
@@ -111,7 +111,8 @@ def run(argv: list[str]) -> int:
                                flip_metric=a.flip_metric, primary=verdicts[0].measure if verdicts else None)
         if a.json and verdicts:
             result = {"experiment_verdict": verdicts[0].as_dict(), **result}
-        say(json.dumps(result, indent=2, default=str) if a.json else format_compare(result))
+        say(json.dumps(json_ready(result), indent=2, default=str, allow_nan=False) if a.json  # null, never NaN
+            else format_compare(result))
         return 0
 
     return exit2_on_error(body)

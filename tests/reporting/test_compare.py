@@ -76,6 +76,32 @@ def test_cli_prints_answer_measures_and_a_verdict_by_default(demo_cells, capsys)
     data = json.loads(capsys.readouterr().out)
     assert [m["key"] for m in data["metrics"]] == ["generation/correct", "retrieval/hit@5"]
     assert data["questions"] == 90 and data["verdict"]
+    # every measure, strict JSON: an undefined figure is null, never NaN (which no JSON reader but Python's takes)
+    assert cli(["compare", a, b, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out, parse_constant=_no_constant)
+    assert len(data["metrics"]) > 10
+
+
+def _no_constant(name):
+    raise AssertionError(f"{name} is not JSON")
+
+
+def test_json_writes_an_undefined_figure_as_null(demo_cells, capsys, monkeypatch):
+    """A p-value or an interval of no defined value (e.g. two cells without a figure) came out as NaN."""
+    from rag_bench.reporting import compare
+
+    real = compare.compare_cells
+
+    def undefined_p(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result["metrics"][0]["p"] = float("nan")
+        return result
+
+    monkeypatch.setattr(compare, "compare_cells", undefined_p)
+    a, b = str(demo_cells["baseline"].path), str(demo_cells["regression"].path)
+    assert cli(["compare", a, b, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out, parse_constant=_no_constant)
+    assert data["metrics"][0]["p"] is None
 
 
 def test_experiment_folder_compares_the_defaults_cell_with_the_best(demo_cells, capsys):
