@@ -74,6 +74,15 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("reporting/charts.py", "in_context"): _FAILURE_LABEL,
     ("reporting/compare.py", "in_context"): _FAILURE_LABEL,
 }
+# The frozen table of format 0's parameters (cells.upgrade): history, typed once, never read from the
+# catalog (cells.py is the ground floor; a family gaining a parameter is a new format, tests/test_cells.py).
+_FORMAT_0 = "cells.py's frozen table of format 0's measure parameters (history: never the catalog)"
+ELSEWHERE.update({("cells.py", literal): _FORMAT_0 for literal in (
+    "answer/context_all", "answer/correct_all", "citation/citation_precision", "citation/citation_recall", "complete",
+    "context/passage_precision", "context_complete", "document/ndcg", "evidence_recall", "generation/correct", "hit",
+    "map", "mrr", "precision", "query/kept_terms", "query/lift", "recall", "rerank/hit_lift", "retrieval/ndcg")})
+ELSEWHERE.update({("runner/throughput.py", literal): "throughput.json's keys: a query transform's or judge's model "
+                  "calls and milliseconds, for --plan's time" for literal in ("calls", "ms")})
 _SPELLING = re.compile(r"^(?:(?P<section>[a-z_]+)[/.])?(?P<name>[A-Za-z0-9_]+?)(?:@(?:[0-9]+|\{[^}]*\})?|_at_[0-9]+)?$")
 
 

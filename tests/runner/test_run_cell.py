@@ -188,7 +188,7 @@ def test_generation_cell(tmp_path):
         assert 0 <= m[section][key] <= 1 and f"{section}/{key}" in m["ci"]
     # answerable questions expecting a clarifying question are not scored by generation/correct (issue 42)
     direct = m["counts"]["answerable"] - m["counts"]["expects_clarify"]
-    assert m["counts"]["expects_clarify"] == 3 and m["n"]["clarify/correct_clarification"] == 3
+    assert m["counts"]["expects_clarify"] == 4 and m["n"]["clarify/correct_clarification"] == 4
     assert m["n"]["generation/correct"] == direct
     assert m["n"]["abstention/correct_refusal_rate"] == m["counts"]["unanswerable"]
     assert sum(m["failures"].values()) == m["counts"]["questions"]
