@@ -63,6 +63,25 @@ def resolve_gguf(model: str, cache_dir: str | Path | None = None) -> Path:
     return path.resolve()
 
 
+def chat_messages(item: GenerationInput, system_in_user: bool) -> list[dict[str, str]]:
+    """The chat turns of one question: the instructions at the top of the user turn (templates such
+    as Gemma's have no system role), or a system turn; the sources stay apart from them either way."""
+    if system_in_user:
+        return [{"role": "user", "content": f"{item.prompt.system}\n\n{item.prompt.user}"}]
+    return item.prompt.messages()
+
+
+def local_model_digest(model: str) -> dict[str, str]:
+    """``{"model_sha256": ...}`` for a GGUF file of the user's (its bytes are the model, not its
+    name), else nothing: the packaged model is named by its version."""
+    local = Path(model).expanduser()
+    if not local.is_file():
+        return {}
+    from rag_bench.digests import path_digest
+
+    return {"model_sha256": path_digest(local)}
+
+
 # Loaded models (~1 GB each): two kept so a sweep over two GGUF files does not reload per cell;
 # keyed by every load parameter, so a changed setting loads anew.
 @lru_cache(maxsize=2)
@@ -108,16 +127,7 @@ class LlamaCppGenerator:
                                          # what the grammar allows is part of the output: sources bounded
                                          # to the prompt's numbers (prompt.answer_schema)
                                          "schema": "sources-bounded"}
-        local = Path(model).expanduser()
-        if local.is_file():  # a GGUF file of the user's: its bytes are the model, not its name
-            from rag_bench.digests import path_digest
-
-            self.identity["model_sha256"] = path_digest(local)
-
-    def _messages(self, item: GenerationInput) -> list[dict[str, str]]:
-        if self.system_in_user:
-            return [{"role": "user", "content": f"{item.prompt.system}\n\n{item.prompt.user}"}]
-        return item.prompt.messages()
+        self.identity.update(local_model_digest(model))
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """One constrained completion per input; a failing call is recorded, not raised."""
@@ -135,7 +145,7 @@ class LlamaCppGenerator:
             llm.reset()
             try:
                 resp = llm.create_chat_completion(
-                    messages=self._messages(item), temperature=self.temperature, max_tokens=self.max_tokens,
+                    messages=chat_messages(item, self.system_in_user), temperature=self.temperature, max_tokens=self.max_tokens,
                     seed=self.seed, response_format={"type": "json_object", "schema": answer_schema(item.prompt.n_passages)})
                 usage = resp.get("usage") or {}
                 out.append(Generation(resp["choices"][0]["message"]["content"] or "", None,

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput
-from rag_bench.generation.llama_cpp import resolve_gguf
+from rag_bench.generation.llama_cpp import chat_messages, local_model_digest, resolve_gguf
 from rag_bench.generation.prompt import answer_schema
 
 # JSON whitespace as llama-cpp-python's grammar allows it (``space ::= " "?``): at most one space
@@ -46,8 +46,7 @@ def request_body(item: GenerationInput, max_tokens: int, temperature: float, see
     cuts the JSON; and it bounds whitespace (:data:`GUIDANCE`). ``cache_prompt`` false: every
     prompt read from position 0, as the llama_cpp generator's ``reset()`` does, so an answer never
     depends on the question asked before it."""
-    messages = ([{"role": "user", "content": f"{item.prompt.system}\n\n{item.prompt.user}"}] if system_in_user
-                else item.prompt.messages())
+    messages = chat_messages(item, system_in_user)
     # This build turns a schema into an llguidance grammar, whose JSON lets whitespace run free
     # ("{\n  \"answer\"..."): the 270M model then looped in "clarify" past max_tokens on 3 of 6 demo
     # questions (0 of 6 with llama-cpp-python's grammar). GUIDANCE: whitespace as there.
@@ -131,11 +130,7 @@ class XLlamaCppGenerator:
                                          "system_in_user": self.system_in_user, "schema": "sources-bounded-closed",
                                          # the grammar's whitespace changes what the model writes
                                          "grammar": dict(GUIDANCE)}
-        local = Path(model).expanduser()
-        if local.is_file():  # a GGUF file of the user's: its bytes are the model, not its name
-            from rag_bench.digests import path_digest
-
-            self.identity["model_sha256"] = path_digest(local)
+        self.identity.update(local_model_digest(model))
 
     def generate(self, items: Sequence[GenerationInput]) -> list[Generation]:
         """One constrained completion per input; a failing call is recorded, not raised."""
