@@ -4,29 +4,20 @@ RRF) or instead of it."""
 
 from __future__ import annotations
 
-from rag_bench.domain import Question
 from rag_bench.query.base import clip
-from rag_bench.query.llm import LlmTransform
+from rag_bench.query.llm import FusedTransform
 
 
-class HydeTransform(LlmTransform):
-    """Parameters
-    ----------
-    generator:
-        The cell's generator (injected).
-    history_turns:
-        Turns of the conversation shown to the model.
-    with_question:
-        Search the question too (True: question and passage fused), or the passage alone.
-    """
+class HydeTransform(FusedTransform):
+    """The model's passage, searched with the question (fused by RRF) or, ``with_question=False``,
+    instead of it. Parameters: ``generator``, ``history_turns`` and ``with_question``, as
+    :class:`~rag_bench.query.llm.FusedTransform` says."""
 
     name = "hyde"
 
     def __init__(self, generator: object = None, history_turns: int = 6, with_question: bool = True) -> None:
-        super().__init__(generator, history_turns)
-        self.with_question = bool(with_question)
-        self.identity["with_question"] = self.with_question
+        super().__init__(generator, history_turns, with_question)
 
-    def queries(self, q: Question, text: str) -> list[str]:
-        """The question (when ``with_question``) and the passage as one text."""
-        return ([q.question] if self.with_question else []) + [clip(text)]
+    def written(self, text: str) -> list[str]:
+        """The passage as one text."""
+        return [clip(text)]

@@ -128,6 +128,45 @@ class LlmTransform:
         return dataclasses.replace(spent, queries=tuple(got), output=answer.text)
 
 
+def count_param(key: str, value: object, default: int) -> int:
+    """``value`` of ``query.<key>``, checked: how many of the model's texts a transform keeps, an
+    integer in [1, MAX_QUERIES)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < MAX_QUERIES:
+        raise ConfigError(f"query.{key} must be an integer in [1, {MAX_QUERIES - 1}], got {value!r} -- "
+                          f"fix: query.{key}={default}")
+    return value
+
+
+class FusedTransform(LlmTransform):
+    """A transform whose texts are searched beside the question (``with_question``), the rankings
+    fused by reciprocal rank (:func:`rag_bench.retrieval.hybrid.rrf`). Subclasses set
+    :meth:`written`.
+
+    Parameters
+    ----------
+    generator:
+        The cell's generator (injected).
+    history_turns:
+        Turns of the conversation shown to the model.
+    with_question:
+        Search the question too (True: fused with the model's texts), or the model's texts alone.
+    """
+
+    def __init__(self, generator: Any = None, history_turns: int = 6, with_question: bool = True,
+                 **params: Any) -> None:
+        super().__init__(generator, history_turns, **params)
+        self.with_question = bool(with_question)
+        self.identity["with_question"] = self.with_question
+
+    def written(self, text: str) -> list[str]:
+        """The texts searched from the model's ``text``."""
+        raise NotImplementedError
+
+    def queries(self, q: Question, text: str) -> list[str]:
+        """The question (when ``with_question``) and :meth:`written`'s texts."""
+        return ([q.question] if self.with_question else []) + self.written(text)
+
+
 def _checked(out: Any, count: int) -> list[Generation]:
     """The generator's reply for the transform's prompts: one Generation per prompt."""
     if not isinstance(out, list) or len(out) != count or not all(

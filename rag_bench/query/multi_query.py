@@ -4,34 +4,19 @@ searched (and the question, with ``with_question``) and the rankings fused by re
 
 from __future__ import annotations
 
-from rag_bench.domain import Question
-from rag_bench.errors import ConfigError
-from rag_bench.query.base import MAX_QUERIES
-from rag_bench.query.llm import LlmTransform, lines
+from rag_bench.query.llm import FusedTransform, count_param, lines
 
 
-class MultiQueryTransform(LlmTransform):
-    """Parameters
-    ----------
-    generator:
-        The cell's generator (injected).
-    history_turns:
-        Turns of the conversation shown to the model.
-    n:
-        Paraphrases asked for (at most that many kept).
-    with_question:
-        Search the question too.
-    """
+class MultiQueryTransform(FusedTransform):
+    """Parameters: ``n``, paraphrases asked for (at most that many kept); ``generator``,
+    ``history_turns`` and ``with_question``, as :class:`~rag_bench.query.llm.FusedTransform` says."""
 
     name = "multi_query"
 
     def __init__(self, generator: object = None, history_turns: int = 6, n: int = 3, with_question: bool = True) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < MAX_QUERIES:
-            raise ConfigError(f"query.n must be an integer in [1, {MAX_QUERIES - 1}], got {n!r} -- fix: query.n=3")
-        super().__init__(generator, history_turns, n=n)
-        self.n, self.with_question = n, bool(with_question)
-        self.identity["with_question"] = self.with_question
+        self.n = count_param("n", n, 3)
+        super().__init__(generator, history_turns, with_question, n=n)
 
-    def queries(self, q: Question, text: str) -> list[str]:
-        """The question (when ``with_question``) and up to ``n`` paraphrases."""
-        return ([q.question] if self.with_question else []) + lines(text, self.n)
+    def written(self, text: str) -> list[str]:
+        """Up to ``n`` paraphrases."""
+        return lines(text, self.n)

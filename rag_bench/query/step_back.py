@@ -3,28 +3,18 @@ searched and fused (the general one finds the background the specific one assume
 
 from __future__ import annotations
 
-from rag_bench.domain import Question
-from rag_bench.query.llm import LlmTransform, lines
+from rag_bench.query.llm import FusedTransform, lines
 
 
-class StepBackTransform(LlmTransform):
-    """Parameters
-    ----------
-    generator:
-        The cell's generator (injected).
-    history_turns:
-        Turns of the conversation shown to the model.
-    with_question:
-        Search the question too (fused by RRF with the step-back question).
-    """
+class StepBackTransform(FusedTransform):
+    """The model's step-back question, fused by RRF with the question. Parameters: ``generator``,
+    ``history_turns`` and ``with_question``, as :class:`~rag_bench.query.llm.FusedTransform` says."""
 
     name = "step_back"
 
     def __init__(self, generator: object = None, history_turns: int = 6, with_question: bool = True) -> None:
-        super().__init__(generator, history_turns)
-        self.with_question = bool(with_question)
-        self.identity["with_question"] = self.with_question
+        super().__init__(generator, history_turns, with_question)
 
-    def queries(self, q: Question, text: str) -> list[str]:
-        """The question (when ``with_question``) and the step-back question."""
-        return ([q.question] if self.with_question else []) + lines(text, 1)
+    def written(self, text: str) -> list[str]:
+        """The step-back question."""
+        return lines(text, 1)
