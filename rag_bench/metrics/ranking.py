@@ -22,7 +22,7 @@ count and can report how many were excluded. The definitions reproduce trec_eval
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -103,6 +103,24 @@ def _check_relevance_level(relevance_level: Any) -> int:
     return int(relevance_level)
 
 
+K = TypeVar("K")
+
+
+def _no_cutoff(k: Any) -> None:
+    """The cutoff of a kernel that has none (average precision, R-precision)."""
+    return None
+
+
+def _prepared(levels: Any, n_relevant: Any, relevance_level: Any, k: Any,
+              check_k: Callable[[Any], K]) -> tuple[np.ndarray, np.ndarray, K, int]:
+    """A kernel's inputs checked, in this order: the levels, ``n_relevant`` (one per row), the
+    cutoff ``k`` (by ``check_k``; None for a kernel without one) and the relevance level."""
+    lv = _as_levels(levels)
+    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
+    k_ = check_k(k)
+    return lv, n_rel, k_, _check_relevance_level(relevance_level)
+
+
 def _undefined_where(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     values[mask] = np.nan
     return values
@@ -146,10 +164,7 @@ def hit_at_k(
     >>> hit_at_k([[0, 0, 1]], n_relevant=[1], k=3).tolist()
     [1.0]
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    k_ = _check_k(k)
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, k_, rl = _prepared(levels, n_relevant, relevance_level, k, _check_k)
     hit = np.asarray((lv[:, :k_] >= rl).any(axis=1), dtype=np.float64)
     return _undefined_where(hit, n_rel == 0)
 
@@ -181,10 +196,7 @@ def precision_at_k(
     >>> precision_at_k([[1, 1]], n_relevant=[2], k=10).tolist()  # only 2 retrieved
     [0.2]
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    k_ = _check_k(k)
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, k_, rl = _prepared(levels, n_relevant, relevance_level, k, _check_k)
     prec = np.count_nonzero(lv[:, :k_] >= rl, axis=1).astype(np.float64) / k_
     return _undefined_where(prec, n_rel == 0)
 
@@ -211,10 +223,7 @@ def recall_at_k(
     >>> recall_at_k([[1, 0, 2, 0]], n_relevant=[4], k=3).tolist()
     [0.5]
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    k_ = _check_k(k)
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, k_, rl = _prepared(levels, n_relevant, relevance_level, k, _check_k)
     found = np.count_nonzero(lv[:, :k_] >= rl, axis=1).astype(np.float64)
     undefined = n_rel == 0
     return _undefined_where(np.divide(found, n_rel, where=~undefined, out=found), undefined)
@@ -251,10 +260,7 @@ def reciprocal_rank(
     >>> reciprocal_rank([[0, 0, 1, 1]], n_relevant=[2], k=2).tolist()
     [0.0]
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    k_ = _check_optional_k(k)
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, k_, rl = _prepared(levels, n_relevant, relevance_level, k, _check_optional_k)
     rel = lv[:, :k_] >= rl
     rr = np.zeros(lv.shape[0], dtype=np.float64)
     if rel.shape[1]:  # argmax is undefined on an empty axis
@@ -358,9 +364,7 @@ def average_precision(
     >>> round(float(average_precision([[1, 0, 1, 0]], n_relevant=[3])[0]), 4)
     0.5556
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, _, rl = _prepared(levels, n_relevant, relevance_level, None, _no_cutoff)
     rel = lv >= rl
     precision_at_rank = np.cumsum(rel, axis=1) / np.arange(1, lv.shape[1] + 1)
     total = np.where(rel, precision_at_rank, 0.0).sum(axis=1)
@@ -390,9 +394,7 @@ def r_precision(levels: Any, *, n_relevant: Any, relevance_level: int = 1) -> np
     >>> r_precision([[1, 0, 1, 0], [0, 1, 0, 0]], n_relevant=[2, 5]).tolist()
     [0.5, 0.2]
     """
-    lv = _as_levels(levels)
-    n_rel = _as_n_relevant(n_relevant, lv.shape[0])
-    rl = _check_relevance_level(relevance_level)
+    lv, n_rel, _, rl = _prepared(levels, n_relevant, relevance_level, None, _no_cutoff)
     out = np.zeros(lv.shape[0], dtype=np.float64)
     # Relevant items in the top min(R, depth): rank R lies beyond the padded depth when the
     # system returned fewer than R items, and those slots are empty.
