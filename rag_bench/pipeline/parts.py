@@ -16,6 +16,7 @@ class CellSettings:
 
     ks: tuple[int, ...]  # eval.ks, sorted, each once
     k: int  # pipeline.k: passages handed to the generator
+    depth: int  # how deep the retriever searches: the largest of ks, k and the reranker's depth
     include_archived: bool
     expand_parents: bool
     token_budget: int

@@ -22,7 +22,6 @@ from rag_bench.memo import SharedWork
 from rag_bench.pipeline import stages
 from rag_bench.pipeline.parts import CellParts
 from rag_bench.pipeline.results import Answered, Queried, Reranked, Retrieved
-from rag_bench.reranking.base import check_depth
 
 
 def _usage(embedder: Any) -> EmbedStats:
@@ -38,7 +37,7 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     s, embedder = parts.settings, parts.embedder
     before = _usage(embedder)
     questions = list(dataset.questions)
-    ks, k = list(s.ks), s.k
+    ks = list(s.ks)
 
     chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
     chunked = stages.chunk(dataset=dataset, key=memo.key(*chunk_key), chunker=parts.chunker, work=work)
@@ -46,8 +45,7 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
         dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=work, retriever=parts.retriever,
         key=memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived))
 
-    reranker = parts.reranker
-    depth = max(ks + [k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+    reranker, depth = parts.reranker, s.depth
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
     # over dataset.split shares the index but never the rankings.
     questions_key = memo.key(dataset.fingerprint, s.split)

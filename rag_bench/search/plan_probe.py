@@ -454,7 +454,6 @@ class _Counting:
         from rag_bench import memo
         from rag_bench.cells import is_done
         from rag_bench.pipeline import stages
-        from rag_bench.reranking.base import check_depth
         from rag_bench.runner.config import build_cell, cell_id, validate
 
         validate(cfg)
@@ -484,7 +483,7 @@ class _Counting:
             retriever=parts.retriever, key=ik))
         self.indexes.add(ik)
         reranker = parts.reranker
-        depth = max(list(s.ks) + [s.k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+        depth = s.depth
         qk = memo.key(dataset.fingerprint, s.split)
         queried, searched_key, taint = self.query(cfg, parts, questions, qk, taint)
 
