@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rag_bench.generation.base import Traits
 from rag_bench.generation.prompt import HistoryWindow
 
 
@@ -41,6 +42,7 @@ class CellParts:
     reranker: Any
     generator: Any
     judge: Any  # None when the cell generates nothing (no answers to judge)
+    traits: Traits | None  # the generator's, checked when it is built (None: the cell generates nothing)
     evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
     what: dict[str, Any]
     takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order

@@ -17,7 +17,6 @@ from rag_bench.components import capability, is_null
 from rag_bench.domain import Dataset, Ranking
 from rag_bench.embedding.base import Embedder, EmbedStats
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.generation.base import checked_traits
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import stages
 from rag_bench.pipeline.parts import CellParts
@@ -86,7 +85,7 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
         chunks=sum(not c.is_parent for c in chunked.chunks), depth=retrieved.depth, ann=ann, index_name=s.index_name,
         timings=timings, embedding=_usage(embedder).since(before),
         generate_s=answered.wall_s if answered is not None else None,
-        generator=checked_traits(parts.generator) if answered is not None else None,
+        generator=parts.traits if answered is not None else None,
         judge=JudgeRun(s.judge_name, tuple(parts.judge.metrics)) if judged is not None else None,
         ranking_key=reranked.key)
 

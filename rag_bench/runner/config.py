@@ -627,7 +627,7 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     from rag_bench import memo
     from rag_bench.components import is_null
     from rag_bench.evaluation.evaluation import Evaluation
-    from rag_bench.generation.base import generator_identity
+    from rag_bench.generation.base import checked_traits, generator_identity
     from rag_bench.pipeline.parts import CellParts, CellSettings
     from rag_bench.pipeline.stages import CheckedEmbedder
     from rag_bench.query.none import NoQueryTransform
@@ -667,4 +667,5 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
                             history=history_window(cfg))
     return CellParts(settings=settings, embedder=embedder, chunker=chunker, retriever=retriever, reranker=reranker,
                      generator=generator, query=query, judge=None if is_null(generator) else judge,
+                     traits=None if is_null(generator) else checked_traits(generator),
                      evaluation=Evaluation.from_config(cfg), what=what, takes=takes)

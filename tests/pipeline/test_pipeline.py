@@ -53,6 +53,17 @@ def test_the_retrieval_depth_is_settled_when_the_cell_is_built():
         build_cell(_cfg(plugin, "reranker=hostile", "reranker.depth=0"), SharedWork())
 
 
+def test_the_generators_traits_are_checked_when_the_cell_is_built_and_the_run_carries_them():
+    """Like the depth: what the generator declares of itself (a stand-in, its refusal key) is asked
+    and checked once when it is built, not after every stage has run; the run carries it."""
+    dataset = load_dataset(TINY)
+    work = SharedWork()
+    parts = build_cell(_cfg("generator=extractive"), work)
+    assert parts.traits is not None and parts.traits.stand_in and parts.traits.refusal_setting == "generator.threshold"
+    assert pipeline.run(parts, dataset, work).generator == parts.traits
+    assert build_cell(_cfg("generator=none"), work).traits is None
+
+
 def test_the_evaluation_reads_the_run_and_changes_nothing_of_it():
     dataset = load_dataset(TINY)
     cfg = _cfg("generator=extractive")
