@@ -31,9 +31,10 @@ class CellSettings:
 class CellParts:
     """One cell's components, built once from its config (the embedder once per config and
     process, through the shared work, so its model stays loaded), its typed settings and its
-    evaluation. ``what`` holds, for each group whose work is shared between cells, its resolved
-    config and what it really is beyond it (:func:`rag_bench.runner.config.component_provenance`);
-    :meth:`identity` turns that into the shared-work key of a component's output."""
+    evaluation. ``identity`` holds, for each group whose work is shared between cells, what
+    determines its output -- its resolved config and what it really is beyond it
+    (:func:`rag_bench.runner.config.component_provenance`), then the same of each shared component
+    it is built with, in key order -- the shared-work key of a component's output is made of it."""
 
     settings: CellSettings
     embedder: Any
@@ -44,10 +45,5 @@ class CellParts:
     judge: Any  # None when the cell generates nothing (no answers to judge)
     traits: Traits | None  # the generator's, checked when it is built (None: the cell generates nothing)
     evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
-    what: dict[str, Any]
-    takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
+    identity: dict[str, list[Any]]  # group -> what determines its output (the class docstring)
     query: Any = None  # the query transform (rag_bench.query); None or the null one: the question as is
-
-    def identity(self, group: str) -> list[Any]:
-        """What determines ``group``'s output: its own config, then each component it takes."""
-        return [self.what[group], *(self.what[g] for g in self.takes[group])]

@@ -38,11 +38,11 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     questions = list(dataset.questions)
     ks = list(s.ks)
 
-    chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
+    chunk_key = [dataset.corpus_key, *parts.identity["chunker"]]
     chunked = stages.chunk(dataset=dataset, key=memo.key(*chunk_key), chunker=parts.chunker, work=work)
     indexed = stages.index(
         dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=work, retriever=parts.retriever,
-        key=memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived))
+        key=memo.key(dataset.corpus_key, chunk_key, *parts.identity["retriever"], s.include_archived))
 
     reranker, depth = parts.reranker, s.depth
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
@@ -54,14 +54,14 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     # keeps the key it had), so cells with one transform share rankings and never with another.
     transform = parts.query
     searched_key = questions_key if transform is None or is_null(transform) else \
-        memo.key(questions_key, *parts.identity("query"))
+        memo.key(questions_key, *parts.identity["query"])
     queried = stages.query(transform=transform, questions=questions, key=searched_key, work=work) \
         if transform is not None else None
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
                                 questions_key=searched_key, queried=queried)
     baselines = untransformed(indexed, questions, depth, work, questions_key) \
         if queried is not None and queried.plans is not None else None
-    reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")), retrieved=retrieved,
+    reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity["reranker"]), retrieved=retrieved,
                              indexed=indexed, questions=questions, work=work)
 
     answered: Answered | None = None

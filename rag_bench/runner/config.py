@@ -668,4 +668,5 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     return CellParts(settings=settings, embedder=embedder, chunker=chunker, retriever=retriever, reranker=reranker,
                      generator=generator, query=query, judge=None if is_null(generator) else judge,
                      traits=None if is_null(generator) else checked_traits(generator),
-                     evaluation=Evaluation.from_config(cfg), what=what, takes=takes)
+                     evaluation=Evaluation.from_config(cfg),
+                     identity={g: [what[g], *(what[t] for t in takes[g])] for g in takes if g in what})

@@ -472,12 +472,12 @@ class _Counting:
             parts.reranker._store = ReadOnlyStore(store.path, store.table, keyed=store.keyed)
         s = parts.settings
         questions = list(dataset.questions)
-        chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
+        chunk_key = [dataset.corpus_key, *parts.identity["chunker"]]
         ck = memo.key(*chunk_key)
         chunked, taint = self.stage(ck, False, lambda: stages.chunk(dataset=dataset, key=ck, chunker=parts.chunker,
                                                                      work=self.work))
         self.chunkings.add(ck)
-        ik = memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived)
+        ik = memo.key(dataset.corpus_key, chunk_key, *parts.identity["retriever"], s.include_archived)
         indexed, taint = self.stage(ik, taint, lambda: stages.index(
             dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=self.work,
             retriever=parts.retriever, key=ik))
@@ -501,8 +501,8 @@ class _Counting:
         else:
             new_before = sum(len(v) for v in self.ledger.new.values())
             was = taint
-            reranked, taint = self.stage(memo.key(retrieved.key, memo.key(*parts.identity("reranker"))), taint,
-                                         lambda: stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")),
+            reranked, taint = self.stage(memo.key(retrieved.key, memo.key(*parts.identity["reranker"])), taint,
+                                         lambda: stages.rerank(reranker=reranker, key=memo.key(*parts.identity["reranker"]),
                                                                retrieved=retrieved, indexed=indexed,
                                                                questions=questions, work=self.work))
             if was and sum(len(v) for v in self.ledger.new.values()) > new_before:
@@ -525,7 +525,7 @@ class _Counting:
         transform = parts.query
         if transform is None or is_null(transform):
             return None, qk, taint
-        key = memo.key(qk, *parts.identity("query"))
+        key = memo.key(qk, *parts.identity["query"])
         if not callable(getattr(transform, "inputs", None)):  # a model's transform says what it sends (LlmTransform.inputs)
             if getattr(transform, "generator", None) is not None:
                 self.notes.append(f"query transform {type(transform).__name__} is not one the plan runs (a transform "
