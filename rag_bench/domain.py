@@ -75,6 +75,18 @@ class Document:
         """True for superseded versions, which retrieval excludes by default."""
         return self.status == "archived"
 
+    def section_span(self, section: Section) -> tuple[int, int]:
+        """Body span of one of its ``sections`` *including* its sub-sections (what a user means by
+        "the section")."""
+        end = section.end
+        for other in self.sections:
+            if other.heading_start >= section.end and other.heading_path[: len(section.heading_path)] == \
+                    section.heading_path and len(other.heading_path) > len(section.heading_path):
+                end = other.end
+            elif other.heading_start >= section.end:
+                break
+        return section.body_start, end
+
     def readable_by(self, asker: Asker | None) -> bool:
         """Tenant must match (when both are set) and the asker must share a group with the ACL.
 

@@ -21,18 +21,6 @@ def find_sections(doc: Document, section: str) -> list[Section]:
     return [s for s in doc.sections if s.heading_path[-len(want):] == want]
 
 
-def section_span(doc: Document, sec: Section) -> tuple[int, int]:
-    """Body span of a section *including* its sub-sections (what a user means by "the section")."""
-    end = sec.end
-    for other in doc.sections:
-        if other.heading_start >= sec.end and other.heading_path[: len(sec.heading_path)] == \
-                sec.heading_path and len(other.heading_path) > len(sec.heading_path):
-            end = other.end
-        elif other.heading_start >= sec.end:
-            break
-    return sec.body_start, end
-
-
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 
 
@@ -80,7 +68,7 @@ def resolve_locator(doc: Document, loc: dict[str, Any]) -> tuple[EvidenceSpan | 
             paths = "; ".join(" > ".join(s.heading_path) for s in found)
             return (None, "section", f"section {section!r} is ambiguous ({len(found)} matches: {paths})",
                     "write more of the heading path, e.g. 'Parent > Child'")
-        lo, hi = section_span(doc, found[0])
+        lo, hi = doc.section_span(found[0])
         path = found[0].heading_path
     if quote is not None:
         if not isinstance(quote, str) or not quote.strip():

@@ -437,7 +437,7 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
     inside the locator's section when the parse kept exactly one heading of that name and the quote
     is there, else anywhere in the document (a parser that lost the headings still finds it).
     ``(None, OVER_BOUND)`` when the fuzzy search's work bound ran out before it was found."""
-    from rag_bench.data.evidence import find_sections, section_span
+    from rag_bench.data.evidence import find_sections
     from rag_bench.parsing.locate import OVER_BOUND, locate
     from rag_bench.text.markdown import heading_path_at
 
@@ -447,7 +447,7 @@ def _locate_parsed(doc: Document, quote: str, section: Any = None) -> tuple[Evid
             s for s in doc.sections if s.heading_path and heading_name(s.heading_path[-1]) ==
             heading_name(section.split(">")[-1])]
         if len(secs) == 1:
-            lo, hi = section_span(doc, secs[0])
+            lo, hi = doc.section_span(secs[0])
             inner = locate(doc.text[lo:hi], quote)
             if inner is not None and inner[2] != OVER_BOUND:
                 found = (inner[0] + lo, inner[1] + lo, inner[2])

@@ -23,8 +23,6 @@ from typing import Any
 import numpy as np
 
 from rag_bench import memo
-from rag_bench.data.evidence import section_span
-from rag_bench.domain import Document, Question
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.settings import Settings
 from rag_bench.memo import SharedWork
@@ -59,15 +57,6 @@ class Grades:
     columns: Mapping[str, list[Any]]
 
 
-def _section_spans(q: Question, documents: Mapping[str, Document]) -> list[tuple[int, int]]:
-    spans = []
-    for ev in q.evidence:
-        doc = documents[ev.doc_id]
-        secs = [s for s in doc.sections if s.heading_path == ev.heading_path and ev.heading_path]
-        spans.append(section_span(doc, secs[0]) if secs else (ev.start, ev.end))
-    return spans
-
-
 def grade(run: SystemRun, settings: Settings, work: SharedWork | None = None) -> Grades:
     """The run's final rankings graded (module docstring), once per final rankings and grading
     settings when ``work`` is given and the run names its rankings."""
@@ -86,9 +75,8 @@ def _grade(run: SystemRun, settings: Settings) -> Grades:
                                                            "n_relevant", "first_relevant_rank")}
     for qr in run.questions:
         q = qr.question
-        sec = _section_spans(q, documents) if settings.relevance == "section" else None
         rel, grades, found = relevant_chunks(q, index, min_coverage=settings.min_coverage, mode=settings.relevance,
-                                             section_spans=sec)
+                                             documents=documents)
         grade_of = dict(zip(rel.tolist(), grades.tolist()))
         ranked = qr.ranked.indices
         levels = np.array([grade_of.get(j, 0) for j in ranked], np.float64)

@@ -11,12 +11,12 @@ come from character offsets, they survive any change of chunker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
 
-from rag_bench.domain import Chunk, EvidenceSpan, Passage, Question
+from rag_bench.domain import Chunk, Document, EvidenceSpan, Passage, Question
 from rag_bench.geometry import covered_fraction
 from rag_bench.text.normalize import facts_present
 
@@ -52,8 +52,19 @@ class ChunkIndex:
         return self._idx[doc_id][(s >= start) & (e <= end)]
 
 
+def evidence_section(span: EvidenceSpan, documents: Mapping[str, Document] | None) -> tuple[int, int]:
+    """The body span of the section ``span`` names, sub-sections included
+    (:meth:`~rag_bench.domain.Document.section_span`); the span itself when it names none, or when
+    no ``documents`` are given."""
+    if documents is None:
+        return span.start, span.end
+    doc = documents[span.doc_id]
+    secs = [s for s in doc.sections if s.heading_path == span.heading_path and span.heading_path]
+    return doc.section_span(secs[0]) if secs else (span.start, span.end)
+
+
 def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: float = 0.5,
-                    mode: str = "overlap", section_spans: Sequence[tuple[int, int]] | None = None
+                    mode: str = "overlap", documents: Mapping[str, Document] | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Relevant chunk indices for ``question``, their grades, and per evidence span whether any
     chunk covers it.
@@ -62,8 +73,8 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
     ----------
     mode:
         ``overlap`` (default, see module doc), ``section`` (chunk lies inside the evidence's
-        section; needs ``section_spans``, one ``(start, end)`` per evidence span) or ``facts``
-        (chunk text contains all the question's facts, normalised).
+        section, :func:`evidence_section` in ``documents``) or ``facts`` (chunk text contains all
+        the question's facts, normalised).
 
     Returns
     -------
@@ -94,7 +105,7 @@ def relevant_chunks(question: Question, index: ChunkIndex, *, min_coverage: floa
                 idx, ov = index.overlap(span)
                 hit = idx[ov >= min_coverage]
             else:
-                lo, hi = section_spans[j] if section_spans is not None else (span.start, span.end)
+                lo, hi = evidence_section(span, documents)
                 hit = index.within(span.doc_id, lo, hi)
             found[j] = hit.size > 0
             rel.append(hit)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rag_bench.generation.base import Traits
 from rag_bench.generation.prompt import HistoryWindow
 
 
@@ -16,6 +17,7 @@ class CellSettings:
 
     ks: tuple[int, ...]  # eval.ks, sorted, each once
     k: int  # pipeline.k: passages handed to the generator
+    depth: int  # how deep the retriever searches: the largest of ks, k and the reranker's depth
     include_archived: bool
     expand_parents: bool
     token_budget: int
@@ -29,9 +31,10 @@ class CellSettings:
 class CellParts:
     """One cell's components, built once from its config (the embedder once per config and
     process, through the shared work, so its model stays loaded), its typed settings and its
-    evaluation. ``what`` holds, for each group whose work is shared between cells, its resolved
-    config and what it really is beyond it (:func:`rag_bench.runner.config.component_provenance`);
-    :meth:`identity` turns that into the shared-work key of a component's output."""
+    evaluation. ``identity`` holds, for each group whose work is shared between cells, what
+    determines its output -- its resolved config and what it really is beyond it
+    (:func:`rag_bench.runner.config.component_provenance`), then the same of each shared component
+    it is built with, in key order -- the shared-work key of a component's output is made of it."""
 
     settings: CellSettings
     embedder: Any
@@ -40,11 +43,7 @@ class CellParts:
     reranker: Any
     generator: Any
     judge: Any  # None when the cell generates nothing (no answers to judge)
+    traits: Traits | None  # the generator's, checked when it is built (None: the cell generates nothing)
     evaluation: Any  # rag_bench.evaluation.evaluation.Evaluation
-    what: dict[str, Any]
-    takes: dict[str, tuple[str, ...]]  # group -> the shared components it is built with, in key order
+    identity: dict[str, list[Any]]  # group -> what determines its output (the class docstring)
     query: Any = None  # the query transform (rag_bench.query); None or the null one: the question as is
-
-    def identity(self, group: str) -> list[Any]:
-        """What determines ``group``'s output: its own config, then each component it takes."""
-        return [self.what[group], *(self.what[g] for g in self.takes[group])]

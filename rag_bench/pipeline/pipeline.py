@@ -17,12 +17,10 @@ from rag_bench.components import capability, is_null
 from rag_bench.domain import Dataset, Ranking
 from rag_bench.embedding.base import Embedder, EmbedStats
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.generation.base import checked_traits
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import stages
 from rag_bench.pipeline.parts import CellParts
 from rag_bench.pipeline.results import Answered, Queried, Reranked, Retrieved
-from rag_bench.reranking.base import check_depth
 
 
 def _usage(embedder: Any) -> EmbedStats:
@@ -38,16 +36,15 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     s, embedder = parts.settings, parts.embedder
     before = _usage(embedder)
     questions = list(dataset.questions)
-    ks, k = list(s.ks), s.k
+    ks = list(s.ks)
 
-    chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
+    chunk_key = [dataset.corpus_key, *parts.identity["chunker"]]
     chunked = stages.chunk(dataset=dataset, key=memo.key(*chunk_key), chunker=parts.chunker, work=work)
     indexed = stages.index(
         dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=work, retriever=parts.retriever,
-        key=memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived))
+        key=memo.key(dataset.corpus_key, chunk_key, *parts.identity["retriever"], s.include_archived))
 
-    reranker = parts.reranker
-    depth = max(ks + [k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+    reranker, depth = parts.reranker, s.depth
     # The questions are the dataset's (its fingerprint, in the index key) at its split: a sweep
     # over dataset.split shares the index but never the rankings.
     questions_key = memo.key(dataset.fingerprint, s.split)
@@ -57,14 +54,14 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
     # keeps the key it had), so cells with one transform share rankings and never with another.
     transform = parts.query
     searched_key = questions_key if transform is None or is_null(transform) else \
-        memo.key(questions_key, *parts.identity("query"))
+        memo.key(questions_key, *parts.identity["query"])
     queried = stages.query(transform=transform, questions=questions, key=searched_key, work=work) \
         if transform is not None else None
     retrieved = stages.retrieve(indexed=indexed, questions=questions, depth=depth, work=work,
                                 questions_key=searched_key, queried=queried)
     baselines = untransformed(indexed, questions, depth, work, questions_key) \
         if queried is not None and queried.plans is not None else None
-    reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")), retrieved=retrieved,
+    reranked = stages.rerank(reranker=reranker, key=memo.key(*parts.identity["reranker"]), retrieved=retrieved,
                              indexed=indexed, questions=questions, work=work)
 
     answered: Answered | None = None
@@ -88,7 +85,7 @@ def run(parts: CellParts, dataset: Dataset, work: SharedWork, report_on: Dataset
         chunks=sum(not c.is_parent for c in chunked.chunks), depth=retrieved.depth, ann=ann, index_name=s.index_name,
         timings=timings, embedding=_usage(embedder).since(before),
         generate_s=answered.wall_s if answered is not None else None,
-        generator=checked_traits(parts.generator) if answered is not None else None,
+        generator=parts.traits if answered is not None else None,
         judge=JudgeRun(s.judge_name, tuple(parts.judge.metrics)) if judged is not None else None,
         ranking_key=reranked.key)
 

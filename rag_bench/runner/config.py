@@ -41,7 +41,7 @@ from rag_bench.judging.base import Judge
 from rag_bench.parsing.base import Parser
 from rag_bench.query.base import QueryTransform
 from rag_bench.registry import Registry
-from rag_bench.reranking.base import Reranker
+from rag_bench.reranking.base import Reranker, check_depth
 from rag_bench.retrieval.base import Retriever
 from rag_bench.tracking.base import Tracker
 
@@ -627,7 +627,7 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
     from rag_bench import memo
     from rag_bench.components import is_null
     from rag_bench.evaluation.evaluation import Evaluation
-    from rag_bench.generation.base import generator_identity
+    from rag_bench.generation.base import checked_traits, generator_identity
     from rag_bench.pipeline.parts import CellParts, CellSettings
     from rag_bench.pipeline.stages import CheckedEmbedder
     from rag_bench.query.none import NoQueryTransform
@@ -653,16 +653,20 @@ def build_cell(cfg: DictConfig, work: Any) -> Any:
         what[QUERY] = [node, getattr(query, "identity", None), component_provenance({QUERY: node}).get(QUERY),
                        generator_identity(generator) if wants(query_node, QUERY, "generator") else None]
     judge = build(cfg.judge, "judge", embedder=embedder)  # built (its parameters checked) in every cell
-    settings = CellSettings(ks=tuple(sorted(set(int(x) for x in cfg.eval.ks))), k=int(cfg.pipeline.k),
-                            include_archived=bool(cfg.pipeline.include_archived),
+    chunker = build(cfg.chunker, "chunker", embedder=embedder)
+    retriever = build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"), shared=work)
+    reranker = build(cfg.reranker, "reranker", embedder=embedder)
+    ks, k = tuple(sorted(set(int(x) for x in cfg.eval.ks))), int(cfg.pipeline.k)
+    # How deep the retriever searches: every cutoff measured, the generator's k, the reranker's
+    # shortlist (a plugin's depth checked here, before anything is loaded).
+    depth = max(*ks, k, *([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+    settings = CellSettings(ks=ks, k=k, depth=depth, include_archived=bool(cfg.pipeline.include_archived),
                             expand_parents=bool(cfg.pipeline.expand_parents),
                             token_budget=int(cfg.pipeline.token_budget), split=str(cfg.dataset.split),
                             index_name=str(cfg.index.name), judge_name=str(cfg.judge.name),
                             history=history_window(cfg))
-    return CellParts(settings=settings, embedder=embedder,
-                     chunker=build(cfg.chunker, "chunker", embedder=embedder),
-                     retriever=build(cfg.retriever, "retriever", embedder=embedder, index=build(cfg.index, "index"),
-                                     shared=work),
-                     reranker=build(cfg.reranker, "reranker", embedder=embedder), generator=generator, query=query,
-                     judge=None if is_null(generator) else judge,
-                     evaluation=Evaluation.from_config(cfg), what=what, takes=takes)
+    return CellParts(settings=settings, embedder=embedder, chunker=chunker, retriever=retriever, reranker=reranker,
+                     generator=generator, query=query, judge=None if is_null(generator) else judge,
+                     traits=None if is_null(generator) else checked_traits(generator),
+                     evaluation=Evaluation.from_config(cfg),
+                     identity={g: [what[g], *(what[t] for t in takes[g])] for g in takes if g in what})

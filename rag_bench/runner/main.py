@@ -138,9 +138,10 @@ def run_questions(parts: Any, dataset: Dataset, work: SharedWork, qids: list[str
     wanted = set(qids)
     held = {r.qid: r for r in prior if r.qid in wanted}
     new = [q for q in qids if q not in held]
-    if not held or not new:  # nothing to merge (or the round before's questions are all: run them whole, counted)
-        return pipeline.run(parts, scope, work), len(qids)
-    fresh = pipeline.run(parts, subset_dataset(dataset, new), work, report_on=scope)
+    merging = bool(held) and bool(new)  # else nothing to merge (or the round before's questions are all: run them whole)
+    fresh = pipeline.run(parts, subset_dataset(dataset, new) if merging else scope, work, report_on=scope)
+    if not merging:
+        return fresh, len(qids)
     ran = {r.qid: r for r in fresh.questions}
     questions = tuple(held[q.qid] if q.qid in held else ran[q.qid] for q in scope.questions)
     # ranking_key None: the merged rankings are no set the shared work holds under a key

@@ -454,7 +454,6 @@ class _Counting:
         from rag_bench import memo
         from rag_bench.cells import is_done
         from rag_bench.pipeline import stages
-        from rag_bench.reranking.base import check_depth
         from rag_bench.runner.config import build_cell, cell_id, validate
 
         validate(cfg)
@@ -473,18 +472,18 @@ class _Counting:
             parts.reranker._store = ReadOnlyStore(store.path, store.table, keyed=store.keyed)
         s = parts.settings
         questions = list(dataset.questions)
-        chunk_key = [dataset.corpus_key, *parts.identity("chunker")]
+        chunk_key = [dataset.corpus_key, *parts.identity["chunker"]]
         ck = memo.key(*chunk_key)
         chunked, taint = self.stage(ck, False, lambda: stages.chunk(dataset=dataset, key=ck, chunker=parts.chunker,
                                                                      work=self.work))
         self.chunkings.add(ck)
-        ik = memo.key(dataset.corpus_key, chunk_key, *parts.identity("retriever"), s.include_archived)
+        ik = memo.key(dataset.corpus_key, chunk_key, *parts.identity["retriever"], s.include_archived)
         indexed, taint = self.stage(ik, taint, lambda: stages.index(
             dataset=dataset, chunked=chunked, include_archived=s.include_archived, work=self.work,
             retriever=parts.retriever, key=ik))
         self.indexes.add(ik)
         reranker = parts.reranker
-        depth = max(list(s.ks) + [s.k] + ([] if is_null(reranker) else [check_depth(getattr(reranker, "depth", None))]))
+        depth = s.depth
         qk = memo.key(dataset.fingerprint, s.split)
         queried, searched_key, taint = self.query(cfg, parts, questions, qk, taint)
 
@@ -502,8 +501,8 @@ class _Counting:
         else:
             new_before = sum(len(v) for v in self.ledger.new.values())
             was = taint
-            reranked, taint = self.stage(memo.key(retrieved.key, memo.key(*parts.identity("reranker"))), taint,
-                                         lambda: stages.rerank(reranker=reranker, key=memo.key(*parts.identity("reranker")),
+            reranked, taint = self.stage(memo.key(retrieved.key, memo.key(*parts.identity["reranker"])), taint,
+                                         lambda: stages.rerank(reranker=reranker, key=memo.key(*parts.identity["reranker"]),
                                                                retrieved=retrieved, indexed=indexed,
                                                                questions=questions, work=self.work))
             if was and sum(len(v) for v in self.ledger.new.values()) > new_before:
@@ -526,7 +525,7 @@ class _Counting:
         transform = parts.query
         if transform is None or is_null(transform):
             return None, qk, taint
-        key = memo.key(qk, *parts.identity("query"))
+        key = memo.key(qk, *parts.identity["query"])
         if not callable(getattr(transform, "inputs", None)):  # a model's transform says what it sends (LlmTransform.inputs)
             if getattr(transform, "generator", None) is not None:
                 self.notes.append(f"query transform {type(transform).__name__} is not one the plan runs (a transform "

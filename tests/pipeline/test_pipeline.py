@@ -6,8 +6,10 @@ from __future__ import annotations
 import copy
 
 import pandas as pd
+import pytest
 
 from rag_bench.data.loader import load_dataset
+from rag_bench.errors import ConfigError
 from rag_bench.memo import SharedWork
 from rag_bench.pipeline import pipeline
 from rag_bench.runner.config import build_cell
@@ -38,6 +40,28 @@ def test_cells_differing_in_k_share_one_retrieval_and_a_fresh_object_shares_noth
     assert alone.run_trec == second.run_trec and alone.qrels_trec == second.qrels_trec
     work.clear()
     assert all(v["entries"] == 0 for v in work.stats().values())
+
+
+def test_the_retrieval_depth_is_settled_when_the_cell_is_built():
+    """D = max(eval.ks, pipeline.k, reranker.depth), once, in the cell's settings (the pipeline and
+    --plan read it); a plugin reranker's bad depth is refused there, before any dataset is loaded
+    or anything chunked (it was refused between indexing and retrieval)."""
+    assert build_cell(_cfg("eval.ks=[1,3]", "pipeline.k=4"), SharedWork()).settings.depth == 4
+    plugin = "hydra.searchpath=[pkg://tests.bad_inputs.hostile_plugins.conf]"
+    assert build_cell(_cfg(plugin, "reranker=hostile", "reranker.depth=30"), SharedWork()).settings.depth == 30
+    with pytest.raises(ConfigError, match=r"reranker.depth must be an integer >= 1, got 0 -- fix: reranker.depth=20"):
+        build_cell(_cfg(plugin, "reranker=hostile", "reranker.depth=0"), SharedWork())
+
+
+def test_the_generators_traits_are_checked_when_the_cell_is_built_and_the_run_carries_them():
+    """Like the depth: what the generator declares of itself (a stand-in, its refusal key) is asked
+    and checked once when it is built, not after every stage has run; the run carries it."""
+    dataset = load_dataset(TINY)
+    work = SharedWork()
+    parts = build_cell(_cfg("generator=extractive"), work)
+    assert parts.traits is not None and parts.traits.stand_in and parts.traits.refusal_setting == "generator.threshold"
+    assert pipeline.run(parts, dataset, work).generator == parts.traits
+    assert build_cell(_cfg("generator=none"), work).traits is None
 
 
 def test_the_evaluation_reads_the_run_and_changes_nothing_of_it():
