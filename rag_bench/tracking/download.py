@@ -24,7 +24,7 @@ from rag_bench.errors import DataError, Problem
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
-def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
+def load_cell_or_run(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
     """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded).
 
     ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
