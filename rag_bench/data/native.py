@@ -71,7 +71,7 @@ def load_documents(root: Path, log: ProblemLog, parser: Any = None) -> dict[str,
 def _parse(paths: dict[str, Path], parser: Any) -> tuple[dict[str, tuple[Path, str]], ParseState]:
     """Parse the document files (``doc_id -> path``) with ``parser`` (None: auto)."""
     from rag_bench.parsing.auto import AutoParser
-    from rag_bench.parsing.run import cache_store, parse_files
+    from rag_bench.parsing.files import cache_store, parse_files
 
     chosen = parser if parser is not None else AutoParser()
     ids = list(paths)

@@ -320,7 +320,7 @@ def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch
     same way and serves the stored parses (before the fix it compared plain checksums, took every
     parse row for damaged and parsed every document again)."""
     pytest.importorskip("pypdf", reason="the parse extra is not installed (make parse)")
-    from rag_bench.parsing import run as parsing
+    from rag_bench.parsing import files as parsing
     from rag_bench.parsing.pdf_pypdf import PypdfParser
     from tests.e2e.test_parser_sweep import _dataset
 
