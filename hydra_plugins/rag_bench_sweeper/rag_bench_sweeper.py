@@ -25,9 +25,9 @@ from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
 from rag_bench.runner.config import validate
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
+from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
 from rag_bench.search.base import SearchContext, Strategy, strategy
 
