@@ -18,7 +18,7 @@ from rag_bench.evaluation import prices
 from rag_bench.evaluation.evaluation import aggregate
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import cost
 from rag_bench.generation.base import Generation, _decode, _encode
 from rag_bench.judging.base import JudgeResult
@@ -62,7 +62,7 @@ def run(rows=ROWS, *, requested=500, encode_s=0.0, generator_seconds=None) -> Sy
 def score(r: SystemRun, p: prices.Prices | None) -> dict:
     settings = Settings(ks=(5,), k=5, prices=p)
     columns = {"qid": [q.qid for q in r.questions], "correct": [row[5] for row in ROWS[:len(r.questions)]]}
-    context = Context(r, settings, Grades((), {}), columns=dict(columns))
+    context = ScoringInput(r, settings, Grades((), {}), columns=dict(columns))
     parts = cost.SCORER.score(context)
     declared = [(m, cost.SCORER.name) for m in cost.SCORER.measures(r, settings)]
     metrics = aggregate(columns, declared, parts, settings)
