@@ -171,7 +171,7 @@ class RagBenchSweeper(BasicSweeper):
         loader = self.hydra_context.config_loader
         for job in covering_subset(self._grid):
             cfg = loader.load_sweep_config(self.config, job)
-            for stage in budget.STAGES:
+            for stage in budget.PRICED_STAGES:
                 name = _model_name(cfg, stage)
                 if name is None:  # a stage naming no model: our own code (the extractive stand-in, bm25, mmr)
                     continue

@@ -63,7 +63,7 @@ def _cell(cfg: DictConfig, single: bool) -> Path | None:
     spent = budget.current()
     if spent is not None:  # the cell's prices for budget.usd (and the invocation's record)
         table = prices.from_config(cfg)
-        budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.STAGES})
+        budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.PRICED_STAGES})
     try:
         # the cell's folder (a halving sweep reads its results there); run_cell, or the search
         # strategy's route for its own jobs (halving's rounds)

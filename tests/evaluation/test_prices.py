@@ -28,8 +28,8 @@ TABLE = {"usd_per_hour": 3.6, "models": {
     "api-llm": {"usd_per_1m_input_tokens": 2.0, "usd_per_1m_output_tokens": 6.0},
     "judge-llm": {"usd_per_1m_input_tokens": 1.0, "usd_per_1m_output_tokens": 4.0},
     "emb": {"usd_per_1k_texts": 0.02}}}
-STAGES = {"generator": {"name": "openai", "model": "api-llm"}, "judge": {"name": "ragas", "model": "judge-llm"},
-          "embedder": {"name": "openai", "model": "emb"}, "reranker": {"name": "mmr", "lambda_": 0.7}}
+STAGE_CONFIGS = {"generator": {"name": "openai", "model": "api-llm"}, "judge": {"name": "ragas", "model": "judge-llm"},
+                 "embedder": {"name": "openai", "model": "emb"}, "reranker": {"name": "mmr", "lambda_": 0.7}}
 
 # Per question: retrieve ms, rerank ms, generator tokens in/out (cached?), correct, judge tokens in/out (calls).
 ROWS = [(10.0, 5.0, 1000, 100, False, 1.0, 500, 50, 1),
@@ -39,7 +39,7 @@ ROWS = [(10.0, 5.0, 1000, 100, False, 1.0, 500, 50, 1),
 
 
 def table(**changes) -> prices.Prices | None:
-    cfg = OmegaConf.create({"prices": {**TABLE, **changes}, **STAGES})
+    cfg = OmegaConf.create({"prices": {**TABLE, **changes}, **STAGE_CONFIGS})
     return prices.from_config(cfg)
 
 
