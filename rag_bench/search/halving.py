@@ -97,9 +97,9 @@ def mark_pruned(cell: Cell, block: dict[str, Any]) -> None:
     atomic_write(cell.path / "metrics.json", metrics_json({**cell.metrics, "search": block}))
 
 
-def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch, *, round_fractions: Any, alpha: float,
-        seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
-        out: Any = None) -> list[rounds.RoundSummary]:
+def run_rounds(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch, *, round_fractions: Any, alpha: float,
+               seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
+               out: Any = None) -> list[rounds.RoundSummary]:
     """Successive halving over the grid ``jobs`` (each a cell's overrides) on ``questions`` (the
     dataset's): each round launches the cells still in that lack the round's results (each job
     gets ``search.round=<r>``; the last round's cells merge what their rounds before ran), then
@@ -298,7 +298,7 @@ def round_problems(sizes: Sequence[int], questions: int) -> tuple[str | None, st
 
 
 class Halving:
-    """Successive halving (:func:`run`) as a search strategy (``search=halving``, conf/search/halving.yaml):
+    """Successive halving (:func:`run_rounds`) as a search strategy (``search=halving``, conf/search/halving.yaml):
     its settings are ``search.rounds``, ``alpha``, ``prune``, ``keep`` and ``seed``."""
 
     name: ClassVar[str] = "halving"
@@ -355,5 +355,5 @@ class Halving:
         from rag_bench.runner.sweeper import covering_subset
 
         questions = load_dataset_of(ctx.compose(covering_subset(ctx.grid)[0])).questions
-        run(ctx.grid, questions, ctx.launch, round_fractions=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
+        run_rounds(ctx.grid, questions, ctx.launch, round_fractions=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
             prune=str(self.prune), keep=float(self.keep), summary_path=ctx.summary_path)
