@@ -174,7 +174,7 @@ def _run(a: argparse.Namespace, started: float) -> int:
     from rag_bench.drafting import journal
     from rag_bench.drafting.corpus import Index, read_corpus
     from rag_bench.drafting.filters.base import FilterInput
-    from rag_bench.drafting.run import DUPLICATE, FILTERS, draft_and_filter, slots_for
+    from rag_bench.drafting.session import DUPLICATE, FILTERS, draft_and_filter, slots_for
     from rag_bench.runner.config import build, wants
 
     cfg = _compose(a.overrides)

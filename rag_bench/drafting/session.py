@@ -1,4 +1,4 @@
-"""One drafting run: plan the slots, draft those the journal does not hold, filter every draft, and
+"""One drafting session: plan the slots, draft those the journal does not hold, filter every draft, and
 write drafts.jsonl (every candidate with each filter's verdict) and the kept drafts as a dataset."""
 
 from __future__ import annotations
