@@ -90,11 +90,11 @@ def run(argv: list[str]) -> int:
         keep = [Path(a.policy), cell.path] + ([baseline.path] if baseline is not None else [])
         junit = check_junit_target(a.junit, keep) if a.junit else None  # before evaluating: nothing half-done
         results = evaluate_gate(cell, policy, baseline)
-        context = {"policy": str(a.policy), "picked": picked,
-                   "baseline_picked": f"--baseline {a.baseline}: {base_why}" if base_why else ""}
+        properties = {"policy": str(a.policy), "picked": picked,
+                      "baseline_picked": f"--baseline {a.baseline}: {base_why}" if base_why else ""}
         summary = markdown(cell, results, baseline, picked=picked)
         if junit is not None:
-            write_junit(junit, junit_xml(results, cell=cell, baseline=baseline, context=context))
+            write_junit(junit, junit_xml(results, cell=cell, baseline=baseline, properties=properties))
         say(summary)
         for r in results:
             if r.status == "error":
