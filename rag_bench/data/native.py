@@ -63,10 +63,6 @@ class ParseState:
                                    table_rows=tuple(self.table_rows), headings=tuple(sorted(self.headings.items())))
 
 
-def load_documents(root: Path, log: ProblemLog, parser: Any = None) -> dict[str, Document]:
-    """Read docs/ and merge docs.jsonl metadata; problems go to ``log``."""
-    return read_documents(root, log, parser)[0]
-
 
 def _parse(paths: dict[str, Path], parser: Any) -> tuple[dict[str, tuple[Path, str]], ParseState]:
     """Parse the document files (``doc_id -> path``) with ``parser`` (None: auto)."""
