@@ -63,14 +63,6 @@ class TuneResult:
         """The curve's point at the chosen value."""
         return next(p for p in self.curve if p.value == self.chosen)
 
-    def as_metrics(self) -> dict[str, Any]:
-        """Plain figures: the choice, its recall and latency, the curve."""
-        p = self.point()
-        return {"knob": self.knob, "target_recall": self.target, "k": self.k, "chosen": self.chosen,
-                "reached": self.reached, f"ann_recall@{self.k}": p.recall, "p50_ms": p.p50_ms,
-                "held_out_recall": self.held_out_recall, "n": self.n, "held_out_n": self.held_out_n,
-                "curve": [{"value": c.value, "recall": c.recall, "p50_ms": c.p50_ms} for c in self.curve]}
-
 
 def check_target(value: Any) -> float | None:
     """Validate ``index.target_recall``: None (no tuning) or a number in (0, 1]."""

@@ -33,7 +33,7 @@ def test_tune_reaches_target_with_the_smallest_value(data, make):
     assert not below or max(below, key=lambda p: p.value).value == result.chosen - 1
     assert all(p.recall < 0.9 for p in below[-1:])  # the value just below the choice misses
     assert [p.value for p in result.curve] == sorted({p.value for p in result.curve})
-    assert result.as_metrics()["curve"][0]["value"] == 1
+    assert result.curve[0].value == 1
 
 
 def test_tuning_measures_each_query_under_its_filter(data):
