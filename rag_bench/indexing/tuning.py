@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from rag_bench.errors import ConfigError
-from rag_bench.indexing.base import _exact
 
 KNOBS = {"hnsw": "ef_search", "ivf": "nprobe", "lancedb": "nprobe"}
 TUNE_K = 10  # the issue's ann_recall@10: the cutoff the knob is tuned at
@@ -88,16 +87,6 @@ def _ceiling(index: Any, knob: str) -> int:
         return int(getattr(index, "_nlist_used", 0) or getattr(index, "_partitions", 0) or 1)
     return max(1, int(getattr(index, "n", 1)))
 
-
-def exact_ids(vectors: np.ndarray, queries: np.ndarray, k: int,
-              masks: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
-    """Exact top-``k`` row ids per query among its allowed rows (-1 where fewer are allowed)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
-    if masks is None:
-        return _exact(vectors, queries, k, None)[1]
-    return np.vstack([_exact(vectors, queries[r:r + 1], k, m)[1] for r, m in enumerate(masks)]) \
-        if len(masks) else np.empty((0, k), np.int64)
 
 
 def _measure(index: Any, queries: np.ndarray, exact: np.ndarray, k: int,
