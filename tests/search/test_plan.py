@@ -311,8 +311,8 @@ def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypa
     got, _, _ = make([f"dataset.path={data}", "parser=pypdf", "retriever=bm25", "tracking=none",
                       f"output.root={tmp_path / 'out'}"])
     assert files(tmp_path) == before
-    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and got.texts_new == 0
-    assert got.prompts_new == got.questions > 0  # every question's prompt, none cached
+    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and sum(e.new for e in got.embedders) == 0
+    assert sum(p.new for p in got.prompts) == got.questions > 0  # every question's prompt, none cached
 
 
 def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch):
