@@ -108,7 +108,7 @@ def tune(index: Any, queries: np.ndarray, exact: np.ndarray, *, target: float = 
          masks: Sequence[np.ndarray | None] | None = None) -> TuneResult:
     """Set ``index``'s knob to the smallest value whose ann_recall@k on ``queries`` (each under
     its mask in ``masks``) reaches ``target`` (doubling, then bisection) and return the choice with
-    the recall/latency curve. ``exact`` holds each query's exact top-k row ids (:func:`exact_ids`)."""
+    the recall/latency curve. ``exact`` holds each query's exact top-k row ids (a reference index's search)."""
     t_start = time.perf_counter()
     target = check_target(target)  # type: ignore[assignment]
     if target is None:
