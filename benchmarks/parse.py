@@ -12,7 +12,7 @@ filled; the same paragraphs, headings and tables as one HTML page and as one DOC
 Each parser option of ``conf/parser/`` (auto left out: it is pypdf / html2text / python_docx)
 reads the files of its type:
 
-* cold: :func:`rag_bench.parsing.run.parse_files` with an empty cache (what the first cell of a
+* cold: :func:`rag_bench.parsing.files.parse_files` with an empty cache (what the first cell of a
   sweep pays: a forkserver child per file, bounds, no network), the median wall time of
   ``--repeat`` runs;
 * in-process: ``parser.parse(bytes)`` alone (the parser's own cost, without the child);
@@ -157,7 +157,7 @@ def located(text: str, samples: list[str]) -> float:
 
 
 def measure(parser: Any, path: Path, repeat: int, samples: list[str]) -> dict[str, Any]:
-    from rag_bench.parsing.run import ParseCache, parse_files
+    from rag_bench.parsing.files import ParseCache, parse_files
 
     cold, outcome = [], None
     with tempfile.TemporaryDirectory(prefix="parse-bench-") as tmp:

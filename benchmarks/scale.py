@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.synthetic import make_dataset  # noqa: E402
 
-STAGES = ("chunk_s", "index_s", "retrieve_s", "score_s")
+STAGE_TIMES = ("chunk_s", "index_s", "retrieve_s", "score_s")
 BIN = Path(sys.executable).parent / "rag-bench"
 
 
@@ -78,10 +78,10 @@ def measure(backend: str, data: Path, work: Path, shards: int) -> dict[str, Any]
         m = json.loads((cell / "metrics.json").read_text())
         lat, c = m["latency"], m["counts"]
         res[name] = {"wall_s": wall, "cpu_s": cpu, "peak_gb": peak, "chunks": c["chunks"], "questions": c["questions"],
-                     **{s: lat.get(s, 0.0) for s in STAGES}, "retrieve_p50_ms": lat["retrieve_p50_ms"],
+                     **{s: lat.get(s, 0.0) for s in STAGE_TIMES}, "retrieve_p50_ms": lat["retrieve_p50_ms"],
                      "retrieve_p95_ms": lat["retrieve_p95_ms"], "hit@10": m["retrieval"]["hit@10"],
                      "embeddings_computed": m["cost"]["embeddings_computed"], "embed_s": m["cost"]["embed_s"]}
-        stages = "  ".join(f"{s}={lat.get(s, 0):.1f}" for s in STAGES)
+        stages = "  ".join(f"{s}={lat.get(s, 0):.1f}" for s in STAGE_TIMES)
         print(f"[{backend}] {name:5s}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak:.2f} GB; chunks={c['chunks']} "
               f"questions={c['questions']}  {stages}  embedded={m['cost']['embeddings_computed']}  "
               f"retrieve p50={lat['retrieve_p50_ms']:.2f} ms p95={lat['retrieve_p95_ms']:.2f} ms  "

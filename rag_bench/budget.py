@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 log = logging.getLogger(__name__)
-STAGES = ("generator", "judge", "embedder", "reranker")  # the stages whose model calls budget_usd charges
+PRICED_STAGES = ("generator", "judge", "embedder", "reranker")  # the stages whose model calls budget_usd charges
 
 
 class BudgetReached(Exception):  # noqa: N818 (a stop, not an error: the sweep exits 0)
@@ -206,12 +206,12 @@ def stop() -> None:
 
 
 def set_rates(rates: dict[str, Any]) -> None:
-    """Price the running cell's model calls: ``rates`` maps a stage of :data:`STAGES` to its
+    """Price the running cell's model calls: ``rates`` maps a stage of :data:`PRICED_STAGES` to its
     ``rag_bench.evaluation.prices.Rate`` (the caller reads the cell's ``prices.*``: this module sits
     below the evaluation and imports none of it); a stage left out is charged nothing and named in
     the record (under ``budget_usd`` the sweeper refused such a grid before any cell ran)."""
     if _CURRENT is not None:
-        _CURRENT.rates = {stage: rate for stage, rate in rates.items() if stage in STAGES and rate is not None}
+        _CURRENT.rates = {stage: rate for stage, rate in rates.items() if stage in PRICED_STAGES and rate is not None}
 
 
 def spend_llm_calls(n: int) -> None:

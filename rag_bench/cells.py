@@ -420,7 +420,7 @@ def _mean_tokens(path: Path) -> float | None:
 
 
 def load_cell(ref: str | Path, *, records: bool = True) -> Cell:
-    """A cell folder with DONE (a cell named by MLflow run id: :func:`rag_bench.tracking.download.load_cell`).
+    """A cell folder with DONE (a cell named by MLflow run id: :func:`rag_bench.tracking.download.load_cell_or_run`).
 
     ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
     (listing many cells for a leaderboard); by default it is read, and checked, now.

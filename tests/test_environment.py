@@ -1,6 +1,6 @@
 """No sweep state travels through the environment, and the switches are read at one place.
 
-A cell's run name, parent run and progress bar come from its :class:`~rag_bench.runner.context.SweepContext`
+A cell's run name, parent run and progress bar come from its :class:`~rag_bench.runner.sweep_context.SweepContext`
 (an argument), and the process-wide switches (``RAG_BENCH_SHARE``, ``RAG_BENCH_CACHE_SHARDS``,
 ``RAG_BENCH_STOCK_HYDRA``) from :mod:`rag_bench.switches`, configured by the entry points. Every
 other place that touches ``os.environ`` is listed here with what it reads or sets: a new read fails

@@ -25,9 +25,9 @@ from rag_bench.fast import stock
 from rag_bench.fast.compose import ComposeOnce
 from rag_bench.runner.callbacks import axes_of, prepare_tracking
 from rag_bench.runner.config import validate
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.main import argv_overrides
 from rag_bench.runner.primary import check_primary_reachable
+from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext, context_override
 from rag_bench.runner.sweeper import Progress, covering_subset, log, stage_order
 from rag_bench.search.base import SearchContext, Strategy, strategy
 
@@ -171,7 +171,7 @@ class RagBenchSweeper(BasicSweeper):
         loader = self.hydra_context.config_loader
         for job in covering_subset(self._grid):
             cfg = loader.load_sweep_config(self.config, job)
-            for stage in budget.STAGES:
+            for stage in budget.PRICED_STAGES:
                 name = _model_name(cfg, stage)
                 if name is None:  # a stage naming no model: our own code (the extractive stand-in, bm25, mmr)
                     continue

@@ -86,10 +86,7 @@ def _index(labels: Sequence[Label]) -> _Index:
 
 
 def _labels_for(labels: _Index, cell_id: str, qid: str, digest: str | None, human: str) -> list[Label]:
-    if digest is None:  # no answer (failed or empty): nothing a label can judge
-        return []
-    found = [lb for lb in labels.get((human, qid), ()) if (lb.cell is None or lb.cell == cell_id)
-             and (lb.answer_sha256 is None or lb.answer_sha256 == digest)]
+    found = [lb for lb in labels.get((human, qid), ()) if lb.applies_to(cell_id, qid, digest)]
     check_conflicts(found, cell_id)
     return found
 

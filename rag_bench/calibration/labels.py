@@ -104,9 +104,9 @@ class Label:
         """The value on [0, 1] (a grade divided by its scale)."""
         return self.value / self.scale
 
-    def applies_to(self, cell_id: str, qid: str, answer: str) -> bool:
-        """Whether this label judges ``answer`` given by ``cell_id`` to question ``qid``."""
-        digest = label_digest(answer)
+    def applies_to(self, cell_id: str, qid: str, digest: str | None) -> bool:
+        """Whether this label judges the answer ``cell_id`` gave to question ``qid``, named by its
+        :func:`label_digest` ``digest`` (None: no answer, which no label judges)."""
         if digest is None or qid != self.qid or (self.cell is not None and self.cell != cell_id):
             return False
         return self.answer_sha256 is None or self.answer_sha256 == digest

@@ -21,7 +21,7 @@ def stores() -> dict[str, type]:
     from rag_bench.embedding.cache import EmbeddingCache
     from rag_bench.generation.base import GenerationCache
     from rag_bench.judging.ragas_judge import JudgeCache
-    from rag_bench.parsing.run import ParseCache
+    from rag_bench.parsing.files import ParseCache
     from rag_bench.reranking.cross_encoder import PairScoreCache
     from rag_bench.runner.reuse import CellStore
 

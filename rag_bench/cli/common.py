@@ -151,11 +151,11 @@ def load_cells_of(ref: str, command: str = "") -> list:
     """The finished cells of an experiment folder (one dataset version), or the one cell ``ref`` names
     (a folder or an MLflow run id); anything else is a FolderError saying what ``ref`` is."""
     from rag_bench.cells import check_folder
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     if check_folder(ref, "cell or experiment", command).kind == "experiment":
         return experiment_cells_of(ref)
-    return [load_cell(ref)]
+    return [load_cell_or_run(ref)]
 
 
 def experiment_cells_of(ref: str | Path, *, records: bool = False) -> list:

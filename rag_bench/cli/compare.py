@@ -22,7 +22,7 @@ def run(argv: list[str]) -> int:
     """``rag-bench compare`` with the arguments ``argv``; its exit code."""
     from rag_bench.cells import check_folder, folder_kind, json_ready
     from rag_bench.reporting.compare import compare_cells, format_compare
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     p = argparse.ArgumentParser(
         prog="rag-bench compare", usage=USAGE, description="Paired comparison of two cells over the same questions: "
@@ -101,7 +101,7 @@ def run(argv: list[str]) -> int:
         for ref in refs:
             check_folder(ref, "cell", "compare CELL_A CELL_B", experiment_fix=f"name the cells after the folder: "
                          f"rag-bench compare {ref} A B")
-        return load_cell(refs[0], tracking_uri=a.tracking_uri), load_cell(refs[1], tracking_uri=a.tracking_uri), ""
+        return load_cell_or_run(refs[0], tracking_uri=a.tracking_uri), load_cell_or_run(refs[1], tracking_uri=a.tracking_uri), ""
 
     def body() -> int:
         ca, cb, note = pair()

@@ -173,8 +173,8 @@ def _run(a: argparse.Namespace, started: float) -> int:
     from rag_bench.data.native import _Q_FIELDS
     from rag_bench.drafting import journal
     from rag_bench.drafting.corpus import Index, read_corpus
-    from rag_bench.drafting.filters.base import Context
-    from rag_bench.drafting.run import DUPLICATE, FILTERS, draft_and_filter, slots_for
+    from rag_bench.drafting.filters.base import FilterInput
+    from rag_bench.drafting.session import DUPLICATE, FILTERS, draft_and_filter, slots_for
     from rag_bench.runner.config import build, wants
 
     cfg = _compose(a.overrides)
@@ -207,7 +207,7 @@ def _run(a: argparse.Namespace, started: float) -> int:
     out = _out_dir(a.out, corpus)
     reader = build(cfg.reader, "generator")
     fields = frozenset(_Q_FIELDS)
-    ctx = Context(index, reader, embedder, thresholds, fields)
+    ctx = FilterInput(index, reader, embedder, thresholds, fields)
     out.mkdir(parents=True, exist_ok=True)
     b = cfg.budget
     if b.max_llm_calls is not None or b.usd is not None:

@@ -22,7 +22,7 @@ def run(argv: list[str]) -> int:
     from rag_bench.adapters.external import export_outputs
     from rag_bench.cells import check_folder
     from rag_bench.decision.decide import cell_name
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     p = argparse.ArgumentParser(
         prog="rag-bench export", description="Write a cell's per-question results: as OUTPUTS JSON lines (the format "
@@ -46,7 +46,7 @@ def run(argv: list[str]) -> int:
         if a.pick is None:
             check_folder(a.cell, "cell", "export", experiment_fix="add --cell best (or --cell baseline, or --cell "
                          "NAME as the leaderboard prints it)")
-            cell, picked = load_cell(a.cell), ""
+            cell, picked = load_cell_or_run(a.cell), ""
         else:
             check_folder(a.cell, "experiment", "export --cell")
             cell, why = pick_cell(experiment_cells_of(a.cell), a.pick, "--cell", a.cell)

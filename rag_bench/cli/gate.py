@@ -27,7 +27,7 @@ def run(argv: list[str]) -> int:
         markdown,
         write_junit,
     )
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     p = argparse.ArgumentParser(
         prog="rag-bench gate", description="Check a cell against a release policy (absolute thresholds; regression "
@@ -56,7 +56,7 @@ def run(argv: list[str]) -> int:
         picked = ""
         if a.cell is None:
             check_folder(a.target, "cell", "gate", experiment_fix=EXPERIMENT_FIX)
-            cell = load_cell(a.target, tracking_uri=a.tracking_uri)
+            cell = load_cell_or_run(a.target, tracking_uri=a.tracking_uri)
             cells: list = []
         else:
             if folder_kind(a.target).kind == "cell" or _RUN_ID.match(a.target):
@@ -72,7 +72,7 @@ def run(argv: list[str]) -> int:
             baseline, base_why = pick_cell(cells, a.baseline, "--baseline", a.target)
         elif a.baseline:
             check_folder(a.baseline, "cell", "gate --baseline")
-            baseline = load_cell(a.baseline, tracking_uri=a.tracking_uri)
+            baseline = load_cell_or_run(a.baseline, tracking_uri=a.tracking_uri)
         if baseline is not None:
             check_same_dataset(baseline, cell, fix="pass a --baseline evaluated on the same dataset version (re-run "
                                "the baseline's configuration on this dataset)")
@@ -90,11 +90,11 @@ def run(argv: list[str]) -> int:
         keep = [Path(a.policy), cell.path] + ([baseline.path] if baseline is not None else [])
         junit = check_junit_target(a.junit, keep) if a.junit else None  # before evaluating: nothing half-done
         results = evaluate_gate(cell, policy, baseline)
-        context = {"policy": str(a.policy), "picked": picked,
-                   "baseline_picked": f"--baseline {a.baseline}: {base_why}" if base_why else ""}
+        properties = {"policy": str(a.policy), "picked": picked,
+                      "baseline_picked": f"--baseline {a.baseline}: {base_why}" if base_why else ""}
         summary = markdown(cell, results, baseline, picked=picked)
         if junit is not None:
-            write_junit(junit, junit_xml(results, cell=cell, baseline=baseline, context=context))
+            write_junit(junit, junit_xml(results, cell=cell, baseline=baseline, properties=properties))
         say(summary)
         for r in results:
             if r.status == "error":

@@ -14,7 +14,7 @@ def run(argv: list[str]) -> int:
     from rag_bench.calibration.labels import Sample, load_labels
     from rag_bench.decision.decide import cell_name
     from rag_bench.reporting import label_page
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     p = argparse.ArgumentParser(prog="rag-bench label", description="Write a static page (opens from disk) to "
                                 "label a sample of a cell's answers for correct and faithfulness by key; its "
@@ -39,7 +39,7 @@ def run(argv: list[str]) -> int:
 
     def write_label_page() -> int:
         existing = load_labels(a.labels) if a.labels else []
-        cell = load_cell(a.cell)
+        cell = load_cell_or_run(a.cell)
         rows = label_page.sample(cell.records, a.n, a.seed, a.stratify)
         shown = label_page.items(cell, rows, label_page.references(cell))
         out = Path(a.out or f"reports/label-{cell.cell_id}.html")

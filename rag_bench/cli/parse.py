@@ -1,6 +1,6 @@
 """``rag-bench parse``: the parse of a dataset's documents (or of one file) as a person reads it.
 
-The files go through the sweep's own path (:func:`rag_bench.parsing.run.parse_files`): a bounded
+The files go through the sweep's own path (:func:`rag_bench.parsing.files.parse_files`): a bounded
 child process per file, no network, and the parse cache the sweeps share (a file a sweep parsed is
 a cache hit here, and the other way round). Without ``--out`` each document's Markdown is printed
 with ``[page N]`` lines where its pages start; with ``--out DIR`` each parse is written whole as
@@ -99,7 +99,7 @@ def _parser(overrides: list[str]) -> Any:
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(missing_option(exc) or f"configuration: {config_message(exc, overrides)}\n  -- fix: "
                           f"the parser options and their keys are in {CONF_DIR}/parser/") from exc
-    from rag_bench.parsing.run import parser_key
+    from rag_bench.parsing.files import parser_key
 
     parser = build(cfg.parser, "parser")
     parser_key(parser)  # a setting the parse cache cannot key is refused before any file is read or written
@@ -124,7 +124,7 @@ def _with_page_marks(text: str, pages: tuple[int, ...]) -> str:
 def run(argv: list[str]) -> int:
     """``rag-bench parse`` with the arguments ``argv``; its exit code."""
     from rag_bench.parsing.base import TIMEOUT_S
-    from rag_bench.parsing.run import cache_store, parse_files, parser_for, parser_key
+    from rag_bench.parsing.files import cache_store, parse_files, parser_for, parser_key
 
     p = argparse.ArgumentParser(
         prog="rag-bench parse", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,

@@ -89,7 +89,7 @@ def other_parsers(chosen: Any) -> Callable[[str], list[Any]]:
     option out)."""
     from rag_bench.cli.parse import _parser
     from rag_bench.parsing.auto import AutoParser
-    from rag_bench.parsing.run import parser_for, parser_key
+    from rag_bench.parsing.files import parser_for, parser_key
     from rag_bench.runner.config import CONF_DIR
 
     built: dict[str, Any] = {}

@@ -65,7 +65,7 @@ def load_dataset(path: str | Path, *, split: str = "test", parser: Any = None) -
     whole, corpus, covered = fingerprints(root, files)
     chosen = None
     if parser is not None:
-        from rag_bench.parsing.run import parser_key
+        from rag_bench.parsing.files import parser_key
 
         chosen = _Parser(parser_key(parser), parser)
     return _load_cached(str(root.resolve()), split, whole, covered, corpus, chosen)
@@ -90,7 +90,7 @@ def _load_cached(root_s: str, split: str, fp: str, files: tuple[str, ...], corpu
     if state is not None:
         # The corpus is the parse: chunks and indexes of one parser are not another's.
         from rag_bench.parsing.auto import AutoParser
-        from rag_bench.parsing.run import parser_key
+        from rag_bench.parsing.files import parser_key
 
         key = chosen.key if chosen is not None else parser_key(AutoParser())
         corpus_fp = hashlib.sha256(f"{corpus_fp}\0{key}".encode()).hexdigest()[:16]

@@ -63,15 +63,11 @@ class ParseState:
                                    table_rows=tuple(self.table_rows), headings=tuple(sorted(self.headings.items())))
 
 
-def load_documents(root: Path, log: ProblemLog, parser: Any = None) -> dict[str, Document]:
-    """Read docs/ and merge docs.jsonl metadata; problems go to ``log``."""
-    return read_documents(root, log, parser)[0]
-
 
 def _parse(paths: dict[str, Path], parser: Any) -> tuple[dict[str, tuple[Path, str]], ParseState]:
     """Parse the document files (``doc_id -> path``) with ``parser`` (None: auto)."""
     from rag_bench.parsing.auto import AutoParser
-    from rag_bench.parsing.run import cache_store, parse_files
+    from rag_bench.parsing.files import cache_store, parse_files
 
     chosen = parser if parser is not None else AutoParser()
     ids = list(paths)

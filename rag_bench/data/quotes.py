@@ -103,7 +103,7 @@ def lost_quotes(ds: Dataset, parsers: Callable[[str], list[Any]]) -> list[LostQu
 
 
 def _text(path: Path, parser: Any) -> str | None:
-    from rag_bench.parsing.run import cache_store, parse_files
+    from rag_bench.parsing.files import cache_store, parse_files
 
     (outcome,) = parse_files([path], parser, cache_store())
     return None if outcome.parsed is None else outcome.parsed.text

@@ -440,10 +440,10 @@ def baseline(cells: Sequence[Cell], chosen: str | Path | None = None) -> Cell | 
     for c in cells:
         if str(chosen) in (c.cell_id, names[c.cell_id]):
             return c
-    from rag_bench.tracking.download import load_cell
+    from rag_bench.tracking.download import load_cell_or_run
 
     try:
-        return load_cell(chosen)
+        return load_cell_or_run(chosen)
     except DataError as exc:
         raise DataError(Problem(str(chosen), 0, "--baseline", "names no cell of this experiment and no cell folder",
                                 f"pass a cell id, a name from the leaderboard (e.g. {next(iter(names.values()), '')!r})"

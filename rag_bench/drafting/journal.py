@@ -1,4 +1,4 @@
-"""drafts.jsonl as the journal of a drafting run, and the kept drafts written as a dataset folder.
+"""drafts.jsonl as the journal of a drafting session, and the kept drafts written as a dataset folder.
 
 While drafting, each finished draft is appended as one line (flushed to disk), so a run stopped by
 a failing model resumes without drafting again what it finished; a torn last line is ignored. At

@@ -10,7 +10,7 @@ number with its noun, a name (a capitalised run not opening the sentence) or a d
 - ``multi_hop``: two candidates in two documents that share a name (a question in two parts);
 - ``unanswerable``: a near miss from a candidate: its number changed to one the corpus does not
   give in that sentence, or an attribute of one of its names that no passage retrieved for it
-  mentions (:data:`ATTRIBUTES`; checked by retrieval in the drafting run);
+  mentions (:data:`ATTRIBUTES`; checked by retrieval in the drafting session);
 - ``clarify``: one name in two sentences of different sections that give different years: asking
   for "the year" of it is ambiguous;
 - ``follow_up``: two sentences of one section about the same name: the first is the conversation

@@ -330,11 +330,3 @@ class EmbeddingCache(BlobStore):
 
     def _valid(self, data: bytes) -> bool:
         return len(data) > 0 and len(data) % 4 == 0
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Vectors found for ``keys`` (missing and corrupt keys are absent from the result)."""
-        return {k: vector_from_bytes(v) for k, v in self.get_bytes(keys).items()}
-
-    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Store vectors; one transaction, so a kill leaves all of them or none."""
-        self.put_bytes((k, vector_bytes(v)) for k, v in items)

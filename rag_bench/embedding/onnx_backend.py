@@ -380,8 +380,3 @@ def load_encoder(model_path: str, weights: str, quantize: str, per_channel: bool
     file = ensure_onnx(model_path, weights, OnnxSettings(quantize, per_channel), Path(cache_dir))  # type: ignore[arg-type]
     return OnnxEncoder(file.path.parent, threads=threads, file=file)
 
-
-def clear_cached_encoders() -> None:
-    """Forget the process's encoders (tests that remove a cache folder)."""
-    load_encoder.cache_clear()
-

@@ -26,7 +26,7 @@ from rag_bench.evaluation import measures as catalog
 from rag_bench.evaluation import prices, table
 from rag_bench.evaluation.grade import grade
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import REQUIREMENTS, Context, Measure, Part, Requirement, Scorer, Settings
+from rag_bench.evaluation.scorer import REQUIREMENTS, Measure, Part, Requirement, Scorer, ScoringInput, Settings
 from rag_bench.memo import SharedWork
 from rag_bench.metrics.intervals import mean_cis
 
@@ -77,19 +77,19 @@ class Evaluation:
     def evaluate(self, run: SystemRun, cell_id: str = "", work: SharedWork | None = None) -> CellResult:
         """The cell of ``run``: its records, metrics (and ``measures`` block) and TREC files."""
         scorers, skipped = self.runnable(run)
-        context = Context(run, self.settings, grade(run, self.settings, work), cell_id, work)
+        scoring = ScoringInput(run, self.settings, grade(run, self.settings, work), cell_id, work)
         declared: list[tuple[Measure, str]] = []
-        parts: list[Part] = table.run_parts(run, context.grades)
+        parts: list[Part] = table.run_parts(run, scoring.grades)
         for part in parts:
-            context.columns.update(part.columns)
+            scoring.columns.update(part.columns)
         own: list[Part] = []
         for scorer in scorers:
             declared += [(m, scorer.name) for m in scorer.measures(run, self.settings)]
-            for part in scorer.score(context):
-                context.columns.update(part.columns)
+            for part in scorer.score(scoring):
+                scoring.columns.update(part.columns)
                 own.append(part)
         frame = table.records([*parts, *own], len(run.questions))
-        metrics = aggregate(context.columns, declared, own, self.settings)
+        metrics = aggregate(scoring.columns, declared, own, self.settings)
         metrics["dataset_fingerprint"] = run.dataset.fingerprint
         metrics["corpus_fingerprint"] = run.dataset.corpus_key  # the documents alone: `rag-bench agree` checks it
         metrics["dataset_files"] = describe_files(run.dataset.files)  # what the fingerprint covers

@@ -242,14 +242,6 @@ def at(families: Iterable[Measure], cutoffs: Iterable[int]) -> list[Measure]:
     return [f.at(k) for f in families for k in cuts]
 
 
-def retrieval_measures(ks: Sequence[int], families: Sequence[Measure] = RANKING) -> list[Measure]:
-    """The ranking measures of a cell with cutoffs ``ks`` (``families=DOCUMENT`` for documents)."""
-    return chunk_ranking.ranking_measures(ks, families)
-
-
-def evidence_measures(cutoffs: Sequence[int]) -> list[Measure]:
-    """Evidence recall and completeness at each cutoff (``eval.ks`` plus ``pipeline.k``)."""
-    return at(evidence.EVIDENCE, cutoffs)
 
 
 def column_measure(column: str) -> Measure | None:
@@ -262,11 +254,6 @@ def column_measure(column: str) -> Measure | None:
             return m
     return None
 
-
-def is_question_ranking_column(column: str) -> bool:
-    """Whether a records.parquet column holds a per-question retrieval, document or evidence
-    measure (the values ``compare`` and the gate's paired tests resample)."""
-    return column_measure(column) is not None
 
 
 # --- what consumers show by default -----------------------------------------------------------

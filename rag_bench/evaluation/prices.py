@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench.budget import STAGES
+from rag_bench.budget import PRICED_STAGES
 from rag_bench.evaluation.run import SystemRun
 
 SHARES = ("generator", "judge", "embedder", "reranker", "retrieval", "query")
@@ -100,7 +100,7 @@ def from_config(cfg: Any) -> Prices | None:
     entries = tuple((name, ModelPrice(**{k: (None if v is None else float(v)) for k, v in dict(e).items()}))
                     for name, e in sorted(models.items()))
     stages = []
-    for stage in STAGES:
+    for stage in PRICED_STAGES:
         node = cfg.get(stage)
         if node is None or not hasattr(node, "get"):
             continue

@@ -179,7 +179,7 @@ class Part:
 
 
 @dataclass
-class Context:
+class ScoringInput:
     """What a scorer reads: the run, the cell's settings, the relevance grades of the run's final
     rankings, the cell's id (the TREC files' tag), the work shared between cells (None: nothing
     shared) and the columns earlier scorers added (by name)."""
@@ -251,6 +251,6 @@ class Scorer(Protocol):
         """The measures (families at their cutoffs) and figures this scorer reports for ``run``."""
         ...
 
-    def score(self, context: Context) -> Sequence[Part]:
-        """Its columns, values, warnings and files for the run of ``context``."""
+    def score(self, scoring: ScoringInput) -> Sequence[Part]:
+        """Its columns, values, warnings and files for the run of ``scoring``."""
         ...

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from rag_bench.errors import ConfigError
-from rag_bench.indexing.base import _exact
 
 KNOBS = {"hnsw": "ef_search", "ivf": "nprobe", "lancedb": "nprobe"}
 TUNE_K = 10  # the issue's ann_recall@10: the cutoff the knob is tuned at
@@ -63,14 +62,6 @@ class TuneResult:
         """The curve's point at the chosen value."""
         return next(p for p in self.curve if p.value == self.chosen)
 
-    def as_metrics(self) -> dict[str, Any]:
-        """Plain figures: the choice, its recall and latency, the curve."""
-        p = self.point()
-        return {"knob": self.knob, "target_recall": self.target, "k": self.k, "chosen": self.chosen,
-                "reached": self.reached, f"ann_recall@{self.k}": p.recall, "p50_ms": p.p50_ms,
-                "held_out_recall": self.held_out_recall, "n": self.n, "held_out_n": self.held_out_n,
-                "curve": [{"value": c.value, "recall": c.recall, "p50_ms": c.p50_ms} for c in self.curve]}
-
 
 def check_target(value: Any) -> float | None:
     """Validate ``index.target_recall``: None (no tuning) or a number in (0, 1]."""
@@ -97,16 +88,6 @@ def _ceiling(index: Any, knob: str) -> int:
     return max(1, int(getattr(index, "n", 1)))
 
 
-def exact_ids(vectors: np.ndarray, queries: np.ndarray, k: int,
-              masks: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
-    """Exact top-``k`` row ids per query among its allowed rows (-1 where fewer are allowed)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
-    if masks is None:
-        return _exact(vectors, queries, k, None)[1]
-    return np.vstack([_exact(vectors, queries[r:r + 1], k, m)[1] for r, m in enumerate(masks)]) \
-        if len(masks) else np.empty((0, k), np.int64)
-
 
 def _measure(index: Any, queries: np.ndarray, exact: np.ndarray, k: int,
              masks: Sequence[np.ndarray | None] | None = None) -> tuple[float, float]:
@@ -127,7 +108,7 @@ def tune(index: Any, queries: np.ndarray, exact: np.ndarray, *, target: float = 
          masks: Sequence[np.ndarray | None] | None = None) -> TuneResult:
     """Set ``index``'s knob to the smallest value whose ann_recall@k on ``queries`` (each under
     its mask in ``masks``) reaches ``target`` (doubling, then bisection) and return the choice with
-    the recall/latency curve. ``exact`` holds each query's exact top-k row ids (:func:`exact_ids`)."""
+    the recall/latency curve. ``exact`` holds each query's exact top-k row ids (a reference index's search)."""
     t_start = time.perf_counter()
     target = check_target(target)  # type: ignore[assignment]
     if target is None:

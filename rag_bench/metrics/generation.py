@@ -152,11 +152,6 @@ def correctness(match: AnswerMatch, mode: str = "auto", *, f1_threshold: float =
     return float(value)
 
 
-def is_correct(answer: Answer, facts: Sequence[str], references: Sequence[str], *, mode: str = "auto",
-               f1_threshold: float = 0.5) -> bool:
-    """True when :func:`correctness` is 1.0 (False also when it is undefined)."""
-    return correctness(match_answer(answer, facts, references), mode, f1_threshold=f1_threshold) == 1.0
-
 
 def _content(text: str) -> set[str]:
     return {w for w in lenient_normalize(text).split() if w not in ENGLISH_STOPWORDS}

@@ -9,8 +9,10 @@ page starts) and warnings. The sections and blocks the chunkers read are derived
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import importlib.metadata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,15 +37,11 @@ class Parsed:
     pages: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
 
-    def page_at(self, offset: int) -> int | None:
-        """The 1-based page holding character ``offset`` (None without a page map)."""
-        page = None
-        for i, start in enumerate(self.pages):
-            if start <= offset:
-                page = i + 1
-            else:
-                break
-        return page
+
+def page_at(pages: Sequence[int], offset: int) -> int | None:
+    """The 1-based page holding character ``offset`` of a parse whose ``pages`` (:attr:`Parsed.pages`)
+    start at those offsets; None without a page map (or before its first page)."""
+    return bisect.bisect_right(pages, offset) or None
 
 
 class Parser(Protocol):

@@ -108,7 +108,7 @@ class RunStyles:
         self._cache[style_id] = props
         return props
 
-    def run(self, r: Any, p: Any) -> dict[str, Any]:
+    def run_properties(self, r: Any, p: Any) -> dict[str, Any]:
         """The run ``r``'s resolved properties inside paragraph ``p`` (None: not in a paragraph)."""
         props = dict(self.defaults)
         ppr = p.find(W + "pPr") if p is not None else None
@@ -168,7 +168,7 @@ def strip_hidden(data: bytes) -> tuple[bytes, dict[str, int]]:
             root = part(name)
             hidden = []
             for r in root.iter(W + "r") if root is not None else ():
-                why = run_hidden(resolver.run(r, next(r.iterancestors(W + "p"), None)))
+                why = run_hidden(resolver.run_properties(r, next(r.iterancestors(W + "p"), None)))
                 if why:
                     counts[why] += sum(not c.isspace() for t in r.iter(W + "t") for c in (t.text or ""))
                     hidden.append(r)

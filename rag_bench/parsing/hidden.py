@@ -64,10 +64,6 @@ def is_faint(rgb: Rgb | None, background: Rgb = (1.0, 1.0, 1.0)) -> bool:
     return (max(a, b) + 0.05) / (min(a, b) + 0.05) < MIN_CONTRAST
 
 
-def is_white(color: Any, space: str = "") -> bool:
-    """A PDF fill colour (components 0..1 in ``space``) that :func:`is_faint` calls unseen on white."""
-    return is_faint(to_rgb(color, space))
-
 
 def hex_rgb(value: str) -> Rgb | None:
     """``FFFFFE``, ``#fff``, ``#ffffff80`` (alpha ignored) as RGB; None when it is not hex."""

@@ -4,7 +4,7 @@
 The converters are called directly with the file's suffix, never ``MarkItDown().convert``: that
 front door guesses the file type with magika (an onnx model; it ships in magika's wheel, but
 nothing here needs it) and accepts URLs. So nothing is downloaded or fetched, and the parse runs in
-the network-less child every parser runs in (rag_bench.parsing.run). markitdown's PDF output has no
+the network-less child every parser runs in (rag_bench.parsing.files). markitdown's PDF output has no
 page map (the converter returns one text), so ``pages`` is empty for it. Hidden text: see
 :func:`without_hidden` (dropped from HTML and DOCX, counted in PDF). The bounds the other
 wrappers apply hold before a converter sees the file: a PDF over

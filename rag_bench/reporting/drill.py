@@ -20,7 +20,6 @@ this parse did not find.
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from rag_bench.cells import Cell
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation import measures, run_io
 from rag_bench.evaluation.scorers import query as query_scorer
+from rag_bench.parsing.base import page_at
 from rag_bench.reporting import claims_view
 from rag_bench.untrusted import visible
 
@@ -102,7 +102,7 @@ def parsed_evidence(dataset: Any, question: Any) -> list[dict[str, Any]]:
         method = queue.pop(0) if queue else "locator"  # start/end or section locator: no quote to locate
         lo, hi = max(0, span.start - PARSE_WINDOW), min(len(text), span.end + PARSE_WINDOW)
         out.append({"doc": span.doc_id, "method": method,
-                    "page": bisect.bisect_right(starts, span.start) if starts else None, "pages": len(starts),
+                    "page": page_at(starts, span.start), "pages": len(starts),
                     "text": [visible(("\u2026" if lo else "") + text[lo:span.start]), visible(text[span.start:span.end]),
                              visible(text[span.end:hi] + ("\u2026" if hi < len(text) else ""))]})
     failures = dict(report.failures)

@@ -651,7 +651,7 @@ def case_text(r: RuleResult) -> str:
 
 
 def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate", *, cell: Cell | None = None,
-              baseline: Cell | None = None, context: dict[str, str] | None = None) -> str:
+              baseline: Cell | None = None, properties: dict[str, str] | None = None) -> str:
     """JUnit XML: one testcase per rule, so CI systems list each rule as a test; its name is the rule
     (stable from run to run, so a consumer keeps each rule's history), and every case -- passing ones
     too -- carries its value, limit, CI and n as ``<properties>`` (as pytest's ``record_property``
@@ -678,7 +678,7 @@ def junit_xml(results: list[RuleResult], suite: str = "rag-bench gate", *, cell:
                   ("dataset_fingerprint", cell.dataset_fingerprint)]
     if baseline is not None:
         about += [("baseline", cell_name(baseline)), ("baseline_id", baseline.cell_id), ("baseline_path", baseline.path)]
-    about += list((context or {}).items())
+    about += list((properties or {}).items())
     out += props(about, "  ")
     for r in results:
         line = visible(case_text(r))

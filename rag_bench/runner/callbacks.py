@@ -14,7 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from rag_bench.naming import sweep_axes
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext
+from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext
 
 log = logging.getLogger(__name__)
 

@@ -174,7 +174,7 @@ class RagBenchConf:
     experiment: ExperimentConf = field(default_factory=ExperimentConf)
     output: OutputConf = field(default_factory=OutputConf)
     prices: PricesConf = field(default_factory=PricesConf)
-    # The id of the sweep this cell belongs to (its context: rag_bench.runner.context), set by the
+    # The id of the sweep this cell belongs to (its context: rag_bench.runner.sweep_context), set by the
     # sweeper for each job; neither part of the cell id nor of its stored config.
     sweep: str | None = None
     budget: BudgetConf = field(default_factory=BudgetConf)

@@ -1,6 +1,6 @@
 """The Hydra application behind ``rag-bench run`` (config folder: the packaged ``rag_bench/conf/``;
 a checkout links it as ``conf/``): the entry point of every cell's process, where the switches
-are read and the cell's sweep context is found (:mod:`rag_bench.runner.context`)."""
+are read and the cell's sweep context is found (:mod:`rag_bench.runner.sweep_context`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from rag_bench.evaluation import prices
 from rag_bench.memo import SharedWork
 from rag_bench.runner.callbacks import context_of
 from rag_bench.runner.config import CONF_DIR, register_configs
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.main import argv_overrides, cell_route
 from rag_bench.runner.primary import check_primary_reachable
+from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext
 
 register_configs()
 # The work cells of this process share (Hydra calls main once per cell of a sweep): the one
@@ -63,7 +63,7 @@ def _cell(cfg: DictConfig, single: bool) -> Path | None:
     spent = budget.current()
     if spent is not None:  # the cell's prices for budget.usd (and the invocation's record)
         table = prices.from_config(cfg)
-        budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.STAGES})
+        budget.set_rates({stage: prices.rate(table, stage)[0] for stage in budget.PRICED_STAGES})
     try:
         # the cell's folder (a halving sweep reads its results there); run_cell, or the search
         # strategy's route for its own jobs (halving's rounds)

@@ -45,8 +45,8 @@ from rag_bench.runner.config import (
     validate,
     wants,
 )
-from rag_bench.runner.context import CONTEXT_KEY, SweepContext
 from rag_bench.runner.rounds import subset_dataset
+from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext
 from rag_bench.tracking import background
 from rag_bench.tracking.base import Tracker, cell_tags, dataset_info, questions_table, run_name, tracked_metrics
 
@@ -90,7 +90,7 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
 
     ``work`` holds what this cell may share with cells run before it in this process (the Hydra
     app passes one for the whole sweep); None starts from nothing. ``sweep`` is the sweep the cell
-    belongs to (:mod:`rag_bench.runner.context`); None: a sweep of this cell alone. A search
+    belongs to (:mod:`rag_bench.runner.sweep_context`); None: a sweep of this cell alone. A search
     strategy that runs its jobs' cells its own way (halving's rounds) does so through
     :func:`prepare`, :func:`run_questions` and :func:`finish` (:func:`cell_route`)."""
     work = SharedWork() if work is None else work

@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from rag_bench.components import SWEEP_ORDER
 from rag_bench.errors import ConfigError
-from rag_bench.runner.context import SweepContext
+from rag_bench.runner.sweep_context import SweepContext
 
 log = logging.getLogger(__name__)
 

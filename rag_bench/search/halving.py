@@ -23,7 +23,7 @@ from rag_bench.decision import decide
 from rag_bench.decision.verdict import question_values
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation import measures
-from rag_bench.runner import rounds as search
+from rag_bench.runner import rounds
 from rag_bench.search.plan import halving_bound, halving_floor
 from rag_bench.search.round_cells import round_covered, run_round_cell
 
@@ -43,7 +43,7 @@ def stored_cell(path: Path) -> Cell:
 
 def marker_time(path: Path) -> int:
     """When the cell folder ``path`` was last marked (DONE, or a round's PARTIAL), in ns; 0: never."""
-    for name in ("DONE", search.PARTIAL):
+    for name in ("DONE", rounds.PARTIAL):
         try:
             return os.stat(path / name).st_mtime_ns
         except OSError:
@@ -58,7 +58,7 @@ def questions_run(path: Path, round_questions: int, started: int) -> int:
     for a last round merged with the one before), or all the round's questions (computed whole)."""
     if marker_time(path) < started:
         return 0
-    for name, read in ((search.PARTIAL, lambda m: m.get("computed")),
+    for name, read in ((rounds.PARTIAL, lambda m: m.get("computed")),
                        ("DONE", lambda m: (m.get("search") or {}).get("questions_computed"))):
         try:
             marker = json.loads((path / name).read_text(encoding="utf-8"))
@@ -97,9 +97,9 @@ def mark_pruned(cell: Cell, block: dict[str, Any]) -> None:
     atomic_write(cell.path / "metrics.json", metrics_json({**cell.metrics, "search": block}))
 
 
-def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch, *, rounds: Any, alpha: float,
-        seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
-        out: Any = None) -> list[search.RoundSummary]:
+def run_rounds(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch, *, round_fractions: Any, alpha: float,
+               seed: int, prune: str = "significance", keep: float = 1 / 3, summary_path: Path | None = None,
+               out: Any = None) -> list[rounds.RoundSummary]:
     """Successive halving over the grid ``jobs`` (each a cell's overrides) on ``questions`` (the
     dataset's): each round launches the cells still in that lack the round's results (each job
     gets ``search.round=<r>``; the last round's cells merge what their rounds before ran), then
@@ -107,23 +107,23 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
     but the top ``keep`` fraction (:func:`~rag_bench.runner.rounds.prune_rank`), each dropped cell's
     paired test against the leader recorded, and after the last round the pruned cells checked
     against the final best on the questions they saw (:func:`~rag_bench.runner.rounds.guard`).
-    ``rounds`` None: :data:`~rag_bench.runner.rounds.ROUNDS` of ``prune``. Returns the rounds'
+    ``round_fractions`` (``search.rounds``) None: :data:`~rag_bench.runner.rounds.ROUNDS` of ``prune``. Returns the rounds'
     summaries (also printed to ``out`` and written to ``summary_path``)."""
-    prune = search.check_prune(prune)
-    keep = search.check_keep(keep) if prune == "rank" else keep
-    fractions = search.rounds_of({"rounds": rounds, "prune": prune})
-    pruning = _Pruning(prune, keep, alpha, search.round_alpha(alpha, len(fractions)), seed)
+    prune = rounds.check_prune(prune)
+    keep = rounds.check_keep(keep) if prune == "rank" else keep
+    fractions = rounds.rounds_of({"rounds": round_fractions, "prune": prune})
+    pruning = _Pruning(prune, keep, alpha, rounds.round_alpha(alpha, len(fractions)), seed)
     alive = list(range(len(jobs)))
     dirs: dict[int, Path] = {}
-    summaries: list[search.RoundSummary] = []
+    summaries: list[rounds.RoundSummary] = []
     pruned: dict[str, dict[str, Any]] = {}
     pruned_at: dict[int, int] = {}  # job index -> its last round
     measure: tuple[str, str, bool] | None = None
     for r, fraction in enumerate(fractions):
-        qids = search.round_questions(questions, fraction, seed)
+        qids = rounds.round_questions(questions, fraction, seed)
         computed, asked = _launch_round(jobs, launch, alive, dirs, r, fraction, seed, len(qids))
         if r == len(fractions) - 1:
-            summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), len(alive), computed,
+            summaries.append(rounds.RoundSummary(r, fraction, len(qids), len(alive), len(alive), computed,
                                                  len(alive) - computed, asked))
             break
         cells = [stored_cell(dirs[i]) for i in alive]
@@ -137,7 +137,7 @@ def run(jobs: Sequence[Sequence[str]], questions: Sequence[Any], launch: Launch,
                 pruned[cell.cell_id] = block
                 pruned_at[i] = r
                 mark_pruned(cell, block)
-        summaries.append(search.RoundSummary(r, fraction, len(qids), len(alive), sum(d.kept for d in decisions),
+        summaries.append(rounds.RoundSummary(r, fraction, len(qids), len(alive), sum(d.kept for d in decisions),
                                              computed, len(alive) - computed, asked, not_worse))
         alive = [i for i, d in zip(alive, decisions) if d.kept]
     regrets = _guard(dirs, alive, pruned_at, questions, measure, alpha, seed) if pruned_at else []
@@ -163,14 +163,14 @@ class _Pruning:
     spent: float
     seed: int
 
-    def decide(self, values: np.ndarray, *, higher: bool) -> tuple[int, list[search.Decision]]:
+    def decide(self, values: np.ndarray, *, higher: bool) -> tuple[int, list[rounds.Decision]]:
         """The round's leader and each cell's decision from its per-question ``values``."""
         if self.prune == "rank":
-            return search.prune_rank(values, higher_is_better=higher, keep=self.keep, seed=self.seed)
-        return search.prune(values, higher_is_better=higher, alpha=self.spent, seed=self.seed)
+            return rounds.prune_rank(values, higher_is_better=higher, keep=self.keep, seed=self.seed)
+        return rounds.prune(values, higher_is_better=higher, alpha=self.spent, seed=self.seed)
 
     def block(self, r: int, fraction: float, questions: int, key: str, leader: str,
-              found: search.Decision) -> dict[str, Any]:
+              found: rounds.Decision) -> dict[str, Any]:
         """The ``search`` block of a cell pruned after round ``r`` (written into its metrics.json)."""
         block: dict[str, Any] = {
             "mode": "halving", "prune": self.prune, "pruned_after_round": r + 1, "fraction": fraction,
@@ -195,11 +195,11 @@ def _launch_round(jobs: Sequence[Sequence[str]], launch: Launch, alive: Sequence
     return sum(1 for n in ran if n), sum(ran)
 
 
-def _summary_lines(summaries: Sequence[search.RoundSummary], grid_cells: int, all_questions: int,
+def _summary_lines(summaries: Sequence[rounds.RoundSummary], grid_cells: int, all_questions: int,
                    pruning: _Pruning, regrets: list[dict[str, Any]] | None) -> list[str]:
     """The end-of-sweep lines: the rounds, rank pruning's drops not significantly worse, and the guard's
     finding (``regrets`` None: no cell was pruned, so no guard)."""
-    lines = search.summary(summaries, grid_cells, all_questions)
+    lines = rounds.summary(summaries, grid_cells, all_questions)
     if pruning.prune == "rank":
         dropped = sum(s.cells - s.kept for s in summaries)
         lines.append(f"  prune=rank keeps the top {pruning.keep:.3g} of each round by its mean: of the {dropped} cells "
@@ -221,7 +221,7 @@ def _warn_regrets(regrets: Sequence[dict[str, Any]], prune: str) -> None:
                     "search.keep or search=grid", prune, g["cell"], g["best"], g["questions"], g["ahead"], g["p"])
 
 
-def _write_summary(path: Path, pruning: _Pruning, summaries: Sequence[search.RoundSummary],
+def _write_summary(path: Path, pruning: _Pruning, summaries: Sequence[rounds.RoundSummary],
                    found: dict[str, Any]) -> None:
     """The sweep's summary file: its settings, rounds and ``found`` (measure, survivors, pruned, guard)."""
     rank = pruning.prune == "rank"
@@ -249,7 +249,7 @@ def _guard(dirs: dict[int, Path], alive: Sequence[int], pruned_at: dict[int, int
     order = list(pruned_at)
     cells = [best, *(stored_cell(dirs[i]) for i in order)]
     values = round_values(cells, column, qids)
-    found = search.guard(values, 0, list(range(1, len(cells))), higher_is_better=higher, alpha=alpha, seed=seed)
+    found = rounds.guard(values, 0, list(range(1, len(cells))), higher_is_better=higher, alpha=alpha, seed=seed)
     return [{"cell": cells[g.cell].cell_id, "best": best.cell_id, "questions": g.questions, "ahead": g.ahead,
              "p": g.p, "pruned_after_round": pruned_at[order[g.cell - 1]] + 1} for g in found]
 
@@ -298,7 +298,7 @@ def round_problems(sizes: Sequence[int], questions: int) -> tuple[str | None, st
 
 
 class Halving:
-    """Successive halving (:func:`run`) as a search strategy (``search=halving``, conf/search/halving.yaml):
+    """Successive halving (:func:`run_rounds`) as a search strategy (``search=halving``, conf/search/halving.yaml):
     its settings are ``search.rounds``, ``alpha``, ``prune``, ``keep`` and ``seed``."""
 
     name: ClassVar[str] = "halving"
@@ -331,8 +331,8 @@ class Halving:
         from rag_bench.runner.main import load_dataset_of
 
         questions = load_dataset_of(configs[0]).questions
-        sizes = [len(search.round_questions(questions, f, int(self.seed)))
-                 for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
+        sizes = [len(rounds.round_questions(questions, f, int(self.seed)))
+                 for f in rounds.rounds_of({"rounds": self.rounds, "prune": self.prune})]
         error, warning = round_problems(sizes, len(questions))
         if error:
             raise ConfigError(error)
@@ -342,8 +342,8 @@ class Halving:
     def bound(self, grid: Sequence[Sequence[str]], questions: int, dataset: Sequence[Question]) -> list[str]:
         """The cell-questions of the rounds on ``dataset``'s questions (:func:`bound_lines`), and what
         the run would say of them before its first cell (:func:`round_problems`: refused, or warned)."""
-        sizes = [len(search.round_questions(dataset, f, int(self.seed)))
-                 for f in search.rounds_of({"rounds": self.rounds, "prune": self.prune})]
+        sizes = [len(rounds.round_questions(dataset, f, int(self.seed)))
+                 for f in rounds.rounds_of({"rounds": self.rounds, "prune": self.prune})]
         error, warning = round_problems(sizes, len(dataset))
         said = [f"  the run would stop before its first cell: {error}"] if error else \
             [f"  the run would warn: {warning}"] if warning else []
@@ -355,5 +355,5 @@ class Halving:
         from rag_bench.runner.sweeper import covering_subset
 
         questions = load_dataset_of(ctx.compose(covering_subset(ctx.grid)[0])).questions
-        run(ctx.grid, questions, ctx.launch, rounds=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
+        run_rounds(ctx.grid, questions, ctx.launch, round_fractions=self.rounds, alpha=float(self.alpha), seed=int(self.seed),
             prune=str(self.prune), keep=float(self.keep), summary_path=ctx.summary_path)

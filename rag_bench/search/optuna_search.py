@@ -255,9 +255,9 @@ def _job_of(jobs: Sequence[Sequence[str]], grid_axes: Sequence[Axis]) -> dict[tu
     return out
 
 
-def run(jobs: Sequence[Sequence[str]], launch: Launch, *, objectives: Sequence[str] = ("primary",),
-        n_trials: int = 20, seed: int = 0, summary_path: Path | None = None, out: Any = None,
-        read: Callable[[Path], Any] | None = None, marker_time: Callable[[Path], int] | None = None) -> list[Trial]:
+def run_trials(jobs: Sequence[Sequence[str]], launch: Launch, *, objectives: Sequence[str] = ("primary",),
+               n_trials: int = 20, seed: int = 0, summary_path: Path | None = None, out: Any = None,
+               read: Callable[[Path], Any] | None = None, marker_time: Callable[[Path], int] | None = None) -> list[Trial]:
     """The search over the grid ``jobs`` (each a cell's overrides): ``n_trials`` trials asked of the
     seeded sampler, each a grid job launched (or, when an earlier trial holds its cell, not), told
     its values read from the cell. Returns the trials (also printed to ``out`` and written to
@@ -355,7 +355,7 @@ def bound_lines(cells: int, questions: int, trials: int) -> list[str]:
 
 
 class Optuna:
-    """The Optuna search (:func:`run`) as a search strategy (``search=optuna``, conf/search/optuna.yaml):
+    """The Optuna search (:func:`run_trials`) as a search strategy (``search=optuna``, conf/search/optuna.yaml):
     its settings are ``search.n_trials``, ``objectives`` and ``seed``."""
 
     name: ClassVar[str] = "optuna"
@@ -382,5 +382,5 @@ class Optuna:
     def run(self, ctx: SearchContext) -> None:
         """Each trial's cell one batch through ``ctx.launch``."""
         names = parse_objectives(self.objectives)
-        run(ctx.grid, ctx.launch, objectives=names, n_trials=trial_count(self.n_trials, len(ctx.grid)),
+        run_trials(ctx.grid, ctx.launch, objectives=names, n_trials=trial_count(self.n_trials, len(ctx.grid)),
             seed=int(self.seed), summary_path=ctx.summary_path)

@@ -122,14 +122,6 @@ class Plan:
         return self.cells - self.done - self.reused
 
     @property
-    def texts_new(self) -> int:
-        return sum(e.new for e in self.embedders)
-
-    @property
-    def prompts_new(self) -> int:
-        return sum(p.new for p in self.prompts)
-
-    @property
     def prompts_bound(self) -> int:
         return sum(p.bound for p in self.prompts)
 

@@ -339,7 +339,7 @@ def make(args: list[str], command: str = "", exact: bool = False) -> tuple[Plan,
     printed with (:func:`rag_bench.search.plan.render`). ``exact``: vectors not cached are computed
     in memory (``--plan=exact``); raises :class:`ExactRefused` when they are a remote embedder's."""
     from rag_bench.evaluation.prices import from_config
-    from rag_bench.parsing import run as parsing
+    from rag_bench.parsing import files as parsing
     from rag_bench.runner import throughput
     from rag_bench.runner.grid import compose_cells, grid_overrides
     from rag_bench.storage import default_cache_dir

@@ -31,8 +31,8 @@ from rag_bench.evaluation.run import QuestionRun, SystemRun
 from rag_bench.memo import SharedWork
 from rag_bench.runner import rounds
 from rag_bench.runner.config import dataset_path
-from rag_bench.runner.context import SweepContext
 from rag_bench.runner.main import cell_folder, finish, prepare, run_questions, stored_config
+from rag_bench.runner.sweep_context import SweepContext
 
 log = logging.getLogger("rag_bench")
 

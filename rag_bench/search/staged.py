@@ -134,8 +134,8 @@ def summary(stages: Sequence[Stage], measure: str, trials: int, computed: int, g
             f"  The full grid of the finalists (top {top} per axis): {command}"]
 
 
-def run(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_path: Path | None = None,
-        out: Any = None) -> list[Stage]:
+def run_stages(jobs: Sequence[Sequence[str]], launch: Launch, *, top: int = 2, summary_path: Path | None = None,
+               out: Any = None) -> list[Stage]:
     """The staged search over the grid ``jobs`` (each a cell's overrides, stage-ordered): each
     stage launches its trials not launched before, ranks them, freezes the best. Returns the
     stages (also printed to ``out`` and written to ``summary_path``)."""
@@ -195,7 +195,7 @@ def bound_lines(cells: int, questions: int, axis_sizes: Sequence[int]) -> list[s
 
 
 class Staged:
-    """The staged search (:func:`run`) as a search strategy (``search=staged``, conf/search/staged.yaml):
+    """The staged search (:func:`run_stages`) as a search strategy (``search=staged``, conf/search/staged.yaml):
     its setting is ``search.finalists``
     (the top values per axis in the printed grid of the finalists)."""
 
@@ -214,4 +214,4 @@ class Staged:
 
     def run(self, ctx: SearchContext) -> None:
         """Each stage's new trials one batch through ``ctx.launch``."""
-        run(ctx.grid, ctx.launch, top=int(self.finalists), summary_path=ctx.summary_path)
+        run_stages(ctx.grid, ctx.launch, top=int(self.finalists), summary_path=ctx.summary_path)

@@ -17,14 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rag_bench.cells import DEFAULT_OUTPUT_ROOT, Cell
-from rag_bench.cells import load_cell as load_cell_folder
+from rag_bench.cells import DEFAULT_OUTPUT_ROOT, Cell, load_cell
 from rag_bench.errors import DataError, Problem
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
-def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
+def load_cell_or_run(ref: str | Path, *, tracking_uri: str | None = None, records: bool = True) -> Cell:
     """A cell folder with DONE, or an MLflow run id whose run FINISHED (its artifacts are downloaded).
 
     ``records=False`` defers reading records.parquet to the first use of :attr:`Cell.records`
@@ -32,7 +31,7 @@ def load_cell(ref: str | Path, *, tracking_uri: str | None = None, records: bool
     """
     if not Path(ref).exists() and _RUN_ID.match(str(ref)):
         ref = _download(str(ref), tracking_uri)
-    return load_cell_folder(ref, records=records)
+    return load_cell(ref, records=records)
 
 
 def _download(run_id: str, tracking_uri: str | None) -> Path:

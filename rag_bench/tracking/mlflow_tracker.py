@@ -135,7 +135,7 @@ class MlflowTracker:
 
     def bind(self, *, output_root: Path, experiment: str, sweep_id: str, parent_run: str | None = None) -> None:
         """Resolve the URI and remember the experiment, the sweep and its parent run (when the
-        launching process opened it: :class:`rag_bench.runner.context.SweepContext`)."""
+        launching process opened it: :class:`rag_bench.runner.sweep_context.SweepContext`)."""
         self.output_root = output_root.resolve()
         self.experiment = experiment
         self.sweep_id = sweep_id

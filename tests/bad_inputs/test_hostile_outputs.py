@@ -208,10 +208,11 @@ def _malformed(db: Path) -> None:
     from rag_bench.embedding.cache import EmbeddingCache, text_key
     from rag_bench.generation.base import GenerationCache
     from rag_bench.storage import close_all
+    from tests.embedding.test_cache import put_vectors
 
     store = (EmbeddingCache if db.name == "embeddings.sqlite" else GenerationCache)(db)
     if isinstance(store, EmbeddingCache):
-        store.put_many((text_key("m", "", str(i)), np.ones(384, np.float32)) for i in range(300))
+        put_vectors(store, ((text_key("m", "", str(i)), np.ones(384, np.float32)) for i in range(300)))
     else:
         store.put_bytes((str(i), b"x" * 1000) for i in range(300))
     close_all()

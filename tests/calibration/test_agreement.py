@@ -19,7 +19,7 @@ from rag_bench.calibration.agreement import (
     no_disagreement_low,
     spearman,
 )
-from rag_bench.calibration.labels import answer_digest, load_labels
+from rag_bench.calibration.labels import answer_digest, label_digest, load_labels
 from rag_bench.calibration.ppi import ppi_mean
 from rag_bench.errors import DataError
 
@@ -131,8 +131,11 @@ def test_labels_load_and_follow_their_answer(tmp_path):
         {"qid": "q1", "answer_sha256": d, "measure": "correct", "value": True, "labeller": "a"},
         {"qid": "q1", "cell": "c1", "measure": "faithfulness", "value": 3, "scale": 4, "labeller": "b"}]))
     assert [(x.value, x.score) for x in labels] == [(1, 1.0), (3, 0.75)]
-    assert labels[0].applies_to("any-cell", "q1", "45 days [1]") and not labels[0].applies_to("c", "q1", "46 days")
-    assert labels[1].applies_to("c1", "q1", "whatever") and not labels[1].applies_to("c2", "q1", "whatever")
+    assert labels[0].applies_to("any-cell", "q1", label_digest("45 days [1]"))
+    assert not labels[0].applies_to("c", "q1", label_digest("46 days"))
+    assert labels[1].applies_to("c1", "q1", label_digest("whatever"))
+    assert not labels[1].applies_to("c2", "q1", label_digest("whatever"))
+    assert not labels[1].applies_to("c1", "q1", label_digest(""))  # no answer: no label judges it
 
 
 def test_bad_labels_are_named_by_line_and_field(tmp_path):

@@ -4,7 +4,7 @@ per document kept, each filter's verdict said."""
 from __future__ import annotations
 
 from rag_bench.domain import Document
-from rag_bench.drafting.filters.base import Context, Thresholds
+from rag_bench.drafting.filters.base import FilterInput, Thresholds
 from rag_bench.drafting.filters.copied import CopiedFilter
 from rag_bench.drafting.filters.quote import QuoteFilter
 from rag_bench.drafting.filters.wh_fit import WhFitFilter
@@ -48,7 +48,7 @@ def test_templates_blank_the_answer_and_the_filters_say_why():
     slots, _ = plan(docs, Settings(6, (("factoid", 1.0),)))
     drafts = TemplateDrafter(window=6).draft(slots)
     assert all("___" in d.question or d.how == "definition" for d in drafts)
-    ctx = Context(index=None, reader=None, embedder=None, thresholds=Thresholds(), loader_fields=frozenset())  # type: ignore[arg-type]
+    ctx = FilterInput(index=None, reader=None, embedder=None, thresholds=Thresholds(), loader_fields=frozenset())  # type: ignore[arg-type]
     assert all(v is not None and v.ok for v in CopiedFilter().check(drafts, ctx))
     q = Quote("mill", "The Kettleby mill was built in 1842", 0, 0)
     bad = Draft("d1", "factoid", "When was the Kettleby mill built in 1842?", "1842", (q,), "t", "x")
@@ -66,7 +66,7 @@ def test_the_quote_filter_wants_the_parse_text_exactly():
     class _Index:
         documents = {d.doc_id: d for d in _docs()}
 
-    ctx = Context(index=_Index(), reader=None, embedder=None, thresholds=Thresholds(), loader_fields=frozenset())  # type: ignore[arg-type]
+    ctx = FilterInput(index=_Index(), reader=None, embedder=None, thresholds=Thresholds(), loader_fields=frozenset())  # type: ignore[arg-type]
     good = Quote("bridge", "The stone bridge over the Wend was opened in 1867 by Thomas Hale.", 0, 0)
     rewritten = Quote("bridge", "The stone bridge over the river Wend opened in 1867.", 0, 0)
     got = QuoteFilter().check([Draft("a", "factoid", "q?", "1867", (good,), "t", "x"),

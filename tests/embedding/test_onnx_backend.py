@@ -86,9 +86,9 @@ def shared_cache(tmp_path_factory):
 
 @pytest.fixture
 def fresh_encoders():
-    onnx_backend.clear_cached_encoders()
+    onnx_backend.load_encoder.cache_clear()  # forget the process's encoders
     yield
-    onnx_backend.clear_cached_encoders()
+    onnx_backend.load_encoder.cache_clear()  # forget the process's encoders
 
 
 def test_fp32_onnx_matches_torch(tiny_model, shared_cache, fresh_encoders):

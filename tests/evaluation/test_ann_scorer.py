@@ -7,7 +7,7 @@ from rag_bench.domain import Dataset, Question, Ranking
 from rag_bench.evaluation.evaluation import aggregate
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import ann
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.indexing.tuning import TunePoint, TuneResult
@@ -27,7 +27,7 @@ def _run(reached: bool) -> SystemRun:
 def test_an_unreachable_target_is_a_warning_naming_the_knob_and_the_fix():
     settings = Settings(ks=(5, 10), k=5)
     run = _run(reached=False)
-    (part,) = ann.SCORER.score(Context(run, settings, Grades((), {})))
+    (part,) = ann.SCORER.score(ScoringInput(run, settings, Grades((), {})))
     (warning,) = part.warnings
     assert "index.target_recall=0.95 was not reached on index hnsw_m4_ef1" in warning
     assert "ef_search=1024" in warning and "0.929" in warning and "-- fix:" in warning
@@ -37,5 +37,5 @@ def test_an_unreachable_target_is_a_warning_naming_the_knob_and_the_fix():
 
 
 def test_a_reached_target_says_nothing():
-    (part,) = ann.SCORER.score(Context(_run(reached=True), Settings(ks=(5, 10), k=5), Grades((), {})))
+    (part,) = ann.SCORER.score(ScoringInput(_run(reached=True), Settings(ks=(5, 10), k=5), Grades((), {})))
     assert part.warnings == ()

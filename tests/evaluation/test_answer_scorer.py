@@ -13,7 +13,7 @@ from rag_bench.errors import ConfigError
 from rag_bench.evaluation.evaluation import _unmet
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import REQUIREMENTS, Context, Settings
+from rag_bench.evaluation.scorer import REQUIREMENTS, ScoringInput, Settings
 from rag_bench.evaluation.scorers import answer
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.evaluation.scorers.generation import CORRECT
@@ -34,7 +34,7 @@ def _context(rows, traits=None):
         correct.append(np.nan if not answerable or failed else float(right))
         complete.append(np.nan if not answerable else float(handed))
     run = SystemRun(Dataset("d", "", "native", {}, tuple(questions)), [], tuple(runs), generator=traits)
-    return Context(run, Settings(ks=(5,), k=5), Grades((), {}),
+    return ScoringInput(run, Settings(ks=(5,), k=5), Grades((), {}),
                    columns={CORRECT.column: correct, CONTEXT_COMPLETE.column: complete})
 
 

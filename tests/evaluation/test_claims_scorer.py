@@ -10,7 +10,7 @@ from rag_bench.domain import Answer, Dataset, Passage, Question, Ranking
 from rag_bench.evaluation import measures
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import claims
 from rag_bench.evaluation.table import LAYOUT
 from rag_bench.metrics.support import claim_citations, judge_claims, split_claims
@@ -22,7 +22,7 @@ PASSAGES = (Passage(1, "c1", "d1", 0, len(VIKING), VIKING), Passage(2, "c2", "d2
             Passage(3, "c3", "d3", 0, len(PARIS), PARIS))
 
 
-def _run(answers: list[Answer]) -> Context:
+def _run(answers: list[Answer]) -> ScoringInput:
     qs, runs = [], []
     for i, a in enumerate(answers):
         q = Question(f"q{i}", "?", True)
@@ -30,7 +30,7 @@ def _run(answers: list[Answer]) -> Context:
         qs.append(q)
         runs.append(QuestionRun(q, empty, empty, context=PASSAGES, answer=a))
     run = SystemRun(Dataset("d", "", "native", {}, tuple(qs)), [], tuple(runs))
-    return Context(run, Settings(ks=(5,), k=3), Grades((), {}))
+    return ScoringInput(run, Settings(ks=(5,), k=3), Grades((), {}))
 
 
 def _score(*answers: Answer) -> dict[str, list]:

@@ -12,7 +12,7 @@ import pytest
 from rag_bench.domain import Answer, Dataset, Passage, Question, Ranking
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import abstention, answer, clarify, generation
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.generation.base import Traits
@@ -31,12 +31,12 @@ FAILED = Answer("", error="timeout")
 BROKE = Answer("", parse_error="not JSON: Expecting ',' delimiter")  # gemma3-270m ran past max_tokens
 
 
-def _context(rows: list[tuple[Question, Answer]], traits: Traits | None = None) -> Context:
+def _context(rows: list[tuple[Question, Answer]], traits: Traits | None = None) -> ScoringInput:
     questions = tuple(dataclasses.replace(q, qid=f"{q.qid}{i}") for i, (q, _) in enumerate(rows))
     runs = tuple(QuestionRun(q, Ranking(q.qid, (), ()), Ranking(q.qid, (), ()), answer=a)
                  for q, (_, a) in zip(questions, rows))
     run = SystemRun(Dataset("d", "", "native", {}, questions), [], runs, generator=traits)
-    ctx = Context(run, Settings(ks=(5,), k=5), Grades((), {}))
+    ctx = ScoringInput(run, Settings(ks=(5,), k=5), Grades((), {}))
     for part in generation.SCORER.score(ctx):
         ctx.columns.update(part.columns)
     ctx.columns[CONTEXT_COMPLETE.column] = [1.0 if q.answerable else np.nan for q in questions]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rag_bench.domain import Answer, Chunk, Dataset, Document, ParseReport, Passage, Question, Ranking
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import injection
 from rag_bench.generation.base import Generation
 
@@ -35,7 +35,7 @@ def _run(answers: bool, docs=DOCS, parse=None) -> SystemRun:
 
 
 def _score(run: SystemRun, k: int):
-    return injection.SCORER.score(Context(run, Settings(ks=(k,), k=k), Grades((), {})))
+    return injection.SCORER.score(ScoringInput(run, Settings(ks=(k,), k=k), Grades((), {})))
 
 
 def test_a_canary_in_the_top_k_in_the_context_and_in_the_answer():

@@ -16,7 +16,7 @@ from rag_bench.domain import Answer, Dataset, Question, Ranking
 from rag_bench.evaluation.evaluation import aggregate
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import latency
 from rag_bench.generation.base import Generation
 
@@ -38,7 +38,7 @@ def _run(rows, *, kind="pipeline", generate_s=0.01) -> SystemRun:
 
 def _metrics(run: SystemRun) -> dict:
     settings = Settings(ks=(5,), k=5)
-    parts = latency.SCORER.score(Context(run, settings, Grades((), {})))
+    parts = latency.SCORER.score(ScoringInput(run, settings, Grades((), {})))
     declared = [(m, latency.SCORER.name) for m in latency.SCORER.measures(run, settings)]
     return aggregate({"qid": [q.qid for q in run.questions]}, declared, parts, settings)
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rag_bench.evaluation import measures
+from rag_bench.evaluation.scorers.chunk_ranking import ranking_measures
 from rag_bench.metrics.ranking import ranking_metrics
 from tests.runner.test_run_cell import run
 
@@ -41,7 +42,7 @@ def test_ranking_kernels_produce_exactly_the_registered_names():
 
     out = ranking_metrics(levels=np.array([[1.0, 0.0]]), n_relevant=np.array([1.0]), ideal=np.array([[1.0]]),
                           ks=[1, 2])
-    assert list(out) == [m.name for m in measures.retrieval_measures([1, 2])]
+    assert list(out) == [m.name for m in ranking_measures([1, 2])]
 
 
 def test_every_aggregate_of_a_generating_cell_is_a_registered_measure(tmp_path):

@@ -18,7 +18,7 @@ from rag_bench.evaluation import prices
 from rag_bench.evaluation.evaluation import aggregate
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import JudgeRun, QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import cost
 from rag_bench.generation.base import Generation, _decode, _encode
 from rag_bench.judging.base import JudgeResult
@@ -28,8 +28,8 @@ TABLE = {"usd_per_hour": 3.6, "models": {
     "api-llm": {"usd_per_1m_input_tokens": 2.0, "usd_per_1m_output_tokens": 6.0},
     "judge-llm": {"usd_per_1m_input_tokens": 1.0, "usd_per_1m_output_tokens": 4.0},
     "emb": {"usd_per_1k_texts": 0.02}}}
-STAGES = {"generator": {"name": "openai", "model": "api-llm"}, "judge": {"name": "ragas", "model": "judge-llm"},
-          "embedder": {"name": "openai", "model": "emb"}, "reranker": {"name": "mmr", "lambda_": 0.7}}
+STAGE_CONFIGS = {"generator": {"name": "openai", "model": "api-llm"}, "judge": {"name": "ragas", "model": "judge-llm"},
+                 "embedder": {"name": "openai", "model": "emb"}, "reranker": {"name": "mmr", "lambda_": 0.7}}
 
 # Per question: retrieve ms, rerank ms, generator tokens in/out (cached?), correct, judge tokens in/out (calls).
 ROWS = [(10.0, 5.0, 1000, 100, False, 1.0, 500, 50, 1),
@@ -39,7 +39,7 @@ ROWS = [(10.0, 5.0, 1000, 100, False, 1.0, 500, 50, 1),
 
 
 def table(**changes) -> prices.Prices | None:
-    cfg = OmegaConf.create({"prices": {**TABLE, **changes}, **STAGES})
+    cfg = OmegaConf.create({"prices": {**TABLE, **changes}, **STAGE_CONFIGS})
     return prices.from_config(cfg)
 
 
@@ -62,7 +62,7 @@ def run(rows=ROWS, *, requested=500, encode_s=0.0, generator_seconds=None) -> Sy
 def score(r: SystemRun, p: prices.Prices | None) -> dict:
     settings = Settings(ks=(5,), k=5, prices=p)
     columns = {"qid": [q.qid for q in r.questions], "correct": [row[5] for row in ROWS[:len(r.questions)]]}
-    context = Context(r, settings, Grades((), {}), columns=dict(columns))
+    context = ScoringInput(r, settings, Grades((), {}), columns=dict(columns))
     parts = cost.SCORER.score(context)
     declared = [(m, cost.SCORER.name) for m in cost.SCORER.measures(r, settings)]
     metrics = aggregate(columns, declared, parts, settings)

@@ -12,9 +12,10 @@ from rag_bench.generation.prompt import REFUSAL
 from rag_bench.metrics.generation import (
     citation_precision,
     citation_recall,
+    correctness,
     exact_match,
     faithfulness,
-    is_correct,
+    match_answer,
     token_f1,
 )
 from rag_bench.text.normalize import lenient_normalize
@@ -26,6 +27,11 @@ EV = (EvidenceSpan("d", 10, 40),)
 
 def ans(text, cites=(), refused=False):
     return Answer(text, tuple(cites), refused=refused)
+
+
+def is_correct(answer, facts, references):
+    """Whether the scorer's correctness rule (mode auto) gives 1.0 (False also when undefined)."""
+    return correctness(match_answer(answer, facts, references)) == 1.0
 
 
 def test_normalisation_and_string_metrics():

@@ -4,15 +4,29 @@ it retrieves and reports the choice, the curve and the held-out recall."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 from rag_bench.errors import ConfigError
+from rag_bench.indexing.base import _exact
 from rag_bench.indexing.flat import FlatIndex
 from rag_bench.indexing.hnsw import HnswIndex
 from rag_bench.indexing.ivf import IvfIndex
-from rag_bench.indexing.tuning import exact_ids, split_for_tuning, tune, tune_held_out
+from rag_bench.indexing.tuning import split_for_tuning, tune, tune_held_out
 from tests.indexing.conftest import random_unit, unit
+
+
+def exact_ids(vectors: np.ndarray, queries: np.ndarray, k: int,
+              masks: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
+    """Exact top-``k`` row ids per query among its allowed rows (-1 where fewer are allowed)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    if masks is None:
+        return _exact(vectors, queries, k, None)[1]
+    return np.vstack([_exact(vectors, queries[r:r + 1], k, m)[1] for r, m in enumerate(masks)]) \
+        if len(masks) else np.empty((0, k), np.int64)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +47,7 @@ def test_tune_reaches_target_with_the_smallest_value(data, make):
     assert not below or max(below, key=lambda p: p.value).value == result.chosen - 1
     assert all(p.recall < 0.9 for p in below[-1:])  # the value just below the choice misses
     assert [p.value for p in result.curve] == sorted({p.value for p in result.curve})
-    assert result.as_metrics()["curve"][0]["value"] == 1
+    assert result.curve[0].value == 1
 
 
 def test_tuning_measures_each_query_under_its_filter(data):

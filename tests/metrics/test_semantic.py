@@ -17,7 +17,7 @@ from rag_bench.domain import Answer, Dataset, Passage, Question, Ranking
 from rag_bench.errors import ConfigError
 from rag_bench.evaluation.grade import Grades
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Settings
+from rag_bench.evaluation.scorer import ScoringInput, Settings
 from rag_bench.evaluation.scorers import claims
 from rag_bench.metrics import semantic
 from rag_bench.metrics.semantic import SemanticJudge, Similarity, Weights, candidates, units
@@ -120,7 +120,7 @@ def test_the_shipped_model_loads_with_the_features_of_the_code() -> None:
 PASSAGES = (Passage(1, "c1", "d1", 0, len(NORMANDY), NORMANDY),)
 
 
-def _context(answers: list[Answer], judge: str) -> Context:
+def _context(answers: list[Answer], judge: str) -> ScoringInput:
     qs, runs = [], []
     for i, a in enumerate(answers):
         q = Question(f"q{i}", "?", True)
@@ -128,7 +128,7 @@ def _context(answers: list[Answer], judge: str) -> Context:
         qs.append(q)
         runs.append(QuestionRun(q, empty, empty, context=PASSAGES, answer=a))
     run = SystemRun(Dataset("d", "", "native", {}, tuple(qs)), [], tuple(runs))
-    return Context(run, Settings(ks=(5,), k=3, claims_judge=judge), Grades((), {}))
+    return ScoringInput(run, Settings(ks=(5,), k=3, claims_judge=judge), Grades((), {}))
 
 
 def test_the_scorer_counts_undecided_claims_and_leaves_the_answer_undecided(monkeypatch) -> None:

@@ -69,7 +69,7 @@ def test_mammoth_unreadable_and_empty_documents_fail_with_their_reason(tmp_path)
 
 
 def test_the_option_builds_from_its_config_and_runs_in_the_bounded_child(tmp_path):
-    from rag_bench.parsing.run import ParseCache, parse_files
+    from rag_bench.parsing.files import ParseCache, parse_files
     from rag_bench.runner.config import build
 
     parser = build(compose_config(["parser=mammoth"]).parser, "parser")

@@ -131,8 +131,8 @@ def test_the_hidden_text_rules_are_part_of_the_parse_cache_key(parser):
     """A parse cached by a wrapper that kept hidden text (same package versions) is never served, and
     parser=auto's corpus fingerprint (what chunks and indexes are keyed by) changes with the rules."""
     from rag_bench.parsing.auto import AutoParser
+    from rag_bench.parsing.files import parser_key
     from rag_bench.parsing.hidden import RULES
-    from rag_bench.parsing.run import parser_key
 
     chosen = AutoParser() if parser == "auto" else getattr(importlib.import_module(PARSERS[parser][0]),
                                                            PARSERS[parser][1])()

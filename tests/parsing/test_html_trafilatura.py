@@ -53,7 +53,7 @@ def test_trafilatura_without_tables_and_on_pages_without_content():
 
 
 def test_the_option_builds_from_its_config_and_its_key_changes_with_its_options():
-    from rag_bench.parsing.run import parser_key
+    from rag_bench.parsing.files import parser_key
     from rag_bench.runner.config import build
 
     parser = build(compose_config(["parser=trafilatura"]).parser, "parser")
@@ -63,8 +63,8 @@ def test_the_option_builds_from_its_config_and_its_key_changes_with_its_options(
 
 
 def test_trafilatura_runs_in_the_bounded_child_and_is_cached(tmp_path):
+    from rag_bench.parsing.files import ParseCache, parse_files
     from rag_bench.parsing.html_trafilatura import TrafilaturaParser
-    from rag_bench.parsing.run import ParseCache, parse_files
 
     page = tmp_path / "policy.html"
     page.write_bytes(_page())

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from rag_bench.parsing.run import parse_files
+from rag_bench.parsing.files import parse_files
 from tests.parsing.render import OWN, to_html, write_many_pages_pdf, write_stream_bomb_pdf
 
 PDF_PARSERS = [("rag_bench.parsing.pdf_pypdf", "PypdfParser"), ("rag_bench.parsing.pdf_plumber", "PdfplumberParser"),
@@ -51,7 +51,7 @@ def test_a_decompression_bomb_is_refused_by_pypdf_and_read_in_bounds_by_the_othe
 
 
 def test_a_bomb_that_outlasts_the_time_bound_is_a_recorded_failure_and_not_cached(tmp_path):
-    from rag_bench.parsing.run import ParseCache
+    from rag_bench.parsing.files import ParseCache
 
     path = write_stream_bomb_pdf(tmp_path / "bomb.pdf", 100)
     store = ParseCache(tmp_path / "parses.sqlite")

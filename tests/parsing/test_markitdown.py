@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rag_bench.parsing.base import Parsed, ParseFailure
+from rag_bench.parsing.files import parse_isolated
 from rag_bench.parsing.locate import locate
-from rag_bench.parsing.run import parse_isolated
 from tests.parsing.render import OWN, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
 pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
@@ -61,7 +61,7 @@ def test_it_never_runs_magika_and_parses_in_the_network_less_child(tmp_path, mon
 
     monkeypatch.setattr(magika.Magika, "__init__", refuse)
     assert "## Returns" in _parser().parse(to_html("Web policy", OWN).encode(), ".html").text
-    # The bounded child refuses every connection (rag_bench.parsing.run): the PDF still parses.
+    # The bounded child refuses every connection (rag_bench.parsing.files): the PDF still parses.
     data = write_pdf(tmp_path / "p.pdf", "Shop policy", OWN).read_bytes()
     outcome, cacheable = parse_isolated(_parser(), data, ".pdf", timeout=120)
     assert outcome.parsed is not None and cacheable, outcome.reason

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag_bench.errors import ConfigError
-from rag_bench.parsing.base import Parsed, ParseFailure, join_pages, markdown_table, require
+from rag_bench.parsing.base import Parsed, ParseFailure, join_pages, markdown_table, page_at, require
 from tests.parsing.render import OWN, TABLE, to_html, write_docx, write_encrypted_pdf, write_malformed_pdf, write_pdf
 
 pytest.importorskip("pymupdf", reason="the PDFs are written by pymupdf (pip install 'rag-bench-harness[parse]')")
@@ -29,7 +29,7 @@ def test_pdf_parsers_read_every_page_with_a_page_map(tmp_path, module, cls):
     second = parsed.text[parsed.pages[1]:]
     assert "refund is paid to the original card" in " ".join(second.split())
     assert "thirty days" in parsed.text[:parsed.pages[1]]
-    assert parsed.page_at(parsed.pages[1] + 3) == 2 and parsed.page_at(0) == 1
+    assert page_at(parsed.pages, parsed.pages[1] + 3) == 2 and page_at(parsed.pages, 0) == 1
 
 
 @pytest.mark.parametrize(("module", "cls"), PDF_PARSERS)

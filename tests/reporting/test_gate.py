@@ -11,7 +11,7 @@ import pytest
 from rag_bench.cli import main as cli
 from rag_bench.errors import ConfigError
 from rag_bench.reporting.gate import evaluate_gate, exit_code, junit_xml, load_policy
-from rag_bench.tracking.download import load_cell
+from rag_bench.tracking.download import load_cell_or_run
 
 REGRESSION_ONLY = """
 regressions:
@@ -286,13 +286,13 @@ def test_cell_named_by_a_finished_mlflow_run_id(tmp_path, capsys, monkeypatch):
     policy = write(tmp_path, "thresholds:\n  retrieval/hit@5: {min: 0.5}\n")
     assert cli(["gate", run_id, "--policy", str(policy), "--tracking-uri", uri, "--baseline", str(folder)]) == 0
     assert "PASS" in capsys.readouterr().out
-    cell = load_cell(run_id, tracking_uri=uri)
+    cell = load_cell_or_run(run_id, tracking_uri=uri)
     assert cell.cell_id == folder.name and cell.done["mlflow_run_id"] == run_id
     assert cell.metrics == json.loads((folder / "metrics.json").read_text())
     from rag_bench.decision.decide import cell_name
 
     # named as its MLflow run (its name in its sweep), not by its temporary download folder
-    assert cell_name(cell) == MlflowClient(tracking_uri=uri).get_run(run_id).info.run_name == cell_name(load_cell(folder))
+    assert cell_name(cell) == MlflowClient(tracking_uri=uri).get_run(run_id).info.run_name == cell_name(load_cell_or_run(folder))
 
 
 def _injection_cell(tmp_path, injection: dict | None):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from rag_bench.runner.context import SweepContext
+from rag_bench.runner.sweep_context import SweepContext
 from rag_bench.runner.sweeper import Progress, covering_subset, expand, record_progress, stage_rank
 from tests.conftest import TINY
 
@@ -50,7 +50,7 @@ def test_progress_counts_lines_from_any_process(tmp_path):
         record_progress(sweep, "done", "a")
         # Another process (a launcher's worker) finds the file through the sweep's context.
         subprocess.run([sys.executable, "-c", "from rag_bench.runner.sweeper import record_progress as r; "
-                        "from rag_bench.runner.context import SweepContext as C; "
+                        "from rag_bench.runner.sweep_context import SweepContext as C; "
                         f"c = C.read({str(context)!r}); r(c, 'done', 'b'); r(c, 'failed', 'c')"],
                        check=True, env=os.environ.copy())
     assert bar.bar.n == 3 and "3/3" in shown.getvalue()
@@ -91,10 +91,10 @@ def test_a_sweep_id_hydra_would_read_as_a_number_reaches_its_cells_as_written(tm
     # (582668e844564991) was read by Hydra as the float inf, and every cell of that sweep failed
     # looking for .hydra/sweep-inf.json (a test's tmp path happened to hash to one).
     from rag_bench.cli import main as cli
-    from rag_bench.runner import context
+    from rag_bench.runner import sweep_context
 
     for sweep_id in ("582668e844564991", "0000000000000042"):
-        monkeypatch.setattr(context, "sweep_id_from_argv", lambda experiment, argv, s=sweep_id: s)
+        monkeypatch.setattr(sweep_context, "sweep_id_from_argv", lambda experiment, argv, s=sweep_id: s)
         out = tmp_path / sweep_id
         assert cli(["run", "-m", f"dataset.path={TINY}", f"output.root={out}", "generator=none", "tracking=none",
                     "pipeline.k=3,5", "experiment.name=numeric"]) == 0

@@ -63,7 +63,7 @@ class FakeLaunch:
 
 def search(root: Path, launch: FakeLaunch, **kw) -> tuple[list[Trial], dict]:
     path = root / ".hydra" / "search.json"
-    trials = optuna_search.run(grid(), launch, summary_path=path, out=io.StringIO(), **kw)
+    trials = optuna_search.run_trials(grid(), launch, summary_path=path, out=io.StringIO(), **kw)
     return trials, json.loads(path.read_text())
 
 
@@ -191,5 +191,5 @@ def test_optuna_keys_compose_and_enter_neither_the_cell_id_nor_the_stored_config
 
 def test_a_grid_of_one_cell_is_one_trial(tmp_path):
     launch = FakeLaunch(tmp_path)
-    trials = optuna_search.run([["+experiment=demo", "chunker=fixed"]], launch, n_trials=20, out=io.StringIO())
+    trials = optuna_search.run_trials([["+experiment=demo", "chunker=fixed"]], launch, n_trials=20, out=io.StringIO())
     assert [(t.number, t.params, t.computed) for t in trials] == [(1, {}, True)] and len(launch.launched) == 1

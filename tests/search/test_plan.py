@@ -18,6 +18,7 @@ from rag_bench.runner import throughput
 from rag_bench.runner.throughput import Rates, Sample, added, rates, sample_of
 from rag_bench.search.plan import EmbedWork, InMemory, JudgeWork, Plan, PromptWork, duration, money, render
 from rag_bench.search.plan_probe import ExactRefused, Ledger, PlanEmbedder, _calls_each, _refusal, make, stored_keys
+from tests.embedding.test_cache import put_vectors
 
 
 def plan(**kw) -> Plan:
@@ -191,7 +192,7 @@ def test_with_shards_only_the_plan_does_not_count_sqlites_vectors_as_cached(tmp_
     from rag_bench.search import plan_probe
 
     store = EmbeddingCache(tmp_path / "embeddings.sqlite")
-    store.put_many([("a" * 64, np.ones(4, np.float32))])
+    put_vectors(store, [("a" * 64, np.ones(4, np.float32))])
     store.close()
     assert list(plan_probe.VectorLookup(tmp_path).get(["a" * 64])) == ["a" * 64]
     monkeypatch.setattr(plan_probe, "shards_only", lambda: True)  # RAG_BENCH_CACHE_SHARDS=1: the run reads shards only
@@ -204,7 +205,7 @@ def files(folder: Path) -> dict[str, bytes]:
 
 def test_stored_keys_reads_a_store_and_leaves_its_folder_byte_identical(tmp_path):
     store = EmbeddingCache(tmp_path / "embeddings.sqlite")
-    store.put_many([("a" * 64, np.ones(4, np.float32)), ("b" * 64, np.zeros(4, np.float32))])
+    put_vectors(store, [("a" * 64, np.ones(4, np.float32)), ("b" * 64, np.zeros(4, np.float32))])
     store.close()
     with sqlite3.connect(tmp_path / "embeddings.sqlite") as conn:  # a row whose bytes do not match its checksum
         conn.execute("UPDATE vectors SET data = ? WHERE key = ?", (b"\0" * 16, "a" * 64))
@@ -233,7 +234,7 @@ class Inner:
 def test_plan_embedder_answers_from_the_cache_and_counts_the_rest_as_new(tmp_path):
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     cached = np.arange(8, dtype=np.float32) + 1
-    cache.put_many([(text_key("model@1", "", "old chunk"), cached), (text_key("model@1", "q: ", "why?"), cached)])
+    put_vectors(cache, [(text_key("model@1", "", "old chunk"), cached), (text_key("model@1", "q: ", "why?"), cached)])
     cache.close()
     ledger = Ledger()
     emb = PlanEmbedder(Inner(tmp_path), "m", ledger)
@@ -266,7 +267,7 @@ def test_exact_plan_embedder_encodes_missing_texts_in_memory_as_the_embedder_doe
     want_q = real.embed_queries(["why?", "how?"])
     folder = tmp_path / "plan"
     cache = EmbeddingCache(folder / "embeddings.sqlite")
-    cache.put_many([(text_key(real.identity, "", "old chunk"), real.encode_raw(["old chunk"])[0])])
+    put_vectors(cache, [(text_key(real.identity, "", "old chunk"), real.encode_raw(["old chunk"])[0])])
     cache.close()
     before = files(folder)
     ledger = Ledger(exact=True)
@@ -311,8 +312,8 @@ def test_plan_of_a_pdf_dataset_parses_without_storing_a_parse(tmp_path, monkeypa
     got, _, _ = make([f"dataset.path={data}", "parser=pypdf", "retriever=bm25", "tracking=none",
                       f"output.root={tmp_path / 'out'}"])
     assert files(tmp_path) == before
-    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and got.texts_new == 0
-    assert got.prompts_new == got.questions > 0  # every question's prompt, none cached
+    assert got.cells == 1 and got.to_compute == 1 and got.chunkings == 1 and sum(e.new for e in got.embedders) == 0
+    assert sum(p.new for p in got.prompts) == got.questions > 0  # every question's prompt, none cached
 
 
 def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch):
@@ -320,7 +321,7 @@ def test_plan_reads_the_parses_the_keyed_parse_cache_holds(tmp_path, monkeypatch
     same way and serves the stored parses (before the fix it compared plain checksums, took every
     parse row for damaged and parsed every document again)."""
     pytest.importorskip("pypdf", reason="the parse extra is not installed (make parse)")
-    from rag_bench.parsing import run as parsing
+    from rag_bench.parsing import files as parsing
     from rag_bench.parsing.pdf_pypdf import PypdfParser
     from tests.e2e.test_parser_sweep import _dataset
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_bench.domain import Passage
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 from rag_bench.text.normalize import contains
 
@@ -17,7 +17,7 @@ class AnswerableFilter:
 
     name = "answerable"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """None for unanswerable and clarify drafts (their answer is no one span)."""
         from rag_bench.generation.answer import parse_answer
         from rag_bench.generation.base import GenerationInput, generate_cached

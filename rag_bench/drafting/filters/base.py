@@ -25,7 +25,7 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
-class Context:
+class FilterInput:
     """What the filters read: the index, the reader (a generator), the embedder, the settings and the
     question fields the dataset loader reads."""
 
@@ -41,6 +41,6 @@ class Filter(Protocol):
 
     name: str
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """One verdict (or None) per draft, in order."""
         ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 from rag_bench.text.normalize import contains
 
@@ -14,7 +14,7 @@ class CopiedFilter:
 
     name = "copied"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """None for drafts without an answer (unanswerable, clarify)."""
         out: list[Verdict | None] = []
         for d in drafts:

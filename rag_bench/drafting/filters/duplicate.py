@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 
 
@@ -16,7 +16,7 @@ class DuplicateFilter:
 
     name = "duplicate"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """A verdict per draft (compared with the earlier ones given: pass only those kept so far)."""
         if not drafts:
             return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 from rag_bench.parsing.locate import locate
 
@@ -15,7 +15,7 @@ class QuoteFilter:
 
     name = "quote"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """Each draft's quotes located (None for a draft without evidence)."""
         out: list[Verdict | None] = []
         for d in drafts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 
 
@@ -16,7 +16,7 @@ class RoundTripFilter:
 
     name = "round_trip"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """None for drafts without evidence."""
         k = ctx.thresholds.k
         todo = [i for i, d in enumerate(drafts) if d.evidence and d.question.strip()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 
 # a question word, or the template's frame ("Which year completes this:")
@@ -31,7 +31,7 @@ class UnsupportedFilter:
 
     name = "unsupported"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """None for drafts that are answerable."""
         from rag_bench.metrics.support import support_answer
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_bench.drafting.filters.base import Context
+from rag_bench.drafting.filters.base import FilterInput
 from rag_bench.drafting.records import Draft, Verdict
 
 _NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -46,7 +46,7 @@ class WhFitFilter:
 
     name = "wh_fit"
 
-    def check(self, drafts: Sequence[Draft], ctx: Context) -> list[Verdict | None]:
+    def check(self, drafts: Sequence[Draft], ctx: FilterInput) -> list[Verdict | None]:
         """None where the question word does not say (which, what, templates) or there is no one answer."""
         out: list[Verdict | None] = []
         for d in drafts:

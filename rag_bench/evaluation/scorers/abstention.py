@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 
 ABSTENTION = (
     Measure("correct_refusal_rate", "abstention",
@@ -35,10 +35,10 @@ class Abstention:
         """The refusal rates when the run answered."""
         return list(ABSTENTION)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question, the refusal measures (NaN for a failed call or the other kind of question)."""
         columns: dict[str, list[float]] = {m.column: [] for m in ABSTENTION}
-        for qr in context.run.questions:
+        for qr in scoring.run.questions:
             a, outcome = qr.answer, qr.question.outcome
             assert a is not None
             ok = a.error is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.indexing.ann_report import AnnReport
 from rag_bench.indexing.tuning import TuneResult
 
@@ -73,9 +73,9 @@ class Ann:
             out += [TARGET, TUNED_VALUE, TUNE_RECALL.at(tuning.k), HELD_OUT_RECALL.at(tuning.k), *TUNING[4:]]
         return out
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The figures, the index's name and the tuning's curve; a warning when the target was not reached."""
-        run = context.run
+        run = scoring.run
         report = run.ann
         assert report is not None  # requires
         values, fields = _report(report, run.index_name)

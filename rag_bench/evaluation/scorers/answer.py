@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.evaluation.scorers.clarify import clarified_run
 from rag_bench.evaluation.scorers.evidence import CONTEXT_COMPLETE
 from rag_bench.evaluation.scorers.generation import CORRECT
@@ -66,14 +66,14 @@ class AnswerScorer:
         """``answer/correct_all``, ``answer/context_all`` and the refusal counts when the run answered."""
         return [*ANSWER, *REFUSALS]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question, ``correct_all`` (NaN for a failed call, or an answerable question no
         reference or fact can judge) and ``context_all`` (NaN for an answerable question without
         evidence, or a failed call on an unanswerable one); whether the generator is a stand-in; the
         refusal warning."""
-        run = context.run
-        correct = np.asarray(context.column(CORRECT.column), np.float64)
-        complete = np.asarray(context.column(CONTEXT_COMPLETE.column), np.float64)
+        run = scoring.run
+        correct = np.asarray(scoring.column(CORRECT.column), np.float64)
+        complete = np.asarray(scoring.column(CONTEXT_COMPLETE.column), np.float64)
         values, ready, refused_handed, handed = [], [], 0, 0
         for i, qr in enumerate(run.questions):
             a = qr.answer

@@ -54,7 +54,7 @@ import numpy as np
 from rag_bench.domain import Answer, Chunk, Document, Passage, Question
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.evaluation.scorers.citations import PRECISION
 from rag_bench.evaluation.scorers.clarify import clarified_run
 from rag_bench.evaluation.scorers.generation import CORRECT
@@ -275,19 +275,19 @@ class Attribution:
         names = _names(run.answered, transformed(run))
         return [f for f in FAILURES if f.family in names]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question, the first stage that lost it; the tallies."""
-        run = context.run
+        run = scoring.run
         questions = [q.question for q in run.questions]
-        graded = context.grades.questions
-        labels = retrieval_labels(questions, graded, context.settings.k, attribute_chunking=run.attribute_chunking)
-        s = context.settings
-        cell = CellView(run.passages, context.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus)), s.k,
+        graded = scoring.grades.questions
+        labels = retrieval_labels(questions, graded, scoring.settings.k, attribute_chunking=run.attribute_chunking)
+        s = scoring.settings
+        cell = CellView(run.passages, scoring.shared(f"{self.name}:versions", (), lambda: older_versions(run.corpus)), s.k,
                     s.relevance_level, s.min_coverage)
         labels = [parsing_label(lost_before_generation(label, qr, g, cell), qr.question)
                   for label, qr, g in zip(labels, run.questions, graded)]
         if run.answered:
-            correct, precision = context.column(CORRECT.column), context.column(PRECISION.column)
+            correct, precision = scoring.column(CORRECT.column), scoring.column(PRECISION.column)
             labels = [final_label(q.question.answerable, label, q.answer, _correct(q, correct[i]),  # type: ignore[arg-type]
                                   precision[i], clarify=q.question.outcome == "clarify")
                       for i, (q, label) in enumerate(zip(run.questions, labels))]

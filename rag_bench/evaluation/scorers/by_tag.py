@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.abstention import CORRECT_REFUSAL, FALSE_REFUSAL
 from rag_bench.evaluation.scorers.answer import CORRECT_ALL
 from rag_bench.evaluation.scorers.attribution import COLUMN as FAILURE
@@ -49,16 +49,16 @@ class ByTag:
         """None: the table repeats other scorers' measures per tag."""
         return []
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """``{tag: {column: mean, "n": count, "ci": {column: [lo, hi]}, "outcomes": {...},
         "failures": {...}}}`` over the measures' columns the cell has."""
-        cols = [m.column for m in (*TAG, *TAG_ANSWER, *TAG_OUTCOME) if m.column in context.columns]
-        values = (np.column_stack([np.asarray(context.columns[c], dtype=np.float64) for c in cols]) if cols
-                  else np.empty((len(context.run.questions), 0)))
-        any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(context.run.questions), bool)
-        tag_lists = [q.question.tags for q in context.run.questions]
-        questions = [q.question for q in context.run.questions]
-        labels = context.columns.get(FAILURE)
+        cols = [m.column for m in (*TAG, *TAG_ANSWER, *TAG_OUTCOME) if m.column in scoring.columns]
+        values = (np.column_stack([np.asarray(scoring.columns[c], dtype=np.float64) for c in cols]) if cols
+                  else np.empty((len(scoring.run.questions), 0)))
+        any_defined = ~np.isnan(values).all(axis=1) if cols else np.zeros(len(scoring.run.questions), bool)
+        tag_lists = [q.question.tags for q in scoring.run.questions]
+        questions = [q.question for q in scoring.run.questions]
+        labels = scoring.columns.get(FAILURE)
         out: dict[str, dict[str, Any]] = {}
         for tag in sorted({t for ts in tag_lists for t in ts}):
             rows = np.fromiter((tag in ts for ts in tag_lists), bool, len(tag_lists)) & any_defined
@@ -69,7 +69,7 @@ class ByTag:
             # defines is left out (an unanswerable tag has no ranking measure), never a NaN.
             out[tag] = {m: float(x[~np.isnan(x)].mean()) for m, x in zip(cols, v.T) if (~np.isnan(x)).any()}
             out[tag]["n"] = int(rows.sum())
-            cis = mean_cis(v, n_resamples=context.settings.n_resamples, seed=context.settings.seed)
+            cis = mean_cis(v, n_resamples=scoring.settings.n_resamples, seed=scoring.settings.seed)
             out[tag]["ci"] = {m: [float(lo), float(hi)] for m, (lo, hi) in zip(cols, cis) if m in out[tag]}
             out[tag]["n_by"] = {m: int((~np.isnan(x)).sum()) for m, x in zip(cols, v.T) if m in out[tag]}
             out[tag]["outcomes"] = {o: sum(q.outcome == o for q, r in zip(questions, rows) if r) for o in OUTCOMES}

@@ -17,7 +17,7 @@ import numpy as np
 
 from rag_bench.evaluation.grade import Grades, ideal_matrix, level_matrix
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.metrics.ranking import (
     average_precision,
     hit_at_k,
@@ -99,15 +99,15 @@ class ChunkRanking:
         """The ranking measures at ``eval.ks`` (when the chunk unit is reported)."""
         return ranking_measures(sorted(set(settings.ks))) if settings.unit in ("chunk", "both") else []
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The ranking measures' columns, and the two TREC files."""
-        run, settings, grades = context.run, context.settings, context.grades
-        columns = context.shared(self.name, (sorted(set(settings.ks)), settings.gain), lambda: ranking_columns(
+        run, settings, grades = scoring.run, scoring.settings, scoring.grades
+        columns = scoring.shared(self.name, (sorted(set(settings.ks)), settings.gain), lambda: ranking_columns(
             [g.levels for g in grades.questions], [g.n_relevant for g in grades.questions],
             [g.ideal for g in grades.questions], answerable(run), settings, RANKING))
-        lines = context.shared("run_lines", (), lambda: run_lines(run, grades))
+        lines = scoring.shared("run_lines", (), lambda: run_lines(run, grades))
         return [Part("ranking_measures", columns, files={
-            "run.trec": run_trec(lines, context.cell_id), "qrels.trec": qrels_trec(run, grades)},
+            "run.trec": run_trec(lines, scoring.cell_id), "qrels.trec": qrels_trec(run, grades)},
             warnings=tuple(_warnings(run, grades, columns, settings)))]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.generation import undefined_warning
 from rag_bench.metrics.generation import citation_precision, citation_recall
 
@@ -37,9 +37,9 @@ class Citations:
         """The citation measures when the run answered."""
         return list(CITATION)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: citation precision, recall and invalid citations (NaN for a failed call)."""
-        run, cover = context.run, context.settings.min_coverage
+        run, cover = scoring.run, scoring.settings.min_coverage
         columns: dict[str, list[float]] = {m.column: [] for m in CITATION}
         for qr in run.questions:
             q, a, passages = qr.question, qr.answer, qr.context or ()

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.generation import undefined_warning
 from rag_bench.metrics.support import ClaimVerdict, judge_claims
 
@@ -162,12 +162,12 @@ class Claims:
         """The claim measures (and ``claims_undecided`` with the semantic judge)."""
         return [*CLAIMS, CLAIMS_UNDECIDED] if settings.claims_judge == "semantic" else list(CLAIMS)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: the judged claims and the claim measures."""
-        run = context.run
-        semantic = context.settings.claims_judge == "semantic"
-        judge = _judge(context.settings)
-        mostly = _mostly(context.settings)
+        run = scoring.run
+        semantic = scoring.settings.claims_judge == "semantic"
+        judge = _judge(scoring.settings)
+        mostly = _mostly(scoring.settings)
         measures = [*CLAIMS, CLAIMS_UNDECIDED] if semantic else CLAIMS
         columns: dict[str, list[Any]] = {COLUMN: [], **{m.column: [] for m in measures}}
         for qr in run.questions:
@@ -175,7 +175,7 @@ class Claims:
             columns[COLUMN].append([claim_record(v, semantic) for v in judged or ()])
             for name, value in question_values(judged, semantic, mostly).items():
                 columns[name].append(value)
-        method = METHODS.get(context.settings.claims_judge, METHOD)
+        method = METHODS.get(scoring.settings.claims_judge, METHOD)
         return [Part(SECTION, columns, sections={"methods": {SECTION: method}},
                      warnings=undefined_warning(CLAIM_SUPPORT, columns[CLAIM_SUPPORT.column],
                                                 " (no answer with a claim to judge)"))]

@@ -35,7 +35,7 @@ import numpy as np
 
 from rag_bench.domain import Answer
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.generation.answer import is_refusal
 from rag_bench.metrics.support import judge_claims
 from rag_bench.text.normalize import asks_for
@@ -166,11 +166,11 @@ class Clarify:
         or an answer asked; none otherwise."""
         return [*CLARIFY, *COUNTS] if reported(run) else []
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: whether the answer asked, and for questions expecting clarify whether it
         asked for every fact and whether it answered prematurely; the warning when the generator
         cannot ask."""
-        run = context.run
+        run = scoring.run
         if not reported(run):
             return []
         columns: dict[str, list[float]] = {m.column: [] for m in CLARIFY}

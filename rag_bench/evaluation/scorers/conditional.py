@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.generation import CORRECT
 
 
@@ -22,13 +22,13 @@ class Conditional:
         """None: a table of counts of another scorer's measure."""
         return []
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The table at ``pipeline.k`` (hit = a relevant passage in the top k), for cells that answered."""
-        run, k = context.run, context.settings.k
-        correct = np.asarray(context.column(CORRECT.column), np.float64)
+        run, k = scoring.run, scoring.settings.k
+        correct = np.asarray(scoring.column(CORRECT.column), np.float64)
         answerable = np.array([q.question.answerable for q in run.questions], bool)
         first = np.array([np.inf if g.first_relevant is None else g.first_relevant
-                          for g in context.grades.questions], np.float64)
+                          for g in scoring.grades.questions], np.float64)
         keep = answerable & ~np.isnan(correct)
         table: dict[str, object] = {"k": k}
         for name, part in (("hit", keep & (first <= k)), ("miss", keep & ~(first <= k))):

@@ -16,7 +16,7 @@ from typing import Any
 
 from rag_bench.evaluation import prices as pricing
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 
 EMBEDDING = figures("cost", (
     ("embedding_requests", False, "texts sent to the embedder, cache hits included"),
@@ -73,9 +73,9 @@ class Cost:
         """Embedding cost always; generation's when the run answered; the money with a price table."""
         return [*EMBEDDING, *(GENERATION if run.answered else ()), *(MONEY if settings.prices is not None else ())]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The embedder's usage during the run; the generation cache's hits and the tokens per question."""
-        run = context.run
+        run = scoring.run
         e = run.embedding
         values: dict[str, Any] = {REQUESTS.key: e.requested, CACHE_HITS.key: e.cache_hits, COMPUTED.key: e.encoded,
                                   EMBED_S.key: round(e.encode_s, 6)}
@@ -85,16 +85,16 @@ class Cost:
             tokens = tokens_per_question(gens)
             if tokens is not None:
                 values[GENERATOR_TOKENS.key] = tokens
-        if context.settings.prices is None:
+        if scoring.settings.prices is None:
             return [Part("cost", values=values)]
-        return [money(context, values)]
+        return [money(scoring, values)]
 
 
-def money(context: Context, values: dict[str, Any]) -> Part:
+def money(scoring: ScoringInput, values: dict[str, Any]) -> Part:
     """The cost part with the money of the run under the cell's price table: the totals only when
     every share is priced, each priced share, the questions' dollars, the warning and the
     ``unpriced`` list otherwise."""
-    run, table = context.run, context.settings.prices
+    run, table = scoring.run, scoring.settings.prices
     assert table is not None
     bill = pricing.bill(run, table)
     for share, usd in bill.shares.items():
@@ -103,7 +103,7 @@ def money(context: Context, values: dict[str, Any]) -> Part:
     if bill.total is not None and run.questions:
         values[USD_PER_QUESTION.key] = bill.total / len(run.questions)
         values[USD_PER_1K.key] = 1000.0 * bill.total / len(run.questions)
-        correct = context.columns.get("correct") if run.answered else None
+        correct = scoring.columns.get("correct") if run.answered else None
         per_correct = pricing.per_correct(bill.total, correct)
         if per_correct is not None:
             values[USD_PER_CORRECT.key] = per_correct

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 
 DATA = figures("counts", (
     ("documents", None, "documents in the dataset"),
@@ -56,13 +56,13 @@ class Counts:
         own = {f"counts/{name}" for name in run.counts}
         return [*DATA, *(GENERATION if run.answered else ()), *(f for f in SYSTEM if f.key in own)]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Every count of the run."""
-        run = context.run
+        run = scoring.run
         questions = [q.question for q in run.questions]
         answerable = sum(q.answerable for q in questions)
         evaluated = sum(q.question.answerable and g.n_relevant > 0
-                        for q, g in zip(run.questions, context.grades.questions))
+                        for q, g in zip(run.questions, scoring.grades.questions))
         values: dict[str, Any] = {
             DOCUMENTS.key: len(run.dataset.documents),
             CHUNKS.key: run.chunks if run.chunks is not None else len(run.passages),
@@ -71,7 +71,7 @@ class Counts:
             EXCLUDED_NO_CHUNK.key: answerable - evaluated,
             # Answerable questions with no relevant evidence at all (a BEIR query judged only with grade 0).
             EXCLUDED_NO_RELEVANT.key: sum(q.answerable and not q.evidence for q in run.dataset.questions),
-            DEPTH.key: run.depth, K.key: context.settings.k,
+            DEPTH.key: run.depth, K.key: scoring.settings.k,
         }
         if run.answered:
             gens = [q.generation for q in run.questions if q.generation is not None]

@@ -14,7 +14,7 @@ import numpy as np
 
 from rag_bench.domain import Chunk
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.evaluation.scorers.chunk_ranking import RANKING, answerable, ranking_columns, ranking_measures
 
 # The chunk families over documents: graded by the evidence documents (neither eval.relevance nor
@@ -56,26 +56,26 @@ class DocumentRanking:
         """The document measures at ``eval.ks`` and their denominators (when documents are reported)."""
         return [*ranking_measures(sorted(set(settings.ks)), DOCUMENT), *COUNTS]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Each question's documents and scores, the measures' columns, the counts and the two files."""
-        doc_ids, doc_scores, measures, values, lines, rel = context.shared(
-            self.name, (sorted(set(context.settings.ks)), context.settings.gain), lambda: _documents(context))
+        doc_ids, doc_scores, measures, values, lines, rel = scoring.shared(
+            self.name, (sorted(set(scoring.settings.ks)), scoring.settings.gain), lambda: _documents(scoring))
         warnings: tuple[str, ...] = ()
         ndcg = DOC_NDCG.at(10)
         if ndcg.column in measures and np.isnan(measures[ndcg.column]).all():
             warnings = (f"{ndcg.key} is averaged over 0 questions: no answerable question has a relevant document "
                         "-- check the evidence and eval.min_coverage",)
-        end = f" {context.cell_id}\n"
+        end = f" {scoring.cell_id}\n"
         return [Part("document", {"doc_ids": doc_ids, "doc_scores": doc_scores}),
                 Part("document_measures", measures, warnings=warnings, values=values,
                      files={"run.document.trec": end.join(lines) + end if lines else "", "qrels.document.trec": rel})]
 
 
-def _documents(context: Context) -> tuple[list[list[str]], list[list[float]], dict[str, np.ndarray],
+def _documents(scoring: ScoringInput) -> tuple[list[list[str]], list[list[float]], dict[str, np.ndarray],
                                           dict[str, int], list[str], str]:
     """Each question's document ranking and its measures, the counts, run.document.trec's lines
     (untagged) and qrels.document.trec: what cells sharing the final rankings share."""
-    run, settings = context.run, context.settings
+    run, settings = scoring.run, scoring.settings
     doc_ids, doc_scores, levels, n_relevant, ideals, qrels = [], [], [], [], [], []
     for qr in run.questions:
         grade: dict[str, int] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.metrics.relevance import evidence_coverage
 
 EVIDENCE = (
@@ -49,12 +49,12 @@ class Evidence:
         return [f.at(k) for f in EVIDENCE for k in cutoffs(settings.ks, settings.k)] + (
             [CONTEXT_COMPLETE] if run.answered else [])
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question, both measures at each cutoff (cutoff-major: ``evidence_recall@1, complete@1, ...``);
         the cutoffs of ``eval.ks`` once per final rankings, ``pipeline.k`` per cell when it is not one of them."""
-        run, s = context.run, context.settings
+        run, s = scoring.run, scoring.settings
         ks = sorted(set(s.ks))
-        columns = dict(context.shared(self.name, (ks,), lambda: _columns(run, ks, s.min_coverage)))
+        columns = dict(scoring.shared(self.name, (ks,), lambda: _columns(run, ks, s.min_coverage)))
         if s.k not in ks:
             extra = _columns(run, [s.k], s.min_coverage)
             order = [f.at(k).column for k in cutoffs(ks, s.k) for f in EVIDENCE]

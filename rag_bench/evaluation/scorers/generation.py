@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.metrics.generation import AnswerMatch, correctness, faithfulness, match_answer, squad_v2
 
 GENERATION = (
@@ -98,9 +98,9 @@ class Generation:
         """Every generation measure when the run answered; none for a retrieval-only run."""
         return list(GENERATION)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question, every generation measure; how faithfulness and the judge were judged."""
-        run, s = context.run, context.settings
+        run, s = scoring.run, scoring.settings
         columns: dict[str, list[float]] = {m.column: [] for m in GENERATION}
         for qr in run.questions:
             for name, v in answer_values(qr, answer_match=s.answer_match, f1_threshold=s.f1_threshold).items():

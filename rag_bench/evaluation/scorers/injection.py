@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rag_bench.evaluation.run import QuestionRun, SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.text.normalize import squeeze
 
 INJECTION = (
@@ -97,9 +97,9 @@ class Injection:
             out += list(HIDDEN)
         return out
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: a canary in the top k, in the context, in the answer; per cell: hidden strings surfaced."""
-        run, k = context.run, context.settings.k
+        run, k = scoring.run, scoring.settings.k
         parts: list[Part] = []
         marks = canaries(run)
         if marks:

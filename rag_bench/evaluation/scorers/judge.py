@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.judging.base import JudgeResult
 from rag_bench.judging.samples import (
     CLAIMS_COLUMN,
@@ -98,10 +98,10 @@ class Judge:
         ms = run.judge.metrics
         return [*(judge_measure(m) for m in ms), *(consistency_measure(m) for m in ms), *COUNTS, *COST]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The judge's columns; per metric its two-level interval and consistency; counts, cost and
         the failure warning."""
-        run = context.run
+        run = scoring.run
         assert run.judge is not None  # requires
         metrics, results = run.judge.metrics, _results(run)
         cols = columns(results, metrics)
@@ -110,7 +110,7 @@ class Judge:
         cis: dict[str, list[float] | None] = {}
         for m in metrics:
             samples = sample_matrix(results, m)
-            lo, hi = judged_ci(samples, n_resamples=context.settings.n_resamples, seed=context.settings.seed)
+            lo, hi = judged_ci(samples, n_resamples=scoring.settings.n_resamples, seed=scoring.settings.seed)
             cis[judge_measure(m).key] = None if np.isnan(lo) else [lo, hi]
             c = judge_consistency(samples)
             key = consistency_measure(m).key

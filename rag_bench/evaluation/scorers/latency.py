@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 
 SECTION = "latency"
 
@@ -79,9 +79,9 @@ class Latency:
         """The durations the run reports (their names depend on the stages it ran)."""
         return [_DESCRIBED.get(name) or duration(name) for name in _values(run, 0.0)]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The stage timings (scoring's own included) and the latencies' percentiles."""
-        values = _values(context.run, time.perf_counter() - context.started)
+        values = _values(scoring.run, time.perf_counter() - scoring.started)
         return [Part(SECTION, values={f"{SECTION}/{name}": v for name, v in values.items()},
                      sections={SECTION: {}})]  # an empty section says "no latency given"
 

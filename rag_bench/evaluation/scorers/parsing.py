@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings, figures
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings, figures
 from rag_bench.parsing.locate import FUZZY_WORK, OVER_BOUND
 from rag_bench.parsing.quality import GLUED_MIN, GLUED_RUN, SPARSE_CHARS_PER_PAGE, chars_per_page, glued_share
 
@@ -74,9 +74,9 @@ class Parsing:
         """Every parse figure when the dataset was parsed, else none."""
         return list(PARSE)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The parse report's figures, the failures by document and a warning per failure."""
-        report = context.run.dataset.parse
+        report = scoring.run.dataset.parse
         assert report is not None  # requires
         methods = [m for _, _, m in report.evidence]
         n = len(methods)
@@ -94,7 +94,7 @@ class Parsing:
                                     if report.table_rows else None),
             HEADINGS_FOUND.key: (sum(ok for _, ok in report.headings) / len(report.headings)
                                  if report.headings else None)}
-        glued, sparse = text_signs(context.run, report)
+        glued, sparse = text_signs(scoring.run, report)
         values[GLUED_DOCUMENTS.key], values[SPARSE_DOCUMENTS.key] = len(glued), len(sparse)
         values = {k: v for k, v in values.items() if v is not None}
         warnings = tuple(f"parser {report.parser}: document {doc_id!r} reads as glued words ({share:.0%} of its letters "

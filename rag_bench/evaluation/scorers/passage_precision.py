@@ -11,7 +11,7 @@ reports it too: the passages its ranking would hand over.
 from __future__ import annotations
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.chunk_ranking import GRADED_BY
 
 PASSAGE_PRECISION = Measure("passage_precision", "context",
@@ -29,11 +29,11 @@ class PassagePrecision:
         """passage_precision at ``pipeline.k``."""
         return [PASSAGE_PRECISION.at(settings.k)]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: relevant passages among the top ``k`` / passages in the top ``k``."""
-        k, values = context.settings.k, []
-        for qr, g in zip(context.run.questions, context.grades.questions):
-            top = (g.levels >= context.settings.relevance_level)[:k]
+        k, values = scoring.settings.k, []
+        for qr, g in zip(scoring.run.questions, scoring.grades.questions):
+            top = (g.levels >= scoring.settings.relevance_level)[:k]
             values.append(float(top.sum()) / len(top) if qr.question.answerable and g.n_relevant > 0 and len(top)
                           else float("nan"))
         return [Part("passage_precision", {PASSAGE_PRECISION.at(k).column: values})]

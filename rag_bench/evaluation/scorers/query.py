@@ -34,7 +34,7 @@ import re
 from rag_bench.domain import Question, Ranking
 from rag_bench.evaluation.grade import Graded
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.chunk_ranking import GRADED_BY
 from rag_bench.text.normalize import content_words
 
@@ -146,10 +146,10 @@ class QueryScorer:
         return [FALLBACK_RATE, CALLS, MS, FAN_OUT, KEPT_TERMS, *([GOLD_OVERLAP] if gold else []),
                 LIFT.at(settings.k)]
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: the transform's figures, its texts, output and fallback reason."""
-        run = context.run
-        k, level = context.settings.k, context.settings.relevance_level
+        run = scoring.run
+        k, level = scoring.settings.k, scoring.settings.relevance_level
         rare = rare_words(run)
         cols: dict[str, list[object]] = {m.column: [] for m in (FALLBACK_RATE, CALLS, MS, FAN_OUT, KEPT_TERMS)}
         gold: list[float] = []
@@ -159,7 +159,7 @@ class QueryScorer:
         tops: list[list[str]] = []
         outputs: list[str] = []
         reasons: list[str | None] = []
-        for qr, g in zip(run.questions, context.grades.questions):
+        for qr, g in zip(run.questions, scoring.grades.questions):
             q: Question = qr.question
             t = qr.query
             if t is None:  # a question the transform did not see: nothing to say of it

@@ -11,7 +11,7 @@ scorer grades, from the run (:attr:`QuestionRun.retrieved`) and the passage grad
 from __future__ import annotations
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.evaluation.scorers.chunk_ranking import GRADED_BY
 
 HIT_LIFT = Measure("hit_lift", "rerank",
@@ -29,12 +29,12 @@ class RerankLift:
         """hit_lift at ``pipeline.k`` when the run reranked."""
         return [HIT_LIFT.at(settings.k)] if _reranked(run) else []
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: 1, 0 or -1 (NaN where no passage is relevant)."""
-        if not _reranked(context.run):
+        if not _reranked(scoring.run):
             return []
-        k, level, values = context.settings.k, context.settings.relevance_level, []
-        for qr, g in zip(context.run.questions, context.grades.questions):
+        k, level, values = scoring.settings.k, scoring.settings.relevance_level, []
+        for qr, g in zip(scoring.run.questions, scoring.grades.questions):
             if not (qr.question.answerable and g.n_relevant > 0):
                 values.append(float("nan"))
                 continue

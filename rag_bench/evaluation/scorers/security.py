@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 
 SECURITY = (
     Measure("unauthorized_retrievals", "security",
@@ -38,10 +38,10 @@ class Security:
         """Every security count, for every cell."""
         return list(SECURITY)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """Per question: unreadable and archived passages in the final ranking (plus what each stage dropped)."""
-        run = context.run
-        final, stale = context.shared(self.name, (), lambda: _final(run))
+        run = scoring.run
+        final, stale = scoring.shared(self.name, (), lambda: _final(run))
         retriever = np.array([q.dropped_by_retriever for q in run.questions], np.int64)
         reranker = np.array([q.dropped_by_reranker for q in run.questions], np.int64)
         warnings = []

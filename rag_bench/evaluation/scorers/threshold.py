@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from rag_bench.evaluation.run import SystemRun
-from rag_bench.evaluation.scorer import Context, Measure, Part, Settings
+from rag_bench.evaluation.scorer import Measure, Part, ScoringInput, Settings
 from rag_bench.stats.threshold import auroc, best_f1_threshold
 
 THRESHOLD = (
@@ -31,10 +31,10 @@ class Threshold:
         """The three figures, for every cell."""
         return list(THRESHOLD)
 
-    def score(self, context: Context) -> list[Part]:
+    def score(self, scoring: ScoringInput) -> list[Part]:
         """The figures from each question's top-1 score of its final ranking (None where undefined)."""
-        top = np.array([q.ranked.scores[0] if len(q.ranked.scores) else np.nan for q in context.run.questions], float)
-        y = np.array([q.question.answerable for q in context.run.questions], bool)
+        top = np.array([q.ranked.scores[0] if len(q.ranked.scores) else np.nan for q in scoring.run.questions], float)
+        y = np.array([q.question.answerable for q in scoring.run.questions], bool)
         keep = ~np.isnan(top)
         area = auroc(top[keep], y[keep])
         t, f1 = best_f1_threshold(top[keep], y[keep])

@@ -1,4 +1,4 @@
-"""One drafting run: plan the slots, draft those the journal does not hold, filter every draft, and
+"""One drafting session: plan the slots, draft those the journal does not hold, filter every draft, and
 write drafts.jsonl (every candidate with each filter's verdict) and the kept drafts as a dataset."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rag_bench.drafting import journal
 from rag_bench.drafting.base import DraftingFailed
 from rag_bench.drafting.corpus import Corpus, Index
 from rag_bench.drafting.filters.answerable import AnswerableFilter
-from rag_bench.drafting.filters.base import Context, Filter
+from rag_bench.drafting.filters.base import Filter, FilterInput
 from rag_bench.drafting.filters.copied import CopiedFilter
 from rag_bench.drafting.filters.duplicate import DuplicateFilter
 from rag_bench.drafting.filters.fields import FieldsFilter
@@ -73,7 +73,7 @@ def slots_for(corpus: Corpus, settings: Settings, index: Index) -> tuple[list[Sl
     return out, notes
 
 
-def judge(drafts: Sequence[Draft], ctx: Context) -> list[tuple[Verdict, ...]]:
+def judge(drafts: Sequence[Draft], ctx: FilterInput) -> list[tuple[Verdict, ...]]:
     """Every filter's verdicts on every draft (the duplicate filter over those the others kept)."""
     per: list[list[Verdict]] = [[] for _ in drafts]
     for f in FILTERS:
@@ -89,7 +89,7 @@ def judge(drafts: Sequence[Draft], ctx: Context) -> list[tuple[Verdict, ...]]:
     return [tuple(vs) for vs in per]
 
 
-def draft_and_filter(out: Path, slots: Sequence[Slot], drafter: Any, ctx: Context) -> Outcome:
+def draft_and_filter(out: Path, slots: Sequence[Slot], drafter: Any, ctx: FilterInput) -> Outcome:
     """Draft what the journal in ``out`` lacks (journaling each batch), then filter everything. A
     failing model leaves the journal with what it finished and raises a :class:`DataError` that says
     how to resume; no dataset file is written then."""

@@ -5,8 +5,8 @@ can be made."""
 from __future__ import annotations
 
 from rag_bench.parsing.base import Parsed
-from rag_bench.parsing.run import parse_isolated
-from tests.parsing.test_run import Upper
+from rag_bench.parsing.files import parse_isolated
+from tests.parsing.test_files import Upper
 
 
 class Subclasser(Upper):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rag_bench.parsing.base import Parsed, ParseFailure
-from rag_bench.parsing.run import ParseCache, parse_files, parse_isolated
+from rag_bench.parsing.files import ParseCache, parse_files, parse_isolated
 
 
 class Upper:
@@ -115,9 +115,9 @@ def test_the_child_lets_packages_subclass_the_socket_class_and_still_refuses_the
 
 
 def test_a_file_over_the_size_bound_is_refused_unread(tmp_path, monkeypatch):
-    import rag_bench.parsing.run as run
+    import rag_bench.parsing.files as files
 
-    monkeypatch.setattr(run, "MAX_BYTES", 10)
+    monkeypatch.setattr(files, "MAX_BYTES", 10)
     f = tmp_path / "big.html"
     f.write_text("x" * 11)
     out = parse_files([f], Upper(), None)
