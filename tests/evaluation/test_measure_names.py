@@ -50,9 +50,6 @@ ELSEWHERE: dict[tuple[str, str], str] = {
     ("tracking/traces.py", "faithfulness"): "an MLflow assessment's name (read from measures.FAITHFULNESS's column)",
     ("indexing/lancedb.py", "target_recall"): "the config key index.target_recall",
     ("indexing/ann_report.py", "target_recall"): "the index's attribute index.target_recall (its config key)",
-    ("indexing/tuning.py", "target_recall"): "ANN tuning's own figures (indexing, issue 29)",
-    ("indexing/tuning.py", "held_out_recall"): "ANN tuning's own figures (indexing, issue 29)",
-    ("indexing/tuning.py", "recall"): "ANN tuning's own figures: a point of the recall curve",
     # ANN code is being reworked by its owner (issue 29); these name ann measures and move with it.
     ("indexing/tuning.py", "ann_recall@"): _ANN,
     ("reporting/charts.py", "ann_recall@"): _ANN,
