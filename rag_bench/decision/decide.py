@@ -75,7 +75,7 @@ def primary_reason(key: str, configured: str, generators: Collection[str] = (), 
 
     >>> primary_reason("answer/context_all", "auto", ["extractive"], True)[:89]
     'ranked by answer/context_all (auto): the generator extractive is a stand-in for a model, '
-    >>> primary_reason("generation/correct", "auto")[:108]
+    >>> primary_reason("generation/correct", "auto")[:107]
     'ranked by generation/correct (auto; these cells report no answer/correct_all: their eval.scorers leave out '
     """
     if configured != AUTO:
