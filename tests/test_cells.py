@@ -60,9 +60,10 @@ def test_metrics_json_reads_back_as_written_with_its_measures_block_one_line_per
     assert json.loads(metrics_json({"retrieval": {"hit@5": 1.0}})) == {"retrieval": {"hit@5": 1.0}}
 
 
-def _format0_cell(tmp_path: Path, metrics: dict, done: str, name: str = "0123456789ab", **config) -> Path:
+def _format0_cell(tmp_path: Path, metrics: dict, done: str, name: str = "0123456789ab", *,
+                  records: dict | None = None, **config) -> Path:
     """A cell folder as written before the cell format (no ``format``, no ``measures`` block, DONE as
-    text); ``config``: more groups of its config.yaml."""
+    text); ``records``: its records.parquet's columns; ``config``: more groups of its config.yaml."""
     import json
 
     import pandas as pd
@@ -72,7 +73,7 @@ def _format0_cell(tmp_path: Path, metrics: dict, done: str, name: str = "0123456
     (cell / "config.yaml").write_text(yaml.safe_dump({"eval": {"gain": "linear", "relevance_level": 1, "unit": "chunk"},
                                                       "pipeline": {"k": 5}, **config}))
     (cell / "metrics.json").write_text(json.dumps(metrics))
-    pd.DataFrame({"qid": ["a", "b"], "tokens_in": [10, 30], "tokens_out": [2, None]}).to_parquet(
+    pd.DataFrame(records or {"qid": ["a", "b"], "tokens_in": [10, 30], "tokens_out": [2, None]}).to_parquet(
         cell / "records.parquet")
     (cell / "DONE").write_text(done)
     return cell
@@ -183,3 +184,24 @@ def test_a_format_1_cells_fingerprints_are_read_from_metrics_json_alone(tmp_path
     mark_done(cell)
     read = read_cell(cell)
     assert (read.dataset_fingerprint, read.corpus_fingerprint) == ("f1", "c1")
+
+
+def test_format_0_records_are_read_as_written_judged_without_samples_and_refused_by_export(tmp_path, capsys):
+    """Issue 51 item 6, the two "written before X" branches left in readers, each for a reason: the
+    upgrade leaves records.parquet as written, so a judged format-0 cell without judge samples is
+    compared over its questions alone (paired_samples None: the randomisation test, as before; one-
+    sample lists filled in would switch it to the two-level test), and export refuses a cell without
+    chunk_spans with its fix (where a passage lay cannot be made up)."""
+    import pandas as pd
+
+    from rag_bench.cells import load_cell
+    from rag_bench.cli import export
+    from rag_bench.judging.samples import paired_samples
+
+    columns = {"qid": ["a", "b"], "answer": ["x", "y"], "judge_faithfulness": [1.0, 0.5]}
+    cell = load_cell(_format0_cell(tmp_path, {"judge": {"judge_faithfulness": 0.75}}, "done\n", records=columns))
+    assert cell.records.equals(pd.DataFrame(columns))  # read as written: no column added
+    assert paired_samples("judge/judge_faithfulness", cell.records, cell.records) is None
+    assert export.run([str(cell.path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {cell.path}: records.parquet has no chunk_spans (written "
+                                               "before export existed) -- fix: re-run the cell")
