@@ -53,7 +53,13 @@ class MetricsJson(TypedDict, total=False):
     ``citation``, ``claims``, ``abstention``, ``judge``, ``security``, ``injection``,
     ``hidden_text``, ``latency``, ``cost``, ...: ``{name: number or null}``); the counts; each
     mean's ``n`` and ``ci`` by ``section/name``; ``by_tag`` and ``conditional``; ``measures``, what
-    every key means; the cell's warnings and findings; the dataset's fingerprint and files."""
+    every key means; the cell's warnings and findings; the dataset's fingerprint and files, and the
+    corpus's fingerprint.
+
+    ``dataset_fingerprint`` and ``corpus_fingerprint`` are null when not known: a cell of format 0
+    written before they were recorded (:func:`upgrade` writes the null; every cell written since
+    holds both). Readers take a null as it comes -- one version ``unknown`` in a listing, no check
+    of the two datasets or corpora -- whatever the cell's age."""
 
     format: int
     retrieval: dict[str, float | None]
@@ -71,7 +77,8 @@ class MetricsJson(TypedDict, total=False):
     measures: dict[str, dict[str, Any]]
     warnings: list[str]
     findings: list[str]
-    dataset_fingerprint: str
+    dataset_fingerprint: str | None
+    corpus_fingerprint: str | None
     dataset_files: Any
 
 
@@ -278,16 +285,15 @@ class Cell:
 
     @property
     def dataset_fingerprint(self) -> str | None:
-        """The dataset's content fingerprint the cell was computed on (None for cells without one)."""
-        cfg = self.config.get("dataset") if isinstance(self.config, dict) else None
-        fp = (cfg.get("fingerprint") if isinstance(cfg, dict) else None) or (
-            self.metrics.get("dataset_fingerprint") if isinstance(self.metrics, dict) else None)
+        """The dataset's content fingerprint the cell was computed on (metrics.json
+        ``dataset_fingerprint``; None when it is null: not known, :class:`MetricsJson`)."""
+        fp = self.metrics.get("dataset_fingerprint") if isinstance(self.metrics, dict) else None
         return str(fp) if fp else None
 
     @property
     def corpus_fingerprint(self) -> str | None:
         """The fingerprint of the documents the cell searched, without its questions (metrics.json
-        ``corpus_fingerprint``; None for cells written before it was recorded)."""
+        ``corpus_fingerprint``; None when it is null: not known, :class:`MetricsJson`)."""
         fp = self.metrics.get("corpus_fingerprint") if isinstance(self.metrics, dict) else None
         return str(fp) if fp else None
 
@@ -299,7 +305,8 @@ class Cell:
 
 
 def check_same_dataset(reference: Cell, other: Cell, *, fix: str = "compare cells of the same dataset version") -> None:
-    """Refuse two cells computed on different datasets (content fingerprints differ)."""
+    """Refuse two cells computed on different datasets (content fingerprints differ; a null one,
+    not known, is checked against nothing)."""
     fa, fb = reference.dataset_fingerprint, other.dataset_fingerprint
     if fa and fb and fa != fb:
         raise DataError(Problem(str(other.path), 0, "dataset_fingerprint",
@@ -383,9 +390,10 @@ def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> tupl
     """config.yaml and metrics.json of the cell at ``path`` in the current format
     (:data:`CELL_FORMAT`), the one step from format 0 done as it is read: the ``parser`` and
     ``query`` groups a config written before them lacks (:data:`_FORMAT0_GROUPS`), the ``measures``
-    block (:func:`_format0_block`, from the cell's config), and ``cost/generator_tokens`` a
-    generating cell written before it lacks, from its records; DataError for a format this
-    rag_bench does not know (a newer one)."""
+    block (:func:`_format0_block`, from the cell's config), ``cost/generator_tokens`` a
+    generating cell written before it lacks, from its records, and the dataset's and corpus's
+    fingerprints (:func:`_format0_fingerprints`); DataError for a format this rag_bench does not
+    know (a newer one)."""
     found = metrics.get("format", 0)
     if found == CELL_FORMAT:
         return config, metrics
@@ -400,7 +408,22 @@ def upgrade(path: Path, config: dict[str, Any], metrics: dict[str, Any]) -> tupl
     cost: dict[str, Any] = out["cost"] if isinstance(out.get("cost"), dict) else {}
     if "generation" in out and "generator_tokens" not in cost:
         out["cost"] = {**cost, "generator_tokens": _mean_tokens(path)}
+    out.update(_format0_fingerprints(config, out))
     return config, out
+
+
+def _format0_fingerprints(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """metrics.json's ``dataset_fingerprint`` and ``corpus_fingerprint`` of a format-0 cell, null
+    when it has none (written before they were recorded: a fingerprint cannot be made up). Format
+    0's readers took the dataset's from the config's ``dataset.fingerprint`` first (the runner never
+    wrote one there); it stays so.
+
+    >>> _format0_fingerprints({}, {"dataset_fingerprint": "ab12"})
+    {'dataset_fingerprint': 'ab12', 'corpus_fingerprint': None}
+    """
+    dataset = config.get("dataset")
+    fp = (dataset.get("fingerprint") if isinstance(dataset, Mapping) else None) or metrics.get("dataset_fingerprint")
+    return {"dataset_fingerprint": fp or None, "corpus_fingerprint": metrics.get("corpus_fingerprint") or None}
 
 
 def _mean_tokens(path: Path) -> float | None:
@@ -491,7 +514,8 @@ def one_dataset(cells: list[Cell], fingerprint: str | None = None) -> tuple[list
     picks the version; by default it is the version of the cell finished last (its DONE is the
     newest): after an edit and a re-run, the edited dataset's cells. The notice (empty when there
     is one version) names every version with its number of cells and says how to see another one.
-    Cells written before fingerprints were recorded form a version of their own, ``unknown``.
+    Cells whose fingerprint is null (not known: :class:`MetricsJson`) form a version of their own,
+    ``unknown``.
     """
     def fp(c: Cell) -> str:
         return c.dataset_fingerprint or "unknown"

@@ -60,18 +60,20 @@ def test_metrics_json_reads_back_as_written_with_its_measures_block_one_line_per
     assert json.loads(metrics_json({"retrieval": {"hit@5": 1.0}})) == {"retrieval": {"hit@5": 1.0}}
 
 
-def _format0_cell(tmp_path: Path, metrics: dict, done: str) -> Path:
-    """A cell folder as written before the cell format (no ``format``, no ``measures`` block, DONE as text)."""
+def _format0_cell(tmp_path: Path, metrics: dict, done: str, name: str = "0123456789ab", *,
+                  records: dict | None = None, **config) -> Path:
+    """A cell folder as written before the cell format (no ``format``, no ``measures`` block, DONE as
+    text); ``records``: its records.parquet's columns; ``config``: more groups of its config.yaml."""
     import json
 
     import pandas as pd
 
-    cell = tmp_path / "exp" / "0123456789ab"
+    cell = tmp_path / "exp" / name
     cell.mkdir(parents=True)
     (cell / "config.yaml").write_text(yaml.safe_dump({"eval": {"gain": "linear", "relevance_level": 1, "unit": "chunk"},
-                                                      "pipeline": {"k": 5}}))
+                                                      "pipeline": {"k": 5}, **config}))
     (cell / "metrics.json").write_text(json.dumps(metrics))
-    pd.DataFrame({"qid": ["a", "b"], "tokens_in": [10, 30], "tokens_out": [2, None]}).to_parquet(
+    pd.DataFrame(records or {"qid": ["a", "b"], "tokens_in": [10, 30], "tokens_out": [2, None]}).to_parquet(
         cell / "records.parquet")
     (cell / "DONE").write_text(done)
     return cell
@@ -137,3 +139,69 @@ def test_a_format_0_cell_without_the_parser_and_query_groups_is_named_as_before(
     assert naming.axes([cell.config, today]) == ["pipeline.k"]
     assert naming.labels([cell.config, today]) == ["k=5", "k=6"]
     assert naming.value(cell.config, "query") == "none" and naming.value(cell.config, "parser") == "auto"
+
+
+def test_format_0_fingerprints_read_as_before_from_the_upgrades_nulls(tmp_path):
+    """Issue 51 item 6: the "cell written before fingerprints" branches left Cell and its readers:
+    the upgrade writes a format-0 cell's fingerprints, null when it has none (and the dataset's from
+    its config first, where format 0's reader looked first). The readers see what they saw: a cell
+    without one is its own version ``unknown``, checked against no other cell's dataset, and agree
+    says it did not check the corpus."""
+    from rag_bench.cells import check_same_dataset, load_cell, one_dataset
+    from rag_bench.decision.agreement import check_corpus
+    from rag_bench.errors import DataError
+
+    none = load_cell(_format0_cell(tmp_path, {"retrieval": {"ndcg@10": 0.5}}, "done\n", "a" * 12))
+    known = load_cell(_format0_cell(tmp_path, {"retrieval": {"ndcg@10": 0.4}, "dataset_fingerprint": "f1",
+                                               "corpus_fingerprint": "c1"}, "done\n", "b" * 12))
+    in_config = load_cell(_format0_cell(tmp_path, {"retrieval": {}, "dataset_fingerprint": "f1"}, "done\n", "c" * 12,
+                                        dataset={"fingerprint": "f2"}))
+    assert (none.metrics["dataset_fingerprint"], none.metrics["corpus_fingerprint"]) == (None, None)
+    assert (none.dataset_fingerprint, none.corpus_fingerprint) == (None, None)
+    assert (known.dataset_fingerprint, known.corpus_fingerprint) == ("f1", "c1")
+    assert (in_config.dataset_fingerprint, in_config.corpus_fingerprint) == ("f2", None)
+    (none.path / "DONE").touch()  # finished last: its version is the one shown
+    shown, notice = one_dataset([none, known])
+    assert shown == [none] and "2 dataset versions (fingerprints: unknown (1 cell, finished last: shown); f1 (1 " \
+        "cell))" in notice and "--fingerprint f1" in notice
+    assert one_dataset([none, known], "unknown") == ([none], "")
+    check_same_dataset(none, known)  # not known: nothing to hold it against
+    with pytest.raises(DataError, match="different datasets"):
+        check_same_dataset(known, in_config)
+    assert check_corpus([none], [known]) == ("corpus not checked: some cells were written before metrics.json "
+                                            "recorded corpus_fingerprint (re-run them to have it checked)")
+    assert check_corpus([known], [known]) == ""
+
+
+def test_a_format_1_cells_fingerprints_are_read_from_metrics_json_alone(tmp_path):
+    import pandas as pd
+
+    from rag_bench.cells import CellResult, mark_done, read_cell, write_cell
+
+    cell = tmp_path / "c"
+    write_cell(cell, {"dataset": {"path": "d"}}, CellResult(pd.DataFrame({"qid": ["a"]}), {
+        "retrieval": {}, "measures": {}, "dataset_fingerprint": "f1", "corpus_fingerprint": "c1"}, "", ""))
+    mark_done(cell)
+    read = read_cell(cell)
+    assert (read.dataset_fingerprint, read.corpus_fingerprint) == ("f1", "c1")
+
+
+def test_format_0_records_are_read_as_written_judged_without_samples_and_refused_by_export(tmp_path, capsys):
+    """Issue 51 item 6, the two "written before X" branches left in readers, each for a reason: the
+    upgrade leaves records.parquet as written, so a judged format-0 cell without judge samples is
+    compared over its questions alone (paired_samples None: the randomisation test, as before; one-
+    sample lists filled in would switch it to the two-level test), and export refuses a cell without
+    chunk_spans with its fix (where a passage lay cannot be made up)."""
+    import pandas as pd
+
+    from rag_bench.cells import load_cell
+    from rag_bench.cli import export
+    from rag_bench.judging.samples import paired_samples
+
+    columns = {"qid": ["a", "b"], "answer": ["x", "y"], "judge_faithfulness": [1.0, 0.5]}
+    cell = load_cell(_format0_cell(tmp_path, {"judge": {"judge_faithfulness": 0.75}}, "done\n", records=columns))
+    assert cell.records.equals(pd.DataFrame(columns))  # read as written: no column added
+    assert paired_samples("judge/judge_faithfulness", cell.records, cell.records) is None
+    assert export.run([str(cell.path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {cell.path}: records.parquet has no chunk_spans (written "
+                                               "before export existed) -- fix: re-run the cell")

@@ -63,7 +63,9 @@ def run(argv: list[str]) -> int:
             count = f"{len(lines)} lines"
         elif a.format == "squad":
             text, count, notes = _squad(cell)
-        elif "chunk_spans" not in cell.records:
+        elif "chunk_spans" not in cell.records:  # a refusal with its fix, no fallback: only a cell of format 0
+            # lacks them (every ranking since is graded with its spans: evaluation/grade.py), and where a
+            # passage lay cannot be upgraded into an old cell -- the cell is run again
             return fail(f"{cell.path}: records.parquet has no chunk_spans (written before export existed) -- fix: "
                          "re-run the cell")
         else:

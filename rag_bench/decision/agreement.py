@@ -107,7 +107,8 @@ def match_cells(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, where_a: st
 def check_corpus(cells_a: Sequence[Cell], cells_b: Sequence[Cell], *, where_a: str = "A",
                  where_b: str = "B") -> str:
     """DataError when the two experiments' cells searched different corpora (metrics.json
-    ``corpus_fingerprint``); a note (empty when checked) when a cell predates the fingerprint."""
+    ``corpus_fingerprint``); a note (empty when checked) when a cell's is null (not known: a cell
+    of format 0 written before it was recorded, :class:`rag_bench.cells.MetricsJson`)."""
     fa = {c.corpus_fingerprint for c in cells_a}
     fb = {c.corpus_fingerprint for c in cells_b}
     if None in fa or None in fb:

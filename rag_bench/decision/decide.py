@@ -75,6 +75,8 @@ def primary_reason(key: str, configured: str, generators: Collection[str] = (), 
 
     >>> primary_reason("answer/context_all", "auto", ["extractive"], True)[:89]
     'ranked by answer/context_all (auto): the generator extractive is a stand-in for a model, '
+    >>> primary_reason("generation/correct", "auto")[:107]
+    'ranked by generation/correct (auto; these cells report no answer/correct_all: their eval.scorers leave out '
     """
     if configured != AUTO:
         return f"ranked by {key} (experiment.primary)"
@@ -87,8 +89,9 @@ def primary_reason(key: str, configured: str, generators: Collection[str] = (), 
     if key == ANSWER_KEYS[0]:
         return (f"ranked by {key} (auto): answerable questions answered right and unanswerable ones refused, over "
                 "all questions")
-    if key in ANSWER_KEYS:
-        return f"ranked by {key} (auto; these cells predate {ANSWER_KEYS[0]})"
+    if key in ANSWER_KEYS:  # what AUTO_ORDER's comment says: a cell of today too, not only of format 0
+        return (f"ranked by {key} (auto; these cells report no {ANSWER_KEYS[0]}: their eval.scorers leave out the "
+                "answer scorer, or they were written before it)")
     return f"ranked by {key} (auto: no cell generated answers)"
 
 

@@ -62,8 +62,16 @@ def tally(results: Sequence[JudgeResult]) -> dict[str, Any]:
 
 def frame_samples(frame: pd.DataFrame, metric: str) -> np.ndarray | None:
     """The ``(questions, samples)`` matrix of a records frame's ``judge_<metric>_samples`` column
-    (NaN padded), or None when the frame has no such column (a cell written before samples).
-    ValueError naming the column when it holds anything but lists of finite numbers (or NaN)."""
+    (NaN padded), or None when the frame has no such column. ValueError naming the column when it
+    holds anything but lists of finite numbers (or NaN).
+
+    The judge scorer writes the column for every judged metric; a judged cell without it was
+    written before samples were kept (format 0), and None is what makes ``compare`` and the gate
+    test its judged measures over the questions alone, as they always did. A "cell written before
+    X" branch the format upgrade (:func:`rag_bench.cells.upgrade`) cannot take over while old
+    cells read the same: records.parquet is read as written, and a column of one-sample lists
+    filled in would switch those cells to the two-level test (and show in the drill-down, which
+    lists every ``judge_*`` column)."""
     col = JUDGE_PREFIX + metric + SAMPLES_SUFFIX
     if col not in frame:
         return None

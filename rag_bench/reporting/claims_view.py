@@ -42,7 +42,12 @@ def plain(v: Any) -> Any:
 
 
 def records_claims(value: Any) -> list[dict[str, Any]]:
-    """A ``claims`` cell of records.parquet as plain dicts ([] when absent: an older cell, a refusal)."""
+    """A ``claims`` cell of records.parquet as plain dicts; [] when there is none -- a question of
+    today's cells as much as of old ones: there was nothing to judge (a refusal, a failed call, an
+    unparseable or empty answer: null), or the cell has no ``claims`` column (the views pass
+    ``rec.get("claims")``): its eval.scorers leave claims out, or generator=none. No fallback for
+    old cells: a format-0 cell without the column reads as such a cell of today does, so the
+    upgrade has nothing to add."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
     return [c for c in plain(value) if isinstance(c, dict)]

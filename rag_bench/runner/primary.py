@@ -23,11 +23,13 @@ def configured_primary(configs: Sequence[Mapping[str, Any]]) -> str:
     return values.most_common(1)[0][0] if values else AUTO
 
 
-# What ``experiment.primary=auto`` ranks by: the first of these that a cell has (generation/correct:
-# a cell whose eval.scorers leave the answer scorer out; a cell written before answer/correct_all
-# existed too -- not filled in by the format upgrade, which cannot recompute a measure) -- unless the
+# What ``experiment.primary=auto`` ranks by: the first of these that a cell has -- unless the
 # generator is a stand-in for a model (rag_bench.generation.base.Traits): then STAND_IN, which its
-# answers do not decide.
+# answers do not decide. generation/correct is no fallback for old cells: it is what a cell of today
+# whose eval.scorers leave the answer scorer out (eval.scorers=retrieval,generation) is ranked by.
+# A format-0 cell written before answer/correct_all is ranked by it too, as it always was: the
+# format upgrade does not compute a measure a cell lacks (filling answer/correct_all in from its
+# records would rank old cells by another measure than they were).
 AUTO_ORDER = (measures.CORRECT_ALL.key, CORRECT, measures.PRIMARY.key, measures.DOC_NDCG.at(10).key)
 STAND_IN = measures.CONTEXT_ALL.key
 # The answer measures auto passes over for a stand-in's cells.

@@ -54,6 +54,28 @@ def test_tie_rule_prefers_the_cheaper_cell_then_the_name(tmp_path):
     assert decide.primary_measure([Cell("x", tmp_path, {}, {"retrieval": {"ndcg@10": 0.3}}, {})]) == "retrieval/ndcg@10"
 
 
+def test_auto_ranks_a_cell_of_today_without_the_answer_scorer_by_correct_and_says_why(tmp_path):
+    """AUTO_ORDER's generation/correct is no fallback for old cells: a cell computed today with
+    eval.scorers leaving the answer scorer out has generation/correct and no answer/correct_all.
+    The reason said "these cells predate answer/correct_all" of it, which was false."""
+    from omegaconf import OmegaConf
+
+    from rag_bench.cells import Cell
+    from rag_bench.data.loader import load_dataset
+    from rag_bench.memo import SharedWork
+    from rag_bench.runner.main import compute
+    from tests.conftest import TINY
+
+    cfg = compose_config(["tracking=none", f"dataset.path={TINY}", "chunker=section", "retriever=bm25",
+                          "generator=extractive", "eval.bootstrap_resamples=20", "eval.scorers='retrieval,generation'"])
+    result = compute(cfg, load_dataset(TINY), "c", SharedWork())
+    assert "correct" in result.metrics["generation"] and "answer" not in result.metrics
+    cell = Cell("c", tmp_path / "c", OmegaConf.to_container(cfg, resolve=True), result.metrics, {})
+    assert decide.primary_measure([cell]) == "generation/correct"
+    reason = decide.reason_of([cell], "generation/correct")
+    assert "their eval.scorers leave out the answer scorer" in reason and "predate" not in reason
+
+
 def test_tie_rule_prefers_the_faster_parse_before_fewer_tokens(tmp_path):
     """Issue 56 item 4: parse seconds are a cost -- two parsers tied on the measure, the slower one
     (37 s against 1.2 s) never ranks first; seconds within a factor of two do not decide (a cached
