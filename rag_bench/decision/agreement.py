@@ -242,6 +242,51 @@ def _significant(e: effects.Effect) -> bool | None:
     return None if e.spread_lo != e.spread_lo else bool(e.spread_lo > 0)
 
 
+def _check_values(cells: Sequence[Cell], key: str, which: str, names: Mapping[str, str]) -> None:
+    """ConfigError when one of side ``which``'s ``cells`` has no value of ``key`` (``names``: how a
+    cell is called, else its id)."""
+    lacking = [c for c in cells if decide.value_of(c, key) is None]
+    if lacking:
+        raise ConfigError(f"{which}: {len(lacking)} of {len(cells)} cells have no value of {key} (e.g. "
+                          f"{names.get(lacking[0].cell_id, lacking[0].cell_id)}"
+                          f": {lacking[0].metric_problem(key) or 'no value'}) -- fix: rank by a measure every cell "
+                          "reports (--by, e.g. retrieval/ndcg@10)")
+
+
+def _questions(cells: Sequence[Cell], key: str) -> pd.DataFrame:
+    """The per-question values of ``key`` (questions x cells) on the questions where the measure is
+    defined; ConfigError when it has no per-question values."""
+    frame = per_question(cells, key)
+    if frame is None:
+        raise ConfigError(f"{key} has no per-question values in records.parquet, so its ranking has no interval "
+                          "over questions -- fix: rank by a mean over questions (--by, e.g. retrieval/ndcg@10 or "
+                          "answer/context_all)")
+    return frame[frame.notna().any(axis=1)]
+
+
+def _undefined_tau(va: np.ndarray, vb: np.ndarray) -> str:
+    """Why tau is undefined: the side whose cells all tie."""
+    tied = [side for side, v in (("A", va), ("B", vb)) if np.unique(v[np.isfinite(v)]).size <= 1]
+    where = {1: f"{tied[0]}'s ranking", 2: "A's and B's rankings"}.get(len(tied), "a ranking")
+    return (f"tau is undefined: every cell ties in {where} by its measure "
+            "(no order to compare; top-1 then follows the tie rule) -- fix: rank both by a measure the cells "
+            "differ on (--by, e.g. retrieval/ndcg@10), or sweep cells that differ")
+
+
+def _axes(eff_a: Mapping[str, effects.Effect], eff_b: Mapping[str, effects.Effect]) -> list[AxisAgreement]:
+    """Per axis both sides swept, whether their main effects agree (best and worst level, spread, sign)."""
+    axes = []
+    for axis, ea in eff_a.items():
+        eb = eff_b.get(axis)
+        if eb is None:
+            continue
+        axes.append(AxisAgreement(axis, ea.levels[0].value, ea.levels[-1].value, ea.spread, (ea.spread_lo, ea.spread_hi),
+                                  eb.levels[0].value, eb.levels[-1].value, eb.spread, (eb.spread_lo, eb.spread_hi),
+                                  (ea.levels[0].value, ea.levels[-1].value) == (eb.levels[0].value, eb.levels[-1].value),
+                                  _significant(ea), _significant(eb)))
+    return axes
+
+
 def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, resamples: int = RESAMPLES,
               seed: int = SEED, notes: Sequence[str] = ()) -> Agreement:
     """The agreement of the two rankings of the matched ``pairs`` (cells of A, cells of B), A ranked by
@@ -249,22 +294,9 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
     resample) or a cell has no value of it."""
     cells_a, cells_b = [a for a, _ in pairs], [b for _, b in pairs]
     names = decide.names_of(cells_a)
-    for cells, key, which in ((cells_a, key_a, "A"), (cells_b, key_b, "B")):
-        lacking = [c for c in cells if decide.value_of(c, key) is None]
-        if lacking:
-            raise ConfigError(f"{which}: {len(lacking)} of {len(cells)} cells have no value of {key} (e.g. "
-                              f"{names.get(lacking[0].cell_id, lacking[0].cell_id) if which == 'A' else lacking[0].cell_id}"
-                              f": {lacking[0].metric_problem(key) or 'no value'}) -- fix: rank by a measure every cell "
-                              "reports (--by, e.g. retrieval/ndcg@10)")
-    frames = [per_question(cells_a, key_a), per_question(cells_b, key_b)]
-    for frame, key in zip(frames, (key_a, key_b)):
-        if frame is None:
-            raise ConfigError(f"{key} has no per-question values in records.parquet, so its ranking has no interval "
-                              "over questions -- fix: rank by a mean over questions (--by, e.g. retrieval/ndcg@10 or "
-                              "answer/context_all)")
-    fa, fb = frames[0], frames[1]
-    assert fa is not None and fb is not None
-    fa, fb = fa[fa.notna().any(axis=1)], fb[fb.notna().any(axis=1)]  # the questions the measure is defined on
+    _check_values(cells_a, key_a, "A", names)
+    _check_values(cells_b, key_b, "B", {})
+    fa, fb = _questions(cells_a, key_a), _questions(cells_b, key_b)
     da, db = effects.draws(len(fa), resamples, seed), effects.draws(len(fb), resamples, seed + 1)
     sa = effects.resampled_means(fa.to_numpy(np.float64), da)  # draws x cells
     sb = effects.resampled_means(fb.to_numpy(np.float64), db)
@@ -272,11 +304,7 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
     vb = np.array([decide.value_of(c, key_b) for c in cells_b], dtype=np.float64)
     tau = float(kendall_tau_b(_goodness(va, key_a), _goodness(vb, key_b)))
     if tau != tau:  # undefined: say why rather than print a bare n/a
-        tied = [side for side, v in (("A", va), ("B", vb)) if np.unique(v[np.isfinite(v)]).size <= 1]
-        where = {1: f"{tied[0]}'s ranking", 2: "A's and B's rankings"}.get(len(tied), "a ranking")
-        notes = [*notes, f"tau is undefined: every cell ties in {where} by its measure "
-                 "(no order to compare; top-1 then follows the tie rule) -- fix: rank both by a measure the cells "
-                 "differ on (--by, e.g. retrieval/ndcg@10), or sweep cells that differ"]
+        notes = [*notes, _undefined_tau(va, vb)]
     ga, gb = _goodness(sa, key_a), _goodness(sb, key_b)
     step = max(1, PAIRS_AT_ONCE // max(1, len(cells_a) * (len(cells_a) - 1) // 2))  # a 180-cell grid: 124 draws
     taus = np.concatenate([kendall_tau_b(ga[i:i + step], gb[i:i + step]) for i in range(0, len(ga), step)])
@@ -293,17 +321,7 @@ def agreement(pairs: Sequence[tuple[Cell, Cell]], *, key_a: str, key_b: str, res
                           pos_a[a.cell_id], pos_b[b.cell_id], a.cell_id in close_a, b.cell_id in close_b)
                  for a in ranked_a for b in [to_b[a.cell_id]])
     best_a, best_b = ranked_a[0], ranked_b[0]
-    eff_a = _axis_rows(cells_a, key_a, sa.T)
-    eff_b = _axis_rows(cells_b, key_b, sb.T)
-    axes = []
-    for axis, ea in eff_a.items():
-        eb = eff_b.get(axis)
-        if eb is None:
-            continue
-        axes.append(AxisAgreement(axis, ea.levels[0].value, ea.levels[-1].value, ea.spread, (ea.spread_lo, ea.spread_hi),
-                                  eb.levels[0].value, eb.levels[-1].value, eb.spread, (eb.spread_lo, eb.spread_hi),
-                                  (ea.levels[0].value, ea.levels[-1].value) == (eb.levels[0].value, eb.levels[-1].value),
-                                  _significant(ea), _significant(eb)))
+    axes = _axes(_axis_rows(cells_a, key_a, sa.T), _axis_rows(cells_b, key_b, sb.T))
     return Agreement(key_a, key_b, len(fa), len(fb), tau, percentile_interval(taus), resamples,
                      to_a[best_b.cell_id].cell_id == best_a.cell_id, names[best_a.cell_id], names_b[best_b.cell_id],
                      pos_b[to_b[best_a.cell_id].cell_id], pos_a[to_a[best_b.cell_id].cell_id],

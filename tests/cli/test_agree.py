@@ -217,3 +217,33 @@ def test_a_misspelt_by_is_told_to_fix_by_not_a_config_key(sweeps, capsys):
     err = capsys.readouterr().err
     assert "--by: 'retrieval/ndcg@1O' is not a measure" in err and "did you mean retrieval/ndcg@1" in err
     assert "--by a section/name such as retrieval/ndcg@10" in err and "experiment.primary" not in err
+
+
+def test_a_cell_without_the_measure_or_a_measure_without_questions_is_refused_with_a_fix(sweeps, tmp_path):
+    """agreement() refuses what it cannot rank or resample, naming the side and --by: a cell of B
+    without a value of the measure; a cell of B whose records.parquet lacks the measure's column."""
+    import pandas as pd
+
+    from rag_bench.cells import load_cell
+    from rag_bench.decision.agreement import agreement
+    from rag_bench.errors import ConfigError
+
+    def cells(folder: Path) -> list:
+        return sorted((load_cell(d.parent) for d in folder.glob("*/DONE")), key=lambda c: c.cell_id)
+
+    lacking, no_column = tmp_path / "lacking", tmp_path / "no_column"
+    shutil.copytree(sweeps["even"], lacking)
+    shutil.copytree(sweeps["even"], no_column)
+    metrics = cells(lacking)[0].path / "metrics.json"
+    m = json.loads(metrics.read_text())
+    del m["answer"]["context_all"]
+    metrics.write_text(json.dumps(m))
+    records = cells(no_column)[0].path / "records.parquet"
+    frame = pd.read_parquet(records)
+    assert "context_all" in frame
+    frame.drop(columns=["context_all"]).to_parquet(records)
+    key = "answer/context_all"
+    with pytest.raises(ConfigError, match=r"^B: 1 of 4 cells have no value of answer/context_all .*-- fix: .*--by"):
+        agreement(list(zip(cells(sweeps["odd"]), cells(lacking))), key_a=key, key_b=key, resamples=20)
+    with pytest.raises(ConfigError, match=r"^answer/context_all has no per-question values .*-- fix: .*--by"):
+        agreement(list(zip(cells(sweeps["odd"]), cells(no_column))), key_a=key, key_b=key, resamples=20)
