@@ -50,6 +50,7 @@ from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experime
 from rag_bench.tracking.server import unreachable
 from rag_bench.tracking.store_seed import keep_template, seed_store
 from rag_bench.tracking.traces import delete_run_traces, log_traces, missing, question_traces, sample
+from rag_bench.tracking.wal import use_wal
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +167,17 @@ class MlflowTracker:
             # Creating the client opens the store: for a new SQLite file that creates the tables and
             # runs the schema migrations, which two processes doing at once break. A new file is
             # first seeded from an empty store kept once per MLflow version (1.5 s -> ~30 ms).
+            # A SQLite store is put in WAL mode (:mod:`rag_bench.tracking.wal`: a commit without an
+            # fsync), before the client's first connection -- or, for a store MLflow makes itself,
+            # once it is kept as the template (whose copy must not leave tables in the log file).
             with self._lock("store"):
                 fresh = db is not None and not db.exists() and not seed_store(db)
+                if db is not None and not fresh:
+                    use_wal(db)
                 self._client = MlflowClient(tracking_uri=self.uri)
                 if fresh and db is not None:
                     keep_template(db)  # the first store MLflow makes here: the template of the next
+                    use_wal(db)
         return self._client
 
     def check(self) -> None:
