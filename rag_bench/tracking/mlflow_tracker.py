@@ -265,7 +265,7 @@ class MlflowTracker:
 
     def log_cell(self, *, cell_id: str, cell_dir: Path, params: dict[str, Any], metrics: dict[str, float],
                  tags: dict[str, str], run_name: str | None = None, dataset: DatasetInfo | None = None,
-                 table: Any = None) -> str | None:
+                 table: Any = None, written: Any = None) -> str | None:
         """Create, fill and finish the cell's nested run (FAILED if anything goes wrong).
 
         One run holds: ``params`` (the resolved config), ``metrics`` (timestamped now), ``tags``
@@ -274,7 +274,10 @@ class MlflowTracker:
         written in as few calls as the store allows: one batch of metrics, params and tags (a
         second only past 100 params), the input, the artifacts, the status. With ``traces``,
         each question is also a trace linked to the run (:mod:`rag_bench.tracking.traces`), and
-        an earlier run of the cell is deleted with its traces.
+        an earlier run of the cell is deleted with its traces. ``written``: the
+        :class:`~rag_bench.cells.CellResult` just written to ``cell_dir`` when the caller holds it
+        (the sweep's background process): the traces are built from its records and metrics
+        instead of reading the folder's records.parquet back (~25 ms a squad2-normans cell).
 
         The whole sequence holds the cell's lock: a process logging the same cell at the same
         moment waits, then replaces this run by its own, so one live run remains, FINISHED."""
@@ -304,7 +307,7 @@ class MlflowTracker:
                 mlist = [Metric(mlflow_name(k), float(v), now, 0) for k, v in sorted(metrics.items())]
                 # The traces first: the tags counting them go in the run's one batch (a call and a
                 # commit fewer per cell)
-                counted = self._log_traces(exp_id, run_id, cell_id, cell_dir) if self.traces else []
+                counted = self._log_traces(exp_id, run_id, cell_id, cell_dir, written) if self.traces else []
                 log_batches(client, run_id, mlist, plist, counted)
                 if dataset is not None:
                     self._log_dataset(client, run_id, dataset)
@@ -325,17 +328,18 @@ class MlflowTracker:
 
         return TracingClient(self.uri)
 
-    def _log_traces(self, exp_id: str, run_id: str, cell_id: str, cell_dir: Path) -> list[Any]:
+    def _log_traces(self, exp_id: str, run_id: str, cell_id: str, cell_dir: Path, written: Any = None) -> list[Any]:
         """The traces of the cell's sampled questions (``trace_sample``), from its records.parquet
-        and metrics.json; returned: the run tags counting them and the questions left untraced, for
-        the run's batch. Best effort: the run holds the cell's results, so a failure here is a
-        warning and a run tag (``rag_bench.traces``), the traces logged so far are removed, and the
-        cell is still FINISHED and DONE."""
+        and metrics.json (or ``written``, the result they were written from); returned: the run
+        tags counting them and the questions left untraced, for the run's batch. Best effort: the
+        run holds the cell's results, so a failure here is a warning and a run tag
+        (``rag_bench.traces``), the traces logged so far are removed, and the cell is still
+        FINISHED and DONE."""
         from mlflow.entities import RunTag
 
         tracing = self._tracing()
         try:
-            records, metrics = _cell_records(cell_dir)
+            records, metrics = (written.records, written.metrics) if written is not None else _cell_records(cell_dir)
             qids = [str(q) for q in records["qid"]]
             # only the sampled questions' traces are built (building all 208 took as long as writing 10)
             ids = log_traces(tracing, exp_id, run_id, cell_id,

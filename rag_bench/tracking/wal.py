@@ -20,6 +20,12 @@ The journal mode is a property of the file (set once, by :func:`use_wal`, every 
 of any process uses it); ``synchronous`` is one of each connection, set for the connections
 SQLAlchemy opens to a store put in WAL mode here, by a listener on SQLAlchemy's ``connect``
 event (MLflow creates the engine; this reaches it through SQLAlchemy's public event API only).
+
+At the exit of a process that put a store in WAL mode (the sweep's, after its background process
+ended; ``rag-bench sync``, ``rag-bench traces``) the log is checkpointed into the database file
+and emptied (:func:`checkpoint`), so ``mlflow.db`` alone holds every run -- copied or moved without
+its ``-wal`` and ``-shm`` files beside it, nothing is lost. A process killed before that leaves
+the log, which the next connection to the store reads (and checkpoints) as its own.
 """
 
 from __future__ import annotations
@@ -53,12 +59,27 @@ def use_wal(db: Path) -> bool:
         return False
     _STORES.add(os.path.realpath(db))
     if not _LISTENING:
+        import atexit
+
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
 
         event.listen(Engine, "connect", _on_connect)
+        atexit.register(checkpoint)
         _LISTENING.append(True)
     return True
+
+
+def checkpoint() -> None:
+    """Copy the log of every store this process put in WAL mode into its database file and empty
+    it (``wal_checkpoint(TRUNCATE)``); best effort: a store busy past a few seconds (another
+    sweep writing it) keeps its log for the next checkpoint."""
+    for db in sorted(_STORES):
+        try:
+            with contextlib.closing(sqlite3.connect(db, timeout=5)) as con:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            log.debug("MLflow store %s: its log not checkpointed (%s)", db, exc)
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,7 +164,8 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_a_sweep_logged_in_the_background_lands_as_one_logged_in_process(tmp_path):
     """The same sweep with tracking.background true and false: the same cells, DONE bodies (run
-    ids aside) and MLflow runs (metrics, params, tags other than ids and times, artifacts)."""
+    ids aside) and MLflow runs (metrics, params, tags other than ids and times, artifacts, traces:
+    the background process builds them from the result it wrote, the sweep's from the folder)."""
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
     stores = {}
     for flag in ("true", "false"):
@@ -172,13 +174,18 @@ def test_a_sweep_logged_in_the_background_lands_as_one_logged_in_process(tmp_pat
                f"output.root={out}", f"tracking.background={flag}"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        stores[flag] = _store(out)
+        # The store is read from a copy of mlflow.db alone: its write-ahead log was checkpointed
+        # into it when the sweep ended (rag_bench.tracking.wal), so nothing stays in mlflow.db-wal.
+        alone = tmp_path / f"{flag}-copy" / "mlflow.db"
+        alone.parent.mkdir()
+        shutil.copyfile(out / "mlflow.db", alone)
+        stores[flag] = _store(out, alone)
     assert stores["true"] == stores["false"]
     assert len(stores["true"]) == 4
 
 
-def _store(out: Path) -> dict:
-    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+def _store(out: Path, db: Path) -> dict:
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
     exp = client.get_experiment_by_name("default")
     runs = client.search_runs([exp.experiment_id])
     assert not [r for r in runs if r.info.status != "FINISHED"]
@@ -199,8 +206,22 @@ def _store(out: Path) -> dict:
                                   if not k.startswith(("latency.", "cost.")) and k != "rank"},
                       "params": {k: v for k, v in r.data.params.items() if not k.startswith(("output.", "tracking."))},
                       "tags": tags,
-                      "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id))}
+                      "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id)),
+                      "traces": _traces(client, exp.experiment_id, r.info.run_id)}
     return cells
+
+
+def _traces(client: MlflowClient, exp_id: str, run_id: str) -> dict:
+    """A run's traces by question: each span's name, inputs, outputs and status, and the
+    assessments (durations and ids are each sweep's own)."""
+    found = {}
+    for t in client.search_traces(locations=[exp_id], run_id=run_id, max_results=1000):
+        found[t.info.tags["rag_bench.qid"]] = {
+            "spans": sorted((s.name, json.dumps(s.inputs, sort_keys=True), json.dumps(s.outputs, sort_keys=True),
+                             str(s.status.status_code)) for s in t.data.spans),
+            "assessments": sorted((a.name, json.dumps(a.value), a.rationale or "") for a in t.info.assessments)}
+    assert found
+    return found
 
 
 def test_a_hand_over_to_a_dead_child_is_a_tracking_error_and_releases_the_lock(tmp_path):
