@@ -440,6 +440,20 @@ class MlflowTracker:
             max_results=1)
         return str(found[0].info.run_id) if found else None
 
+    def fail_running(self, cell_id: str) -> list[str]:
+        """Mark FAILED the runs of ``cell_id`` in this experiment still RUNNING (the process logging
+        the cell died between creating its run and finishing it); return their ids."""
+        if self._disabled:
+            return []
+        client = self._get_client()
+        exp_id = self._experiment_id()
+        with self._lock("cell", cell_id):
+            found = client.search_runs([exp_id], filter_string=f"tags.cell_id = '{cell_id}' and "
+                                                              "attributes.status = 'RUNNING'")
+            for run in found:
+                client.set_terminated(run.info.run_id, "FAILED")
+        return [str(run.info.run_id) for run in found]
+
     def describe(self) -> dict[str, str | None]:
         """Tracking URI, experiment and the sweep's parent run id (None when MLflow was skipped)."""
         parent = _PARENTS.get((self.uri, self.experiment, self.sweep_id))

@@ -4,6 +4,7 @@ dead child reported, and a sweep logged this way lands as one logged in its own 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -273,3 +274,33 @@ def test_the_child_runs_its_parents_code_whatever_the_working_directory_holds(tm
     finally:
         logger.close()
     assert (tmp_path / "exp" / "c1" / "DONE").is_file()
+
+
+def test_a_child_dying_mid_run_leaves_the_run_failed_not_running(tmp_path):
+    """The child killed after creating a cell's run, before finishing it: the cell is not DONE (a
+    TrackingError names it) and its run is FAILED, not left RUNNING as if still being logged."""
+    from rag_bench.locking import file_lock
+    from rag_bench.tracking.base import DatasetInfo
+
+    logger = background.BackgroundLogger()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        job = _job(tmp_path, "c2")  # made first: the same tracker arguments as c1's, so the child reuses c1's client
+        logger.submit(_job(tmp_path, "c1"), lambda: None)
+        logger.drain()  # the child holds its client: the next cell takes the store lock only for its dataset input
+        job = dataclasses.replace(job, log_cell={**job.log_cell, "dataset": DatasetInfo("tiny", "d", "s", {}, {})})
+        with file_lock(tmp_path / "mlflow.db.lock"):  # the child waits here, its run created and RUNNING
+            logger.submit(job, lambda: None)
+            exp_id = client.get_experiment_by_name("exp").experiment_id
+            deadline = time.monotonic() + 120
+            while not client.search_runs([exp_id], filter_string="tags.cell_id = 'c2'"):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert logger._proc is not None
+            logger._proc.kill()
+        with pytest.raises(TrackingError, match="cell c2: the process finishing cells .* ended"):
+            logger.drain()
+    finally:
+        logger.close()
+    (run,) = client.search_runs([exp_id], filter_string="tags.cell_id = 'c2'")
+    assert run.info.status == "FAILED" and not (tmp_path / "exp" / "c2" / "DONE").exists()
