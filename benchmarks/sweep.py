@@ -81,9 +81,13 @@ over the cache its cold run filled, into a new output folder (a new experiment: 
 again, nothing DONE), with the ratio warm / cold; a checkout with the cell cache (rag_bench/runner/reuse.py)
 writes those cells from it, and says how many (their latency figures, summed in the warm row, are
 the cold run's). docs/development.md: run it before a round closes.
+``--cold-tracking both`` (without ``--against``) times today's code twice instead, with MLflow's
+defaults (``tracking=mlflow``: the SQLite store, the background process, the trace sample) and with
+``tracking=none``, and prints the ratio mlflow / none (issue 57: within 1.1x).
 
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9 --warm --chunkers fixed,section
+    python benchmarks/sweep.py --corpus squad --full-grid --cold-tracking both --repeats 2
 """
 
 from __future__ import annotations
