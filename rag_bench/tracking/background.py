@@ -32,7 +32,9 @@ What does not change, and how:
   kept) or logged (its run FAILED) is not DONE, and the error is raised in the calling process
   at its next hand-over or when the session ends, as the same
   :class:`~rag_bench.errors.OutputError` or as :class:`~rag_bench.errors.TrackingError`
-  naming the cell: exit code 2, as before.
+  naming the cell: exit code 2, as before. A child that dies on its own (killed, out of memory)
+  fails every pending cell so, and the run it had created for one of them is marked FAILED, not
+  left RUNNING (:func:`_fail_runs`).
 * **Bounded.** At most :data:`MAX_PENDING` cells wait for the child; the next hand-over waits
   for the oldest. The session waits for every cell before the launcher returns, so the sweep's
   closing (leaderboard, parent run) sees every cell DONE.
