@@ -81,9 +81,13 @@ over the cache its cold run filled, into a new output folder (a new experiment: 
 again, nothing DONE), with the ratio warm / cold; a checkout with the cell cache (rag_bench/runner/reuse.py)
 writes those cells from it, and says how many (their latency figures, summed in the warm row, are
 the cold run's). docs/development.md: run it before a round closes.
+``--cold-tracking both`` (without ``--against``) times today's code twice instead, with MLflow's
+defaults (``tracking=mlflow``: the SQLite store, the background process, the trace sample) and with
+``tracking=none``, and prints the ratio mlflow / none (issue 57: within 1.1x).
 
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9
     python benchmarks/sweep.py --corpus squad --full-grid --against 93f7eb9 --warm --chunkers fixed,section
+    python benchmarks/sweep.py --corpus squad --full-grid --cold-tracking both --repeats 2
 """
 
 from __future__ import annotations
@@ -403,15 +407,19 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
     printed; with ``how.against``, another commit's code timed the same way beside it (module doc)."""
     against, repeats, tracking, warm = how.against, how.repeats, how.tracking, how.warm
     here = {"PYTHONPATH": str(ROOT)}
-    arms: dict[str, dict[str, str]] = {"today": here}
+    # arm -> (its environment, its tracking): today and REF with ``tracking``; or, with tracking
+    # "both", today with MLflow's defaults beside today with tracking=none (the issue's 1.1x)
+    arms: dict[str, tuple[dict[str, str], str]] = (
+        {"today, mlflow": (here, "mlflow"), "today, none": (here, "none")} if tracking == "both"
+        else {"today": (here, tracking)})
     made: Path | None = None
     if against is not None:
         tree, label, own = checkout(against, work)
         made = tree if own else None
-        arms[label] = {"PYTHONPATH": str(tree)}
+        arms[label] = ({"PYTHONPATH": str(tree)}, tracking)
     print(f"\n== full grid: {name}, {cells} cells, scoring included, empty caches, tracking={tracking}"
           + (f"; today vs {list(arms)[1]}" if against else ""), flush=True)
-    for arm, env in arms.items():
+    for arm, (env, _) in arms.items():
         print(f"  {arm}: {_imported(env)}", flush=True)
     rows: dict[str, dict[str, float]] = {}
     try:
@@ -420,10 +428,11 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
             for i in range(repeats):
                 order = list(arms) if i % 2 == 0 else list(arms)[::-1]  # ABBA: drift falls on both arms
                 for arm in order:
-                    slug = "today" if arm == "today" else "against"
+                    slug = f"arm{list(arms).index(arm)}"
                     cache = work / f"grid-cache-{slug}-{i}"
                     out = work / f"grid-{phase}-{slug}-{i}"
-                    wall = run(full, out=out, cache=cache, env=arms[arm], tracking=tracking)
+                    env, arm_tracking = arms[arm]
+                    wall = run(full, out=out, cache=cache, env=env, tracking=arm_tracking)
                     stages = stage_seconds(out)
                     reused = sum("reused" in json.loads(d.read_text() or "{}") for d in (out / "bench").glob("*/DONE"))
                     print(f"  {phase} {arm}: {wall:.1f} s wall, {CPU[out]:.1f} s CPU, {int(stages['cells'])} cells"
@@ -444,7 +453,7 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
 
 def _table(rows: dict[str, dict[str, float]], arms: list[str], warm: bool, repeats: int) -> None:
     keys = ["wall_s", "cpu_s", *sorted({k for r in rows.values() for k in r} - {"wall_s", "cpu_s", "cells"})]
-    label = max(len(r) for r in [*rows, "ratio today / other (cold)"]) + 2
+    label = max(len(r) for r in [*rows, f"ratio {' / '.join(arms)} (cold)"]) + 2
     w = {k: max(len(k), 7) + 2 for k in keys}
     print(f"\n{'':<{label}}" + "".join(f"{k:>{w[k]}}" for k in keys)
           + (f"   (fastest of {repeats} runs each)" if repeats > 1 else ""))
@@ -455,7 +464,7 @@ def _table(rows: dict[str, dict[str, float]], arms: list[str], warm: bool, repea
     for phase in phases:
         if len(arms) == 2:
             a, b = rows[f"{phase} {arms[0]}"], rows[f"{phase} {arms[1]}"]
-            print(f"{f'ratio today / other ({phase})':<{label}}"
+            print(f"{f'ratio {arms[0]} / {arms[1]} ({phase})':<{label}}"
                   + "".join(f"{a[k] / b[k]:>{w[k]}.2f}" if b.get(k) and k in a else f"{'-':>{w[k]}}" for k in keys))
     if warm:
         for arm in arms:
@@ -577,9 +586,10 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="time each warm run (the warm arm and the per-cell overhead's runs) this many times "
                         "and keep the fastest")
-    p.add_argument("--cold-tracking", choices=["mlflow", "none"], default=None,
+    p.add_argument("--cold-tracking", choices=["mlflow", "none", "both"], default=None,
                    help="tracking of the squad cold and warm sweeps (default mlflow, as a user runs it; "
-                        "with --full-grid none)")
+                        "with --full-grid none; both: --full-grid only, MLflow's defaults and tracking=none "
+                        "side by side, with the ratio)")
     p.add_argument("--full-grid", action="store_true",
                    help="squad/demo: only the whole grid from empty caches, scoring included, each stage's summed "
                         "seconds printed (module doc)")
@@ -613,6 +623,8 @@ def main() -> None:
         p.error("--against and --warm go with --full-grid")
     if a.full_grid and a.corpus not in ("squad", "demo"):
         p.error("--full-grid times the squad or the demo grid: --corpus squad or --corpus demo")
+    if a.cold_tracking == "both" and (not a.full_grid or a.against):
+        p.error("--cold-tracking both goes with --full-grid, without --against")
     full_grid = FullGrid(a.against, a.repeats, a.cold_tracking or "none", a.warm) if a.full_grid else None
     a.cold_tracking = a.cold_tracking or "mlflow"
     work = a.work or Path(tempfile.mkdtemp(prefix="rag_bench_sweep_"))

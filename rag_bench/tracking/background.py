@@ -32,7 +32,9 @@ What does not change, and how:
   kept) or logged (its run FAILED) is not DONE, and the error is raised in the calling process
   at its next hand-over or when the session ends, as the same
   :class:`~rag_bench.errors.OutputError` or as :class:`~rag_bench.errors.TrackingError`
-  naming the cell: exit code 2, as before.
+  naming the cell: exit code 2, as before. A child that dies on its own (killed, out of memory)
+  fails every pending cell so, and the run it had created for one of them is marked FAILED, not
+  left RUNNING (:func:`_fail_runs`).
 * **Bounded.** At most :data:`MAX_PENDING` cells wait for the child; the next hand-over waits
   for the oldest. The session waits for every cell before the launcher returns, so the sweep's
   closing (leaderboard, parent run) sees every cell DONE.
@@ -133,9 +135,9 @@ class BackgroundLogger:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
-        # seq -> (cell folder, cell id, the lock's release, parent key)
-        self._pending: OrderedDict[int, tuple[str, str, Callable[[], None], tuple[str, str, str] | None]] = \
-            OrderedDict()
+        # seq -> (cell folder, cell id, the lock's release, parent key, the job's tracker and bind arguments)
+        self._pending: OrderedDict[int, tuple[str, str, Callable[[], None], tuple[str, str, str] | None,
+                                              tuple[dict[str, Any], dict[str, Any]] | None]] = OrderedDict()
         self._seq = 0
         self._reports = -1  # the read end of the child's report pipe
         self._buffer = b""
@@ -172,7 +174,8 @@ class BackgroundLogger:
         except BaseException:
             release()
             raise
-        self._pending[self._seq] = (str(job.cell_dir), job.cell_id, release, job.parent_key)
+        self._pending[self._seq] = (str(job.cell_dir), job.cell_id, release, job.parent_key,
+                                    (job.tracker, job.bind) if job.tracker is not None else None)
 
     def pending(self) -> int:
         """Cells handed over and not reported yet."""
@@ -254,11 +257,12 @@ class BackgroundLogger:
             chunk = os.read(fd, 65536)
             if not chunk:
                 code = proc.wait()
-                for seq, (cell_dir, cell_id, release, _) in list(self._pending.items()):
+                for seq, (cell_dir, cell_id, release, _, tracking) in list(self._pending.items()):
                     self._errors.append(TrackingError(
                         f"cell {cell_id}: the process finishing cells (writing, MLflow logging) ended (exit code "
                         f"{code}) before it was DONE ({cell_dir}) -- fix: see the log, run again"))
                     del self._pending[seq]
+                    _fail_runs(cell_id, tracking)  # before the lock goes: no one else logs the cell meanwhile
                     release()
                 self._proc = None
                 os.close(fd)
@@ -273,7 +277,7 @@ class BackgroundLogger:
     def _report(self, line: str) -> None:
         kind, _, rest = line.partition(" ")
         seq, _, message = rest.partition(" ")
-        _, cell_id, release, parent_key = self._pending.pop(int(seq))
+        _, cell_id, release, parent_key, _ = self._pending.pop(int(seq))
         release()
         if kind == "ok" and message and parent_key is not None:
             PARENT_RUNS.setdefault(parent_key, message)  # closed by finish_all with the sweep
@@ -281,6 +285,23 @@ class BackgroundLogger:
             what, _, message = message.partition(" ")
             self._errors.append(OutputError(message) if what == "output" else
                                 TrackingError(f"cell {cell_id}: MLflow logging failed, the cell is not DONE: {message}"))
+
+
+def _fail_runs(cell_id: str, tracking: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
+    """The MLflow run the child was logging for ``cell_id`` when it died (RUNNING: created, not
+    finished) marked FAILED, so the store holds no run that looks in progress; best effort (the
+    next run of the cell replaces it anyway). ``tracking``: the job's tracker and bind arguments."""
+    if tracking is None:
+        return
+    try:
+        from rag_bench.tracking.mlflow_tracker import MlflowTracker
+
+        tracker = MlflowTracker(**tracking[0])
+        tracker.bind(**tracking[1])
+        tracker.fail_running(cell_id)
+    except Exception as exc:  # noqa: BLE001 -- the child's death is the error reported
+        log.warning("cell %s: its MLflow run left RUNNING by the process that died was not marked FAILED: %s",
+                    cell_id, exc)
 
 
 def _widen_pipe(fd: int) -> None:

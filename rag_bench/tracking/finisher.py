@@ -83,7 +83,8 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
                 if tracker is None:
                     tracker = trackers[key] = MlflowTracker(**job.tracker)
                     tracker.bind(**job.bind)
-                run_id = tracker.log_cell(**job.log_cell)
+                # the result just written: its traces are built from it, not read back from the folder
+                run_id = tracker.log_cell(**job.log_cell, written=job.write[1] if job.write is not None else None)
                 described = tracker.describe()
                 done = {**done, "mlflow_run_id": run_id, **described}
                 parent_run = described.get("parent_run_id") or ""

@@ -4,8 +4,10 @@ dead child reported, and a sweep logged this way lands as one logged in its own 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,7 +165,8 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_a_sweep_logged_in_the_background_lands_as_one_logged_in_process(tmp_path):
     """The same sweep with tracking.background true and false: the same cells, DONE bodies (run
-    ids aside) and MLflow runs (metrics, params, tags other than ids and times, artifacts)."""
+    ids aside) and MLflow runs (metrics, params, tags other than ids and times, artifacts, traces:
+    the background process builds them from the result it wrote, the sweep's from the folder)."""
     env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
     stores = {}
     for flag in ("true", "false"):
@@ -172,13 +175,18 @@ def test_a_sweep_logged_in_the_background_lands_as_one_logged_in_process(tmp_pat
                f"output.root={out}", f"tracking.background={flag}"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        stores[flag] = _store(out)
+        # The store is read from a copy of mlflow.db alone: its write-ahead log was checkpointed
+        # into it when the sweep ended (rag_bench.tracking.wal), so nothing stays in mlflow.db-wal.
+        alone = tmp_path / f"{flag}-copy" / "mlflow.db"
+        alone.parent.mkdir()
+        shutil.copyfile(out / "mlflow.db", alone)
+        stores[flag] = _store(out, alone)
     assert stores["true"] == stores["false"]
     assert len(stores["true"]) == 4
 
 
-def _store(out: Path) -> dict:
-    client = MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+def _store(out: Path, db: Path) -> dict:
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
     exp = client.get_experiment_by_name("default")
     runs = client.search_runs([exp.experiment_id])
     assert not [r for r in runs if r.info.status != "FINISHED"]
@@ -199,8 +207,22 @@ def _store(out: Path) -> dict:
                                   if not k.startswith(("latency.", "cost.")) and k != "rank"},
                       "params": {k: v for k, v in r.data.params.items() if not k.startswith(("output.", "tracking."))},
                       "tags": tags,
-                      "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id))}
+                      "artifacts": sorted(a.path for a in client.list_artifacts(r.info.run_id)),
+                      "traces": _traces(client, exp.experiment_id, r.info.run_id)}
     return cells
+
+
+def _traces(client: MlflowClient, exp_id: str, run_id: str) -> dict:
+    """A run's traces by question: each span's name, inputs, outputs and status, and the
+    assessments (durations and ids are each sweep's own)."""
+    found = {}
+    for t in client.search_traces(locations=[exp_id], run_id=run_id, max_results=1000):
+        found[t.info.tags["rag_bench.qid"]] = {
+            "spans": sorted((s.name, json.dumps(s.inputs, sort_keys=True), json.dumps(s.outputs, sort_keys=True),
+                             str(s.status.status_code)) for s in t.data.spans),
+            "assessments": sorted((a.name, json.dumps(a.value), a.rationale or "") for a in t.info.assessments)}
+    assert found
+    return found
 
 
 def test_a_hand_over_to_a_dead_child_is_a_tracking_error_and_releases_the_lock(tmp_path):
@@ -252,3 +274,33 @@ def test_the_child_runs_its_parents_code_whatever_the_working_directory_holds(tm
     finally:
         logger.close()
     assert (tmp_path / "exp" / "c1" / "DONE").is_file()
+
+
+def test_a_child_dying_mid_run_leaves_the_run_failed_not_running(tmp_path):
+    """The child killed after creating a cell's run, before finishing it: the cell is not DONE (a
+    TrackingError names it) and its run is FAILED, not left RUNNING as if still being logged."""
+    from rag_bench.locking import file_lock
+    from rag_bench.tracking.base import DatasetInfo
+
+    logger = background.BackgroundLogger()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        job = _job(tmp_path, "c2")  # made first: the same tracker arguments as c1's, so the child reuses c1's client
+        logger.submit(_job(tmp_path, "c1"), lambda: None)
+        logger.drain()  # the child holds its client: the next cell takes the store lock only for its dataset input
+        job = dataclasses.replace(job, log_cell={**job.log_cell, "dataset": DatasetInfo("tiny", "d", "s", {}, {})})
+        with file_lock(tmp_path / "mlflow.db.lock"):  # the child waits here, its run created and RUNNING
+            logger.submit(job, lambda: None)
+            exp_id = client.get_experiment_by_name("exp").experiment_id
+            deadline = time.monotonic() + 120
+            while not client.search_runs([exp_id], filter_string="tags.cell_id = 'c2'"):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert logger._proc is not None
+            logger._proc.kill()
+        with pytest.raises(TrackingError, match="cell c2: the process finishing cells .* ended"):
+            logger.drain()
+    finally:
+        logger.close()
+    (run,) = client.search_runs([exp_id], filter_string="tags.cell_id = 'c2'")
+    assert run.info.status == "FAILED" and not (tmp_path / "exp" / "c2" / "DONE").exists()

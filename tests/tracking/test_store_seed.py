@@ -129,3 +129,8 @@ def test_the_tracker_seeds_every_store_after_its_first(tmp_path, monkeypatch):
     run = client.get_run(parents[1])
     assert run.info.experiment_id == client.get_experiment_by_name("exp").experiment_id
     assert _rows(tmp_path / "b" / "mlflow.db")["experiments"][0]["artifact_location"] == str(Path.cwd() / "mlruns" / "0")
+    # Both stores commit through a write-ahead log (rag_bench.tracking.wal); the template is kept
+    # before its store is switched, so it holds every table in its one file, in rollback mode.
+    modes = {db: sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0]
+             for db in (tmp_path / "a" / "mlflow.db", tmp_path / "b" / "mlflow.db", template)}
+    assert list(modes.values()) == ["wal", "wal", "delete"]
