@@ -41,6 +41,9 @@ MODULE_STATE: dict[str, str] = {
     **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "
                                      "dropped past its size (issue 57: each text read, each claim weighed once)"
        for name in ("_READINGS", "_CLAIM_READINGS", "_FITS", "_SPLITS", "_CITED", "_JUDGED")},
+    "tracking/wal.py:_STORES": "one entry per local MLflow store this process put in WAL mode (a sweep has one); "
+                               "only says which stores get synchronous=NORMAL and a checkpoint at exit",
+    "tracking/wal.py:_LISTENING": "at most one entry: the SQLAlchemy connect listener is registered",
     "redaction.py:_forms": "six escaped forms of each distinct API key this process sent (one key per "
                            "api_key_env variable); only masks text in messages, never changes a result",
 }
