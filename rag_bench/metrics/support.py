@@ -61,7 +61,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import Any, NamedTuple
 
 import regex
@@ -187,6 +187,7 @@ def visible(text: str) -> str:
 
 _NT = re.compile(r"n't\b", re.IGNORECASE)
 _NONE: frozenset[str] = frozenset()
+_ABSENT = object()
 _ASCII_CHARS = frozenset(map(chr, range(128)))  # an ASCII text's one-character words, out at once
 
 
@@ -571,6 +572,21 @@ def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> 
     return _FITS.get_or((claim.reading.key, passage[0], max_sentences), lambda: _fit_anew(claim, passage, max_sentences))
 
 
+def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
+    """:func:`_fit` of the claim in each of ``passages``, in order (a cold cell weighs ~800 pairs:
+    a remembered fit is looked up in place)."""
+    out = []
+    for passage in passages:
+        key = (claim.reading.key, passage[0], max_sentences)
+        fit = _FITS.get(key, _ABSENT)
+        if fit is _ABSENT:
+            fit = _FITS.get_or(key, partial(_fit_anew, claim, passage, max_sentences))
+        else:
+            _FITS.move_to_end(key)  # the memo's order: most recently used last
+        out.append(fit)
+    return out
+
+
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     words, (key, text) = claim.reading.words, passage
     best: tuple[float, int, int, Reading, frozenset[str]] | None = None
@@ -687,9 +703,9 @@ class ClaimVerdict:
         return self.own is not None and self.own.undecided
 
 
-def _markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
-    """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``)."""
-    return [(s, tuple(int(n) for n in _DIGITS.findall(answer, s, e))) for s, e in _citations(answer)]
+def _markers(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, tuple[int, ...]]]:
+    """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``; ``spans``: :func:`_citations`)."""
+    return [(s, tuple(int(n) for n in _DIGITS.findall(answer, s, e))) for s, e in spans]
 
 
 def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -711,7 +727,8 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
     ((2,),)
     """
     valid = set(sources)
-    marks = _markers(answer)
+    spans = _citations(answer)
+    marks = _markers(answer, spans)
     if not marks:
         return tuple(tuple(sorted(valid)) for _ in claims)
     own: list[list[int]] = [[] for _ in claims]
@@ -719,7 +736,7 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
         before = [i for i, c in enumerate(claims) if c.end <= pos]
         if before:
             own[before[-1]] += [n for n in nums if n in valid and n not in own[before[-1]]]
-    sentences = sentence_spans(_blank_citations(answer)) or [(0, len(answer))]
+    sentences = sentence_spans(_blank_citations(answer, spans)) or [(0, len(answer))]
 
     def sentence(c: Claim) -> int:
         return next((j for j, (s, e) in enumerate(sentences) if s <= c.start < e), -1)
@@ -762,7 +779,7 @@ def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[
             continue
         # The claim fitted to each passage of the context once; its cited passages' verdict, each
         # cited passage's alone and the context's are read from those fits.
-        fits = [_fit(reading, p, max_sentences) for _, p in passages]
+        fits = _fits(reading, [p for _, p in passages], max_sentences)
         cited = tuple(n for n in cited if n in at)
         mine = [fits[at[n]] for n in cited]
         own = _verdict(claim, reading, mine, min_coverage, strict) if cited else None

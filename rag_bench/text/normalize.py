@@ -40,11 +40,23 @@ def lenient_normalize(text: str) -> str:
     >>> lenient_normalize("“Within 14 days—after renewal”")
     'within 14 days after renewal'
     """
+    return " ".join(_ARTICLES.sub(" ", _spaced(text)).split())
+
+
+def _spaced(text: str) -> str:
+    """``text`` lower-cased (NFKC first), thousands commas out, each character of :data:`_PUNCT` a
+    space: :func:`lenient_normalize` before the articles go."""
     if text.isascii():
-        text = _ascii_spaced(_GROUPING.sub("", text.lower()))
-    else:
-        text = _PUNCT.sub(" ", _GROUPING.sub("", unicodedata.normalize("NFKC", text).lower()))
-    return " ".join(_ARTICLES.sub(" ", text).split())
+        return _ascii_spaced(_GROUPING.sub("", text.lower()))
+    text = _GROUPING.sub("", unicodedata.normalize("NFKC", text).lower())
+    # ASCII punctuation by one bytes.translate over the UTF-8 (a multi-byte character's bytes are all
+    # >= 128: left as they are), then each distinct other character _PUNCT matches (the regex over the
+    # whole text was most of the cost of a text with one accent in it).
+    text = text.encode("utf-8", "surrogatepass").translate(_ASCII_PUNCT).decode("utf-8", "surrogatepass")
+    for ch in [ch for ch in set(text) if ch > "\x7f"]:
+        if _PUNCT.match(ch):
+            text = text.replace(ch, " ")
+    return text
 
 
 def _ascii_spaced(text: str) -> str:
@@ -58,16 +70,14 @@ _ARTICLE_WORDS = frozenset({"a", "an", "the"})
 def lenient_words(text: str) -> set[str]:
     """The distinct words of :func:`lenient_normalize`'s text, ``set(lenient_normalize(text).split())``.
 
-    ASCII text skips the article regex where it cannot act: articles are cut only at word
-    boundaries, so a word of letters and digits alone is an article or is kept whole; only a word
-    with another character in it (``$``, ``%``, a control character) is cut by the regex.
+    The article regex runs only where it can act: articles are cut at word boundaries, so a word of
+    letters and digits alone is an article or is kept whole; only a word with another character in
+    it (``$``, ``%``, a combining mark, a control character) is cut by the regex.
 
     >>> sorted(lenient_words("The fee is $1,250.00 (the fee)!"))
     ['$1250', '00', 'fee', 'is']
     """
-    if not text.isascii():
-        return set(lenient_normalize(text).split())
-    words = set(_ascii_spaced(_GROUPING.sub("", text.lower())).split())
+    words = set(_spaced(text).split())
     odd = [w for w in words if not w.isalnum()] if not "".join(words).isalnum() else []
     if odd:
         words.difference_update(odd)

@@ -68,6 +68,30 @@ def test_lenient_words_are_the_words_of_lenient_normalize():
     assert [lenient_words(t) for t in texts] == [set(lenient_normalize(t).split()) for t in texts]
 
 
+def test_lenient_normalize_reads_other_scripts_as_the_punctuation_regex_does():
+    # Issue 57: a text with a character beyond ASCII has its ASCII punctuation replaced by one
+    # bytes.translate and each distinct other character by the regex's verdict on it alone.
+    import random
+    import unicodedata
+
+    from rag_bench.text import normalize
+    from rag_bench.text.normalize import lenient_words
+
+    def unicode_rule(text: str) -> str:
+        text = normalize._GROUPING.sub("", unicodedata.normalize("NFKC", text).lower())
+        return " ".join(normalize._ARTICLES.sub(" ", normalize._PUNCT.sub(" ", text)).split())
+
+    alphabet = ["a", "the", "An", "x", "1", ",", "000", " ", "$", "%", ".", "-", "_", "\u2014", "\u201c", "\u00ab",
+                "\u00a1", "\u00b7", "\u2010", "\u20ac", "\u00a3", "\u00b0", "\u00b2", "e\u0301", "\u017f",
+                "\ufb01", "\uff0c", "\uff11", "\u00e9", "\u00f0", "\u00a0", "\u3000", "\u65e5", "\u0416",
+                "\u2028", "\U0001f600", "\ud800", "\x00", "\n", "\u00ad", "\u200b", "\u0301"]
+    rng = random.Random(1)
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(1, 14))) for _ in range(3000)]
+    texts += ["Norðmaðr, “Normans” — 30,000 men; １,０００ ﬁefs", "the\u0301 a\u00b2 an$"]
+    assert [lenient_normalize(t) for t in texts] == [unicode_rule(t) for t in texts]
+    assert [lenient_words(t) for t in texts] == [set(unicode_rule(t).split()) for t in texts]
+
+
 def test_correct_uses_facts_then_answers():
     assert is_correct(ans("Paid within 14 days [1]."), ["14 days"], [])
     assert not is_correct(ans("Paid within 14 weeks."), ["14 days"], ["14 days"])
