@@ -1,17 +1,20 @@
 """Each scorer's share of one cold cell's CPU (issue 57: no scorer above 10 % of a cell).
 
-One cell is run by ``run_cell`` in a fresh Python process (``--repeats N`` processes, the best
-kept: a shared machine's load only adds), from an empty cache folder (``RAG_BENCH_CACHE``: nothing
-embedded, generated or stored before; ``tracking=none``), so every in-process memo starts empty.
-Each scorer's ``score`` is timed in CPU seconds (``time.process_time``, every thread of the
-process), as are the relevance grading and ``run_cell`` as a whole; printed per scorer: its CPU
-seconds and its share of the cell's, best of the runs (each figure its own minimum; the cell's
-too). ``--cprofile`` runs the cell once more under cProfile and prints the functions with the most
-own time within the scorers.
+One cell is run by ``run_cell`` in a fresh Python process (``--repeats N`` processes), from an
+empty cache folder (``RAG_BENCH_CACHE``: nothing embedded, generated or stored before;
+``tracking=none``), so every in-process memo starts empty. Each scorer's ``score`` is timed in CPU
+seconds (``time.process_time``, every thread of the process), as are the relevance grading and
+``run_cell`` as a whole. Printed per scorer: its CPU milliseconds (the fewest of the runs: a shared
+machine's load only adds) and its share of the cell's CPU, the median of the runs' shares (each
+run's scorer over the same run's cell), then each run's share. ``--against REF`` runs the same cell
+with another checkout's code (a git ref, checked out as a worktree and removed after, or a folder
+holding rag_bench), the two arms taking turns (ABBA), side by side. ``--cprofile`` runs the cell
+once more under cProfile and prints the functions matching its filter.
 
     python benchmarks/profile_cell.py                                   # the demo set's default cell
     python benchmarks/profile_cell.py --squad                           # squad2-normans, the same cell
-    python benchmarks/profile_cell.py --squad --repeats 5 chunker=fixed retriever=hybrid pipeline.k=10
+    python benchmarks/profile_cell.py --squad --repeats 7 --against 4b355d7   # before and after, one run
+    python benchmarks/profile_cell.py --squad chunker=fixed retriever=hybrid pipeline.k=10
     python benchmarks/profile_cell.py --cprofile claims                 # where the claims scorer spends
 
 The cell is the default config's (chunker=section, retriever=bm25, reranker=none,
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,8 +42,8 @@ GRADE = "(grading)"
 
 
 def child(overrides: list[str], out: Path, profile: str) -> None:
-    """In this (fresh) process: compose the cell, time each scorer and the cell, print JSON."""
-    sys.path.insert(0, str(REPO))
+    """In this (fresh) process: compose the cell, time each scorer and the cell, print JSON (the
+    rag_bench its PYTHONPATH names)."""
     from hydra import compose, initialize_config_dir
 
     from rag_bench.evaluation import evaluation as evaluation_module
@@ -84,11 +89,12 @@ def child(overrides: list[str], out: Path, profile: str) -> None:
     print(json.dumps(seconds))
 
 
-def once(overrides: list[str], profile: str = "") -> dict[str, float]:
-    """One cold cell in a fresh process with an empty cache folder: CPU seconds by scorer and cell."""
+def once(overrides: list[str], tree: Path = REPO, profile: str = "") -> dict[str, float]:
+    """One cold cell in a fresh process with an empty cache folder and the rag_bench of ``tree``:
+    CPU seconds by scorer and cell."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "RAG_BENCH_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1",
-               "PYTHONPATH": str(REPO)}
+               "PYTHONPATH": str(tree)}
         env.pop("MLFLOW_TRACKING_URI", None)
         cmd = [sys.executable, "-P", str(Path(__file__).resolve()), "--child", str(Path(tmp) / "out"),
                *(["--cprofile", profile] if profile else []), *overrides]
@@ -100,11 +106,23 @@ def once(overrides: list[str], profile: str = "") -> dict[str, float]:
         return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
+def table(runs: list[dict[str, float]]) -> dict[str, tuple[float, float, list[float]]]:
+    """Per scorer (and the cell): the fewest CPU seconds of the runs, the median of the runs' shares
+    of their cell, and each run's share."""
+    out = {}
+    for name in runs[0]:
+        shares = [r.get(name, 0.0) / r[CELL] for r in runs]
+        out[name] = (min(r.get(name, 0.0) for r in runs), statistics.median(shares), shares)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("overrides", nargs="*", help="config overrides of the cell (chunker=fixed retriever=hybrid ...)")
     p.add_argument("--squad", action="store_true", help=f"the cell on {SQUAD} (issue 57's grid) instead of the demo")
-    p.add_argument("--repeats", type=int, default=3, help="fresh processes; the best of each figure is kept")
+    p.add_argument("--repeats", type=int, default=5, help="fresh processes per arm")
+    p.add_argument("--against", metavar="REF", help="also the same cell with another checkout (a git ref or a "
+                   "folder holding rag_bench), the arms in turn")
     p.add_argument("--cprofile", metavar="FILTER", default="",
                    help="also run once under cProfile and print the functions matching FILTER (a regex of pstats)")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -117,23 +135,46 @@ def main() -> None:
         if not (SQUAD / "questions.jsonl").is_file():
             sys.exit(f"--squad reads {SQUAD}, which is not there -- fix: run from a checkout beside ../shared")
         overrides.insert(0, f"dataset.path={SQUAD}")
-    import rag_bench  # noqa: F401 -- which checkout is measured
+    arms = {"this": (REPO, str(REPO))}
+    made: Path | None = None
+    work = Path(tempfile.mkdtemp(prefix="profile-cell-"))
+    try:
+        if a.against:
+            from sweep import checkout  # benchmarks/sweep.py: a ref as a worktree, or a source tree
 
-    print(f"cell: {' '.join(overrides) or '(defaults)'}, tracking=none, cold (fresh process, empty cache), "
-          f"best of {a.repeats}; rag_bench {Path(rag_bench.__file__).parent}", flush=True)
-    runs = [once(overrides) for _ in range(a.repeats)]
-    best = {k: min(r.get(k, 0.0) for r in runs) for k in runs[0]}
-    cell = best.pop(CELL)
-    print(f"{'scorer':<20} {'CPU ms':>9} {'share':>7}   (each run's share: ...)")
-    for name, s in sorted(best.items(), key=lambda kv: -kv[1]):
-        each = " ".join(f"{r.get(name, 0.0) / r[CELL]:.1%}" for r in runs)
-        print(f"{name:<20} {1000 * s:9.1f} {s / cell:7.1%}   ({each})")
-    print(f"{'scorers, all':<20} {1000 * sum(v for k, v in best.items() if k != GRADE):9.1f} "
-          f"{sum(v for k, v in best.items() if k != GRADE) / cell:7.1%}")
-    print(f"{'cell (run_cell)':<20} {1000 * cell:9.1f}  100.0%   (each run: "
-          f"{' '.join(f'{1000 * r[CELL]:.0f}' for r in runs)} ms)")
-    if a.cprofile:
-        once(overrides, a.cprofile)
+            tree, label, fresh = checkout(a.against, work)
+            made = tree if fresh else None
+            arms["against"] = (tree, label)
+        print(f"cell: {' '.join(overrides) or '(defaults)'}, tracking=none, cold (fresh process, empty cache), "
+              f"{a.repeats} runs per arm" + ("" if len(arms) == 1 else ", arms in turn (ABBA)"), flush=True)
+        for arm, (tree, label) in arms.items():
+            print(f"  {arm}: {label}", flush=True)
+        runs: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
+        order = list(arms)
+        for i in range(a.repeats):
+            for arm in order if i % 2 == 0 else order[::-1]:
+                runs[arm].append(once(overrides, arms[arm][0]))
+        tables = {arm: table(r) for arm, r in runs.items()}
+        head = "".join(f" | {arm + ': CPU ms':>16} {'share':>6}" for arm in arms)
+        print(f"{'scorer':<20}{head}   (each run's share)")
+        first = tables[order[0]]
+        for name in sorted((n for n in first if n != CELL), key=lambda n: -first[n][0]):
+            cols = "".join(f" | {1000 * t[name][0]:16.1f} {t[name][1]:6.1%}" for t in tables.values())
+            each = "; ".join(" ".join(f"{x:.1%}" for x in t[name][2]) for t in tables.values())
+            print(f"{name:<20}{cols}   ({each})")
+        scorers = {arm: [sum(v for k, v in r.items() if k not in (CELL, GRADE)) for r in runs[arm]] for arm in arms}
+        cols = "".join(f" | {1000 * min(scorers[arm]):16.1f} "
+                       f"{statistics.median(s / r[CELL] for s, r in zip(scorers[arm], runs[arm])):6.1%}" for arm in arms)
+        print(f"{'scorers, all':<20}{cols}")
+        cols = "".join(f" | {1000 * t[CELL][0]:16.1f} {'100%':>6}" for t in tables.values())
+        each = "; ".join(" ".join(f"{1000 * r[CELL]:.0f}" for r in runs[arm]) for arm in arms)
+        print(f"{'cell (run_cell)':<20}{cols}   (each run's cell CPU ms: {each})")
+        if a.cprofile:
+            once(overrides, REPO, a.cprofile)
+    finally:
+        if made is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(made)], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
