@@ -5,12 +5,15 @@ and records.parquet column of every cell compared (issue 26, the evaluation laye
     PYTHONPATH=/tmp/before python benchmarks/same_cells.py run /tmp/before-out
     python benchmarks/same_cells.py run /tmp/after-out
     python benchmarks/same_cells.py compare /tmp/before-out /tmp/after-out
+    python benchmarks/same_cells.py run --small /tmp/after-out   # grid S and the external cells (19 cells)
 
 The grid (demo dataset, tracking none, 104 cells in 2 invocations):
   A  chunker fixed,section,parent_child x retriever bm25,dense,hybrid x reranker none,dense
      x k 3,5 x generator extractive,none, eval.unit=both                               (72 cells)
   B  retriever dense x index hnsw,ivf_nl16_np4 x chunker section,parent_child x k 3,5
      x pipeline.expand_parents false,true x eval.unit chunk,document                      (32 cells)
+or, with ``run --small`` (a quick check of a change to one scorer's kernel, issue 57), instead of A and B:
+  S  chunker fixed,section,parent_child x retriever bm25,dense x k 3,5, eval.unit=both    (12 cells)
 and external systems through ``rag-bench evaluate`` (issue 39), 7 cells:
   E  examples/app_outputs/kettleby_app.jsonl x pipeline.k 3,5 x eval.unit chunk,both    (4 cells)
   T  a TREC run of document ids made from the same file, eval.unit chunk,document       (2 cells)
@@ -40,6 +43,7 @@ GRIDS = {
     "B": ["retriever=dense", "index=hnsw,ivf_nl16_np4", "chunker=section,parent_child", "pipeline.k=3,5",
           "pipeline.expand_parents=false,true", "eval.unit=chunk,document"],
 }
+SMALL = {"S": ["chunker=fixed,section,parent_child", "retriever=bm25,dense", "pipeline.k=3,5", "eval.unit=both"]}
 TIMING = ("_s", "_ms", "latency", "per_s", "seconds", "wall", "qps", "throughput")
 
 
@@ -66,7 +70,7 @@ def timing(name: str) -> bool:
     return any(leaf.endswith(t) or t in leaf for t in TIMING)
 
 
-def run(out: Path) -> None:
+def run(out: Path, grids: dict[str, list[str]] = GRIDS) -> None:
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "RAG_BENCH_CACHE": str(out / "cache"), "TQDM_DISABLE": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
@@ -75,7 +79,7 @@ def run(out: Path) -> None:
     where = subprocess.run([sys.executable, "-P", "-c", "import rag_bench; print(rag_bench.__file__)"], env=env,
                            capture_output=True, text=True, check=True, cwd=out).stdout.strip()
     print("rag_bench:", where, flush=True)
-    for name, overrides in GRIDS.items():
+    for name, overrides in grids.items():
         cmd = [sys.executable, "-P", "-m", "rag_bench.cli", "run", "-m", *overrides, "tracking=none",
                f"output.root={out}", f"experiment.name=grid{name}"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=out)
@@ -205,13 +209,15 @@ def compare(before: Path, after: Path) -> int:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("run").add_argument("out", type=Path)
+    r = sub.add_parser("run")
+    r.add_argument("out", type=Path)
+    r.add_argument("--small", action="store_true", help="grid S (12 cells) instead of A and B (104)")
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     args = p.parse_args()
     if args.cmd == "run":
-        run(args.out)
+        run(args.out, SMALL if args.small else GRIDS)
     else:
         sys.exit(compare(args.before, args.after))
 

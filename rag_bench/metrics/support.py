@@ -61,19 +61,27 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from typing import Any
+from functools import cached_property, lru_cache, partial
+from typing import Any, NamedTuple
 
 import regex
 
 from rag_bench.memo import Lru, digest
-from rag_bench.text.normalize import lenient_normalize
+from rag_bench.text.normalize import lenient_words
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 
-_CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+_CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")  # a citation marker with the whitespace before it
+_BRACKETS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")  # the marker alone: the regex engine skips to each "["
+_DIGITS = re.compile(r"\d+")
+_NON_DIGIT = re.compile(r"\D")
+_BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?])")  # the space a blanked marker left before a full stop
 _NUMBER = re.compile(r"\d")
 _TOKEN = re.compile(r"[^\W_]+")
+# _TOKEN's words of an ASCII text, by one bytes.translate: [^\W_] is [A-Za-z0-9] there, all else splits
+_ASCII_NON_TOKEN = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+_DIGIT_BYTES = b"0123456789"
+_ASCII_NON_WORD = bytes(c if c < 128 and (chr(c).isalnum() or c == 95) else 32 for c in range(256))  # \w runs stay
 _WORDLIKE = re.compile(r"[^\W_]")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "neither", "nobody", "nothing", "nowhere",
                        "without", "cannot", "nt"})
@@ -144,6 +152,7 @@ NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "seventeen eighteen nineteen twenty".split()) if w != "_"} | {
     w: str(10 * i) for i, w in enumerate("_ _ _ thirty forty fifty sixty seventy eighty ninety".split()) if w != "_"}
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "7th" is 7, "21st" is 21
+_ORDINAL_ENDS = frozenset({"st", "nd", "rd", "th"})
 
 
 # Letters of other scripts drawn like Latin ones (Cyrillic, Greek): inside a word that holds Latin
@@ -177,18 +186,40 @@ def visible(text: str) -> str:
 
 
 _NT = re.compile(r"n't\b", re.IGNORECASE)
+_NONE: frozenset[str] = frozenset()
+_ABSENT = object()
+_ASCII_CHARS = frozenset(map(chr, range(128)))  # an ASCII text's one-character words, out at once
+
+
+def _has_digit(text: str) -> bool:
+    """Whether ``text`` holds a digit (``\\d``: of any script; of an ASCII text by a bytes.translate)."""
+    if text.isascii():
+        return len(text.encode("ascii").translate(None, _DIGIT_BYTES)) != len(text)
+    return _NUMBER.search(text) is not None
+
+
+def _tokens(text: str) -> list[str]:
+    """``_TOKEN.findall(text)``: the runs of letters and digits."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_NON_TOKEN).decode("ascii").split()
+    return _TOKEN.findall(text)
 
 
 def _raw_words(text: str) -> set[str]:
     """The distinct words of ``text`` as the judge reads them (each looked at once, however often it occurs)."""
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
-    words = set(lenient_normalize(_NT.sub(" nt", visible(text))).split())
+    text = visible(text)
+    words = lenient_words(_NT.sub(" nt", text) if "'" in text else text)  # no apostrophe, no "n't"
     spelt = words.intersection(NUMBER_WORDS)
-    # _ORDINAL starts with a digit: the other words are themselves (one regex call a number, not a word)
-    digits = {w for w in words if w[0].isdigit()}
-    words -= spelt
-    words -= digits
-    return words | {NUMBER_WORDS[w] for w in spelt} | {_ORDINAL.sub(r"\1", w) for w in digits}
+    # _ORDINAL starts with a digit and ends in st/nd/rd/th: the other words are themselves. An ASCII
+    # text without a digit has no word starting with one.
+    digits = {w for w in words if w[0].isdigit()} if not text.isascii() or _has_digit(text) else _NONE
+    if spelt or digits:
+        words -= spelt
+        words -= digits
+        words.update([NUMBER_WORDS[w] for w in spelt], [
+            _ORDINAL.sub(r"\1", w) if w[-2:] in _ORDINAL_ENDS else w for w in digits])
+    return words
 
 
 @dataclass(frozen=True)
@@ -234,8 +265,11 @@ def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
 def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
     def make() -> Reading:
         raw = _raw_words(text)  # each distinct word looked at (and stemmed) once
-        nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w))  # a word of letters has no digit
-        kept = [w for w in raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore) if len(w) > 1] + [*nums]
+        # words holding a digit (a word of letters has none; no digit in them all: no number at all)
+        nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w)) if _has_digit(
+            "".join(raw)) else _NONE
+        content = raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore, _ASCII_CHARS)  # single letters out
+        kept = [*content, *nums] if text.isascii() else [w for w in content if len(w) > 1] + [*nums]
         words = frozenset(map(sys.intern, _snowball().stemWords(kept)))  # one call for the text's words
         return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
 
@@ -281,14 +315,36 @@ def quantities(text: str) -> frozenset[tuple[str, str]]:
     """
     stem = _stemmer()
     out = set()
-    for m in _QUANTITY.finditer(visible(text)):
+    for m in _quantity_matches(visible(text)):
         number, unit = m.group(1), (m.group(2) or "").strip(" \t\u00a0-")
-        number = NUMBER_WORDS.get(number.lower()) or re.sub(r"\D", "", number)
+        number = NUMBER_WORDS.get(number.lower()) or _NON_DIGIT.sub("", number)
         if unit in _PERCENT or unit.lower() in _PERCENT:
             out.add((number, "%"))
         elif unit and unit.islower() and unit not in ENGLISH_STOPWORDS and unit not in NEGATIONS and len(unit) > 1:
             out.add((number, sys.intern(stem(unit))))
     return frozenset(out)
+
+
+def _quantity_matches(text: str) -> list[re.Match[str]]:
+    """``_QUANTITY.finditer(text)``. In an ASCII text the regex is tried only where a number can start
+    (a run of digits; a number word in any case, which matches only as a whole word): it starts with a
+    lookbehind, so the regex engine would try it at every character."""
+    if not text.isascii():
+        return list(_QUANTITY.finditer(text))
+    starts = {m.start() for m in _DIGITS.finditer(text)} if _has_digit(text) else set()
+    low = text.lower()
+    for w in NUMBER_WORDS.keys() & low.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split():
+        at = low.find(w)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(w, at + 1)
+    out: list[re.Match[str]] = []
+    end = 0
+    for at in sorted(starts):
+        if at >= end and (m := _QUANTITY.match(text, at)):  # finditer goes on after a match's end
+            out.append(m)
+            end = m.end()
+    return out
 
 
 def _quantities_agree(claim: frozenset[tuple[str, str]], window: Reading) -> bool:
@@ -309,6 +365,20 @@ _CLAUSE = re.compile(r"[,;:()\"\u201c\u201d\u2013\u2014]")  # where a claim's cl
 # A claim that denies itself: "It is untrue that ...", "... - false". Read as negated.
 _DENIAL = re.compile(r"^\W*(?:it\s+is\s+|it's\s+)?(?:untrue|false|incorrect|wrong)\s+that\b"
                      r"|[-\u2013\u2014:(,]\s*(?:false|untrue|incorrect|wrong|not\s+true)\W*$", re.IGNORECASE)
+_DENIAL_WORDS = ("true", "false", "incorrect", "wrong")  # one is in each denial ("untrue", "not true")
+
+
+def _denies(text: str) -> bool:
+    """Whether ``text`` denies itself (:data:`_DENIAL`); an ASCII text without a word of
+    :data:`_DENIAL_WORDS` does not (the regex tries every character)."""
+    text = visible(text)
+    if text.isascii():
+        low = text.lower()
+        if not any(w in low for w in _DENIAL_WORDS):
+            return False
+    return _DENIAL.search(text) is not None
+
+
 # A sentence ending in "?" asks from the first of its clauses that opens with a question word or an
 # auxiliary verb ("Did you know ...?", "Goldendoodles are designer dogs, do you like them?"): what
 # comes before that clause is a statement, judged; a sentence in a statement's order ("Rollo was king
@@ -354,15 +424,12 @@ def names(text: str) -> frozenset[str]:
     >>> sorted(names("Yesterday Rollo met the King of France."))
     ['franc', 'king', 'rollo']
     """
-    stem = _stemmer()
-    out = set()
+    found: set[str] = set()
     text = visible(text)
     for s, e in sentence_spans(text) or [(0, len(text))]:
-        for i, w in enumerate(_TOKEN.findall(text[s:e])):
-            low = w.lower()
-            if i and w[0].isupper() and low not in ENGLISH_STOPWORDS and low not in NEGATIONS:
-                out.add(stem(low))
-    return frozenset(out)
+        found.update(w.lower() for w in _tokens(text[s:e])[1:] if w[0].isupper())  # not the first word
+    found.difference_update(ENGLISH_STOPWORDS, NEGATIONS)
+    return frozenset(_snowball().stemWords(found)) if found else _NONE  # one call for the text's names
 
 
 def negated(text: str) -> bool:
@@ -370,8 +437,30 @@ def negated(text: str) -> bool:
     return read(text).negated
 
 
-def _blank_citations(text: str) -> str:
-    return _CITE.sub(lambda m: " " * len(m.group()), text)
+def _citations(text: str) -> list[tuple[int, int]]:
+    """The spans ``_CITE.finditer(text)`` finds: each marker with the whitespace before it, back to
+    the previous marker (found from the "[" on: _CITE's leading ``\\s*`` is tried at every character)."""
+    out: list[tuple[int, int]] = []
+    last = 0
+    for m in _BRACKETS.finditer(text):
+        s = m.start()
+        while s > last and text[s - 1].isspace():
+            s -= 1
+        out.append((s, m.end()))
+        last = m.end()
+    return out
+
+
+def _blank_citations(text: str, spans: list[tuple[int, int]] | None = None) -> str:
+    """``text`` with each citation marker (``spans``: :func:`_citations`) blanked out, its length kept."""
+    spans = _citations(text) if spans is None else spans
+    if not spans:
+        return text
+    parts, at = [], 0
+    for s, e in spans:
+        parts += [text[at:s], " " * (e - s)]
+        at = e
+    return "".join([*parts, text[at:]])
 
 
 def split_claims(answer: str) -> tuple[Claim, ...]:
@@ -385,9 +474,10 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
 
 
 def _split_claims(answer: str) -> tuple[Claim, ...]:
-    text = _blank_citations(answer)
+    cites = _citations(answer)
+    text = _blank_citations(answer, cites)
     # A citation marker ends a claim: what precedes it is what the answer attributes to that source.
-    marks = [m.start() for m in _CITE.finditer(answer)]
+    marks = [s for s, _ in cites]
     parts = list(zip([0, *marks], [*marks, len(text)], strict=True))
     spans = [sp for a, b in parts for sp in sentence_spans(text, a, b)] or [(0, len(text))]
     out: list[Claim] = []
@@ -408,7 +498,7 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
             piece = text[a:b]
             lead, trail = len(piece) - len(piece.lstrip()), len(piece.rstrip())
             if _WORDLIKE.search(piece):
-                clean = re.sub(r"\s+(?=[.,;:!?])", "", " ".join(piece.split()))  # markers blanked out
+                clean = _BEFORE_STOP.sub("", " ".join(piece.split()))  # markers blanked out
                 out.append(Claim(clean, a + lead, a + trail))
     return tuple(out)
 
@@ -450,27 +540,27 @@ class _ClaimReading:
     @classmethod
     def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
         """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
-        text = _ENUMERATOR.sub("", text)  # "2. Delete the models" claims no number 2: list numbering
-        key = digest([text])
+        return _CLAIM_READINGS.get_or((digest([text]), ignore), lambda: cls._anew(text, ignore))
 
-        def make() -> _ClaimReading:
-            r = _read(key, text, ignore)
-            clauses = [read(c, ignore) for c in _CLAUSE.split(text)] if r.negated else []
-            return cls(r, names(text) & r.words, r.negated or bool(_DENIAL.search(visible(text))),
-                       frozenset(w for c in clauses if c.negated for w in c.words))
+    @classmethod
+    def _anew(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
+        if _has_digit(text):  # "2. Delete the models" claims no number 2: list numbering
+            text = _ENUMERATOR.sub("", text)
+        r = _read(digest([text]), text, ignore)
+        clauses = [read(c, ignore) for c in _CLAUSE.split(text)] if r.negated else []
+        return cls(r, names(text) & r.words, r.negated or _denies(text),
+                   frozenset(w for c in clauses if c.negated for w in c.words))
 
-        return _CLAIM_READINGS.get_or((key, ignore), make)
 
-
-@dataclass(frozen=True)
-class _Fit:
+class _Fit(NamedTuple):
     """A claim's best window in one passage: the share of its words there (``found``), the window's
-    characters, the words missing and the strict checks against that window."""
+    characters, the words missing (sorted only for the verdict's best window: :func:`_verdict`) and
+    the strict checks against that window. A tuple: made ~1,000 times a cold cell, never changed."""
 
     found: float
     start: int
     end: int
-    missing: tuple[str, ...]
+    missing: frozenset[str]
     numbers_ok: bool
     names_ok: bool
     negation_ok: bool
@@ -479,23 +569,40 @@ class _Fit:
 def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     """The claim's first best window in ``passage`` ((digest, text)); None when it has no window.
     The same claim in the same passage fits the same in every answer and every cell: remembered."""
-    def make() -> _Fit | None:
-        words, text = claim.reading.words, passage[1]
-        best: tuple[float, int, int, Reading] | None = None
-        for s, e in windows(text, max_sentences):
-            window = read(text[s:e])
-            found = len(words & window.words) / len(words) if words else 0.0
-            if best is None or found > best[0]:
-                best = (found, s, e, window)
-        if best is None:
-            return None
-        found, s, e, window = best
-        numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
-        negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
-        return _Fit(found, s, e, tuple(sorted(words - window.words)), numbers_ok, claim.named <= window.words,
-                    negation_ok)
+    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), lambda: _fit_anew(claim, passage, max_sentences))
 
-    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), make)
+
+def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
+    """:func:`_fit` of the claim in each of ``passages``, in order (a cold cell weighs ~800 pairs:
+    a remembered fit is looked up in place)."""
+    out = []
+    for passage in passages:
+        key = (claim.reading.key, passage[0], max_sentences)
+        fit = _FITS.get(key, _ABSENT)
+        if fit is _ABSENT:
+            fit = _FITS.get_or(key, partial(_fit_anew, claim, passage, max_sentences))
+        else:
+            _FITS.move_to_end(key)  # the memo's order: most recently used last
+        out.append(fit)
+    return out
+
+
+def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
+    words, (key, text) = claim.reading.words, passage
+    best: tuple[float, int, int, Reading, frozenset[str]] | None = None
+    for s, e in windows(text, max_sentences):
+        # the whole passage (max_sentences < 1) is read under the digest the caller already has
+        window = _read(key, text, _NONE) if s == 0 and e == len(text) else read(text[s:e])
+        missing = words - window.words
+        found = (len(words) - len(missing)) / len(words) if words else 0.0  # |words & window| / |words|
+        if best is None or found > best[0]:
+            best = (found, s, e, window, missing)
+    if best is None:
+        return None
+    found, s, e, window, missing = best
+    numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
+    negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
+    return _Fit(found, s, e, missing, numbers_ok, claim.named <= window.words, negation_ok)
 
 
 def _negated_where(claim: _ClaimReading, window: str) -> bool:
@@ -516,19 +623,39 @@ def _support(claim: Claim, reading: _ClaimReading, passages: Sequence[tuple[str,
              max_sentences: int, strict: bool) -> Support:
     """:func:`support_claim` over passages given as (digest, text): the first passage holding the
     claim's best window (each passage's first best window, :func:`_fit`)."""
+    return _verdict(claim, reading, [_fit(reading, p, max_sentences) for p in passages], min_coverage, strict)
+
+
+def _best(fits: Sequence[_Fit | None]) -> tuple[_Fit | None, int]:
+    """The first of ``fits`` with the largest share found, and its index (None, -1 when none is)."""
     best: _Fit | None = None
     index = -1
-    for i, passage in enumerate(passages):
-        fit = _fit(reading, passage, max_sentences)
+    for i, fit in enumerate(fits):
         if fit is not None and (best is None or fit.found > best.found):
             best, index = fit, i
-    words = reading.reading.words
-    if best is None:  # no window at all: nothing found, nothing missing, no number or negation there
-        best = _Fit(-1.0, 0, 0, (), not reading.reading.numbers, True, not reading.negated)
-    ok = bool(words) and best.found >= min_coverage and (
-        not strict or (best.numbers_ok and best.names_ok and best.negation_ok))
-    return Support(claim, ok, index, best.start, best.end, max(best.found, 0.0), best.missing, best.numbers_ok,
-                   best.names_ok, best.negation_ok)
+    return best, index
+
+
+def _none_found(reading: _ClaimReading) -> _Fit:
+    """No window at all: nothing found, nothing missing, no number or negation there."""
+    return _Fit(-1.0, 0, 0, _NONE, not reading.reading.numbers, True, not reading.negated)
+
+
+def _holds(reading: _ClaimReading, fit: _Fit, min_coverage: float, strict: bool) -> bool:
+    """Whether ``fit`` (a passage's, or :func:`_none_found`) supports the claim."""
+    return bool(reading.reading.words) and fit.found >= min_coverage and (
+        not strict or (fit.numbers_ok and fit.names_ok and fit.negation_ok))
+
+
+def _verdict(claim: Claim, reading: _ClaimReading, fits: Sequence[_Fit | None], min_coverage: float,
+             strict: bool) -> Support:
+    """The verdict on ``claim`` by the passages whose fits are ``fits`` (in the passages' order)."""
+    best, index = _best(fits)
+    if best is None:
+        best = _none_found(reading)
+    return Support(claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
+                   max(best.found, 0.0), tuple(sorted(best.missing)), best.numbers_ok, best.names_ok,
+                   best.negation_ok)
 
 
 def support_answer(answer: str, passages: Sequence[str], *, min_coverage: float = 0.8, max_sentences: int = 0,
@@ -576,9 +703,9 @@ class ClaimVerdict:
         return self.own is not None and self.own.undecided
 
 
-def _markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
-    """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``)."""
-    return [(m.start(), tuple(int(n) for n in re.findall(r"\d+", m.group()))) for m in _CITE.finditer(answer)]
+def _markers(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, tuple[int, ...]]]:
+    """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``; ``spans``: :func:`_citations`)."""
+    return [(s, tuple(int(n) for n in _DIGITS.findall(answer, s, e))) for s, e in spans]
 
 
 def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -600,7 +727,8 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
     ((2,),)
     """
     valid = set(sources)
-    marks = _markers(answer)
+    spans = _citations(answer)
+    marks = _markers(answer, spans)
     if not marks:
         return tuple(tuple(sorted(valid)) for _ in claims)
     own: list[list[int]] = [[] for _ in claims]
@@ -608,7 +736,7 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
         before = [i for i, c in enumerate(claims) if c.end <= pos]
         if before:
             own[before[-1]] += [n for n in nums if n in valid and n not in own[before[-1]]]
-    sentences = sentence_spans(_blank_citations(answer)) or [(0, len(answer))]
+    sentences = sentence_spans(_blank_citations(answer, spans)) or [(0, len(answer))]
 
     def sentence(c: Claim) -> int:
         return next((j for j, (s, e) in enumerate(sentences) if s <= c.start < e), -1)
@@ -642,19 +770,21 @@ def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[
     min_coverage, max_sentences, strict, ignore = settings
     claims = split_claims(answer)
     cites = _CITED.get_or((digest([answer]), tuple(sources)), lambda: claim_citations(answer, claims, sources))
-    text = dict(passages)
     numbers_all = [n for n, _ in passages]
-    context = [p for _, p in passages]
+    at = {n: i for i, n in enumerate(numbers_all)}  # a number's passage (the last, should two share one)
     out = []
     for claim, cited in zip(claims, cites, strict=True):
         reading = _ClaimReading.of(claim.text, ignore)
         if not reading.reading.words:
             continue
-        cited = tuple(n for n in cited if n in text)
-        own = _support(claim, reading, [text[n] for n in cited], min_coverage, max_sentences, strict) if cited else None
-        alone = tuple(_support(claim, reading, [text[n]], min_coverage, max_sentences, strict).supported
-                      for n in cited)
-        ctx = _support(claim, reading, context, min_coverage, max_sentences, strict) if passages else None
+        # The claim fitted to each passage of the context once; its cited passages' verdict, each
+        # cited passage's alone and the context's are read from those fits.
+        fits = _fits(reading, [p for _, p in passages], max_sentences)
+        cited = tuple(n for n in cited if n in at)
+        mine = [fits[at[n]] for n in cited]
+        own = _verdict(claim, reading, mine, min_coverage, strict) if cited else None
+        alone = tuple(_holds(reading, _none_found(reading) if f is None else f, min_coverage, strict) for f in mine)
+        ctx = _verdict(claim, reading, fits, min_coverage, strict) if passages else None
         out.append(ClaimVerdict(claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
                                 numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))

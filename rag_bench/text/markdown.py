@@ -95,6 +95,26 @@ class Block:
     end: int
 
 
+def line_kind(line: str) -> str:
+    """What one line (no line break in it) opens or continues, outside a code block: ``fence``
+    (a code fence), ``blank``, ``heading``, ``table`` (a row), ``list`` (an item) or ``text``.
+
+    >>> [line_kind(x) for x in ("```py", "  ", "## Rates", "| a | b |", "2. Call", "Rollo led them.")]
+    ['fence', 'blank', 'heading', 'table', 'list', 'text']
+    """
+    if _FENCE.match(line):
+        return "fence"
+    if not line.strip():
+        return "blank"
+    if _HEADING.match(line.rstrip("\r")):
+        return "heading"
+    if _TABLE.match(line):
+        return "table"
+    if _LIST.match(line):
+        return "list"
+    return "text"
+
+
 def parse_blocks(text: str, start: int = 0, end: int | None = None) -> list[Block]:
     """Blocks of ``text[start:end]``; blank lines separate paragraphs, a kind change ends a block.
 
@@ -120,23 +140,17 @@ def parse_blocks(text: str, start: int = 0, end: int | None = None) -> list[Bloc
                 in_fence = False
                 close()
             continue
-        if _FENCE.match(line):
+        kind = line_kind(line)
+        if kind == "fence":
             close()
             cur_kind, cur_start, cur_end, in_fence = "code", ls, le, True
             continue
-        if not line.strip():
+        if kind == "blank":
             close()
             continue
-        if _HEADING.match(line.rstrip("\r")):
-            kind = "heading"
-        elif _TABLE.match(line):
-            kind = "table"
-        elif _LIST.match(line):
-            kind = "list"
-        elif cur_kind == "list" and line[:1].isspace():
-            kind = "list"  # indented continuation of a list item
-        else:
-            kind = "paragraph"
+        if kind == "text":
+            # an indented continuation of a list item, else a paragraph's line
+            kind = "list" if cur_kind == "list" and line[:1].isspace() else "paragraph"
         if kind != cur_kind or kind == "heading":
             close()
             cur_kind, cur_start = kind, ls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag_bench.text.markdown import parse_blocks, trim
+from rag_bench.text.markdown import line_kind, parse_blocks, trim
 
 Span = tuple[int, int]
 
@@ -51,6 +51,12 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     are split at sentence ends.
     """
     end = len(text) if end is None else end
+    if text.find("\n", start, end) < 0:
+        return _one_line(text, start, end)
+    return _by_blocks(text, start, end)
+
+
+def _by_blocks(text: str, start: int, end: int) -> list[Span]:
     out: list[Span] = []
     for block in parse_blocks(text, start, end):
         if block.kind in ("heading", "code"):
@@ -67,6 +73,23 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
             else:
                 out.extend(_split_sentences(text, us, ue))
     return [s for s in out if s[0] < s[1]]
+
+
+def _one_line(text: str, start: int, end: int) -> list[Span]:
+    """:func:`sentence_spans` of a span without a line break, which is one block at most: what
+    :func:`_by_blocks` finds, without building the block (the claim judge splits every answer, claim
+    and clause of a sweep: a short line each, where the block parse was most of the cost)."""
+    line = text[start:end]
+    stop = start + len(line.rstrip())  # the block's end: trailing whitespace is no part of it
+    if stop <= start:
+        return []  # a blank line is no block
+    kind = line_kind(line)
+    if kind in ("fence", "heading"):
+        return [(start, stop)]  # a heading, or a code block's opening fence: one "sentence"
+    if kind == "table":
+        s, e = trim(text, start, stop)
+        return [(s, e)] if s < e else []
+    return [s for s in _split_sentences(text, start, stop) if s[0] < s[1]]  # a paragraph or a list item
 
 
 def _line_units(text: str, start: int, end: int, kind: str) -> list[Span]:

@@ -214,3 +214,29 @@ def test_semantic_needs_an_embedder(demo_dataset):
 
     with pytest.raises(ConfigError, match="embedder"):
         SemanticChunker().chunk(list(demo_dataset.documents.values())[:1])
+
+
+def test_a_line_is_split_into_sentences_as_the_block_parse_splits_it() -> None:
+    # Issue 57: a span without a line break skips the block parse (the claim judge splits every
+    # answer, claim and clause of a sweep); its sentences are the ones the block parse gives.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rag_bench.text.sentences import _by_blocks
+
+    lines = ["Rollo led the Normans. He ruled Normandy.", "## Rates apply", "| a | b |", "2. Call us. Now.",
+             "```py", "  ", "", "e.g. Foo. Mr. Smith came. A. B. went home!  ", "   - item one. Item two?\r",
+             "~~~", "# ", "(Note: see below.) Then go.", "\u00a0Rollo.\u2003", "1066. The end."]
+    for line in lines:
+        for start in range(len(line) + 1):
+            assert sentence_spans(line, start) == _by_blocks(line, start, len(line)), (line, start)
+    pieces = st.sampled_from(["Rollo", " ", ".", "?", "!", "#", "|", "-", "*", "1.", "2)", "```", "~~~", "e.g.",
+                              "(", ")", '"', "A", "x", "\t", "\r", "\u00a0", "_", "[", "]", "Dr."])
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.lists(pieces, max_size=14).map("".join), st.integers(0, 3), st.integers(0, 3))
+    def same(line: str, a: int, b: int) -> None:
+        start, end = min(a, len(line)), max(min(a, len(line)), len(line) - b)
+        assert sentence_spans(line, start, end) == _by_blocks(line, start, end)
+
+    same()

@@ -58,6 +58,46 @@ def test_lenient_normalize_reads_ascii_text_as_the_unicode_rule_does():
     assert lenient_normalize("Café, 30,000 “men”") == "café 30000 men"  # not ASCII: the Unicode path
 
 
+def test_lenient_words_are_the_words_of_lenient_normalize():
+    # Issue 57: the claim judge reads a text's distinct words without the article regex over the
+    # whole text (only a word with a character other than letters and digits is cut by it).
+    import random
+
+    from rag_bench.text.normalize import lenient_words
+
+    texts = [chr(i) for i in range(128)] + [f"a{chr(i)}b the{chr(i)}an {chr(i)}a an{chr(i)}" for i in range(128)]
+    texts += ["Rollo's 30,000 men (the Normans) -- $1,250.00 & 50% [1]; don't!", "the$5 a%b an\x01the", "",
+              "Café, 30,000 “the” men", "A AN The THE an_the"]
+    rng = random.Random(0)
+    alphabet = ["a", "an", "the", "The", "x", "1", ",", "000", " ", "$", "%", "\x01", "_", "-", ".", "é", "\n"]
+    texts += ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(2000)]
+    assert [lenient_words(t) for t in texts] == [set(lenient_normalize(t).split()) for t in texts]
+
+
+def test_lenient_normalize_reads_other_scripts_as_the_punctuation_regex_does():
+    # Issue 57: a text with a character beyond ASCII has its ASCII punctuation replaced by one
+    # bytes.translate and each distinct other character by the regex's verdict on it alone.
+    import random
+    import unicodedata
+
+    from rag_bench.text import normalize
+    from rag_bench.text.normalize import lenient_words
+
+    def unicode_rule(text: str) -> str:
+        text = normalize._GROUPING.sub("", unicodedata.normalize("NFKC", text).lower())
+        return " ".join(normalize._ARTICLES.sub(" ", normalize._PUNCT.sub(" ", text)).split())
+
+    alphabet = ["a", "the", "An", "x", "1", ",", "000", " ", "$", "%", ".", "-", "_", "\u2014", "\u201c", "\u00ab",
+                "\u00a1", "\u00b7", "\u2010", "\u20ac", "\u00a3", "\u00b0", "\u00b2", "e\u0301", "\u017f",
+                "\ufb01", "\uff0c", "\uff11", "\u00e9", "\u00f0", "\u00a0", "\u3000", "\u65e5", "\u0416",
+                "\u2028", "\U0001f600", "\ud800", "\x00", "\n", "\u00ad", "\u200b", "\u0301"]
+    rng = random.Random(1)
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(1, 14))) for _ in range(3000)]
+    texts += ["Norðmaðr, “Normans” — 30,000 men; １,０００ ﬁefs", "the\u0301 a\u00b2 an$"]
+    assert [lenient_normalize(t) for t in texts] == [unicode_rule(t) for t in texts]
+    assert [lenient_words(t) for t in texts] == [set(unicode_rule(t).split()) for t in texts]
+
+
 def test_correct_uses_facts_then_answers():
     assert is_correct(ans("Paid within 14 days [1]."), ["14 days"], [])
     assert not is_correct(ans("Paid within 14 weeks."), ["14 days"], ["14 days"])

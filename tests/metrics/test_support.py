@@ -279,3 +279,62 @@ def test_a_readings_quantities_are_found_when_first_asked_and_equal_the_texts():
     assert sorted(r.numbers) == ["12", "3", "911"] and r.negated
     assert support_claim(_claim("Rollo had twelve ships"), [text]).numbers_ok
     assert not support_claim(_claim("Rollo had 12 sons"), [text]).numbers_ok
+
+
+def test_the_judges_shortcuts_find_what_its_regexes_find() -> None:
+    # Issue 57: a cold cell's claims scorer scanned every text with regexes that the engine tries at
+    # every character (a lookbehind or a \s* first); the shortcuts give the same spans and words.
+    import random
+    import re
+
+    from rag_bench.metrics import support as s
+    from rag_bench.text.normalize import lenient_normalize
+
+    def raw_words(text: str) -> set[str]:  # the rule as first written (before the shortcuts)
+        words = set(lenient_normalize(s._NT.sub(" nt", s.visible(text))).split())
+        spelt = words.intersection(s.NUMBER_WORDS)
+        digits = {w for w in words if w[0].isdigit()}
+        return (words - spelt - digits) | {s.NUMBER_WORDS[w] for w in spelt} | {s._ORDINAL.sub(r"\1", w) for w in digits}
+
+    pieces = ["Rollo", " ", "  ", "\t", "\n", "[1]", "[2, 3]", "[x]", "[", "]", " [4]", "12", "3rd", "2nd", "1,000", "4.5",
+              "two", "Twelve", "TEN", "often", "sixty-", "tenth", "%", "$", "/", ".", ",", "-", "_", "sons", "ships",
+              "not", "n't", "don't", "Isn't", "false", "- false", "untrue that", "It is wrong that", "wrong", "true",
+              "not true", "é", "\u2014", "ſeven", "\u212a", "nоt", "a", "an", "the", "The", "e.g.", ":", "1.", "2)", "?"]
+    rng = random.Random(57)
+    texts = ["".join(rng.choices(pieces, k=rng.randint(0, 16))) for _ in range(3000)]
+    texts += ["Rollo had 3 sons and twelve ships, 50% of them in 911 [1]. In 911 Rollo came [2, 3]."]
+    for t in texts:
+        assert s._citations(t) == [m.span() for m in s._CITE.finditer(t)], t
+        assert s._blank_citations(t) == s._CITE.sub(lambda m: " " * len(m.group()), t), t
+        assert [m.span() for m in s._quantity_matches(t)] == [m.span() for m in s._QUANTITY.finditer(t)], t
+        assert s._tokens(t) == s._TOKEN.findall(t), t
+        assert s._has_digit(t) == bool(re.search(r"\d", t)), t
+        assert s._denies(t) == bool(s._DENIAL.search(s.visible(t))), t
+        assert s._raw_words(t) == raw_words(t), t
+
+
+def test_a_claims_verdicts_are_those_of_its_passages_each_judged_alone_and_together() -> None:
+    # Issue 57: judge_claims fits a claim to each passage of the context once and reads its cited
+    # passages' verdict, each cited passage's and the context's from those fits: the same verdicts
+    # as support_claim over those passages (a number cited twice, or outside the context, included).
+    from rag_bench.metrics import support
+
+    passages = [(1, "Rollo was a Viking leader."), (2, NORMANDY), (3, "In 911 Rollo became the first ruler of Normandy."),
+                (2, "The French king Charles the Simple granted Rollo the land in 911.")]
+    answer = ("Rollo was a Viking [1]. In 911 Rollo became ruler of Normandy [3, 2]. Charles granted him the land [2]. "
+              "Rollo did not rule Normandy [5]. Rollo was king of England [1, 3].")
+    texts = dict(passages)
+    for memo in (support._READINGS, support._CLAIM_READINGS, support._FITS, support._SPLITS, support._CITED,
+                 support._JUDGED):
+        memo.clear()
+    verdicts = support.judge_claims(answer, [1, 2, 3], passages)
+    assert len(verdicts) == 5
+    for v in verdicts:
+        assert all(n in texts for n in v.citations)
+        own = support_claim(v.claim, [texts[n] for n in v.citations]) if v.citations else None
+        assert v.own == own
+        assert v.by_citation == tuple(support_claim(v.claim, [texts[n]]).supported for n in v.citations)
+        assert v.context == support_claim(v.claim, [t for _, t in passages])
+        assert v.own_passage == (v.citations[own.passage] if own is not None and own.passage >= 0 else None)
+        assert v.context_passage == (passages[v.context.passage][0] if v.context.passage >= 0 else None)
+    assert [v.supported for v in verdicts] == [True, True, True, False, False]
