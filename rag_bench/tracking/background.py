@@ -130,6 +130,15 @@ def _log_file() -> str | None:
     return None
 
 
+def readable(fd: int, timeout: float | None) -> bool:
+    """Whether ``fd`` has something to read, or its end closed, within ``timeout`` seconds (None:
+    wait). By poll, not select: select refuses a descriptor numbered FD_SETSIZE (1024) or above,
+    which a process that has opened many files (a long session, a notebook, a test worker) hands out."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
+
+
 class BackgroundLogger:
     """The calling side: hands jobs to the child, releases each cell's lock when it is reported."""
 
@@ -251,8 +260,7 @@ class BackgroundLogger:
             return
         fd = self._reports
         while True:
-            ready, _, _ = select.select([fd], [], [], None if block else 0)
-            if not ready:
+            if not readable(fd, None if block else 0):
                 return
             chunk = os.read(fd, 65536)
             if not chunk:

@@ -44,6 +44,7 @@ from rag_bench.errors import ConfigError, TrackingError
 from rag_bench.evaluation.scorer import mlflow_name
 from rag_bench.faults import failpoint
 from rag_bench.locking import file_lock
+from rag_bench.tracking import wal
 from rag_bench.tracking.base import DatasetInfo
 from rag_bench.tracking.batches import log_batches
 from rag_bench.tracking.parents import PARENT_RUNS as _PARENTS  # (uri, experiment, sweep_id) -> parent run id
@@ -562,6 +563,7 @@ def finish_all(ok: bool) -> None:
                 log.warning("could not delete the empty MLflow run %s of a failed sweep at %s: %s", run_id, uri, exc)
     _PARENTS.clear()
     _CREATED.clear()
+    wal.release()  # the sweep's store left with no descriptor open in this process
 
 
 DEFAULT_NAME = "Default"  # MLflow's own experiment (id 0), made with every new store

@@ -304,3 +304,29 @@ def test_a_child_dying_mid_run_leaves_the_run_failed_not_running(tmp_path):
         logger.close()
     (run,) = client.search_runs([exp_id], filter_string="tags.cell_id = 'c2'")
     assert run.info.status == "FAILED" and not (tmp_path / "exp" / "c2" / "DONE").exists()
+
+
+def test_reports_are_read_from_a_descriptor_numbered_above_1024():
+    """A test worker that had run many sweeps in process held descriptors past 1024, and draining the
+    background process's reports failed with 'filedescriptor out of range in select()': it is polled."""
+    import resource
+
+    from rag_bench.tracking.background import readable
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1500:
+        pytest.skip(f"this process may open at most {hard} files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1600), hard))
+    r, w = os.pipe()
+    high = os.dup2(r, 1500)
+    try:
+        assert not readable(high, 0)
+        os.write(w, b"ok 1 run\n")
+        assert readable(high, 0) and os.read(high, 100) == b"ok 1 run\n"
+        os.close(w)
+        assert readable(high, None)  # the end closed: read gives b"", which says the child is gone
+        assert os.read(high, 100) == b""
+    finally:
+        for fd in (r, high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -233,3 +233,30 @@ def test_the_local_store_commits_through_a_write_ahead_log(tracker, tmp_path):
     alone.write_bytes(db.read_bytes())
     assert sqlite3.connect(alone).execute("SELECT status FROM runs WHERE run_uuid = ?",
                                           (parent.run_id,)).fetchone() == ("RUNNING",)
+
+
+def test_a_finished_sweep_leaves_no_descriptor_of_its_store_open(tracker, tmp_path):
+    """MLflow keeps an engine per store for the life of the process; in WAL mode each pooled connection
+    holds mlflow.db, its -wal and its -shm: a test worker running sweep after sweep in process held five
+    more descriptors a sweep, past 1024 (select() refused them). Closing the sweep closes them."""
+    from pathlib import Path
+
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("no /proc/self/fd on this system")
+
+    def held() -> list[str]:
+        found = []
+        for fd in fds.iterdir():
+            try:
+                target = str(fd.readlink())
+            except OSError:
+                continue
+            if target.startswith(str(tmp_path / "mlflow.db")):
+                found.append(target)
+        return found
+
+    assert held(), "the open sweep holds its store (else this test proves nothing)"
+    finish_all(ok=True)
+    assert held() == []
+    assert _parent(tracker).status == "FINISHED"  # the store is still usable: a new connection opens
