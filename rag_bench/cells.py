@@ -14,6 +14,7 @@ its run is FINISHED, by :mod:`rag_bench.tracking.download`, which reads the copy
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -92,6 +93,16 @@ class CellResult:
     qrels_trec: str
     # Further TREC files by name (document-level run and qrels when eval.unit includes document).
     extra_files: dict[str, str] = field(default_factory=dict)
+    # ``records`` as records.parquet's bytes, when they were encoded already (the cell cache stores
+    # them, :mod:`rag_bench.runner.reuse`): written as they are instead of encoding the frame again.
+    records_parquet: bytes | None = field(default=None, compare=False, repr=False)
+
+
+def parquet_bytes(records: pd.DataFrame) -> bytes:
+    """``records`` as the bytes of records.parquet (the one encoding: no index)."""
+    out = io.BytesIO()
+    records.to_parquet(out, index=False)
+    return out.getvalue()
 
 
 def is_done(cell_dir: Path) -> bool:
@@ -187,7 +198,8 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
         plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) if isinstance(cfg, DictConfig) else cfg
         (tmp / "config.yaml").write_text(config_yaml(plain), encoding="utf-8")  # type: ignore[arg-type]
         (tmp / "metrics.json").write_text(metrics_json({"format": CELL_FORMAT, **result.metrics}), encoding="utf-8")
-        result.records.to_parquet(tmp / "records.parquet", index=False)
+        (tmp / "records.parquet").write_bytes(
+            result.records_parquet if result.records_parquet is not None else parquet_bytes(result.records))
         (tmp / "run.trec").write_text(result.run_trec, encoding="utf-8")
         (tmp / "qrels.trec").write_text(result.qrels_trec, encoding="utf-8")
         for name, text in result.extra_files.items():

@@ -28,6 +28,7 @@ code version's cells: the first cell a process stores drops the rows of other ve
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -46,7 +47,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench import faults, switches
-from rag_bench.cells import CellResult
+from rag_bench.cells import CellResult, parquet_bytes
 from rag_bench.runner.config import cell_identity
 from rag_bench.storage import BlobStore, default_cache_dir, readable
 
@@ -123,9 +124,8 @@ def encode(result: CellResult) -> bytes:
                        "extra_files": result.extra_files, "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                         time.gmtime())},
                       default=_plain).encode()
-    records = io.BytesIO()
-    result.records.to_parquet(records, index=False)
-    return _MAGIC + struct.pack(">Q", len(head)) + head + records.getvalue()
+    records = result.records_parquet if result.records_parquet is not None else parquet_bytes(result.records)
+    return _MAGIC + struct.pack(">Q", len(head)) + head + records
 
 
 def decode(data: bytes) -> tuple[CellResult, str]:
@@ -135,9 +135,10 @@ def decode(data: bytes) -> tuple[CellResult, str]:
     start = len(_MAGIC) + 8
     (n,) = struct.unpack(">Q", data[len(_MAGIC):start])
     head = json.loads(data[start:start + n])
-    records = pd.read_parquet(io.BytesIO(data[start + n:]))
-    return CellResult(records, head["metrics"], head["run_trec"], head["qrels_trec"], head["extra_files"]), \
-        str(head.get("computed_at", ""))
+    parquet = data[start + n:]
+    records = pd.read_parquet(io.BytesIO(parquet))
+    return CellResult(records, head["metrics"], head["run_trec"], head["qrels_trec"], head["extra_files"],
+                      records_parquet=parquet), str(head.get("computed_at", ""))
 
 
 def _plain(value: Any) -> Any:
@@ -171,7 +172,8 @@ def result(cfg: DictConfig, dataset_fingerprint: str,
         log.debug("cell cache not read: %s", exc)
     computed = compute()
     if store is not None:
-        try:
+        try:  # the records encoded once: stored here, and written to the cell folder as they are
+            computed = dataclasses.replace(computed, records_parquet=parquet_bytes(computed.records))
             version = row.split(":", 1)[0]
             if version not in _PRUNED:
                 _PRUNED.add(version)
