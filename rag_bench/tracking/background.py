@@ -96,6 +96,9 @@ class LogJob:
     bind: dict[str, Any] = field(default_factory=dict)
     log_cell: dict[str, Any] | None = None
     parent_key: tuple[str, str, str] | None = None  # (uri, experiment, sweep id): where the parent run id goes
+    # Called in this process when the child dies with the cell pending: its run, if the child had
+    # created it, marked FAILED (the tracker's own rule, handed over: this module knows no tracker).
+    on_death: Callable[[], Any] | None = None
 
 
 def current() -> BackgroundLogger | None:
@@ -144,9 +147,9 @@ class BackgroundLogger:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
-        # seq -> (cell folder, cell id, the lock's release, parent key, the job's tracker and bind arguments)
+        # seq -> (cell folder, cell id, the lock's release, parent key, the job's on_death)
         self._pending: OrderedDict[int, tuple[str, str, Callable[[], None], tuple[str, str, str] | None,
-                                              tuple[dict[str, Any], dict[str, Any]] | None]] = OrderedDict()
+                                              Callable[[], Any] | None]] = OrderedDict()
         self._seq = 0
         self._reports = -1  # the read end of the child's report pipe
         self._buffer = b""
@@ -183,8 +186,7 @@ class BackgroundLogger:
         except BaseException:
             release()
             raise
-        self._pending[self._seq] = (str(job.cell_dir), job.cell_id, release, job.parent_key,
-                                    (job.tracker, job.bind) if job.tracker is not None else None)
+        self._pending[self._seq] = (str(job.cell_dir), job.cell_id, release, job.parent_key, job.on_death)
 
     def pending(self) -> int:
         """Cells handed over and not reported yet."""
@@ -265,12 +267,12 @@ class BackgroundLogger:
             chunk = os.read(fd, 65536)
             if not chunk:
                 code = proc.wait()
-                for seq, (cell_dir, cell_id, release, _, tracking) in list(self._pending.items()):
+                for seq, (cell_dir, cell_id, release, _, on_death) in list(self._pending.items()):
                     self._errors.append(TrackingError(
                         f"cell {cell_id}: the process finishing cells (writing, MLflow logging) ended (exit code "
                         f"{code}) before it was DONE ({cell_dir}) -- fix: see the log, run again"))
                     del self._pending[seq]
-                    _fail_runs(cell_id, tracking)  # before the lock goes: no one else logs the cell meanwhile
+                    _fail_runs(cell_id, on_death)  # before the lock goes: no one else logs the cell meanwhile
                     release()
                 self._proc = None
                 os.close(fd)
@@ -295,18 +297,14 @@ class BackgroundLogger:
                                 TrackingError(f"cell {cell_id}: MLflow logging failed, the cell is not DONE: {message}"))
 
 
-def _fail_runs(cell_id: str, tracking: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
+def _fail_runs(cell_id: str, on_death: Callable[[], Any] | None) -> None:
     """The MLflow run the child was logging for ``cell_id`` when it died (RUNNING: created, not
-    finished) marked FAILED, so the store holds no run that looks in progress; best effort (the
-    next run of the cell replaces it anyway). ``tracking``: the job's tracker and bind arguments."""
-    if tracking is None:
+    finished) marked FAILED by the job's ``on_death``, so the store holds no run that looks in
+    progress; best effort (the next run of the cell replaces it anyway)."""
+    if on_death is None:
         return
     try:
-        from rag_bench.tracking.mlflow_tracker import MlflowTracker
-
-        tracker = MlflowTracker(**tracking[0])
-        tracker.bind(**tracking[1])
-        tracker.fail_running(cell_id)
+        on_death()
     except Exception as exc:  # noqa: BLE001 -- the child's death is the error reported
         log.warning("cell %s: its MLflow run left RUNNING by the process that died was not marked FAILED: %s",
                     cell_id, exc)

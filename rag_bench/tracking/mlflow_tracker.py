@@ -31,6 +31,7 @@ Lock files are removed when released.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -412,13 +413,14 @@ class MlflowTracker:
             return None
         from rag_bench.tracking.background import LogJob
 
-        return LogJob(cell_id=str(log_cell["cell_id"]), cell_dir=Path(log_cell["cell_dir"]), done=done,
-                      tracker={"uri": self.uri_setting, "required": self.required, "background": False,
-                               "traces": self.traces, "trace_sample": self.trace_sample},
-                      bind={"output_root": self.output_root, "experiment": self.experiment,
-                            "sweep_id": self.sweep_id, "parent_run": _PARENTS.get((self.uri, self.experiment,
-                                                                                  self.sweep_id), self.parent_run)},
-                      log_cell=log_cell, parent_key=(self.uri, self.experiment, self.sweep_id))
+        cell_id = str(log_cell["cell_id"])
+        tracker = {"uri": self.uri_setting, "required": self.required, "background": False,
+                   "traces": self.traces, "trace_sample": self.trace_sample}
+        bind = {"output_root": self.output_root, "experiment": self.experiment, "sweep_id": self.sweep_id,
+                "parent_run": _PARENTS.get((self.uri, self.experiment, self.sweep_id), self.parent_run)}
+        return LogJob(cell_id=cell_id, cell_dir=Path(log_cell["cell_dir"]), done=done, tracker=tracker, bind=bind,
+                      log_cell=log_cell, parent_key=(self.uri, self.experiment, self.sweep_id),
+                      on_death=functools.partial(_fail_running, tracker, bind, cell_id))
 
     def _log_dataset(self, client: Any, run_id: str, info: DatasetInfo) -> None:
         """The dataset input, under the store lock: the first run to log a dataset inserts its row
@@ -533,6 +535,14 @@ def _unchanged_params(client: Any, run_id: str, params: list[Any]) -> tuple[list
                     "%s; this summary's values are the run's tags of those names", run_id,
                     ", ".join(f"{p.key} {have[p.key]!r} -> {p.value!r}" for p in changed))
     return [p for p in params if p.key not in have], changed
+
+
+def _fail_running(tracker: dict[str, Any], bind: dict[str, Any], cell_id: str) -> None:
+    """:meth:`MlflowTracker.fail_running` of ``cell_id`` by a tracker built from a background job's
+    ``tracker`` and ``bind`` arguments (the job's ``on_death``: its process died with the cell pending)."""
+    t = MlflowTracker(**tracker)
+    t.bind(**bind)
+    t.fail_running(cell_id)
 
 
 def finish_all(ok: bool) -> None:
