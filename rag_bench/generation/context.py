@@ -17,6 +17,24 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+_WORD = re.compile(r"\w")
+
+
+def prompt_tokens(system: str, user: str) -> int:
+    """``count_tokens(system + user)``, from the counts of its blank-line-separated parts, each
+    counted once per process: a prompt's sources repeat across the prompts of a sweep (the stand-in
+    generator counted ~15,000 prompts of 12 kB each on a squad2-normans grid, 4.5 s of its 45).
+    Exact, because a token is a run of word characters or one other non-space character: none spans
+    whitespace, and the two texts' tokens merge only when a word character meets a word character."""
+    joined = bool(system) and bool(user) and _WORD.match(system[-1]) is not None and _WORD.match(user[0]) is not None
+    return _part_tokens(system) + sum(_part_tokens(part) for part in user.split("\n\n")) - joined
+
+
+@lru_cache(maxsize=1 << 14)  # pure (text in, count out): safe to share; a part is a prompt's source or line
+def _part_tokens(text: str) -> int:
+    return count_tokens(text)
+
+
 @lru_cache(maxsize=1 << 16)
 def _passage_tokens(text: str) -> int:
     # The same chunk texts are costed for every question of every cell of a sweep: once each here.

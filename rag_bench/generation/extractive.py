@@ -15,7 +15,7 @@ from typing import Any
 
 from rag_bench.errors import ConfigError
 from rag_bench.generation.base import Generation, GenerationInput, Traits
-from rag_bench.generation.context import count_tokens
+from rag_bench.generation.context import count_tokens, prompt_tokens
 from rag_bench.generation.prompt import REFUSAL
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS, tokenize
@@ -89,6 +89,6 @@ class ExtractiveGenerator:
         for item in items:
             raw = json.dumps(self._answer(item, split))
             # attempts=0: no model or endpoint was called (nothing to count as an endpoint call).
-            out.append(Generation(raw, None, count_tokens(item.prompt.system + item.prompt.user), count_tokens(raw),
+            out.append(Generation(raw, None, prompt_tokens(item.prompt.system, item.prompt.user), count_tokens(raw),
                                   attempts=0))
         return out

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rag_bench.domain import Chunk, Passage, Turn
 from rag_bench.generation.answer import is_refusal, parse_answer
-from rag_bench.generation.context import build_context, count_tokens
+from rag_bench.generation.context import build_context, count_tokens, prompt_tokens
 from rag_bench.generation.prompt import (
     ANSWER_SCHEMA,
     CLOSE,
@@ -54,6 +54,20 @@ def test_context_expands_children_to_parents_once():
     assert [p.chunk_id for p in ps] == ["a#p0000", "b#0000"]
     assert [p.chunk_id for p in build_context(kids, k=3, parents={"a#p0000": parent})] == ["a#0000", "a#0001",
                                                                                            "b#0000"]
+
+
+@given(st.text(alphabet="ab1_ .,\n\t\u00e9\u4e00-\"\\", max_size=40), st.text(alphabet="ab1_ .,\n\t\u00e9\u4e00-\"\\", max_size=80))
+def test_a_prompts_tokens_counted_by_parts_are_the_whole_texts(system, user):
+    """The stand-in's tokens_in, from each blank-line-separated part's count (issue 57): the same as
+    counting system + user whole, whatever the texts (words meeting at the seam, blank-line runs)."""
+    assert prompt_tokens(system, user) == count_tokens(system + user)
+
+
+def test_a_prompts_tokens_of_a_real_prompt():
+    prompt = build_prompt("Who wrote it?", [Passage(1, "c1", "d", 0, 20, "alpha beta.\n\ngamma"),
+                                           Passage(2, "c2", "d", 0, 5, "delta", ("H",))])
+    assert prompt_tokens(prompt.system, prompt.user) == count_tokens(prompt.system + prompt.user) > 100
+    assert prompt_tokens("ab", "cd") == 1 and prompt_tokens("ab.", "cd") == 3 and prompt_tokens("", "") == 0
 
 
 def test_prompt_layout():
