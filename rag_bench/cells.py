@@ -14,13 +14,14 @@ its run is FINISHED, by :mod:`rag_bench.tracking.download`, which reads the copy
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,17 @@ class CellResult:
     # ``records`` as records.parquet's bytes, when they were encoded already (the cell cache stores
     # them, :mod:`rag_bench.runner.reuse`): written as they are instead of encoding the frame again.
     records_parquet: bytes | None = field(default=None, compare=False, repr=False)
+    # Further files rendered when the cell is written or stored (name -> a picklable callable giving its
+    # text): the stored run (question-runs.jsonl, 11 ms a squad2-normans cell), which the sweep's
+    # background process renders off the sweep's thread from the run it is handed.
+    deferred: dict[str, Callable[[], str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def rendered(self) -> CellResult:
+        """This result with its deferred files rendered into ``extra_files`` (after the others)."""
+        if not self.deferred:
+            return self
+        made = {name: make() for name, make in self.deferred.items()}
+        return dataclasses.replace(self, extra_files={**self.extra_files, **made}, deferred={})
 
 
 def parquet_bytes(records: pd.DataFrame) -> bytes:
@@ -190,6 +202,7 @@ def write_cell(cell_dir: Path, cfg: DictConfig | Mapping[str, Any], result: Cell
     ``cfg``: the cell's resolved config (a DictConfig, or its plain container).
 
     Call it holding ``cell_lock(cell_dir)``, after checking the cell is not DONE."""
+    result = result.rendered()
     cell_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = cell_dir.with_name(f".{cell_dir.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)

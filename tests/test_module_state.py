@@ -35,7 +35,7 @@ MODULE_STATE: dict[str, str] = {
     "logs.py:_CREATED": "one entry per experiment folder this process created for its log file, cleared at the start "
                         "of each rag-bench run and by remove_created_experiments; only decides whether a failed "
                         "run's empty experiment folder goes",
-    "runner/reuse.py:_PRUNED": "one entry per code version, and a process runs one; only decides whether this "
+    "cell_cache.py:_PRUNED": "one entry per code version, and a process runs one; only decides whether this "
                                "process already dropped the cell store's rows of other versions",
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
     **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rag_bench import budget, memo
+from rag_bench import budget, cell_cache, memo
 from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
@@ -275,8 +275,8 @@ def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str],
 
     plain = stored_config(cfg, str(dataset_path(cfg).resolve()))
     started = time.perf_counter()
-    result, reused = reuse.result(cfg, dataset.fingerprint, lambda: compute(cid)) if reusable \
-        else (compute(cid), None)
+    result, reused, keep = reuse.result(cfg, dataset.fingerprint, lambda: compute(cid)) if reusable \
+        else (compute(cid), None, None)
     if timed and reused is None:  # --plan's time estimate (not a cell scored again from its stored run or
         # served from the cell cache: no pipeline ran)
         throughput.record(cfg, result.metrics, time.perf_counter() - started)
@@ -296,11 +296,13 @@ def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str],
             dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
         job = None if logger is None else _background_job(tracker, cid, cell_dir, arguments, done, plain, result)
         if job is not None:
-            # The child writes the folder, logs the run, then writes DONE; the cell's lock goes
-            # with the job and is released when the child reports the cell.
+            # The child writes the folder, stores the cell for reuse, logs the run, then writes DONE;
+            # the cell's lock goes with the job and is released when the child reports the cell.
             assert logger is not None
-            logger.submit(job, held.pop_all().close)
+            logger.submit(dataclasses.replace(job, keep=keep), held.pop_all().close)
         else:
+            if keep is not None:
+                result = cell_cache.keep(keep, result)
             write_cell_or_fail(cell_dir, plain, result)  # nothing half-written is left behind
             failpoint("cell_written")
             run_id = None if arguments is None else tracker.log_cell(**arguments)

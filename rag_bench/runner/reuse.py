@@ -2,8 +2,9 @@
 
 A cell's result -- records, metrics, TREC files -- is a function of what :func:`cell_identity`
 holds (its config and the dataset's content), of rag_bench's code and of the libraries installed.
-Once computed, it is stored in ``$RAG_BENCH_CACHE/cells.sqlite`` under a key of all three, and a
-cell with the same key in any experiment folder is written from there instead of being computed
+Once computed, it is stored in ``$RAG_BENCH_CACHE/cells.sqlite`` (:mod:`rag_bench.cell_cache`; by
+the sweep's background process, which writes the cell's folder, when it has one) under a key of all
+three, and a cell with the same key in any experiment folder is written from there instead of being computed
 again: chunking, retrieval, reranking, generation and every scorer included. Its DONE body says
 so (``reused``), and its latency figures and cost counters (texts embedded, cache hits) are those
 of the run that computed it.
@@ -28,47 +29,28 @@ code version's cells: the first cell a process stores drops the rows of other ve
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import io
 import json
 import logging
 import os
-import struct
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rag_bench import faults, switches
-from rag_bench.cells import CellResult, parquet_bytes
+from rag_bench.cell_cache import FILE, CellStore, Keep, decode
+from rag_bench.cells import CellResult
 from rag_bench.runner.config import cell_identity
-from rag_bench.storage import BlobStore, default_cache_dir, readable
+from rag_bench.storage import default_cache_dir
 
 log = logging.getLogger(__name__)
 
-FILE = "cells.sqlite"
-_MAGIC = b"RBCELL1\n"
 _ROOT = Path(__file__).resolve().parents[1]  # the rag_bench package
-
-
-class CellStore(BlobStore):
-    """Computed cells by (identity, code, libraries); keyed by the cache's secret."""
-
-    table = "cells"
-    keyed = True
-
-    def keep_only(self, version: str) -> None:
-        """Drop the rows of every other code version (their cells can no longer be served)."""
-        with readable(self.path):
-            self._conn().execute(f"DELETE FROM {self.table} WHERE substr(key, 1, ?) != ?",
-                                 (len(version) + 1, f"{version}:"))
 
 
 @dataclass(frozen=True)
@@ -118,67 +100,24 @@ def cell_key(cfg: DictConfig, dataset_fingerprint: str) -> str:
     return key({**cell_identity(cfg, dataset_fingerprint), "prices": prices})
 
 
-def encode(result: CellResult) -> bytes:
-    """A cell's result as bytes: a JSON head (metrics, TREC files; NaN kept) and the records as parquet."""
-    head = json.dumps({"metrics": result.metrics, "run_trec": result.run_trec, "qrels_trec": result.qrels_trec,
-                       "extra_files": result.extra_files, "computed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                        time.gmtime())},
-                      default=_plain).encode()
-    records = result.records_parquet if result.records_parquet is not None else parquet_bytes(result.records)
-    return _MAGIC + struct.pack(">Q", len(head)) + head + records
-
-
-def decode(data: bytes) -> tuple[CellResult, str]:
-    """:func:`encode`'s bytes as the result and when it was computed."""
-    if not data.startswith(_MAGIC):
-        raise ValueError("not a stored cell")
-    start = len(_MAGIC) + 8
-    (n,) = struct.unpack(">Q", data[len(_MAGIC):start])
-    head = json.loads(data[start:start + n])
-    parquet = data[start + n:]
-    records = pd.read_parquet(io.BytesIO(parquet))
-    return CellResult(records, head["metrics"], head["run_trec"], head["qrels_trec"], head["extra_files"],
-                      records_parquet=parquet), str(head.get("computed_at", ""))
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars and arrays in metrics as JSON's numbers and lists."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"cannot store {type(value).__name__} in a cell's metrics")
-
-
-# Code versions whose other versions' rows this process dropped: one entry (a process has one version).
-_PRUNED: set[str] = set()
-
-
 def result(cfg: DictConfig, dataset_fingerprint: str,
-           compute: Callable[[], CellResult]) -> tuple[CellResult, Reused | None]:
+           compute: Callable[[], CellResult]) -> tuple[CellResult, Reused | None, Keep | None]:
     """The result of the cell ``cfg`` on the dataset of ``dataset_fingerprint``: the stored one when
-    the cache holds it (and how it was found), else ``compute()``'s, stored for the next time. A
-    store that cannot be read or written is passed by: the cell is computed, never failed, for the
-    cache's sake."""
+    the cache holds it (and how it was found), else ``compute()``'s and where to store it for the
+    next time (:func:`rag_bench.cell_cache.keep`: the caller stores it, in the sweep's background
+    process when it has one). A store that cannot be read is passed by: the cell is computed, never
+    failed, for the cache's sake."""
     if not enabled():
-        return compute(), None
+        return compute(), None, None
     row = cell_key(cfg, dataset_fingerprint)
-    store: CellStore | None = None
+    where: Keep | None = None
     try:
-        store = CellStore(default_cache_dir() / FILE)
-        found = store.get_bytes([row]).get(row)
+        path = default_cache_dir() / FILE
+        found = CellStore(path).get_bytes([row]).get(row)
         if found is not None:
             got, when = decode(found)
-            return got, Reused(row, when)
+            return got, Reused(row, when), None
+        where = Keep(str(path), row)
     except Exception as exc:  # noqa: BLE001 -- a damaged or foreign row is recomputed, the cell is what matters
         log.debug("cell cache not read: %s", exc)
-    computed = compute()
-    if store is not None:
-        try:  # the records encoded once: stored here, and written to the cell folder as they are
-            computed = dataclasses.replace(computed, records_parquet=parquet_bytes(computed.records))
-            version = row.split(":", 1)[0]
-            if version not in _PRUNED:
-                _PRUNED.add(version)
-                store.keep_only(version)
-            store.put_bytes([(row, encode(computed))])
-        except Exception as exc:  # noqa: BLE001
-            log.debug("cell cache not written: %s", exc)
-    return computed, None
+    return compute(), None, where

@@ -439,14 +439,14 @@ class _Counting:
     def served(self, cfg: DictConfig, fingerprint: str) -> bool:
         """Whether the run would write this cell from the cell cache (:func:`rag_bench.runner.reuse.result`:
         its key, looked up read-only, the row's HMAC checked)."""
+        from rag_bench.cell_cache import FILE, CellStore
         from rag_bench.runner import reuse
         from rag_bench.storage import default_cache_dir
 
         if not reuse.enabled():
             return False
         row = reuse.cell_key(cfg, fingerprint)
-        return row in stored_keys(default_cache_dir() / reuse.FILE, reuse.CellStore.table, [row],
-                                  keyed=reuse.CellStore.keyed)
+        return row in stored_keys(default_cache_dir() / FILE, CellStore.table, [row], keyed=CellStore.keyed)
 
     def cell(self, cfg: DictConfig) -> None:
         from pathlib import Path

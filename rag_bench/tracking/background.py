@@ -86,7 +86,8 @@ class LogJob:
     :class:`~rag_bench.runner.results.CellResult`) written to ``cell_dir`` when given; its run
     logged when ``tracker`` is given (``MlflowTracker`` constructor arguments; ``bind``: its
     ``bind`` values; ``log_cell``: ``log_cell``'s arguments); then DONE written with the body
-    ``done`` (plus, when logged, the run id and the tracker's ``describe()``)."""
+    ``done`` (plus, when logged, the run id and the tracker's ``describe()``). With ``keep``, the
+    written cell is stored in the cell cache too (:func:`rag_bench.cell_cache.keep`), before DONE."""
 
     cell_id: str
     cell_dir: Path
@@ -99,6 +100,8 @@ class LogJob:
     # Called in this process when the child dies with the cell pending: its run, if the child had
     # created it, marked FAILED (the tracker's own rule, handed over: this module knows no tracker).
     on_death: Callable[[], Any] | None = None
+    # Where the child stores the written cell for reuse (a rag_bench.cell_cache.Keep), None: not stored.
+    keep: Any = None
 
 
 def current() -> BackgroundLogger | None:

@@ -1,6 +1,7 @@
 """The child process of :mod:`rag_bench.tracking.background` (``python -m rag_bench.tracking.finisher``):
 reads each cell's :class:`~rag_bench.tracking.background.LogJob` from standard input, writes the
-cell's folder, logs its MLflow run, marks it DONE and reports the cell on its report pipe.
+cell's folder (and stores the cell in the cell cache, :mod:`rag_bench.cell_cache`), logs its MLflow
+run, marks it DONE and reports the cell on its report pipe.
 
 A module of its own, apart from the calling side: the finisher uses the cell folder
 (:mod:`rag_bench.cells`) and the tracker (:mod:`rag_bench.tracking.mlflow_tracker`), which hands
@@ -56,7 +57,7 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
     jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
     threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
-    from rag_bench import faults
+    from rag_bench import cell_cache, faults
     from rag_bench.cells import mark_done, write_cell_or_fail
     from rag_bench.logs import quiet_libraries
     from rag_bench.tracking.mlflow_tracker import MlflowTracker
@@ -72,9 +73,13 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     while (item := jobs.get()) is not None:
         seq, job = item
         cell_dir = Path(job.cell_dir)
+        written = None
         try:
             if job.write is not None:
-                write_cell_or_fail(cell_dir, *job.write)
+                plain, written = job.write
+                if job.keep is not None:  # stored for reuse, its records encoded once for both
+                    written = cell_cache.keep(job.keep, written)
+                write_cell_or_fail(cell_dir, plain, written)
                 faults.failpoint("cell_written")
             done, parent_run = job.done, ""
             if job.tracker is not None and job.log_cell is not None:
@@ -84,7 +89,7 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
                     tracker = trackers[key] = MlflowTracker(**job.tracker)
                     tracker.bind(**job.bind)
                 # the result just written: its traces are built from it, not read back from the folder
-                run_id = tracker.log_cell(**job.log_cell, written=job.write[1] if job.write is not None else None)
+                run_id = tracker.log_cell(**job.log_cell, written=written)
                 described = tracker.describe()
                 done = {**done, "mlflow_run_id": run_id, **described}
                 parent_run = described.get("parent_run_id") or ""

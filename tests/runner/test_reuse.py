@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from rag_bench import switches
+from rag_bench import cell_cache, switches
 from rag_bench.cells import CellResult
 from rag_bench.pipeline import pipeline
 from rag_bench.runner import reuse
@@ -39,6 +39,35 @@ def test_a_cell_computed_before_is_written_from_the_cache(reusing, monkeypatch):
     for name in ("metrics.json", "run.trec", "qrels.trec", "failures.csv"):  # config.yaml: its output.root differs
         assert (again / name).read_bytes() == (first / name).read_bytes(), name
     pd.testing.assert_frame_equal(pd.read_parquet(again / "records.parquet"), pd.read_parquet(first / "records.parquet"))
+
+
+def test_a_cell_finished_in_the_sweeps_background_process_is_stored_there_and_served(reusing, monkeypatch):
+    """The background process that writes a sweep's cells stores them in the cell cache too (issue 57:
+    encoding and storing a cell cost the sweep's own thread ~40 ms of a ~300 ms squad2-normans cell)."""
+    from rag_bench.tracking import background
+
+    with background.session():
+        first = run(reusing / "a", "retriever=bm25", "generator=extractive")
+    stored = cell_cache.CellStore(reusing / "cache" / cell_cache.FILE)
+    keys = [k for (k,) in stored._conn().execute("SELECT key FROM cells")]
+    assert len(keys) == 1 and keys[0].startswith(reuse.code_version() + ":")
+    monkeypatch.setattr(pipeline, "run", _broken)
+    again = run(reusing / "b", "retriever=bm25", "generator=extractive")
+    assert json.loads((again / "DONE").read_text())["reused"]["key"] == keys[0]
+    for name in ("metrics.json", "run.trec", "qrels.trec", "failures.csv", "question-runs.jsonl", "records.parquet"):
+        assert (again / name).read_bytes() == (first / name).read_bytes(), name
+
+
+def test_a_stored_cells_files_are_kept_byte_for_byte():
+    """Files go into a row as bytes, not JSON strings (question-runs.jsonl is ~2.4 MB a squad2-normans
+    cell, full of quotes): any text, empty or not, reads back the same; other bytes are refused."""
+    records = pd.DataFrame({"qid": ["q1"]})
+    files = {"question-runs.jsonl": '{"a":"\\"q\\" \u00e9 \U0001f600"}\n', "empty.trec": "", "d.trec": "x\0y"}
+    result = CellResult(records, {"n": 1}, 'q1 Q0 "d" 1 2.0 r\n', "", files)
+    back, _ = cell_cache.decode(cell_cache.encode(result))
+    assert (back.run_trec, back.qrels_trec, back.extra_files) == (result.run_trec, "", files)
+    with pytest.raises(ValueError, match="not a stored cell"):
+        cell_cache.decode(b"RBCELL1\n" + cell_cache.encode(result)[8:])
 
 
 def test_no_reuse_when_turned_off_or_the_code_changed(reusing, monkeypatch):
@@ -74,7 +103,7 @@ def test_a_cell_computed_unpriced_is_not_served_as_a_priced_one(reusing, monkeyp
 def test_a_stored_result_reads_back_whole():
     records = pd.DataFrame({"qid": ["q1", "q2"], "hit@5": [1.0, float("nan")], "claims": [[{"text": "a"}], []]})
     metrics = {"retrieval": {"hit@5": 1.0, "mrr": float("nan")}, "n": {"retrieval/hit@5": 1}, "ci": {"x": [0.1, 0.2]}}
-    back, when = reuse.decode(reuse.encode(CellResult(records, metrics, "run", "qrels", {"doc.trec": "d"})))
+    back, when = cell_cache.decode(cell_cache.encode(CellResult(records, metrics, "run", "qrels", {"doc.trec": "d"})))
     pd.testing.assert_frame_equal(back.records, records)
     assert math.isnan(back.metrics["retrieval"]["mrr"]) and back.metrics["retrieval"]["hit@5"] == 1.0
     assert (back.run_trec, back.qrels_trec, back.extra_files) == ("run", "qrels", {"doc.trec": "d"}) and when
@@ -86,7 +115,6 @@ def test_a_cells_records_are_encoded_once_and_written_byte_for_byte(tmp_path):
     import pandas as pd
 
     from rag_bench.cells import CellResult, parquet_bytes, write_cell
-    from rag_bench.runner import reuse
 
     records = pd.DataFrame({"qid": ["q1", "q2"], "answer": ["a", None], "hit@5": [1.0, float("nan")],
                             "tags": [["x"], []]})
@@ -94,7 +122,7 @@ def test_a_cells_records_are_encoded_once_and_written_byte_for_byte(tmp_path):
     assert parquet_bytes(records) == (tmp_path / "pandas.parquet").read_bytes()
     result = CellResult(records, {"retrieval": {"hit@5": 1.0}}, "run\n", "qrels\n",
                         records_parquet=parquet_bytes(records))
-    served, _ = reuse.decode(reuse.encode(result))
+    served, _ = cell_cache.decode(cell_cache.encode(result))
     assert served.records_parquet == result.records_parquet and served.metrics == result.metrics
     pd.testing.assert_frame_equal(served.records, records)
     write_cell(tmp_path / "cell", {"pipeline": {"k": 5}}, served)
