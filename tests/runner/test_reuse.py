@@ -58,9 +58,12 @@ def test_a_cell_finished_in_the_sweeps_background_process_is_stored_there_and_se
         assert (again / name).read_bytes() == (first / name).read_bytes(), name
 
 
-def test_a_stored_cells_files_are_kept_byte_for_byte():
+@pytest.mark.parametrize("codec", ["zstd", None])
+def test_a_stored_cells_files_are_kept_byte_for_byte(codec, monkeypatch):
     """Files go into a row as bytes, not JSON strings (question-runs.jsonl is ~2.4 MB a squad2-normans
-    cell, full of quotes): any text, empty or not, reads back the same; other bytes are refused."""
+    cell, full of quotes), zstd-compressed (0.1 MB) or, without pyarrow's zstd, as they are: any text,
+    empty or not, reads back the same; other bytes are refused."""
+    monkeypatch.setattr(cell_cache, "_CODEC", codec)
     records = pd.DataFrame({"qid": ["q1"]})
     files = {"question-runs.jsonl": '{"a":"\\"q\\" \u00e9 \U0001f600"}\n', "empty.trec": "", "d.trec": "x\0y"}
     result = CellResult(records, {"n": 1}, 'q1 Q0 "d" 1 2.0 r\n', "", files)
