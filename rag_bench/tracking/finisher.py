@@ -53,6 +53,8 @@ def _read_jobs(stream: Any, jobs: queue.Queue[tuple[int, LogJob] | None]) -> Non
 
 def _serve(parent: int, reports: int, log_file: str | None) -> int:
     _die_with_parent(parent)
+    with contextlib.suppress(OSError):  # the sweep's own cells first: this work waits for a free core
+        os.nice(10)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it waits for us to finish
     # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
     jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
