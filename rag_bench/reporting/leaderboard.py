@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rag_bench import naming, spreadsheet
-from rag_bench.cells import experiment_cells, one_dataset
+from rag_bench.cells import Cell, experiment_cells, one_dataset
 from rag_bench.components import QUERY, RETRIEVAL_STAGES
 from rag_bench.decision import decide, params
 from rag_bench.evaluation import measures
@@ -57,17 +57,20 @@ def _option_labels(nodes: list[dict]) -> list[str]:
     return out
 
 
-def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None) -> pd.DataFrame:
+def load_cells(experiment_dir: str | Path, *, fingerprint: str | None = None,
+               found: list[Cell] | None = None) -> pd.DataFrame:
     """One row per DONE cell of one dataset version: ``label`` (its values on the varying
     parameters), identity columns and every metric as ``section/metric`` (no rows when the folder
-    does not exist: a sweep whose every cell was refused).
+    does not exist: a sweep whose every cell was refused). ``found``: the folder's finished cells
+    when the caller read them already (``experiment_cells(experiment_dir, records=False)``).
 
     Cells of another dataset version (``fingerprint``, else the one finished last; see
     :func:`rag_bench.cells.one_dataset`) are left out with a warning naming every version."""
     if not Path(experiment_dir).is_dir():
         return pd.DataFrame()
     rows = []
-    cells, notice = one_dataset(experiment_cells(experiment_dir, records=False), fingerprint)
+    cells, notice = one_dataset(experiment_cells(experiment_dir, records=False) if found is None else found,
+                                fingerprint)
     if notice:
         log.warning(notice)
     for cell, label in zip(cells, naming.labels([c.config for c in cells], [c.cell_id for c in cells])):

@@ -59,25 +59,36 @@ def summarize_experiment(experiment_dir: str | Path, axes: tuple[str, ...] = ())
     """What a sweep's end logs to MLflow, for an experiment folder's finished cells under the parent
     run this process has open (``rag-bench sync``): the leaderboard, the verdict as the parent's
     description, and each cell run's rank, primary measure and CI with the experiment's view."""
-    from rag_bench.reporting.leaderboard import load_cells
-
-    cells = load_cells(experiment_dir)
+    cells, read = _read(experiment_dir)
     if cells.empty:
         return
-    key, problem, found = _decide(experiment_dir, cells)
+    key, problem, found = _decide(read, cells)
     _summarize(cells, axes, None if problem else key, problem, found)
 
 
-def _decide(experiment_dir: str | Path, cells: Any) -> tuple[str | None, str, Verdict | None]:
-    """The primary measure of ``cells`` (a leaderboard frame) and the verdict on them; or, when they
-    cannot be ranked, None and why (said, never ranked by another measure)."""
-    from rag_bench.decision.verdict import of_experiment
+def _read(experiment_dir: str | Path) -> tuple[Any, list[Any]]:
+    """The leaderboard frame of an experiment folder and its finished cells, each cell read once for
+    both (the verdict reads the same cells: a 180-cell sweep's end read every config.yaml twice)."""
+    from rag_bench.cells import experiment_cells
+    from rag_bench.reporting.leaderboard import load_cells
+
+    read = experiment_cells(experiment_dir, records=False) if Path(experiment_dir).is_dir() else []
+    return load_cells(experiment_dir, found=read), read
+
+
+def _decide(read: list[Any], cells: Any) -> tuple[str | None, str, Verdict | None]:
+    """The primary measure of ``cells`` (a leaderboard frame) and the verdict on them (``read``: the
+    experiment's finished cells, the frame's one dataset version among them, as
+    :func:`rag_bench.decision.verdict.of_experiment` takes them); or, when they cannot be ranked,
+    None and why (said, never ranked by another measure)."""
+    from rag_bench.cells import one_dataset
+    from rag_bench.decision.verdict import verdict
     from rag_bench.errors import RagBenchError
     from rag_bench.reporting.leaderboard import primary
 
     try:
         key = primary(cells)
-        return key, "", of_experiment(experiment_dir, key=key)
+        return key, "", verdict(one_dataset(read)[0], key=key)
     except RagBenchError as exc:
         return None, str(exc), None
 
@@ -104,16 +115,15 @@ class SweepReport(SweepCallbacks):
             format_failures,
             format_leaderboard,
             format_tags,
-            load_cells,
             terminal_width,
         )
         from rag_bench.runner.callbacks import axes_of
 
         exp_dir = Path(config.output.root) / str(config.experiment.name)
-        cells = load_cells(exp_dir)
+        cells, read = _read(exp_dir)
         if cells.empty:
             return
-        key, problem, found = _decide(exp_dir, cells)
+        key, problem, found = _decide(read, cells)
         if not problem:
             try:
                 ranked = format_leaderboard(cells, sort_by=key, verdict=found,  # refuses measures that differ
