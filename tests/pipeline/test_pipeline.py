@@ -162,3 +162,30 @@ def test_the_index_is_laid_open_once_per_index_and_question_set(monkeypatch):
     alone = compute(_cfg("retriever=dense", "pipeline.k=5"), dataset, "k5", SharedWork())
     recalls = [{k: v for k, v in m["ann"].items() if k.startswith("ann_recall")} for m in (alone.metrics, cells[1].metrics)]
     assert recalls[0] == recalls[1] and len(recalls[0]) == 4 and len(calls) == 2
+
+
+def test_a_questions_retrieval_latency_is_the_retrievers_call_alone(monkeypatch):
+    """retrieve_ms (and latency/retrieve_s) time the retriever's search, not our checks of its ranking
+    (issue 57: the checks had moved inside the timer, adding ~60 % to bm25's figure on squad2-normans)."""
+    import time as time_module
+
+    from rag_bench.pipeline import contracts, stages
+    from rag_bench.pipeline.results import Indexed
+    from rag_bench.retrieval.base import AccessFilter
+    from rag_bench.retrieval.bm25 import Bm25Retriever
+
+    dataset = load_dataset(TINY)
+    chunks = stages.chunk(dataset=dataset, key="k", chunker=build_cell(_cfg(), SharedWork()).chunker,
+                          work=SharedWork()).chunks
+    retriever = Bm25Retriever()
+    retriever.fit(chunks)
+    real = contracts.check_ranking
+
+    def slow_check(*args, **kwargs):
+        time_module.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(contracts, "check_ranking", slow_check)
+    indexed = Indexed(retriever, chunks, AccessFilter(chunks, dataset.documents), "key", 0.0)
+    got = stages.retrieve(indexed=indexed, questions=dataset.questions[:3], depth=3, work=SharedWork())
+    assert len(got.rankings) == 3 and max(got.latency_ms) < 40

@@ -330,3 +330,17 @@ def test_reports_are_read_from_a_descriptor_numbered_above_1024():
         for fd in (r, high):
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_child_waits_for_a_free_core(tmp_path):
+    """The background process runs at nice 10 (issue 57): on a 2-core machine its writing and storing
+    took cores from the sweep's own torch threads."""
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(_job(tmp_path, "c1"), lambda: None)
+        logger.drain()  # the child has served a job: its priority is set
+        assert logger._proc is not None
+        child = os.getpriority(os.PRIO_PROCESS, logger._proc.pid)
+        assert child == min(os.getpriority(os.PRIO_PROCESS, 0) + 10, 19)
+    finally:
+        logger.close()
