@@ -51,6 +51,19 @@ def _read_jobs(stream: Any, jobs: queue.Queue[tuple[int, LogJob] | None]) -> Non
         jobs.put(pickle.loads(stream.read(size)))
 
 
+def _rendered(cell_id: str, result: Any) -> Any:
+    """The cell's result with its deferred files rendered (the stored run: rendered here, off the sweep's
+    thread); a file that cannot be rendered fails the cell as an output error naming it, never as
+    MLflow's, and nothing of the cell is written."""
+    try:
+        return result.rendered()
+    except Exception as exc:
+        log.error("rendering cell %s's files failed:\n%s", cell_id, traceback.format_exc())
+        raise OutputError(f"cell {cell_id}: its files could not be rendered ({type(exc).__name__}: {exc}); nothing "
+                          "of the cell was written -- fix: a component returned a value rag_bench cannot store "
+                          "(the traceback is in the experiment's .hydra/rag_bench.log)") from exc
+
+
 def _serve(parent: int, reports: int, log_file: str | None) -> int:
     _die_with_parent(parent)
     with contextlib.suppress(OSError):  # the sweep's own cells first: this work waits for a free core
@@ -79,6 +92,7 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
         try:
             if job.write is not None:
                 plain, written = job.write
+                written = _rendered(job.cell_id, written)
                 if job.keep is not None:  # stored for reuse, its records encoded once for both
                     written = cell_cache.keep(job.keep, written)
                 write_cell_or_fail(cell_dir, plain, written)

@@ -4,6 +4,7 @@ dead child reported, and a sweep logged this way lands as one logged in its own 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -344,3 +345,28 @@ def test_the_child_waits_for_a_free_core(tmp_path):
         assert child == min(os.getpriority(os.PRIO_PROCESS, 0) + 10, 19)
     finally:
         logger.close()
+
+
+def test_a_file_that_cannot_be_rendered_fails_the_cell_as_an_output_error(tmp_path):
+    """The stored run is rendered in the background process (issue 57): a value it cannot store fails
+    the cell as an output error naming it (not as MLflow's), nothing written, no DONE."""
+    import functools
+
+    import pandas as pd
+
+    from rag_bench.cells import CellResult
+    from rag_bench.errors import OutputError
+
+    bad = CellResult(pd.DataFrame({"qid": ["q1"]}), {"n": 1}, "", "",
+                     deferred={"question-runs.jsonl": functools.partial(int, [])})  # int([]): a TypeError
+    job = background.LogJob(cell_id="c1", cell_dir=tmp_path / "exp" / "c1", done={"cell_id": "c1"},
+                            write=({"pipeline": {"k": 3}}, bad))
+    logger = background.BackgroundLogger()
+    try:
+        logger.submit(job, lambda: None)
+        with pytest.raises(OutputError, match=r"cell c1: its files could not be rendered \(TypeError"):
+            logger.drain()
+    finally:
+        with contextlib.suppress(Exception):
+            logger.close()
+    assert not (tmp_path / "exp" / "c1").exists()
