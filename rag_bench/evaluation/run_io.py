@@ -264,6 +264,8 @@ def _body(text: str) -> tuple[int, list[Any]]:
 
 
 _PLAIN = frozenset({str, bool, int, float, type(None)})  # written as they are
+_SCALARS = frozenset({str, bool, int, type(None)})  # a list of only these: as it is
+_NUMBERS = frozenset({int, float})  # a list of only these: as it is when every float is finite
 
 
 @functools.lru_cache(maxsize=128)  # the run's dataclasses: a handful, each looked at once per process
@@ -281,6 +283,13 @@ def to_data(value: Any) -> Any:
     if kind in _PLAIN:
         return value
     if kind is tuple or kind is list:
+        kinds = set(map(type, value))  # a ranking's indices and scores: hundreds of plain numbers a question
+        if kinds <= _SCALARS:
+            return list(value)
+        if kinds <= _NUMBERS:
+            total = sum(value)
+            if total - total == 0.0:  # every one finite (a NaN or infinity, or a sum too large: one by one)
+                return list(value)
         return [to_data(v) for v in value]
     names = _field_names(kind)  # type: ignore[arg-type]  # a class is hashable
     if names is not None:

@@ -168,3 +168,13 @@ def test_nan_infinity_and_a_lone_surrogate_round_trip_through_the_fast_writer(re
         m.setattr(run_io, "orjson", None)  # json alone: the same data (read back and written again, the same text)
         by_json = run_io.dumps_run(run)
     assert run_io.dumps_run(run_io.load_run(by_json)) == text
+
+
+def test_a_list_of_plain_numbers_is_written_as_it_is_and_a_non_finite_one_by_one():
+    """to_data's fast path for a ranking's numbers (issue 57): the same data as one by one."""
+    big = (1e308, 1e308)  # finite, though their sum is not
+    assert run_io.to_data(big) == list(big) and all(type(v) is float for v in run_io.to_data(big))
+    assert run_io.to_data((1, 2.5, True, None, "a")) == [1, 2.5, True, None, "a"]
+    got = run_io.to_data((1.0, float("nan"), -math.inf))
+    assert got[0] == 1.0 and type(got[1]) is run_io._NonFinite and math.isnan(got[1]) and got[2] == -math.inf
+    assert type(got[2]) is run_io._NonFinite and run_io.to_data([]) == []
