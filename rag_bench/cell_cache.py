@@ -114,9 +114,9 @@ def keep(where: Keep, result: CellResult) -> CellResult:
     """Store ``result`` at ``where`` (the first cell a process stores drops the rows of other code
     versions) and return it rendered (:meth:`~rag_bench.cells.CellResult.rendered`) with its records'
     parquet bytes, which the cell folder is then written with. A store that cannot be written is
-    passed by: the cache is never worth a cell."""
+    passed by: the cache is never worth a cell (a file that cannot be rendered is the cell's error: raised)."""
+    result = result.rendered()
     try:
-        result = result.rendered()
         if result.records_parquet is None:
             result = dataclasses.replace(result, records_parquet=parquet_bytes(result.records))
         store = CellStore(where.path)

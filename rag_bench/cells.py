@@ -95,7 +95,7 @@ class CellResult:
     # Further TREC files by name (document-level run and qrels when eval.unit includes document).
     extra_files: dict[str, str] = field(default_factory=dict)
     # ``records`` as records.parquet's bytes, when they were encoded already (the cell cache stores
-    # them, :mod:`rag_bench.runner.reuse`): written as they are instead of encoding the frame again.
+    # them, :mod:`rag_bench.cell_cache`): written as they are instead of encoding the frame again.
     records_parquet: bytes | None = field(default=None, compare=False, repr=False)
     # Further files rendered when the cell is written or stored (name -> a picklable callable giving its
     # text): the stored run (question-runs.jsonl, 11 ms a squad2-normans cell), which the sweep's

@@ -27,17 +27,13 @@ def prompt_tokens(system: str, user: str) -> int:
     Exact, because a token is a run of word characters or one other non-space character: none spans
     whitespace, and the two texts' tokens merge only when a word character meets a word character."""
     joined = bool(system) and bool(user) and _WORD.match(system[-1]) is not None and _WORD.match(user[0]) is not None
-    return _part_tokens(system) + sum(_part_tokens(part) for part in user.split("\n\n")) - joined
-
-
-@lru_cache(maxsize=1 << 14)  # pure (text in, count out): safe to share; a part is a prompt's source or line
-def _part_tokens(text: str) -> int:
-    return count_tokens(text)
+    return _counted(system) + sum(_counted(part) for part in user.split("\n\n")) - joined
 
 
 @lru_cache(maxsize=1 << 16)
-def _passage_tokens(text: str) -> int:
-    # The same chunk texts are costed for every question of every cell of a sweep: once each here.
+def _counted(text: str) -> int:
+    # Pure (text in, count out): the same chunk texts are costed for every question of every cell of
+    # a sweep, and the same prompt parts counted: once each here.
     return count_tokens(text)
 
 
@@ -69,7 +65,7 @@ def build_context(ranked: Sequence[Chunk], *, k: int, parents: Mapping[str, Chun
         spans = seen.get(src.doc_id)
         if spans and _covered(spans, src.start, src.end):
             continue  # same text (or a part of it) already in the context
-        cost = _passage_tokens(src.body)
+        cost = _counted(src.body)
         if out and used + cost > token_budget:
             break
         used += cost

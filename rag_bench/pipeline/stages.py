@@ -216,15 +216,14 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
     n = len(indexed.searchable)
     plans = queried.plans if queried is not None else None
 
-    spent = [0.0]  # the retriever's own seconds for the question at hand (not our checks of its ranking)
-
-    def search(q: Question) -> tuple[Ranking, int]:
+    def search(q: Question) -> tuple[Ranking, int, float]:
+        """The question's checked ranking, the chunks dropped from it, and the retriever's own seconds."""
         with calling("retriever", indexed.retriever, f"searching question {q.qid!r}"):
             t = time.perf_counter()
             got = indexed.retriever.search([q], depth, indexed.access)
-            spent[0] += time.perf_counter() - t
-        return contracts.enforce_access(contracts.check_ranking(got, q, n=n, depth=depth, component=name), q,
-                                        indexed.access)
+            seconds = time.perf_counter() - t
+        return (*contracts.enforce_access(contracts.check_ranking(got, q, n=n, depth=depth, component=name), q,
+                                          indexed.access), seconds)
 
     def run() -> tuple[list[Ranking], list[float], list[int], list[tuple[Ranking, ...]]]:
         per_q: list[float] = []
@@ -232,19 +231,19 @@ def retrieve(*, indexed: Indexed, questions: Sequence[Question], depth: int, wor
         dropped: list[int] = []
         each: list[tuple[Ranking, ...]] = []  # with a transform: each text's own ranking, before any fusion
         for i, q in enumerate(tqdm(questions, desc="retrieve", unit="q", disable=None, leave=False)):
-            spent[0] = 0.0
             texts = plans[i].queries if plans is not None else (q.question,)
             if len(texts) == 1:
-                ranking, lost = search(q if texts[0] == q.question else dataclasses.replace(q, question=texts[0]))
+                ranking, lost, seconds = search(q if texts[0] == q.question else dataclasses.replace(q, question=texts[0]))
             else:
                 found = [search(dataclasses.replace(q, question=text)) for text in texts]
-                items, scores = rrf([r.indices for r, _ in found], weights=[1.0] * len(found), depth=depth)
+                items, scores = rrf([r.indices for r, _, _ in found], weights=[1.0] * len(found), depth=depth)
                 ranking = Ranking(q.qid, tuple(items), tuple(strictly_decreasing(np.asarray(scores)).tolist()))
-                lost = max(x for _, x in found)
-                each.append(tuple(r for r, _ in found))
+                lost = max(x for _, x, _ in found)
+                seconds = sum(s for _, _, s in found)  # their searches together (the fusion is ours)
+                each.append(tuple(r for r, _, _ in found))
             if plans is not None and len(texts) == 1:
                 each.append((ranking,))
-            per_q.append(spent[0] * 1000)  # with several texts: their searches together (the fusion is ours)
+            per_q.append(seconds * 1000)
             out.append(ranking)
             dropped.append(lost)
         return out, per_q, dropped, each
