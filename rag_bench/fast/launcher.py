@@ -57,10 +57,10 @@ points to its parent, so each job's configs are freed by the cyclic collector, n
 counts), and CPython's default thresholds (700, 10, 10) then run full collections that walk the
 whole heap: every object pandas, pyarrow, Hydra and the loaded models made. In a warm 72-cell
 demo sweep that was 1.5-2.1 s of ~10 s (eight full collections at ~0.14 s each, measured with
-``gc.callbacks``). For the duration of a batch, :func:`_collector` freezes what exists when it
-starts (``gc.freeze``: start-up objects are rarely garbage) and collects the young generation
-after 10,000 allocations instead of 700, which brought the collector's time to ~0.7 s; both are
-put back when the batch ends. Only how often the collector runs changes, never what it frees.
+``gc.callbacks``). For the duration of a batch the collector is tuned (:func:`rag_bench.heap.tuned`:
+what exists when the batch starts is frozen, the young generation collected after 10,000
+allocations instead of 700), which brought the collector's time to ~0.7 s; both are put back
+when the batch ends. Only how often the collector runs changes, never what it frees.
 
 **Interpolations parsed once.** OmegaConf parses an interpolation (``${output.root}/...``) with
 its ANTLR grammar every time it resolves or merges it, and keeps no parse: a warm 72-cell demo
@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import logging
 import os
 import sys
@@ -104,6 +103,7 @@ from omegaconf import DictConfig, OmegaConf, grammar_parser, open_dict, read_wri
 from omegaconf import _utils as omegaconf_utils
 from omegaconf import base as omegaconf_base
 
+from rag_bench import heap
 from rag_bench.fast.compose import Frozen
 from rag_bench.tracking import background
 
@@ -392,27 +392,11 @@ def launch(config: DictConfig, hydra_context: HydraContext, task_function: TaskF
     runs: list[JobReturn] = []
     # MLflow logging of each cell from a child process while the next cell runs; every cell's
     # logging has ended (DONE written, or its error raised) when the batch returns.
-    with _collector(), _parse_once(), background.session():
+    with heap.tuned(), _parse_once(), background.session():
         _launch_jobs(config, hydra_context, task_function, logs, job_overrides, initial_job_idx, runs)
     if not logs.hydra_in_force:
         logs.hydra(config)
     return runs
-
-
-GC_YOUNG_THRESHOLD = 10_000  # allocations between young-generation collections during a batch
-
-
-@contextlib.contextmanager
-def _collector() -> Iterator[None]:
-    """The garbage collector tuned for a batch (module doc), put back as it was afterwards."""
-    threshold = gc.get_threshold()
-    gc.freeze()  # (garbage among them waits for the unfreeze: collecting first cost 0.1-0.2 s)
-    gc.set_threshold(max(threshold[0], GC_YOUNG_THRESHOLD), *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 PARSES_KEPT = 4096

@@ -72,10 +72,8 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
     jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
     threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
-    from rag_bench import cell_cache, faults
-    from rag_bench.cells import mark_done, write_cell_or_fail
+    from rag_bench import faults, heap
     from rag_bench.logs import quiet_libraries
-    from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
     faults.ALSO_KILL.append(parent)
     handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8") if log_file \
@@ -83,8 +81,19 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     quiet_libraries()
-    trackers: dict[str, MlflowTracker] = {}
     out = os.fdopen(reports, "wb")
+    with heap.tuned():  # the collector tuned as in the sweep's batch; this process exits inside (os._exit)
+        return _finish_jobs(jobs, out)
+
+
+def _finish_jobs(jobs: queue.Queue[tuple[int, LogJob] | None], out: Any) -> int:
+    """Each job as it comes (the cell written, stored, logged, DONE) and reported on ``out``."""
+    from rag_bench import cell_cache, faults, heap
+    from rag_bench.cells import mark_done, write_cell_or_fail
+    from rag_bench.tracking.mlflow_tracker import MlflowTracker
+
+    trackers: dict[str, MlflowTracker] = {}
+    first = True
     while (item := jobs.get()) is not None:
         seq, job = item
         cell_dir = Path(job.cell_dir)
@@ -118,6 +127,9 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
             message = (str(exc) if what == "output" else f"{type(exc).__name__}: {exc}").replace("\n", " ")
             out.write(f"error {seq} {what} {message}\n".encode())
         out.flush()
+        if first:  # MLflow, SQLAlchemy and pyarrow are loaded now: later collections skip them (rag_bench.heap)
+            heap.freeze_loaded()
+            first = False
     return 0
 
 

@@ -257,6 +257,8 @@ def test_logging_a_task_changed_is_applied_again(tmp_path, logging_restored):
 def test_a_batch_runs_with_the_collector_tuned_and_puts_it_back(tmp_path, logging_restored):
     import gc
 
+    from rag_bench import heap
+
     before = gc.get_threshold(), gc.get_freeze_count()
     seen = []
 
@@ -268,7 +270,7 @@ def test_a_batch_runs_with_the_collector_tuned_and_puts_it_back(tmp_path, loggin
 
     runs = _launch(tmp_path, [["x=1"], ["x=2"]], task)
     assert [r.status for r in runs] == [JobStatus.COMPLETED, JobStatus.FAILED]
-    assert all(t[0] >= launcher.GC_YOUNG_THRESHOLD and t[1:] == before[0][1:] and frozen > 0 and enabled
+    assert all(t[0] >= heap.YOUNG_THRESHOLD and t[1:] == before[0][1:] and frozen > 0 and enabled
                for t, frozen, enabled in seen)
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
 
