@@ -82,7 +82,7 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     quiet_libraries()
     out = os.fdopen(reports, "wb")
-    with heap.tuned():  # the collector tuned as in the sweep's batch; this process exits inside (os._exit)
+    with heap.tuned():  # the collector tuned as in the sweep's batch, until the last job is reported
         return _finish_jobs(jobs, out)
 
 
