@@ -11,9 +11,11 @@ batch had put the collector back, two of ~1 s each in its MLflow publish.
 
 Within :func:`tuned` what exists on entry is frozen (``gc.freeze``: moved to the permanent
 generation, which no collection walks) and the young generation is collected after
-:data:`YOUNG_THRESHOLD` allocations instead of 700; :func:`freeze_loaded` adds what exists later
-(the background process calls it after its first job, once MLflow and pyarrow are loaded). All is
-put back when the outermost block ends (``gc.unfreeze``). Only *when* the collector runs changes,
+:data:`YOUNG_THRESHOLD` allocations instead of 700; :func:`freeze_loaded` adds what exists later,
+when what stays loaded has been loaded: a model (the grid's first cell may load none, so the batch's
+start froze none of torch's ~0.4 M objects: two full collections of 0.3-0.5 s walked them), and the
+background process's first job (MLflow, pyarrow). All is put back when the outermost block ends
+(``gc.unfreeze``). Only *when* the collector runs changes,
 never what it frees: frozen garbage (cyclic objects dropped after they were frozen) waits for the
 unfreeze; what reference counts free is freed at once, frozen or not.
 """
@@ -53,7 +55,8 @@ def tuned() -> Iterator[None]:
 
 
 def freeze_loaded() -> None:
-    """Within :func:`tuned`: freeze what exists now too (once, when what stays loaded is loaded:
-    the background process after its first job); outside, nothing."""
+    """Within :func:`tuned`: freeze what exists now too (when what stays loaded is loaded: a model,
+    the background process's first job); outside, nothing. What else lives at that moment (the
+    running cell's configs) is frozen with it: its cyclic garbage waits for the unfreeze."""
     if _DEPTH[0]:
         gc.freeze()

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rag_bench import heap
 from rag_bench.digests import SETTLED_NS
 from rag_bench.errors import ConfigError
 
@@ -87,7 +88,10 @@ def load_model(path: str, device: str, weights: str = "") -> Any:
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(path, device=device, local_files_only=offline)
+        model = SentenceTransformer(path, device=device, local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"embedder.model: cannot load {path!r} ({exc}) -- fix: give a local model folder, "
                           f"one of {sorted(PACKAGED_MODELS)}, or allow downloads with HF_HUB_OFFLINE=0") from exc
+    # In a sweep's batch, torch's and the model's ~0.4 M objects stay loaded: full collections skip them.
+    heap.freeze_loaded()
+    return model

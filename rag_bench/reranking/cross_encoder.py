@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench import budget, memo
+from rag_bench import budget, heap, memo
 from rag_bench.domain import Chunk, Question
 from rag_bench.embedding.models import resolve_model, weights_hash
 from rag_bench.errors import ConfigError
@@ -65,10 +65,12 @@ def _load(path: str, device: str, max_length: int | None, weights: str = "") -> 
     from sentence_transformers import CrossEncoder
 
     try:
-        return CrossEncoder(path, device=device, max_length=max_length, local_files_only=offline)
+        model = CrossEncoder(path, device=device, max_length=max_length, local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"reranker.model: cannot load cross-encoder {path!r} ({exc}) -- fix: point "
                           "reranker.model at a local cross-encoder folder") from exc
+    heap.freeze_loaded()  # in a sweep's batch the model stays loaded: full collections skip it (rag_bench.heap)
+    return model
 
 
 class CrossEncoderReranker:

@@ -199,3 +199,14 @@ def test_the_processs_pair_memo_is_bounded_oldest_first(monkeypatch):
     cross_encoder._remember({"a": 1.0, "b": 2.0}, limit=3)
     cross_encoder._remember({"c": 3.0, "d": 4.0}, limit=3)
     assert cross_encoder._PAIR_SCORES == {"b": 2.0, "c": 3.0, "d": 4.0}
+
+
+def test_a_cross_encoder_loaded_in_a_sweeps_batch_is_frozen_with_what_stays_loaded(tiny_cross_encoder, monkeypatch):
+    """Issue 57 (rag_bench.heap): a model loaded within a batch joins what full collections skip."""
+    from rag_bench import heap
+    from rag_bench.reranking import cross_encoder
+
+    calls = []
+    monkeypatch.setattr(heap, "freeze_loaded", lambda: calls.append("frozen"))
+    model = cross_encoder._load.__wrapped__(str(tiny_cross_encoder), "cpu", None)  # past the process's memo
+    assert model is not None and calls == ["frozen"]
