@@ -39,8 +39,11 @@ def prepare_tracking(config: DictConfig, sweep: SweepContext) -> str | None:
         tracker = build(tracking, "tracking")
         tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
                      sweep_id=sweep.sweep_id)
+        from rag_bench import heap
+
         try:
-            parent: str | None = tracker.prepare()
+            with heap.tuned():  # importing MLflow and opening the store ran five full collections (0.6 s)
+                parent: str | None = tracker.prepare()
             return parent
         except Exception as exc:  # noqa: BLE001
             # Each cell checks tracking again and reports the problem with exit 2 (TrackingError,

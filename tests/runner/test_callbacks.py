@@ -17,3 +17,30 @@ def test_the_closing_report_runs_with_the_collector_tuned_and_puts_it_back(monke
     callbacks.on_multirun_end(config=None)
     assert len(seen) == 1 and seen[0][0] > before[1] and seen[0][1] >= heap.YOUNG_THRESHOLD
     assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_the_mlflow_store_is_opened_with_the_collector_tuned(monkeypatch, tmp_path):
+    """Importing MLflow and opening the store before the sweep ran five full collections (0.6 s) over
+    the growing heap; tuned (rag_bench.heap), none of them ran."""
+    from omegaconf import OmegaConf
+
+    from rag_bench.runner import callbacks, config
+    from rag_bench.runner.sweep_context import SweepContext
+
+    seen = []
+
+    class Tracker:
+        def bind(self, **kwargs):
+            pass
+
+        def prepare(self):
+            seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+            return "parent-run"
+
+    monkeypatch.setattr(config, "build", lambda cfg, what: Tracker())
+    cfg = OmegaConf.create({"tracking": {"name": "mlflow"}, "experiment": {"name": "exp"},
+                            "output": {"root": str(tmp_path)}})
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert callbacks.prepare_tracking(cfg, SweepContext("s1")) == "parent-run"
+    assert len(seen) == 1 and seen[0][0] > before[1] and seen[0][1] >= heap.YOUNG_THRESHOLD
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
