@@ -15,9 +15,9 @@ generation, which no collection walks) and the young generation is collected aft
 when what stays loaded has been loaded: a model (the grid's first cell may load none, so the batch's
 start froze none of torch's ~0.4 M objects: two full collections of 0.3-0.5 s walked them), and the
 background process's first job (MLflow, pyarrow). All is put back when the outermost block ends
-(``gc.unfreeze``). Only *when* the collector runs changes,
-never what it frees: frozen garbage (cyclic objects dropped after they were frozen) waits for the
-unfreeze; what reference counts free is freed at once, frozen or not.
+(``gc.unfreeze``). Only *when* the collector runs changes, never what it frees: frozen garbage
+(cyclic objects dropped after they were frozen) waits for the unfreeze; what reference counts free
+is freed at once, frozen or not.
 """
 
 from __future__ import annotations
@@ -35,23 +35,19 @@ _DEPTH = [0]  # open tuned() blocks in this process (a closing report inside a l
 def tuned() -> Iterator[None]:
     """The collector tuned for the block (module doc) and put back as it was when the outermost
     block ends; a block inside another changes nothing."""
-    if _DEPTH[0]:
-        _DEPTH[0] += 1
-        try:
-            yield
-        finally:
-            _DEPTH[0] -= 1
-        return
+    outer = not _DEPTH[0]
     threshold = gc.get_threshold()
-    gc.freeze()  # (garbage among them waits for the unfreeze: collecting first cost 0.1-0.2 s)
-    gc.set_threshold(max(threshold[0], YOUNG_THRESHOLD), *threshold[1:])
-    _DEPTH[0] = 1
+    if outer:
+        gc.freeze()  # (garbage among them waits for the unfreeze: collecting first cost 0.1-0.2 s)
+        gc.set_threshold(max(threshold[0], YOUNG_THRESHOLD), *threshold[1:])
+    _DEPTH[0] += 1
     try:
         yield
     finally:
-        _DEPTH[0] = 0
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+        _DEPTH[0] -= 1
+        if outer:
+            gc.set_threshold(*threshold)
+            gc.unfreeze()
 
 
 def freeze_loaded() -> None:

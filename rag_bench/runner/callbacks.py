@@ -13,6 +13,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from rag_bench import heap
 from rag_bench.naming import sweep_axes
 from rag_bench.runner.sweep_context import CONTEXT_KEY, SweepContext
 
@@ -39,8 +40,6 @@ def prepare_tracking(config: DictConfig, sweep: SweepContext) -> str | None:
         tracker = build(tracking, "tracking")
         tracker.bind(output_root=Path(config.output.root), experiment=str(config.experiment.name),
                      sweep_id=sweep.sweep_id)
-        from rag_bench import heap
-
         try:
             with heap.tuned():  # importing MLflow and opening the store ran five full collections (0.6 s)
                 parent: str | None = tracker.prepare()
@@ -115,8 +114,6 @@ class SweepCallbacks(Callback):
         """After the last cell of a sweep: its parent runs closed (and, in a sweep that reports, its
         closing report), with the collector tuned as in a batch of cells (:mod:`rag_bench.heap`: two
         full collections of ~1 s each walked the loaded models in the closing report's MLflow publish)."""
-        from rag_bench import heap
-
         with heap.tuned():
             self._end(config)
 
