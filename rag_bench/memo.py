@@ -48,15 +48,16 @@ class Lru(OrderedDict):  # type: ignore[type-arg]
         # Shared work is per process: a launcher that ships the app to a worker ships it empty.
         return (Lru, (self.size, self.pure))
 
-    def get_or(self, key: Hashable, make: Callable[[], T]) -> T:
-        """The value under ``key``, made (and stored, evicting the oldest) when absent."""
+    def get_or(self, key: Hashable, make: Callable[..., T], *args: Any) -> T:
+        """The value under ``key``, made by ``make(*args)`` (and stored, evicting the oldest) when
+        absent (the arguments given apart: a hit builds no closure)."""
         if not self.pure and not sharing_enabled():
-            return make()
+            return make(*args)
         value = self.get(key, _ABSENT)  # two hashes of the key a hit, not three (tuples recompute theirs)
         if value is not _ABSENT:
             self.move_to_end(key)
             return value  # type: ignore[no-any-return]
-        value = make()
+        value = make(*args)
         self[key] = value
         while len(self) > self.size:
             self.popitem(last=False)

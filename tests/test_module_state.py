@@ -40,7 +40,7 @@ MODULE_STATE: dict[str, str] = {
     "faults.py:ALSO_KILL": "fault injection for tests (RAG_BENCH_FAILPOINT): the processes one kill point ends",
     **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "
                                      "dropped past its size (issue 57: each text read, each claim weighed once)"
-       for name in ("_READINGS", "_CLAIM_READINGS", "_FITS", "_SPLITS", "_CITED", "_JUDGED")},
+       for name in ("_READINGS", "_CLAIM_READINGS", "_FITS", "_SPLITS", "_CITED", "_MARKED", "_JUDGED")},
     "tracking/wal.py:_STORES": "one entry per local MLflow store this process put in WAL mode (a sweep has one); "
                                "only says which stores get synchronous=NORMAL and a checkpoint at exit",
     "tracking/wal.py:_LISTENING": "at most one entry: the SQLAlchemy connect listener is registered",

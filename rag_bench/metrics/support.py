@@ -61,7 +61,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import regex
@@ -249,6 +249,7 @@ _FITS = Lru(1 << 16, pure=True)       # (claim's Reading key, passage digest, ma
 _CLAIM_READINGS = Lru(1 << 14, pure=True)  # (claim text digest, ignore) -> _ClaimReading (its names too)
 _SPLITS = Lru(1 << 13, pure=True)     # answer digest -> its claims
 _CITED = Lru(1 << 13, pure=True)      # (answer digest, sources) -> its claims' citations
+_MARKED = Lru(1 << 13, pure=True)     # answer digest -> its citation markers and the answer with them blanked
 _JUDGED = Lru(1 << 13, pure=True)     # (answer, sources, passages, settings) by digest -> its ClaimVerdicts
 
 
@@ -263,17 +264,18 @@ def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
 
 
 def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
-    def make() -> Reading:
-        raw = _raw_words(text)  # each distinct word looked at (and stemmed) once
-        # words holding a digit (a word of letters has none; no digit in them all: no number at all)
-        nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w)) if _has_digit(
-            "".join(raw)) else _NONE
-        content = raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore, _ASCII_CHARS)  # single letters out
-        kept = [*content, *nums] if text.isascii() else [w for w in content if len(w) > 1] + [*nums]
-        words = frozenset(map(sys.intern, _snowball().stemWords(kept)))  # one call for the text's words
-        return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
+    return _READINGS.get_or((key, ignore), _read_anew, key, text, ignore)
 
-    return _READINGS.get_or((key, ignore), make)
+
+def _read_anew(key: str, text: str, ignore: frozenset[str]) -> Reading:
+    raw = _raw_words(text)  # each distinct word looked at (and stemmed) once
+    # words holding a digit (a word of letters has none; no digit in them all: no number at all)
+    nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w)) if _has_digit(
+        "".join(raw)) else _NONE
+    content = raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore, _ASCII_CHARS)  # single letters out
+    kept = [*content, *nums] if text.isascii() else [w for w in content if len(w) > 1] + [*nums]
+    words = frozenset(map(sys.intern, _snowball().stemWords(kept)))  # one call for the text's words
+    return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -451,7 +453,18 @@ def _citations(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _blank_citations(text: str, spans: list[tuple[int, int]] | None = None) -> str:
+def _marked(answer: str) -> tuple[tuple[tuple[int, int], ...], str]:
+    """The citation markers of ``answer`` (:func:`_citations`) and the answer with them blanked out
+    (:func:`_blank_citations`): found once per answer, for its claims and their citations alike."""
+    return _MARKED.get_or(digest([answer]), _find_marked, answer)
+
+
+def _find_marked(answer: str) -> tuple[tuple[tuple[int, int], ...], str]:
+    spans = _citations(answer)
+    return tuple(spans), _blank_citations(answer, spans)
+
+
+def _blank_citations(text: str, spans: Sequence[tuple[int, int]] | None = None) -> str:
     """``text`` with each citation marker (``spans``: :func:`_citations`) blanked out, its length kept."""
     spans = _citations(text) if spans is None else spans
     if not spans:
@@ -470,12 +483,11 @@ def split_claims(answer: str) -> tuple[Claim, ...]:
     ...                                "the French king paid them tribute. Have you been there?")]
     ['Rollo led the Normans', 'Vikings settled Normandy in 911', 'the French king paid them tribute.']
     """
-    return _SPLITS.get_or(digest([answer]), lambda: _split_claims(answer))
+    return _SPLITS.get_or(digest([answer]), _split_claims, answer)
 
 
 def _split_claims(answer: str) -> tuple[Claim, ...]:
-    cites = _citations(answer)
-    text = _blank_citations(answer, cites)
+    cites, text = _marked(answer)
     # A citation marker ends a claim: what precedes it is what the answer attributes to that source.
     marks = [s for s, _ in cites]
     parts = list(zip([0, *marks], [*marks, len(text)], strict=True))
@@ -540,7 +552,7 @@ class _ClaimReading:
     @classmethod
     def of(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
         """The claim reading of ``text`` (remembered by content, as :func:`read` is)."""
-        return _CLAIM_READINGS.get_or((digest([text]), ignore), lambda: cls._anew(text, ignore))
+        return _CLAIM_READINGS.get_or((digest([text]), ignore), cls._anew, text, ignore)
 
     @classmethod
     def _anew(cls, text: str, ignore: frozenset[str]) -> _ClaimReading:
@@ -569,7 +581,7 @@ class _Fit(NamedTuple):
 def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     """The claim's first best window in ``passage`` ((digest, text)); None when it has no window.
     The same claim in the same passage fits the same in every answer and every cell: remembered."""
-    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), lambda: _fit_anew(claim, passage, max_sentences))
+    return _FITS.get_or((claim.reading.key, passage[0], max_sentences), _fit_anew, claim, passage, max_sentences)
 
 
 def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
@@ -580,7 +592,7 @@ def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentenc
         key = (claim.reading.key, passage[0], max_sentences)
         fit = _FITS.get(key, _ABSENT)
         if fit is _ABSENT:
-            fit = _FITS.get_or(key, partial(_fit_anew, claim, passage, max_sentences))
+            fit = _FITS.get_or(key, _fit_anew, claim, passage, max_sentences)
         else:
             _FITS.move_to_end(key)  # the memo's order: most recently used last
         out.append(fit)
@@ -589,6 +601,8 @@ def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentenc
 
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     words, (key, text) = claim.reading.words, passage
+    if max_sentences < 1:  # the whole passage is the one window, read under the digest the caller has
+        return _fit_in(claim, text, _read(key, text, _NONE), 0, len(text)) if text.strip() else None
     best: tuple[float, int, int, Reading, frozenset[str]] | None = None
     for s, e in windows(text, max_sentences):
         # the whole passage (max_sentences < 1) is read under the digest the caller already has
@@ -600,6 +614,17 @@ def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int
     if best is None:
         return None
     found, s, e, window, missing = best
+    return _fit_in(claim, text, window, s, e, found, missing)
+
+
+def _fit_in(claim: _ClaimReading, text: str, window: Reading, s: int, e: int, found: float = 0.0,
+            missing: frozenset[str] | None = None) -> _Fit:
+    """The claim's fit in ``window``, the reading of ``text[s:e]`` (its share ``found`` and the
+    words ``missing`` when the caller has them)."""
+    words = claim.reading.words
+    if missing is None:
+        missing = words - window.words
+        found = (len(words) - len(missing)) / len(words) if words else 0.0
     numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
     negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
     return _Fit(found, s, e, missing, numbers_ok, claim.named <= window.words, negation_ok)
@@ -703,7 +728,7 @@ class ClaimVerdict:
         return self.own is not None and self.own.undecided
 
 
-def _markers(answer: str, spans: list[tuple[int, int]]) -> list[tuple[int, tuple[int, ...]]]:
+def _markers(answer: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, tuple[int, ...]]]:
     """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``; ``spans``: :func:`_citations`)."""
     return [(s, tuple(int(n) for n in _DIGITS.findall(answer, s, e))) for s, e in spans]
 
@@ -727,7 +752,7 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
     ((2,),)
     """
     valid = set(sources)
-    spans = _citations(answer)
+    spans, blank = _marked(answer)
     marks = _markers(answer, spans)
     if not marks:
         return tuple(tuple(sorted(valid)) for _ in claims)
@@ -736,7 +761,7 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
         before = [i for i, c in enumerate(claims) if c.end <= pos]
         if before:
             own[before[-1]] += [n for n in nums if n in valid and n not in own[before[-1]]]
-    sentences = sentence_spans(_blank_citations(answer, spans)) or [(0, len(answer))]
+    sentences = sentence_spans(blank) or [(0, len(answer))]
 
     def sentence(c: Claim) -> int:
         return next((j for j, (s, e) in enumerate(sentences) if s <= c.start < e), -1)
@@ -762,14 +787,14 @@ def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[i
     read_passages = [(n, (digest([t]), t)) for n, t in passages]
     settings = (min_coverage, max_sentences, strict, ignore)
     key = (digest([answer, repr(tuple(sources)), *(f"{n}:{d}" for n, (d, _) in read_passages)]), settings)
-    return _JUDGED.get_or(key, lambda: _judge_claims(answer, sources, read_passages, settings))
+    return _JUDGED.get_or(key, _judge_claims, answer, sources, read_passages, settings)
 
 
 def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[int, tuple[str, str]]],
                   settings: tuple[float, int, bool, frozenset[str]]) -> tuple[ClaimVerdict, ...]:
     min_coverage, max_sentences, strict, ignore = settings
     claims = split_claims(answer)
-    cites = _CITED.get_or((digest([answer]), tuple(sources)), lambda: claim_citations(answer, claims, sources))
+    cites = _CITED.get_or((digest([answer]), tuple(sources)), claim_citations, answer, claims, sources)
     numbers_all = [n for n, _ in passages]
     at = {n: i for i, n in enumerate(numbers_all)}  # a number's passage (the last, should two share one)
     out = []

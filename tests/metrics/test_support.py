@@ -338,3 +338,16 @@ def test_a_claims_verdicts_are_those_of_its_passages_each_judged_alone_and_toget
         assert v.own_passage == (v.citations[own.passage] if own is not None and own.passage >= 0 else None)
         assert v.context_passage == (passages[v.context.passage][0] if v.context.passage >= 0 else None)
     assert [v.supported for v in verdicts] == [True, True, True, False, False]
+
+
+def test_an_answers_markers_are_found_once_for_its_claims_and_their_citations() -> None:
+    from rag_bench.metrics import support
+
+    answer = "Rollo led the Normans [1]. He ruled Normandy from Rouen [2, 3]."
+    support._MARKED.clear()
+    claims = support.split_claims(answer)
+    assert support.claim_citations(answer, claims, [1, 2, 3]) == ((1,), (2, 3))
+    assert len(support._MARKED) == 1  # one entry, found by the split and read by the citations
+    spans, blank = next(iter(support._MARKED.values()))
+    assert [answer[s:e].strip() for s, e in spans] == ["[1]", "[2, 3]"]
+    assert len(blank) == len(answer) and "[" not in blank
