@@ -398,3 +398,95 @@ def test_the_child_freezes_what_its_first_job_loaded(tmp_path, monkeypatch):
     assert calls == ["ok 1 \n"]  # once, right after the first job was reported
     assert out.getvalue().decode() == "ok 1 \nok 2 \n"
     assert (tmp_path / "exp" / "c2" / "DONE").is_file()
+
+
+def test_a_second_child_takes_cells_only_once_the_first_falls_behind(tmp_path, monkeypatch):
+    """A session's Finishers (issue 57): with MLflow's traces on two cores the one child was the
+    sweep's critical path. A second child starts when the first, its imports done, holds
+    MAX_PENDING cells; both log to the same store and every cell ends DONE and FINISHED."""
+    monkeypatch.setattr(background, "MAX_PENDING", 2)
+    monkeypatch.setenv("RAG_BENCH_FAILPOINT", "before_done:sleep=1")  # each cell takes the child a second
+    pool = background.Finishers(size=2)
+    try:
+        pool.submit(_job(tmp_path, "c1"), lambda: None)
+        pool.drain()  # the first child has reported a cell: it is started and keeps up
+        assert len(pool.loggers) == 1
+        pool.submit(_job(tmp_path, "c2"), lambda: None)
+        pool.submit(_job(tmp_path, "c3"), lambda: None)
+        assert len(pool.loggers) == 1 and pool.pending() == 2  # not behind yet: no second child
+        pool.submit(_job(tmp_path, "c4"), lambda: None)  # the first holds MAX_PENDING cells
+        assert len(pool.loggers) == 2 and [logger.pending() for logger in pool.loggers] == [2, 1]
+        pool.wait_for(tmp_path / "exp" / "c4")
+        assert (tmp_path / "exp" / "c4" / "DONE").is_file()
+        pool.drain()
+        pids = {logger._proc.pid for logger in pool.loggers if logger._proc is not None}
+        assert len(pids) == 2
+    finally:
+        pool.close()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp_id = client.get_experiment_by_name("exp").experiment_id
+    runs = client.search_runs([exp_id], filter_string="tags.`rag_bench.role` = 'cell'")
+    assert sorted(r.data.tags["cell_id"] for r in runs) == ["c1", "c2", "c3", "c4"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert len({r.data.tags["mlflow.parentRunId"] for r in runs}) == 1  # one parent run for both children
+
+
+class _FakeLogger:
+    """A child's calling side for Finishers' choice alone: pending cells, reports, errors."""
+
+    made: list[_FakeLogger] = []
+
+    def __init__(self) -> None:
+        self.jobs: list[str] = []
+        self.reported = 0
+        self.error: Exception | None = None
+        self.closed = False
+        _FakeLogger.made.append(self)
+
+    def pending(self) -> int:
+        return len(self.jobs)
+
+    def poll(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def submit(self, job, release) -> None:
+        self.jobs.append(job)
+
+    def close(self) -> None:
+        self.closed = True
+        self.poll()
+
+
+def test_finishers_choose_the_least_busy_child_and_raise_every_childs_error(monkeypatch):
+    _FakeLogger.made.clear()
+    monkeypatch.setattr(background, "BackgroundLogger", _FakeLogger)
+    monkeypatch.setattr(background, "MAX_PENDING", 2)
+    pool = background.Finishers(size=2)
+    for cell in ("a", "b", "c"):  # the first child has reported nothing (still importing): no second one
+        pool.submit(cell, lambda: None)
+    assert len(_FakeLogger.made) == 1
+    first = _FakeLogger.made[0]
+    first.reported = 1
+    pool.submit("d", lambda: None)  # behind, its imports done: a second child takes the cell
+    second = _FakeLogger.made[1]
+    assert second.jobs == ["d"] and first.jobs == ["a", "b", "c"]
+    pool.submit("e", lambda: None)
+    assert second.jobs == ["d", "e"]  # the least busy child
+    second.error = TrackingError("cell d: MLflow logging failed")
+    released = []
+    with pytest.raises(TrackingError, match="cell d"):
+        pool.submit("f", lambda: released.append("f"))  # another child's error, raised at the next hand-over
+    assert released == ["f"] and "f" not in first.jobs + second.jobs
+    first.error = TrackingError("cell a: MLflow logging failed")
+    with pytest.raises(TrackingError, match="cell a"):
+        pool.close()
+    assert first.closed and second.closed  # every child stopped, whichever raised
+
+
+def test_one_core_one_child(monkeypatch):
+    monkeypatch.setattr(background, "_cores", lambda: 1)
+    assert background.Finishers().size == 1
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+    assert background.Finishers().size == background.MAX_CHILDREN == 2
