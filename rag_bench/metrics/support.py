@@ -187,7 +187,6 @@ def visible(text: str) -> str:
 
 _NT = re.compile(r"n't\b", re.IGNORECASE)
 _NONE: frozenset[str] = frozenset()
-_ABSENT = object()
 _ASCII_CHARS = frozenset(map(chr, range(128)))  # an ASCII text's one-character words, out at once
 
 
@@ -585,46 +584,29 @@ def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> 
 
 
 def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
-    """:func:`_fit` of the claim in each of ``passages``, in order (a cold cell weighs ~800 pairs:
-    a remembered fit is looked up in place)."""
-    out = []
-    for passage in passages:
-        key = (claim.reading.key, passage[0], max_sentences)
-        fit = _FITS.get(key, _ABSENT)
-        if fit is _ABSENT:
-            fit = _FITS.get_or(key, _fit_anew, claim, passage, max_sentences)
-        else:
-            _FITS.move_to_end(key)  # the memo's order: most recently used last
-        out.append(fit)
-    return out
+    """:func:`_fit` of the claim in each of ``passages``, in order."""
+    return [_fit(claim, passage, max_sentences) for passage in passages]
 
 
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     words, (key, text) = claim.reading.words, passage
     if max_sentences < 1:  # the whole passage is the one window, read under the digest the caller has
         return _fit_in(claim, text, _read(key, text, _NONE), 0, len(text)) if text.strip() else None
-    best: tuple[float, int, int, Reading, frozenset[str]] | None = None
+    best: tuple[int, int, int, Reading] | None = None
     for s, e in windows(text, max_sentences):
-        # the whole passage (max_sentences < 1) is read under the digest the caller already has
+        # a window that is the whole passage is read under the digest the caller already has
         window = _read(key, text, _NONE) if s == 0 and e == len(text) else read(text[s:e])
-        missing = words - window.words
-        found = (len(words) - len(missing)) / len(words) if words else 0.0  # |words & window| / |words|
-        if best is None or found > best[0]:
-            best = (found, s, e, window, missing)
-    if best is None:
-        return None
-    found, s, e, window, missing = best
-    return _fit_in(claim, text, window, s, e, found, missing)
+        shared = len(words & window.words)
+        if best is None or shared > best[0]:
+            best = (shared, s, e, window)
+    return None if best is None else _fit_in(claim, text, best[3], best[1], best[2])
 
 
-def _fit_in(claim: _ClaimReading, text: str, window: Reading, s: int, e: int, found: float = 0.0,
-            missing: frozenset[str] | None = None) -> _Fit:
-    """The claim's fit in ``window``, the reading of ``text[s:e]`` (its share ``found`` and the
-    words ``missing`` when the caller has them)."""
+def _fit_in(claim: _ClaimReading, text: str, window: Reading, s: int, e: int) -> _Fit:
+    """The claim's fit in ``window``, the reading of ``text[s:e]``."""
     words = claim.reading.words
-    if missing is None:
-        missing = words - window.words
-        found = (len(words) - len(missing)) / len(words) if words else 0.0
+    missing = words - window.words
+    found = (len(words) - len(missing)) / len(words) if words else 0.0  # |words & window| / |words|
     numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
     negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
     return _Fit(found, s, e, missing, numbers_ok, claim.named <= window.words, negation_ok)

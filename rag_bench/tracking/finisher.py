@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from rag_bench import faults, heap
 from rag_bench.errors import OutputError
 from rag_bench.tracking.background import HEADER, LogJob
 
@@ -72,7 +73,6 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
     # Reading starts before the imports below (~1-2 s): the parent's first hand-over does not wait on a full pipe.
     jobs: queue.Queue[tuple[int, LogJob] | None] = queue.Queue()
     threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs), daemon=True).start()
-    from rag_bench import faults, heap
     from rag_bench.logs import quiet_libraries
 
     faults.ALSO_KILL.append(parent)
@@ -88,7 +88,7 @@ def _serve(parent: int, reports: int, log_file: str | None) -> int:
 
 def _finish_jobs(jobs: queue.Queue[tuple[int, LogJob] | None], out: Any) -> int:
     """Each job as it comes (the cell written, stored, logged, DONE) and reported on ``out``."""
-    from rag_bench import cell_cache, faults, heap
+    from rag_bench import cell_cache
     from rag_bench.cells import mark_done, write_cell_or_fail
     from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
