@@ -249,7 +249,7 @@ _CLAIM_READINGS = Lru(1 << 14, pure=True)  # (claim text digest, ignore) -> _Cla
 _SPLITS = Lru(1 << 13, pure=True)     # answer digest -> its claims
 _CITED = Lru(1 << 13, pure=True)      # (answer digest, sources) -> its claims' citations
 _MARKED = Lru(1 << 13, pure=True)     # answer digest -> its citation markers and the answer with them blanked
-_JUDGED = Lru(1 << 13, pure=True)     # (answer, sources, passages, settings) by digest -> its ClaimVerdicts
+_JUDGED = Lru(1 << 13, pure=True)     # (answer digest, sources, (number, digest) per passage, settings) -> verdicts
 
 
 def read(text: str, ignore: frozenset[str] = frozenset()) -> Reading:
@@ -768,7 +768,8 @@ def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[i
     """
     read_passages = [(n, (digest([t]), t)) for n, t in passages]
     settings = (min_coverage, max_sentences, strict, ignore)
-    key = (digest([answer, repr(tuple(sources)), *(f"{n}:{d}" for n, (d, _) in read_passages)]), settings)
+    # Each text's digest is remembered (digest's cache, keyed by the text): a tuple of them is the key
+    key = (digest([answer]), tuple(sources), tuple([(n, d) for n, (d, _) in read_passages]), settings)
     return _JUDGED.get_or(key, _judge_claims, answer, sources, read_passages, settings)
 
 
