@@ -76,7 +76,9 @@ side in one run: REF is a git ref (checked out here as a worktree of this reposi
 end) or a rag_bench source tree, run through the same ``rag-bench`` entry point with ``PYTHONPATH``
 set to it, each arm from an empty cache of its own; with ``--repeats N`` the arms take turns (ABBA)
 and the fastest run of each is kept. Printed: both rows, the ratio today / REF of the wall time, the
-CPU time and every stage, and which rag_bench each arm imported. ``--warm`` times each arm once more
+CPU time and every stage, and which rag_bench each arm imported; with ``--repeats N`` first the median
+of the N rounds' ratios (round i of one arm over round i of the other, minutes apart), the figure to
+quote when the fastest runs of the two arms came from a quiet and a busy minute. ``--warm`` times each arm once more
 over the cache its cold run filled, into a new output folder (a new experiment: every cell computed
 again, nothing DONE), with the ratio warm / cold; a checkout with the cell cache (rag_bench/runner/reuse.py)
 writes those cells from it, and says how many (their latency figures, summed in the warm row, are
@@ -98,6 +100,7 @@ import os
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -425,6 +428,7 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
     try:
         for phase in ("cold", "warm") if warm else ("cold",):
             best: dict[str, tuple[float, float, dict[str, float]]] = {}
+            runs: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}  # (wall, CPU) of each round
             for i in range(repeats):
                 order = list(arms) if i % 2 == 0 else list(arms)[::-1]  # ABBA: drift falls on both arms
                 for arm in order:
@@ -440,15 +444,33 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
                              if reused else ""), flush=True)
                     if stages["cells"] != cells:
                         sys.exit(f"{arm}: {int(stages['cells'])} cells finished of {cells} ({out})")
+                    runs[arm].append((wall, CPU[out]))
                     if arm not in best or wall < best[arm][0]:
                         best[arm] = (wall, CPU[out], stages)
             for arm, (wall, cpu, stages) in best.items():
                 rows[f"{phase} {arm}"] = {"wall_s": wall, "cpu_s": cpu, **stages}
+            if len(arms) == 2 and repeats > 1:
+                print(paired(phase, *(runs[arm] for arm in arms), " / ".join(arms)), flush=True)
         _table(rows, list(arms), warm, repeats)
     finally:
         if made is not None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(made)], capture_output=True)
     return {f"{row} {k}": v for row, figures in rows.items() for k, v in figures.items()}
+
+
+def paired(phase: str, a: list[tuple[float, float]], b: list[tuple[float, float]], names: str) -> str:
+    """The median of the rounds' ratios (round i of one arm over round i of the other, run minutes
+    apart), wall and CPU, and each round's: a shared machine's load drifts through a run, and the
+    fastest run of each arm may come from different minutes (the table below gives those).
+
+    >>> a, b = [(40.0, 60.0), (50.0, 70.0), (44.0, 66.0)], [(42.0, 57.0), (45.0, 64.0), (44.0, 60.0)]
+    >>> print(paired("cold", a, b, "a / b"))
+    ratio a / b (cold), median of 3 rounds: 1.00 wall, 1.09 CPU (rounds, wall: 0.95 1.11 1.00)
+    """
+    walls = [x[0] / y[0] for x, y in zip(a, b)]
+    cpus = [x[1] / y[1] for x, y in zip(a, b)]
+    return (f"ratio {names} ({phase}), median of {len(walls)} rounds: {statistics.median(walls):.2f} wall, "
+            f"{statistics.median(cpus):.2f} CPU (rounds, wall: {' '.join(f'{r:.2f}' for r in walls)})")
 
 
 def _table(rows: dict[str, dict[str, float]], arms: list[str], warm: bool, repeats: int) -> None:
