@@ -377,3 +377,42 @@ def test_a_query_transform_has_its_span_before_retrieval():
     assert span.outputs["texts"] == ["refund?", "refund window annual plan"] and span.error is None
     assert second.spans[0].outputs["fallback"] == "the reply did not parse" and second.spans[0].error is None
     assert "query" not in [s.name for s in question_traces(_records())[0].spans]
+
+
+def test_a_cells_traces_read_their_experiment_once_and_the_store_is_left_as_it_was(tmp_path, monkeypatch):
+    """MLflow's SQL store reads the experiment afresh for every trace it starts (a third of the
+    call's CPU); within log_traces a local store reads it once, and only there. A deleted
+    experiment still stops the first trace."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracing.client import TracingClient
+    from mlflow.tracking import MlflowClient
+
+    from rag_bench.tracking.traces import log_traces
+
+    reads: list[str] = []
+    real = SqlAlchemyStore.get_experiment
+
+    def counted(self, experiment_id):
+        reads.append(experiment_id)
+        return real(self, experiment_id)
+
+    monkeypatch.setattr(SqlAlchemyStore, "get_experiment", counted)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("once")
+    run = client.create_run(exp).info.run_id
+    tracing = TracingClient(uri)
+    traces = question_traces(_records(qid=["q1", "q2"])) * 2  # four traces
+    reads.clear()
+    ids = log_traces(tracing, exp, run, "c1", traces)
+    assert reads == [exp]  # once for the four (one per trace without the block)
+    assert "get_experiment" not in vars(tracing.store)  # the store object is left as it was
+    assert len(client.search_traces(locations=[exp], run_id=run)) == len(ids) == 4
+    reads.clear()
+    tracing.store.get_experiment(exp)  # outside the block: read as MLflow reads it
+    assert reads == [exp]
+    client.delete_experiment(exp)
+    with pytest.raises(MlflowException):
+        log_traces(tracing, exp, run, "c2", traces)
+    assert "get_experiment" not in vars(tracing.store)
