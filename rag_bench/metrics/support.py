@@ -766,16 +766,19 @@ def judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[i
     >>> v.citations, v.supported, v.context_supported, v.context_passage
     ((1,), False, True, 2)
     """
-    read_passages = [(n, (digest([t]), t)) for n, t in passages]
     settings = (min_coverage, max_sentences, strict, ignore)
     # Each text's digest is remembered (digest's cache, keyed by the text): a tuple of them is the key
-    key = (digest([answer]), tuple(sources), tuple([(n, d) for n, (d, _) in read_passages]), settings)
-    return _JUDGED.get_or(key, _judge_claims, answer, sources, read_passages, settings)
+    numbered = tuple([(n, digest([t])) for n, t in passages])
+    return _JUDGED.get_or((digest([answer]), tuple(sources), numbered, settings), _judge_claims, answer, sources,
+                          numbered, passages, settings)
 
 
-def _judge_claims(answer: str, sources: Sequence[int], passages: Sequence[tuple[int, tuple[str, str]]],
-                  settings: tuple[float, int, bool, frozenset[str]]) -> tuple[ClaimVerdict, ...]:
+def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[int, str]],
+                  context: Sequence[tuple[int, str]], settings: tuple[float, int, bool, frozenset[str]]
+                  ) -> tuple[ClaimVerdict, ...]:
     min_coverage, max_sentences, strict, ignore = settings
+    # (number, (digest, text)) of each passage: the digests of the key, made once
+    passages = [(n, (d, t)) for (n, d), (_, t) in zip(numbered, context, strict=True)]
     claims = split_claims(answer)
     cites = _CITED.get_or((digest([answer]), tuple(sources)), claim_citations, answer, claims, sources)
     numbers_all = [n for n, _ in passages]
