@@ -86,3 +86,17 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} is absent: it holds the external conformance data and datasets")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def packaged_gguf(tmp_path_factory) -> Path:
+    """The packaged GGUF (gemma3-270m, ~250 MB) assembled once per test session and worker, not once per
+    test: each copy is disk (the suite once ran a CI machine out of it). Tests needing a cold model
+    cache of their own (RAG_BENCH_CACHE) still assemble it there."""
+    from rag_bench.errors import ConfigError
+    from rag_bench.generation.llama_cpp import resolve_gguf
+
+    try:
+        return resolve_gguf("gemma3-270m", tmp_path_factory.mktemp("models"))
+    except ConfigError as exc:  # the llm extra is not installed
+        pytest.skip(str(exc))

