@@ -1,4 +1,5 @@
-"""A cell named by MLflow run id: its FINISHED run's artifacts downloaded as a cell folder.
+"""A cell named by MLflow run id: its FINISHED run's artifacts downloaded as a cell folder (in the
+temporary folder, removed when the process exits).
 
 The run is read only when its status is FINISHED; its downloaded artifacts lack ``DONE`` (the run
 was logged before DONE was written), so the download is marked done here, with the run id, once
@@ -7,9 +8,11 @@ that status has been checked. Reading the folder is :func:`rag_bench.cells.load_
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import urllib.parse
@@ -68,7 +71,11 @@ def _download(run_id: str, tracking_uri: str | None) -> Path:
             raise DataError(Problem(run_id, 0, "status", f"MLflow run is {run.info.status}, not FINISHED: the cell "
                                     "is unfinished or failed", "re-run the sweep command; unfinished cells are redone"))
         name = re.sub(r"[^\w.-]", "_", str(run.data.tags.get("cell_id") or run_id)).strip(".") or run_id
-        dest = Path(tempfile.mkdtemp(prefix="rag_bench_cell_")) / name  # a tag never leads outside the temp folder
+        copy = Path(tempfile.mkdtemp(prefix="rag_bench_cell_"))
+        # The copy lives as long as this process (a cell listed with records=False reads them late),
+        # then goes: each `rag-bench gate RUN_ID` used to leave one behind in the temp folder.
+        atexit.register(shutil.rmtree, copy, ignore_errors=True)
+        dest = copy / name  # a tag never leads outside the temp folder
         dest.mkdir(parents=True)
         with artifact_bars_on_terminals_only():
             client.download_artifacts(run_id, "", str(dest))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -293,6 +296,14 @@ def test_cell_named_by_a_finished_mlflow_run_id(tmp_path, capsys, monkeypatch):
 
     # named as its MLflow run (its name in its sweep), not by its temporary download folder
     assert cell_name(cell) == MlflowClient(tracking_uri=uri).get_run(run_id).info.run_name == cell_name(load_cell_or_run(folder))
+    # the downloaded copy goes when the process ends (a `rag-bench gate RUN_ID` left one in /tmp each time)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "MLFLOW_TRACKING_URI": uri}
+    gate = subprocess.run([str(Path(sys.executable).parent / "rag-bench"), "gate", run_id, "--policy", str(policy)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert gate.returncode == 0 and "PASS" in gate.stdout, gate.stdout + gate.stderr
+    assert not list(temp.glob("rag_bench_cell_*")), list(temp.iterdir())
 
 
 def _injection_cell(tmp_path, injection: dict | None):
