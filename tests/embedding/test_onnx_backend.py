@@ -223,13 +223,6 @@ def test_threads_reach_the_session(tiny_model, shared_cache, fresh_encoders):
     assert emb.encoder.session.get_session_options().intra_op_num_threads == 1
 
 
-def test_intra_op_threads_do_not_spin(tiny_model, shared_cache, fresh_encoders):
-    """ORT's threads sleep between runs: a spinning one holds the core the sweep's finisher and
-    scoring need (onnx_backend's docstring: x1.16 on the squad2-normans grid)."""
-    emb = SentenceTransformerEmbedder(model=tiny_model, cache_dir=str(shared_cache), backend="onnx")
-    assert emb.encoder.session.get_session_options().get_session_config_entry(onnx_backend.SPINNING) == "0"
-
-
 def test_other_pooling_is_refused(tiny_model, tmp_path, fresh_encoders):
     import json
     import shutil
