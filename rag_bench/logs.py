@@ -74,9 +74,24 @@ def experiment_file_handler(filename: str, formatter: str | None = None) -> logg
         if not experiment.exists():
             _CREATED.append(experiment)
         Path(filename).parent.mkdir(parents=True, exist_ok=True)
-        return logging.FileHandler(filename, mode="a", encoding="utf-8", delay=True)
+        return ExperimentFileHandler(filename, mode="a", encoding="utf-8", delay=True)
     except OSError:
         return logging.NullHandler()
+
+
+class ExperimentFileHandler(logging.FileHandler):
+    """The experiment's log file, opened at its first record. A record whose file cannot be opened
+    (its folder removed meanwhile) is dropped, as logging's contract says: CPython's FileHandler opens
+    a delayed file outside its error handling, so the OSError reached whoever logged -- a cell's
+    "done" line failed the cell."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.stream is None:
+            try:
+                self.stream = self._open()
+            except OSError:
+                return
+        super().emit(record)
 
 
 def remove_created_experiments() -> None:

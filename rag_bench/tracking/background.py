@@ -65,7 +65,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rag_bench.errors import OutputError, RagBenchError, TrackingError
 from rag_bench.tracking.parents import PARENT_RUNS
@@ -249,12 +249,17 @@ class BackgroundLogger:
         libraries print, e.g. MLflow's "View run" line, goes to the log file, else to stderr)."""
         if self._proc is None:
             read, write = os.pipe()
-            log_file = _log_file()
-            args = [sys.executable, "-P", "-m", "rag_bench.tracking.finisher", str(os.getpid()), str(write),
-                    *([log_file] if log_file else [])]
             try:
                 with contextlib.ExitStack() as stack:
-                    out = stack.enter_context(open(log_file, "ab")) if log_file else 2  # fd 2: stderr
+                    log_file = _log_file()
+                    out: int | BinaryIO = 2  # fd 2: stderr
+                    if log_file:
+                        try:
+                            out = stack.enter_context(open(log_file, "ab"))
+                        except OSError:  # its folder is gone (removed meanwhile): the child logs to stderr
+                            log_file = None
+                    args = [sys.executable, "-P", "-m", "rag_bench.tracking.finisher", str(os.getpid()), str(write),
+                            *([log_file] if log_file else [])]
                     self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, pass_fds=(write,),
                                                   env=_child_env())
                 assert self._proc.stdin is not None

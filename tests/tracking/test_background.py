@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import signal
@@ -490,3 +491,28 @@ def test_one_core_one_child(monkeypatch):
     assert background.Finishers().size == 1
     monkeypatch.setattr(background, "_cores", lambda: 2)
     assert background.Finishers().size == background.MAX_CHILDREN == 2
+
+
+def test_a_log_file_whose_folder_was_removed_leaves_the_child_on_stderr(tmp_path):
+    """The child logs to the file of the root logger's FileHandler; when that file's folder is gone
+    (an earlier experiment removed: the suite's folders are removed once their tests pass) the
+    child is started with standard error instead, and the cell is finished, not failed with
+    FileNotFoundError at the hand-over."""
+    gone = tmp_path / "gone" / ".hydra"
+    gone.mkdir(parents=True)
+    stale = logging.FileHandler(gone / "rag_bench.log", delay=True)
+    root = logging.getLogger()
+    root.handlers.insert(0, stale)  # the first FileHandler (pytest's own, /dev/null, comes later)
+    try:
+        shutil.rmtree(tmp_path / "gone")
+        assert background._log_file() == str(gone / "rag_bench.log")
+        logger = background.BackgroundLogger()
+        try:
+            logger.submit(_job(tmp_path, "c1"), lambda: None)  # raised FileNotFoundError before
+            logger.drain()
+        finally:
+            logger.close()
+        assert (tmp_path / "exp" / "c1" / "DONE").is_file() and not (tmp_path / "gone").exists()
+    finally:
+        root.removeHandler(stale)
+        stale.close()
