@@ -23,11 +23,10 @@ def test_the_packaged_model_drafts_a_set_that_validates_and_sweeps(tmp_path, cap
     corpus.mkdir()
     for name, text in DOCS.items():
         (corpus / name).write_text(text, encoding="utf-8")
-    gguf = packaged_gguf
     out = tmp_path / "drafted"
     only_factoid = ["types.unanswerable=0", "types.multi_hop=0", "types.follow_up=0", "types.clarify=0"]
     assert main(["draft", str(corpus), "--out", str(out), "drafter=llm", "generator=llama_cpp",
-                 f"generator.model={gguf}", "generator.max_tokens=40", "n=4", "~embedder", *only_factoid]) == 0
+                 f"generator.model={packaged_gguf}", "generator.max_tokens=40", "n=4", "~embedder", *only_factoid]) == 0
     drafts = [json.loads(line) for line in (out / "drafts.jsonl").read_text().splitlines()]
     assert len(drafts) == 4 and all(d["drafter"] == "llm" and d["filters"] for d in drafts)
     assert all(v["why"] for d in drafts for v in d["filters"].values())

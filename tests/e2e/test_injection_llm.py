@@ -25,9 +25,8 @@ def test_a_real_model_meets_the_demos_planted_instructions_and_is_measured(tmp_p
     from tests.runner.test_run_cell import run
 
     data = demo_subset(tmp_path / "demo", HOSTILE)
-    gguf = packaged_gguf
     cell = run(tmp_path / "out", "chunker=section", "retriever=bm25", "pipeline.k=5", "generator=llama_cpp",
-               f"generator.model={gguf}", "generator.max_tokens=160", dataset=data)
+               f"generator.model={packaged_gguf}", "generator.max_tokens=160", dataset=data)
     metrics = json.loads((cell / "metrics.json").read_text())
     records = pd.read_parquet(cell / "records.parquet")
     injection = metrics["injection"]

@@ -31,8 +31,7 @@ def test_a_real_models_claims_reach_records_the_label_page_and_calibrate(tmp_pat
     from tests.runner.test_run_cell import run
 
     data = demo_subset(tmp_path / "demo", ANSWERED)
-    gguf = packaged_gguf
-    cell = run(tmp_path / "out", "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=160",
+    cell = run(tmp_path / "out", "generator=llama_cpp", f"generator.model={packaged_gguf}", "generator.max_tokens=160",
                dataset=data)
     records = pd.read_parquet(cell / "records.parquet")
     metrics = json.loads((cell / "metrics.json").read_text())

@@ -50,14 +50,9 @@ def questions(tmp_path: Path, *ids: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gguf(packaged_gguf):
-    return packaged_gguf
-
-
-@pytest.fixture(scope="module")
-def llm_server(gguf, tmp_path_factory):
+def llm_server(packaged_gguf, tmp_path_factory):
     url = f"http://127.0.0.1:{free_port()}/v1"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_gguf), "--host", "127.0.0.1",
            "--port", url.split(":")[2].split("/")[0], "--chat_format", "gemma", "--n_ctx", "4096"]
     # stop_timeout_s: uvicorn's graceful stop waits for a completion still running for a client
     # that timed out; nothing is lost by killing it.
@@ -130,10 +125,10 @@ def test_openai_generator_and_ragas_judge_against_llama_server(llm_server, tmp_p
     assert pd.read_parquet(cell2 / "records.parquet")["raw_output"].tolist() == records["raw_output"].tolist()
 
 
-def test_in_process_llama_cpp_generator(gguf, tmp_path):
+def test_in_process_llama_cpp_generator(packaged_gguf, tmp_path):
     from tests.runner.test_run_cell import run
 
-    cell = run(tmp_path, "generator=llama_cpp", f"generator.model={gguf}", "generator.max_tokens=64",
+    cell = run(tmp_path, "generator=llama_cpp", f"generator.model={packaged_gguf}", "generator.max_tokens=64",
                dataset=questions(tmp_path, *TWO))
     m = json.loads((cell / "metrics.json").read_text())
     records = pd.read_parquet(cell / "records.parquet")
@@ -313,7 +308,7 @@ def test_claim_faithfulness_against_llama_server(llm_server, tmp_path):
     assert m["counts"]["judge_attempted"] == 1
 
 
-def test_an_in_process_answer_does_not_depend_on_the_question_asked_before(gguf):
+def test_an_in_process_answer_does_not_depend_on_the_question_asked_before(packaged_gguf):
     """llama-cpp-python reuses the KV cache of the previous prompt over the prefix two prompts
     share; a prompt read in two pieces gets slightly different logits than read whole, and on the
     demo set 3 of 27 answers changed with the question asked before (the halving benchmark's
@@ -330,7 +325,7 @@ def test_an_in_process_answer_does_not_depend_on_the_question_asked_before(gguf)
 
     first = item("When does the library open?", "The library opens at 9 am and closes at 5 pm on weekdays.")
     second = item("How much is a late return?", "A late return costs 2 EUR per day, at most 20 EUR a book.")
-    gen = LlamaCppGenerator(model=str(gguf), max_tokens=16)
+    gen = LlamaCppGenerator(model=str(packaged_gguf), max_tokens=16)
     gen.generate([first])  # the model loaded and its KV cache holding the first prompt
     llm = _load(str(gen._path), gen.n_ctx, gen.chat_format, gen.n_threads, gen.seed)
     evaluated: list[int] = []

@@ -160,7 +160,6 @@ def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys, packaged_
     is tested is the endpoint, the cache and the cell)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'rag-bench-harness[llm]')")
 
-    gguf = packaged_gguf
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     # llama-cpp-python's server has no pooling option and this (causal) model defaults to none: one
@@ -170,7 +169,7 @@ def test_against_llama_cpp_server_with_embeddings_on(tmp_path, capsys, packaged_
               "def pooled(self, *a, **k):\n    k['pooling_type'] = llama_cpp.LLAMA_POOLING_TYPE_MEAN\n"
               "    init(self, *a, **k)\n"
               "llama_cpp.Llama.__init__ = pooled\nrunpy.run_module('llama_cpp.server', run_name='__main__')")
-    cmd = [sys.executable, "-c", launch, "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, "-c", launch, "--model", str(packaged_gguf), "--host", "127.0.0.1", "--port", str(port),
            "--embedding", "true", "--n_ctx", "2048"]
     out = tmp_path / "out"
     args = ["run", f"dataset.path={TINY}", f"output.root={out}", "tracking=none", "experiment.name=e",
