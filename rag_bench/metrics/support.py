@@ -59,9 +59,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
+from itertools import filterfalse
 from typing import Any, NamedTuple
 
 import regex
@@ -76,6 +77,7 @@ _BRACKETS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")  # the marker alone: the regex
 _DIGITS = re.compile(r"\d+")
 _NON_DIGIT = re.compile(r"\D")
 _BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?])")  # the space a blanked marker left before a full stop
+_SPACE_STOPS = (" .", " ,", " ;", " :", " !", " ?")  # where _BEFORE_STOP matches in single-spaced text
 _NUMBER = re.compile(r"\d")
 _TOKEN = re.compile(r"[^\W_]+")
 # _TOKEN's words of an ASCII text, by one bytes.translate: [^\W_] is [A-Za-z0-9] there, all else splits
@@ -133,16 +135,39 @@ class Support:
     undecided: bool = False
 
 
-def _stemmer() -> Callable[[str], str]:
-    stem: Callable[[str], str] = _snowball().stemWord
-    return stem
-
-
 @lru_cache(maxsize=1)  # one Snowball stemmer per process: pure (a word's stem never changes), a few kB
 def _snowball() -> Any:
     import Stemmer  # PyStemmer, a dependency of the lexical retriever
 
-    return Stemmer.Stemmer("english")
+    # No cache of its own (maxCacheSize 0): _STEMS remembers each word's stem. PyStemmer's cache
+    # cost twice the stemming itself in a cold cell (its bookkeeping on every miss).
+    return Stemmer.Stemmer("english", 0)
+
+
+# A word's Snowball stem (interned), for every word the judge has stemmed in this process: a cell's
+# passages and claims share most of their words, so each distinct word is stemmed once. Bounded:
+# cleared once past _STEMS_KEPT words (~10 MB); a stem is a pure function of the word.
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT = 1 << 17
+
+
+def _stems(words: list[str]) -> frozenset[str]:
+    """The Snowball stems of ``words`` (interned): the words not met before stemmed in one call,
+    the others read from :data:`_STEMS` (both loops run in C: filterfalse, map)."""
+    known = _STEMS
+    new = list(filterfalse(known.__contains__, words))
+    if new:
+        if len(known) + len(new) > _STEMS_KEPT:
+            known.clear()
+            new = words  # the words known a moment ago are gone too
+        known.update(zip(new, map(sys.intern, _snowball().stemWords(new))))
+    return frozenset(map(known.__getitem__, words))
+
+
+def _stem(word: str) -> str:
+    """The Snowball stem of one word (:func:`_stems`)."""
+    stem = _STEMS.get(word)
+    return stem if stem is not None else next(iter(_stems([word])))
 
 
 # Numbers written out are numbers: "two platinum albums" is "2 platinum albums", "twelve-bar" is "12 bar".
@@ -204,21 +229,36 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def _raw_words(text: str) -> set[str]:
-    """The distinct words of ``text`` as the judge reads them (each looked at once, however often it occurs)."""
+def _raw_words(text: str) -> tuple[set[str], set[str]]:
+    """The distinct words of ``text`` as the judge reads them (each looked at once, however often it
+    occurs), and those of them not made of letters alone (where its numbers are: a few words)."""
     # "don't" -> "don t" by the normaliser's punctuation rule; keep "nt" recognisable as a negation.
     text = visible(text)
     words = lenient_words(_NT.sub(" nt", text) if "'" in text else text)  # no apostrophe, no "n't"
     spelt = words.intersection(NUMBER_WORDS)
-    # _ORDINAL starts with a digit and ends in st/nd/rd/th: the other words are themselves. An ASCII
-    # text without a digit has no word starting with one.
-    digits = {w for w in words if w[0].isdigit()} if not text.isascii() or _has_digit(text) else _NONE
+    other = set(filterfalse(str.isalpha, words))  # a word starting with a digit is among them (found in C)
+    # _ORDINAL starts with a digit and ends in st/nd/rd/th: the other words are themselves.
+    digits = {w for w in other if w[0].isdigit()}
     if spelt or digits:
+        numbers = [NUMBER_WORDS[w] for w in spelt]
+        ordinals = [_ORDINAL.sub(r"\1", w) if w[-2:] in _ORDINAL_ENDS else w for w in digits]
         words -= spelt
         words -= digits
-        words.update([NUMBER_WORDS[w] for w in spelt], [
-            _ORDINAL.sub(r"\1", w) if w[-2:] in _ORDINAL_ENDS else w for w in digits])
-    return words
+        words.update(numbers, ordinals)
+        other -= digits  # (a spelt number is letters: never among them)
+        other.update(numbers, ordinals)  # digits only, or a digit first: no word of letters
+    return words, other
+
+
+class _found_once(cached_property):  # type: ignore[type-arg]
+    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock each first time):
+    the value is a pure function of the instance, so two threads that both find it store the same."""
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.attrname] = self.func(instance)  # the next read finds it there
+        return value
 
 
 @dataclass(frozen=True)
@@ -232,7 +272,7 @@ class Reading:
     negated: bool
     text: str = field(default="", repr=False, compare=False)  # what was read (for ``quantities``)
 
-    @cached_property
+    @_found_once
     def quantities(self) -> frozenset[tuple[str, str]]:
         """:func:`quantities` of the text, found when first asked: only a claim's and the windows
         of a claim that binds a number to a unit are (the regex was a quarter of the judge's time)."""
@@ -267,13 +307,11 @@ def _read(key: str, text: str, ignore: frozenset[str]) -> Reading:
 
 
 def _read_anew(key: str, text: str, ignore: frozenset[str]) -> Reading:
-    raw = _raw_words(text)  # each distinct word looked at (and stemmed) once
-    # words holding a digit (a word of letters has none; no digit in them all: no number at all)
-    nums = frozenset(w for w in raw if not w.isalpha() and _NUMBER.search(w)) if _has_digit(
-        "".join(raw)) else _NONE
+    raw, other = _raw_words(text)  # each distinct word looked at (and stemmed) once
+    nums = frozenset(filter(_NUMBER.search, other)) if other else _NONE  # words holding a digit
     content = raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore, _ASCII_CHARS)  # single letters out
     kept = [*content, *nums] if text.isascii() else [w for w in content if len(w) > 1] + [*nums]
-    words = frozenset(map(sys.intern, _snowball().stemWords(kept)))  # one call for the text's words
+    words = _stems(kept)  # the words not met before stemmed in one call
     return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
 
 
@@ -314,7 +352,6 @@ def quantities(text: str) -> frozenset[tuple[str, str]]:
     >>> sorted(quantities("Rollo had 3 sons and twelve ships, 50% of them in 911. In 911 Rollo came"))
     [('12', 'ship'), ('3', 'son'), ('50', '%')]
     """
-    stem = _stemmer()
     out = set()
     for m in _quantity_matches(visible(text)):
         number, unit = m.group(1), (m.group(2) or "").strip(" \t\u00a0-")
@@ -322,7 +359,7 @@ def quantities(text: str) -> frozenset[tuple[str, str]]:
         if unit in _PERCENT or unit.lower() in _PERCENT:
             out.add((number, "%"))
         elif unit and unit.islower() and unit not in ENGLISH_STOPWORDS and unit not in NEGATIONS and len(unit) > 1:
-            out.add((number, sys.intern(stem(unit))))
+            out.add((number, _stem(unit)))
     return frozenset(out)
 
 
@@ -430,7 +467,7 @@ def names(text: str) -> frozenset[str]:
     for s, e in sentence_spans(text) or [(0, len(text))]:
         found.update(w.lower() for w in _tokens(text[s:e])[1:] if w[0].isupper())  # not the first word
     found.difference_update(ENGLISH_STOPWORDS, NEGATIONS)
-    return frozenset(_snowball().stemWords(found)) if found else _NONE  # one call for the text's names
+    return _stems(list(found)) if found else _NONE
 
 
 def negated(text: str) -> bool:
@@ -491,6 +528,7 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
     marks = [s for s, _ in cites]
     parts = list(zip([0, *marks], [*marks, len(text)], strict=True))
     spans = [sp for a, b in parts for sp in sentence_spans(text, a, b)] or [(0, len(text))]
+    low = text.lower() if text.isascii() else None  # (the same length: its indices are the text's)
     out: list[Claim] = []
     for s, e in spans:
         if text[s:e].rstrip().endswith("?"):
@@ -498,7 +536,7 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
             if e <= s:
                 continue
         cuts = [s]
-        for m in _SPLIT.finditer(text, s, e):
+        for m in _SPLIT.finditer(text, s, e) if low is None or _may_split(text, low, s, e) else ():
             if text.count("(", s, m.start()) > text.count(")", s, m.start()):
                 continue  # inside parentheses: "The Normans (Norman: Nourmands; French: Normands)" is one claim
             left, right = text[cuts[-1]:m.start()], text[m.end():e]
@@ -509,9 +547,18 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
             piece = text[a:b]
             lead, trail = len(piece) - len(piece.lstrip()), len(piece.rstrip())
             if _WORDLIKE.search(piece):
-                clean = _BEFORE_STOP.sub("", " ".join(piece.split()))  # markers blanked out
+                clean = " ".join(piece.split())
+                if any(stop in clean for stop in _SPACE_STOPS):
+                    clean = _BEFORE_STOP.sub("", clean)  # a blanked marker's space before a full stop
                 out.append(Claim(clean, a + lead, a + trail))
     return tuple(out)
+
+
+def _may_split(text: str, low: str, s: int, e: int) -> bool:
+    """Whether :data:`_SPLIT` can match in ``text[s:e]`` (``low``: the ASCII text lower-cased): a
+    ";", a "but", or an "and" with a comma before it (the regex engine tries every whitespace)."""
+    return (text.find(";", s, e) >= 0 or low.find("but", s, e) >= 0
+            or (low.find("and", s, e) >= 0 and text.find(",", s, e) >= 0))
 
 
 def windows(passage: str, max_sentences: int) -> tuple[tuple[int, int], ...]:
@@ -584,8 +631,10 @@ def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> 
 
 
 def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
-    """:func:`_fit` of the claim in each of ``passages``, in order."""
-    return [_fit(claim, passage, max_sentences) for passage in passages]
+    """:func:`_fit` of the claim in each of ``passages``, in order (its memo asked directly: a call
+    less per pair)."""
+    memo, key = _FITS, claim.reading.key
+    return [memo.get_or((key, p[0], max_sentences), _fit_anew, claim, p, max_sentences) for p in passages]
 
 
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
@@ -660,9 +709,20 @@ def _verdict(claim: Claim, reading: _ClaimReading, fits: Sequence[_Fit | None], 
     best, index = _best(fits)
     if best is None:
         best = _none_found(reading)
-    return Support(claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
-                   max(best.found, 0.0), tuple(sorted(best.missing)), best.numbers_ok, best.names_ok,
-                   best.negation_ok)
+    return _new_support(claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
+                        max(best.found, 0.0), tuple(sorted(best.missing)), best.numbers_ok, best.names_ok,
+                        best.negation_ok, False)
+
+
+_SUPPORT_FIELDS = tuple(f.name for f in fields(Support))
+
+
+def _new_support(*values: Any) -> Support:
+    """``Support(*values)`` (every field given), its fields set at once: a frozen dataclass's
+    ``__init__`` sets each by ``object.__setattr__``, half the cost of a verdict (~500 a cold cell)."""
+    made: Support = object.__new__(Support)
+    made.__dict__.update(zip(_SUPPORT_FIELDS, values, strict=True))
+    return made
 
 
 def support_answer(answer: str, passages: Sequence[str], *, min_coverage: float = 0.8, max_sentences: int = 0,
@@ -712,7 +772,7 @@ class ClaimVerdict:
 
 def _markers(answer: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, tuple[int, ...]]]:
     """(start, numbers) of each citation marker of ``answer`` (``[2]``, ``[1, 3]``; ``spans``: :func:`_citations`)."""
-    return [(s, tuple(int(n) for n in _DIGITS.findall(answer, s, e))) for s, e in spans]
+    return [(s, tuple(map(int, _DIGITS.findall(answer, s, e)))) for s, e in spans]
 
 
 def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -743,6 +803,8 @@ def claim_citations(answer: str, claims: Sequence[Claim], sources: Sequence[int]
         before = [i for i, c in enumerate(claims) if c.end <= pos]
         if before:
             own[before[-1]] += [n for n in nums if n in valid and n not in own[before[-1]]]
+    if all(own):  # every claim has markers of its own: none inherits (the answer's sentences not needed)
+        return tuple(tuple(o) for o in own)
     sentences = sentence_spans(blank) or [(0, len(answer))]
 
     def sentence(c: Claim) -> int:
@@ -794,7 +856,7 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
         cited = tuple(n for n in cited if n in at)
         mine = [fits[at[n]] for n in cited]
         own = _verdict(claim, reading, mine, min_coverage, strict) if cited else None
-        alone = tuple(_holds(reading, _none_found(reading) if f is None else f, min_coverage, strict) for f in mine)
+        alone = tuple([_holds(reading, _none_found(reading) if f is None else f, min_coverage, strict) for f in mine])
         ctx = _verdict(claim, reading, fits, min_coverage, strict) if passages else None
         out.append(ClaimVerdict(claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
