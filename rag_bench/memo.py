@@ -57,7 +57,10 @@ class Lru(OrderedDict):  # type: ignore[type-arg]
         if value is not _ABSENT:
             self.move_to_end(key)
             return value  # type: ignore[no-any-return]
-        value = make(*args)
+        return self.put(key, make(*args))
+
+    def put(self, key: Hashable, value: T) -> T:
+        """Store ``value`` under ``key`` (the oldest entries dropped past the size); ``value``."""
         self[key] = value
         while len(self) > self.size:
             self.popitem(last=False)

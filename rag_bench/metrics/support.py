@@ -77,9 +77,11 @@ _BRACKETS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")  # the marker alone: the regex
 _DIGITS = re.compile(r"\d+")
 _NON_DIGIT = re.compile(r"\D")
 _BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?])")  # the space a blanked marker left before a full stop
-_SPACE_STOPS = (" .", " ,", " ;", " :", " !", " ?")  # where _BEFORE_STOP matches in single-spaced text
+_SPACE_STOP = re.compile(r" [.,;:!?]")  # where _BEFORE_STOP matches in single-spaced text (found from each " ")
 _NUMBER = re.compile(r"\d")
 _TOKEN = re.compile(r"[^\W_]+")
+_CAPITAL = re.compile(r"[A-Z]")  # an ASCII word's capital first letter (``str.isupper`` of its first character)
+_ABSENT = object()
 # _TOKEN's words of an ASCII text, by one bytes.translate: [^\W_] is [A-Za-z0-9] there, all else splits
 _ASCII_NON_TOKEN = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
 _DIGIT_BYTES = b"0123456789"
@@ -464,8 +466,11 @@ def names(text: str) -> frozenset[str]:
     """
     found: set[str] = set()
     text = visible(text)
+    ascii_ = text.isascii()
     for s, e in sentence_spans(text) or [(0, len(text))]:
-        found.update(w.lower() for w in _tokens(text[s:e])[1:] if w[0].isupper())  # not the first word
+        words = _tokens(text[s:e])[1:]  # not the first word
+        found.update(map(str.lower, filter(_CAPITAL.match, words)) if ascii_ else
+                     (w.lower() for w in words if w[0].isupper()))
     found.difference_update(ENGLISH_STOPWORDS, NEGATIONS)
     return _stems(list(found)) if found else _NONE
 
@@ -548,7 +553,7 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
             lead, trail = len(piece) - len(piece.lstrip()), len(piece.rstrip())
             if _WORDLIKE.search(piece):
                 clean = " ".join(piece.split())
-                if any(stop in clean for stop in _SPACE_STOPS):
+                if _SPACE_STOP.search(clean):
                     clean = _BEFORE_STOP.sub("", clean)  # a blanked marker's space before a full stop
                 out.append(Claim(clean, a + lead, a + trail))
     return tuple(out)
@@ -624,6 +629,9 @@ class _Fit(NamedTuple):
     negation_ok: bool
 
 
+_NEW_TUPLE = tuple.__new__
+
+
 def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
     """The claim's first best window in ``passage`` ((digest, text)); None when it has no window.
     The same claim in the same passage fits the same in every answer and every cell: remembered."""
@@ -634,7 +642,16 @@ def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentenc
     """:func:`_fit` of the claim in each of ``passages``, in order (its memo asked directly: a call
     less per pair)."""
     memo, key = _FITS, claim.reading.key
-    return [memo.get_or((key, p[0], max_sentences), _fit_anew, claim, p, max_sentences) for p in passages]
+    out = []
+    for p in passages:
+        at = (key, p[0], max_sentences)
+        fit = memo.get(at, _ABSENT)  # Lru.get_or inlined: a call less per pair (~1,200 pairs a cold cell)
+        if fit is _ABSENT:
+            fit = memo.put(at, _fit_anew(claim, p, max_sentences))
+        else:
+            memo.move_to_end(at)
+        out.append(fit)
+    return out
 
 
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:
@@ -658,7 +675,8 @@ def _fit_in(claim: _ClaimReading, text: str, window: Reading, s: int, e: int) ->
     found = (len(words) - len(missing)) / len(words) if words else 0.0  # |words & window| / |words|
     numbers_ok = claim.reading.numbers <= window.numbers and _quantities_agree(claim.reading.quantities, window)
     negation_ok = not claim.negated or (window.negated and _negated_where(claim, text[s:e]))
-    return _Fit(found, s, e, missing, numbers_ok, claim.named <= window.words, negation_ok)
+    # _Fit(...) without the Python-level __new__ a NamedTuple has (a cold cell makes ~1,000 fits)
+    return _NEW_TUPLE(_Fit, (found, s, e, missing, numbers_ok, claim.named <= window.words, negation_ok))
 
 
 def _negated_where(claim: _ClaimReading, window: str) -> bool:
@@ -853,7 +871,7 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
         # The claim fitted to each passage of the context once; its cited passages' verdict, each
         # cited passage's alone and the context's are read from those fits.
         fits = _fits(reading, [p for _, p in passages], max_sentences)
-        cited = tuple(n for n in cited if n in at)
+        cited = tuple(filter(at.__contains__, cited))
         mine = [fits[at[n]] for n in cited]
         own = _verdict(claim, reading, mine, min_coverage, strict) if cited else None
         alone = tuple([_holds(reading, _none_found(reading) if f is None else f, min_coverage, strict) for f in mine])

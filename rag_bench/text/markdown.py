@@ -102,6 +102,9 @@ def line_kind(line: str) -> str:
     >>> [line_kind(x) for x in ("```py", "  ", "## Rates", "| a | b |", "2. Call", "Rollo led them.")]
     ['fence', 'blank', 'heading', 'table', 'list', 'text']
     """
+    first = line[:1]
+    if first.isascii() and first.isalpha():
+        return "text"  # a letter first: no fence, heading, table row or list marker can follow
     if _FENCE.match(line):
         return "fence"
     if not line.strip():
