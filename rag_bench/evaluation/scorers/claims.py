@@ -104,22 +104,22 @@ def question_values(verdicts: tuple[ClaimVerdict, ...] | None, undecided: bool =
         return {m.column: nan for m in measures}
     pairs = [ok for v in verdicts for ok in v.by_citation]
     n = len(verdicts)
-    open_ = sum(v.undecided for v in verdicts)
-    answer = float(all(v.supported for v in verdicts))
+    supported = [v.supported for v in verdicts]  # each verdict's properties read once
+    answer = float(all(supported))
+    # Shares of 0/1 values: a count over n is the float numpy's mean gives (integer sums are exact), at a
+    # fraction of its cost per question.
+    out = {CLAIM_SUPPORT.column: sum(supported) / n,
+           CITATION_PRECISION_CLAIMS.column: sum(pairs) / len(pairs) if pairs else nan,
+           CITATION_COVERAGE.column: sum([any(v.by_citation) for v in verdicts]) / n,
+           UNSUPPORTED_CLAIMS.column: float(n - sum([v.context_supported for v in verdicts])),
+           ANSWER_SUPPORTED.column: answer}
     if undecided:  # the semantic judge's answer rule: at least `mostly` of the claims (undecided: NaN, not guessed)
         from rag_bench.metrics.semantic import answer_verdict
 
-        said = answer_verdict([None if v.undecided else v.supported for v in verdicts], mostly)
-        answer = nan if said is None else float(said)
-    # Shares of 0/1 values: a count over n is the float numpy's mean gives (integer sums are exact), at a
-    # fraction of its cost per question.
-    out = {CLAIM_SUPPORT.column: sum(v.supported for v in verdicts) / n,
-           CITATION_PRECISION_CLAIMS.column: sum(pairs) / len(pairs) if pairs else nan,
-           CITATION_COVERAGE.column: sum(any(v.by_citation) for v in verdicts) / n,
-           UNSUPPORTED_CLAIMS.column: float(sum(not v.context_supported for v in verdicts)),
-           ANSWER_SUPPORTED.column: answer}
-    if undecided:
-        out[CLAIMS_UNDECIDED.column] = open_ / n
+        open_ = [v.undecided for v in verdicts]
+        said = answer_verdict([None if o else s for o, s in zip(open_, supported, strict=True)], mostly)
+        out[ANSWER_SUPPORTED.column] = nan if said is None else float(said)
+        out[CLAIMS_UNDECIDED.column] = sum(open_) / n
     return out
 
 
