@@ -721,10 +721,27 @@ def _holds(reading: _ClaimReading, fit: _Fit, min_coverage: float, strict: bool)
         not strict or (fit.numbers_ok and fit.names_ok and fit.negation_ok))
 
 
+def _first_best(found: Sequence[float | None]) -> int:
+    """The index of the first of ``found`` with the largest share (-1 when all are None): the
+    passage :func:`_best` picks among their fits."""
+    index = -1
+    top = 0.0
+    for i, f in enumerate(found):
+        if f is not None and (index < 0 or f > top):
+            index, top = i, f
+    return index
+
+
 def _verdict(claim: Claim, reading: _ClaimReading, fits: Sequence[_Fit | None], min_coverage: float,
              strict: bool) -> Support:
     """The verdict on ``claim`` by the passages whose fits are ``fits`` (in the passages' order)."""
     best, index = _best(fits)
+    return _verdict_of(claim, reading, best, index, min_coverage, strict)
+
+
+def _verdict_of(claim: Claim, reading: _ClaimReading, best: _Fit | None, index: int, min_coverage: float,
+                strict: bool) -> Support:
+    """The verdict on ``claim`` whose best fit is ``best`` (that of passage ``index``; None, -1: no window)."""
     if best is None:
         best = _none_found(reading)
     return _new_support(claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
@@ -863,19 +880,43 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
     cites = _CITED.get_or((digest([answer]), tuple(sources)), claim_citations, answer, claims, sources)
     numbers_all = [n for n, _ in passages]
     at = {n: i for i, n in enumerate(numbers_all)}  # a number's passage (the last, should two share one)
+    plain = [p for _, p in passages]
+    # The whole passage is the window (the default): each passage's words, read once for all claims
+    whole = [None if not t or t.isspace() else _read(d, t, _NONE) for d, t in plain] if max_sentences < 1 else None
     out = []
     for claim, cited in zip(claims, cites, strict=True):
         reading = _ClaimReading.of(claim.text, ignore)
-        if not reading.reading.words:
+        words = reading.reading.words
+        if not words:
             continue
-        # The claim fitted to each passage of the context once; its cited passages' verdict, each
-        # cited passage's alone and the context's are read from those fits.
-        fits = _fits(reading, [p for _, p in passages], max_sentences)
+        # The share of the claim's words each passage holds (in its best window); a passage's whole
+        # fit (where, what is missing, the strict checks) is made only where a verdict needs it: the
+        # best passage of the context and of its citations, and a cited passage holding enough of it.
+        fits: list[_Fit | None] | None = None
+        if whole is not None:
+            found = [None if r is None else len(words & r.words) / len(words) for r in whole]
+        else:
+            fits = _fits(reading, plain, max_sentences)
+            found = [None if f is None else f.found for f in fits]
+
+        def fit(i: int, reading: _ClaimReading = reading, fits: list[_Fit | None] | None = fits) -> _Fit:
+            """Passage i's fit (one that has a window: its share found is not None)."""
+            made = _fit(reading, plain[i], max_sentences) if fits is None else fits[i]
+            assert made is not None
+            return made
+
         cited = tuple(filter(at.__contains__, cited))
-        mine = [fits[at[n]] for n in cited]
-        own = _verdict(claim, reading, mine, min_coverage, strict) if cited else None
-        alone = tuple([_holds(reading, _none_found(reading) if f is None else f, min_coverage, strict) for f in mine])
-        ctx = _verdict(claim, reading, fits, min_coverage, strict) if passages else None
+        mine = [at[n] for n in cited]
+        own = None
+        if cited:
+            best = _first_best([found[i] for i in mine])
+            own = _verdict_of(claim, reading, fit(mine[best]) if best >= 0 else None, best, min_coverage, strict)
+        alone = tuple([_holds(reading, _none_found(reading), min_coverage, strict) if (f := found[i]) is None else
+                       f >= min_coverage and _holds(reading, fit(i), min_coverage, strict) for i in mine])
+        ctx = None
+        if passages:
+            best = _first_best(found)
+            ctx = _verdict_of(claim, reading, fit(best) if best >= 0 else None, best, min_coverage, strict)
         out.append(ClaimVerdict(claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
                                 numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))

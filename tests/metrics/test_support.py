@@ -374,15 +374,24 @@ def test_a_claims_verdicts_are_those_of_its_passages_each_judged_alone_and_toget
         memo.clear()
     verdicts = support.judge_claims(answer, [1, 2, 3], passages)
     assert len(verdicts) == 5
-    for v in verdicts:
-        assert all(n in texts for n in v.citations)
-        own = support_claim(v.claim, [texts[n] for n in v.citations]) if v.citations else None
-        assert v.own == own
-        assert v.by_citation == tuple(support_claim(v.claim, [texts[n]]).supported for n in v.citations)
-        assert v.context == support_claim(v.claim, [t for _, t in passages])
-        assert v.own_passage == (v.citations[own.passage] if own is not None and own.passage >= 0 else None)
-        assert v.context_passage == (passages[v.context.passage][0] if v.context.passage >= 0 else None)
     assert [v.supported for v in verdicts] == [True, True, True, False, False]
+    # The whole fit is made only for the passages a verdict needs (issue 57): every setting, a blank
+    # passage cited and in the context, gives support_claim's verdicts all the same.
+    blank = [*passages, (4, "  \n ")]
+    texts[4] = "  \n "
+    for settings in ({}, {"max_sentences": 2}, {"min_coverage": 0.5, "strict": False}, {"min_coverage": 1.0}):
+        for context in (passages, blank):
+            judged = support.judge_claims(answer + " Rollo ruled [4].", [1, 2, 3, 4], context, **settings)
+            assert len(judged) == 6
+            for v in judged:
+                assert all(n in texts for n in v.citations)
+                own = support_claim(v.claim, [texts[n] for n in v.citations], **settings) if v.citations else None
+                assert v.own == own
+                assert v.by_citation == tuple(support_claim(v.claim, [texts[n]], **settings).supported
+                                              for n in v.citations)
+                assert v.context == support_claim(v.claim, [t for _, t in context], **settings)
+                assert v.own_passage == (v.citations[own.passage] if own is not None and own.passage >= 0 else None)
+                assert v.context_passage == (context[v.context.passage][0] if v.context.passage >= 0 else None)
 
 
 def test_an_answers_markers_are_found_once_for_its_claims_and_their_citations() -> None:
