@@ -113,6 +113,8 @@ class Tokenizer:
 
 
 def _words(text: str) -> list[str]:
+    if text.isascii() or not _UNSPACED.search(text):
+        return _WORD.findall(text)  # no unspaced script in it: every word is a token (one scan, not one per word)
     out: list[str] = []
     for w in _WORD.findall(text):
         if not _UNSPACED.search(w):
