@@ -16,7 +16,7 @@ import numpy as np
 from rag_bench.domain import Answer, EvidenceSpan, Passage
 from rag_bench.geometry import covered_fraction, overlap_ratio
 from rag_bench.metrics import squad
-from rag_bench.text.normalize import contains, facts_present, lenient_normalize
+from rag_bench.text.normalize import contains, facts_present, lenient_normalize, lenient_words
 from rag_bench.text.sentences import sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
 
@@ -154,7 +154,9 @@ def correctness(match: AnswerMatch, mode: str = "auto", *, f1_threshold: float =
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in lenient_normalize(text).split() if w not in ENGLISH_STOPWORDS}
+    # the words of lenient_normalize(text) (lenient_words: without joining and splitting them again),
+    # stopwords out, by set operations in C
+    return lenient_words(text) - ENGLISH_STOPWORDS
 
 
 def faithfulness(answer: Answer, passages: Sequence[Passage], *, support: float = 0.6) -> float:
