@@ -883,6 +883,7 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
     plain = [p for _, p in passages]
     # The whole passage is the window (the default): each passage's words, read once for all claims
     whole = [None if not t or t.isspace() else _read(d, t, _NONE) for d, t in plain] if max_sentences < 1 else None
+    # (a whole-passage fit is made from these readings where a verdict needs one: cheaper than its memo)
     out = []
     for claim, cited in zip(claims, cites, strict=True):
         reading = _ClaimReading.of(claim.text, ignore)
@@ -900,9 +901,13 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
             found = [None if f is None else f.found for f in fits]
 
         def fit(i: int, reading: _ClaimReading = reading, fits: list[_Fit | None] | None = fits) -> _Fit:
-            """Passage i's fit (one that has a window: its share found is not None)."""
-            made = _fit(reading, plain[i], max_sentences) if fits is None else fits[i]
-            assert made is not None
+            """Passage i's fit (one that has a window: its share found is not None); with the whole
+            passage as window, made from the reading in hand (what _fit_anew would make)."""
+            made = fits[i] if fits is not None else None
+            if made is None:
+                text, window = plain[i][1], whole[i]  # type: ignore[index]
+                assert window is not None
+                made = _fit_in(reading, text, window, 0, len(text))
             return made
 
         cited = tuple(filter(at.__contains__, cited))
