@@ -41,6 +41,8 @@ MODULE_STATE: dict[str, str] = {
     **{f"metrics/support.py:{name}": "memo.Lru(pure=True) of a pure function keyed by content digests, oldest "
                                      "dropped past its size (issue 57: each text read, each claim weighed once)"
        for name in ("_READINGS", "_CLAIM_READINGS", "_FITS", "_SPLITS", "_CITED", "_MARKED", "_JUDGED")},
+    "metrics/support.py:_FIELDS": "one entry per frozen dataclass of metrics/support.py that _new builds (five): its "
+                                  "field names, fixed when the class is defined",
     "metrics/support.py:_STEMS": "_STEMS_KEPT words, then cleared; a word's Snowball stem is a pure function of the "
                                  "word (issue 57: each distinct word stemmed once)",
     "tracking/wal.py:_STORES": "one entry per local MLflow store this process put in WAL mode (a sweep has one); "

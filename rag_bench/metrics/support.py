@@ -63,14 +63,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from itertools import filterfalse
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import regex
 
 from rag_bench.memo import Lru, digest
 from rag_bench.text.normalize import lenient_words
-from rag_bench.text.sentences import sentence_spans
+from rag_bench.text.sentences import one_sentence, sentence_spans
 from rag_bench.text.tokenize import ENGLISH_STOPWORDS
+
+_T = TypeVar("_T")
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")  # a citation marker with the whitespace before it
 _BRACKETS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")  # the marker alone: the regex engine skips to each "["
@@ -314,7 +316,7 @@ def _read_anew(key: str, text: str, ignore: frozenset[str]) -> Reading:
     content = raw.difference(ENGLISH_STOPWORDS, NEGATIONS, ignore, _ASCII_CHARS)  # single letters out
     kept = [*content, *nums] if text.isascii() else [w for w in content if len(w) > 1] + [*nums]
     words = _stems(kept)  # the words not met before stemmed in one call
-    return Reading((key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
+    return _new(Reading, (key, ignore), words, nums, not NEGATIONS.isdisjoint(raw), text)
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -467,7 +469,7 @@ def names(text: str) -> frozenset[str]:
     found: set[str] = set()
     text = visible(text)
     ascii_ = text.isascii()
-    for s, e in sentence_spans(text) or [(0, len(text))]:
+    for s, e in [(0, len(text))] if one_sentence(text) else sentence_spans(text) or [(0, len(text))]:
         words = _tokens(text[s:e])[1:]  # not the first word
         found.update(map(str.lower, filter(_CAPITAL.match, words)) if ascii_ else
                      (w.lower() for w in words if w[0].isupper()))
@@ -555,7 +557,7 @@ def _split_claims(answer: str) -> tuple[Claim, ...]:
                 clean = " ".join(piece.split())
                 if _SPACE_STOP.search(clean):
                     clean = _BEFORE_STOP.sub("", clean)  # a blanked marker's space before a full stop
-                out.append(Claim(clean, a + lead, a + trail))
+                out.append(_new(Claim, clean, a + lead, a + trail))
     return tuple(out)
 
 
@@ -611,7 +613,7 @@ class _ClaimReading:
             text = _ENUMERATOR.sub("", text)
         r = _read(digest([text]), text, ignore)
         clauses = [read(c, ignore) for c in _CLAUSE.split(text)] if r.negated else []
-        return cls(r, names(text) & r.words, r.negated or _denies(text),
+        return _new(cls, r, names(text) & r.words, r.negated or _denies(text),
                    frozenset(w for c in clauses if c.negated for w in c.words))
 
 
@@ -744,19 +746,23 @@ def _verdict_of(claim: Claim, reading: _ClaimReading, best: _Fit | None, index: 
     """The verdict on ``claim`` whose best fit is ``best`` (that of passage ``index``; None, -1: no window)."""
     if best is None:
         best = _none_found(reading)
-    return _new_support(claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
-                        max(best.found, 0.0), tuple(sorted(best.missing)), best.numbers_ok, best.names_ok,
-                        best.negation_ok, False)
+    return _new(Support, claim, _holds(reading, best, min_coverage, strict), index, best.start, best.end,
+                max(best.found, 0.0), tuple(sorted(best.missing)), best.numbers_ok, best.names_ok,
+                best.negation_ok, False)
 
 
-_SUPPORT_FIELDS = tuple(f.name for f in fields(Support))
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, for _new (one entry per class of this module)
 
 
-def _new_support(*values: Any) -> Support:
-    """``Support(*values)`` (every field given), its fields set at once: a frozen dataclass's
-    ``__init__`` sets each by ``object.__setattr__``, half the cost of a verdict (~500 a cold cell)."""
-    made: Support = object.__new__(Support)
-    made.__dict__.update(zip(_SUPPORT_FIELDS, values, strict=True))
+def _new(cls: type[_T], *values: Any) -> _T:
+    """``cls(*values)`` for a frozen dataclass of this module, every field given, its fields set at
+    once: the dataclass's ``__init__`` sets each by ``object.__setattr__`` (a Support's made half the
+    cost of a verdict; a cold cell makes ~1,500 claims, readings, verdicts). None has __post_init__."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+    made: _T = object.__new__(cls)
+    made.__dict__.update(zip(names, values, strict=True))
     return made
 
 
@@ -922,7 +928,7 @@ def _judge_claims(answer: str, sources: Sequence[int], numbered: Sequence[tuple[
         if passages:
             best = _first_best(found)
             ctx = _verdict_of(claim, reading, fit(best) if best >= 0 else None, best, min_coverage, strict)
-        out.append(ClaimVerdict(claim, cited, own, alone, ctx,
+        out.append(_new(ClaimVerdict, claim, cited, own, alone, ctx,
                                 cited[own.passage] if own is not None and own.passage >= 0 else None,
                                 numbers_all[ctx.passage] if ctx is not None and ctx.passage >= 0 else None))
     return tuple(out)

@@ -44,6 +44,17 @@ def _split_sentences(text: str, start: int, end: int) -> list[Span]:
     return out
 
 
+def one_sentence(text: str) -> bool:
+    """Whether ``text`` is one line with no sentence end in it: :func:`sentence_spans` gives it as one
+    span at most (its text without the whitespace around it), so a caller that only needs the
+    sentences' words can skip the split (the claim judge reads every claim's names).
+
+    >>> one_sentence("Rollo led the Normans"), one_sentence("Rollo led them. They settled")
+    (True, False)
+    """
+    return "\n" not in text and _BOUNDARY.search(text) is None
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Sentences of ``text[start:end]``, never crossing a block (paragraph, list item, table row).
 

@@ -285,13 +285,17 @@ def test_a_verdict_built_field_by_field_is_the_dataclasses_own() -> None:
     from rag_bench.metrics import support
 
     values = (support.Claim("Rollo ruled", 0, 11), True, 2, 5, 40, 0.75, ("rule",), True, False, True, False)
-    fast, slow = support._new_support(*values), support.Support(*values)
+    fast, slow = support._new(support.Support, *values), support.Support(*values)
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
     assert dataclasses.replace(fast, supported=False) == dataclasses.replace(slow, supported=False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.supported = False  # type: ignore[misc]
     with pytest.raises(ValueError):
-        support._new_support(*values[:-1])  # a field left out is an error, not a missing attribute
+        support._new(support.Support, *values[:-1])  # a field left out is an error, not a missing attribute
+    claim = support.Claim("Rollo ruled", 0, 11)
+    assert support._new(support.Claim, "Rollo ruled", 0, 11) == claim
+    read = support.read("Rollo ruled in 911")
+    assert support._new(support.Reading, read.key, read.words, read.numbers, read.negated, read.text) == read
 
 
 def test_list_numbering_is_no_number_of_the_claim() -> None:
@@ -337,7 +341,7 @@ def test_the_judges_shortcuts_find_what_its_regexes_find() -> None:
               "two", "Twelve", "TEN", "often", "sixty-", "tenth", "%", "$", "/", ".", ",", "-", "_", "sons", "ships",
               "not", "n't", "don't", "Isn't", "false", "- false", "untrue that", "It is wrong that", "wrong", "true",
               "not true", "é", "\u2014", "ſeven", "\u212a", "nоt", "a", "an", "the", "The", "e.g.", ":", "1.", "2)", "?",
-              " but ", "BUT", ", and ", ",\tAnd\n", "band", ";", "\u00a0"]
+              " but ", "BUT", ", and ", ",\tAnd\n", "band", ";", "\u00a0", ". Paris", "! The", "? In", "# ", "| "]
     rng = random.Random(57)
     texts = ["".join(rng.choices(pieces, k=rng.randint(0, 16))) for _ in range(3000)]
     texts += ["Rollo had 3 sons and twelve ships, 50% of them in 911 [1]. In 911 Rollo came [2, 3]."]
@@ -352,6 +356,11 @@ def test_the_judges_shortcuts_find_what_its_regexes_find() -> None:
             assert not s._SPLIT.search(t) or s._may_split(t, t.lower(), 0, len(t)), t
         spaced = " ".join(t.split())
         assert bool(s._BEFORE_STOP.search(spaced)) == bool(s._SPACE_STOP.search(spaced)), t
+        slow = set()  # names as first written: every sentence split out first
+        for a, b in s.sentence_spans(s.visible(t)) or [(0, len(s.visible(t)))]:
+            slow.update(w.lower() for w in s._tokens(s.visible(t)[a:b])[1:] if w[0].isupper())
+        slow -= s.ENGLISH_STOPWORDS | s.NEGATIONS
+        assert s.names(t) == frozenset(s._snowball().stemWords(sorted(slow))), t
         words, other = s._raw_words(t)
         assert words == raw_words(t), t
         assert other == {w for w in words if not w.isalpha()}, t  # where the numbers are looked for
