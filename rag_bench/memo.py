@@ -57,14 +57,7 @@ class Lru(OrderedDict):  # type: ignore[type-arg]
         if value is not _ABSENT:
             self.move_to_end(key)
             return value  # type: ignore[no-any-return]
-        value = make(*args)  # (put's lines, not a call to it: a cold cell misses some 1,500 times)
-        self[key] = value
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
-
-    def put(self, key: Hashable, value: T) -> T:
-        """Store ``value`` under ``key`` (the oldest entries dropped past the size); ``value``."""
+        value = make(*args)
         self[key] = value
         while len(self) > self.size:
             self.popitem(last=False)

@@ -83,7 +83,6 @@ _SPACE_STOP = re.compile(r" [.,;:!?]")  # where _BEFORE_STOP matches in single-s
 _NUMBER = re.compile(r"\d")
 _TOKEN = re.compile(r"[^\W_]+")
 _CAPITAL = re.compile(r"[A-Z]")  # an ASCII word's capital first letter (``str.isupper`` of its first character)
-_ABSENT = object()
 # _TOKEN's words of an ASCII text, by one bytes.translate: [^\W_] is [A-Za-z0-9] there, all else splits
 _ASCII_NON_TOKEN = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
 _DIGIT_BYTES = b"0123456789"
@@ -641,19 +640,8 @@ def _fit(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> 
 
 
 def _fits(claim: _ClaimReading, passages: Sequence[tuple[str, str]], max_sentences: int) -> list[_Fit | None]:
-    """:func:`_fit` of the claim in each of ``passages``, in order (its memo asked directly: a call
-    less per pair)."""
-    memo, key = _FITS, claim.reading.key
-    out = []
-    for p in passages:
-        at = (key, p[0], max_sentences)
-        fit = memo.get(at, _ABSENT)  # Lru.get_or inlined: a call less per pair (~1,200 pairs a cold cell)
-        if fit is _ABSENT:
-            fit = memo.put(at, _fit_anew(claim, p, max_sentences))
-        else:
-            memo.move_to_end(at)
-        out.append(fit)
-    return out
+    """:func:`_fit` of the claim in each of ``passages``, in order."""
+    return [_fit(claim, passage, max_sentences) for passage in passages]
 
 
 def _fit_anew(claim: _ClaimReading, passage: tuple[str, str], max_sentences: int) -> _Fit | None:

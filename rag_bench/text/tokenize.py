@@ -115,6 +115,11 @@ class Tokenizer:
 def _words(text: str) -> list[str]:
     if text.isascii() or not _UNSPACED.search(text):
         return _WORD.findall(text)  # no unspaced script in it: every word is a token (one scan, not one per word)
+    return _words_each(text)
+
+
+def _words_each(text: str) -> list[str]:
+    """:func:`_words`, each word searched for an unspaced run."""
     out: list[str] = []
     for w in _WORD.findall(text):
         if not _UNSPACED.search(w):
