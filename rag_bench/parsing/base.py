@@ -10,6 +10,7 @@ page starts) and warnings. The sections and blocks the chunkers read are derived
 from __future__ import annotations
 
 import bisect
+import functools
 import importlib
 import importlib.metadata
 from collections.abc import Sequence
@@ -109,6 +110,10 @@ def require(module: str, package: str, parser: str) -> Any:
                           f"pip install '{package}' (or pip install 'rag-bench-harness[parse]', make parse)") from exc
 
 
+# One entry per parser package named (a dozen): every cell's dataset key asks for the default parsers'
+# versions, and importlib.metadata reads the installed distributions afresh each time (~1.4 ms a cell,
+# issue 57); a package installed or upgraded while the process runs is seen by the next process.
+@functools.lru_cache(maxsize=64)
 def package_version(package: str) -> str:
     """Installed version of ``package`` ('' when it is not installed)."""
     try:
