@@ -277,9 +277,10 @@ def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str],
     started = time.perf_counter()
     result, reused, keep = reuse.result(cfg, dataset.fingerprint, lambda: compute(cid)) if reusable \
         else (compute(cid), None, None)
-    if timed and reused is None:  # --plan's time estimate (not a cell scored again from its stored run or
-        # served from the cell cache: no pipeline ran)
-        throughput.record(cfg, result.metrics, time.perf_counter() - started)
+    # --plan's time estimate (not a cell scored again from its stored run or served from the cell
+    # cache: no pipeline ran), added to the history with the cell's folder
+    sample = throughput.measured(cfg, result.metrics, time.perf_counter() - started) \
+        if timed and reused is None else None
     discard(cell_dir)
     with contextlib.ExitStack() as held:
         held.enter_context(cell_lock(cell_dir))  # another process on the same cell waits here, then finds DONE
@@ -296,11 +297,13 @@ def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str],
             dataset=dataset_info(plain, result.metrics, dataset.name), table=questions_table(result.records))
         job = None if logger is None else _background_job(tracker, cid, cell_dir, arguments, done, plain, result)
         if job is not None:
-            # The child writes the folder, stores the cell for reuse, logs the run, then writes DONE;
+            # The child writes the folder, stores the cell for reuse, adds its throughput sample, logs
+            # the run, then writes DONE;
             # the cell's lock goes with the job and is released when the child reports the cell.
             assert logger is not None
-            logger.submit(dataclasses.replace(job, keep=keep), held.pop_all().close)
+            logger.submit(dataclasses.replace(job, keep=keep, history=sample), held.pop_all().close)
         else:
+            throughput.add(sample)
             if keep is not None:
                 result = cell_cache.keep(keep, result)
             write_cell_or_fail(cell_dir, plain, result)  # nothing half-written is left behind

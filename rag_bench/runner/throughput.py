@@ -10,8 +10,8 @@ per transform call, per judge call, per cell. Sums, not a last value, so one odd
 figure little; two processes finishing cells at once may lose one's addition (the file is replaced
 whole, never half written): an estimate loses a sample, nothing else does.
 
-The arithmetic is pure (:func:`sample_of`, :func:`added`, :func:`rates`); :func:`record` and
-:func:`read` are the file's I/O.
+The arithmetic is pure (:func:`sample_of`, :func:`added`, :func:`rates`); :func:`record` (or
+:func:`add` of a :func:`measured` sample) and :func:`read` are the file's I/O.
 """
 
 from __future__ import annotations
@@ -218,11 +218,29 @@ def read(cache_dir: str | Path | None = None) -> dict[str, Any]:
 
 
 def record(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> None:
-    """Add a computed cell's sample to the history (written whole: a temporary file, then renamed).
-    A failure is logged, never raised: the cell is what matters."""
+    """Add a computed cell's sample to the history (:func:`add`). A failure is logged, never raised:
+    the cell is what matters."""
+    add(measured(cfg, metrics, wall_s))
+
+
+def measured(cfg: Any, metrics: Mapping[str, Any], wall_s: float) -> Sample | None:
+    """:func:`sample_of`, None (logged) when the config or metrics cannot give one."""
+    try:
+        return sample_of(cfg, metrics, wall_s)
+    except Exception as exc:  # noqa: BLE001 -- the history is a courtesy; the cell is finished
+        log.debug("throughput history not updated: %s", exc)
+        return None
+
+
+def add(sample: Sample | None) -> None:
+    """Add ``sample`` (None: nothing) to the history, written whole: a temporary file, then renamed.
+    A sweep's background process adds its cells' samples (:mod:`rag_bench.tracking.finisher`), off
+    the sweep's thread. A failure is logged, never raised: the cell is what matters."""
+    if sample is None:
+        return
     try:
         target = path()
-        history = added(read(), sample_of(cfg, metrics, wall_s))
+        history = added(read(), sample)
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(f".{FILE}.{os.getpid()}.part")
         part.write_text(json.dumps(history, sort_keys=True, indent=1), encoding="utf-8")

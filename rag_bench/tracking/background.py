@@ -99,7 +99,8 @@ class LogJob:
     logged when ``tracker`` is given (``MlflowTracker`` constructor arguments; ``bind``: its
     ``bind`` values; ``log_cell``: ``log_cell``'s arguments); then DONE written with the body
     ``done`` (plus, when logged, the run id and the tracker's ``describe()``). With ``keep``, the
-    written cell is stored in the cell cache too (:func:`rag_bench.cell_cache.keep`), before DONE."""
+    written cell is stored in the cell cache too (:func:`rag_bench.cell_cache.keep`), before DONE;
+    with ``history``, its throughput sample is added to the history (:mod:`rag_bench.runner.throughput`)."""
 
     cell_id: str
     cell_dir: Path
@@ -114,6 +115,8 @@ class LogJob:
     on_death: Callable[[], Any] | None = None
     # Where the child stores the written cell for reuse (a rag_bench.cell_cache.Keep), None: not stored.
     keep: Any = None
+    # The cell's throughput sample the child adds to the history (rag_bench.runner.throughput.add), None: none.
+    history: Any = None
 
 
 def current() -> Finishers | None:
