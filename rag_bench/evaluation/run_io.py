@@ -292,8 +292,20 @@ def to_data(value: Any) -> Any:
                 return list(value)
         return [to_data(v) for v in value]
     names = _field_names(kind)  # type: ignore[arg-type]  # a class is hashable
-    if names is not None:
-        return {name: to_data(getattr(value, name)) for name in names}
+    if names is not None:  # most fields hold a text or a number: taken here, without a call each
+        out = {}
+        for name in names:
+            field_value = getattr(value, name)
+            field_kind = type(field_value)
+            if field_kind in _SCALARS:
+                out[name] = field_value
+            elif field_kind is float:
+                out[name] = field_value if field_value - field_value == 0.0 else _NonFinite(field_value)
+            elif field_kind is tuple and not field_value:
+                out[name] = []
+            else:
+                out[name] = to_data(field_value)
+        return out
     if isinstance(value, (list, tuple)):
         return [to_data(v) for v in value]
     if isinstance(value, dict):

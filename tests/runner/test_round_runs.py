@@ -178,3 +178,39 @@ def test_a_list_of_plain_numbers_is_written_as_it_is_and_a_non_finite_one_by_one
     got = run_io.to_data((1.0, float("nan"), -math.inf))
     assert got[0] == 1.0 and type(got[1]) is run_io._NonFinite and math.isnan(got[1]) and got[2] == -math.inf
     assert type(got[2]) is run_io._NonFinite and run_io.to_data([]) == []
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fields:
+    nan: float
+    inf: float
+    number: float
+    empty: tuple[str, ...]
+    words: tuple[str, ...]
+    text: str
+    count: int
+    flag: bool
+    nothing: None
+    inner: tuple[_Inner, ...]
+    table: dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+    score: float
+    ids: list[int]
+
+
+def test_a_dataclass_field_is_written_as_the_general_rule_writes_it():
+    """to_data's fields taken without a call each (issue 57): texts, numbers, an empty tuple and a
+    non-finite float as to_data writes the same value on its own (NaN and infinities as _NonFinite)."""
+    value = _Fields(float("nan"), -math.inf, 0.25, (), ("a", "b"), "t", 3, True, None,
+                    (_Inner(float("inf"), [1, 2]),), {"x": float("nan"), "y": 1.5})
+    got = run_io.to_data(value)
+    assert list(got) == [f.name for f in dataclasses.fields(_Fields)]
+    for name, data in got.items():
+        alone = run_io.to_data(getattr(value, name))
+        assert json.dumps(data) == json.dumps(alone) and type(data) is type(alone), name
+    assert type(got["nan"]) is run_io._NonFinite and type(got["inf"]) is run_io._NonFinite
+    assert type(got["number"]) is float and got["empty"] == [] and got["inner"] == [{"score": math.inf, "ids": [1, 2]}]
+    assert type(got["inner"][0]["score"]) is run_io._NonFinite and type(got["table"]["x"]) is run_io._NonFinite
