@@ -132,18 +132,35 @@ def mean_cis(values: np.ndarray, *, n_resamples: int = 1000, seed: int = 0, conf
     if v.ndim != 2:
         raise ValueError(f"values must be a (questions, measures) array, got shape {v.shape!r}")
     out = np.full((v.shape[1], 2), np.nan)
-    resampled = [j for j in range(v.shape[1]) if method(v[:, j]) == "bootstrap"]
+    binary, no_spread, counts = _methods(v)
+    resampled = np.flatnonzero(~binary & ~no_spread).tolist()
     by_n: dict[int, list[int]] = {}
     for j in resampled:
-        by_n.setdefault(int((~np.isnan(v[:, j])).sum()), []).append(j)
+        by_n.setdefault(int(counts[j]), []).append(j)
     for n, cols in by_n.items():  # each column's bootstrap interval depends on that column alone
         out[cols] = bootstrap_cis(v[:, cols], n_resamples=n_resamples, seed=seed,
                                   confidence=expanded_confidence(confidence, n))
-    for j in sorted(set(range(v.shape[1])) - set(resampled)):
+    # Wilson's: every binary column at once (their sums are counts, exact in any order), a column
+    # with no spread on its own (its sum as the one-column rule adds it)
+    if binary.any():
+        cols = np.flatnonzero(binary)
+        out[cols] = wilson(np.where(np.isnan(v[:, cols]), 0.0, v[:, cols]).sum(axis=0), counts[cols], confidence)
+    for j in np.flatnonzero(no_spread).tolist():
         d = v[:, j][~np.isnan(v[:, j])]
-        if d.size:
-            out[j] = wilson(d.sum(), d.size, confidence)
+        out[j] = wilson(d.sum(), d.size, confidence)
     return out
+
+
+def _methods(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`method` of every column of ``v`` at once: which are binary (``wilson``), which have no
+    spread (``wilson (no spread)``; the rest: ``bootstrap``), and each column's defined values."""
+    undefined = np.isnan(v)
+    counts = (~undefined).sum(axis=0)
+    binary = ((v == 0.0) | (v == 1.0) | undefined).all(axis=0) & (counts > 0)
+    low = np.where(undefined, np.inf, v).min(axis=0, initial=np.inf)
+    high = np.where(undefined, -np.inf, v).max(axis=0, initial=-np.inf)
+    no_spread = ~binary & (counts > 0) & (low == high) & (low >= 0.0) & (low <= 1.0)
+    return binary, no_spread, counts
 
 
 def mean_ci(values: np.ndarray, *, n_resamples: int = 1000, seed: int = 0,

@@ -86,3 +86,39 @@ def test_the_table_in_docs_is_the_scripts_output_for_its_exact_columns():
         ci = wilson(int(x), int(n))
         assert (f"{ci[0]:.3f}", f"{ci[1]:.3f}") == (lo, hi)
         assert f"{script.wilson_coverage(int(n), float(p)):.3f}" == cover
+
+
+def _one_by_one(v: np.ndarray, seed: int) -> np.ndarray:
+    """mean_cis as first written: each column's method, then its interval on its own."""
+    from rag_bench.metrics.bootstrap import bootstrap_cis
+    from rag_bench.metrics.intervals import method
+
+    out = np.full((v.shape[1], 2), np.nan)
+    for j in range(v.shape[1]):
+        d = v[:, j][~np.isnan(v[:, j])]
+        if method(v[:, j]) == "bootstrap":
+            out[j] = bootstrap_cis(v[:, [j]], n_resamples=200, seed=seed,
+                                   confidence=expanded_confidence(0.95, d.size))[0]
+        elif d.size:
+            out[j] = wilson(d.sum(), d.size, 0.95)
+    return out
+
+
+def test_every_column_at_once_is_each_column_on_its_own():
+    """mean_cis picks every column's method and computes the Wilson intervals at once (issue 57):
+    bit for bit what each column gives alone, over binary, constant (in and out of [0, 1]), spread,
+    all-undefined, -0.0 and infinite columns with NaN holes."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n = int(rng.integers(0, 40))
+        kinds = rng.integers(0, 7, size=int(rng.integers(1, 12)))
+        cols = []
+        for kind in kinds:
+            col = [rng.integers(0, 2, n).astype(float), np.full(n, rng.choice([0.1, 0.7, 1.0, 0.0, 2.5])),
+                   rng.random(n), np.full(n, np.nan), np.where(rng.random(n) < 0.5, -0.0, 1.0),
+                   np.where(rng.random(n) < 0.2, np.inf, rng.random(n)), rng.integers(0, 5, n).astype(float)][kind]
+            holes = rng.random(n) < rng.choice([0.0, 0.3, 0.9])
+            cols.append(np.where(holes, np.nan, col))
+        v = np.column_stack(cols) if n else np.empty((0, len(cols)))
+        got, want = mean_cis(v, n_resamples=200, seed=trial), _one_by_one(v, trial)
+        assert got.tobytes() == want.tobytes(), (trial, got, want)
