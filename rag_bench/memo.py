@@ -74,6 +74,7 @@ SIZES: Mapping[str, int] = {
     "rankings": 8,     # per (index, depth): rankings and their latencies
     "reranked": 8,     # per (rankings, reranker)
     "graded": 8,       # per (final rankings, grading settings): the rankings' relevance grades
+    "relevance": 4,    # per (passages, questions, grading settings): each question's relevant chunks
     "scored": 48,      # per (final rankings, grading settings, scorer, its parameters): a scorer's
                        # k-independent part (some six scorers share each ranking)
     "ann": 8,          # per (index, ks): the ANN-vs-exact report

@@ -16,13 +16,14 @@ the generator or the judge) share it through the shared work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rag_bench import memo
+from rag_bench.domain import Question
 from rag_bench.evaluation.run import SystemRun
 from rag_bench.evaluation.settings import Settings
 from rag_bench.memo import SharedWork
@@ -64,12 +65,46 @@ def grade(run: SystemRun, settings: Settings, work: SharedWork | None = None) ->
         return _grade(run, settings)
     key = memo.key(run.dataset.fingerprint, run.ranking_key, settings.min_coverage, settings.relevance,
                    settings.relevance_level, run.min_relevant)
-    return work.get_or("graded", key, lambda: _grade(run, settings))
+    return work.get_or("graded", key, lambda: _grade(run, settings, work))
 
 
-def _grade(run: SystemRun, settings: Settings) -> Grades:
-    passages, documents, level = run.passages, run.corpus, settings.relevance_level
-    index = ChunkIndex(passages)
+Relevance = tuple[np.ndarray, np.ndarray, np.ndarray]  # relevant_chunks: indices, their grades, spans found
+
+
+def relevance(run: SystemRun, settings: Settings, work: SharedWork | None = None) -> Callable[[Question], Relevance]:
+    """Each question's relevant chunks among the run's passages (:func:`relevant_chunks`, read-only
+    arrays). They depend on the passages, the question and the grading settings, not on the
+    ranking: with ``work`` they are found once per passages object and question, for every
+    ranking of one chunking and index (its retrievers' depths, rerankers, k) -- the passages are
+    held with them, so the object they were found for is the one asked about."""
+    passages = run.passages
+
+    def made() -> tuple[Any, ChunkIndex, dict[Any, Relevance]]:
+        return passages, ChunkIndex(passages), {}
+
+    held = made() if work is None else work.get_or(
+        "relevance", memo.key(id(passages), run.dataset.fingerprint, settings.min_coverage, settings.relevance), made)
+    if held[0] is not passages:  # never, while the entry holds them; a fresh index otherwise
+        held = made()
+    _, index, found = held
+
+    def of(q: Question) -> Relevance:
+        key = (q.qid, q.evidence, q.facts)  # what relevant_chunks reads of the question
+        got = found.get(key)
+        if got is None:
+            got = relevant_chunks(q, index, min_coverage=settings.min_coverage, mode=settings.relevance,
+                                  documents=run.corpus)
+            for array in got:
+                array.flags.writeable = False
+            found[key] = got
+        return got
+
+    return of
+
+
+def _grade(run: SystemRun, settings: Settings, work: SharedWork | None = None) -> Grades:
+    passages, level = run.passages, settings.relevance_level
+    relevant = relevance(run, settings, work)
     graded: list[Graded] = []
     columns: dict[str, list[Any]] = {name: [] for name in ("chunk_ids", "scores", "relevant", "chunk_spans", "grades",
                                                            "n_relevant", "first_relevant_rank")}
@@ -78,8 +113,7 @@ def _grade(run: SystemRun, settings: Settings) -> Grades:
     spans: dict[int, dict[str, Any]] = {}
     for qr in run.questions:
         q = qr.question
-        rel, grades, found = relevant_chunks(q, index, min_coverage=settings.min_coverage, mode=settings.relevance,
-                                             documents=documents)
+        rel, grades, found = relevant(q)
         grade_of = dict(zip(rel.tolist(), grades.tolist()))
         ranked = qr.ranked.indices
         levels = np.array([grade_of.get(j, 0) for j in ranked], np.float64)

@@ -214,3 +214,40 @@ def test_under_all_a_scorer_whose_inputs_the_run_lacks_is_skipped_with_the_reaso
     assert "claims" not in cell.metrics and "retrieval" in cell.metrics
     for name in skipped:  # each declares what it lacks here
         assert measures.SCORERS.get(name).requires
+
+
+def test_relevance_is_found_once_per_passages_and_question_and_grades_as_without_sharing(monkeypatch):
+    """Issue 57: the relevant chunks depend on the passages, the question and the grading settings,
+    not on the ranking; with shared work they are found once for every ranking over one passages
+    object, and each ranking is graded as without it. Other passages (equal, not the same object)
+    get their own; the arrays handed out are read-only."""
+    import dataclasses
+
+    from rag_bench.evaluation import grade as grading
+    from rag_bench.evaluation.settings import Settings
+
+    cfg = compose_config(["tracking=none", f"dataset.path={TINY}", "chunker=section", "retriever=bm25"])
+    dataset, work = load_dataset(TINY), SharedWork()
+    run = pipeline.run(build_cell(cfg, work), dataset, work)
+    other = dataclasses.replace(run, ranking_key=f"{run.ranking_key} reversed", questions=tuple(
+        dataclasses.replace(q, ranked=dataclasses.replace(q.ranked, indices=q.ranked.indices[::-1],
+                                                          scores=q.ranked.scores[::-1])) for q in run.questions))
+    settings = Settings(ks=(1, 3), k=3)
+    calls = []
+    real = grading.relevant_chunks
+    monkeypatch.setattr(grading, "relevant_chunks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    shared = [grading.grade(r, settings, work) for r in (run, other)]
+    assert len(calls) == len(run.questions)  # the second ranking found none again
+    for r, got in zip((run, other), shared):
+        alone = grading._grade(r, settings)
+        assert got.columns == alone.columns
+        for a, b in zip(got.questions, alone.questions):
+            assert (a.qrels, a.ideal, a.n_relevant, a.judged, a.first_relevant, a.lost) == \
+                (b.qrels, b.ideal, b.n_relevant, b.judged, b.first_relevant, b.lost)
+            assert np.array_equal(a.levels, b.levels) and np.array_equal(a.found, b.found)
+    before = len(calls)
+    copied = dataclasses.replace(run, passages=list(run.passages), ranking_key=f"{run.ranking_key} copied")
+    grading.grade(copied, settings, work)
+    assert len(calls) - before == len(run.questions)  # not the same object: found for it
+    rel, grades, found = grading.relevance(run, settings, work)(run.questions[0].question)
+    assert not (rel.flags.writeable or grades.flags.writeable or found.flags.writeable)
