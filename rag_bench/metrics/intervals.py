@@ -143,8 +143,8 @@ def mean_cis(values: np.ndarray, *, n_resamples: int = 1000, seed: int = 0, conf
     # Wilson's: every binary column at once (their sums are counts, exact in any order), a column
     # with no spread on its own (its sum as the one-column rule adds it)
     if binary.any():
-        cols = np.flatnonzero(binary)
-        out[cols] = wilson(np.where(np.isnan(v[:, cols]), 0.0, v[:, cols]).sum(axis=0), counts[cols], confidence)
+        two = np.flatnonzero(binary)
+        out[two] = wilson(np.where(np.isnan(v[:, two]), 0.0, v[:, two]).sum(axis=0), counts[two], confidence)
     for j in np.flatnonzero(no_spread).tolist():
         d = v[:, j][~np.isnan(v[:, j])]
         out[j] = wilson(d.sum(), d.size, confidence)
