@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -301,7 +301,8 @@ def finish(cfg: DictConfig, dataset: Dataset, cid: str, compute: Callable[[str],
             # the run, then writes DONE;
             # the cell's lock goes with the job and is released when the child reports the cell.
             assert logger is not None
-            logger.submit(dataclasses.replace(job, keep=keep, history=sample), held.pop_all().close)
+            logger.submit(dataclasses.replace(job, keep=keep, after_write=None if sample is None else
+                                              partial(throughput.add, sample)), held.pop_all().close)
         else:
             throughput.add(sample)
             if keep is not None:

@@ -100,7 +100,8 @@ class LogJob:
     ``bind`` values; ``log_cell``: ``log_cell``'s arguments); then DONE written with the body
     ``done`` (plus, when logged, the run id and the tracker's ``describe()``). With ``keep``, the
     written cell is stored in the cell cache too (:func:`rag_bench.cell_cache.keep`), before DONE;
-    with ``history``, its throughput sample is added to the history (:mod:`rag_bench.runner.throughput`)."""
+    with ``after_write``, that call is made once the folder is written (the cell's throughput sample
+    added to ``--plan``'s history), before DONE."""
 
     cell_id: str
     cell_dir: Path
@@ -115,8 +116,9 @@ class LogJob:
     on_death: Callable[[], Any] | None = None
     # Where the child stores the written cell for reuse (a rag_bench.cell_cache.Keep), None: not stored.
     keep: Any = None
-    # The cell's throughput sample the child adds to the history (rag_bench.runner.throughput.add), None: none.
-    history: Any = None
+    # Called in the child once the folder is written (picklable; it must not raise): the calling side's
+    # bookkeeping, handed over like on_death (this module and the child know no runner). None: nothing.
+    after_write: Callable[[], Any] | None = None
 
 
 def current() -> Finishers | None:

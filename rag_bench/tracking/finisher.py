@@ -90,7 +90,6 @@ def _finish_jobs(jobs: queue.Queue[tuple[int, LogJob] | None], out: Any) -> int:
     """Each job as it comes (the cell written, stored, logged, DONE) and reported on ``out``."""
     from rag_bench import cell_cache
     from rag_bench.cells import mark_done, write_cell_or_fail
-    from rag_bench.runner import throughput
     from rag_bench.tracking.mlflow_tracker import MlflowTracker
 
     trackers: dict[str, MlflowTracker] = {}
@@ -107,8 +106,8 @@ def _finish_jobs(jobs: queue.Queue[tuple[int, LogJob] | None], out: Any) -> int:
                     written = cell_cache.keep(job.keep, written)
                 write_cell_or_fail(cell_dir, plain, written)
                 faults.failpoint("cell_written")
-            if job.history is not None:
-                throughput.add(job.history)  # a failure is logged, never raised
+            if job.after_write is not None:
+                job.after_write()
             done, parent_run = job.done, ""
             if job.tracker is not None and job.log_cell is not None:
                 key = repr((sorted(job.tracker.items()), sorted(job.bind.items())))
