@@ -82,11 +82,9 @@ def relevance(run: SystemRun, settings: Settings, work: SharedWork | None = None
     def made() -> tuple[Any, ChunkIndex, dict[Any, Relevance]]:
         return passages, ChunkIndex(passages), {}
 
-    held = made() if work is None else work.get_or(
+    # Keyed by the passages' id: the entry holds them, so no other object takes that id while it lives.
+    _, index, found = made() if work is None else work.get_or(
         "relevance", memo.key(id(passages), run.dataset.fingerprint, settings.min_coverage, settings.relevance), made)
-    if held[0] is not passages:  # never, while the entry holds them; a fresh index otherwise
-        held = made()
-    _, index, found = held
 
     def of(q: Question) -> Relevance:
         key = (q.qid, q.evidence, q.facts)  # what relevant_chunks reads of the question
