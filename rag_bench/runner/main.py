@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from rag_bench import budget, cell_cache, memo
+from rag_bench import budget, cell_cache, heap, memo
 from rag_bench.cells import CellResult, cell_lock, discard, is_done, mark_done, write_cell_or_fail
 from rag_bench.components import CONSOLE_STAGES, capability, is_null
 from rag_bench.data.files import MAX_FILE_BYTES
@@ -92,15 +92,17 @@ def run_cell(cfg: DictConfig, work: SharedWork | None = None, sweep: SweepContex
     app passes one for the whole sweep); None starts from nothing. ``sweep`` is the sweep the cell
     belongs to (:mod:`rag_bench.runner.sweep_context`); None: a sweep of this cell alone. A search
     strategy that runs its jobs' cells its own way (halving's rounds) does so through
-    :func:`prepare`, :func:`run_questions` and :func:`finish` (:func:`cell_route`)."""
+    :func:`prepare`, :func:`run_questions` and :func:`finish` (:func:`cell_route`). The cell runs with
+    the garbage collector tuned (:func:`rag_bench.heap.tuned`; within a sweep's batch it already is)."""
     work = SharedWork() if work is None else work
-    job = prepare(cfg, work)
+    with heap.tuned():
+        job = prepare(cfg, work)
 
-    def computed(cid: str) -> CellResult:
-        run, _ = run_questions(job.parts, job.dataset, work)
-        return run_io.stored(job.parts.evaluation.evaluate(run, cid, work), run)
+        def computed(cid: str) -> CellResult:
+            run, _ = run_questions(job.parts, job.dataset, work)
+            return run_io.stored(job.parts.evaluation.evaluate(run, cid, work), run)
 
-    return finish(cfg, job.dataset, job.cid, computed, sweep, work, reusable=True)
+        return finish(cfg, job.dataset, job.cid, computed, sweep, work, reusable=True)
 
 
 class _Searching(Protocol):

@@ -229,3 +229,26 @@ def test_stored_config_writes_the_absolute_path_and_leaves_the_config_as_it_was(
     assert cfg.dataset.path == "rel/set" and OmegaConf.is_readonly(cfg)
     assert stored_config(OmegaConf.create({"dataset": {"path": "/abs/set"}}), "/abs/set") == {
         "dataset": {"path": "/abs/set"}}
+
+
+def test_a_single_cell_runs_with_the_collector_tuned_and_puts_it_back(tmp_path, monkeypatch):
+    """A single dense squad2-normans cell (``rag-bench run retriever=dense``, outside a sweep's batch)
+    ran 6 full collections (~0.96 s of its ~11 s of CPU) over torch's objects; tuned (rag_bench.heap),
+    none. The cell runs with the collector tuned and puts it back as it was."""
+    import gc
+
+    from rag_bench import heap
+    from rag_bench.evaluation import evaluation as evaluation_module
+
+    seen = []
+    evaluate = evaluation_module.Evaluation.evaluate
+
+    def watched(self, *args, **kwargs):
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(evaluation_module.Evaluation, "evaluate", watched)
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert is_done(run(tmp_path, "chunker=section", "generator=none"))
+    assert len(seen) == 1 and seen[0][0] > before[1] and seen[0][1] >= heap.YOUNG_THRESHOLD
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
