@@ -71,9 +71,11 @@ each store holds.
 (``--corpus squad``: the 180 cells; ``demo``: the 72), scoring included, from empty caches
 (``--cold-tracking``, none by default here), and prints each stage's seconds summed over the
 cells (their ``latency/*_s``: chunk, index, retrieve, rerank, generate, score ...) beside the wall
-and CPU time. With ``--against REF`` the same grid is timed with another commit's code, side by
-side in one run: REF is a git ref (checked out here as a worktree of this repository, removed at the
-end) or a rag_bench source tree, run through the same ``rag-bench`` entry point with ``PYTHONPATH``
+and CPU time, and ``bg_wait_s``: how long the sweep waited for its background processes to write
+and log the cells (the line a sweep writes to its log file at its end; an older checkout shows ``-``).
+With ``--against REF`` the same grid is timed with another commit's code, side by side in one run:
+REF is a git ref (checked out here as a worktree of this repository, removed at the end) or a
+rag_bench source tree, run through the same ``rag-bench`` entry point with ``PYTHONPATH``
 set to it, each arm from an empty cache of its own; with ``--repeats N`` the arms take turns (ABBA)
 and the fastest run of each is kept. Printed: both rows, the ratio today / REF of the wall time, the
 CPU time and every stage, and which rag_bench each arm imported; with ``--repeats N`` first the median
@@ -97,6 +99,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -162,12 +165,21 @@ def run(overrides: list[str], *, out: Path, cache: Path, env: dict[str, str] | N
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
     CPU[out] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    log_file = out / "bench" / ".hydra" / "rag_bench.log"
+    said = WAIT_LINE.findall(log_file.read_text(encoding="utf-8", errors="replace")) if log_file.is_file() else []
+    if said:
+        WAITED[out] = float(said[-1])
     return wall
 
 
 # CPU seconds (user + system, every thread) of each run's process and the children it waited for, by
 # output folder: the time waited for a core (steal, neighbours) is not in it (module doc).
 CPU: dict[Path, float] = {}
+# Seconds each run's sweep waited for the background processes finishing its cells (the line its
+# session writes to the experiment's log file when it closes: rag_bench.tracking.background.wait_line),
+# by output folder; a checkout older than that line says nothing.
+WAITED: dict[Path, float] = {}
+WAIT_LINE = re.compile(r"finishing cells in the background: the sweep waited ([\d.]+) s")
 
 
 def cells(out: Path) -> list[tuple[dict, pd.DataFrame]]:
@@ -438,8 +450,11 @@ def bench_full_grid(name: str, full: list[str], cells: int, work: Path, how: Ful
                     env, arm_tracking = arms[arm]
                     wall = run(full, out=out, cache=cache, env=env, tracking=arm_tracking)
                     stages = stage_seconds(out)
+                    if out in WAITED:
+                        stages["bg_wait_s"] = WAITED[out]
                     reused = sum("reused" in json.loads(d.read_text() or "{}") for d in (out / "bench").glob("*/DONE"))
                     print(f"  {phase} {arm}: {wall:.1f} s wall, {CPU[out]:.1f} s CPU, {int(stages['cells'])} cells"
+                          + (f", {WAITED[out]:.1f} s waited for the background" if out in WAITED else "")
                           + (f" ({reused} reused from the cell cache: their latency figures are the cold run's)"
                              if reused else ""), flush=True)
                     if stages["cells"] != cells:

@@ -33,11 +33,17 @@ def quiet_libraries() -> None:
     logging.captureWarnings(True)
 
 
+# ``extra=`` of a record for the log file only (a figure kept for later, e.g. benchmarks/sweep.py): the
+# console passes it by.
+FILE_ONLY = {"file_only": True}
+
+
 class OwnRecords(logging.Filter):
-    """Passes rag_bench's records (and plugins of it); drops every library's."""
+    """Passes rag_bench's records (and plugins of it) but those marked :data:`FILE_ONLY`; drops every
+    library's."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name.startswith(OWN)
+        return record.name.startswith(OWN) and not getattr(record, "file_only", False)
 
 
 class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -134,7 +140,8 @@ def setup_console(level: int = logging.INFO) -> None:
     """Outside a sweep: rag_bench's messages on stderr, libraries' only from WARNING up."""
     handler = ConsoleHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    handler.addFilter(lambda r: r.name.startswith(OWN) or (r.levelno >= logging.WARNING and not api_notice(r)))
+    handler.addFilter(lambda r: not getattr(r, "file_only", False) and (
+        r.name.startswith(OWN) or (r.levelno >= logging.WARNING and not api_notice(r))))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

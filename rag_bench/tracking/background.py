@@ -47,6 +47,14 @@ What does not change, and how:
   write to the MLflow store and the cell cache as two processes of a cluster sweep do (their
   locks, SQLite's WAL).
 
+* **What it cost the sweep is said.** When the session closes it logs one line
+  (:func:`wait_line`): how long the calling thread waited for its children (with
+  :data:`MAX_PENDING` cells pending, or at the end) of how long the session lasted, and how long it
+  spent handing cells over (pickling and writing them), to the log file only
+  (``benchmarks/sweep.py --full-grid`` prints it per run); the console gets a line only when the
+  sweep waited a tenth of the session or more (:func:`wait_hint`: with MLflow, the setting that
+  waits less).
+
 The child's log lines (MLflow, alembic) go to the file of the calling process's root
 ``FileHandler`` (``.hydra/rag_bench.log``), else to stderr.
 """
@@ -61,6 +69,7 @@ import select
 import struct
 import subprocess
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -68,6 +77,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from rag_bench.errors import OutputError, RagBenchError, TrackingError
+from rag_bench.logs import FILE_ONLY
 from rag_bench.tracking.parents import PARENT_RUNS
 
 log = logging.getLogger(__name__)
@@ -175,6 +185,7 @@ class BackgroundLogger:
         self._buffer = b""
         self._errors: list[RagBenchError] = []
         self.reported = 0  # cells the child has reported (finished or failed)
+        self.waits = Waits()  # what the calling thread spent on this child (:func:`wait_line`)
 
     # -- the calling process's API ---------------------------------------------------------
 
@@ -184,8 +195,11 @@ class BackgroundLogger:
         try:
             self._raise_errors()
             self._collect(block=False)
+            started = time.perf_counter()
             while len(self._pending) >= MAX_PENDING:
                 self._collect(block=True)
+            handing = time.perf_counter()
+            self.waits.bound += handing - started
             self._raise_errors()
             proc = self._start()
             self._seq += 1
@@ -194,6 +208,9 @@ class BackgroundLogger:
             try:
                 proc.stdin.write(HEADER.pack(len(data)) + data)
                 proc.stdin.flush()
+                self.waits.handing += time.perf_counter() - handing
+                self.waits.cells += 1
+                self.waits.tracked += job.log_cell is not None
             except OSError as exc:  # the child is gone (BrokenPipeError): its pending cells fail with it
                 while self._pending:
                     self._collect(block=True)
@@ -220,13 +237,17 @@ class BackgroundLogger:
 
     def wait_for(self, cell_dir: Path) -> None:
         """Return once ``cell_dir``'s job (if any is pending) has been reported."""
+        started = time.perf_counter()
         while any(entry[0] == str(cell_dir) for entry in self._pending.values()):
             self._collect(block=True)
+        self.waits.bound += time.perf_counter() - started
 
     def drain(self) -> None:
         """Wait for every pending cell; raise the first logging error."""
+        started = time.perf_counter()
         while self._pending:
             self._collect(block=True)
+        self.waits.end += time.perf_counter() - started
         self._raise_errors()
 
     def close(self) -> None:
@@ -336,6 +357,7 @@ class Finishers:
     def __init__(self, size: int | None = None) -> None:
         self.size = size if size is not None else (MAX_CHILDREN if _cores() >= 2 else 1)
         self.loggers: list[BackgroundLogger] = []
+        self.started = time.perf_counter()
 
     def submit(self, job: LogJob, release: Callable[[], None]) -> None:
         """:meth:`BackgroundLogger.submit` to the chosen child; an earlier cell's error, whichever
@@ -373,8 +395,15 @@ class Finishers:
         self._each(BackgroundLogger.drain)
 
     def close(self) -> None:
-        """:meth:`drain`, then stop the children."""
+        """:meth:`drain`, then stop the children; then log what the sweep spent on them (:func:`wait_line`)."""
         self._each(BackgroundLogger.close)
+        if self.loggers:
+            waits = Waits.total([logger.waits for logger in self.loggers])
+            seconds = time.perf_counter() - self.started
+            log.info("%s", wait_line(waits, len(self.loggers), seconds), extra=FILE_ONLY)
+            hint = wait_hint(waits, seconds)
+            if hint:
+                log.info("%s", hint)
 
     def _each(self, step: Callable[[BackgroundLogger], None]) -> None:
         """``step`` for every child, all of them whatever one raises; then the first error."""
@@ -388,6 +417,54 @@ class Finishers:
             log.error("another process finishing cells failed too: %s", extra)
         if errors:
             raise errors[0]
+
+
+@dataclass
+class Waits:
+    """What the calling thread spent on a child: seconds waiting for it with :data:`MAX_PENDING`
+    cells pending or for a cell met again (``bound``), seconds waiting at the end (``end``: the
+    session's close), seconds pickling and writing the jobs (``handing``), the cells handed over and
+    those of them logged to MLflow (``tracked``)."""
+
+    bound: float = 0.0
+    end: float = 0.0
+    handing: float = 0.0
+    cells: int = 0
+    tracked: int = 0
+
+    @staticmethod
+    def total(waits: list[Waits]) -> Waits:
+        """The sum over children."""
+        return Waits(sum(w.bound for w in waits), sum(w.end for w in waits), sum(w.handing for w in waits),
+                     sum(w.cells for w in waits), sum(w.tracked for w in waits))
+
+
+def wait_line(waits: Waits, processes: int, seconds: float) -> str:
+    """The line a session writes to the log file when it closes (``benchmarks/sweep.py`` reads it):
+    how long the sweep waited for its cells to be written and logged, of the ``seconds`` the session
+    lasted, and how long it spent handing them over."""
+    return (f"finishing cells in the background: the sweep waited {waits.bound + waits.end:.1f} s of {seconds:.1f} s "
+            f"for them ({waits.bound:.1f} s with {MAX_PENDING} cells pending, {waits.end:.1f} s at the end) and spent "
+            f"{waits.handing:.1f} s handing them over; {waits.cells} cells, {waits.tracked} logged to MLflow, "
+            f"{processes} process{'es' if processes != 1 else ''}")
+
+
+def wait_hint(waits: Waits, seconds: float) -> str | None:
+    """The console's line when the sweep waited a tenth of the session or more (and a second) for its
+    cells: what for, and with MLflow's logging the setting that waits less; None otherwise.
+
+    >>> wait_hint(Waits(7.6, 1.7, 1.8, 180, 180), 61.2)
+    'the sweep waited 9.3 s of 61.2 s for MLflow -- to wait less: tracking.traces=false or tracking.trace_sample=3'
+    >>> wait_hint(Waits(0.0, 0.1, 1.7, 180, 0), 39.0) is None
+    True
+    """
+    waited = waits.bound + waits.end
+    if waited < max(1.0, 0.1 * seconds):
+        return None
+    if waits.tracked:
+        return (f"the sweep waited {waited:.1f} s of {seconds:.1f} s for MLflow -- to wait less: tracking.traces=false "
+                "or tracking.trace_sample=3")
+    return f"the sweep waited {waited:.1f} s of {seconds:.1f} s for its cells to be written (.hydra/rag_bench.log)"
 
 
 def _cores() -> int:

@@ -442,6 +442,7 @@ class _FakeLogger:
         self.reported = 0
         self.error: Exception | None = None
         self.closed = False
+        self.waits = background.Waits()
         _FakeLogger.made.append(self)
 
     def pending(self) -> int:
@@ -516,3 +517,38 @@ def test_a_log_file_whose_folder_was_removed_leaves_the_child_on_stderr(tmp_path
     finally:
         root.removeHandler(stale)
         stale.close()
+
+
+def test_the_wait_line_says_what_the_sweep_spent_on_its_children_and_the_console_hears_only_a_long_wait():
+    line = background.wait_line(background.Waits(7.6, 1.7, 1.8, 180, 180), 2, 61.0)
+    assert line == ("finishing cells in the background: the sweep waited 9.3 s of 61.0 s for them (7.6 s with "
+                    f"{background.MAX_PENDING} cells pending, 1.7 s at the end) and spent 1.8 s handing them over; "
+                    "180 cells, 180 logged to MLflow, 2 processes")
+    assert background.wait_line(background.Waits(0.0, 0.1, 1.7, 180, 0), 1, 39.0).endswith(
+        "180 cells, 0 logged to MLflow, 1 process")
+    hint = background.wait_hint(background.Waits(7.6, 1.7, 1.8, 180, 180), 61.0)
+    assert hint is not None and "9.3 s of 61.0 s for MLflow" in hint and "tracking.traces=false" in hint
+    long_hint = background.wait_hint(background.Waits(7000.6, 1.7, 1.8, 9, 9), 19999.0)
+    assert long_hint is not None and len(long_hint) <= 120  # the console's width (tests/test_demo_console.py)
+    assert "written" in (background.wait_hint(background.Waits(5.0, 0.0, 1.0, 9, 0), 40.0) or "")
+    assert background.wait_hint(background.Waits(2.0, 1.0, 1.0, 10, 10), 31.0) is None  # under a tenth
+    assert background.wait_hint(background.Waits(0.5, 0.4, 0.1, 3, 3), 2.0) is None  # under a second
+    total = background.Waits.total([background.Waits(1.0, 0.5, 0.25, 3, 2), background.Waits(2.0, 0.0, 0.5, 4, 4)])
+    assert total == background.Waits(3.0, 0.5, 0.75, 7, 6)
+
+
+def test_a_session_writes_how_long_the_sweep_waited_for_its_cells_to_the_log_file_only(tmp_path, caplog):
+    """The 180-cell squad2-normans grid with MLflow's defaults waited seconds for its two children
+    (measured with a temporary timer): the session now writes the figures to the log file when it
+    closes (benchmarks/sweep.py reads them there), and the console passes the line by."""
+    from rag_bench.logs import OwnRecords
+
+    with caplog.at_level(logging.INFO, logger=background.__name__), background.session() as pool:
+        for cid in ("w1", "w2", "w3"):
+            pool.submit(_job(tmp_path, cid), lambda: None)
+    said = [r for r in caplog.records if r.getMessage().startswith("finishing cells in the background")]
+    assert len(said) == 1 and "3 cells, 3 logged to MLflow, 1 process" in said[0].getMessage()
+    waited = float(said[0].getMessage().split("the sweep waited ")[1].split(" s")[0])
+    assert waited > 0  # the child was still importing MLflow when the session closed: the end was waited for
+    assert not OwnRecords().filter(said[0])  # the console's filter: the file's line only
+    assert all((tmp_path / "exp" / cid / "DONE").is_file() for cid in ("w1", "w2", "w3"))
