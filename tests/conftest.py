@@ -42,6 +42,19 @@ def _embedding_cache(tmp_path_factory):
         os.environ["RAG_BENCH_CACHE"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_mlflow_files_in_the_working_folder():
+    """Tests keep MLflow's files in their tmp_path: an experiment a test creates without an
+    artifact_location keeps its runs' artifacts in ``<cwd>/mlruns`` (MLflow's default), in the
+    checkout (tests/tracking/test_concurrency.py and test_mlflow_tracker.py did)."""
+    stray = Path.cwd() / "mlruns"
+    before = stray.exists()
+    yield
+    if not before and stray.exists():
+        raise AssertionError(f"a test wrote MLflow artifacts to {stray} -- fix: create its experiment with "
+                             "artifact_location=(tmp_path / 'mlartifacts').as_uri()")
+
+
 def demo_subset(root: Path, ids: tuple[str, ...]) -> Path:
     """A copy of the demo set at ``root`` holding only the questions ``ids``, without its labels
     (they name the stand-in's answers: a real model's would not match them)."""

@@ -124,7 +124,7 @@ def test_same_cell_logged_by_three_processes_at_once(tmp_path):
     exactly one live run holds the cell, FINISHED; nothing is left RUNNING."""
     out = tmp_path / "out"
     out.mkdir()
-    _client(out).create_experiment("race")  # the store exists: only the cell's run is raced for
+    _client(out).create_experiment("race", artifact_location=(out / "mlartifacts").as_uri())  # only the run is raced for
     _race(out, "race", [["same"]] * 3, rounds=3)
     client = _client(out)
     runs = client.search_runs([client.get_experiment_by_name("race").experiment_id])

@@ -174,7 +174,7 @@ def test_an_experiment_a_failed_run_could_only_delete_is_restored_by_the_next_ru
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     out = tmp_path / "out"
     client = _store(out)
-    exp_id = client.create_experiment("served")
+    exp_id = client.create_experiment("served", artifact_location=(out / "mlartifacts").as_uri())
     run_id = client.create_run(exp_id).info.run_id
     client.delete_run(run_id)
     mlflow_tracker._remove_experiment(client, "http://127.0.0.1:5000", exp_id, run_id)  # the server's path
