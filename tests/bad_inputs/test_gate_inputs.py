@@ -264,7 +264,8 @@ def test_unfinished_mlflow_run_is_refused(cells, tmp_path, capsys):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
-    run_ = client.create_run(client.create_experiment("gate"), tags={"cell_id": cells["cell"].name})
+    exp_id = client.create_experiment("gate", artifact_location=(tmp_path / "mlartifacts").as_uri())
+    run_ = client.create_run(exp_id, tags={"cell_id": cells["cell"].name})
     staged = tmp_path / "staged"
     shutil.copytree(cells["cell"], staged, ignore=shutil.ignore_patterns("DONE"))
     client.log_artifacts(run_.info.run_id, str(staged))
